@@ -1,0 +1,30 @@
+# Two entry points for users: `make run` and `make test` (see README).
+# Each area adds its own set-up steps in mk/*.mk by appending to SETUP_TARGETS.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SETUP_TARGETS :=
+
+.PHONY: run test install setup bench
+.DEFAULT_GOAL := test
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,spark,bench]'
+	touch $@
+
+install: $(VENV)/.installed
+
+include $(wildcard mk/*.mk)
+
+setup: install $(SETUP_TARGETS)
+
+run: install
+	$(PY) -m gateway --data-dir ./data
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m bench $(BENCH_ARGS)

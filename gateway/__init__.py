@@ -1,0 +1,1 @@
+"""The trio server: listeners, request routing, background services."""

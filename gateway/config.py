@@ -1,0 +1,62 @@
+"""Command-line and runtime configuration of the gateway (the command-line contract in docs/config.md)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+
+@dataclasses.dataclass
+class GatewayConfig:
+    data_dir: str = "./data"
+    host: str = "127.0.0.1"
+    kafka_port: int = 9092
+    remoting_port: int = 9876
+    flush: str = "async"
+    # Address clients are told to connect back to; defaults to host.
+    advertised_host: str | None = None
+    auto_create_topics: bool = True
+    default_partitions: int = 4
+    max_frame_bytes: int = 100 * 1024 * 1024
+    max_message_bytes: int = 4 * 1024 * 1024
+    commitlog_file_size: int = 1 << 30
+    log_level: str = "INFO"
+
+    @property
+    def advertised(self) -> str:
+        return self.advertised_host or self.host
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line and exit code 2, never a traceback."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse hook
+        sys.stderr.write(f"rocketgate: error: {message}\n")
+        raise SystemExit(2)
+
+
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower().rstrip("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def parse_args(argv: list[str] | None = None) -> GatewayConfig:
+    d = GatewayConfig()
+    p = _Parser(prog="python -m gateway", description="rocketgate: Kafka + RocketMQ protocols over one store")
+    p.add_argument("--data-dir", default=d.data_dir)
+    p.add_argument("--host", default=d.host)
+    p.add_argument("--kafka-port", type=int, default=d.kafka_port)
+    p.add_argument("--remoting-port", type=int, default=d.remoting_port)
+    p.add_argument("--flush", choices=["async", "sync"], default=d.flush)
+    p.add_argument("--advertised-host", default=None, help="host clients connect back to (default: --host)")
+    p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false")
+    p.add_argument("--default-partitions", type=int, default=d.default_partitions)
+    p.add_argument("--max-frame-bytes", type=_size, default=d.max_frame_bytes)
+    p.add_argument("--max-message-bytes", type=_size, default=d.max_message_bytes)
+    p.add_argument("--commitlog-file-size", type=_size, default=d.commitlog_file_size)
+    p.add_argument("--log-level", default=d.log_level)
+    ns = p.parse_args(argv)
+    return GatewayConfig(**vars(ns))
