@@ -1,0 +1,70 @@
+"""Consumer offsets for both protocols in one table, persisted as config/consumerOffset.json in
+RocketMQ's layout `{"offsetTable": {"topic@group": {"0": 12}}}`; Kafka commit metadata is kept next
+to it under "metadataTable" in the same shape (RocketMQ ignores keys it does not know)."""
+from __future__ import annotations
+
+FILE = "consumerOffset.json"
+
+
+class OffsetTable:
+    """`durable=True` (sync flush) writes the file before `commit` returns; otherwise `persist()`
+    (called periodically and at shutdown) writes it when something changed."""
+
+    def __init__(self, store, durable: bool = False) -> None:
+        self.store = store
+        self.durable = durable
+        self._offsets: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> qid -> offset
+        self._meta: dict[tuple[str, str], dict[int, str]] = {}
+        self._dirty = False
+        doc = store.read_config(FILE, {}) or {}
+        for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
+                                    (doc.get("metadataTable") or {}, self._meta, str)):
+            for key, queues in table.items():
+                topic, sep, group = key.partition("@")  # topics never contain '@'; groups may
+                if not sep:
+                    continue
+                target[(group, topic)] = {int(q): conv(v) for q, v in queues.items()}
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int, metadata: str = "") -> None:
+        self._offsets.setdefault((group, topic), {})[queue_id] = int(offset)
+        meta = self._meta.get((group, topic))
+        if metadata:
+            self._meta.setdefault((group, topic), {})[queue_id] = metadata
+        elif meta and queue_id in meta:
+            del meta[queue_id]
+        self._dirty = True
+        if self.durable:
+            self.persist()
+
+    def fetch(self, group: str, topic: str, queue_id: int) -> int | None:
+        return self._offsets.get((group, topic), {}).get(queue_id)
+
+    def metadata(self, group: str, topic: str, queue_id: int) -> str:
+        return self._meta.get((group, topic), {}).get(queue_id, "")
+
+    def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
+        return {(topic, q): off for (g, topic), queues in self._offsets.items() if g == group
+                for q, off in queues.items()}
+
+    def groups(self) -> list[str]:
+        return sorted({g for g, _ in self._offsets})
+
+    def delete_group(self, group: str) -> None:
+        for table in (self._offsets, self._meta):
+            for key in [k for k in table if k[0] == group]:
+                del table[key]
+        self._dirty = True
+        if self.durable:
+            self.persist()
+
+    def persist(self) -> None:
+        """Write the table (atomically) if it changed since the last write."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        self.store.write_config(FILE, {
+            "offsetTable": {f"{t}@{g}": {str(q): o for q, o in queues.items()}
+                            for (g, t), queues in self._offsets.items()},
+            "metadataTable": {f"{t}@{g}": {str(q): m for q, m in queues.items()}
+                              for (g, t), queues in self._meta.items() if queues},
+        })

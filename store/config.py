@@ -1,0 +1,120 @@
+"""Config files under `<store>/config/`, each written atomically (temp file, fsync, rename, fsync dir),
+and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable layout)."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
+    directory = os.path.dirname(path) or "."
+    tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class ConfigDir:
+    """JSON documents by name; a name without an extension gets `.json`."""
+
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+        os.makedirs(directory, exist_ok=True)
+
+    def path(self, name: str) -> str:
+        if os.sep in name or name.startswith("."):
+            raise ValueError(f"bad config name {name!r}")
+        return os.path.join(self.dir, name if "." in name else name + ".json")
+
+    def write(self, name: str, obj) -> None:
+        atomic_write(self.path(name), json.dumps(obj, ensure_ascii=False, indent=1).encode())
+
+    def read(self, name: str, default=None):
+        try:
+            with open(self.path(name), "rb") as f:
+                return json.loads(f.read())
+        except FileNotFoundError:
+            return default
+
+
+@dataclass
+class TopicConfig:
+    name: str
+    read_queues: int = 8
+    write_queues: int = 8
+    perm: int = 6
+    attributes: dict = field(default_factory=dict)
+
+
+class TopicTable:
+    """Topic configs, persisted on every change to config/topics.json."""
+
+    FILE = "topics.json"
+
+    def __init__(self, config: ConfigDir, on_delete=None) -> None:
+        self._config = config
+        self._on_delete = on_delete
+        self._topics: dict[str, TopicConfig] = {}
+        self._version = 0
+        doc = config.read(self.FILE, {}) or {}
+        for name, t in (doc.get("topicConfigTable") or {}).items():
+            self._topics[name] = TopicConfig(
+                name=name, read_queues=int(t.get("readQueueNums", 8)), write_queues=int(t.get("writeQueueNums", 8)),
+                perm=int(t.get("perm", 6)), attributes=dict(t.get("attributes") or {}))
+        self._version = int((doc.get("dataVersion") or {}).get("counter", 0))
+
+    def get(self, name: str) -> TopicConfig | None:
+        return self._topics.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._topics
+
+    def names(self) -> list[str]:
+        return list(self._topics)
+
+    def create(self, name: str, read_queues: int = 8, write_queues: int = 8, perm: int = 6,
+               attributes: dict | None = None) -> TopicConfig:
+        cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}))
+        self._topics[name] = cfg
+        self._persist()
+        return cfg
+
+    def update(self, cfg: TopicConfig) -> None:
+        self._topics[cfg.name] = cfg
+        self._persist()
+
+    def delete(self, name: str) -> None:
+        if self._topics.pop(name, None) is not None:
+            self._persist()
+        if self._on_delete is not None:
+            self._on_delete(name)
+
+    @property
+    def data_version(self) -> dict:
+        return {"counter": self._version, "timestamp": int(time.time() * 1000)}
+
+    def _persist(self) -> None:
+        self._version += 1
+        self._config.write(self.FILE, {
+            "topicConfigTable": {
+                t.name: {"topicName": t.name, "readQueueNums": t.read_queues, "writeQueueNums": t.write_queues,
+                         "perm": t.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
+                         "attributes": t.attributes}
+                for t in self._topics.values()},
+            "dataVersion": self.data_version,
+        })

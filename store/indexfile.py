@@ -1,0 +1,175 @@
+"""IndexFile: a hash map on disk from `topic#key` to CommitLog offsets (RocketMQ's layout).
+
+    header (40 B): beginTimestamp i64, endTimestamp i64, beginPhyOffset i64, endPhyOffset i64,
+                   hashSlotCount i32, indexCount i32
+    slots (4 B each): index number of the newest entry in that slot's chain (0 = empty)
+    entries (20 B each): keyHash i32, phyOffset i64, timeDiff i32 (s since beginTimestamp), prevIndex i32
+
+Files are named by the creation time `yyyyMMddHHmmssSSS`. Entries are derived data: recovery
+re-indexes from the CommitLog, and queries check every hit against the entry it points to, so
+duplicates or stale entries after a crash do no harm.
+
+mmap here (not in the CommitLog): slot updates are small random writes all over the file.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+
+from store.message import java_hash
+
+HEADER = struct.Struct(">qqqqii")
+HEADER_SIZE = 40
+SLOT = struct.Struct(">i")
+ENTRY = struct.Struct(">iqii")
+ENTRY_SIZE = 20
+
+
+def key_hash(key: str) -> int:
+    """IndexFile.indexKeyHashMethod: abs(String.hashCode), 0 for Integer.MIN_VALUE."""
+    h = abs(java_hash(key))
+    return 0 if h > 0x7FFFFFFF else h
+
+
+def _name(ms: int) -> str:
+    t = time.gmtime(ms // 1000)
+    return time.strftime("%Y%m%d%H%M%S", t) + f"{ms % 1000:03d}"
+
+
+class IndexFile:
+    def __init__(self, path: str, slots: int, entries: int, create: bool) -> None:
+        self.path = path
+        self.size = HEADER_SIZE + slots * SLOT.size + entries * ENTRY_SIZE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            if create:
+                os.ftruncate(fd, self.size)
+            else:
+                self.size = os.fstat(fd).st_size
+            self.mm = mmap.mmap(fd, self.size)
+        finally:
+            os.close(fd)
+        (self.begin_ts, self.end_ts, self.begin_phys, self.end_phys, self.used_slots,
+         self.count) = HEADER.unpack_from(self.mm, 0)
+        if create or self.count <= 0:
+            self.count = 1  # entry 0 is never used: slot value 0 means empty
+            self.used_slots = 0
+            self.slots = slots
+            self.entries = entries
+        else:
+            self.slots = slots
+            self.entries = entries
+        self.entries_at = HEADER_SIZE + self.slots * SLOT.size
+        # A file written with other sizes: derive its entry capacity from its length.
+        cap = (self.size - self.entries_at) // ENTRY_SIZE
+        if cap < self.entries:
+            self.entries = max(cap, 0)
+        self.count = min(self.count, self.entries)
+        self.dirty = False
+
+    @property
+    def full(self) -> bool:
+        return self.count >= self.entries
+
+    def put(self, key: str, phys: int, store_ts: int) -> None:
+        h = key_hash(key)
+        slot_at = HEADER_SIZE + (h % self.slots) * SLOT.size
+        mm = self.mm
+        (prev,) = SLOT.unpack_from(mm, slot_at)
+        if prev <= 0 or prev >= self.count:
+            prev = 0
+            self.used_slots += 1
+        if self.count == 1:
+            self.begin_ts, self.begin_phys = store_ts, phys
+        diff = max(0, (store_ts - self.begin_ts) // 1000)
+        ENTRY.pack_into(mm, self.entries_at + self.count * ENTRY_SIZE, h, phys, min(diff, 0x7FFFFFFF), prev)
+        SLOT.pack_into(mm, slot_at, self.count)
+        self.count += 1
+        self.end_ts, self.end_phys = store_ts, phys
+        HEADER.pack_into(mm, 0, self.begin_ts, self.end_ts, self.begin_phys, self.end_phys,
+                         self.used_slots, self.count)
+        self.dirty = True
+
+    def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int) -> list[int]:
+        """CommitLog offsets of entries whose hash matches `key` in the time range, newest first."""
+        h = key_hash(key)
+        mm = self.mm
+        (idx,) = SLOT.unpack_from(mm, HEADER_SIZE + (h % self.slots) * SLOT.size)
+        out = []
+        seen = 0
+        while 0 < idx < self.count and len(out) < limit and seen < self.entries:
+            eh, phys, diff, prev = ENTRY.unpack_from(mm, self.entries_at + idx * ENTRY_SIZE)
+            ts = self.begin_ts + diff * 1000
+            if eh == h and begin_ms <= ts + 999 and ts <= end_ms:
+                out.append(phys)
+            if prev >= idx:
+                break  # chains always point backwards; anything else is damage
+            idx = prev
+            seen += 1
+        return out
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.dirty = False
+            self.mm.flush()
+
+    def close(self) -> None:
+        self.mm.close()
+
+
+class IndexService:
+    """The index directory: files in creation order, the last one written to."""
+
+    def __init__(self, directory: str, slots: int, entries: int) -> None:
+        self.dir = directory
+        self.slot_num = slots
+        self.entry_num = entries
+        os.makedirs(directory, exist_ok=True)
+        self.files: list[IndexFile] = []
+        for name in sorted(os.listdir(directory)):
+            if len(name) == 17 and name.isdigit():
+                self.files.append(IndexFile(os.path.join(directory, name), slots, entries, create=False))
+        self._last_name = max((int(f.path[-17:]) for f in self.files), default=0)
+
+    def _new_file(self, now_ms: int) -> IndexFile:
+        name = max(int(_name(now_ms)), self._last_name + 1)
+        self._last_name = name
+        f = IndexFile(os.path.join(self.dir, f"{name:017d}"), self.slot_num, self.entry_num, create=True)
+        self.files.append(f)
+        return f
+
+    def put(self, keys, phys: int, store_ts: int) -> None:
+        f = self.files[-1] if self.files else None
+        for key in keys:
+            if f is None or f.full:
+                f = self._new_file(store_ts)
+            f.put(key, phys, store_ts)
+
+    def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int) -> list[int]:
+        out = []
+        for f in reversed(self.files):
+            if f.count <= 1 or f.end_ts < begin_ms - 1000 or f.begin_ts > end_ms:
+                continue
+            out.extend(f.lookup(key, begin_ms, end_ms, limit - len(out)))
+            if len(out) >= limit:
+                break
+        return out
+
+    def flush(self) -> None:
+        for f in list(self.files):
+            f.flush()
+
+    def remove_before(self, commitlog_min: int) -> None:
+        """Delete files (never the last) whose every entry points below `commitlog_min`."""
+        while len(self.files) > 1 and self.files[0].end_phys < commitlog_min:
+            f = self.files.pop(0)
+            f.close()
+            os.unlink(f.path)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.flush()
+            f.close()
+        self.files.clear()

@@ -1,0 +1,126 @@
+"""A sequence of fixed-size files named by their 20-digit start position (RocketMQ's MappedFileQueue).
+
+Plain pread/pwrite rather than mmap: appending through the page cache with os.pwrite costs no page
+faults, and the process's private memory does not grow with the store (machine-limits.md, 1d).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+
+
+def file_name(start: int) -> str:
+    return f"{start:020d}"
+
+
+class Segments:
+    """Files `dir/<20-digit start>` of `file_size` bytes each; positions are absolute.
+
+    Not thread-safe by itself: the store serializes writers; `sync` may run on another thread."""
+
+    def __init__(self, directory: str, file_size: int) -> None:
+        self.dir = directory
+        self.file_size = file_size
+        self.starts: list[int] = []  # sorted
+        self.fds: dict[int, int] = {}
+        self.end = 0  # one past the last byte written
+        self.synced = 0  # everything before this is on disk
+        os.makedirs(directory, exist_ok=True)
+        for name in sorted(os.listdir(directory)):
+            if len(name) == 20 and name.isdigit():
+                self._open(int(name))
+        if self.starts:
+            last = self.starts[-1]
+            self.end = last + os.fstat(self.fds[last]).st_size
+            self.synced = self.end
+
+    def _open(self, start: int) -> int:
+        fd = os.open(os.path.join(self.dir, file_name(start)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        bisect.insort(self.starts, start)
+        self.fds[start] = fd
+        return fd
+
+    @property
+    def begin(self) -> int:
+        """Start of the first file (the lowest position that may still hold data)."""
+        return self.starts[0] if self.starts else self.end
+
+    def file_start(self, pos: int) -> int:
+        return pos - pos % self.file_size
+
+    def write(self, pos: int, data) -> None:
+        """Write `data` at `pos` (appends, or rewrites after a truncate), creating files as needed."""
+        mv = memoryview(data)
+        while len(mv):
+            start = self.file_start(pos)
+            fd = self.fds.get(start)
+            if fd is None:
+                fd = self._open(start)
+            n = min(len(mv), start + self.file_size - pos)
+            os.pwrite(fd, mv[:n], pos - start)
+            pos += n
+            mv = mv[n:]
+        if pos > self.end:
+            self.end = pos
+
+    def read(self, pos: int, n: int) -> bytes:
+        """Up to `n` bytes from `pos`; shorter where files end or are missing."""
+        out = []
+        while n > 0:
+            start = self.file_start(pos)
+            fd = self.fds.get(start)
+            if fd is None:
+                break
+            want = min(n, start + self.file_size - pos)
+            chunk = os.pread(fd, want, pos - start)
+            out.append(chunk)
+            pos += len(chunk)
+            n -= len(chunk)
+            if len(chunk) < want:
+                break  # the file ends here
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def truncate(self, pos: int) -> None:
+        """Drop everything at and after `pos`."""
+        for start in [s for s in self.starts if s >= pos]:
+            self._remove(start)
+        start = self.file_start(pos)
+        if start in self.fds:
+            os.ftruncate(self.fds[start], pos - start)
+        self.end = pos
+        self.synced = min(self.synced, pos)
+
+    def _remove(self, start: int) -> None:
+        os.close(self.fds.pop(start))
+        self.starts.remove(start)
+        try:
+            os.unlink(os.path.join(self.dir, file_name(start)))
+        except FileNotFoundError:
+            pass
+
+    def remove_before(self, pos: int) -> list[int]:
+        """Delete whole files that end at or before `pos` (never the last file); returns their starts."""
+        gone = [s for s in self.starts[:-1] if s + self.file_size <= pos]
+        for start in gone:
+            self._remove(start)
+        return gone
+
+    def mtime(self, start: int) -> float:
+        return os.fstat(self.fds[start]).st_mtime
+
+    def sync(self) -> int:
+        """fdatasync every file touched since the last sync; returns the new synced position."""
+        end = self.end
+        for start in list(self.starts):
+            if start + self.file_size > self.synced and start < end:
+                fd = self.fds.get(start)
+                if fd is not None:
+                    os.fdatasync(fd)
+        self.synced = max(self.synced, end)
+        return end
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+        self.starts.clear()
