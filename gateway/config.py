@@ -21,6 +21,11 @@ class GatewayConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     commitlog_file_size: int = 1 << 30
     log_level: str = "INFO"
+    # RocketMQ semantics (defaults are RocketMQ's broker defaults).
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    transaction_timeout_ms: int = 6000
+    transaction_check_interval_ms: int = 30000
+    transaction_check_max: int = 15
 
     @property
     def advertised(self) -> str:
@@ -58,5 +63,10 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--max-message-bytes", type=_size, default=d.max_message_bytes)
     p.add_argument("--commitlog-file-size", type=_size, default=d.commitlog_file_size)
     p.add_argument("--log-level", default=d.log_level)
+    p.add_argument("--message-delay-level", default=d.message_delay_level,
+                   help="the 18 (or more) delay levels, e.g. '1s 5s 10s 30s 1m ... 2h' (units s/m/h/d)")
+    p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms)
+    p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
+    p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)
     ns = p.parse_args(argv)
     return GatewayConfig(**vars(ns))

@@ -1,0 +1,357 @@
+"""The delay scheduler: moves due messages from `SCHEDULE_TOPIC_XXXX` to their real topic.
+
+One trio service covers every schedule queue:
+- level queues (0..N-1) are FIFO by deliver time, so only the head matters: a cursor per queue;
+- the timer queue (N, `__STARTDELIVERTIME`) is not ordered, so its pending units sit in a heap
+  keyed by deliver time (read from the ConsumeQueue tagsCode slot, no CommitLog read).
+The service sleeps until the earliest due time of all heads, or until a new schedule entry is
+dispatched (store listener), so there is no periodic polling.
+
+Delivery rebuilds the message for REAL_TOPIC/REAL_QID (DELAY and __STARTDELIVERTIME removed,
+tags code from TAGS, REAL_TOPIC/REAL_QID kept as RocketMQ does) and appends it: the second write.
+The delivered copy carries `SCHEDULE_OFFSET=<queue>:<offset>`, naming the schedule entry it came
+from. That makes delivery idempotent across a crash:
+
+Progress goes to `config/delayOffset.json`: RocketMQ's `{"offsetTable": {"<level>": next offset}}`
+(the timer queue under level N+1: a low mark, every offset below it is delivered), plus `timerLoaded` and
+`timerNext` = [deliver ms, offset]: timer entries below `timerLoaded` that sort before `timerNext`
+are delivered (the heap delivers in (due, offset) order), and `persistedAt`. It is written when a
+burst of deliveries ends and at least every PERSIST_EVERY_MS during one, after the deliveries are
+durable (sync flush mode), from a worker thread. A crash can only lose the progress of
+deliveries made after the last write: at start, the due entries past the persisted progress are
+looked up in the tails of their target queues (from `persistedAt` on, a short scan) by their
+SCHEDULE_OFFSET marker; found ones count as delivered, so nothing is delivered twice and nothing
+is skipped. Deliveries of one round are appended with one `append_many` (one write).
+
+An entry that cannot be delivered (no REAL_TOPIC, unreadable, refused by the store) is logged and
+skipped rather than blocking its queue.
+"""
+from __future__ import annotations
+
+import heapq
+import logging
+import time
+
+import trio
+
+from semantics.routing import (
+    DEFAULT_LEVELS,
+    PROPERTY_DELAY,
+    PROPERTY_REAL_QID,
+    PROPERTY_REAL_TAGS_CODES,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_SCHEDULE_OFFSET,
+    PROPERTY_START_DELIVER_TIME,
+    SCHEDULE_TOPIC,
+    DelayLevels,
+    ensure_topic,
+    to_message,
+)
+
+log = logging.getLogger("rocketgate.delay")
+
+PROGRESS_FILE = "delayOffset.json"
+ROUND_MAX = 512  # deliveries per round (one append_many)
+PERSIST_EVERY_MS = 500  # progress write interval during a long burst of deliveries
+LOW_MARK_EVERY_MS = 10_000  # the timer queue's low mark (restart scan start) may lag this much
+CLOCK_SLACK_MS = 1000  # store timestamps may be this much older than the persist that preceded them
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class DelayScheduler:
+    """State and steps of the scheduler; `run(app)` is the service, the rest is synchronous."""
+
+    def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS) -> None:
+        self.store = store
+        self.levels = levels
+        ensure_topic(store, SCHEDULE_TOPIC, levels.queue_count)
+        doc = store.read_config(PROGRESS_FILE, {}) or {}
+        table = {int(k): int(v) for k, v in (doc.get("offsetTable") or {}).items()}
+        # cursor[q]: every entry below it is delivered (RocketMQ's per-level offset; key = q + 1).
+        self.cursor = [table.get(q + 1, 0) for q in range(levels.queue_count)]
+        self.persisted_at = int(doc.get("persistedAt") or 0)
+        t = levels.timer_queue
+        self._loaded = self.cursor[t]  # timer units below this have been pushed onto the heap
+        self._persisted_loaded = max(int(doc.get("timerLoaded") or 0), self._loaded)
+        nxt = doc.get("timerNext")
+        self._persisted_next = tuple(nxt) if nxt else None
+        self._heap: list[tuple[int, int, int]] = []  # (deliver ms, offset, CommitLog offset) pending
+        self._skip: set[int] = set()  # timer offsets known delivered that may still be in the heap
+        self._last_end = 0  # CommitLog end offset of the latest delivery
+        self._dirty = False
+        self._low_mark_at = 0  # when the timer queue's low mark was last computed
+        self._wake: trio.Event | None = None
+        self._token = None
+        self.delivered = 0  # counter, for tests and stats
+        for q in range(levels.queue_count):
+            self._skip_expired(q)
+
+    # ---- reading the schedule queues -------------------------------------------------------------
+
+    def _skip_expired(self, q: int) -> None:
+        """Keep the cursor inside the queue: past expired entries (retention), and back to the end
+        if the queue is shorter than the progress says (its tail was lost with the CommitLog's)."""
+        low, high = self.store.min_offset(SCHEDULE_TOPIC, q), self.store.max_offset(SCHEDULE_TOPIC, q)
+        if self.cursor[q] < low:
+            log.warning("schedule queue %d: entries %d..%d expired before delivery", q, self.cursor[q], low)
+            self.cursor[q] = low
+        elif self.cursor[q] > high:
+            log.warning("schedule queue %d ends at %d, before its progress %d", q, high, self.cursor[q])
+            self.cursor[q] = high
+        if q == self.levels.timer_queue:
+            self._loaded = min(max(self._loaded, self.cursor[q]), high)
+            self._persisted_loaded = min(self._persisted_loaded, high)
+
+    def _load_timers(self) -> None:
+        """Push timer-queue units appended since the last call onto the heap."""
+        q = self.levels.timer_queue
+        top = self.store.max_offset(SCHEDULE_TOPIC, q)
+        old, nxt = self._persisted_loaded, self._persisted_next
+        while self._loaded < top:
+            units = self.store.units(SCHEDULE_TOPIC, q, self._loaded, min(4096, top - self._loaded))
+            if not units:
+                break
+            for i, (phys, _size, due) in enumerate(units):
+                off = self._loaded + i
+                if off < old and (nxt is None or (due, off) < nxt):
+                    continue  # delivered before the last persist
+                heapq.heappush(self._heap, (due, off, phys))
+            self._loaded += len(units)
+
+    def _timer_top(self) -> tuple[int, int, int] | None:
+        heap, skip = self._heap, self._skip
+        while heap and heap[0][1] in skip:
+            skip.discard(heapq.heappop(heap)[1])
+        return heap[0] if heap else None
+
+    def _head(self, q: int) -> tuple[int, int] | None:
+        """(deliver time, CommitLog offset) of the head of a level queue, None when it is drained."""
+        off = self.cursor[q]
+        if off >= self.store.max_offset(SCHEDULE_TOPIC, q):
+            return None
+        units = self.store.units(SCHEDULE_TOPIC, q, off, 1)
+        if not units:
+            return None
+        phys, _size, due = units[0]
+        # A clock stepped backwards must not strand a message: never wait longer than its delay.
+        return min(due, now_ms() + self.levels.delay_ms(q + 1)), phys
+
+    # ---- delivering ----------------------------------------------------------------------------
+
+    @staticmethod
+    def real_copy(entry, q: int):
+        """The message to append for a schedule entry (None if it has no REAL_TOPIC)."""
+        props = dict(entry.properties)
+        topic = props.get(PROPERTY_REAL_TOPIC)
+        if not topic:
+            return None
+        try:
+            qid = int(props.get(PROPERTY_REAL_QID, "0"))
+        except ValueError:
+            qid = 0
+        props.pop(PROPERTY_DELAY, None)
+        props.pop(PROPERTY_START_DELIVER_TIME, None)
+        props[PROPERTY_SCHEDULE_OFFSET] = f"{q}:{entry.queue_offset}"
+        codes = None  # the deliver times give way to the tags codes (from TAGS, or the batch's own)
+        saved = props.pop(PROPERTY_REAL_TAGS_CODES, None)
+        if saved:
+            try:
+                codes = [int(c) for c in saved.split(",")]
+            except ValueError:
+                codes = None
+            if codes is not None and len(codes) != entry.batch_count:
+                codes = None
+        return to_message(entry, topic=topic, queue_id=qid, properties=props, tags_codes=codes)
+
+    def _take(self, q: int, off: int, phys: int, out: list) -> int:
+        """Queue the copy of the entry at `off` for appending; returns how many units it spans."""
+        entry = self.store.get(phys)
+        if entry is None:
+            log.warning("schedule queue %d offset %d: entry at %d unreadable, skipped", q, off, phys)
+            return 1
+        msg = self.real_copy(entry, q)
+        if msg is None:
+            log.warning("schedule queue %d offset %d: no REAL_TOPIC, dropped", q, off)
+        else:
+            out.append(msg)
+        return entry.batch_count
+
+    def _append(self, msgs: list) -> None:
+        if not msgs:
+            return
+        try:
+            results = self.store.append_many(msgs)
+        except Exception:  # one bad copy must not hold back the others
+            results = []
+            for m in msgs:
+                try:
+                    results.append(self.store.append(m))
+                except Exception:
+                    log.exception("delivery of a scheduled message to %s failed, dropped", m.topic)
+        if results:
+            self._last_end = results[-1].end_offset
+        self.delivered += len(results)
+
+    def deliver_due(self, now: int) -> tuple[int, int | None]:
+        """Deliver what is due at `now` (at most ROUND_MAX): (count, earliest future deliver time)."""
+        out: list = []
+        count = 0
+        upcoming: int | None = None
+        for q in range(self.levels.max_level):
+            self._skip_expired(q)
+            while count < ROUND_MAX:
+                head = self._head(q)
+                if head is None:
+                    break
+                due, phys = head
+                if due > now:
+                    upcoming = due if upcoming is None else min(upcoming, due)
+                    break
+                self.cursor[q] += self._take(q, self.cursor[q], phys, out)
+                count += 1
+        t = self.levels.timer_queue
+        self._skip_expired(t)
+        self._load_timers()
+        while count < ROUND_MAX:
+            top = self._timer_top()
+            if top is None:
+                break
+            due, off, phys = top
+            if due > now:
+                upcoming = due if upcoming is None else min(upcoming, due)
+                break
+            heapq.heappop(self._heap)
+            span = self._take(t, off, phys, out)
+            self._skip.update(range(off + 1, off + span))
+            count += 1
+        self._append(out)
+        if count:
+            self._dirty = True
+        if count >= ROUND_MAX:
+            upcoming = now
+        return count, upcoming
+
+    def snapshot(self) -> dict:
+        """The progress document as of now (see the module doc)."""
+        t = self.levels.timer_queue
+        top = self._timer_top()
+        now = now_ms()
+        if now - self._low_mark_at >= LOW_MARK_EVERY_MS:  # an O(pending) scan: not on every write
+            self._low_mark_at = now
+            pending = [off for _due, off, _phys in self._heap if off not in self._skip]
+            self.cursor[t] = min(pending) if pending else self._loaded
+        self.persisted_at = now
+        self._dirty = False
+        return {
+            "offsetTable": {str(q + 1): off for q, off in enumerate(self.cursor)},
+            "timerLoaded": self._loaded,
+            "timerNext": list(top[:2]) if top else None,
+            "persistedAt": self.persisted_at,
+        }
+
+    def persist(self) -> None:
+        self.store.write_config(PROGRESS_FILE, self.snapshot())
+
+    # ---- recovery ------------------------------------------------------------------------------
+
+    def recover(self, now: int) -> int:
+        """Count as delivered the due entries whose copy is already in their target queue
+        (delivered before a crash, progress not yet persisted). Returns how many were found."""
+        found = 0
+        markers: dict[tuple[str, int], set[str]] = {}
+
+        def already_delivered(q: int, phys: int) -> tuple[bool, int]:
+            entry = self.store.get(phys)
+            if entry is None:
+                return False, 1
+            copy = self.real_copy(entry, q)
+            if copy is None:
+                return False, entry.batch_count
+            key = (copy.topic, copy.queue_id)
+            if key not in markers:
+                markers[key] = self._markers_since(copy.topic, copy.queue_id, self.persisted_at - CLOCK_SLACK_MS)
+            return copy.properties[PROPERTY_SCHEDULE_OFFSET] in markers[key], entry.batch_count
+
+        for q in range(self.levels.max_level):
+            self._skip_expired(q)
+            while True:
+                units = self.store.units(SCHEDULE_TOPIC, q, self.cursor[q], 1)
+                if not units or units[0][2] > now:
+                    break
+                done, span = already_delivered(q, units[0][0])
+                if not done:
+                    break  # deliveries of a level queue go in offset order: the rest were not made
+                self.cursor[q] += span
+                found += 1
+        t = self.levels.timer_queue
+        self._skip_expired(t)
+        self._load_timers()
+        for _due, off, phys in sorted(item for item in self._heap if item[0] <= now):
+            if off in self._skip:
+                continue
+            done, span = already_delivered(t, phys)
+            if done:
+                self._skip.update(range(off, off + span))
+                found += 1
+        if found:
+            log.info("delay scheduler: %d deliveries made before the last stop were recognised", found)
+        return found
+
+    def _markers_since(self, topic: str, qid: int, since_ms: int) -> set[str]:
+        s = self.store
+        out: set[str] = set()
+        off = s.offset_for_timestamp(topic, qid, max(0, since_ms))
+        end = s.max_offset(topic, qid)
+        while off < end:
+            res = s.read(topic, qid, off, 256)
+            for _qoff, m in res.entries:
+                marker = m.properties.get(PROPERTY_SCHEDULE_OFFSET)
+                if marker is not None:
+                    out.add(marker)
+            if res.next_offset <= off:
+                break
+            off = res.next_offset
+        return out
+
+    # ---- the service ---------------------------------------------------------------------------
+
+    def _on_append(self, topic: str, queue_id: int, *_: object) -> None:
+        """Store listener (any thread): a new schedule entry may be due before the current sleep ends."""
+        if topic != SCHEDULE_TOPIC or self._token is None:
+            return
+        try:
+            self._token.run_sync_soon(self._set_wake)
+        except Exception:  # trio already finished: nothing to wake
+            pass
+
+    def _set_wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self, app) -> None:
+        self._token = trio.lowlevel.current_trio_token()
+        self._wake = trio.Event()
+        self.store.add_listener(self._on_append)
+        self.recover(now_ms())
+        self.persist()
+        try:
+            while True:
+                self._wake = trio.Event()
+                count, upcoming = self.deliver_due(now_ms())
+                if count:
+                    await app.durable(self._last_end)
+                if self._dirty and (count == 0 or now_ms() - self.persisted_at >= PERSIST_EVERY_MS):
+                    doc = self.snapshot()
+                    await trio.to_thread.run_sync(self.store.write_config, PROGRESS_FILE, doc)
+                if count:
+                    await trio.sleep(0)
+                    continue
+                wait = float("inf") if upcoming is None else (upcoming - now_ms()) / 1000
+                if wait > 0:
+                    with trio.move_on_after(wait):
+                        await self._wake.wait()
+        finally:
+            self._token = None

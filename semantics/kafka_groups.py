@@ -1,0 +1,343 @@
+"""Kafka classic consumer-group coordinator (JoinGroup/SyncGroup/Heartbeat/LeaveGroup).
+
+One coordinator per gateway (this broker coordinates every group). Groups live in memory; their
+committed offsets live in the shared offset table, so a restart only forces a rebalance.
+Timeouts are enforced lazily and by the waiting requests themselves: a member whose session
+expired is dropped when any request touches its group, and a rebalance completes when every
+member rejoined or when the rebalance timeout passes (the waiting JoinGroup calls time it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import uuid
+
+import trio
+
+NONE = 0
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+FENCED_INSTANCE_ID = 82
+MEMBER_ID_REQUIRED = 79
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+INVALID_GROUP_ID = 24
+
+MIN_SESSION_MS = 1_000
+MAX_SESSION_MS = 30 * 60_000
+
+EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
+
+
+@dataclasses.dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    session_ms: int
+    rebalance_ms: int
+    protocol_type: str
+    protocols: list  # [(name, metadata bytes)]
+    assignment: bytes = b""
+    last_seen: float = 0.0
+    joining: bool = False
+    join_result: dict | None = None
+
+
+@dataclasses.dataclass
+class Group:
+    group_id: str
+    state: str = EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    members: dict = dataclasses.field(default_factory=dict)
+    static: dict = dataclasses.field(default_factory=dict)  # group.instance.id -> member id
+    pending: set = dataclasses.field(default_factory=set)  # ids handed out with MEMBER_ID_REQUIRED
+    join_done: trio.Event = dataclasses.field(default_factory=trio.Event)
+    sync_done: trio.Event = dataclasses.field(default_factory=trio.Event)
+    rebalance_deadline: float = 0.0
+
+
+class Coordinator:
+    def __init__(self) -> None:
+        self.groups: dict[str, Group] = {}
+        self._ids = itertools.count()
+
+    # ------------------------------------------------------------ helpers
+
+    def _group(self, group_id: str) -> Group:
+        g = self.groups.get(group_id)
+        if g is None:
+            g = self.groups[group_id] = Group(group_id)
+        return g
+
+    def _new_member_id(self, client_id: str) -> str:
+        return f"{client_id or 'member'}-{uuid.uuid4()}"
+
+    def _expire(self, g: Group) -> None:
+        """Drop members whose session ran out (members waiting in a rebalance are timed by it)."""
+        now = trio.current_time()
+        dead = [m for m in g.members.values() if not m.joining and now - m.last_seen > m.session_ms / 1000]
+        for m in dead:
+            self._remove(g, m)
+        if dead and g.state in (STABLE, COMPLETING):
+            self._start_rebalance(g)
+
+    def _remove(self, g: Group, m: Member) -> None:
+        g.members.pop(m.member_id, None)
+        if m.instance_id is not None and g.static.get(m.instance_id) == m.member_id:
+            del g.static[m.instance_id]
+        if not g.members:
+            g.state = EMPTY
+            g.protocol = None
+            g.leader = None
+            g.join_done.set()
+            g.sync_done.set()
+        elif g.leader == m.member_id:
+            g.leader = next(iter(g.members))
+
+    def _start_rebalance(self, g: Group) -> None:
+        if g.state == PREPARING:
+            return
+        g.state = PREPARING
+        g.sync_done.set()  # followers waiting for an assignment learn about the new round
+        g.join_done = trio.Event()
+        g.rebalance_deadline = trio.current_time() + max(
+            (m.rebalance_ms for m in g.members.values()), default=0) / 1000
+
+    def _maybe_complete(self, g: Group, force: bool = False) -> None:
+        if g.state != PREPARING:
+            return
+        if not force and not all(m.joining for m in g.members.values()):
+            return
+        for m in [m for m in g.members.values() if not m.joining]:
+            self._remove(g, m)
+        if not g.members:
+            return
+        protocol = self._select_protocol(g)
+        g.generation += 1
+        g.protocol = protocol
+        g.state = COMPLETING
+        if g.leader not in g.members:
+            g.leader = next(iter(g.members))
+        g.sync_done = trio.Event()
+        now = trio.current_time()
+        members = [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                    "metadata": dict(m.protocols)[protocol]} for m in g.members.values()]
+        for m in g.members.values():
+            m.joining = False
+            m.last_seen = now
+            m.assignment = b""
+            m.join_result = self._join_response(g, m, members if m.member_id == g.leader else [])
+        g.join_done.set()
+
+    def _select_protocol(self, g: Group) -> str:
+        common = None
+        for m in g.members.values():
+            names = [n for n, _ in m.protocols]
+            common = set(names) if common is None else common & set(names)
+        votes: dict[str, int] = {}
+        for m in g.members.values():
+            first = next(n for n, _ in m.protocols if n in common)
+            votes[first] = votes.get(first, 0) + 1
+        return max(votes, key=lambda n: votes[n])
+
+    def _join_response(self, g: Group, m: Member, members: list, error: int = NONE) -> dict:
+        return {"error_code": error, "generation_id": g.generation, "protocol_type": g.protocol_type,
+                "protocol_name": g.protocol, "leader": g.leader or "", "member_id": m.member_id,
+                "members": members}
+
+    # ------------------------------------------------------------ requests
+
+    async def join(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
+        group_id = req["group_id"]
+        if not group_id:
+            return {"error_code": INVALID_GROUP_ID, "member_id": req["member_id"]}
+        session_ms = req["session_timeout_ms"]
+        if not MIN_SESSION_MS <= session_ms <= MAX_SESSION_MS:
+            return {"error_code": INVALID_SESSION_TIMEOUT, "member_id": req["member_id"]}
+        rebalance_ms = req.get("rebalance_timeout_ms", -1)
+        if rebalance_ms is None or rebalance_ms < 0:
+            rebalance_ms = session_ms
+        protocols = [(p["name"], bytes(p["metadata"])) for p in req["protocols"]]
+        g = self._group(group_id)
+        self._expire(g)
+        if not protocols or (g.members and g.protocol_type != req["protocol_type"]):
+            return {"error_code": INCONSISTENT_GROUP_PROTOCOL, "member_id": req["member_id"]}
+        if g.members:
+            names = {n for n, _ in protocols}
+            for other in g.members.values():
+                names &= {n for n, _ in other.protocols}
+            if not names and not (len(g.members) == 1 and req["member_id"] in g.members):
+                return {"error_code": INCONSISTENT_GROUP_PROTOCOL, "member_id": req["member_id"]}
+
+        member_id = req["member_id"]
+        instance_id = req.get("group_instance_id")
+        if instance_id is not None and not member_id:
+            old_id = g.static.get(instance_id)
+            member_id = self._new_member_id(client_id)
+            if old_id is not None and old_id in g.members:
+                # A restarted static member takes over its old slot without a rebalance.
+                m = g.members.pop(old_id)
+                m.member_id = member_id
+                g.members[member_id] = m
+                g.static[instance_id] = member_id
+                if g.leader == old_id:
+                    g.leader = member_id
+                m.last_seen = trio.current_time()
+                if g.state == STABLE and dict(m.protocols) == dict(protocols) and g.leader != member_id:
+                    return self._join_response(g, m, [])
+                m.protocols = protocols
+            g.static[instance_id] = member_id
+        elif not member_id:
+            member_id = self._new_member_id(client_id)
+            if version >= 4:
+                g.pending.add(member_id)
+                return {"error_code": MEMBER_ID_REQUIRED, "member_id": member_id}
+        elif member_id not in g.members and member_id not in g.pending:
+            return {"error_code": UNKNOWN_MEMBER_ID, "member_id": member_id}
+        elif instance_id is not None and g.static.get(instance_id) not in (None, member_id):
+            return {"error_code": FENCED_INSTANCE_ID, "member_id": member_id}
+        g.pending.discard(member_id)
+
+        m = g.members.get(member_id)
+        if m is None:
+            m = g.members[member_id] = Member(member_id, instance_id, client_id or "", client_host, session_ms,
+                                              rebalance_ms, req["protocol_type"], protocols)
+            if instance_id is not None:
+                g.static[instance_id] = member_id
+        elif g.state == STABLE and m.protocols == protocols and member_id != g.leader:
+            m.last_seen = trio.current_time()
+            return self._join_response(g, m, [])
+        m.session_ms, m.rebalance_ms, m.protocols = session_ms, rebalance_ms, protocols
+        m.client_host = client_host
+        if g.protocol_type is None or len(g.members) == 1:
+            g.protocol_type = req["protocol_type"]
+        if g.leader is None:
+            g.leader = member_id
+        m.joining = True
+        m.join_result = None
+        self._start_rebalance(g)
+        g.rebalance_deadline = max(g.rebalance_deadline, trio.current_time() + rebalance_ms / 1000)
+        self._maybe_complete(g)
+        while m.join_result is None:
+            done = g.join_done
+            with trio.move_on_at(g.rebalance_deadline):
+                await done.wait()
+            if m.join_result is None and g.members.get(member_id) is not m:
+                return {"error_code": UNKNOWN_MEMBER_ID, "member_id": member_id}
+            if m.join_result is None and trio.current_time() >= g.rebalance_deadline:
+                self._maybe_complete(g, force=True)
+        return m.join_result
+
+    async def sync(self, req: dict) -> dict:
+        g = self.groups.get(req["group_id"])
+        member_id = req["member_id"]
+        if g is None or member_id not in g.members:
+            return {"error_code": UNKNOWN_MEMBER_ID}
+        self._expire(g)
+        m = g.members.get(member_id)
+        if m is None:
+            return {"error_code": UNKNOWN_MEMBER_ID}
+        if req["generation_id"] != g.generation:
+            return {"error_code": ILLEGAL_GENERATION}
+        if g.state == PREPARING:
+            return {"error_code": REBALANCE_IN_PROGRESS}
+        m.last_seen = trio.current_time()
+        if g.state == COMPLETING:
+            if member_id == g.leader:
+                given = {a["member_id"]: bytes(a["assignment"]) for a in req["assignments"]}
+                for other in g.members.values():
+                    other.assignment = given.get(other.member_id, b"")
+                g.state = STABLE
+                g.sync_done.set()
+            else:
+                done = g.sync_done
+                with trio.move_on_after(m.rebalance_ms / 1000):
+                    await done.wait()
+                if g.state != STABLE or g.members.get(member_id) is not m or req["generation_id"] != g.generation:
+                    return {"error_code": REBALANCE_IN_PROGRESS}
+        return {"error_code": NONE, "protocol_type": g.protocol_type, "protocol_name": g.protocol,
+                "assignment": m.assignment}
+
+    def heartbeat(self, req: dict) -> int:
+        g = self.groups.get(req["group_id"])
+        if g is None:
+            return UNKNOWN_MEMBER_ID
+        self._expire(g)
+        m = g.members.get(req["member_id"])
+        if m is None:
+            return UNKNOWN_MEMBER_ID
+        m.last_seen = trio.current_time()
+        if g.state == PREPARING:
+            return REBALANCE_IN_PROGRESS
+        if req["generation_id"] != g.generation:
+            return ILLEGAL_GENERATION
+        return NONE
+
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[int]:
+        """Remove members given as (member_id, group_instance_id); one error code per member."""
+        g = self.groups.get(group_id)
+        codes = []
+        for member_id, instance_id in members:
+            if g is not None and not member_id and instance_id is not None:
+                member_id = g.static.get(instance_id, "")
+            m = g.members.get(member_id) if g is not None else None
+            if m is None:
+                codes.append(UNKNOWN_MEMBER_ID)
+                continue
+            self._remove(g, m)
+            codes.append(NONE)
+        if g is not None and g.members and NONE in codes:
+            self._start_rebalance(g)
+            self._maybe_complete(g)
+        return codes
+
+    def check_commit(self, group_id: str, generation: int, member_id: str) -> int:
+        """Error code for an OffsetCommit from this member (generation -1: a simple consumer)."""
+        g = self.groups.get(group_id)
+        if generation < 0 or g is None or not g.members:
+            return NONE
+        m = g.members.get(member_id)
+        if m is None:
+            return UNKNOWN_MEMBER_ID
+        m.last_seen = trio.current_time()
+        if generation != g.generation:
+            return ILLEGAL_GENERATION
+        if g.state == PREPARING:
+            return REBALANCE_IN_PROGRESS
+        return NONE
+
+    def describe(self, group_id: str) -> dict:
+        g = self.groups.get(group_id)
+        if g is None:
+            return {"group_id": group_id, "group_state": "Dead", "protocol_type": "", "protocol_data": "",
+                    "members": []}
+        self._expire(g)
+        return {"group_id": group_id, "group_state": g.state, "protocol_type": g.protocol_type or "",
+                "protocol_data": g.protocol or "",
+                "members": [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "member_metadata": dict(m.protocols).get(g.protocol, b""),
+                             "member_assignment": m.assignment} for m in g.members.values()]}
+
+    def listing(self) -> list[tuple[str, str, str]]:
+        """(group_id, protocol_type, state) of every group with a coordinator record."""
+        out = []
+        for g in self.groups.values():
+            self._expire(g)
+            out.append((g.group_id, g.protocol_type or "", g.state))
+        return out
+
+    def delete(self, group_id: str) -> int:
+        g = self.groups.get(group_id)
+        if g is not None and g.members:
+            return NON_EMPTY_GROUP
+        self.groups.pop(group_id, None)
+        return NONE

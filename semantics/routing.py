@@ -1,0 +1,158 @@
+"""Where a message is stored first: `route()` runs on every produce/send (both protocols) before
+`store.append`, and sends delayed messages to the schedule topic and transactional half messages
+to the half topic, as RocketMQ's CommitLog put path does. Everything else passes through
+untouched after three dict lookups (the hot path).
+
+Schedule topic layout (`SCHEDULE_TOPIC_XXXX`, one queue per delay level plus one):
+- queue `level - 1` for property DELAY=level (1..N; above N → N, ≤ 0 or not a number → not delayed);
+- queue `N` (18 with the default levels) for `__STARTDELIVERTIME` = epoch ms (a deliver time in the
+  past or not a number → not delayed). It wins over DELAY when both are set.
+The ConsumeQueue tagsCode of a scheduled entry is its deliver time (epoch ms); REAL_TOPIC and
+REAL_QID keep the destination.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from store.message import TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE, Message, StoredMessage
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+
+PROPERTY_DELAY = "DELAY"
+PROPERTY_START_DELIVER_TIME = "__STARTDELIVERTIME"
+PROPERTY_TRANSACTION = "TRAN_MSG"
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QID = "REAL_QID"
+PROPERTY_SCHEDULE_OFFSET = "SCHEDULE_OFFSET"  # on a delivered copy: "<schedule queue>:<offset>"
+PROPERTY_REAL_TAGS_CODES = "REAL_TAGS_CODES"  # an inner batch's own tags codes while scheduled
+
+MAX_DELIVER_MS = (1 << 63) - 1
+TRANSACTION_MASK = TRANSACTION_ROLLBACK_TYPE  # 0xC: the two transaction-type bits of sysFlag
+
+# Delay levels of RocketMQ's messageDelayLevel default: level i (1-based) waits DEFAULT_DELAYS_MS[i-1].
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+class DelayLevels:
+    """Parsed `messageDelayLevel`: `delay_ms(level)`; queues 0..N-1 are levels, queue N is timers."""
+
+    __slots__ = ("spec", "millis", "max_level", "timer_queue", "queue_count")
+
+    def __init__(self, spec: str = DEFAULT_DELAY_LEVELS) -> None:
+        millis = []
+        for item in spec.split():
+            unit = _UNITS_MS.get(item[-1:].lower())
+            if unit is None or not item[:-1].isdigit():
+                raise ValueError(f"bad delay level {item!r} in {spec!r} (use e.g. 10s, 5m, 2h, 1d)")
+            millis.append(int(item[:-1]) * unit)
+        if not millis:
+            raise ValueError("messageDelayLevel needs at least one level")
+        self.spec = spec
+        self.millis = millis
+        self.max_level = len(millis)
+        self.timer_queue = len(millis)
+        self.queue_count = len(millis) + 1
+
+    def delay_ms(self, level: int) -> int:
+        return self.millis[min(level, self.max_level) - 1]
+
+
+DEFAULT_LEVELS = DelayLevels()
+
+
+def route(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) -> Message:
+    """The message to append instead of `msg`: a half message, a scheduled one, or `msg` itself."""
+    props = msg.properties
+    if PROPERTY_TRANSACTION in props and props[PROPERTY_TRANSACTION].lower() == "true":
+        if msg.topic in (HALF_TOPIC, OP_TOPIC):
+            return msg
+        return to_half(msg)
+    if PROPERTY_DELAY in props or PROPERTY_START_DELIVER_TIME in props:
+        return schedule(msg, now_ms, levels)
+    return msg
+
+
+def to_half(msg: Message) -> Message:
+    """A transactional half message: invisible in the half topic until commit (RocketMQ §4.6)."""
+    props = dict(msg.properties)
+    props[PROPERTY_REAL_TOPIC] = msg.topic
+    props[PROPERTY_REAL_QID] = str(msg.queue_id)
+    return dataclasses.replace(
+        msg, topic=HALF_TOPIC, queue_id=0, properties=props,
+        sys_flag=(msg.sys_flag & ~TRANSACTION_MASK) | TRANSACTION_NOT_TYPE)
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text.strip())
+    except (AttributeError, ValueError):
+        return None
+
+
+def deliver_time(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) -> tuple[int, int] | None:
+    """(schedule queue, deliver time ms) of a delayed message, None when it is not delayed."""
+    props = msg.properties
+    start = props.get(PROPERTY_START_DELIVER_TIME)
+    if start is not None:
+        due = _int(start)
+        if due is not None:
+            due = min(due, MAX_DELIVER_MS)  # it must fit the ConsumeQueue's int64 tagsCode slot
+        if due is not None and due > now_ms:
+            return levels.timer_queue, due
+        if due is not None:
+            return None
+    level = _int(props.get(PROPERTY_DELAY))
+    if level is None or level <= 0:
+        return None
+    level = min(level, levels.max_level)
+    return level - 1, now_ms + levels.delay_ms(level)
+
+
+def schedule(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) -> Message:
+    """Send a delayed message to its schedule queue (deliver time in the tagsCode slot)."""
+    target = deliver_time(msg, now_ms, levels)
+    if target is None or msg.topic == SCHEDULE_TOPIC:
+        return msg
+    qid, due = target
+    props = dict(msg.properties)
+    props[PROPERTY_REAL_TOPIC] = msg.topic
+    props[PROPERTY_REAL_QID] = str(msg.queue_id)
+    if msg.tags_codes:
+        props[PROPERTY_REAL_TAGS_CODES] = ",".join(map(str, msg.tags_codes))
+    return dataclasses.replace(
+        msg, topic=SCHEDULE_TOPIC, queue_id=qid, properties=props, tags_codes=[due] * msg.batch_count)
+
+
+def to_message(stored: StoredMessage, **changes) -> Message:
+    """A new Message carrying a stored one's content (for a second write: delivery, retry, commit)."""
+    fields = dict(
+        topic=stored.topic, queue_id=stored.queue_id, body=stored.body,
+        properties=dict(stored.properties), flag=stored.flag, sys_flag=stored.sys_flag,
+        born_timestamp=stored.born_timestamp, born_host=stored.born_host,
+        reconsume_times=stored.reconsume_times,
+        prepared_transaction_offset=stored.prepared_transaction_offset,
+        batch_count=stored.batch_count, tags_codes=stored.tags_codes, keys=stored.keys)
+    fields.update(changes)
+    return Message(**fields)
+
+
+def ensure_topic(store, name: str, queues: int) -> None:
+    """Create a system topic (or grow its queue count) so appends and Kafka/RocketMQ reads see it."""
+    cfg = store.topics.get(name)
+    if cfg is None:
+        store.topics.create(name, read_queues=queues, write_queues=queues)
+    elif cfg.read_queues < queues or cfg.write_queues < queues:
+        cfg.read_queues = max(cfg.read_queues, queues)
+        cfg.write_queues = max(cfg.write_queues, queues)
+        store.topics.update(cfg)
+
+
+def ensure_system_topics(store, levels: DelayLevels = DEFAULT_LEVELS) -> None:
+    ensure_topic(store, SCHEDULE_TOPIC, levels.queue_count)
+    ensure_topic(store, HALF_TOPIC, 1)
+    ensure_topic(store, OP_TOPIC, 1)
+

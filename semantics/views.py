@@ -1,0 +1,184 @@
+"""Filtered view topics: a topic whose ConsumeQueues hold only the base topic's units whose tag
+matches an expression, with its own dense offsets (ARCHITECTURE.md, Kafka ⇄ store mapping).
+
+A view is an ordinary topic with attributes `filter.source.topic=<base>` and
+`filter.tag.expression=<expr>` (Kafka CreateTopics configs) and the base's queue count. Its
+ConsumeQueue units point at the base's CommitLog entries (no second CommitLog write), so
+`store.read(view, q, offset)` returns the base messages with view offsets.
+
+Maintenance: a store listener extends the views of a base queue right after each dispatch to it
+(on the appending thread, so a view is current when the produce returns). Where a view queue
+stands in its base queue is derived, never persisted: the base unit holding the CommitLog offset
+of the view's last unit, plus one (found by binary search, CommitLog offsets grow along a queue).
+So a view whose ConsumeQueue is missing or was cut by recovery is rebuilt from the base history at
+start (`Views(store)`), and deleting the view (`store.topics.delete`) leaves the base untouched.
+
+Matching: the unit's tags code against the expression's hash set, then the exact TAGS of the
+entry (hash collisions); units of an inner batch (several units, one entry) match on the hash.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from semantics.tags import TagFilter, parse_tags
+
+log = logging.getLogger("rocketgate.views")
+
+ATTR_SOURCE = "filter.source.topic"
+ATTR_EXPRESSION = "filter.tag.expression"
+CHUNK = 4096
+
+
+class ViewError(ValueError):
+    """A view definition that cannot be created (message for the client)."""
+
+
+def definition(cfg) -> tuple[str, TagFilter] | None:
+    """(base topic, tag filter) of a view topic config, None for an ordinary topic."""
+    attrs = cfg.attributes if cfg is not None else None
+    if not attrs or not attrs.get(ATTR_SOURCE):
+        return None
+    return attrs[ATTR_SOURCE], parse_tags(attrs.get(ATTR_EXPRESSION) or "*")
+
+
+class Views:
+    """All views of a store; `app.views`."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self._lock = threading.RLock()
+        self._by_source: dict[str, dict[str, TagFilter]] = {}
+        self._next: dict[tuple[str, int], int] = {}  # (view, queue) -> next base offset to examine
+        store.add_listener(self._on_append)
+        self.refresh()
+
+    def is_view(self, topic: str) -> bool:
+        return definition(self.store.topics.get(topic)) is not None
+
+    def views_of(self, base: str) -> list[str]:
+        return list(self._by_source.get(base, ()))
+
+    def create_view(self, name: str, source: str, expression: str | None, attributes: dict | None = None):
+        """Create a view topic (queues = the base's) and backfill it from the base history."""
+        base = self.store.topics.get(source)
+        if base is None:
+            raise ViewError(f"source topic {source!r} does not exist")
+        if definition(base) is not None:
+            raise ViewError(f"source topic {source!r} is itself a view")
+        if self.store.topics.get(name) is not None:
+            raise ViewError(f"topic {name!r} already exists")
+        attrs = dict(attributes or {})
+        attrs[ATTR_SOURCE] = source
+        attrs[ATTR_EXPRESSION] = expression or "*"
+        cfg = self.store.topics.create(name, read_queues=base.read_queues, write_queues=base.write_queues,
+                                       perm=4, attributes=attrs)  # perm 4: readable, not writable
+        self.refresh()
+        return cfg
+
+    def refresh(self) -> None:
+        """Re-read view definitions from the topic table (after create/delete) and catch up."""
+        with self._lock:
+            by_source: dict[str, dict[str, TagFilter]] = {}
+            for name in self.store.topics.names():
+                d = definition(self.store.topics.get(name))
+                if d is not None:
+                    by_source.setdefault(d[0], {})[name] = d[1]
+            self._by_source = by_source
+            live = {v for views in by_source.values() for v in views}
+            self._next = {k: v for k, v in self._next.items() if k[0] in live}
+            for base, views in by_source.items():
+                for q in self.store.queues(base):
+                    self._extend(base, q, views)
+
+    def _on_append(self, topic: str, queue_id: int, *_: object) -> None:
+        views = self._by_source.get(topic)
+        if not views:
+            return
+        with self._lock:
+            if any(self.store.topics.get(v) is None for v in views):
+                self.refresh()  # a view was deleted
+                views = self._by_source.get(topic) or {}
+            self._extend(topic, queue_id, views)
+
+    def _start(self, base: str, view: str, q: int) -> int:
+        """Next base offset for a view queue, derived from the view's last unit."""
+        s = self.store
+        top = s.max_offset(view, q)
+        lo, hi = s.min_offset(base, q), s.max_offset(base, q)
+        if top <= s.min_offset(view, q):
+            return lo
+        last = s.units(view, q, top - 1, 1)
+        if not last:
+            return lo
+        phys = last[0][0]
+        while lo < hi:  # first base offset whose CommitLog offset is > phys
+            mid = (lo + hi) // 2
+            u = s.units(base, q, mid, 1)
+            if u and u[0][0] <= phys:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def _extend(self, base: str, q: int, views: dict[str, TagFilter]) -> None:
+        """Bring every view of one base queue up to its end: the base units are read once for all
+        views, and an entry is decoded (exact tag check) at most once."""
+        s = self.store
+        low = s.min_offset(base, q)
+        nexts = {}
+        for view in views:
+            nxt = self._next.get((view, q))
+            nexts[view] = max(low, self._start(base, view, q) if nxt is None else nxt)
+        start, end = min(nexts.values(), default=0), s.max_offset(base, q)
+        entries: dict[int, object] = {}  # phys -> decoded entry, for the exact tag check
+
+        def exact(filt: TagFilter, phys: int) -> bool:
+            if phys not in entries:
+                entries[phys] = s.get(phys)
+            m = entries[phys]
+            return m is not None and (m.batch_count > 1 or filt.matches(m.properties.get("TAGS")))
+
+        while start < end:
+            units = s.units(base, q, start, min(CHUNK, end - start))
+            if not units:
+                break
+            for view, filt in views.items():
+                keep = []
+                for i in range(max(0, nexts[view] - start), len(units)):
+                    phys, size, code = units[i]
+                    if not filt.matches_code(code):
+                        continue
+                    if not filt.match_all and not self._batch_unit(units, i) and not exact(filt, phys):
+                        continue
+                    keep.append(units[i])
+                if keep:
+                    append_units(s, view, q, keep)
+                nexts[view] = max(nexts[view], start + len(units))
+            start += len(units)
+        for view in views:
+            self._next[(view, q)] = max(nexts[view], start)
+
+    @staticmethod
+    def _batch_unit(units, i: int) -> bool:
+        phys = units[i][0]
+        return (i > 0 and units[i - 1][0] == phys) or (i + 1 < len(units) and units[i + 1][0] == phys)
+
+
+def append_units(store, topic: str, queue_id: int, units: list[tuple[int, int, int]]) -> None:
+    """Append ConsumeQueue units that point at existing CommitLog entries, then notify listeners.
+
+    Stand-in until the store offers this as a public call (`Store.append_units`, requested from
+    the store engineer): it uses the store's ConsumeQueue table and lock directly."""
+    from store.consumequeue import UNIT
+
+    raw = b"".join(UNIT.pack(*u) for u in units)
+    with store._lock:
+        cq = store._cq((topic, queue_id))
+        cq.put(raw, len(units))
+        nxt = cq.max_offset
+    for fn in list(store._listeners):
+        try:
+            fn(topic, queue_id, nxt)
+        except Exception:
+            log.exception("store listener failed")
