@@ -125,6 +125,9 @@ def main(config: GatewayConfig) -> int:
             return 2
         raise
     finally:
+        offsets = getattr(app, "offsets", None)
+        if offsets is not None:
+            offsets.persist()
         store.close()  # flushes and writes the checkpoint
     log.info("stopped cleanly")
     return 0

@@ -9,7 +9,6 @@ member rejoined or when the rebalance timeout passes (the waiting JoinGroup call
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import uuid
 
 import trio
@@ -67,7 +66,6 @@ class Group:
 class Coordinator:
     def __init__(self) -> None:
         self.groups: dict[str, Group] = {}
-        self._ids = itertools.count()
 
     # ------------------------------------------------------------ helpers
 

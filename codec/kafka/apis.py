@@ -1,0 +1,430 @@
+"""Per-API request/response schemas for every version the gateway advertises.
+
+Each `Api` names its key, the advertised version range, the first flexible version and the two
+field lists. Field names follow Kafka's message JSON in snake_case so the docs apply directly.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from codec.kafka.schema import F
+
+
+@dataclasses.dataclass(frozen=True)
+class Api:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    flexible_from: int
+    request: list
+    response: list
+    serve_min: int | None = None  # lowest version actually served (Produce advertises 0, serves 3)
+
+    def flexible(self, version: int) -> bool:
+        return version >= self.flexible_from
+
+
+THROTTLE = F("throttle_time_ms", "i32")
+NO_AUTH_OPS = -2147483648
+
+PRODUCE = Api(0, "Produce", 0, 9, 9, serve_min=3, request=[
+    F("transactional_id", "nstr", "3+"),
+    F("acks", "i16"),
+    F("timeout_ms", "i32"),
+    F("topic_data", [
+        F("name", "str"),
+        F("partition_data", [F("index", "i32"), F("records", "records")]),
+    ]),
+], response=[
+    F("responses", [
+        F("name", "str"),
+        F("partition_responses", [
+            F("index", "i32"),
+            F("error_code", "i16"),
+            F("base_offset", "i64"),
+            F("log_append_time_ms", "i64", "2+", default=-1),
+            F("log_start_offset", "i64", "5+", default=-1),
+            F("record_errors", [F("batch_index", "i32"), F("batch_index_error_message", "nstr")], "8+"),
+            F("error_message", "nstr", "8+"),
+        ]),
+    ]),
+    F("throttle_time_ms", "i32", "1+"),
+])
+
+FETCH = Api(1, "Fetch", 4, 12, 12, request=[
+    F("replica_id", "i32", "0-14", default=-1),
+    F("max_wait_ms", "i32"),
+    F("min_bytes", "i32"),
+    F("max_bytes", "i32", "3+", default=0x7FFFFFFF),
+    F("isolation_level", "i8", "4+"),
+    F("session_id", "i32", "7+"),
+    F("session_epoch", "i32", "7+", default=-1),
+    F("topics", [
+        F("topic", "str", "0-12"),
+        F("topic_id", "uuid", "13+"),
+        F("partitions", [
+            F("partition", "i32"),
+            F("current_leader_epoch", "i32", "9+", default=-1),
+            F("fetch_offset", "i64"),
+            F("last_fetched_epoch", "i32", "12+", default=-1),
+            F("log_start_offset", "i64", "5+", default=-1),
+            F("partition_max_bytes", "i32"),
+        ]),
+    ]),
+    F("forgotten_topics_data", [F("topic", "str", "7-12"), F("topic_id", "uuid", "13+"),
+                                F("partitions", "[i32]")], "7+"),
+    F("rack_id", "str", "11+"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("error_code", "i16", "7+"),
+    F("session_id", "i32", "7+"),
+    F("responses", [
+        F("topic", "str", "0-12"),
+        F("topic_id", "uuid", "13+"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("error_code", "i16"),
+            F("high_watermark", "i64"),
+            F("last_stable_offset", "i64", "4+", default=-1),
+            F("log_start_offset", "i64", "5+", default=-1),
+            F("aborted_transactions", [F("producer_id", "i64"), F("first_offset", "i64")], "4+"),
+            F("preferred_read_replica", "i32", "11+", default=-1),
+            F("records", "records"),
+        ]),
+    ]),
+])
+
+LIST_OFFSETS = Api(2, "ListOffsets", 1, 7, 6, request=[
+    F("replica_id", "i32"),
+    F("isolation_level", "i8", "2+"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("current_leader_epoch", "i32", "4+", default=-1),
+            F("timestamp", "i64"),
+            F("max_num_offsets", "i32", "0"),
+        ]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32", "2+"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("error_code", "i16"),
+            F("old_style_offsets", "[i64]", "0"),
+            F("timestamp", "i64", "1+", default=-1),
+            F("offset", "i64", "1+", default=-1),
+            F("leader_epoch", "i32", "4+", default=-1),
+        ]),
+    ]),
+])
+
+METADATA = Api(3, "Metadata", 0, 12, 9, request=[
+    F("topics", [F("topic_id", "uuid", "10+"), F("name", "nstr")]),
+    F("allow_auto_topic_creation", "bool", "4+", default=True),
+    F("include_cluster_authorized_operations", "bool", "8-10"),
+    F("include_topic_authorized_operations", "bool", "8+"),
+], response=[
+    F("throttle_time_ms", "i32", "3+"),
+    F("brokers", [F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "nstr", "1+")]),
+    F("cluster_id", "nstr", "2+"),
+    F("controller_id", "i32", "1+", default=-1),
+    F("topics", [
+        F("error_code", "i16"),
+        F("name", "nstr"),
+        F("topic_id", "uuid", "10+"),
+        F("is_internal", "bool", "1+"),
+        F("partitions", [
+            F("error_code", "i16"),
+            F("partition_index", "i32"),
+            F("leader_id", "i32"),
+            F("leader_epoch", "i32", "7+", default=-1),
+            F("replica_nodes", "[i32]"),
+            F("isr_nodes", "[i32]"),
+            F("offline_replicas", "[i32]", "5+"),
+        ]),
+        F("topic_authorized_operations", "i32", "8+", default=NO_AUTH_OPS),
+    ]),
+    F("cluster_authorized_operations", "i32", "8-10", default=NO_AUTH_OPS),
+])
+
+OFFSET_COMMIT = Api(8, "OffsetCommit", 2, 9, 8, request=[
+    F("group_id", "str"),
+    F("generation_id_or_member_epoch", "i32", "1+", default=-1),
+    F("member_id", "str", "1+"),
+    F("group_instance_id", "nstr", "7+"),
+    F("retention_time_ms", "i64", "2-4", default=-1),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("committed_offset", "i64"),
+            F("committed_leader_epoch", "i32", "6+", default=-1),
+            F("commit_timestamp", "i64", "1", default=-1),
+            F("committed_metadata", "nstr"),
+        ]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32", "3+"),
+    F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
+])
+
+_OFFSET_FETCH_PARTITION = [
+    F("partition_index", "i32"),
+    F("committed_offset", "i64", default=-1),
+    F("committed_leader_epoch", "i32", "5+", default=-1),
+    F("metadata", "nstr"),
+    F("error_code", "i16"),
+]
+
+OFFSET_FETCH = Api(9, "OffsetFetch", 1, 9, 6, request=[
+    F("group_id", "str", "0-7"),
+    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], "0-7"),
+    F("groups", [
+        F("group_id", "str"),
+        F("member_id", "nstr", "9+"),
+        F("member_epoch", "i32", "9+", default=-1),
+        F("topics", [F("name", "str"), F("partition_indexes", "[i32]")]),
+    ], "8+"),
+    F("require_stable", "bool", "7+"),
+], response=[
+    F("throttle_time_ms", "i32", "3+"),
+    F("topics", [F("name", "str"), F("partitions", _OFFSET_FETCH_PARTITION)], "0-7"),
+    F("error_code", "i16", "2-7"),
+    F("groups", [
+        F("group_id", "str"),
+        F("topics", [F("name", "str"), F("partitions", _OFFSET_FETCH_PARTITION)]),
+        F("error_code", "i16"),
+    ], "8+"),
+])
+
+FIND_COORDINATOR = Api(10, "FindCoordinator", 0, 4, 3, request=[
+    F("key", "str", "0-3"),
+    F("key_type", "i8", "1+"),
+    F("coordinator_keys", "[str]", "4+"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("error_code", "i16", "0-3"),
+    F("error_message", "nstr", "1-3"),
+    F("node_id", "i32", "0-3"),
+    F("host", "str", "0-3"),
+    F("port", "i32", "0-3"),
+    F("coordinators", [
+        F("key", "str"), F("node_id", "i32"), F("host", "str"), F("port", "i32"),
+        F("error_code", "i16"), F("error_message", "nstr"),
+    ], "4+"),
+])
+
+JOIN_GROUP = Api(11, "JoinGroup", 0, 9, 6, request=[
+    F("group_id", "str"),
+    F("session_timeout_ms", "i32"),
+    F("rebalance_timeout_ms", "i32", "1+", default=-1),
+    F("member_id", "str"),
+    F("group_instance_id", "nstr", "5+"),
+    F("protocol_type", "str"),
+    F("protocols", [F("name", "str"), F("metadata", "bytes")]),
+    F("reason", "nstr", "8+"),
+], response=[
+    F("throttle_time_ms", "i32", "2+"),
+    F("error_code", "i16"),
+    F("generation_id", "i32", default=-1),
+    F("protocol_type", "nstr", "7+"),
+    F("protocol_name", "nstr"),
+    F("leader", "str"),
+    F("skip_assignment", "bool", "9+"),
+    F("member_id", "str"),
+    F("members", [F("member_id", "str"), F("group_instance_id", "nstr", "5+"), F("metadata", "bytes")]),
+])
+
+HEARTBEAT = Api(12, "Heartbeat", 0, 4, 4, request=[
+    F("group_id", "str"),
+    F("generation_id", "i32"),
+    F("member_id", "str"),
+    F("group_instance_id", "nstr", "3+"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("error_code", "i16"),
+])
+
+LEAVE_GROUP = Api(13, "LeaveGroup", 0, 5, 4, request=[
+    F("group_id", "str"),
+    F("member_id", "str", "0-2"),
+    F("members", [F("member_id", "str"), F("group_instance_id", "nstr"), F("reason", "nstr", "5+")], "3+"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("error_code", "i16"),
+    F("members", [F("member_id", "str"), F("group_instance_id", "nstr"), F("error_code", "i16")], "3+"),
+])
+
+SYNC_GROUP = Api(14, "SyncGroup", 0, 5, 4, request=[
+    F("group_id", "str"),
+    F("generation_id", "i32"),
+    F("member_id", "str"),
+    F("group_instance_id", "nstr", "3+"),
+    F("protocol_type", "nstr", "5+"),
+    F("protocol_name", "nstr", "5+"),
+    F("assignments", [F("member_id", "str"), F("assignment", "bytes")]),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("error_code", "i16"),
+    F("protocol_type", "nstr", "5+"),
+    F("protocol_name", "nstr", "5+"),
+    F("assignment", "bytes"),
+])
+
+DESCRIBE_GROUPS = Api(15, "DescribeGroups", 0, 5, 5, request=[
+    F("groups", "[str]"),
+    F("include_authorized_operations", "bool", "3+"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("groups", [
+        F("error_code", "i16"),
+        F("group_id", "str"),
+        F("group_state", "str"),
+        F("protocol_type", "str"),
+        F("protocol_data", "str"),
+        F("members", [
+            F("member_id", "str"),
+            F("group_instance_id", "nstr", "4+"),
+            F("client_id", "str"),
+            F("client_host", "str"),
+            F("member_metadata", "bytes"),
+            F("member_assignment", "bytes"),
+        ]),
+        F("authorized_operations", "i32", "3+", default=NO_AUTH_OPS),
+    ]),
+])
+
+LIST_GROUPS = Api(16, "ListGroups", 0, 4, 3, request=[
+    F("states_filter", "[str]", "4+"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("error_code", "i16"),
+    F("groups", [F("group_id", "str"), F("protocol_type", "str"), F("group_state", "str", "4+")]),
+])
+
+API_VERSIONS = Api(18, "ApiVersions", 0, 4, 3, request=[
+    F("client_software_name", "str", "3+"),
+    F("client_software_version", "str", "3+"),
+], response=[
+    F("error_code", "i16"),
+    F("api_keys", [F("api_key", "i16"), F("min_version", "i16"), F("max_version", "i16")]),
+    F("throttle_time_ms", "i32", "1+"),
+])
+
+_CREATABLE_CONFIG = [F("name", "str"), F("value", "nstr")]
+
+CREATE_TOPICS = Api(19, "CreateTopics", 2, 7, 5, request=[
+    F("topics", [
+        F("name", "str"),
+        F("num_partitions", "i32"),
+        F("replication_factor", "i16"),
+        F("assignments", [F("partition_index", "i32"), F("broker_ids", "[i32]")]),
+        F("configs", _CREATABLE_CONFIG),
+    ]),
+    F("timeout_ms", "i32"),
+    F("validate_only", "bool", "1+"),
+], response=[
+    F("throttle_time_ms", "i32", "2+"),
+    F("topics", [
+        F("name", "str"),
+        F("topic_id", "uuid", "7+"),
+        F("error_code", "i16"),
+        F("error_message", "nstr", "1+"),
+        F("num_partitions", "i32", "5+", default=-1),
+        F("replication_factor", "i16", "5+", default=-1),
+        F("configs", [
+            F("name", "str"), F("value", "nstr"), F("read_only", "bool"),
+            F("config_source", "i8", default=-1), F("is_sensitive", "bool"),
+        ], "5+"),
+    ]),
+])
+
+DELETE_TOPICS = Api(20, "DeleteTopics", 1, 6, 4, request=[
+    F("topics", [F("name", "nstr"), F("topic_id", "uuid")], "6+"),
+    F("topic_names", "[str]", "0-5"),
+    F("timeout_ms", "i32"),
+], response=[
+    F("throttle_time_ms", "i32", "1+"),
+    F("responses", [
+        F("name", "nstr"),
+        F("topic_id", "uuid", "6+"),
+        F("error_code", "i16"),
+        F("error_message", "nstr", "5+"),
+    ]),
+])
+
+INIT_PRODUCER_ID = Api(22, "InitProducerId", 0, 5, 2, request=[
+    F("transactional_id", "nstr"),
+    F("transaction_timeout_ms", "i32"),
+    F("producer_id", "i64", "3+", default=-1),
+    F("producer_epoch", "i16", "3+", default=-1),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("producer_id", "i64", default=-1),
+    F("producer_epoch", "i16", default=-1),
+])
+
+DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", 1, 4, 4, request=[
+    F("resources", [F("resource_type", "i8"), F("resource_name", "str"), F("configuration_keys", "[str]")]),
+    F("include_synonyms", "bool", "1+"),
+    F("include_documentation", "bool", "3+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [
+        F("error_code", "i16"),
+        F("error_message", "nstr"),
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("configs", [
+            F("name", "str"),
+            F("value", "nstr"),
+            F("read_only", "bool"),
+            F("is_default", "bool", "0"),
+            F("config_source", "i8", "1+", default=-1),
+            F("is_sensitive", "bool"),
+            F("synonyms", [F("name", "str"), F("value", "nstr"), F("source", "i8")], "1+"),
+            F("config_type", "i8", "3+"),
+            F("documentation", "nstr", "3+"),
+        ]),
+    ]),
+])
+
+CREATE_PARTITIONS = Api(37, "CreatePartitions", 0, 3, 2, request=[
+    F("topics", [F("name", "str"), F("count", "i32"), F("assignments", [F("broker_ids", "[i32]")])]),
+    F("timeout_ms", "i32"),
+    F("validate_only", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [F("name", "str"), F("error_code", "i16"), F("error_message", "nstr")]),
+])
+
+DELETE_GROUPS = Api(42, "DeleteGroups", 0, 2, 2, request=[
+    F("groups_names", "[str]"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [F("group_id", "str"), F("error_code", "i16")]),
+])
+
+DESCRIBE_CLUSTER = Api(60, "DescribeCluster", 0, 1, 0, request=[
+    F("include_cluster_authorized_operations", "bool"),
+    F("endpoint_type", "i8", "1+", default=1),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "nstr"),
+    F("endpoint_type", "i8", "1+", default=1),
+    F("cluster_id", "str"),
+    F("controller_id", "i32", default=-1),
+    F("brokers", [F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "nstr")]),
+    F("cluster_authorized_operations", "i32", default=NO_AUTH_OPS),
+])
+
+ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
+       HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
+       DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER]
+BY_KEY = {api.key: api for api in ALL}

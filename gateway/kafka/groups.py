@@ -1,0 +1,150 @@
+"""Group and producer-id APIs: coordinator lookup, classic group membership, offsets, InitProducerId.
+
+Membership is `semantics.kafka_groups.Coordinator`; committed offsets go to `app.offsets`, the one
+offset table RocketMQ groups use too.
+"""
+from __future__ import annotations
+
+from codec.kafka import apis
+from gateway.kafka import errors
+from gateway.kafka.handlers import NODE_ID, handler, kafka_state
+
+MAX_EPOCH = 32767
+
+
+@handler(apis.FIND_COORDINATOR)
+async def find_coordinator(conn, version, req):
+    host, port = conn.app.config.advertised, conn.local_port
+    if version >= 4:
+        return {"coordinators": [{"key": k, "node_id": NODE_ID, "host": host, "port": port,
+                                  "error_code": errors.NONE} for k in req["coordinator_keys"]]}
+    return {"error_code": errors.NONE, "node_id": NODE_ID, "host": host, "port": port}
+
+
+@handler(apis.JOIN_GROUP)
+async def join_group(conn, version, req):
+    return await kafka_state(conn.app).coordinator.join(req, version, conn.client_id, "/" + conn.peer_host)
+
+
+@handler(apis.SYNC_GROUP)
+async def sync_group(conn, version, req):
+    return await kafka_state(conn.app).coordinator.sync(req)
+
+
+@handler(apis.HEARTBEAT)
+async def heartbeat(conn, version, req):
+    return {"error_code": kafka_state(conn.app).coordinator.heartbeat(req)}
+
+
+@handler(apis.LEAVE_GROUP)
+async def leave_group(conn, version, req):
+    coordinator = kafka_state(conn.app).coordinator
+    if version < 3:
+        return {"error_code": coordinator.leave(req["group_id"], [(req["member_id"], None)])[0]}
+    members = [(m["member_id"], m["group_instance_id"]) for m in req["members"]]
+    codes = coordinator.leave(req["group_id"], members)
+    return {"error_code": errors.NONE, "members": [
+        {"member_id": mid, "group_instance_id": iid, "error_code": code}
+        for (mid, iid), code in zip(members, codes)]}
+
+
+@handler(apis.OFFSET_COMMIT)
+async def offset_commit(conn, version, req):
+    app = conn.app
+    group = req["group_id"]
+    code = kafka_state(app).coordinator.check_commit(group, req.get("generation_id_or_member_epoch", -1),
+                                                     req.get("member_id", ""))
+    out = []
+    for t in req["topics"]:
+        parts = []
+        for p in t["partitions"]:
+            if code == errors.NONE:
+                app.offsets.commit(group, t["name"], p["partition_index"], p["committed_offset"],
+                                   p["committed_metadata"] or "")
+            parts.append({"partition_index": p["partition_index"], "error_code": code})
+        out.append({"name": t["name"], "partitions": parts})
+    # Kafka acknowledges a commit once it is durable; persist() writes only when something changed.
+    app.offsets.persist()
+    return {"topics": out}
+
+
+def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
+    """OffsetFetch topics for one group; `wanted` None means every committed partition."""
+    if wanted is None:
+        by_topic: dict[str, list[int]] = {}
+        for (topic, qid) in sorted(app.offsets.group_offsets(group)):
+            by_topic.setdefault(topic, []).append(qid)
+        wanted = [{"name": t, "partition_indexes": q} for t, q in by_topic.items()]
+    out = []
+    for t in wanted:
+        parts = []
+        for qid in t["partition_indexes"]:
+            offset = app.offsets.fetch(group, t["name"], qid)
+            parts.append({"partition_index": qid, "committed_offset": -1 if offset is None else offset,
+                          "committed_leader_epoch": -1,
+                          "metadata": app.offsets.metadata(group, t["name"], qid) if offset is not None else "",
+                          "error_code": errors.NONE})
+        out.append({"name": t["name"], "partitions": parts})
+    return out
+
+
+@handler(apis.OFFSET_FETCH)
+async def offset_fetch(conn, version, req):
+    app = conn.app
+    if version >= 8:
+        return {"groups": [{"group_id": g["group_id"], "error_code": errors.NONE,
+                            "topics": _fetch_group_offsets(app, g["group_id"], g["topics"])}
+                           for g in req["groups"]]}
+    return {"error_code": errors.NONE, "topics": _fetch_group_offsets(app, req["group_id"], req["topics"])}
+
+
+@handler(apis.LIST_GROUPS)
+async def list_groups(conn, version, req):
+    app = conn.app
+    states = set(req.get("states_filter") or [])
+    seen = {}
+    for group_id, ptype, state in kafka_state(app).coordinator.listing():
+        seen[group_id] = (ptype, state)
+    for group_id in app.offsets.groups():
+        seen.setdefault(group_id, ("", "Empty"))
+    return {"error_code": errors.NONE, "groups": [
+        {"group_id": g, "protocol_type": ptype, "group_state": state}
+        for g, (ptype, state) in sorted(seen.items()) if not states or state in states]}
+
+
+@handler(apis.DESCRIBE_GROUPS)
+async def describe_groups(conn, version, req):
+    app = conn.app
+    coordinator = kafka_state(app).coordinator
+    out = []
+    for group_id in req["groups"]:
+        d = coordinator.describe(group_id)
+        if d["group_state"] == "Dead" and group_id in set(app.offsets.groups()):
+            d["group_state"] = "Empty"
+        d["error_code"] = errors.NONE
+        out.append(d)
+    return {"groups": out}
+
+
+@handler(apis.DELETE_GROUPS)
+async def delete_groups(conn, version, req):
+    app = conn.app
+    coordinator = kafka_state(app).coordinator
+    out = []
+    for group_id in req["groups_names"]:
+        known = group_id in coordinator.groups or group_id in set(app.offsets.groups())
+        code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
+        if code == errors.NONE:
+            app.offsets.delete_group(group_id)
+            app.offsets.persist()
+        out.append({"group_id": group_id, "error_code": code})
+    return {"results": out}
+
+
+@handler(apis.INIT_PRODUCER_ID)
+async def init_producer_id(conn, version, req):
+    producers = kafka_state(conn.app).producers
+    pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
+    if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
+        return {"error_code": errors.NONE, "producer_id": pid, "producer_epoch": epoch + 1}
+    return {"error_code": errors.NONE, "producer_id": producers.allocate(), "producer_epoch": 0}

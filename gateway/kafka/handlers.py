@@ -1,0 +1,428 @@
+"""Kafka request dispatch and the data-path APIs: ApiVersions, Metadata, Produce, Fetch, ListOffsets.
+
+Produce stores each partition's RecordBatch verbatim as one inner-batch CommitLog entry (one
+ConsumeQueue unit per record, so Kafka offsets are ConsumeQueue offsets); Fetch serves those
+entries back with BaseOffset patched and encodes native RocketMQ messages as magic-2 batches.
+"""
+from __future__ import annotations
+
+import struct
+import time
+
+import trio
+
+import store
+from codec.kafka import apis, protocol, records
+from codec.kafka.schema import DecodeError
+from gateway.kafka import errors, topics
+from semantics import routing
+from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER, ProducerState
+
+NODE_ID = 0
+CLUSTER_ID = "rocketgate-cluster"
+INNER_BATCH = store.message.INNER_BATCH_FLAG
+ROUTING_HEADERS = (routing.PROPERTY_DELAY, routing.PROPERTY_START_DELIVER_TIME)
+RESERVED_PROPS = {store.message.PROP_INNER_NUM, store.message.PROP_TAGS_CODES, store.message.PROP_INNER_KEYS}
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_QOFF_AT, _SYSFLAG_AT, _BODYLEN_AT, _BODY_AT = 20, 36, 84, 88
+_COUNT_AT = 57  # recordCount inside a RecordBatch
+_STORE_TS_AT = store.message.STORE_TS_AT
+
+
+class KafkaState:
+    """Kafka-side shared state of one gateway process (in `app.state["kafka"]`)."""
+
+    def __init__(self, app) -> None:
+        from semantics.kafka_groups import Coordinator
+
+        self.coordinator = Coordinator()
+        self.producers = ProducerState(app.store)
+
+
+def kafka_state(app) -> KafkaState:
+    st = app.state.get("kafka")
+    if st is None:
+        st = app.state["kafka"] = KafkaState(app)
+    return st
+
+
+HANDLERS: dict = {}
+
+
+def handler(api: apis.Api):
+    def register(fn):
+        HANDLERS[api.key] = fn
+        return fn
+    return register
+
+
+async def handle(conn, header, payload) -> bytes | None:
+    """The response frame for one request, or None when nothing is sent back."""
+    key, version = header.api_key, header.api_version
+    if key == apis.API_VERSIONS.key:
+        return api_versions_frame(header)
+    fn = HANDLERS.get(key)
+    if fn is None:
+        return None
+    api = apis.BY_KEY[key]
+    if not api.min_version <= version <= api.max_version:
+        clamped = min(max(version, api.min_version), api.max_version)
+        return protocol.response_frame(key, clamped, header.correlation_id,
+                                       {"error_code": errors.UNSUPPORTED_VERSION})
+    req = protocol.decode_request(header, payload)
+    body = await fn(conn, version, req)
+    if body is None:
+        return None
+    return protocol.response_frame(key, version, header.correlation_id, body)
+
+
+# ---------------------------------------------------------------- ApiVersions
+
+def api_versions_frame(header) -> bytes:
+    """Our version table; an unknown ApiVersions version gets the v0 answer with error 35 (KIP-511)."""
+    table = [{"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version} for a in apis.ALL]
+    table.sort(key=lambda e: e["api_key"])
+    version = header.api_version
+    if not protocol.supported(apis.API_VERSIONS.key, version):
+        return protocol.response_frame(apis.API_VERSIONS.key, 0, header.correlation_id,
+                                       {"error_code": errors.UNSUPPORTED_VERSION, "api_keys": table})
+    return protocol.response_frame(apis.API_VERSIONS.key, version, header.correlation_id,
+                                   {"error_code": errors.NONE, "api_keys": table})
+
+
+# ---------------------------------------------------------------- Metadata
+
+def broker_list(conn) -> list[dict]:
+    return [{"node_id": NODE_ID, "broker_id": NODE_ID, "host": conn.app.config.advertised,
+             "port": conn.local_port, "rack": None}]
+
+
+def topic_metadata(app, name: str, cfg, error: int) -> dict:
+    if cfg is None:
+        return {"error_code": error, "name": name, "partitions": []}
+    return {"error_code": errors.NONE, "name": name, "is_internal": False, "partitions": [
+        {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
+         "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []}
+        for p in range(topics.partition_count(cfg))]}
+
+
+@handler(apis.METADATA)
+async def metadata(conn, version, req):
+    app = conn.app
+    wanted = req["topics"]
+    out = []
+    if wanted is None or (version == 0 and not wanted):
+        for name in sorted(app.store.topics.names()):
+            if topics.legal_name(name):
+                out.append(topic_metadata(app, name, app.store.topics.get(name), errors.NONE))
+    else:
+        auto = req.get("allow_auto_topic_creation", True)
+        for t in wanted:
+            name = t["name"]
+            cfg, err = topics.lookup(app, name, auto)
+            out.append(topic_metadata(app, name, cfg, err))
+    return {"brokers": broker_list(conn), "cluster_id": CLUSTER_ID, "controller_id": NODE_ID, "topics": out}
+
+
+# ---------------------------------------------------------------- Produce
+
+def index_info(batch: records.Batch):
+    """(tags_codes, keys, routing properties) for the store, decoding every record only when the
+    first record has a key or headers; the common keyless, headerless batch costs no per-record
+    Python work. Routing properties (DELAY, __STARTDELIVERTIME) of the first record apply to the
+    whole batch, which is stored (and delayed) as one entry."""
+    payload = memoryview(batch.data)[records.HEADER_SIZE:] if batch.compression == records.NONE \
+        else batch.records_bytes()
+    first = records.decode_records(payload, 1)[0]
+    if first.key is None and not first.headers:
+        return None, None, None
+    routing = {k: v.decode("utf-8", "replace") for k, v in first.headers if k in ROUTING_HEADERS and v}
+    codes, keys = [], []
+    any_tag = False
+    for key, headers in records.scan_keys_headers(payload, batch.record_count):
+        code = 0
+        for hk, hv in headers:
+            if hk == "TAGS" and hv and code == 0:
+                code = store.message.tag_hash(hv.decode("utf-8", "replace"))
+                any_tag = True
+            elif hk == "KEYS" and hv:
+                keys.extend(k for k in hv.decode("utf-8", "replace").split(" ") if k)
+        codes.append(code)
+        if key:
+            try:
+                text = key.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if text and " " not in text:
+                keys.append(text)
+    return (codes if any_tag else None), (keys or None), routing
+
+
+def _partition_error(index: int, code: int, message: str | None = None) -> dict:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "error_message": message}
+
+
+def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) -> tuple[dict, int]:
+    """Validate and append one partition's batches; (partition response, CommitLog end offset)."""
+    try:
+        batches = records.parse_batches(data or b"")
+    except DecodeError as exc:
+        return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), 0
+    if not batches:
+        return _partition_error(index, errors.CORRUPT_MESSAGE, "no record batch"), 0
+    limit = topics.max_message_bytes(app, cfg)
+    for b in batches:
+        if len(b.data) > limit:
+            return _partition_error(index, errors.MESSAGE_TOO_LARGE), 0
+        if b.record_count < 1 or b.last_offset_delta != b.record_count - 1:
+            return _partition_error(index, errors.INVALID_RECORD, "bad record count"), 0
+        if not b.crc_ok():
+            return _partition_error(index, errors.CORRUPT_MESSAGE, "CRC mismatch"), 0
+    append_time = topics.log_append_time(cfg)
+    base = None
+    end = 0
+    now = int(time.time() * 1000)
+    for b in batches:
+        idempotent = b.producer_id >= 0 and b.base_sequence >= 0
+        if idempotent:
+            verdict, dup_offset = st.producers.check(b.producer_id, b.producer_epoch, topic, index,
+                                                     b.base_sequence, b.record_count)
+            if verdict == DUPLICATE:
+                base = dup_offset if base is None else base
+                continue
+            if verdict == OUT_OF_ORDER:
+                return _partition_error(index, errors.OUT_OF_ORDER_SEQUENCE_NUMBER), end
+            if verdict == FENCED:
+                return _partition_error(index, errors.INVALID_PRODUCER_EPOCH), end
+        try:
+            codes, keys, props = index_info(b)
+        except DecodeError as exc:
+            return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), end
+        body = records.with_log_append_time(b.data, now) if append_time else b.data
+        msg = store.Message(topic, index, body, sys_flag=INNER_BATCH, batch_count=b.record_count,
+                            tags_codes=codes, keys=keys, properties=props or {},
+                            born_timestamp=now if append_time else b.max_timestamp)
+        if props:  # a delayed batch goes to the schedule topic first
+            msg = routing.route(msg, now, getattr(app, "delay_levels", routing.DEFAULT_LEVELS))
+        try:
+            res = app.store.append(msg)
+        except store.MessageTooLarge:
+            return _partition_error(index, errors.MESSAGE_TOO_LARGE), end
+        if idempotent:
+            st.producers.record(b.producer_id, b.producer_epoch, topic, index, b.base_sequence,
+                                b.record_count, res.queue_offset)
+        if base is None:
+            base = res.queue_offset
+        end = res.end_offset
+    return {"index": index, "error_code": errors.NONE, "base_offset": base,
+            "log_append_time_ms": now if append_time else -1,
+            "log_start_offset": app.store.min_offset(topic, index)}, end
+
+
+@handler(apis.PRODUCE)
+async def produce(conn, version, req):
+    app = conn.app
+    st = kafka_state(app)
+    acks = req["acks"]
+    responses = []
+    end = 0
+    for t in req["topic_data"]:
+        name = t["name"]
+        parts = []
+        if version < 3 or acks not in (-1, 0, 1):
+            code = errors.UNSUPPORTED_VERSION if version < 3 else errors.INVALID_REQUIRED_ACKS
+            parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
+        else:
+            cfg, err = topics.lookup(app, name, True)
+            for p in t["partition_data"]:
+                index = p["index"]
+                if not topics.has_partition(cfg, index):
+                    parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                try:
+                    resp, e = produce_partition(app, st, name, cfg, index, p["records"])
+                except store.StoreError:
+                    resp, e = _partition_error(index, errors.UNKNOWN_SERVER_ERROR), 0
+                parts.append(resp)
+                end = max(end, e)
+        responses.append({"name": name, "partition_responses": parts})
+    if acks == 0:
+        return None
+    if end:
+        await app.durable(end)
+    return {"responses": responses}
+
+
+# ---------------------------------------------------------------- Fetch
+
+def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool):
+    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked)."""
+    out = []
+    total = 0
+    s = app.store
+    while offset < high:
+        units = s.units(topic, partition, offset, 1)
+        if not units:
+            break
+        phys, size, _tags = units[0]
+        raw = s.read_entry(phys, size)
+        if _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH:
+            qoff = _I64.unpack_from(raw, _QOFF_AT)[0]
+            blen = _I32.unpack_from(raw, _BODYLEN_AT)[0]
+            batch = _I64.pack(qoff) + raw[_BODY_AT + 8:_BODY_AT + blen]
+            nxt = qoff + _I32.unpack_from(raw, _BODY_AT + _COUNT_AT)[0]
+        else:
+            batch = native_batch(store.message.decode(raw), offset)
+            nxt = offset + 1
+        if total + len(batch) > max_bytes and (total or not at_least_one):
+            break
+        out.append(batch)
+        total += len(batch)
+        offset = max(nxt, offset + 1)
+    return out, total
+
+
+def native_batch(msg, offset: int) -> bytes:
+    """A RocketMQ message as a one-record batch: properties become headers, KEYS the key."""
+    props = {k: v for k, v in msg.properties.items() if k not in RESERVED_PROPS}
+    keys = props.get("KEYS")
+    headers = [(k, v.encode("utf-8")) for k, v in props.items()]
+    return records.build_batch([(msg.born_timestamp, keys.encode("utf-8") if keys else None, msg.body, headers)],
+                               base_offset=offset, base_timestamp=msg.born_timestamp)
+
+
+@handler(apis.FETCH)
+async def fetch(conn, version, req):
+    app = conn.app
+    deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
+    min_bytes = req["min_bytes"]
+    max_bytes = req.get("max_bytes", 0x7FFFFFFF)
+    keys = [(t["topic"], p["partition"]) for t in req["topics"] for p in t["partitions"]]
+    while True:
+        responses, total, failed = _fetch_once(app, req, max_bytes)
+        remaining = deadline - trio.current_time()
+        if total >= min_bytes or failed or remaining <= 0 or not keys:
+            return {"responses": responses, "session_id": 0}
+        await app.arrivals.wait_any(keys, remaining)
+
+
+def _fetch_once(app, req, max_bytes: int):
+    responses = []
+    total = 0
+    failed = False
+    for t in req["topics"]:
+        name = t["topic"]
+        cfg = topics.existing(app, name)
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition"]
+            if not topics.has_partition(cfg, index):
+                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
+                              "high_watermark": -1, "records": b""})
+                failed = True
+                continue
+            low = app.store.min_offset(name, index)
+            high = app.store.max_offset(name, index)
+            offset = p["fetch_offset"]
+            entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": high,
+                     "log_start_offset": low, "records": b""}
+            if offset < low or offset > high:
+                entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
+                failed = True
+            elif offset < high and total < max_bytes:
+                limit = min(p["partition_max_bytes"], max_bytes - total)
+                batches, n = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0)
+                entry["records"] = b"".join(batches)
+                total += n
+            parts.append(entry)
+        responses.append({"topic": name, "partitions": parts})
+    return responses, total, failed
+
+
+# ---------------------------------------------------------------- ListOffsets
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+TIME_SCAN_LIMIT = 10_000  # entries scanned forward for a CreateTime match
+
+
+def batch_at(app, topic: str, partition: int, offset: int):
+    """(first offset, stored entry) of the entry holding `offset`, or (None, None)."""
+    units = app.store.units(topic, partition, offset, 1)
+    if not units:
+        return None, None
+    msg = app.store.get(units[0][0])
+    return (msg.queue_offset, msg) if msg is not None else (None, None)
+
+
+def entry_records(msg) -> list[tuple[int, int]]:
+    """(offset delta, timestamp) of each logical message in a stored entry."""
+    if msg.sys_flag & INNER_BATCH:
+        b = records.parse_batches(msg.body)[0]
+        if b.attributes & records.TIMESTAMP_LOG_APPEND:
+            return [(i, b.max_timestamp) for i in range(b.record_count)]
+        return [(r.offset_delta, b.base_timestamp + r.timestamp_delta)
+                for r in records.decode_records(b.records_bytes(), b.record_count)]
+    return [(0, msg.born_timestamp)]
+
+
+def offset_for_time(app, topic: str, partition: int, ts: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record with timestamp >= ts, or (-1, -1).
+
+    The store finds the first entry stored at or after ts; record timestamps are not later than
+    the store time, so no earlier entry can match and we scan forward from there."""
+    high = app.store.max_offset(topic, partition)
+    offset = max(app.store.offset_for_timestamp(topic, partition, ts), app.store.min_offset(topic, partition))
+    for _ in range(TIME_SCAN_LIMIT):
+        if offset >= high:
+            break
+        first, msg = batch_at(app, topic, partition, offset)
+        if msg is None:
+            break
+        for delta, rts in entry_records(msg):
+            if first + delta >= offset and rts >= ts:
+                return first + delta, rts
+        offset = first + max(msg.batch_count, 1)
+    return -1, -1
+
+
+def list_offset(app, topic: str, partition: int, ts: int) -> tuple[int, int]:
+    if ts == LATEST:
+        return app.store.max_offset(topic, partition), -1
+    if ts == EARLIEST:
+        return app.store.min_offset(topic, partition), -1
+    if ts == MAX_TIMESTAMP:
+        high = app.store.max_offset(topic, partition)
+        if high <= app.store.min_offset(topic, partition):
+            return -1, -1
+        first, msg = batch_at(app, topic, partition, high - 1)
+        best = max(entry_records(msg), key=lambda r: r[1])
+        return first + best[0], best[1]
+    return offset_for_time(app, topic, partition, ts)
+
+
+@handler(apis.LIST_OFFSETS)
+async def list_offsets(conn, version, req):
+    app = conn.app
+    out = []
+    for t in req["topics"]:
+        name = t["name"]
+        cfg = topics.existing(app, name)
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition_index"]
+            if not topics.has_partition(cfg, index):
+                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            offset, ts = list_offset(app, name, index, p["timestamp"])
+            parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
+                          "timestamp": ts, "leader_epoch": -1})
+        out.append({"name": name, "partitions": parts})
+    return {"topics": out}
+
+
+# The other APIs register themselves on import.
+from gateway.kafka import admin as _admin  # noqa: E402,F401
+from gateway.kafka import groups as _groups  # noqa: E402,F401

@@ -1,0 +1,73 @@
+"""Topic lookups shared by the Kafka handlers: name rules, auto-creation, partition counts, configs."""
+from __future__ import annotations
+
+import re
+
+from gateway.kafka import errors
+
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
+
+# Kafka topic configs we report, with the defaults this gateway applies.
+DEFAULT_CONFIGS = {
+    "cleanup.policy": "delete",
+    "retention.ms": str(72 * 3600 * 1000),  # the store keeps CommitLog files 72 h by default
+    "retention.bytes": "-1",
+    "segment.bytes": str(1 << 30),
+    "message.timestamp.type": "CreateTime",
+    "compression.type": "producer",
+    "min.insync.replicas": "1",
+}
+
+
+def legal_name(name: str | None) -> bool:
+    return bool(name) and bool(_LEGAL.match(name)) and name not in (".", "..")
+
+
+def partition_count(cfg) -> int:
+    return max(cfg.read_queues, cfg.write_queues)
+
+
+def existing(app, name: str):
+    """The TopicConfig of an existing topic with a legal Kafka name, else None (no auto-creation)."""
+    return app.store.topics.get(name) if legal_name(name) else None
+
+
+def has_partition(cfg, index: int) -> bool:
+    return cfg is not None and 0 <= index < partition_count(cfg)
+
+
+def create(app, name: str, partitions: int, configs: dict | None = None):
+    return app.store.topics.create(name, read_queues=partitions, write_queues=partitions,
+                                   attributes=dict(configs or {}))
+
+
+def lookup(app, name: str, auto_create: bool):
+    """(TopicConfig or None, error code) for a topic a client names, auto-creating when allowed."""
+    if not legal_name(name):
+        return None, errors.INVALID_TOPIC_EXCEPTION
+    cfg = app.store.topics.get(name)
+    if cfg is not None:
+        return cfg, errors.NONE
+    if auto_create and app.config.auto_create_topics:
+        return create(app, name, app.config.default_partitions), errors.NONE
+    return None, errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def configs(app, cfg) -> dict[str, tuple[str, bool]]:
+    """name -> (value, is_default) of every config we report for a topic."""
+    out = {k: (v, True) for k, v in DEFAULT_CONFIGS.items()}
+    out["max.message.bytes"] = (str(app.config.max_message_bytes), True)
+    for k, v in (cfg.attributes or {}).items():
+        out[k] = (str(v), False)
+    return out
+
+
+def max_message_bytes(app, cfg) -> int:
+    try:
+        return int((cfg.attributes or {}).get("max.message.bytes", app.config.max_message_bytes))
+    except ValueError:
+        return app.config.max_message_bytes
+
+
+def log_append_time(cfg) -> bool:
+    return (cfg.attributes or {}).get("message.timestamp.type") == "LogAppendTime"
