@@ -49,6 +49,8 @@ def open_store(config: GatewayConfig):
             commitlog_file_size=config.commitlog_file_size,
             max_message_size=config.max_message_bytes,
             flush=config.flush,
+            # msgIds name this address: clients use it to view messages and send them back.
+            store_host=(config.advertised, config.remoting_port),
         ),
     )
 

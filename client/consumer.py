@@ -1,0 +1,494 @@
+"""Consumers: PushConsumer (listeners, concurrent or orderly) and LitePullConsumer (poll/seek/commit).
+
+Both share `_ConsumerBase`: subscriptions, average queue allocation across the group's members,
+the starting position of a newly assigned queue, one long-polling pull task per held queue, and
+the offset table persisted to the broker.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+
+import trio
+
+from codec.remoting import JSON, PullSysFlag, RequestCode as RC, ResponseCode
+from codec.remoting.bodies import dumps, loads
+from client.errors import MQBrokerError, MQClientError
+from client.instance import ClientInstance
+from client.producer import _call
+from client.model import ConsumeFrom, ConsumeStatus, MessageExt, MessageModel, MessageQueue, decode_messages
+from semantics.tags import parse_tags
+from store.message import tag_hash
+
+log = logging.getLogger("rocketgate.client")
+SUSPEND_MS = 15000
+PULL_TIMEOUT_S = 30.0
+PULL_ERROR_DELAY_S = 3.0
+RETRY_PREFIX = "%RETRY%"
+
+
+def allocate_averagely(mqs: list[MessageQueue], cids: list[str], me: str) -> list[MessageQueue]:
+    """AllocateMessageQueueAveragely over the sorted queues and client ids."""
+    mqs, cids = sorted(mqs), sorted(cids)
+    if me not in cids or not mqs:
+        return []
+    index, n, k = cids.index(me), len(mqs), len(cids)
+    mod = n % k
+    if n <= k:
+        size = 1
+    elif mod > 0 and index < mod:
+        size = n // k + 1
+    else:
+        size = n // k
+    start = index * size if mod > 0 and index < mod else index * size + mod
+    return [mqs[(start + i) % n] for i in range(min(size, n - start))]
+
+
+@dataclasses.dataclass
+class Subscription:
+    topic: str
+    expression: str
+    version: int
+
+    def to_json(self) -> dict:
+        f = parse_tags(self.expression)
+        tags = sorted(f.tags)
+        return {"classFilterMode": False, "codeSet": [tag_hash(t) for t in tags],
+                "expressionType": "TAG", "subString": f.expression, "subVersion": self.version,
+                "tagsSet": tags, "topic": self.topic}
+
+
+class _ConsumerBase:
+    consume_type = "CONSUME_PASSIVELY"
+
+    def __init__(self, group: str, namesrv: str, *, model: MessageModel = MessageModel.CLUSTERING,
+                 consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET, consume_timestamp_ms: int | None = None,
+                 serialize_type: int = JSON, pull_batch_size: int = 32, rebalance_interval: float = 20.0,
+                 persist_interval: float = 5.0, instance: ClientInstance | None = None) -> None:
+        self.group = group
+        self.instance = instance or ClientInstance(namesrv, serialize_type)
+        self._own_instance = instance is None
+        self.model = model
+        self.consume_from = consume_from
+        self.consume_timestamp_ms = consume_timestamp_ms or int(time.time() * 1000) - 30 * 60 * 1000
+        self.pull_batch_size = pull_batch_size
+        self.rebalance_interval = rebalance_interval
+        self.persist_interval = persist_interval
+        self.subscriptions: dict[str, Subscription] = {}
+        self.assigned: list[MessageQueue] | None = None  # manual assignment (lite pull)
+        self.offsets: dict[MessageQueue, int] = {}        # next offset to consume, per held queue
+        self.tasks: dict[MessageQueue, trio.CancelScope] = {}
+        self.nursery: trio.Nursery | None = None
+        self._rebalance_event = trio.Event()
+        self.running = False
+
+    # ------------------------------------------------------------ configuration
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self.subscriptions[topic] = Subscription(topic, expression or "*", int(time.time() * 1000))
+        self.rebalance_soon()
+
+    def heartbeat_data(self) -> dict:
+        subs = list(self.subscriptions.values())
+        return {"consumeFromWhere": self.consume_from.value, "consumeType": self.consume_type,
+                "groupName": self.group, "messageModel": self.model.value,
+                "subscriptionDataSet": [s.to_json() for s in subs], "unitMode": False}
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self, parent: trio.Nursery) -> None:
+        if self._own_instance:
+            await self.instance.start(parent)
+        if self.model == MessageModel.CLUSTERING and self.consume_type == "CONSUME_PASSIVELY":
+            self.subscriptions.setdefault(RETRY_PREFIX + self.group,
+                                          Subscription(RETRY_PREFIX + self.group, "*", int(time.time() * 1000)))
+        for topic in self.subscriptions:
+            await self.instance.route(topic)
+        self.instance.consumers[self.group] = self
+        await self.instance.send_heartbeat()
+        self.running = True
+        await parent.start(self._run)
+
+    async def _run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            await self.rebalance()
+            task_status.started()
+            nursery.start_soon(self._rebalance_loop)
+            nursery.start_soon(self._persist_loop)
+            await trio.sleep_forever()
+
+    async def shutdown(self) -> None:
+        self.running = False
+        for scope in self.tasks.values():
+            scope.cancel()
+        await self.persist(oneway=False)
+        await self._on_queues_removed(list(self.tasks))
+        self.tasks.clear()
+        self.instance.consumers.pop(self.group, None)
+        if self._own_instance:
+            await self.instance.shutdown()
+        else:
+            await self.instance._unregister(consumer_group=self.group)
+        if self.nursery is not None:
+            self.nursery.cancel_scope.cancel()
+
+    # ------------------------------------------------------------ rebalance
+    def rebalance_soon(self) -> None:
+        self._rebalance_event.set()
+
+    async def _rebalance_loop(self) -> None:
+        while True:
+            with trio.move_on_after(self.rebalance_interval):
+                await self._rebalance_event.wait()
+            self._rebalance_event = trio.Event()
+            try:
+                await self.rebalance()
+            except MQClientError as exc:
+                log.warning("rebalance of %s failed: %s", self.group, exc)
+
+    async def _wanted_queues(self) -> list[MessageQueue]:
+        if self.assigned is not None:
+            return list(self.assigned)
+        wanted = []
+        for topic in list(self.subscriptions):
+            route = await self.instance.route(topic, refresh=True)
+            mqs = route.subscribe_queues()
+            if self.model == MessageModel.BROADCASTING:
+                wanted += mqs
+                continue
+            addr = await self.instance.broker_addr(mqs[0].broker_name, topic) if mqs else None
+            if addr is None:
+                continue
+            try:
+                resp = await self.instance.invoke(addr, RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group})
+                cids = loads(resp.body).get("consumerIdList") or []
+            except MQBrokerError:
+                cids = []
+            wanted += allocate_averagely(mqs, cids, self.instance.client_id)
+        return wanted
+
+    async def rebalance(self) -> None:
+        if not self.running:
+            return
+        wanted = set(await self._wanted_queues())
+        removed = [mq for mq in self.tasks if mq not in wanted]
+        for mq in removed:
+            self.tasks.pop(mq).cancel()
+        if removed:
+            await self.persist(oneway=False, only=removed)
+            await self._on_queues_removed(removed)
+            for mq in removed:
+                self.offsets.pop(mq, None)
+        for mq in sorted(wanted - set(self.tasks)):
+            if not await self._may_take(mq):
+                continue
+            try:
+                offset = await self.start_offset(mq)
+            except MQClientError as exc:
+                log.warning("no start offset for %s: %s", mq, exc)
+                continue
+            self.offsets[mq] = offset
+            scope = trio.CancelScope()
+            self.tasks[mq] = scope
+            self.nursery.start_soon(self._pull_loop, mq, scope)
+
+    async def _may_take(self, mq: MessageQueue) -> bool:
+        return True
+
+    async def _on_queues_removed(self, mqs: list[MessageQueue]) -> None:
+        pass
+
+    # ------------------------------------------------------------ offsets
+    async def _broker(self, mq: MessageQueue) -> str:
+        return await self.instance.broker_addr(mq.broker_name, mq.topic)
+
+    async def start_offset(self, mq: MessageQueue) -> int:
+        addr = await self._broker(mq)
+        if self.model == MessageModel.CLUSTERING:
+            resp = await self.instance.invoke(addr, RC.QUERY_CONSUMER_OFFSET,
+                                              {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id},
+                                              ok=(0, ResponseCode.QUERY_NOT_FOUND), timeout=5.0)
+            if resp.code == 0:
+                return resp.get_int("offset")
+        if self.consume_from == ConsumeFrom.FIRST_OFFSET:
+            return 0
+        if self.consume_from == ConsumeFrom.TIMESTAMP:
+            resp = await self.instance.invoke(addr, RC.SEARCH_OFFSET_BY_TIMESTAMP, {
+                "topic": mq.topic, "queueId": mq.queue_id, "timestamp": self.consume_timestamp_ms})
+            return resp.get_int("offset")
+        if mq.topic.startswith(RETRY_PREFIX):
+            return 0
+        resp = await self.instance.invoke(addr, RC.GET_MAX_OFFSET, {"topic": mq.topic, "queueId": mq.queue_id})
+        return resp.get_int("offset")
+
+    async def persist(self, oneway: bool = True, only: list[MessageQueue] | None = None) -> None:
+        """Send the consumed positions to the broker (clustering only)."""
+        if self.model != MessageModel.CLUSTERING:
+            return
+        for mq in list(only if only is not None else self.offsets):
+            offset = self.offsets.get(mq)
+            if offset is None:
+                continue
+            fields = {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id, "commitOffset": offset}
+            try:
+                addr = await self._broker(mq)
+                if oneway:
+                    await self.instance.oneway(addr, RC.UPDATE_CONSUMER_OFFSET, fields)
+                else:
+                    await self.instance.invoke(addr, RC.UPDATE_CONSUMER_OFFSET, fields, timeout=5.0)
+            except MQClientError as exc:
+                log.warning("offset commit for %s failed: %s", mq, exc)
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await trio.sleep(self.persist_interval)
+            await self.persist()
+
+    # ------------------------------------------------------------ pulling
+    async def _pull_loop(self, mq: MessageQueue, scope: trio.CancelScope) -> None:
+        with scope:
+            offset = self.offsets[mq]
+            while True:
+                sub = self.subscriptions.get(mq.topic)
+                expression = sub.expression if sub else "*"
+                try:
+                    code, next_offset, msgs = await self.pull(mq, offset, expression, SUSPEND_MS)
+                except MQClientError as exc:
+                    log.debug("pull %s failed: %s", mq, exc)
+                    await trio.sleep(PULL_ERROR_DELAY_S)
+                    continue
+                if msgs:
+                    await self._deliver(mq, msgs, next_offset, scope)
+                else:  # OFFSET_MOVED, nothing new, or only units the subscription filters out
+                    self._advance(mq, next_offset, scope)
+                offset = next_offset
+
+    async def pull(self, mq: MessageQueue, offset: int, expression: str, suspend_ms: int,
+                   max_nums: int | None = None) -> tuple[int, int, list[MessageExt]]:
+        """One PULL_MESSAGE: (code, nextBeginOffset, messages matching the subscription)."""
+        sys_flag = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms > 0 else 0)
+        commit = self.offsets.get(mq, 0)
+        if self.model == MessageModel.CLUSTERING and commit > 0 and self.consume_type == "CONSUME_PASSIVELY":
+            sys_flag |= PullSysFlag.COMMIT_OFFSET
+        sub = self.subscriptions.get(mq.topic)
+        fields = {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id, "queueOffset": offset,
+                  "maxMsgNums": max_nums or self.pull_batch_size, "sysFlag": sys_flag, "commitOffset": commit,
+                  "suspendTimeoutMillis": suspend_ms, "subscription": expression,
+                  "subVersion": sub.version if sub else 0, "expressionType": "TAG"}
+        addr = await self._broker(mq)
+        resp = await self.instance.invoke(addr, RC.PULL_MESSAGE, fields, timeout=suspend_ms / 1000 + PULL_TIMEOUT_S / 2,
+                                          ok=(0, 19, 20, 21))
+        next_offset = resp.get_int("nextBeginOffset", offset)
+        if resp.code != 0:
+            return resp.code, next_offset, []
+        tags = parse_tags(expression)
+        msgs = [m for m in decode_messages(resp.body, mq.broker_name) if tags.matches(m.tags)]
+        for m in msgs:
+            m.properties["MIN_OFFSET"] = resp.get_str("minOffset") or "0"
+            m.properties["MAX_OFFSET"] = resp.get_str("maxOffset") or "0"
+            if m.topic.startswith(RETRY_PREFIX) and m.properties.get("RETRY_TOPIC"):
+                m.topic = m.properties["RETRY_TOPIC"]
+        return 0, next_offset, msgs
+
+    async def _deliver(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int,
+                       scope: trio.CancelScope) -> None:
+        """Hand pulled messages over (to the listener, or to poll())."""
+        raise NotImplementedError
+
+    def _advance(self, mq: MessageQueue, offset: int, scope: trio.CancelScope) -> None:
+        """The queue is consumed up to `offset`, unless it was given away (or sought) meanwhile."""
+        if self.tasks.get(mq) is scope:
+            self.offsets[mq] = offset
+
+
+class AsyncPushConsumer(_ConsumerBase):
+    """Listener-driven consumer. `listener(msgs) -> ConsumeStatus`; orderly listeners get each
+    queue's messages in order, one queue held (locked) by one member at a time."""
+
+    def __init__(self, group: str, namesrv: str, *, orderly: bool = False, consume_batch_size: int = 1,
+                 max_reconsume_times: int = 16, **kw) -> None:
+        super().__init__(group, namesrv, **kw)
+        self.orderly = orderly
+        self.consume_batch_size = consume_batch_size
+        self.max_reconsume_times = max_reconsume_times
+        self.listener = None
+        self.locked: set[MessageQueue] = set()
+
+    def register_listener(self, listener, orderly: bool | None = None) -> None:
+        self.listener = listener
+        if orderly is not None:
+            self.orderly = orderly
+
+    async def start(self, parent: trio.Nursery) -> None:
+        if self.listener is None:
+            raise MQClientError("register a listener before start()")
+        await super().start(parent)
+        if self.orderly and self.model == MessageModel.CLUSTERING:
+            self.nursery.start_soon(self._relock_loop)
+
+    # Orderly consumers only pull queues whose broker lock they hold.
+    async def _may_take(self, mq: MessageQueue) -> bool:
+        if not self.orderly or self.model != MessageModel.CLUSTERING:
+            return True
+        return mq in await self._lock([mq])
+
+    async def _lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        body = dumps({"clientId": self.instance.client_id, "consumerGroup": self.group,
+                      "mqSet": [mq.to_json() for mq in mqs]})
+        try:
+            resp = await self.instance.invoke(await self._broker(mqs[0]), RC.LOCK_BATCH_MQ, body=body, timeout=1.0)
+        except MQClientError:
+            return set()
+        got = {MessageQueue(d["topic"], d["brokerName"], d["queueId"]) for d in loads(resp.body).get("lockOKMQSet", [])}
+        self.locked = (self.locked - set(mqs)) | got
+        return got
+
+    async def _relock_loop(self) -> None:
+        while True:
+            await trio.sleep(20)
+            held = list(self.tasks)
+            if held:
+                await self._lock(held)
+
+    async def _on_queues_removed(self, mqs: list[MessageQueue]) -> None:
+        if not (self.orderly and self.model == MessageModel.CLUSTERING) or not mqs:
+            return
+        body = dumps({"clientId": self.instance.client_id, "consumerGroup": self.group,
+                      "mqSet": [mq.to_json() for mq in mqs]})
+        try:
+            await self.instance.invoke(await self._broker(mqs[0]), RC.UNLOCK_BATCH_MQ, body=body, timeout=1.0)
+        except MQClientError:
+            pass
+        self.locked -= set(mqs)
+
+    async def _deliver(self, mq, msgs, next_offset, scope) -> None:
+        n = self.consume_batch_size
+        for i in range(0, len(msgs), n):
+            batch = msgs[i:i + n]
+            if self.orderly:
+                await self._consume_orderly(mq, batch)
+            else:
+                await self._consume_concurrently(batch)
+            self._advance(mq, batch[-1].queue_offset + 1, scope)
+        self._advance(mq, next_offset, scope)
+
+    async def _listener_ok(self, batch: list[MessageExt]) -> bool:
+        """Run the listener; an exception counts as a failure (RECONSUME_LATER / SUSPEND)."""
+        try:
+            status = await _call(self.listener, batch)
+        except Exception:
+            log.exception("message listener failed")
+            return False
+        return status in (ConsumeStatus.CONSUME_SUCCESS, ConsumeStatus.SUCCESS, None)
+
+    async def _consume_orderly(self, mq: MessageQueue, batch: list[MessageExt]) -> None:
+        while True:
+            while self.model == MessageModel.CLUSTERING and mq not in self.locked:
+                await trio.sleep(0.1)  # lock lost: wait for the relock (or removal by rebalance)
+            if await self._listener_ok(batch):
+                return
+            for m in batch:  # SUSPEND_CURRENT_QUEUE_A_MOMENT: the same messages again, in order
+                m.reconsume_times += 1
+            await trio.sleep(1.0)
+
+    async def _consume_concurrently(self, batch: list[MessageExt]) -> None:
+        if await self._listener_ok(batch) or self.model == MessageModel.BROADCASTING:
+            return  # broadcasting drops failed messages, like the Java client
+        for m in batch:
+            # RECONSUME_LATER: the broker re-delivers through %RETRY%<group>; if it cannot be
+            # reached, retry locally until either works.
+            while not await self._send_back(m):
+                await trio.sleep(1.0)
+                if await self._listener_ok([m]):
+                    break
+
+    async def _send_back(self, m: MessageExt) -> bool:
+        """CONSUMER_SEND_MSG_BACK: the broker re-delivers through %RETRY%<group> (or the DLQ)."""
+        fields = {"offset": m.commit_log_offset, "group": self.group, "delayLevel": 0, "originMsgId": m.msg_id,
+                  "originTopic": m.topic, "unitMode": False, "maxReconsumeTimes": self.max_reconsume_times,
+                  "bname": m.broker_name}
+        try:
+            await self.instance.invoke(await self.instance.broker_addr(m.broker_name, m.topic),
+                                       RC.CONSUMER_SEND_MSG_BACK, fields, timeout=5.0)
+            return True
+        except MQClientError as exc:
+            log.warning("send back of %s failed: %s", m.msg_id, exc)
+            return False
+
+
+class AsyncLitePullConsumer(_ConsumerBase):
+    """Pull-style consumer: `subscribe` (group-balanced) or `assign`, then `poll`, `seek`, `commit`."""
+
+    consume_type = "CONSUME_ACTIVELY"
+
+    def __init__(self, group: str, namesrv: str, *, auto_commit: bool = True, **kw) -> None:
+        super().__init__(group, namesrv, **kw)
+        self.auto_commit = auto_commit
+        self._send, self._recv = trio.open_memory_channel(64)
+        self.generation: dict[MessageQueue, int] = {}
+        self.consumed: dict[MessageQueue, int] = {}  # position after the last polled message
+
+    def assign(self, queues: list[MessageQueue]) -> None:
+        self.assigned = list(queues)
+        self.rebalance_soon()
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await trio.sleep(self.persist_interval)
+            if self.auto_commit:
+                await self.commit()
+
+    async def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        """Commit the polled positions (or the given ones) to the broker."""
+        for mq, off in (offsets or dict(self.consumed)).items():
+            self.offsets[mq] = off
+        await self.persist(oneway=False, only=list(offsets or self.consumed))
+
+    async def committed(self, mq: MessageQueue) -> int | None:
+        resp = await self.instance.invoke(await self._broker(mq), RC.QUERY_CONSUMER_OFFSET,
+                                          {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id,
+                                           "setZeroIfNotFound": False}, ok=(0, 22), timeout=5.0)
+        return resp.get_int("offset") if resp.code == 0 else None
+
+    async def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        return (await self.instance.route(topic, refresh=True)).subscribe_queues()
+
+    async def rebalance(self) -> None:
+        await super().rebalance()
+        for mq in self.tasks:
+            self.consumed.setdefault(mq, self.offsets[mq])
+        for mq in list(self.consumed):
+            if mq not in self.tasks:
+                del self.consumed[mq]
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Next poll returns this queue's messages from `offset` on (buffered ones are dropped)."""
+        if mq not in self.tasks:
+            raise MQClientError(f"{mq} is not assigned to this consumer")
+        self.tasks.pop(mq).cancel()
+        self.generation[mq] = self.generation.get(mq, 0) + 1
+        self.offsets[mq] = self.consumed[mq] = offset
+        scope = trio.CancelScope()
+        self.tasks[mq] = scope
+        self.nursery.start_soon(self._pull_loop, mq, scope)
+
+    async def _deliver(self, mq, msgs, next_offset, scope) -> None:
+        await self._send.send((mq, self.generation.get(mq, 0), msgs, next_offset))
+
+    def _advance(self, mq, offset, scope) -> None:
+        """Nothing to hand out up to `offset`: the polled position moves (commit() stores it)."""
+        if self.tasks.get(mq) is scope:
+            self.consumed[mq] = offset
+
+    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        """The next batch of messages (empty after `timeout` seconds without any)."""
+        with trio.move_on_after(timeout):
+            while True:
+                mq, gen, msgs, next_offset = await self._recv.receive()
+                if gen == self.generation.get(mq, 0) and mq in self.tasks:
+                    self.consumed[mq] = next_offset
+                    return msgs
+        return []
+
+
+__all__ = ["AsyncPushConsumer", "AsyncLitePullConsumer", "allocate_averagely"]

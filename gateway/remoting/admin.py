@@ -1,0 +1,208 @@
+"""Admin calls (mqadmin, client Admin): topic config, stats, consumer progress and connections."""
+from __future__ import annotations
+
+import time
+
+from codec.remoting import RequestCode as RC, ResponseCode
+from codec.remoting.bodies import dumps, dumps_mq_map
+from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, handles, legal_topic, mq_key, registry
+
+VERSION_DESC = "V4_9_8"
+
+
+def topic_config_json(cfg) -> dict:
+    return {"attributes": dict(cfg.attributes or {}), "order": False, "perm": cfg.perm,
+            "readQueueNums": cfg.read_queues, "topicFilterType": "SINGLE_TAG", "topicName": cfg.name,
+            "topicSysFlag": 0, "writeQueueNums": cfg.write_queues}
+
+
+def _data_version() -> dict:
+    return {"counter": 1, "stateVersion": 0, "timestamp": int(time.time() * 1000)}
+
+
+@handles(RC.UPDATE_AND_CREATE_TOPIC)
+def create_topic(channel, req):
+    topics = channel.app.store.topics
+    name = req.get_str("topic")
+    if not legal_topic(name):
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"The specified topic[{name}] contains illegal characters")
+    read_q, write_q = req.get_int("readQueueNums", 8), req.get_int("writeQueueNums", 8)
+    perm = req.get_int("perm", 6)
+    if not (0 < read_q <= 1024 and 0 < write_q <= 1024):
+        return req.response(ResponseCode.SYSTEM_ERROR, remark="queue numbers must be in 1..1024")
+    cfg = topics.get(name)
+    if cfg is None:
+        topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm)
+    else:
+        cfg.read_queues, cfg.write_queues, cfg.perm = read_q, write_q, perm
+        topics.update(cfg)
+    return req.response()
+
+
+@handles(RC.GET_ALL_TOPIC_CONFIG, RC.GET_TOPIC_CONFIG_LIST)
+def all_topic_config(channel, req):
+    topics = channel.app.store.topics
+    table = {n: topic_config_json(topics.get(n)) for n in sorted(topics.names())}
+    return req.response(body=dumps({"dataVersion": _data_version(), "topicConfigTable": table}))
+
+
+@handles(RC.GET_TOPIC_CONFIG)
+def topic_config(channel, req):
+    cfg = channel.app.store.topics.get(req.get_str("topic") or "")
+    if cfg is None:
+        return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"No topic in this broker. topic: {req.get_str('topic')}")
+    return req.response(body=dumps({"topicConfig": topic_config_json(cfg)}))
+
+
+@handles(RC.DELETE_TOPIC_IN_BROKER)
+def delete_topic(channel, req):
+    topics = channel.app.store.topics
+    name = req.get_str("topic")
+    if name and topics.get(name) is not None:
+        topics.delete(name)
+    return req.response()
+
+
+@handles(RC.GET_TOPIC_STATS_INFO)
+def topic_stats(channel, req):
+    s = channel.app.store
+    name = req.get_str("topic") or ""
+    cfg = s.topics.get(name)
+    if cfg is None:
+        return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{name}] not exist")
+    table = {}
+    for qid in range(max(cfg.read_queues, cfg.write_queues)):
+        hi = s.max_offset(name, qid)
+        table[mq_key(name, qid)] = {"lastUpdateTimestamp": _store_time(s, name, qid, hi - 1),
+                                   "maxOffset": hi, "minOffset": s.min_offset(name, qid)}
+    return req.response(body=('{"offsetTable":' + dumps_mq_map(table) + "}").encode())
+
+
+def _store_time(s, topic: str, qid: int, offset: int) -> int:
+    if offset < 0 or offset < s.min_offset(topic, qid):
+        return 0
+    units = s.units(topic, qid, offset, 1)
+    m = s.get(units[0][0]) if units else None
+    return m.store_timestamp if m else 0
+
+
+def group_topics(app, group: str) -> list[str]:
+    """Topics a group consumes: from its committed offsets and its live subscriptions."""
+    names = {t for (t, _q) in app.offsets.group_offsets(group)}
+    g = registry(app).consumers.get(group)
+    if g:
+        names.update(g.subscriptions)
+    return sorted(n for n in names if app.store.topics.get(n) is not None)
+
+
+@handles(RC.GET_CONSUME_STATS)
+def consume_stats(channel, req):
+    app = channel.app
+    group = req.get_str("consumerGroup") or ""
+    only = req.get_str("topic")
+    committed = app.offsets.group_offsets(group)
+    table = {}
+    for name in group_topics(app, group):
+        if only and name != only:
+            continue
+        cfg = app.store.topics.get(name)
+        for qid in range(cfg.read_queues):
+            offset = committed.get((name, qid), 0)
+            table[mq_key(name, qid)] = {"brokerOffset": app.store.max_offset(name, qid), "consumerOffset": offset,
+                                       "lastTimestamp": _store_time(app.store, name, qid, offset - 1)}
+    body = '{"consumeTps":0.0,"offsetTable":' + dumps_mq_map(table) + "}"
+    return req.response(body=body.encode())
+
+
+@handles(RC.GET_ALL_CONSUMER_OFFSET)
+def all_consumer_offsets(channel, req):
+    app = channel.app
+    table = {}
+    for group in app.offsets.groups():
+        for (topic, qid), off in app.offsets.group_offsets(group).items():
+            table.setdefault(f"{topic}@{group}", {})[str(qid)] = off
+    return req.response(body=dumps({"offsetTable": table}))
+
+
+def _connection(entry) -> dict:
+    host, port = entry.channel.address
+    return {"clientAddr": f"{host}:{port}", "clientId": entry.client_id, "language": entry.language,
+            "version": entry.version}
+
+
+@handles(RC.GET_CONSUMER_CONNECTION_LIST)
+def consumer_connections(channel, req):
+    group = req.get_str("consumerGroup") or ""
+    g = registry(channel.app).consumers.get(group)
+    if g is None or not g.clients:
+        return req.response(ResponseCode.CONSUMER_NOT_ONLINE, remark=f"the consumer group[{group}] not online")
+    body = {"connectionSet": [_connection(e) for e in g.clients.values()], "consumeFromWhere": g.consume_from_where,
+            "consumeType": g.consume_type, "messageModel": g.message_model, "subscriptionTable": g.subscriptions}
+    return req.response(body=dumps(body))
+
+
+@handles(RC.GET_PRODUCER_CONNECTION_LIST)
+def producer_connections(channel, req):
+    group = req.get_str("producerGroup") or ""
+    members = registry(channel.app).producers.get(group) or {}
+    if not members:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"the producer group[{group}] not exist")
+    return req.response(body=dumps({"connectionSet": [_connection(e) for e in members.values()]}))
+
+
+@handles(RC.QUERY_TOPIC_CONSUME_BY_WHO)
+def topic_consumed_by(channel, req):
+    app = channel.app
+    topic = req.get_str("topic") or ""
+    groups = set(registry(app).groups_of_topic(topic))
+    groups.update(g for g in app.offsets.groups() if any(t == topic for t, _ in app.offsets.group_offsets(g)))
+    return req.response(body=dumps({"groupList": sorted(groups)}))
+
+
+@handles(RC.QUERY_TOPICS_BY_CONSUMER)
+def topics_of_consumer(channel, req):
+    topics = group_topics(channel.app, req.get_str("group") or "")
+    return req.response(body=dumps({"brokerAddr": channel.broker_addr, "topicList": topics}))
+
+
+@handles(RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+def all_subscription_groups(channel, req):
+    app = channel.app
+    names = set(app.offsets.groups()) | set(registry(app).consumers)
+    table = {n: {"brokerId": 0, "consumeBroadcastEnable": True, "consumeEnable": True,
+                 "consumeFromMinEnable": True, "groupName": n, "notifyConsumerIdsChangedEnable": True,
+                 "retryMaxTimes": 16, "retryQueueNums": 1, "whichBrokerWhenConsumeSlowly": 1}
+             for n in sorted(names)}
+    return req.response(body=dumps({"dataVersion": _data_version(), "subscriptionGroupTable": table}))
+
+
+@handles(RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RC.DELETE_SUBSCRIPTIONGROUP)
+def subscription_group_noop(channel, req):
+    return req.response()  # groups exist implicitly; nothing to configure
+
+
+@handles(RC.GET_BROKER_RUNTIME_INFO)
+def broker_runtime_info(channel, req):
+    s = channel.app.store
+    table = {"brokerVersionDesc": VERSION_DESC, "brokerVersion": "409", "msgPutTotalTodayNow": "0",
+             "msgGetTotalTodayNow": "0", "msgPutTotalYesterdayMorning": "0", "msgGetTotalYesterdayMorning": "0",
+             "msgPutTotalTodayMorning": "0", "msgGetTotalTodayMorning": "0",
+             "putTps": "0.0 0.0 0.0", "getTransferedTps": "0.0 0.0 0.0",
+             "commitLogMaxOffset": str(s.max_physical_offset), "commitLogMinOffset": "0",
+             "commitLogDiskRatio": "0.0", "pageCacheLockTimeMills": "0", "earliestMessageTimeStamp": "0",
+             "dispatchBehindBytes": "0", "bootTimestamp": str(int(time.time() * 1000)),
+             "brokerName": BROKER_NAME, "clusterName": CLUSTER_NAME}
+    return req.response(body=dumps({"table": table}))
+
+
+@handles(RC.GET_BROKER_CONFIG)
+def broker_config(channel, req):
+    text = (f"brokerName={BROKER_NAME}\nbrokerClusterName={CLUSTER_NAME}\nbrokerId=0\n"
+            f"autoCreateTopicEnable={str(channel.app.config.auto_create_topics).lower()}\n")
+    return req.response(body=text.encode())
+
+
+@handles(RC.GET_CONSUMER_RUNNING_INFO)
+def consumer_running_info(channel, req):
+    return req.response(ResponseCode.CONSUMER_NOT_ONLINE,
+                        remark=f"The Consumer <{req.get_str('consumerGroup')}> <{req.get_str('clientId')}> not online")

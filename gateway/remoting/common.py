@@ -1,0 +1,59 @@
+"""Shared pieces of the remoting handlers: the handler table, per-app state, topic helpers."""
+from __future__ import annotations
+
+import re
+
+from semantics.rocketmq_clients import ClientRegistry
+
+BROKER_NAME = "broker-a"
+CLUSTER_NAME = "DefaultCluster"
+REGION = "DefaultRegion"
+TBW102 = "TBW102"
+HANDLERS: dict = {}
+DEFERRED = object()  # a handler returns this when it answers later from its own task
+
+_LEGAL_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
+
+
+def handles(*codes: int):
+    def register(fn):
+        for code in codes:
+            HANDLERS[code] = fn
+        return fn
+    return register
+
+
+def registry(app) -> ClientRegistry:
+    reg = app.state.get("rocketmq.clients")
+    if reg is None:
+        reg = app.state["rocketmq.clients"] = ClientRegistry()
+    return reg
+
+
+def legal_topic(name: str | None) -> bool:
+    return bool(name) and _LEGAL_TOPIC.match(name) is not None
+
+
+def is_system_group_topic(name: str) -> bool:
+    return name.startswith("%RETRY%") or name.startswith("%DLQ%")
+
+
+def ensure_topic(app, name: str, queues: int | None = None):
+    """The topic's config, auto-creating it (autoCreateTopicEnable) if allowed; None otherwise.
+    Retry and DLQ topics always exist on demand, with one queue, as a real broker creates them."""
+    topics = app.store.topics
+    cfg = topics.get(name)
+    if cfg is not None:
+        return cfg
+    if not legal_topic(name):
+        return None
+    if is_system_group_topic(name):
+        return topics.create(name, read_queues=1, write_queues=1, perm=6)
+    if not app.config.auto_create_topics:
+        return None
+    n = queues or app.config.default_partitions
+    return topics.create(name, read_queues=n, write_queues=n, perm=7 if name == TBW102 else 6)
+
+
+def mq_key(topic: str, qid: int) -> tuple[str, str, int]:
+    return (topic, BROKER_NAME, qid)

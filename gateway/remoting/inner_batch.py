@@ -1,0 +1,78 @@
+"""Kafka-produced entries for RocketMQ readers.
+
+A Kafka RecordBatch is stored verbatim as one CommitLog entry with INNER_BATCH_FLAG and N
+ConsumeQueue units. A RocketMQ pull must see N ordinary MessageDecoder-layout messages, so each
+record becomes one: headers -> properties, key -> KEYS, record timestamp -> bornTimestamp,
+queue offset = the entry's first offset + record index (physical offset stays the entry's).
+A record without a UNIQ_KEY header gets a stable one naming the entry and the record index, so a
+RocketMQ consumer's CONSUMER_SEND_MSG_BACK (which names the entry's offset and the message id)
+can find that one record again.
+"""
+from __future__ import annotations
+
+
+import store
+from codec.kafka.records import decode_records, parse_batches
+from store import message as smsg
+
+INNER_BATCH_FLAG = 0x80
+
+
+def record_uniq_key(physical_offset: int, index: int) -> str:
+    """32 hex digits like a UNIQ_KEY: entry offset (8 bytes), record index (4), marker (4)."""
+    return f"{physical_offset:016X}{index:08X}4B414641"
+
+
+def records_as_messages(m) -> list:
+    """The logical messages of an inner-batch StoredMessage, as store.Message objects."""
+    batch = parse_batches(m.body)[0]
+    out = []
+    for i, rec in enumerate(decode_records(batch.records_bytes(), batch.record_count)):
+        props = {}
+        for name, value in rec.headers:
+            if value is not None:
+                props[name] = value.decode("utf-8", "replace")
+        if rec.key is not None and "KEYS" not in props:
+            try:
+                props["KEYS"] = rec.key.decode()
+            except UnicodeDecodeError:
+                pass
+        props.setdefault("UNIQ_KEY", record_uniq_key(m.physical_offset, i))
+        out.append(store.Message(topic=m.topic, queue_id=m.queue_id, body=rec.value or b"", properties=props,
+                                 flag=0, sys_flag=m.sys_flag & ~INNER_BATCH_FLAG & ~0x40,
+                                 born_timestamp=batch.base_timestamp + rec.timestamp_delta,
+                                 born_host=m.born_host))
+    return out
+
+
+def _encode(m, logical, queue_offset: int) -> bytes:
+    return smsg.encode(logical, queue_offset=queue_offset, physical_offset=m.physical_offset,
+                       store_timestamp=m.store_timestamp, store_host=m.store_host)
+
+
+def expand(m, first_offset: int, start: int, tags) -> list[bytes]:
+    """Encoded messages of the batch from logical offset `start` on, keeping those whose tag matches."""
+    out = []
+    for i, logical in enumerate(records_as_messages(m)):
+        qoff = first_offset + i
+        if qoff < start or not tags.matches(logical.properties.get("TAGS")):
+            continue
+        out.append(_encode(m, logical, qoff))
+    return out
+
+
+def expand_matching_key(m, key: str) -> list[bytes]:
+    """QUERY_MESSAGE: the records of the batch whose KEYS (or UNIQ_KEY) contain `key`."""
+    first = getattr(m, "queue_offset", 0)
+    return [_encode(m, logical, first + i) for i, logical in enumerate(records_as_messages(m))
+            if key in (logical.properties.get("KEYS") or "").split(" ") or logical.properties.get("UNIQ_KEY") == key]
+
+
+
+
+def find_record(m, msg_id: str | None):
+    """The record of inner batch `m` whose UNIQ_KEY is `msg_id`, as a StoredMessage (None if absent)."""
+    for i, logical in enumerate(records_as_messages(m)):
+        if logical.properties.get("UNIQ_KEY") == msg_id:
+            return smsg.decode(_encode(m, logical, m.queue_offset + i))
+    return None
