@@ -55,6 +55,18 @@ def open_store(config: GatewayConfig):
     )
 
 
+RETENTION_CHECK_INTERVAL = 60.0
+
+
+async def run_retention(app: App) -> None:
+    """Delete CommitLog files older than fileReservedTime; runs on the event loop like every append."""
+    while True:
+        await trio.sleep(RETENTION_CHECK_INTERVAL)
+        deleted = app.store.delete_expired()
+        if deleted:
+            log.info("retention deleted %s", deleted)
+
+
 async def _listen(app: App, name: str, port: int, handler, task_status=trio.TASK_STATUS_IGNORED) -> None:
     listeners = await trio.open_tcp_listeners(port, host=app.config.host)
     bound = listeners[0].socket.getsockname()[1]
@@ -85,6 +97,7 @@ async def _serve(app: App) -> None:
                 nursery.start_soon(app.group_commit.run)
             else:
                 nursery.start_soon(run_async_flush, app.store)
+            nursery.start_soon(run_retention, app)
             for service in app.services:
                 nursery.start_soon(service, app)
             await nursery.start(_listen, app, "kafka", app.config.kafka_port, kafka_handler)

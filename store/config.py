@@ -3,10 +3,13 @@ and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable la
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import time
 from dataclasses import dataclass, field
+
+log = logging.getLogger("rocketgate.store")
 
 
 def atomic_write(path: str, data: bytes) -> None:
@@ -45,10 +48,16 @@ class ConfigDir:
         atomic_write(self.path(name), json.dumps(obj, ensure_ascii=False, indent=1).encode())
 
     def read(self, name: str, default=None):
+        """The document, or `default` if there is none; an unreadable one is moved aside (logged)."""
+        path = self.path(name)
         try:
-            with open(self.path(name), "rb") as f:
+            with open(path, "rb") as f:
                 return json.loads(f.read())
         except FileNotFoundError:
+            return default
+        except ValueError as exc:
+            log.error("config %s is not valid JSON (%s): moved to %s.corrupt", path, exc, path)
+            os.replace(path, path + ".corrupt")
             return default
 
 

@@ -49,10 +49,9 @@ class ConsumeQueue:
             self.pending_start = self.max_offset
 
     def raw(self, start: int, count: int) -> bytes:
-        """Packed units [start, start+count) clipped to what exists."""
-        start = max(start, self.min_offset)
+        """Packed units [start, start+count), fewer at the end; none if `start` is below min_offset."""
         end = min(start + count, self.max_offset)
-        if start >= end:
+        if start < self.min_offset or start >= end:
             return b""
         ps = self.pending_start
         if start >= ps:

@@ -37,7 +37,6 @@ DERIVED_FLUSH_INTERVAL = 0.5  # seconds between ConsumeQueue/IndexFile flushes +
 _BLANK_MIN = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
 _SIZE_MAGIC = struct.Struct(">iI")
 _TS = struct.Struct(">q")
-_EMPTY_UNIT_CODE = 0
 
 
 class StoreError(Exception):
@@ -111,8 +110,22 @@ def _read_checkpoint(path: str) -> int:
         return -1
 
 
+def _raise_fd_limit() -> None:
+    """Every CommitLog and ConsumeQueue file keeps a descriptor open: allow as many as the hard limit does."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 class Store:
     def __init__(self, path: str, config: StoreConfig | None = None) -> None:
+        _raise_fd_limit()
         self.path = path
         self.config = config = config or StoreConfig()
         if config.commitlog_file_size < 4096:
@@ -157,7 +170,7 @@ class Store:
     def _recover(self) -> None:
         """Validate the CommitLog from the older checkpoint, cut a bad tail, re-dispatch past the checkpoints."""
         cl = self.commitlog
-        begin, end = cl.begin, cl.end
+        end = cl.end
         cq_ck = self._checkpoint(os.path.join(self._cq_dir, ".checkpoint"))
         ix_ck = self._checkpoint(os.path.join(self._index_dir, ".checkpoint"))
         for cq in self._cqs.values():
@@ -257,6 +270,8 @@ class Store:
         cq = self._cqs.get(key)
         if cq is None:
             topic, qid = key
+            if not (isinstance(qid, int) and 0 <= qid < 1 << 31):
+                raise StoreError(f"bad queue id {qid!r}")
             cq = ConsumeQueue(os.path.join(self._cq_dir, _topic_dir(topic), str(qid)), topic, qid,
                               self.config.cq_units_per_file)
             self._cqs[key] = cq
@@ -268,37 +283,42 @@ class Store:
         codes = msg.tags_codes
         n = msg.batch_count
         if not codes:
-            return UNIT.pack(phys, size, M.tags_code_of(msg.properties)) * n
+            props = msg.properties
+            return UNIT.pack(phys, size, M.tags_code_of(props) if props else 0) * n
         if codes.count(codes[0]) == n:
             return UNIT.pack(phys, size, codes[0]) * n
         return b"".join([UNIT.pack(phys, size, c) for c in codes])
 
-    def _check(self, msg: M.Message) -> tuple:
+    def _prepare(self, msg: M.Message) -> tuple:
+        """Validate one message; (topic field, properties field, entry size). Raises before any state
+        changes (the queue id is checked when its ConsumeQueue is created, the entry size against the
+        file size where it does not fit the current file)."""
         if len(msg.body) > self._max_body:
             raise MessageTooLarge(f"body of {len(msg.body)} bytes > max_message_size {self._max_body}")
         n = msg.batch_count
-        if n < 1:
-            raise StoreError("batch_count must be >= 1")
-        if msg.tags_codes and len(msg.tags_codes) != n:
-            raise StoreError(f"tags_codes has {len(msg.tags_codes)} codes for batch_count {n}")
+        if n != 1:
+            if n < 1:
+                raise StoreError("batch_count must be >= 1")
+            if msg.tags_codes and len(msg.tags_codes) != n:
+                raise StoreError(f"tags_codes has {len(msg.tags_codes)} codes for batch_count {n}")
         try:
-            topic_f, props_f, size = M.prepare(msg)
+            return M.prepare(msg)
         except M.MessageFormatError as exc:
             raise StoreError(str(exc)) from exc
-        if size + _BLANK_MIN > self._file_size:
-            raise StoreError(f"entry of {size} bytes does not fit a CommitLog file")
-        return topic_f, props_f, size
 
     def append(self, msg: M.Message) -> AppendResult:
-        return self.append_many([msg])[0]
+        return self.append_many((msg,))[0]
 
     def append_many(self, msgs) -> list[AppendResult]:
         """Append messages in one CommitLog write, then dispatch them; all or nothing on bad input."""
-        prepared = [self._check(m) for m in msgs]
         if self._closed:
             raise StoreError("store is closed")
+        if not isinstance(msgs, (list, tuple)):
+            msgs = list(msgs)
         fs = self._file_size
-        host_ip, host_port = self._host_ip, self._host[1]
+        host_ip, host_port, host = self._host_ip, self._host[1], self._host
+        prepare, pack_header, cqs, units = self._prepare, M.pack_header, self._cqs, self._units
+        pack_unit, tags_code_of = UNIT.pack, M.tags_code_of
         with self._lock:
             cl = self.commitlog
             start = pos = cl.end
@@ -306,42 +326,73 @@ class Store:
             ts = self._last_ts = max(now, self._last_ts)
             parts = []
             results = []
-            next_q: dict = {}
-            for msg, (topic_f, props_f, size) in zip(msgs, prepared):
-                room = fs - pos % fs
-                if size + _BLANK_MIN > room:  # does not fit: blank out the rest of this file
-                    parts.append(M.BLANK.pack(room, M.BLANK_MAGIC) + bytes(room - _BLANK_MIN))
-                    pos += room
-                key = (msg.topic, msg.queue_id)
-                q = next_q.get(key)
-                if q is None:
-                    q = self._cq(key).max_offset
-                next_q[key] = q + msg.batch_count
-                parts.append(M.pack_header(msg, size, q, pos, ts, host_ip, host_port))
-                parts.append(msg.body)
-                parts.append(topic_f)
-                parts.append(props_f)
-                results.append(AppendResult(pos, q, msg.batch_count, size, ts, pos + size, self._host))
-                pos += size
+            queues: dict = {}  # (topic, qid) -> [next offset, [packed units]]
+            to_index = []
             try:
-                cl.write(start, parts[0] if len(parts) == 1 else b"".join(parts))
-            except OSError as exc:
+                for msg in msgs:
+                    topic_f, props_f, size = prepare(msg)
+                    room = fs - pos % fs
+                    if size + _BLANK_MIN > room:  # does not fit: blank out the rest of this file
+                        if size + _BLANK_MIN > fs:
+                            raise StoreError(f"entry of {size} bytes does not fit a CommitLog file")
+                        parts.append(M.BLANK.pack(room, M.BLANK_MAGIC) + bytes(room - _BLANK_MIN))
+                        pos += room
+                    key = (msg.topic, msg.queue_id)
+                    acc = queues.get(key)
+                    if acc is None:
+                        acc = queues[key] = [(cqs.get(key) or self._cq(key)).max_offset, []]
+                    q = acc[0]
+                    n = msg.batch_count
+                    acc[0] = q + n
+                    props = msg.properties
+                    if msg.tags_codes:
+                        acc[1].append(units(msg, pos, size))
+                    else:  # the common case, inline: one unit (times n for an inner batch)
+                        unit = pack_unit(pos, size, tags_code_of(props) if props else 0)
+                        acc[1].append(unit * n if n != 1 else unit)
+                    parts += (pack_header(msg, size, q, pos, ts, host_ip, host_port), msg.body, topic_f, props_f)
+                    results.append(AppendResult(pos, q, n, size, ts, pos + size, host))
+                    if msg.keys or (props and ("KEYS" in props or "UNIQ_KEY" in props)):
+                        to_index.append((msg, pos))
+                    pos += size
+            except (struct.error, TypeError, ValueError, AttributeError) as exc:  # nothing written yet
+                raise StoreError(f"cannot store message: {exc}") from exc
+            try:
+                cl.write_parts(start, parts)
+            except OSError as exc:  # nothing was dispatched yet: the next append overwrites
                 cl.end = start
                 raise StoreError(f"CommitLog write failed: {exc}") from exc
-            index = self.index
-            for msg, r in zip(msgs, results):
-                self._cqs[(msg.topic, msg.queue_id)].put(self._units(msg, r.physical_offset, r.size), r.count)
-                props = msg.properties
-                if msg.keys or "KEYS" in props or "UNIQ_KEY" in props:
-                    index.put(M.index_keys(msg.topic, props, msg.keys), r.physical_offset, ts)
+            for key, (nxt, packed) in queues.items():
+                cq = cqs[key]
+                cq.put(packed[0] if len(packed) == 1 else b"".join(packed), nxt - cq.max_offset)
+            for msg, phys in to_index:
+                self.index.put(M.index_keys(msg.topic, msg.properties, msg.keys), phys, ts)
         if self._listeners:
-            for key, nxt in next_q.items():
-                for fn in self._listeners:
-                    try:
-                        fn(key[0], key[1], nxt)
-                    except Exception:
-                        log.exception("store listener failed")
+            for (topic, qid), (nxt, _) in queues.items():
+                self._notify(topic, qid, nxt)
         return results
+
+    def append_units(self, topic: str, queue_id: int, units) -> int:
+        """Append ConsumeQueue units `[(phys, size, tags_code)]` that point at existing entries (views
+        over other topics); notifies listeners; returns the queue's next offset. Recovery does not
+        rebuild such units (the entries name their own topic): their owner re-derives them."""
+        units = list(units)
+        if not units:
+            return self.max_offset(topic, queue_id)
+        raw = b"".join([UNIT.pack(*u) for u in units])
+        with self._lock:
+            cq = self._cq((topic, queue_id))
+            cq.put(raw, len(units))
+            nxt = cq.max_offset
+        self._notify(topic, queue_id, nxt)
+        return nxt
+
+    def _notify(self, topic: str, queue_id: int, nxt: int) -> None:
+        for fn in self._listeners:
+            try:
+                fn(topic, queue_id, nxt)
+            except Exception:  # a listener's bug must not fail the append
+                log.exception("store listener failed")
 
     def add_listener(self, fn) -> None:
         """`fn(topic, queue_id, next_offset)` after each dispatch, on the appending thread."""
@@ -381,6 +432,13 @@ class Store:
                 buf = cl.read(phys, size)
             return M.decode(buf[:size] if len(buf) > size else buf)
         except (OSError, M.MessageFormatError):
+            return None
+
+    def _decode_at(self, phys: int, size: int) -> M.StoredMessage | None:
+        """Decode an entry whose size the ConsumeQueue gave (one pread)."""
+        try:
+            return M.decode(self.read_entry(phys, size))
+        except M.MessageFormatError:
             return None
 
     def min_offset(self, topic: str, queue_id: int) -> int:
@@ -437,7 +495,7 @@ class Store:
                 if len(entries) >= max_count or (entries and total + size > max_bytes):
                     stop = True
                     break
-                msg = self.get(phys)
+                msg = self._decode_at(phys, size)
                 if msg is None:
                     off += 1
                     continue

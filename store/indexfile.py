@@ -111,9 +111,13 @@ class IndexFile:
         return out
 
     def flush(self) -> None:
+        """msync, then drop the pages from this process's mapping: they stay in the page cache, and
+        the process's memory does not grow with the index (a fault brings a page back)."""
         if self.dirty:
             self.dirty = False
             self.mm.flush()
+            if hasattr(mmap, "MADV_DONTNEED"):
+                self.mm.madvise(mmap.MADV_DONTNEED)
 
     def close(self) -> None:
         self.mm.close()

@@ -20,6 +20,11 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+try:  # ISA-L's CRC32 (PCLMUL): 5-15x zlib's; the same polynomial, so the same values
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - isal is a dependency; zlib gives identical results
+    _crc32 = zlib.crc32
+
 __all__ = [
     "MAGIC_V1", "BLANK_MAGIC", "HEADER", "HEADER_SIZE", "FIXED_SIZE", "STORE_TS_AT", "BLANK",
     "COMPRESSED_FLAG", "MULTI_TAGS_FLAG", "TRANSACTION_NOT_TYPE", "TRANSACTION_PREPARED_TYPE",
@@ -110,7 +115,7 @@ class StoredMessage(Message):
 
 def body_crc(body) -> int:
     """UtilAll.crc32: java.util.zip.CRC32 masked to a non-negative int."""
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return _crc32(body) & 0x7FFFFFFF
 
 
 def java_hash(s: str) -> int:
@@ -147,16 +152,34 @@ def string_to_properties(s: str) -> dict:
     return props
 
 
-@functools.lru_cache(maxsize=1024)
+_IP4: dict[str, bytes] = {}  # the packed form of the hosts seen so far (hot path: no call)
+
+
 def _ip4(host: str) -> bytes:
-    try:
-        return socket.inet_aton(host)
-    except OSError:
-        return socket.inet_aton(socket.gethostbyname(host))
+    """Packed IPv4 of a host string. The V1 layout has no room for anything else: an IPv4-mapped
+    IPv6 address gives its IPv4, `localhost` 127.0.0.1, any other name or IPv6 0.0.0.0 (no DNS here)."""
+    raw = _IP4.get(host)
+    if raw is None:
+        name = host.rpartition("::ffff:")[2] if isinstance(host, str) else ""
+        try:
+            raw = socket.inet_aton(name)
+        except OSError:
+            raw = b"\x7f\x00\x00\x01" if name == "localhost" else b"\x00\x00\x00\x00"
+        if len(_IP4) < 4096:
+            _IP4[host] = raw
+    return raw
+
+
+_HOST_STR: dict[bytes, str] = {}
 
 
 def _host_str(raw: bytes) -> str:
-    return socket.inet_ntoa(raw)
+    host = _HOST_STR.get(raw)
+    if host is None:
+        host = socket.inet_ntoa(raw)
+        if len(_HOST_STR) < 4096:
+            _HOST_STR[raw] = host
+    return host
 
 
 def make_msg_id(host: str, port: int, phys_offset: int) -> str:
@@ -196,12 +219,18 @@ def index_keys(topic: str, properties: dict, keys) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
+_TOPIC_FIELDS: dict[str, bytes] = {}
+
+
 def _topic_field(topic: str) -> bytes:
+    """Length byte + UTF-8 of a topic (cached: the hot path does one dict lookup)."""
     raw = topic.encode()
     if len(raw) > MAX_TOPIC_BYTES:
         raise MessageFormatError(f"topic longer than {MAX_TOPIC_BYTES} bytes")
-    return bytes((len(raw),)) + raw
+    field_ = bytes((len(raw),)) + raw
+    if len(_TOPIC_FIELDS) < 65536:
+        _TOPIC_FIELDS[topic] = field_
+    return field_
 
 
 def stored_properties(msg: Message) -> dict:
@@ -223,11 +252,23 @@ def stored_properties(msg: Message) -> dict:
 
 
 def prepare(msg: Message) -> tuple[bytes, bytes, int]:
-    """(topic field, properties field, total entry size) of a message, before offsets are known."""
-    topic_f = _topic_field(msg.topic)
-    props = stored_properties(msg)
+    """(topic field, properties field, total entry size) of a message, before offsets are known.
+
+    The reserved INNER_KEYS and TAGS_CODES are dropped (in that order) when they would make the
+    properties too long: the entry is still stored and indexed, only a rebuild loses them."""
+    topic_f = _TOPIC_FIELDS.get(msg.topic) or _topic_field(msg.topic)
+    if msg.batch_count != 1 or msg.tags_codes or msg.keys:
+        props = stored_properties(msg)
+    else:
+        props = msg.properties
     if props:
         praw = properties_to_string(props).encode()
+        for optional in (PROP_INNER_KEYS, PROP_TAGS_CODES):
+            if len(praw) <= MAX_PROPERTIES_BYTES:
+                break
+            if optional in props:
+                props = {k: v for k, v in props.items() if k != optional}
+                praw = properties_to_string(props).encode()
         if len(praw) > MAX_PROPERTIES_BYTES:
             raise MessageFormatError(f"properties longer than {MAX_PROPERTIES_BYTES} bytes")
         props_f = _PROPS_LEN.pack(len(praw)) + praw
@@ -236,18 +277,21 @@ def prepare(msg: Message) -> tuple[bytes, bytes, int]:
     return topic_f, props_f, HEADER_SIZE + len(msg.body) + len(topic_f) + len(props_f)
 
 
+_V6 = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+
+
 def pack_header(msg: Message, size: int, queue_offset: int, phys: int, store_ts: int,
-                store_host: bytes, store_port: int, crc: int | None = None) -> bytes:
+                store_host: bytes, store_port: int) -> bytes:
     """The 88 bytes before the body; `store_host` is the packed IPv4 address."""
-    sys_flag = msg.sys_flag
+    sys_flag = msg.sys_flag & _V6
     if msg.batch_count != 1:
         sys_flag |= INNER_BATCH_FLAG
     bh, bp = msg.born_host
+    body = msg.body
     return HEADER.pack(
-        size, MAGIC_V1, body_crc(msg.body) if crc is None else crc, msg.queue_id, msg.flag,
-        queue_offset, phys, sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG),
-        msg.born_timestamp, _ip4(bh), bp, store_ts, store_host, store_port,
-        msg.reconsume_times, msg.prepared_transaction_offset, len(msg.body))
+        size, MAGIC_V1, _crc32(body) & 0x7FFFFFFF, msg.queue_id, msg.flag, queue_offset, phys, sys_flag,
+        msg.born_timestamp, _IP4.get(bh) or _ip4(bh), bp, store_ts, store_host, store_port,
+        msg.reconsume_times, msg.prepared_transaction_offset, len(body))
 
 
 def encode(msg: Message, queue_offset: int = 0, physical_offset: int = 0,
@@ -302,11 +346,9 @@ def decode(buf, offset: int = 0) -> StoredMessage:
         raise MessageFormatError(f"bad reserved property: {exc}") from exc
     if PROP_INNER_KEYS in props:
         keys = props.pop(PROP_INNER_KEYS).split(" ")
-    store_host = (_host_str(shost), sport)
+    # positional, in field order (the read hot path): Message's fields, then StoredMessage's
     return StoredMessage(
-        topic=topic, queue_id=qid, body=body, properties=props, flag=flag,
-        sys_flag=sys_flag, born_timestamp=born_ts, born_host=(_host_str(bhost), bport),
-        reconsume_times=reconsume, prepared_transaction_offset=prepared, batch_count=batch_count,
-        tags_codes=codes, keys=keys, queue_offset=qoff, physical_offset=phys, store_timestamp=store_ts,
-        store_host=store_host, size=size, body_crc=crc,
-        msg_id=_MSG_ID.pack(shost, sport, phys).hex().upper(), raw=bytes(mv[offset:offset + size]))
+        topic, qid, body, props, flag, sys_flag, born_ts, (_host_str(bhost), bport), reconsume, prepared,
+        batch_count, codes, keys,
+        qoff, phys, store_ts, (_host_str(shost), sport), size, crc, _MSG_ID.pack(shost, sport, phys).hex().upper(),
+        buf if offset == 0 and size == end_buf and type(buf) is bytes else bytes(mv[offset:offset + size]))

@@ -83,3 +83,12 @@ def test_decode_rejects_garbage():
             M.decode(bad)
     with pytest.raises(M.MessageFormatError):
         M.parse_msg_id("zz")
+
+
+def test_oversized_reserved_properties_are_dropped_not_fatal():
+    keys = [f"key-{i:05d}-" + "x" * 30 for i in range(1000)]
+    msg = M.Message("T", 0, b"batch", {"TAGS": "A"}, batch_count=1000, keys=keys)
+    out = M.decode(M.encode(msg))
+    assert out.batch_count == 1000 and out.keys is None and out.properties == {"TAGS": "A"}
+    with pytest.raises(M.MessageFormatError):
+        M.encode(M.Message("T", 0, b"", {"big": "x" * 40000}))

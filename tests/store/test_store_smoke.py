@@ -73,3 +73,81 @@ def test_rollover_and_offset_for_timestamp(tmp_path):
     assert results[o].store_timestamp >= ts and (o == 0 or results[o - 1].store_timestamp < ts)
     assert s.offset_for_timestamp("T", 0, ts + 10**9) == 300
     s.close()
+
+
+def test_append_units_for_views(tmp_path):
+    s = store.open(str(tmp_path), small_config())
+    seen = []
+    s.add_listener(lambda t, q, n: seen.append((t, q, n)))
+    r = s.append(Message("base", 0, b"x", {"TAGS": "A"}))
+    assert s.append_units("view", 0, [(r.physical_offset, r.size, 7)]) == 1
+    assert seen[-1] == ("view", 0, 1)
+    res = s.read("view", 0, 0)
+    assert res.entries[0][0] == 0 and res.entries[0][1].body == b"x" and res.next_offset == 1
+    assert s.units("view", 0, 0, 5) == [(r.physical_offset, r.size, 7)]
+    assert s.queues("view") == [0]
+    s.close()
+
+
+def test_index_rollover_and_time_range(tmp_path):
+    s = store.open(str(tmp_path), small_config(index_slots=8, index_entries=20))
+    rs = [s.append(Message("T", 0, b"%d" % i, {"KEYS": "same", "UNIQ_KEY": f"u{i}"})) for i in range(50)]
+    s.flush()
+    assert len(s.index.files) >= 5
+    got = s.query_by_key("T", "same", max_num=100)
+    assert sorted(m.physical_offset for m in got) == [r.physical_offset for r in rs]
+    assert [m.body for m in s.query_by_key("T", "u7")] == [b"7"]
+    assert s.query_by_key("T", "same", begin_ms=rs[-1].store_timestamp + 5000) == []
+    assert len(s.query_by_key("T", "same", max_num=3)) == 3
+    s.close()
+    s = store.open(str(tmp_path), small_config(index_slots=8, index_entries=20))
+    assert [m.body for m in s.query_by_key("T", "u49")] == [b"49"]
+    s.close()
+
+
+def test_offset_table_durable(tmp_path):
+    s = store.open(str(tmp_path), small_config())
+    t = OffsetTable(s, durable=True)
+    t.commit("g1", "A", 0, 5)
+    t.commit("g1", "A", 1, 7, "m")
+    t.commit("g2", "A", 0, 1)
+    t.delete_group("g2")
+    # durable: on disk without persist(); RocketMQ's layout
+    doc = s.read_config("consumerOffset.json")
+    assert doc["offsetTable"] == {"A@g1": {"0": 5, "1": 7}}
+    t2 = OffsetTable(s)
+    assert t2.groups() == ["g1"] and t2.fetch("g1", "A", 1) == 7 and t2.metadata("g1", "A", 1) == "m"
+    assert t2.fetch("g2", "A", 0) is None and t2.fetch("g1", "A", 9) is None
+    lazy = OffsetTable(s)
+    lazy.commit("g3", "A", 0, 1)
+    assert "A@g3" not in s.read_config("consumerOffset.json")["offsetTable"]
+    lazy.persist()
+    assert s.read_config("consumerOffset.json")["offsetTable"]["A@g3"] == {"0": 1}
+    s.close()
+
+
+def test_large_bodies_across_files(tmp_path):
+    """Big entries (written with pwritev) and small ones (joined) interleaved across file boundaries."""
+    s = store.open(str(tmp_path), small_config(commitlog_file_size=256 * 1024, max_message_size=200 * 1024))
+    bodies = [bytes([i]) * (150_000 if i % 3 == 0 else 10) for i in range(30)]
+    for i in range(0, 30, 3):
+        s.append_many([Message("T", 0, b, batch_count=2 if len(b) > 100 else 1) for b in bodies[i:i + 3]])
+    s.close()
+    s = store.open(str(tmp_path), small_config(commitlog_file_size=256 * 1024, max_message_size=200 * 1024))
+    got = s.read("T", 0, 0, max_count=100, max_bytes=1 << 30)
+    assert [m.body for _, m in got.entries] == bodies and got.next_offset == 40
+    s.close()
+
+
+def test_corrupt_config_is_set_aside(tmp_path):
+    s = store.open(str(tmp_path), small_config())
+    s.topics.create("A")
+    s.close()
+    (tmp_path / "config" / "topics.json").write_text("{not json")
+    s = store.open(str(tmp_path), small_config())
+    assert s.topics.names() == [] and (tmp_path / "config" / "topics.json.corrupt").exists()
+    s.topics.create("B")
+    s.close()
+    s = store.open(str(tmp_path), small_config())
+    assert s.topics.names() == ["B"]
+    s.close()
