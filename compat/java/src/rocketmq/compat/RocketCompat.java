@@ -1,0 +1,392 @@
+package compat;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/**
+ * RocketMQ scenarios for the stock Java remoting client: `RocketCompat NAMESRV PREFIX SCENARIO[:ARG]...`.
+ * Each scenario prints one JSON line with what it sent and what it observed; tests/compat asserts on it.
+ * The same source is compiled against rocketmq-client 4.9.x and 5.x.
+ */
+public final class RocketCompat {
+    static String namesrv;
+    static String prefix;
+    static final long WAIT_MS = 60_000;
+
+    public static void main(String[] args) throws Exception {
+        namesrv = args[0];
+        prefix = args[1];
+        for (int i = 2; i < args.length; i++) {
+            String[] s = args[i].split(":");
+            String name = s[0];
+            switch (name) {
+                case "pause": Out.pause(); break;
+                case "send": Out.run(name, RocketCompat::send); break;
+                case "ordered": Out.run(name, RocketCompat::ordered); break;
+                case "push_tags": Out.run(name, RocketCompat::pushTags); break;
+                case "lite_subscribe": Out.run(name, RocketCompat::liteSubscribe); break;
+                case "transaction": Out.run(name, RocketCompat::transaction); break;
+                case "reconsume": Out.run(name, RocketCompat::reconsume); break;
+                case "cross_produce": Out.run(name, () -> crossProduce(s[1])); break;
+                case "cross_consume": Out.run(name, () -> crossConsume(s[1], s[2], Integer.parseInt(s[3]))); break;
+                default: Out.emit(Out.map("scenario", name, "ok", false, "error", List.of("unknown scenario")));
+            }
+        }
+        Out.emit(Out.map("scenario", "end", "ok", true));
+        System.exit(0);  // client threads (netty, schedulers) are not all daemons
+    }
+
+    // ---- clients ----
+
+    static DefaultMQProducer producer(String group) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer(group);
+        p.setNamesrvAddr(namesrv);
+        p.setInstanceName(group);
+        p.setSendMsgTimeout(10_000);
+        p.start();
+        return p;
+    }
+
+    static DefaultMQPushConsumer pushConsumer(String group, String topic, String expr) throws Exception {
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
+        c.setNamesrvAddr(namesrv);
+        c.setInstanceName(group);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.subscribe(topic, expr);
+        return c;
+    }
+
+    static DefaultLitePullConsumer litePull(String group) throws Exception {
+        DefaultLitePullConsumer c = new DefaultLitePullConsumer(group);
+        c.setNamesrvAddr(namesrv);
+        c.setInstanceName(group);
+        c.setAutoCommit(false);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        return c;
+    }
+
+    static Message msg(String topic, String tags, String keys, String body) {
+        return new Message(topic, tags, keys, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    static String body(MessageExt m) {
+        return new String(m.getBody(), StandardCharsets.UTF_8);
+    }
+
+    /** A received message as comparable facts (user properties only: system ones differ by broker). */
+    static Map<String, Object> facts(MessageExt m) {
+        Map<String, Object> user = new TreeMap<>();
+        for (Map.Entry<String, String> e : m.getProperties().entrySet()) {
+            if (!isSystemProperty(e.getKey())) user.put(e.getKey(), e.getValue());
+        }
+        return Out.map("body", body(m), "tags", m.getTags(), "keys", m.getKeys(), "queue", m.getQueueId(),
+                "offset", m.getQueueOffset(), "msg_id", m.getMsgId(), "born", m.getBornTimestamp(),
+                "reconsume", m.getReconsumeTimes(), "props", user);
+    }
+
+    static boolean isSystemProperty(String k) {
+        return k.equals(k.toUpperCase()) || k.equals("MIN_OFFSET") || k.equals("MAX_OFFSET");
+    }
+
+    static Map<String, Object> facts(SendResult r) {
+        MessageQueue q = r.getMessageQueue();
+        return Out.map("status", String.valueOf(r.getSendStatus()), "msg_id", r.getMsgId(), "offset_msg_id", r.getOffsetMsgId(),
+                "queue", q.getQueueId(), "broker", q.getBrokerName(), "offset", r.getQueueOffset());
+    }
+
+    /** Runs a push consumer until `done` (or the wait ends), `settleMs` longer, then shuts it down (which persists its offsets). */
+    static void consumeUntil(DefaultMQPushConsumer c, java.util.function.BooleanSupplier done, long settleMs) throws Exception {
+        c.start();
+        try {
+            Out.waitFor(done, WAIT_MS);
+            Thread.sleep(settleMs);
+        } finally {
+            c.shutdown();
+        }
+    }
+
+    // ---- scenarios ----
+
+    /** sync, async, oneway and batch sends; read back with an assigned lite pull consumer from the beginning. */
+    static Map<String, Object> send() throws Exception {
+        String topic = prefix + "-send";
+        Map<String, Object> r = new LinkedHashMap<>();
+        DefaultMQProducer p = producer(prefix + "-send-pg");
+        try {
+            List<Object> sync = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                Message m = msg(topic, "TagA", "sync-" + i, "sync-" + i);
+                m.putUserProperty("color", "c" + i);
+                sync.add(facts(p.send(m)));
+            }
+            r.put("sync", sync);
+            List<Object> async = Collections.synchronizedList(new ArrayList<>());
+            CountDownLatch latch = new CountDownLatch(10);
+            for (int i = 0; i < 10; i++) {
+                p.send(msg(topic, "TagB", "async-" + i, "async-" + i), new SendCallback() {
+                    public void onSuccess(SendResult res) {
+                        async.add(facts(res));
+                        latch.countDown();
+                    }
+
+                    public void onException(Throwable e) {
+                        async.add(Out.map("error", Out.describe(e)));
+                        latch.countDown();
+                    }
+                });
+            }
+            r.put("async_done", latch.await(WAIT_MS, TimeUnit.MILLISECONDS));
+            r.put("async", new ArrayList<>(async));
+            for (int i = 0; i < 5; i++) p.sendOneway(msg(topic, "TagC", "oneway-" + i, "oneway-" + i));
+            List<Message> batch = new ArrayList<>();
+            for (int i = 0; i < 10; i++) batch.add(msg(topic, "TagD", "batch-" + i, "batch-" + i));
+            r.put("batch", facts(p.send(batch)));
+            r.put("publish_queues", p.fetchPublishMessageQueues(topic).size());
+        } finally {
+            p.shutdown();
+        }
+        DefaultLitePullConsumer c = litePull(prefix + "-send-reader");
+        c.start();
+        try {
+            Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
+            c.assign(mqs);
+            for (MessageQueue mq : mqs) c.seekToBegin(mq);
+            List<Object> got = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + WAIT_MS;
+            while (got.size() < 35 && System.currentTimeMillis() < deadline) {
+                for (MessageExt m : c.poll(500)) got.add(facts(m));
+            }
+            r.put("received", got);
+        } finally {
+            c.shutdown();
+        }
+        return r;
+    }
+
+    /** Ordered send with a selector by order id; an orderly consumer sees each order's steps in sequence. */
+    static Map<String, Object> ordered() throws Exception {
+        String topic = prefix + "-order";
+        Map<String, Object> r = new LinkedHashMap<>();
+        DefaultMQProducer p = producer(prefix + "-order-pg");
+        List<Object> sent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 40; i++) {
+                int orderId = i % 4;
+                Message m = msg(topic, "TagO", "order-" + orderId, "order-" + orderId + "-" + (i / 4));
+                SendResult res = p.send(m, (mqs, message, arg) -> mqs.get((Integer) arg % mqs.size()), orderId);
+                sent.add(Out.map("body", "order-" + orderId + "-" + (i / 4), "queue", res.getMessageQueue().getQueueId(),
+                        "status", String.valueOf(res.getSendStatus())));
+            }
+        } finally {
+            p.shutdown();
+        }
+        r.put("sent", sent);
+        List<Object> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-order-cg", topic, "*");
+        c.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(Out.map("body", body(m), "queue", m.getQueueId(), "offset", m.getQueueOffset()));
+            return ConsumeOrderlyStatus.SUCCESS;
+        });
+        consumeUntil(c, () -> got.size() >= 40, 0);
+        r.put("received", new ArrayList<>(got));
+        return r;
+    }
+
+    /** A concurrent push consumer subscribed to `TagA || TagC` gets exactly those, with keys and properties. */
+    static Map<String, Object> pushTags() throws Exception {
+        String topic = prefix + "-tags";
+        DefaultMQProducer p = producer(prefix + "-tags-pg");
+        try {
+            for (int i = 0; i < 30; i++) {
+                String tag = "Tag" + (char) ('A' + i % 3);
+                Message m = msg(topic, tag, "tag-" + i, "tag-" + i + "-" + tag);
+                m.putUserProperty("seq", String.valueOf(i));
+                p.send(m);
+            }
+        } finally {
+            p.shutdown();
+        }
+        List<Object> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-tags-cg", topic, "TagA || TagC");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(facts(m));
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumeUntil(c, () -> got.size() >= 20, 2000);  // TagB, which must not come, has had time to
+        return Out.map("received", new ArrayList<>(got));
+    }
+
+    /** A subscribing lite pull consumer commits; a second one in the same group resumes after the commit. */
+    static Map<String, Object> liteSubscribe() throws Exception {
+        String topic = prefix + "-lite";
+        String group = prefix + "-lite-cg";
+        Map<String, Object> r = new LinkedHashMap<>();
+        DefaultMQProducer p = producer(prefix + "-lite-pg");
+        try {
+            for (int i = 0; i < 20; i++) p.send(msg(topic, "TagL", "lite-" + i, "lite-" + i));
+            r.put("first", pullSubscribed(topic, group, 20));
+            for (int i = 20; i < 25; i++) p.send(msg(topic, "TagL", "lite-" + i, "lite-" + i));
+            r.put("second", pullSubscribed(topic, group, 5));
+        } finally {
+            p.shutdown();
+        }
+        return r;
+    }
+
+    static List<String> pullSubscribed(String topic, String group, int expect) throws Exception {
+        DefaultLitePullConsumer c = litePull(group);
+        c.subscribe(topic, "*");
+        c.start();
+        List<String> got = new ArrayList<>();
+        try {
+            long deadline = System.currentTimeMillis() + WAIT_MS;
+            while (got.size() < expect && System.currentTimeMillis() < deadline) {
+                for (MessageExt m : c.poll(500)) got.add(body(m));
+            }
+            long extra = System.currentTimeMillis() + 1500;  // nothing beyond `expect` may come
+            while (System.currentTimeMillis() < extra) {
+                for (MessageExt m : c.poll(300)) got.add(body(m));
+            }
+            c.commitSync();
+        } finally {
+            c.shutdown();
+        }
+        Collections.sort(got);
+        return got;
+    }
+
+    /** Messages with a tag, keys and a user property for a Kafka consumer to read (see ARCHITECTURE.md mapping). */
+    static Map<String, Object> crossProduce(String topic) throws Exception {
+        DefaultMQProducer p = producer(prefix + "-cross-pg");
+        List<Object> sent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                Message m = msg(topic, "TagX", "ck-" + i, "cross-" + i);
+                m.putUserProperty("prop", "val-" + i);
+                sent.add(facts(p.send(m)));
+            }
+        } finally {
+            p.shutdown();
+        }
+        return Out.map("sent", sent);
+    }
+
+    /** Reads what a Kafka producer wrote, with a tag subscription. */
+    static Map<String, Object> crossConsume(String topic, String expr, int expect) throws Exception {
+        List<Object> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-cross-cg", topic, expr);
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(facts(m));
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumeUntil(c, () -> got.size() >= expect, 1500);
+        return Out.map("received", new ArrayList<>(got));
+    }
+
+    /** Transactional sends: committed half messages become visible, rolled-back ones never do. */
+    static Map<String, Object> transaction() throws Exception {
+        String topic = prefix + "-tx";
+        TransactionMQProducer p = new TransactionMQProducer(prefix + "-tx-pg");
+        p.setNamesrvAddr(namesrv);
+        p.setInstanceName(prefix + "-tx-pg");
+        p.setTransactionListener(new TransactionListener() {
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return (Boolean) arg ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
+            }
+
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                return body(msg).startsWith("commit") ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
+            }
+        });
+        p.start();
+        List<Object> sent = new ArrayList<>();
+        try {
+            for (int i = 0; i < 10; i++) {
+                boolean commit = i % 2 == 0;
+                String b = (commit ? "commit-" : "rollback-") + i;
+                SendResult r = p.sendMessageInTransaction(msg(topic, "TagT", b, b), commit);
+                sent.add(Out.map("body", b, "status", String.valueOf(r.getSendStatus()),
+                        "local", String.valueOf(((org.apache.rocketmq.client.producer.TransactionSendResult) r).getLocalTransactionState())));
+            }
+        } finally {
+            p.shutdown();
+        }
+        DefaultLitePullConsumer c = litePull(prefix + "-tx-reader");
+        c.start();
+        List<String> got = new ArrayList<>();
+        try {
+            Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
+            c.assign(mqs);
+            for (MessageQueue mq : mqs) c.seekToBegin(mq);
+            long deadline = System.currentTimeMillis() + WAIT_MS;
+            while (got.size() < 5 && System.currentTimeMillis() < deadline) {
+                for (MessageExt m : c.poll(500)) got.add(body(m));
+            }
+            long extra = System.currentTimeMillis() + 2000;  // a rolled-back message must not show up late
+            while (System.currentTimeMillis() < extra) {
+                for (MessageExt m : c.poll(300)) got.add(body(m));
+            }
+        } finally {
+            c.shutdown();
+        }
+        Collections.sort(got);
+        return Out.map("sent", sent, "received", got);
+    }
+
+    /** RECONSUME_LATER sends the message back; it returns (via the group's retry topic) with reconsumeTimes 1. */
+    static Map<String, Object> reconsume() throws Exception {
+        String topic = prefix + "-rc";
+        DefaultMQProducer p = producer(prefix + "-rc-pg");
+        try {
+            for (int i = 0; i < 3; i++) {
+                Message m = msg(topic, "TagR", "rc-" + i, "rc-" + i);
+                m.putUserProperty("n", String.valueOf(i));
+                p.send(m);
+            }
+        } finally {
+            p.shutdown();
+        }
+        List<Object> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-rc-cg", topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            boolean later = false;
+            for (MessageExt m : msgs) {
+                Map<String, Object> f = facts(m);
+                f.put("topic", m.getTopic());
+                got.add(f);
+                later |= m.getReconsumeTimes() == 0;
+            }
+            return later ? ConsumeConcurrentlyStatus.RECONSUME_LATER : ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumeUntil(c, () -> {
+            synchronized (got) {
+                return got.stream().filter(x -> (Integer) ((Map<?, ?>) x).get("reconsume") >= 1).count() >= 3;
+            }
+        }, 0);
+        return Out.map("received", new ArrayList<>(got));
+    }
+}
