@@ -122,3 +122,25 @@ class AsyncAdmin:
         if not msgs:
             raise MQClientError(f"empty answer for {offset_msg_id}")
         return msgs[0]
+
+    async def consumer_running_info(self, group: str, client_id: str) -> dict:
+        """GET_CONSUMER_RUNNING_INFO (what `mqadmin consumerStatus` shows): the broker forwards it to
+        that consumer; the answer's mqTable is keyed by MessageQueue."""
+        addr = next(iter((await self._brokers()).values()))
+        resp = await self.instance.invoke(addr, RC.GET_CONSUMER_RUNNING_INFO,
+                                          {"consumerGroup": group, "clientId": client_id, "jstackEnable": False})
+        info = loads(resp.body)
+        info["mqTable"] = {MessageQueue(t, b, q): v for (t, b, q), v in (info.get("mqTable") or {}).items()}
+        return info
+
+    async def resend_dead_letter(self, offset_msg_id: str, queue_id: int | None = None) -> dict:
+        """Put the dead letter with this offsetMsgId (of its %DLQ% copy) back on its original topic
+        (rocketgate's RESEND_DLQ_MESSAGE): returns the new copy's msgId, topic, queueId, queueOffset."""
+        try:
+            host, port, offset = parse_msg_id(offset_msg_id)
+        except ValueError as exc:
+            raise MQClientError(str(exc)) from exc
+        resp = await self.instance.invoke(f"{host}:{port}", RC.RESEND_DLQ_MESSAGE,
+                                          {"commitLogOffset": offset, "queueId": queue_id})
+        return {"msgId": resp.get_str("msgId"), "topic": resp.get_str("topic"),
+                "queueId": resp.get_int("queueId", -1), "queueOffset": resp.get_int("queueOffset", -1)}

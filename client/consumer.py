@@ -13,7 +13,7 @@ import time
 import trio
 
 from codec.remoting import JSON, PullSysFlag, RequestCode as RC, ResponseCode
-from codec.remoting.bodies import dumps, loads
+from codec.remoting.bodies import dumps, dumps_mq_map, loads
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientInstance
 from client.producer import _call
@@ -50,8 +50,12 @@ class Subscription:
     topic: str
     expression: str
     version: int
+    expression_type: str = "TAG"  # or "SQL92" (MessageSelector.bySql): the broker filters, not us
 
     def to_json(self) -> dict:
+        if self.expression_type != "TAG":
+            return {"classFilterMode": False, "codeSet": [], "expressionType": self.expression_type,
+                    "subString": self.expression, "subVersion": self.version, "tagsSet": [], "topic": self.topic}
         f = parse_tags(self.expression)
         tags = sorted(f.tags)
         return {"classFilterMode": False, "codeSet": [tag_hash(t) for t in tags],
@@ -82,11 +86,29 @@ class _ConsumerBase:
         self.nursery: trio.Nursery | None = None
         self._rebalance_event = trio.Event()
         self.running = False
+        self.started_ms = 0
 
     # ------------------------------------------------------------ configuration
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self.subscriptions[topic] = Subscription(topic, expression or "*", int(time.time() * 1000))
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = "TAG") -> None:
+        """Tags (`"A || B"`, `"*"`) or, with expression_type="SQL92", a property filter evaluated by
+        the broker. A malformed SQL92 expression fails start() (or the next heartbeat) with the
+        broker's SUBSCRIPTION_PARSE_FAILED."""
+        expression_type = expression_type.upper()
+        if expression_type == "TAG":
+            expression = expression or "*"
+        self.subscriptions[topic] = Subscription(topic, expression, int(time.time() * 1000), expression_type)
         self.rebalance_soon()
+
+    async def check_subscriptions(self) -> None:
+        """CHECK_CLIENT_CONFIG for every non-TAG subscription at every broker of its topic, as the
+        Java client does: a broker that cannot compile the expression fails start()."""
+        for sub in self.subscriptions.values():
+            if sub.expression_type == "TAG":
+                continue
+            route = await self.instance.route(sub.topic)
+            for addr in route.brokers.values():
+                await self.instance.invoke(addr, RC.CHECK_CLIENT_CONFIG, None, dumps(
+                    {"clientId": self.instance.client_id, "group": self.group, "subscriptionData": sub.to_json()}))
 
     def heartbeat_data(self) -> dict:
         subs = list(self.subscriptions.values())
@@ -94,8 +116,27 @@ class _ConsumerBase:
                 "groupName": self.group, "messageModel": self.model.value,
                 "subscriptionDataSet": [s.to_json() for s in subs], "unitMode": False}
 
+    def running_info(self) -> bytes:
+        """ConsumerRunningInfo (GET_CONSUMER_RUNNING_INFO, forwarded by the broker for
+        `mqadmin consumerStatus` / Admin.consumer_running_info): properties, subscriptions, held queues."""
+        props = {"PROP_CONSUME_TYPE": self.consume_type, "PROP_CONSUMEORDERLY": str(getattr(self, "orderly", False)).lower(),
+                 "PROP_CLIENT_VERSION": "V4_9_8", "PROP_THREADPOOL_CORE_SIZE": "1",
+                 "PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrv_addrs),
+                 "PROP_CONSUMER_START_TIMESTAMP": str(self.started_ms), "messageModel": self.model.value,
+                 "consumeFromWhere": self.consume_from.value, "language": "PYTHON"}
+        queues = {(mq.topic, mq.broker_name, mq.queue_id): {
+            "commitOffset": self.offsets.get(mq, 0), "cachedMsgMinOffset": 0, "cachedMsgMaxOffset": 0,
+            "cachedMsgCount": 0, "cachedMsgSizeInMiB": 0, "transactionMsgMinOffset": 0,
+            "transactionMsgMaxOffset": 0, "transactionMsgCount": 0, "locked": mq in getattr(self, "locked", ()),
+            "tryUnlockTimes": 0, "lastLockTimestamp": 0, "droped": False, "lastPullTimestamp": 0,
+            "lastConsumeTimestamp": 0} for mq in self.tasks}
+        head = dumps({"properties": props, "subscriptionSet": [s.to_json() for s in self.subscriptions.values()],
+                      "statusTable": {}, "jstack": ""})
+        return head[:-1] + b',"mqTable":' + dumps_mq_map(queues).encode() + b"}"
+
     # ------------------------------------------------------------ lifecycle
     async def start(self, parent: trio.Nursery) -> None:
+        self.started_ms = int(time.time() * 1000)
         if self._own_instance:
             await self.instance.start(parent)
         if self.model == MessageModel.CLUSTERING and self.consume_type == "CONSUME_PASSIVELY":
@@ -103,6 +144,7 @@ class _ConsumerBase:
                                           Subscription(RETRY_PREFIX + self.group, "*", int(time.time() * 1000)))
         for topic in self.subscriptions:
             await self.instance.route(topic)
+        await self.check_subscriptions()
         self.instance.consumers[self.group] = self
         await self.instance.send_heartbeat()
         self.running = True
@@ -252,7 +294,8 @@ class _ConsumerBase:
                 sub = self.subscriptions.get(mq.topic)
                 expression = sub.expression if sub else "*"
                 try:
-                    code, next_offset, msgs = await self.pull(mq, offset, expression, SUSPEND_MS)
+                    code, next_offset, msgs = await self.pull(mq, offset, expression, SUSPEND_MS,
+                                                              expression_type=sub.expression_type if sub else "TAG")
                 except MQClientError as exc:
                     log.debug("pull %s failed: %s", mq, exc)
                     await trio.sleep(PULL_ERROR_DELAY_S)
@@ -264,8 +307,9 @@ class _ConsumerBase:
                 offset = next_offset
 
     async def pull(self, mq: MessageQueue, offset: int, expression: str, suspend_ms: int,
-                   max_nums: int | None = None) -> tuple[int, int, list[MessageExt]]:
-        """One PULL_MESSAGE: (code, nextBeginOffset, messages matching the subscription)."""
+                   max_nums: int | None = None, expression_type: str = "TAG") -> tuple[int, int, list[MessageExt]]:
+        """One PULL_MESSAGE: (code, nextBeginOffset, messages matching the subscription). Tags are
+        re-checked here (the broker filters by hash); SQL92 is the broker's alone."""
         sys_flag = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms > 0 else 0)
         commit = self.offsets.get(mq, 0)
         if self.model == MessageModel.CLUSTERING and commit > 0 and self.consume_type == "CONSUME_PASSIVELY":
@@ -274,15 +318,17 @@ class _ConsumerBase:
         fields = {"consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id, "queueOffset": offset,
                   "maxMsgNums": max_nums or self.pull_batch_size, "sysFlag": sys_flag, "commitOffset": commit,
                   "suspendTimeoutMillis": suspend_ms, "subscription": expression,
-                  "subVersion": sub.version if sub else 0, "expressionType": "TAG"}
+                  "subVersion": sub.version if sub else 0, "expressionType": expression_type}
         addr = await self._broker(mq)
         resp = await self.instance.invoke(addr, RC.PULL_MESSAGE, fields, timeout=suspend_ms / 1000 + PULL_TIMEOUT_S / 2,
                                           ok=(0, 19, 20, 21))
         next_offset = resp.get_int("nextBeginOffset", offset)
         if resp.code != 0:
             return resp.code, next_offset, []
-        tags = parse_tags(expression)
-        msgs = [m for m in decode_messages(resp.body, mq.broker_name) if tags.matches(m.tags)]
+        msgs = decode_messages(resp.body, mq.broker_name)
+        if expression_type == "TAG":
+            tags = parse_tags(expression)
+            msgs = [m for m in msgs if tags.matches(m.tags)]
         for m in msgs:
             m.properties["MIN_OFFSET"] = resp.get_str("minOffset") or "0"
             m.properties["MAX_OFFSET"] = resp.get_str("maxOffset") or "0"

@@ -25,11 +25,15 @@ class TopicRoute:
     topic: str
     brokers: dict[str, str]  # brokerName -> master address
     queue_datas: list[dict]
+    _publish: list | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def publish_queues(self) -> list[MessageQueue]:
-        return [MessageQueue(self.topic, qd["brokerName"], q) for qd in self.queue_datas
-                if qd.get("perm", 0) & PermName.WRITE and qd["brokerName"] in self.brokers
-                for q in range(qd.get("writeQueueNums", 0))]
+        """The writable queues (computed once per route: every send asks)."""
+        if self._publish is None:
+            self._publish = [MessageQueue(self.topic, qd["brokerName"], q) for qd in self.queue_datas
+                             if qd.get("perm", 0) & PermName.WRITE and qd["brokerName"] in self.brokers
+                             for q in range(qd.get("writeQueueNums", 0))]
+        return self._publish
 
     def subscribe_queues(self) -> list[MessageQueue]:
         return [MessageQueue(self.topic, qd["brokerName"], q) for qd in self.queue_datas
@@ -183,6 +187,11 @@ class ClientInstance:
                 consumer.rebalance_soon()
         elif cmd.code == RC.CHECK_TRANSACTION_STATE:
             self.nursery.start_soon(self._check_transaction, conn, cmd)
+        elif cmd.code == RC.GET_CONSUMER_RUNNING_INFO and not cmd.is_oneway:
+            consumer = self.consumers.get(cmd.get_str("consumerGroup") or "")
+            resp = (cmd.response(body=consumer.running_info()) if consumer is not None else
+                    cmd.response(ResponseCode.SYSTEM_ERROR, remark="the consumer's running info is not exist"))
+            self.nursery.start_soon(conn.reply, resp)
         elif not cmd.is_oneway:
             self.nursery.start_soon(conn.reply, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                                              remark=f"request {cmd.code} not supported"))

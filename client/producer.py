@@ -36,13 +36,18 @@ class UniqIds:
         self.ip = socket.inet_aton(ip)
         self.salt = random.getrandbits(31)
         self.counter = 0
+        self._month = (0.0, 0.0)  # [start, end) of the current local month, epoch seconds
 
     def next(self) -> str:
-        now = datetime.datetime.now()
-        month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        ms = int((now - month_start).total_seconds() * 1000)
+        now = time.time()
+        start, end = self._month
+        if not start <= now < end:  # once a month (the month start is computed, not per message)
+            local = datetime.datetime.fromtimestamp(now)
+            first = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+            following = (first + datetime.timedelta(days=32)).replace(day=1)
+            start, end = self._month = (first.timestamp(), following.timestamp())
         self.counter += 1
-        return make_uniq_id(self.ip, os.getpid(), self.salt, ms, self.counter)
+        return make_uniq_id(self.ip, os.getpid(), self.salt, int((now - start) * 1000), self.counter)
 
 
 class LatencyFaultTolerance:

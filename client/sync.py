@@ -76,9 +76,12 @@ class _Loop:
                         started = True
                         task_status.started(scope)
                         await trio.sleep_forever()
-                except Exception:
+                except Exception as exc:
                     if not started:
-                        raise
+                        # The caller of start() sees the client's own error, not trio's wrapping.
+                        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                            exc = exc.exceptions[0]
+                        raise exc from None
                     log.exception("client %r failed", impl)
         return self.run(self.nursery.start, guarded)
 
@@ -175,4 +178,4 @@ class Admin(_Facade):
     _impl_class = AsyncAdmin
     async_methods = ("create_topic", "list_topics", "topic_config", "delete_topic", "topic_stats",
                      "consumer_progress", "consumer_connections", "min_offset", "max_offset", "search_offset",
-                     "query_by_key", "view_message")
+                     "query_by_key", "view_message", "consumer_running_info", "resend_dead_letter")

@@ -1,16 +1,28 @@
 """Idempotent-producer state: producer id allocation and per-partition sequence dedup.
 
 Producer ids are allocated from a counter persisted with `store.write_config`, so a restart never
-hands out an id twice. Sequence state lives in memory: after a restart a producer that has no state
-for a partition is accepted at any sequence (as Kafka does once producer state has expired).
+hands out an id twice. Sequence state lives in memory and is re-derived after a restart from the
+data itself, as Kafka rebuilds it from its log: the first time a (producer, partition) is seen, the
+RecordBatch headers (producer id, epoch, base sequence, count) of the partition's last
+`TAIL_UNITS` ConsumeQueue units are read back, so a retry of a batch stored before the restart is
+still a duplicate. Older than that tail, a producer is accepted at any sequence (as Kafka does
+once producer state has expired).
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
+import struct
+
+from codec.kafka import records
+from store.message import INNER_BATCH_FLAG
 
 CONFIG_NAME = "kafkaProducerIds"
 CACHED_BATCHES = 5  # Kafka keeps the metadata of the last five batches per producer and partition
+TAIL_UNITS = 2000  # how far back a partition's tail is read to rebuild state after a restart
+# Stored-message layout (store.message): queue offset, sysFlag, body start (the Kafka batch).
+_QOFF_AT, _SYSFLAG_AT, _BODY_AT = 20, 36, 88
+_I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
 
 OK, DUPLICATE, OUT_OF_ORDER, FENCED = "ok", "duplicate", "out_of_order", "fenced"
 
@@ -27,6 +39,7 @@ class ProducerState:
         self.store = store
         self._next_id = int(store.read_config(CONFIG_NAME, {"next": 1000}).get("next", 1000))
         self._by_partition: dict[tuple[int, str, int], _Entry] = {}
+        self._rebuilt: set[tuple[int, str, int]] = set()  # keys whose stored tail was read
 
     def allocate(self) -> int:
         """A fresh producer id, durable before it is returned."""
@@ -37,7 +50,11 @@ class ProducerState:
 
     def check(self, pid: int, epoch: int, topic: str, partition: int, first_seq: int, count: int):
         """(verdict, base_offset_of_duplicate) for a batch about to be appended."""
-        entry = self._by_partition.get((pid, topic, partition))
+        key = (pid, topic, partition)
+        entry = self._by_partition.get(key)
+        if entry is None and key not in self._rebuilt:
+            self._rebuilt.add(key)
+            entry = self._rebuild(pid, topic, partition)
         if entry is None:
             return OK, None
         if epoch < entry.epoch:
@@ -59,11 +76,163 @@ class ProducerState:
             entry = self._by_partition[key] = _Entry(epoch, collections.deque(maxlen=CACHED_BATCHES))
         entry.batches.append((first_seq, _add(first_seq, count - 1), base_offset))
 
+    def _rebuild(self, pid: int, topic: str, partition: int) -> _Entry | None:
+        """The producer's last batches in the partition's stored tail (None if it has none)."""
+        s = self.store
+        high = s.max_offset(topic, partition)
+        start = max(s.min_offset(topic, partition), high - TAIL_UNITS)
+        entry = None
+        last_phys = None
+        for phys, size, _code in s.units(topic, partition, start, high - start):
+            if phys == last_phys:
+                continue  # the other records of the same batch entry
+            last_phys = phys
+            raw = s.read_entry(phys, size)  # header fields only: no decode of the entry
+            if len(raw) < _BODY_AT + records.HEADER_SIZE or not _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
+                continue
+            fields = records.BATCH_HEADER.unpack_from(raw, _BODY_AT)
+            b_pid, b_epoch, b_seq, b_count = fields[9], fields[10], fields[11], fields[12]
+            if b_pid != pid or b_seq < 0:
+                continue
+            if entry is None or entry.epoch != b_epoch:
+                entry = _Entry(b_epoch, collections.deque(maxlen=CACHED_BATCHES))
+            entry.batches.append((b_seq, _add(b_seq, b_count - 1), _I64.unpack_from(raw, _QOFF_AT)[0]))
+        if entry is not None:
+            self._by_partition[(pid, topic, partition)] = entry
+        return entry
+
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self._by_partition if k[1] == topic]:
             del self._by_partition[key]
+        self._rebuilt = {k for k in self._rebuilt if k[1] != topic}
 
 
 def _add(seq: int, n: int) -> int:
     """Sequence arithmetic wraps at int32 max, like Kafka's DefaultRecordBatch.incrementSequence."""
     return (seq + n) % (1 << 31)
+
+
+# ---------------------------------------------------------------- Kafka transactions
+
+TXN_CONFIG = "kafkaTransactionalIds"
+MAX_EPOCH = 32767
+NONE_ERR, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, UNKNOWN_PRODUCER_ID = 0, 47, 48, 59
+
+
+@dataclasses.dataclass
+class Txn:
+    """One transactional.id: its producer id/epoch and the transaction in progress (if any)."""
+    txn_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int = 60_000
+    started_ms: int | None = None  # None: no transaction in progress
+    halves: list = dataclasses.field(default_factory=list)  # half offsets, in produce order
+    offsets: list = dataclasses.field(default_factory=list)  # (group, topic, partition, offset, metadata)
+
+
+class TransactionalProducers:
+    """Kafka's transaction coordinator mapped onto the half/op machinery (`app.transactions`):
+    transactional batches are stored as half messages (PGROUP = transactional.id), EndTxn commits
+    or rolls back each half in produce order (the committed copy gets its real-topic offset then),
+    TxnOffsetCommit offsets are applied on commit only. The transactional.id → (producer id,
+    epoch) table is persisted, so epochs keep fencing after a restart; a transaction in progress
+    at a restart is aborted when its halves come up for check-back (`check`)."""
+
+    def __init__(self, app, producers: ProducerState) -> None:
+        self.app = app
+        self.producers = producers
+        self.by_id: dict[str, Txn] = {}
+        self.by_pid: dict[int, Txn] = {}
+        for tid, rec in (app.store.read_config(TXN_CONFIG, {}) or {}).items():
+            self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000))))
+
+    def _index(self, txn: Txn) -> None:
+        self.by_id[txn.txn_id] = txn
+        self.by_pid[txn.producer_id] = txn
+
+    def _persist(self) -> None:
+        self.app.store.write_config(TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch,
+                                                            "timeout": t.timeout_ms}
+                                                 for t in self.by_id.values()})
+
+    def init(self, txn_id: str, timeout_ms: int) -> tuple[int, int, int, list]:
+        """InitProducerId with a transactional.id: abort what is in progress, bump the epoch (a new
+        producer id when it would overflow); (error, producer id, epoch), durable first."""
+        txn = self.by_id.get(txn_id)
+        ends = []
+        if txn is None or txn.epoch >= MAX_EPOCH - 1:
+            if txn is not None:
+                ends = self.finish(txn, commit=False)
+                self.by_pid.pop(txn.producer_id, None)
+            txn = Txn(txn_id, self.producers.allocate(), 0)
+        else:
+            ends = self.finish(txn, commit=False)
+            txn.epoch += 1
+        txn.timeout_ms = timeout_ms
+        self._index(txn)
+        self._persist()
+        return NONE_ERR, txn.producer_id, txn.epoch, ends
+
+    def lookup(self, txn_id: str, pid: int, epoch: int) -> tuple[int, Txn | None]:
+        """(error, txn) for a request naming a transactional producer; older epochs are fenced."""
+        txn = self.by_id.get(txn_id)
+        if txn is None or txn.producer_id != pid:
+            return UNKNOWN_PRODUCER_ID if txn is None else INVALID_PRODUCER_EPOCH, None
+        if epoch != txn.epoch:
+            return INVALID_PRODUCER_EPOCH, None
+        return NONE_ERR, txn
+
+    def begin(self, txn: Txn, now_ms: int) -> None:
+        if txn.started_ms is None:
+            txn.started_ms = now_ms
+
+    def for_batch(self, pid: int, epoch: int, now_ms: int) -> tuple[int, Txn | None]:
+        """(error, txn) for a transactional record batch about to be stored as a half message."""
+        txn = self.by_pid.get(pid)
+        if txn is None:
+            return UNKNOWN_PRODUCER_ID, None
+        if epoch != txn.epoch:
+            return INVALID_PRODUCER_EPOCH, None
+        self.begin(txn, now_ms)
+        return NONE_ERR, txn
+
+    def finish(self, txn: Txn, commit: bool) -> list:
+        """Commit or abort the transaction in progress; the AppendResults to wait durable for."""
+        ends = []
+        for half in txn.halves:
+            _result, r = self.app.transactions.end(half, commit, producer_group=txn.txn_id)
+            if r is not None:
+                ends.append(r)
+        if commit:
+            for group, topic, partition, offset, metadata in txn.offsets:
+                self.app.offsets.commit(group, topic, partition, offset, metadata)
+            if txn.offsets:
+                self.app.offsets.persist()
+        txn.started_ms, txn.halves, txn.offsets = None, [], []
+        return ends
+
+    async def check(self, producer_group: str, half, body: bytes) -> bool:
+        """Transaction checker (`register_checker`): a Kafka half that comes up for check-back is
+        past its transaction timeout, so its transaction is aborted (with an epoch bump, which
+        fences the late producer, as Kafka's coordinator does); orphans of an earlier process
+        are rolled back. False for groups that are not Kafka transactional ids."""
+        txn = self.by_id.get(producer_group)
+        if txn is None:
+            return False
+        if half.queue_offset in txn.halves:
+            self.expire(txn)
+        else:
+            self.app.transactions.end(half.queue_offset, False, producer_group=producer_group)
+        return True
+
+    def expire(self, txn: Txn) -> None:
+        self.finish(txn, commit=False)
+        txn.epoch += 1
+        self._persist()
+
+    def expire_due(self, now_ms: int) -> None:
+        """Abort every transaction in progress past its timeout (called on transaction requests)."""
+        for txn in list(self.by_id.values()):
+            if txn.started_ms is not None and now_ms - txn.started_ms > txn.timeout_ms:
+                self.expire(txn)

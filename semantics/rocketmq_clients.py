@@ -103,6 +103,12 @@ class ClientRegistry:
         g = self.consumers.get(group)
         return g.subscriptions.get(topic) if g else None
 
+    def consumer_channel(self, group: str, client_id: str):
+        """The connection a consumer last heartbeated on (None if it is not registered)."""
+        g = self.consumers.get(group)
+        entry = g.clients.get(client_id) if g else None
+        return entry.channel if entry else None
+
     def producer_channels(self, group: str) -> list:
         return [e.channel for e in self.producers.get(group, {}).values()]
 

@@ -14,14 +14,18 @@ So a view whose ConsumeQueue is missing or was cut by recovery is rebuilt from t
 start (`Views(store)`), and deleting the view (`store.topics.delete`) leaves the base untouched.
 
 Matching: the unit's tags code against the expression's hash set, then the exact TAGS of the
-entry (hash collisions); units of an inner batch (several units, one entry) match on the hash.
+entry (hash collisions); units of an inner batch (a Kafka record batch, even of one record) match
+on the hash.
 """
 from __future__ import annotations
 
+import collections
 import logging
+import struct
 import threading
 
 from semantics.tags import TagFilter, parse_tags
+from store.message import INNER_BATCH_FLAG, decode
 
 log = logging.getLogger("rocketgate.views")
 
@@ -131,27 +135,28 @@ class Views:
             nxt = self._next.get((view, q))
             nexts[view] = max(low, self._start(base, view, q) if nxt is None else nxt)
         start, end = min(nexts.values(), default=0), s.max_offset(base, q)
-        entries: dict[int, object] = {}  # phys -> decoded entry, for the exact tag check
+        entries: dict[int, object] = {}  # phys -> TAGS of the entry (INNER for a Kafka batch)
 
-        def exact(filt: TagFilter, phys: int) -> bool:
+        def exact(filt: TagFilter, phys: int, size: int) -> bool:
             if phys not in entries:
-                entries[phys] = s.get(phys)
-            m = entries[phys]
-            return m is not None and (m.batch_count > 1 or filt.matches(m.properties.get("TAGS")))
+                entries[phys] = entry_tag(s, phys, size)
+            tag = entries[phys]
+            return tag is INNER or filt.matches(tag)
 
         while start < end:
             units = s.units(base, q, start, min(CHUNK, end - start))
             if not units:
                 break
+            counts = collections.Counter([u[0] for u in units])
+            batched = {phys for phys, n in counts.items() if n > 1}  # several units: an inner batch
             for view, filt in views.items():
-                keep = []
-                for i in range(max(0, nexts[view] - start), len(units)):
-                    phys, size, code = units[i]
-                    if not filt.matches_code(code):
-                        continue
-                    if not filt.match_all and not self._batch_unit(units, i) and not exact(filt, phys):
-                        continue
-                    keep.append(units[i])
+                lo = max(0, nexts[view] - start)
+                if filt.match_all:
+                    keep = units[lo:]
+                else:  # hash first (one comprehension), then the exact tag of single entries
+                    codes = filt.codes
+                    keep = [u for u in units[lo:] if u[2] in codes
+                            and (u[0] in batched or exact(filt, u[0], u[1]))]
                 if keep:
                     append_units(s, view, q, keep)
                 nexts[view] = max(nexts[view], start + len(units))
@@ -159,26 +164,30 @@ class Views:
         for view in views:
             self._next[(view, q)] = max(nexts[view], start)
 
-    @staticmethod
-    def _batch_unit(units, i: int) -> bool:
-        phys = units[i][0]
-        return (i > 0 and units[i - 1][0] == phys) or (i + 1 < len(units) and units[i + 1][0] == phys)
+
+INNER = object()  # entry_tag() of an inner batch: its records match on their tags codes
+_SYSFLAG = struct.Struct(">i")
+_SYSFLAG_AT = 36  # offset of sysFlag in the stored-message layout
+
+
+def entry_tag(store, phys: int, size: int):
+    """The TAGS of a CommitLog entry for the exact check; INNER for an inner batch (a Kafka record
+    batch, even of one record: its tag is in the records, the units carry its hash)."""
+    raw = store.read_entry(phys, size)
+    if len(raw) < _SYSFLAG_AT + 4:
+        return None
+    if _SYSFLAG.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
+        return INNER
+    return decode(raw).properties.get("TAGS")
 
 
 def append_units(store, topic: str, queue_id: int, units: list[tuple[int, int, int]]) -> None:
-    """Append ConsumeQueue units that point at existing CommitLog entries, then notify listeners.
+    """Append ConsumeQueue units that point at existing CommitLog entries (`Store.append_units`,
+    which notifies listeners)."""
+    store.append_units(topic, queue_id, units)
 
-    Stand-in until the store offers this as a public call (`Store.append_units`, requested from
-    the store engineer): it uses the store's ConsumeQueue table and lock directly."""
-    from store.consumequeue import UNIT
 
-    raw = b"".join(UNIT.pack(*u) for u in units)
-    with store._lock:
-        cq = store._cq((topic, queue_id))
-        cq.put(raw, len(units))
-        nxt = cq.max_offset
-    for fn in list(store._listeners):
-        try:
-            fn(topic, queue_id, nxt)
-        except Exception:
-            log.exception("store listener failed")
+def view_filter(cfg) -> TagFilter | None:
+    """The tag filter of a view topic config (for Fetch), None for an ordinary topic."""
+    d = definition(cfg)
+    return d[1] if d is not None else None

@@ -424,7 +424,68 @@ DESCRIBE_CLUSTER = Api(60, "DescribeCluster", 0, 1, 0, request=[
     F("cluster_authorized_operations", "i32", default=NO_AUTH_OPS),
 ])
 
+ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", 0, 3, 3, request=[
+    F("transactional_id", "str"),
+    F("producer_id", "i64"),
+    F("producer_epoch", "i16"),
+    F("topics", [F("name", "str"), F("partitions", "[i32]")]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [
+        F("name", "str"),
+        F("results", [F("partition_index", "i32"), F("partition_error_code", "i16")]),
+    ]),
+])
+
+ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", 0, 3, 3, request=[
+    F("transactional_id", "str"),
+    F("producer_id", "i64"),
+    F("producer_epoch", "i16"),
+    F("group_id", "str"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+])
+
+END_TXN = Api(26, "EndTxn", 0, 4, 3, request=[
+    F("transactional_id", "str"),
+    F("producer_id", "i64"),
+    F("producer_epoch", "i16"),
+    F("committed", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+])
+
+TXN_OFFSET_COMMIT = Api(28, "TxnOffsetCommit", 0, 3, 3, request=[
+    F("transactional_id", "str"),
+    F("group_id", "str"),
+    F("producer_id", "i64"),
+    F("producer_epoch", "i16"),
+    F("generation_id", "i32", "3+", default=-1),
+    F("member_id", "str", "3+", default=""),
+    F("group_instance_id", "nstr", "3+"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("committed_offset", "i64"),
+            F("committed_leader_epoch", "i32", "2+", default=-1),
+            F("committed_metadata", "nstr"),
+        ]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [F("partition_index", "i32"), F("error_code", "i16")]),
+    ]),
+])
+
+TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
+
 ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
-       DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER]
+       DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
+       *TRANSACTION_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -239,6 +239,13 @@ def scan_keys_headers(payload, count: int) -> list[tuple[bytes | None, list]]:
     return out
 
 
+def header_key_bytes(name: str) -> bytes:
+    """A header key as encoded inside a record (varint length, then UTF-8), for substring scans."""
+    out = bytearray()
+    _write_blob(out, name.encode("utf-8"))
+    return bytes(out)
+
+
 def _write_blob(out: bytearray, blob) -> None:
     if blob is None:
         write_varint(out, -1)
@@ -263,7 +270,8 @@ def encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, key, 
 
 def build_batch(records, base_offset: int = 0, base_timestamp: int = 0, compression: int = NONE,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                leader_epoch: int = -1, log_append_time: bool = False, max_timestamp: int | None = None) -> bytes:
+                leader_epoch: int = -1, log_append_time: bool = False, max_timestamp: int | None = None,
+                transactional: bool = False) -> bytes:
     """A magic-2 batch from (timestamp, key, value, headers) tuples (offset deltas 0..n-1)."""
     payload = bytearray()
     max_ts = base_timestamp
@@ -273,7 +281,7 @@ def build_batch(records, base_offset: int = 0, base_timestamp: int = 0, compress
     if max_timestamp is not None:
         max_ts = max_timestamp
     body = compress(compression, bytes(payload))
-    attrs = compression | (TIMESTAMP_LOG_APPEND if log_append_time else 0)
+    attrs = compression | (TIMESTAMP_LOG_APPEND if log_append_time else 0) | (TRANSACTIONAL if transactional else 0)
     n = len(records)
     tail = struct.pack(">hiqqqhii", attrs, n - 1, base_timestamp, max_ts, producer_id, producer_epoch,
                        base_sequence, n) + body

@@ -55,6 +55,10 @@ class RequestCode:
     QUERY_TOPICS_BY_CONSUMER = 343
     GET_TOPIC_CONFIG = 351
     LITE_PULL_MESSAGE = 361  # 5.x lite pull consumer: PULL_MESSAGE's header and answers
+    # rocketgate's own admin call (no RocketMQ code does this): put a dead letter back on its original
+    # topic. Header: commitLogOffset (of the %DLQ% entry), optional queueId. Answer: msgId, queueId,
+    # queueOffset; SYSTEM_ERROR when the offset is not a dead letter.
+    RESEND_DLQ_MESSAGE = 10001
 
 
 class ResponseCode:

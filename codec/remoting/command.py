@@ -21,6 +21,7 @@ _PREFIX = struct.Struct(">iI")
 _BIN_FIXED = struct.Struct(">hBhii")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
+_U32 = struct.Struct(">I")
 _LANG_CODE = {name: i for i, name in enumerate(LANGUAGES)}
 
 
@@ -78,10 +79,16 @@ def stringify(fields: dict) -> dict[str, str]:
     """extFields values are strings on the wire; booleans as Java prints them."""
     out = {}
     for k, v in fields.items():
-        if v is None:
-            continue
-        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+        if type(v) is str:  # the common case first
+            out[k] = v
+        elif v is not None:
+            out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
     return out
+
+
+# json.dumps escapes the \u0001/\u0002 property separators as fastjson does.
+_json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_json_parse = json.JSONDecoder().raw_decode
 
 
 def encode(cmd: RemotingCommand) -> bytes:
@@ -96,12 +103,11 @@ def encode(cmd: RemotingCommand) -> bytes:
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
-    obj = {"code": cmd.code, "extFields": stringify(cmd.ext_fields), "flag": cmd.flag, "language": cmd.language,
-           "opaque": cmd.opaque, "serializeTypeCurrentRPC": "JSON", "version": cmd.version}
-    if cmd.remark is not None:
-        obj["remark"] = cmd.remark
-    # json.dumps escapes the \u0001/\u0002 property separators as fastjson does.
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    """The header object with its keys in a fixed order, written without building a dict per frame."""
+    remark = "" if cmd.remark is None else ',"remark":' + _json_text(cmd.remark)
+    return (f'{{"code":{int(cmd.code)},"extFields":{_json_text(stringify(cmd.ext_fields))},"flag":{int(cmd.flag)},'
+            f'"language":{_json_text(cmd.language)},"opaque":{int(cmd.opaque)},'
+            f'"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}{remark}}}').encode()
 
 
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:
@@ -116,16 +122,17 @@ def _encode_binary_header(cmd: RemotingCommand) -> bytes:
     return b"".join(parts)
 
 
-def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
-    """Decode one frame body (everything after the 4-byte length prefix)."""
-    if len(frame) < 4:
+def decode_frame(frame: bytes | bytearray | memoryview, start: int = 0, end: int | None = None) -> RemotingCommand:
+    """Decode one frame body (everything after the 4-byte length prefix), `frame[start:end]`."""
+    end = len(frame) if end is None else end
+    if end - start < 4:
         raise ProtocolError("frame shorter than its header length field")
-    (word,) = struct.unpack_from(">I", frame, 0)
+    (word,) = _U32.unpack_from(frame, start)
     stype, header_len = word >> 24, word & 0xFFFFFF
-    if header_len > len(frame) - 4:
+    if header_len > end - start - 4:
         raise ProtocolError("bad header length")
-    header = bytes(frame[4:4 + header_len])
-    body = bytes(frame[4 + header_len:])
+    header = bytes(frame[start + 4:start + 4 + header_len])
+    body = bytes(frame[start + 4 + header_len:end])
     if stype == JSON:
         cmd = _decode_json_header(header)
     elif stype == ROCKETMQ:
@@ -139,15 +146,20 @@ def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
 
 def _decode_json_header(header: bytes) -> RemotingCommand:
     try:
-        obj = json.loads(header)
-        if not isinstance(obj, dict):
-            raise ValueError("header is not an object")
+        text = header.decode().strip()
+        obj, end = _json_parse(text)
+        if not isinstance(obj, dict) or end != len(text):
+            raise ValueError("header is not one object")
         ext = obj.get("extFields") or {}
         if not isinstance(ext, dict):
             raise ValueError("extFields is not an object")
+        for v in ext.values():
+            if type(v) is not str:  # rare: a client that sends numbers or booleans unquoted
+                ext = {k: v if isinstance(v, str) else json.dumps(v) for k, v in ext.items()}
+                break
         return RemotingCommand(
             code=int(obj["code"]),
-            ext_fields={str(k): v if isinstance(v, str) else json.dumps(v) for k, v in ext.items()},
+            ext_fields=ext,
             opaque=int(obj.get("opaque", 0)), flag=int(obj.get("flag", 0)),
             remark=obj.get("remark"), language=str(obj.get("language", "JAVA")),
             version=int(obj.get("version", 0)))
@@ -209,15 +221,16 @@ class FrameReader:
             raise ProtocolError(f"bad frame length {length}")
         if len(self._buf) < 4 + length:
             return None
-        frame = bytes(self._buf[4:4 + length])
-        del self._buf[:4 + length]
-        return decode_frame(frame)
+        try:
+            return decode_frame(self._buf, 4, 4 + length)
+        finally:
+            del self._buf[:4 + length]
 
 
 class Outbox:
     """Coalesces frames queued while a write is in progress into one write (fewer syscalls when
     many requests or responses are in flight on one connection). Sans I/O: `add` says whether the
-    caller must now write (`take` until empty, then clear `writing`); see client.remoting.write_coalesced."""
+    caller must now write (`take` until empty, then clear `writing`); the connection owners implement the write."""
 
     def __init__(self) -> None:
         self._frames: list[bytes] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 from codec.kafka import apis
 from gateway.kafka import errors, topics
 from gateway.kafka.handlers import CLUSTER_ID, NODE_ID, broker_list, handler, kafka_state
+from semantics import views
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
@@ -60,14 +61,38 @@ async def create_topics(conn, version, req):
         elif problem:
             entry.update(error_code=errors.INVALID_CONFIG, error_message=problem)
         else:
-            if not req.get("validate_only"):
-                cfg = topics.create(app, name, n, configs)
-                entry["configs"] = _config_entries(app, cfg, None, version)
             entry["error_code"] = errors.NONE
+            source = configs.get(views.ATTR_SOURCE)
+            if source is not None:
+                try:
+                    cfg = _create_view(app, name, source, configs, req.get("validate_only"))
+                except views.ViewError as exc:
+                    cfg = None
+                    entry.update(error_code=errors.INVALID_CONFIG, error_message=str(exc))
+                if cfg is not None:
+                    entry["num_partitions"] = topics.partition_count(cfg)
+            elif not req.get("validate_only"):
+                cfg = topics.create(app, name, n, configs)
+            if not req.get("validate_only") and not entry["error_code"]:
+                entry["configs"] = _config_entries(app, cfg, None, version)
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
     return {"topics": out}
+
+
+def _create_view(app, name: str, source: str, configs: dict, validate_only: bool):
+    """A filtered view topic (ARCHITECTURE.md): the base's partitions, backfilled at once; with
+    validate_only only the definition is checked. Raises ViewError."""
+    base = app.store.topics.get(source)
+    if base is None or views.definition(base) is not None:
+        raise views.ViewError(f"source topic {source!r} does not exist" if base is None
+                              else f"source topic {source!r} is itself a view")
+    if validate_only:
+        return base
+    expression = configs.get(views.ATTR_EXPRESSION) or "*"
+    others = {k: v for k, v in configs.items() if k not in (views.ATTR_SOURCE, views.ATTR_EXPRESSION)}
+    return app.views.create_view(name, source, expression, others)
 
 
 @handler(apis.DELETE_TOPICS)
@@ -81,6 +106,7 @@ async def delete_topics(conn, version, req):
             continue
         app.store.topics.delete(name)
         kafka_state(app).producers.forget_topic(name)
+        app.views.refresh()  # a deleted view or base stops being maintained
         out.append({"name": name, "error_code": errors.NONE})
     return {"responses": out}
 

@@ -143,6 +143,10 @@ async def delete_groups(conn, version, req):
 
 @handler(apis.INIT_PRODUCER_ID)
 async def init_producer_id(conn, version, req):
+    if req.get("transactional_id"):
+        from gateway.kafka.txn import init_transactional
+
+        return await init_transactional(conn.app, req["transactional_id"], req["transaction_timeout_ms"])
     producers = kafka_state(conn.app).producers
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:

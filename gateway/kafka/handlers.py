@@ -6,6 +6,7 @@ entries back with BaseOffset patched and encodes native RocketMQ messages as mag
 """
 from __future__ import annotations
 
+import itertools
 import struct
 import time
 
@@ -15,8 +16,9 @@ import store
 from codec.kafka import apis, protocol, records
 from codec.kafka.schema import DecodeError
 from gateway.kafka import errors, topics
-from semantics import routing
-from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER, ProducerState
+from semantics import routing, views
+from semantics import transactions
+from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER, ProducerState, TransactionalProducers
 
 NODE_ID = 0
 CLUSTER_ID = "rocketgate-cluster"
@@ -39,6 +41,8 @@ class KafkaState:
 
         self.coordinator = Coordinator()
         self.producers = ProducerState(app.store)
+        self.txns = TransactionalProducers(app, self.producers)
+        transactions.register_checker(app, "kafka", self.txns.check)
 
 
 def kafka_state(app) -> KafkaState:
@@ -128,28 +132,41 @@ async def metadata(conn, version, req):
 
 # ---------------------------------------------------------------- Produce
 
+# Header keys as they appear on the wire (zigzag varint length + name): a batch whose first record
+# has no key and no headers is scanned record by record only if one of these occurs in it.
+INDEXED_HEADER_MARKS = (records.header_key_bytes("TAGS"), records.header_key_bytes("KEYS"))
+
+
 def index_info(batch: records.Batch):
-    """(tags_codes, keys, routing properties) for the store, decoding every record only when the
-    first record has a key or headers; the common keyless, headerless batch costs no per-record
-    Python work. Routing properties (DELAY, __STARTDELIVERTIME) of the first record apply to the
-    whole batch, which is stored (and delayed) as one entry."""
-    payload = memoryview(batch.data)[records.HEADER_SIZE:] if batch.compression == records.NONE \
-        else batch.records_bytes()
+    """(tags_codes, keys, routing properties) for the store. Every record is decoded when the first
+    record has a key or headers, or when a TAGS or KEYS header key occurs anywhere in the records
+    (two C-speed substring searches), so the common keyless, headerless batch costs no per-record
+    Python work. (A record key, DELAY or __STARTDELIVERTIME on a later record of a batch whose
+    first record has none of them and that has no TAGS/KEYS header is not seen.) Routing
+    properties (DELAY, __STARTDELIVERTIME) of the first record that has them apply to the whole
+    batch, which is stored (and delayed) as one entry."""
+    if batch.compression == records.NONE:
+        raw, start = batch.data, records.HEADER_SIZE
+        payload = memoryview(raw)[start:]
+    else:
+        payload = raw = batch.records_bytes()
+        start = 0
     first = records.decode_records(payload, 1)[0]
     if first.key is None and not first.headers:
-        return None, None, None
-    routing = {k: v.decode("utf-8", "replace") for k, v in first.headers if k in ROUTING_HEADERS and v}
+        if not any(raw.find(mark, start) >= 0 for mark in INDEXED_HEADER_MARKS):
+            return None, None, None
+    routing = {}
     codes, keys = [], []
     any_tag = False
     for key, headers in records.scan_keys_headers(payload, batch.record_count):
-        code = 0
+        code = tag_code(headers)
+        any_tag = any_tag or code is not None
+        codes.append(code or 0)
         for hk, hv in headers:
-            if hk == "TAGS" and hv and code == 0:
-                code = store.message.tag_hash(hv.decode("utf-8", "replace"))
-                any_tag = True
+            if hk in ROUTING_HEADERS and hv and not routing.get(hk):
+                routing[hk] = hv.decode("utf-8", "replace")
             elif hk == "KEYS" and hv:
                 keys.extend(k for k in hv.decode("utf-8", "replace").split(" ") if k)
-        codes.append(code)
         if key:
             try:
                 text = key.decode("utf-8")
@@ -158,6 +175,14 @@ def index_info(batch: records.Batch):
             if text and " " not in text:
                 keys.append(text)
     return (codes if any_tag else None), (keys or None), routing
+
+
+def tag_code(headers) -> int | None:
+    """The tag hashcode of a record: its first non-empty TAGS header (None without one)."""
+    for hk, hv in headers:
+        if hk == "TAGS" and hv:
+            return store.message.tag_hash(hv.decode("utf-8", "replace"))
+    return None
 
 
 def _partition_error(index: int, code: int, message: str | None = None) -> dict:
@@ -199,27 +224,73 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
                 return _partition_error(index, errors.INVALID_PRODUCER_EPOCH), end
         try:
             codes, keys, props = index_info(b)
+            pieces = split_by_routing(b) if props else None
         except DecodeError as exc:
             return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), end
-        body = records.with_log_append_time(b.data, now) if append_time else b.data
-        msg = store.Message(topic, index, body, sys_flag=INNER_BATCH, batch_count=b.record_count,
-                            tags_codes=codes, keys=keys, properties=props or {},
-                            born_timestamp=now if append_time else b.max_timestamp)
-        if props:  # a delayed batch goes to the schedule topic first
-            msg = routing.route(msg, now, getattr(app, "delay_levels", routing.DEFAULT_LEVELS))
-        try:
-            res = app.store.append(msg)
-        except store.MessageTooLarge:
-            return _partition_error(index, errors.MESSAGE_TOO_LARGE), end
+        txn = None
+        extra = {}
+        if b.attributes & records.TRANSACTIONAL:
+            code, txn = st.txns.for_batch(b.producer_id, b.producer_epoch, now)
+            if txn is None:
+                return _partition_error(index, code), end
+            extra = {routing.PROPERTY_TRANSACTION: "true", routing.PROPERTY_PRODUCER_GROUP: txn.txn_id,
+                     transactions.PROPERTY_IMMUNITY: str(-(-txn.timeout_ms // 1000))}
+        first = None
+        for piece in pieces or [b]:
+            if pieces:
+                codes, keys, props = index_info(piece)
+            res = _append_batch(app, topic, index, piece, codes, keys, dict(props or {}, **extra),
+                                now, append_time)
+            if res is None:
+                return _partition_error(index, errors.MESSAGE_TOO_LARGE), end
+            if txn is not None:
+                txn.halves.append(res.queue_offset)
+            first = first or res
+            end = max(end, res.end_offset)
         if idempotent:
             st.producers.record(b.producer_id, b.producer_epoch, topic, index, b.base_sequence,
-                                b.record_count, res.queue_offset)
+                                b.record_count, first.queue_offset)
         if base is None:
-            base = res.queue_offset
-        end = res.end_offset
+            base = first.queue_offset
     return {"index": index, "error_code": errors.NONE, "base_offset": base,
             "log_append_time_ms": now if append_time else -1,
             "log_start_offset": app.store.min_offset(topic, index)}, end
+
+
+def _append_batch(app, topic: str, index: int, b: records.Batch, codes, keys, props: dict, now: int,
+                  append_time: bool):
+    """Store one RecordBatch as an inner-batch entry (routed first when it carries routing or
+    transaction properties); the AppendResult, None when it is too large."""
+    body = records.with_log_append_time(b.data, now) if append_time else b.data
+    msg = store.Message(topic, index, body, sys_flag=INNER_BATCH, batch_count=b.record_count,
+                        tags_codes=codes, keys=keys, properties=props,
+                        born_timestamp=now if append_time else b.max_timestamp)
+    if props:  # a delayed batch goes to the schedule topic first, a transactional one to the half topic
+        msg = routing.route(msg, now, getattr(app, "delay_levels", routing.DEFAULT_LEVELS))
+    try:
+        return app.store.append(msg)
+    except store.MessageTooLarge:
+        return None
+
+
+def split_by_routing(b: records.Batch) -> list[records.Batch] | None:
+    """A batch whose records do not all carry the same DELAY / __STARTDELIVERTIME headers, cut into
+    runs of records that do (each re-encoded with its own sequence range), so that an immediate
+    record is not delayed with its neighbours; None when one entry fits all (the usual case)."""
+    recs = records.decode_records(b.records_bytes(), b.record_count)
+    runs = [list(g) for _k, g in itertools.groupby(
+        enumerate(recs), key=lambda ir: [(k, v) for k, v in ir[1].headers if k in ROUTING_HEADERS and v])]
+    if len(runs) == 1:
+        return None
+    out = []
+    for run in runs:
+        rows = [(b.base_timestamp + r.timestamp_delta, r.key, r.value, r.headers) for _i, r in run]
+        seq = (b.base_sequence + run[0][0]) % (1 << 31) if b.base_sequence >= 0 else -1
+        data = records.build_batch(rows, base_timestamp=rows[0][0], compression=b.compression,
+                                   producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=seq,
+                                   transactional=bool(b.attributes & records.TRANSACTIONAL))
+        out.extend(records.parse_batches(data))
+    return out
 
 
 @handler(apis.PRODUCE)
@@ -239,6 +310,10 @@ async def produce(conn, version, req):
             cfg, err = topics.lookup(app, name, True)
             for p in t["partition_data"]:
                 index = p["index"]
+                if cfg is not None and views.definition(cfg) is not None:
+                    parts.append(_partition_error(index, errors.INVALID_REQUEST,
+                                                  f"topic {name!r} is a filtered view (read-only)"))
+                    continue
                 if not topics.has_partition(cfg, index):
                     parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
@@ -258,8 +333,11 @@ async def produce(conn, version, req):
 
 # ---------------------------------------------------------------- Fetch
 
-def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool):
-    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked)."""
+def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
+                 view=None):
+    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked).
+    `view` is the tag filter of a filtered view topic: its inner-batch entries are cut to the
+    matching records, renumbered with the view's offsets."""
     out = []
     total = 0
     s = app.store
@@ -269,7 +347,9 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
             break
         phys, size, _tags = units[0]
         raw = s.read_entry(phys, size)
-        if _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH:
+        if view is not None and _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH:
+            batch, nxt = view_batch(s, topic, partition, offset, phys, raw, view)
+        elif _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH:
             qoff = _I64.unpack_from(raw, _QOFF_AT)[0]
             blen = _I32.unpack_from(raw, _BODYLEN_AT)[0]
             batch = _I64.pack(qoff) + raw[_BODY_AT + 8:_BODY_AT + blen]
@@ -283,6 +363,34 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
         total += len(batch)
         offset = max(nxt, offset + 1)
     return out, total
+
+
+def view_batch(s, view_topic: str, partition: int, offset: int, phys: int, raw: bytes, filt) -> tuple[bytes, int]:
+    """(batch, next view offset) for a view unit that points at a Kafka record batch entry.
+
+    The view holds one unit per matching record of the batch, contiguous; `offset` may be any of
+    them. When every record matches the batch is served verbatim; otherwise the matching records
+    from `offset` on are re-encoded (uncompressed) with the view's offsets (per-record work, views
+    only)."""
+    blen = _I32.unpack_from(raw, _BODYLEN_AT)[0]
+    body = raw[_BODY_AT:_BODY_AT + blen]
+    b = records.parse_batches(body)[0]
+    run = s.units(view_topic, partition, offset, b.record_count)
+    n = 1
+    while n < len(run) and run[n][0] == phys:
+        n += 1
+    if n == b.record_count:
+        return records.with_base_offset(body, offset), offset + n
+    recs = records.decode_records(b.records_bytes(), b.record_count)
+    matching = [r for r in recs if filt.matches_code(tag_code(r.headers) or 0)][-n:]
+    log_append = bool(b.attributes & records.TIMESTAMP_LOG_APPEND)
+    rows = [(b.max_timestamp if log_append else b.base_timestamp + r.timestamp_delta, r.key, r.value, r.headers)
+            for r in matching]
+    if not rows:  # the entry changed under the view: nothing to serve, skip its units
+        return b"", offset + n
+    return records.build_batch(rows, base_offset=offset, base_timestamp=rows[0][0],
+                               log_append_time=log_append,
+                               max_timestamp=max(r[0] for r in rows)), offset + n
 
 
 def native_batch(msg, offset: int) -> bytes:
@@ -334,7 +442,8 @@ def _fetch_once(app, req, max_bytes: int):
                 failed = True
             elif offset < high and total < max_bytes:
                 limit = min(p["partition_max_bytes"], max_bytes - total)
-                batches, n = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0)
+                batches, n = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0,
+                                          view=views.view_filter(cfg))
                 entry["records"] = b"".join(batches)
                 total += n
             parts.append(entry)
@@ -426,3 +535,4 @@ async def list_offsets(conn, version, req):
 # The other APIs register themselves on import.
 from gateway.kafka import admin as _admin  # noqa: E402,F401
 from gateway.kafka import groups as _groups  # noqa: E402,F401
+from gateway.kafka import txn as _txn  # noqa: E402,F401

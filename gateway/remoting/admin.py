@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import time
 
-from codec.remoting import RequestCode as RC, ResponseCode
+from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
-from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, handles, legal_topic, mq_key, registry
+from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
 
 VERSION_DESC = "V4_9_8"
 
@@ -108,7 +108,10 @@ def consume_stats(channel, req):
         cfg = app.store.topics.get(name)
         for qid in range(cfg.read_queues):
             offset = committed.get((name, qid), 0)
+            # pullOffset (5.x tools: Inflight = pullOffset - consumerOffset): pulls are not tracked, so
+            # the committed offset stands for it and Inflight shows 0 rather than a negative number.
             table[mq_key(name, qid)] = {"brokerOffset": app.store.max_offset(name, qid), "consumerOffset": offset,
+                                       "pullOffset": offset,
                                        "lastTimestamp": _store_time(app.store, name, qid, offset - 1)}
     body = '{"consumeTps":0.0,"offsetTable":' + dumps_mq_map(table) + "}"
     return req.response(body=body.encode())
@@ -202,7 +205,26 @@ def broker_config(channel, req):
     return req.response(body=text.encode())
 
 
+RUNNING_INFO_TIMEOUT_S = 5.0
+
+
 @handles(RC.GET_CONSUMER_RUNNING_INFO)
 def consumer_running_info(channel, req):
-    return req.response(ResponseCode.CONSUMER_NOT_ONLINE,
-                        remark=f"The Consumer <{req.get_str('consumerGroup')}> <{req.get_str('clientId')}> not online")
+    """Forwarded to the consumer's own connection (it alone knows its queues and stats), as a real
+    broker does for `mqadmin consumerStatus`; its answer is relayed as is."""
+    group, client_id = req.get_str("consumerGroup") or "", req.get_str("clientId") or ""
+    target = registry(channel.app).consumer_channel(group, client_id)
+    if target is None or target.closed:
+        return req.response(ResponseCode.CONSUMER_NOT_ONLINE, remark=f"The Consumer <{group}> <{client_id}> not online")
+
+    async def forward():
+        fwd = RemotingCommand(code=RC.GET_CONSUMER_RUNNING_INFO, ext_fields=dict(req.ext_fields),
+                              serialize_type=req.serialize_type)
+        resp = await target.request(fwd, RUNNING_INFO_TIMEOUT_S)
+        if resp is None:
+            return req.response(ResponseCode.SYSTEM_ERROR,
+                                remark=f"consumer <{client_id}> did not answer GET_CONSUMER_RUNNING_INFO")
+        return RemotingCommand(code=resp.code, ext_fields=resp.ext_fields, body=resp.body, remark=resp.remark,
+                               opaque=req.opaque, flag=FLAG_RESPONSE, serialize_type=req.serialize_type)
+    channel.spawn(req, forward)
+    return DEFERRED

@@ -9,12 +9,13 @@ import time
 import trio
 
 import store
-from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
+from codec.remoting import FLAG_RESPONSE, PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import decode_batch, dumps
 from gateway.remoting import inner_batch
 from gateway.remoting.common import (BROKER_NAME, CLUSTER_NAME, DEFERRED, REGION, ensure_topic, handles,
                                      registry)
 from semantics import retry, routing
+from semantics.sql92 import FilterSyntaxError, Selector, subscription_filter
 from semantics.tags import parse_tags
 from store import message as smsg
 
@@ -31,45 +32,54 @@ MAX_PROPERTIES_CHARS = 32767 - 64  # a Java short, with room for the properties 
 RESCAN_S = 5.0  # like PullRequestHoldService, look again now and then even without a wake-up
 
 
-def _send_header(req: RemotingCommand) -> dict[str, str]:
-    if req.code == RC.SEND_MESSAGE:
-        return req.ext_fields
-    return {V2_NAMES.get(k, k): v for k, v in req.ext_fields.items()}
+# The send header fields prepare_send reads, in V1 (long) and V2 (short) names, in one order.
+_SEND_FIELDS = ("topic", "defaultTopicQueueNums", "queueId", "properties", "flag", "sysFlag", "bornTimestamp",
+                "reconsumeTimes", "batch", "maxReconsumeTimes")
+_SEND_FIELDS_V2 = tuple({v: k for k, v in V2_NAMES.items()}[name] for name in _SEND_FIELDS)
 
 
-def _int(h: dict, name: str, default: int | None = None) -> int:
-    value = h.get(name)
+def _int(value: str | None, default: int, name: str) -> int:
     try:
-        return int(value) if value not in (None, "") else int(default)
-    except (TypeError, ValueError):
-        raise store.StoreError(f"bad or missing header field {name}") from None
+        return int(value) if value not in (None, "") else default
+    except ValueError:
+        raise store.StoreError(f"bad header field {name}: {value!r}") from None
 
 
 # ---------------------------------------------------------------- send
 
-@handles(RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
-def send_message(channel, req):
+class PreparedSend:
+    """The messages of one send request, checked and routed, waiting for their CommitLog append.
+    Consecutive sends on one connection are appended together (connection.py), one write for many."""
+    __slots__ = ("req", "msgs", "qid")
+
+    def __init__(self, req, msgs, qid) -> None:
+        self.req, self.msgs, self.qid = req, msgs, qid
+
+
+def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
+    """Validate a SEND_MESSAGE(_V2)/SEND_BATCH_MESSAGE and build its messages; an error answer if bad."""
     app = channel.app
-    h = _send_header(req)
-    topic = h.get("topic") or ""
+    (topic, default_queues, queue_id, raw_props, flag, sys_flag, born, reconsume, batch, max_reconsume) = map(
+        req.ext_fields.get, _SEND_FIELDS if req.code == RC.SEND_MESSAGE else _SEND_FIELDS_V2)
+    topic = topic or ""
     try:
-        cfg = ensure_topic(app, topic, _int(h, "defaultTopicQueueNums", app.config.default_partitions))
+        cfg = ensure_topic(app, topic, _int(default_queues, app.config.default_partitions, "defaultTopicQueueNums"))
         if cfg is None:
             return req.response(ResponseCode.TOPIC_NOT_EXIST,
                                 remark=f"topic[{topic}] not exist, apply first please!")
         if not cfg.perm & 2:
             return req.response(ResponseCode.NO_PERMISSION, remark=f"the topic[{topic}] sending is forbidden")
-        qid = _int(h, "queueId", -1)
+        qid = _int(queue_id, -1, "queueId")
         if qid < 0 or qid >= cfg.write_queues:
             qid = random.randrange(cfg.write_queues) if qid < 0 else qid % cfg.write_queues
-        raw_props = h.get("properties") or ""
+        raw_props = raw_props or ""
         if len(raw_props) > MAX_PROPERTIES_CHARS and len(raw_props.encode()) > MAX_PROPERTIES_CHARS:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, remark="the message properties are too long")
         header_props = smsg.string_to_properties(raw_props)
-        base = dict(flag=_int(h, "flag", 0), sys_flag=_int(h, "sysFlag", 0),
-                    born_timestamp=_int(h, "bornTimestamp", int(time.time() * 1000)),
-                    born_host=channel.address, reconsume_times=_int(h, "reconsumeTimes", 0))
-        if req.code == RC.SEND_BATCH_MESSAGE or h.get("batch") == "true":
+        base = dict(flag=_int(flag, 0, "flag"), sys_flag=_int(sys_flag, 0, "sysFlag"),
+                    born_timestamp=_int(born, 0, "bornTimestamp") or _now_ms(),
+                    born_host=channel.address, reconsume_times=_int(reconsume, 0, "reconsumeTimes"))
+        if req.code == RC.SEND_BATCH_MESSAGE or batch == "true":
             try:
                 items = decode_batch(req.body)
             except ValueError as exc:
@@ -91,21 +101,47 @@ def send_message(channel, req):
                 return req.response(ResponseCode.MESSAGE_ILLEGAL,
                                     remark=f"the message body size over max value, MAX: {app.config.max_message_bytes}")
         if topic.startswith(retry.RETRY_PREFIX):
-            msgs = [_retry_or_dlq(app, m, h) for m in msgs]
+            limit = _int(max_reconsume, retry.DEFAULT_MAX_RECONSUME_TIMES, "maxReconsumeTimes")
+            msgs = [_retry_or_dlq(app, m, limit) for m in msgs]
         now, levels = _now_ms(), _levels(app)
         msgs = [routing.route(m, now, levels) for m in msgs]
-        results = app.store.append_many(msgs) if len(msgs) > 1 else [app.store.append(msgs[0])]
-    except store.MessageTooLarge as exc:
-        return req.response(ResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
     except store.StoreError as exc:
         return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
-    fields = {"msgId": ",".join(smsg.make_msg_id(channel.app.config.advertised, channel.local_port,
-                                                  r.physical_offset) for r in results), "queueId": qid,
-              "queueOffset": results[0].queue_offset, "MSG_REGION": REGION, "TRACE_ON": "true"}
+    return PreparedSend(req, msgs, qid)
+
+
+def append_error(req, exc: Exception) -> RemotingCommand:
+    """The answer to a send whose append failed."""
+    if isinstance(exc, store.MessageTooLarge):
+        return req.response(ResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
+    return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+
+
+def finish_send(channel, p: PreparedSend, results):
+    """The answer to an appended send (deferred until durable in sync-flush mode)."""
+    msgs = p.msgs
+    fields = {"msgId": ",".join([smsg.make_msg_id(channel.app.config.advertised, channel.local_port,
+                                                   r.physical_offset) for r in results]),
+              "queueId": str(p.qid), "queueOffset": str(results[0].queue_offset), "MSG_REGION": REGION,
+              "TRACE_ON": "true"}
     uniq = msgs[0].properties.get("UNIQ_KEY") if len(msgs) == 1 else None
     if uniq:
         fields["transactionId"] = uniq
-    return _after_durable(channel, req, results[-1].end_offset, req.response(ext_fields=fields))
+    return _after_durable(channel, p.req, results[-1].end_offset,
+                          RemotingCommand(code=0, ext_fields=fields, opaque=p.req.opaque, flag=FLAG_RESPONSE))
+
+
+@handles(RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
+def send_message(channel, req):
+    p = prepare_send(channel, req)
+    if not isinstance(p, PreparedSend):
+        return p
+    msgs = p.msgs
+    try:
+        results = channel.app.store.append_many(msgs) if len(msgs) > 1 else [channel.app.store.append(msgs[0])]
+    except store.StoreError as exc:
+        return append_error(req, exc)
+    return finish_send(channel, p, results)
 
 
 def _after_durable(channel, req, end_offset: int, resp):
@@ -129,10 +165,10 @@ def _levels(app):
     return getattr(app, "delay_levels", None) or routing.DEFAULT_LEVELS
 
 
-def _retry_or_dlq(app, m, h: dict):
+def _retry_or_dlq(app, m, max_reconsume_times: int):
     """A client-side retry send (%RETRY% topic) past maxReconsumeTimes goes to the DLQ."""
     group = m.topic[len(retry.RETRY_PREFIX):]
-    if m.reconsume_times >= _int(h, "maxReconsumeTimes", retry.DEFAULT_MAX_RECONSUME_TIMES):
+    if m.reconsume_times >= max_reconsume_times:
         ensure_topic(app, retry.dlq_topic(group))
         m.topic, m.queue_id = retry.dlq_topic(group), 0
         m.properties.pop("DELAY", None)
@@ -158,11 +194,14 @@ def pull_message(channel, req):
     if app.store.topics.get(topic) is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")
     if sys_flag & PullSysFlag.SUBSCRIPTION:
-        expression = req.get_str("subscription")
+        expression, kind = req.get_str("subscription"), req.get_str("expressionType")
     else:
-        sub = registry(app).subscription(group, topic)
-        expression = sub.get("subString") if sub else None
-    tags = parse_tags(expression)
+        sub = registry(app).subscription(group, topic) or {}
+        expression, kind = sub.get("subString"), sub.get("expressionType")
+    try:
+        tags = subscription_filter(kind, expression)
+    except FilterSyntaxError as exc:
+        return req.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, remark=f"parse the subscription failed: {exc}")
     suspend_s = 0.0
     if sys_flag & PullSysFlag.SUSPEND:
         suspend_s = min(req.get_int("suspendTimeoutMillis", 15000) / 1000.0, MAX_SUSPEND_S)
@@ -200,13 +239,16 @@ def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> Remoting
         return answer(ResponseCode.PULL_OFFSET_MOVED, hi)
     if offset == hi:
         return answer(ResponseCode.PULL_NOT_FOUND, offset)
-    tag_filter = None if tags.match_all else tags.matches_code
+    # SQL92 cannot decide on the tags code: its filter runs on each entry's properties (the client
+    # does not re-filter SQL92); tag filters skip by hash here and the client re-checks the tag.
+    sql = isinstance(tags, Selector)
+    tag_filter = None if sql or tags.match_all else tags.matches_code
     result = s.read(topic, qid, offset, max_count=max_n, max_bytes=max_bytes, tag_filter=tag_filter)
     parts = []
     for qoff, m in result.entries:
         if m.sys_flag & inner_batch.INNER_BATCH_FLAG:
             parts.extend(inner_batch.expand(m, qoff, offset, tags))
-        else:
+        elif not sql or tags.matches(m.properties):
             parts.append(m.raw)
     if parts:
         return answer(ResponseCode.SUCCESS, result.next_offset, b"".join(parts))
@@ -283,20 +325,41 @@ def notify_groups(app, groups: list[str]) -> None:
                                                       ext_fields={"consumerGroup": group}, flag=2))
 
 
+def _subscription_error(subscription: dict) -> str | None:
+    """Why a SubscriptionData cannot be used (a malformed SQL92 expression, an unknown type), or None."""
+    if not isinstance(subscription, dict):
+        return "subscription data is not an object"
+    try:
+        subscription_filter(subscription.get("expressionType"), subscription.get("subString"))
+    except FilterSyntaxError as exc:
+        return (f"the subscription of topic {subscription.get('topic')!r} is not valid "
+                f"({subscription.get('expressionType')} {subscription.get('subString')!r}): {exc}")
+    return None
+
+
 @handles(RC.HEART_BEAT)
 def heart_beat(channel, req):
+    """Register the client's producers and consumers; a malformed subscription refuses the whole
+    heartbeat (SUBSCRIPTION_PARSE_FAILED, the reason as remark) and registers nothing."""
     try:
         data = json.loads(req.body or b"{}")
         if not isinstance(data, dict):
             raise ValueError("not an object")
-    except ValueError as exc:
+        consumers = data.get("consumerDataSet") or []
+        for cd in consumers:
+            for sub in cd.get("subscriptionDataSet") or []:
+                error = _subscription_error(sub)
+                if error:
+                    return req.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, remark=error)
+    except (ValueError, AttributeError, TypeError) as exc:
         return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad heartbeat body: {exc}")
     reg = registry(channel.app)
     reg.expire()
     changed = reg.heartbeat(data, channel, req.language, req.version)
-    for cd in data.get("consumerDataSet") or []:
-        if cd.get("groupName"):
-            ensure_topic(channel.app, "%RETRY%" + cd["groupName"])
+    for cd in consumers:
+        # A clustering group consumes its own %RETRY% topic: it exists once the group registers.
+        if cd.get("groupName") and cd.get("messageModel", "CLUSTERING") == "CLUSTERING":
+            ensure_topic(channel.app, retry.retry_topic(cd["groupName"]))
     notify_groups(channel.app, changed)
     return req.response()
 
@@ -320,6 +383,15 @@ def consumer_list(channel, req):
 
 @handles(RC.CHECK_CLIENT_CONFIG)
 def check_client_config(channel, req):
+    """The Java client asks before using a non-TAG subscription (MessageSelector.bySql): compile it."""
+    try:
+        body = json.loads(req.body or b"{}")
+        subscription = body.get("subscriptionData") if isinstance(body, dict) else None
+    except ValueError as exc:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad client config body: {exc}")
+    error = _subscription_error(subscription) if subscription is not None else None
+    if error:
+        return req.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, remark=error)
     return req.response()
 
 
@@ -407,6 +479,23 @@ def consumer_send_back(channel, req):
     if result is None:
         return req.response(ResponseCode.SYSTEM_ERROR, remark="look message by offset failed")
     return _after_durable(channel, req, result.end_offset, req.response())
+
+
+@handles(RC.RESEND_DLQ_MESSAGE)
+def resend_dlq_message(channel, req):
+    """Admin: a dead letter back on its original topic (semantics.retry.resend_from_dlq)."""
+    queue_id = req.get_int("queueId", -1)
+    result = retry.resend_from_dlq(channel.app.store, req.get_int("commitLogOffset"),
+                                   queue_id if queue_id >= 0 else None)
+    if result is None:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark="not a dead letter with a known original topic")
+    fields = {"msgId": smsg.make_msg_id(channel.app.config.advertised, channel.local_port, result.physical_offset),
+              "queueOffset": result.queue_offset}
+    entry = channel.app.store.get(result.physical_offset)
+    if entry is not None:
+        fields["queueId"] = entry.queue_id
+        fields["topic"] = entry.topic
+    return _after_durable(channel, req, result.end_offset, req.response(ext_fields=fields))
 
 
 @handles(RC.END_TRANSACTION)

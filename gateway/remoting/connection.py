@@ -12,12 +12,15 @@ import logging
 
 import trio
 
-from codec.remoting import ProtocolError, RemotingCommand, ResponseCode, encode
+import store
+from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
-from client.remoting import write_coalesced
-from gateway.remoting import handlers
+from gateway.remoting import broker, handlers
 
 log = logging.getLogger("rocketgate.remoting")
+WRITE_TIMEOUT_S = 30.0
+# Sends appended together when several arrive in one read (the batch form keeps its own path).
+_COALESCED_SENDS = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2))
 
 
 class Channel:
@@ -28,6 +31,8 @@ class Channel:
         self.app = app
         self.nursery = nursery
         self._outbox = Outbox()
+        self._pending: dict[int, list] = {}  # opaque -> [Event, response] of our own requests
+        self._next_opaque = 0
         self.closed = False
         try:
             peer = stream.socket.getpeername()
@@ -45,7 +50,42 @@ class Channel:
         await self.write(encode(cmd))
 
     async def write(self, frames: bytes) -> None:
-        await write_coalesced(self.stream, self._outbox, frames)
+        """Queue `frames`; unless a write is in progress, write everything queued until the outbox is
+        empty. Shielded: a cancelled task must not strand the frames that others queued meanwhile."""
+        outbox = self._outbox
+        if not outbox.add(frames):
+            return  # the task writing now sends these with its own
+        try:
+            with trio.CancelScope(shield=True), trio.fail_after(WRITE_TIMEOUT_S):
+                while data := outbox.take():
+                    await self.stream.send_all(data)
+        except trio.TooSlowError:
+            raise trio.BrokenResourceError("peer stopped reading") from None
+        finally:
+            outbox.writing = False
+
+    async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand | None:
+        """A server-initiated request (e.g. GET_CONSUMER_RUNNING_INFO forwarded to the consumer);
+        its response, or None when the client does not answer in time or goes away."""
+        self._next_opaque = (self._next_opaque + 1) & 0x7FFFFFFF
+        cmd.opaque, cmd.flag = self._next_opaque, 0
+        slot = self._pending[cmd.opaque] = [trio.Event(), None]
+        try:
+            await self.send(cmd)
+            with trio.move_on_after(timeout):
+                await slot[0].wait()
+            return slot[1]
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return None
+        finally:
+            self._pending.pop(cmd.opaque, None)
+
+    def resolve(self, resp: RemotingCommand) -> None:
+        """A response from the client: wake the request waiting for it (others are dropped)."""
+        slot = self._pending.get(resp.opaque)
+        if slot is not None:
+            slot[1] = resp
+            slot[0].set()
 
     def send_oneway(self, cmd: RemotingCommand) -> None:
         """Server-initiated oneway request (e.g. NOTIFY_CONSUMER_IDS_CHANGED); best effort."""
@@ -103,13 +143,24 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                     break
                 reader.feed(data)
                 answers = []  # the answers to every request in this read go out in one write
+                sends = []  # prepared sends not yet appended
                 while (req := reader.next_command()) is not None:
                     if req.is_response:
-                        continue  # answers to our oneway notifications are not expected
-                    resp = _dispatch(channel, req)
-                    if resp is not None and not req.is_oneway:
-                        resp.opaque = req.opaque
-                        answers.append(encode(resp))
+                        channel.resolve(req)
+                        continue
+                    if req.code in _COALESCED_SENDS:
+                        resp = _guarded(req, broker.prepare_send, channel, req)
+                        if isinstance(resp, broker.PreparedSend):
+                            sends.append(resp)
+                            continue
+                    else:
+                        if sends:  # a later request sees the earlier sends stored
+                            _append_sends(channel, sends, answers)
+                            sends = []
+                        resp = _dispatch(channel, req)
+                    _answer(req, resp, answers)
+                if sends:
+                    _append_sends(channel, sends, answers)
                 if answers:
                     await channel.write(b"".join(answers))
         except ProtocolError as exc:
@@ -118,8 +169,51 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
             pass
         finally:
             channel.closed = True
+            for slot in channel._pending.values():
+                slot[0].set()
             handlers.channel_closed(channel)
             nursery.cancel_scope.cancel()
+
+
+def _answer(req: RemotingCommand, resp: RemotingCommand | None, answers: list) -> None:
+    if resp is not None and resp is not handlers.DEFERRED and not req.is_oneway:
+        resp.opaque = req.opaque
+        answers.append(encode(resp))
+
+
+def _guarded(req: RemotingCommand, fn, *args):
+    """fn(*args), with a handler's failure turned into an error answer to `req` only."""
+    try:
+        return fn(*args)
+    except ProtocolError as exc:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+    except Exception as exc:  # a handler bug answers this request only
+        log.exception("remoting request %d failed", req.code)
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+
+
+def _append_sends(channel: Channel, sends: list, answers: list) -> None:
+    """Append the messages of several sends in one CommitLog write; if that fails (one bad message
+    fails all), append them one request at a time so each gets its own answer."""
+    if len(sends) > 1:
+        try:
+            results = channel.app.store.append_many([m for p in sends for m in p.msgs])
+        except store.StoreError:
+            results = None
+        if results is not None:
+            pos = 0
+            for p in sends:
+                n = len(p.msgs)
+                _answer(p.req, _guarded(p.req, broker.finish_send, channel, p, results[pos:pos + n]), answers)
+                pos += n
+            return
+    for p in sends:
+        try:
+            results = channel.app.store.append_many(p.msgs)
+        except store.StoreError as exc:
+            _answer(p.req, broker.append_error(p.req, exc), answers)
+            continue
+        _answer(p.req, _guarded(p.req, broker.finish_send, channel, p, results), answers)
 
 
 def _dispatch(channel: Channel, req: RemotingCommand) -> RemotingCommand | None:
@@ -131,15 +225,9 @@ def _dispatch(channel: Channel, req: RemotingCommand) -> RemotingCommand | None:
         resp = req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                             remark=f" request type {req.code} not supported")
     else:
-        try:
-            resp = handler(channel, req)
-            if resp is handlers.DEFERRED:
-                return None
-        except ProtocolError as exc:
-            resp = req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
-        except Exception as exc:  # a handler bug answers this request only
-            log.exception("remoting request %d failed", req.code)
-            resp = req.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+        resp = _guarded(req, handler, channel, req)
+        if resp is handlers.DEFERRED:
+            return None
     if log.isEnabledFor(logging.DEBUG) and resp is not None:
         log.debug("answer to %d: %d %s %s", req.code, resp.code, resp.remark or "", resp.ext_fields)
     return resp

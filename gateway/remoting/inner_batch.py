@@ -50,12 +50,13 @@ def _encode(m, logical, queue_offset: int) -> bytes:
                        store_timestamp=m.store_timestamp, store_host=m.store_host)
 
 
-def expand(m, first_offset: int, start: int, tags) -> list[bytes]:
-    """Encoded messages of the batch from logical offset `start` on, keeping those whose tag matches."""
+def expand(m, first_offset: int, start: int, subscription) -> list[bytes]:
+    """Encoded messages of the batch from logical offset `start` on, keeping those the subscription
+    filter (semantics.sql92.subscription_filter: tags or SQL92) matches."""
     out = []
     for i, logical in enumerate(records_as_messages(m)):
         qoff = first_offset + i
-        if qoff < start or not tags.matches(logical.properties.get("TAGS")):
+        if qoff < start or not subscription.matches_properties(logical.properties):
             continue
         out.append(_encode(m, logical, qoff))
     return out

@@ -68,12 +68,26 @@ def test_flags_and_response():
     struct.pack(">iI", 7, 3) + b"{x}",                 # not JSON
     struct.pack(">iI", 8, 4) + b"[1] ",               # JSON but not an object
     struct.pack(">iI", 10, (1 << 24) | 6) + b"\0" * 6,  # truncated binary header
+    struct.pack(">iI", 18, 14) + b'{"code":1}{"x"',  # an object followed by more text
 ])
 def test_malformed_frames_raise(bad):
     reader = FrameReader()
     reader.feed(bad)
     with pytest.raises(ProtocolError):
         reader.next_command()
+
+
+def test_json_header_lenient_forms_decode():
+    """Whitespace around the object and non-string extFields values (some clients send numbers)."""
+    header = b' {"code":11,"opaque":3,"extFields":{"queueId":2,"ok":true,"topic":"T"}} '
+    frame = struct.pack(">iI", 4 + len(header) + 4, len(header)) + header + b"body"
+    reader = FrameReader()
+    reader.feed(frame + frame)
+    for _ in range(2):  # two frames in one read, each decoded in place
+        cmd = reader.next_command()
+        assert (cmd.code, cmd.opaque, cmd.body) == (11, 3, b"body")
+        assert cmd.ext_fields == {"queueId": "2", "ok": "true", "topic": "T"}
+    assert reader.next_command() is None
 
 
 def test_frame_cap():

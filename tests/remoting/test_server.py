@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from codec.remoting import JSON, ROCKETMQ, RequestCode as RC, ResponseCode as R
+from codec.remoting import JSON, ROCKETMQ, RemotingCommand, RequestCode as RC, ResponseCode as R, encode
 from codec.remoting.bodies import BatchItem, encode_batch
 from store.message import decode, properties_to_string, tag_hash
 from wire import Peer
@@ -281,3 +281,57 @@ def test_stored_entries_name_this_gateway_as_store_host(gateway):
     (m,) = decode_all(p.call(RC.PULL_MESSAGE, pull_fields("HostT", 0, 0)).body)
     host, port = gateway.namesrv.split(":")
     assert m.store_host == (host, int(port))
+
+
+def test_pipelined_sends_in_one_write_each_get_their_answer(gateway):
+    """Sends arriving in one read are appended together; an oversized one among them is refused
+    alone, and a pull pipelined behind them sees every stored one (SQL92-filtered)."""
+    p = Peer(gateway.namesrv)
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PipeT", "readQueueNums": 1, "writeQueueNums": 1})
+    frames, opaques = [], []
+    for i in range(20):
+        body = b"x" * (5 * 1024 * 1024) if i == 7 else b"m%d" % i
+        cmd = RemotingCommand(code=RC.SEND_MESSAGE_V2, opaque=1000 + i, body=body,
+                              ext_fields=send_fields("PipeT", 0, {"n": str(i)}))
+        frames.append(encode(cmd))
+        opaques.append(1000 + i)
+    frames.append(encode(RemotingCommand(code=RC.PULL_MESSAGE, opaque=2000, ext_fields={
+        **pull_fields("PipeT", 0, 0, sub="n >= 15"), "expressionType": "SQL92"})))
+    p.sock.sendall(b"".join(frames))
+    answers = {}
+    while len(answers) < 21:
+        resp = p.receive()
+        assert resp is not None
+        answers[resp.opaque] = resp
+    offsets = sorted(int(answers[o].ext_fields["queueOffset"]) for o in opaques if o != 1007)
+    assert offsets == list(range(19))
+    assert answers[1007].code == R.MESSAGE_ILLEGAL
+    pulled = answers[2000]
+    assert pulled.code == R.SUCCESS
+    assert [m.body for m in decode_all(pulled.body)] == [b"m%d" % i for i in range(15, 20)]
+    assert pulled.ext_fields["nextBeginOffset"] == "19"
+
+
+def test_malformed_sql92_refused_by_check_client_config_heartbeat_and_pull(gateway):
+    p = Peer(gateway.namesrv)
+    bad = {"topic": "SqlT", "subString": "a IN ()", "expressionType": "SQL92", "tagsSet": [], "codeSet": []}
+    good = dict(bad, subString="a IN ('x')")
+    resp = p.call(RC.CHECK_CLIENT_CONFIG, body=json.dumps({"clientId": "c1", "group": "sg",
+                                                            "subscriptionData": bad}).encode())
+    assert resp.code == R.SUBSCRIPTION_PARSE_FAILED and "a IN ()" in resp.remark
+    resp = p.call(RC.CHECK_CLIENT_CONFIG, body=json.dumps({"clientId": "c1", "group": "sg",
+                                                            "subscriptionData": good}).encode())
+    assert resp.code == R.SUCCESS
+    hb = {"clientID": "c1", "producerDataSet": [], "consumerDataSet": [{
+        "groupName": "sg", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+        "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET", "subscriptionDataSet": [bad], "unitMode": False}]}
+    resp = p.call(RC.HEART_BEAT, body=json.dumps(hb).encode())
+    assert resp.code == R.SUBSCRIPTION_PARSE_FAILED and "position" in resp.remark
+    assert p.call(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "sg"}).code != R.SUCCESS  # not registered
+    hb["consumerDataSet"][0]["subscriptionDataSet"] = [good]
+    assert p.call(RC.HEART_BEAT, body=json.dumps(hb).encode()).code == R.SUCCESS
+    assert json.loads(p.call(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "sg"}).body) == {"consumerIdList": ["c1"]}
+    assert p.call(RC.GET_MAX_OFFSET, {"topic": "%RETRY%sg", "queueId": 0}).code == R.SUCCESS  # created
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "SqlT", "readQueueNums": 1, "writeQueueNums": 1})
+    resp = p.call(RC.PULL_MESSAGE, {**pull_fields("SqlT", 0, 0, sub="a IN ()"), "expressionType": "SQL92"})
+    assert resp.code == R.SUBSCRIPTION_PARSE_FAILED

@@ -1,0 +1,77 @@
+"""Kafka transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn (and the
+transactional branch of InitProducerId), over `semantics.producer_state.TransactionalProducers`.
+FindCoordinator answers key_type 1 (transaction coordinator) like groups: this broker."""
+from __future__ import annotations
+
+import time
+
+from codec.kafka import apis
+from gateway.kafka import errors
+from gateway.kafka.handlers import handler, kafka_state
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _txn(app, req):
+    """(error, txn) for a request naming transactional_id / producer_id / producer_epoch."""
+    txns = kafka_state(app).txns
+    txns.expire_due(_now())
+    return txns.lookup(req["transactional_id"], req["producer_id"], req["producer_epoch"])
+
+
+async def _durable(app, ends) -> None:
+    if ends:
+        await app.durable(max(r.end_offset for r in ends))
+
+
+async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
+    txns = kafka_state(app).txns
+    txns.expire_due(_now())
+    code, pid, epoch, ends = txns.init(txn_id, timeout_ms)
+    await _durable(app, ends)
+    return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+@handler(apis.ADD_PARTITIONS_TO_TXN)
+async def add_partitions_to_txn(conn, version, req):
+    code, txn = _txn(conn.app, req)
+    if txn is not None:
+        kafka_state(conn.app).txns.begin(txn, _now())
+    return {"results": [{"name": t["name"], "results": [
+        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]} for t in req["topics"]]}
+
+
+@handler(apis.ADD_OFFSETS_TO_TXN)
+async def add_offsets_to_txn(conn, version, req):
+    code, txn = _txn(conn.app, req)
+    if txn is not None:
+        kafka_state(conn.app).txns.begin(txn, _now())
+    return {"error_code": code}
+
+
+@handler(apis.TXN_OFFSET_COMMIT)
+async def txn_offset_commit(conn, version, req):
+    code, txn = _txn(conn.app, req)
+    out = []
+    for t in req["topics"]:
+        parts = []
+        for p in t["partitions"]:
+            if txn is not None:
+                txn.offsets.append((req["group_id"], t["name"], p["partition_index"], p["committed_offset"],
+                                    p["committed_metadata"] or ""))
+            parts.append({"partition_index": p["partition_index"], "error_code": code})
+        out.append({"name": t["name"], "partitions": parts})
+    return {"topics": out}
+
+
+@handler(apis.END_TXN)
+async def end_txn(conn, version, req):
+    app = conn.app
+    code, txn = _txn(app, req)
+    if txn is None:
+        return {"error_code": code}
+    ends = kafka_state(app).txns.finish(txn, commit=req["committed"])
+    await _durable(app, ends)
+    return {"error_code": errors.NONE}
