@@ -1,0 +1,1 @@
+"""Runnable Spark pipelines over the gateway: `python -m spark.pipelines.<name> --help`."""
