@@ -7,6 +7,7 @@ entries back with BaseOffset patched and encodes native RocketMQ messages as mag
 from __future__ import annotations
 
 import itertools
+import operator
 import struct
 import time
 
@@ -119,8 +120,9 @@ async def metadata(conn, version, req):
     out = []
     if wanted is None or (version == 0 and not wanted):
         for name in sorted(app.store.topics.names()):
-            if topics.legal_name(name):
-                out.append(topic_metadata(app, name, app.store.topics.get(name), errors.NONE))
+            cfg = app.store.topics.get(name)
+            if cfg is not None:
+                out.append(topic_metadata(app, name, cfg, errors.NONE))
     else:
         auto = req.get("allow_auto_topic_creation", True)
         for t in wanted:
@@ -333,36 +335,85 @@ async def produce(conn, version, req):
 
 # ---------------------------------------------------------------- Fetch
 
-def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
-                 view=None):
-    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked).
-    `view` is the tag filter of a filtered view topic: its inner-batch entries are cut to the
-    matching records, renumbered with the view's offsets."""
+UNITS_PER_LOOKUP = 4096  # ConsumeQueue units fetched per store call while filling a Fetch
+_PHYS = operator.itemgetter(0)
+
+
+def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget: int) -> list[tuple[int, int, int]]:
+    """(first offset, phys, size) of the entries from `offset` on, until their stored sizes reach
+    `budget` (the entry crossing it included: a stored entry is larger than the batch it serves).
+    The units of one inner batch share their phys: grouping them keeps the per-unit work in C."""
     out = []
     total = 0
-    s = app.store
-    while offset < high:
-        units = s.units(topic, partition, offset, 1)
+    while offset < high and total < budget:
+        units = s.units(topic, partition, offset, min(high - offset, UNITS_PER_LOOKUP))
         if not units:
             break
-        phys, size, _tags = units[0]
-        raw = s.read_entry(phys, size)
-        if view is not None and _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH:
-            batch, nxt = view_batch(s, topic, partition, offset, phys, raw, view)
-        elif _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH:
-            qoff = _I64.unpack_from(raw, _QOFF_AT)[0]
-            blen = _I32.unpack_from(raw, _BODYLEN_AT)[0]
-            batch = _I64.pack(qoff) + raw[_BODY_AT + 8:_BODY_AT + blen]
-            nxt = qoff + _I32.unpack_from(raw, _BODY_AT + _COUNT_AT)[0]
-        else:
-            batch = native_batch(store.message.decode(raw), offset)
-            nxt = offset + 1
-        if total + len(batch) > max_bytes and (total or not at_least_one):
+        start = offset
+        for phys, run in itertools.groupby(units, _PHYS):
+            n = len(list(run))
+            if not (out and out[-1][1] == phys):  # else the batch goes on from the previous lookup
+                if total >= budget:
+                    break
+                size = units[offset - start][1]
+                out.append((offset, phys, size))
+                total += size
+            offset += n
+    return out
+
+
+def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
+                 view=None) -> bytearray:
+    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked).
+
+    Each contiguous run of CommitLog entries is read with one call; an inner-batch entry's
+    RecordBatch is copied once into the answer and its BaseOffset patched there.
+    `view` is the tag filter of a filtered view topic: its inner-batch entries are cut to the
+    matching records, renumbered with the view's offsets."""
+    out = bytearray()
+    s = app.store
+    entries = fetch_entries(s, topic, partition, offset, high, max(max_bytes, 1))
+    i = 0
+    while i < len(entries):
+        j = i + 1  # entries[i:j] is one contiguous run of the CommitLog
+        while j < len(entries) and entries[j][1] == entries[j - 1][1] + entries[j - 1][2]:
+            j += 1
+        run_start = entries[i][1]
+        run_len = entries[j - 1][1] + entries[j - 1][2] - run_start
+        run = s.read_entry(run_start, run_len)
+        if len(run) < run_len:
             break
-        out.append(batch)
-        total += len(batch)
-        offset = max(nxt, offset + 1)
-    return out, total
+        mv = memoryview(run)
+        for first, phys, size in entries[i:j]:
+            if first < offset:
+                continue  # already served by the batch before (a view cut)
+            if size < _BODY_AT:
+                offset = first + 1  # a hole in the ConsumeQueue: nothing to serve
+                continue
+            at = phys - run_start
+            inner = _I32.unpack_from(run, at + _SYSFLAG_AT)[0] & INNER_BATCH
+            if inner and view is None:
+                qoff = _I64.unpack_from(run, at + _QOFF_AT)[0]
+                blen = _I32.unpack_from(run, at + _BODYLEN_AT)[0]
+                nxt = qoff + _I32.unpack_from(run, at + _BODY_AT + _COUNT_AT)[0]
+                if len(out) + blen > max_bytes and (out or not at_least_one):
+                    return out
+                pos = len(out)
+                out += mv[at + _BODY_AT:at + _BODY_AT + blen]
+                _I64.pack_into(out, pos, qoff)
+            else:
+                raw = bytes(mv[at:at + size])
+                if inner:
+                    batch, nxt = view_batch(s, topic, partition, first, phys, raw, view)
+                else:
+                    batch, nxt = native_batch(store.message.decode(raw), first), first + 1
+                if len(out) + len(batch) > max_bytes and (out or not at_least_one):
+                    return out
+                out += batch
+            offset = max(nxt, first + 1)
+        mv.release()
+        i = j
+    return out
 
 
 def view_batch(s, view_topic: str, partition: int, offset: int, phys: int, raw: bytes, filt) -> tuple[bytes, int]:
@@ -442,10 +493,9 @@ def _fetch_once(app, req, max_bytes: int):
                 failed = True
             elif offset < high and total < max_bytes:
                 limit = min(p["partition_max_bytes"], max_bytes - total)
-                batches, n = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0,
-                                          view=views.view_filter(cfg))
-                entry["records"] = b"".join(batches)
-                total += n
+                entry["records"] = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0,
+                                                view=views.view_filter(cfg))
+                total += len(entry["records"])
             parts.append(entry)
         responses.append({"topic": name, "partitions": parts})
     return responses, total, failed

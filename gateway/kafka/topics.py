@@ -20,6 +20,8 @@ DEFAULT_CONFIGS = {
 
 
 def legal_name(name: str | None) -> bool:
+    """Whether Kafka may create a topic of this name; existing topics are served whatever their name
+    (RocketMQ names its own topics `%DLQ%<group>`, `%RETRY%<group>`)."""
     return bool(name) and bool(_LEGAL.match(name)) and name not in (".", "..")
 
 
@@ -28,8 +30,8 @@ def partition_count(cfg) -> int:
 
 
 def existing(app, name: str):
-    """The TopicConfig of an existing topic with a legal Kafka name, else None (no auto-creation)."""
-    return app.store.topics.get(name) if legal_name(name) else None
+    """The TopicConfig of an existing topic, else None (no auto-creation)."""
+    return app.store.topics.get(name) if name else None
 
 
 def has_partition(cfg, index: int) -> bool:
@@ -43,11 +45,11 @@ def create(app, name: str, partitions: int, configs: dict | None = None):
 
 def lookup(app, name: str, auto_create: bool):
     """(TopicConfig or None, error code) for a topic a client names, auto-creating when allowed."""
-    if not legal_name(name):
-        return None, errors.INVALID_TOPIC_EXCEPTION
-    cfg = app.store.topics.get(name)
+    cfg = existing(app, name)
     if cfg is not None:
         return cfg, errors.NONE
+    if not legal_name(name):
+        return None, errors.INVALID_TOPIC_EXCEPTION
     if auto_create and app.config.auto_create_topics:
         return create(app, name, app.config.default_partitions), errors.NONE
     return None, errors.UNKNOWN_TOPIC_OR_PARTITION

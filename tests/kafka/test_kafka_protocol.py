@@ -175,6 +175,28 @@ def test_fetch_inside_batch_and_every_partition_answered(client):
     assert parts[2]["error_code"] == 1  # OFFSET_OUT_OF_RANGE
 
 
+def test_fetch_across_interleaved_partitions_lookups_and_byte_limit(client):
+    """Batches of two partitions alternate in the CommitLog (several contiguous runs), a batch spans
+    the gateway's ConsumeQueue lookup window, and partition_max_bytes cuts between batches."""
+    topic = _topic()
+    sizes = []
+    for _ in range(3):
+        for partition in (0, 1):
+            batch = _batch(3000)
+            sizes.append(len(batch))
+            assert produce_error(client.call(PRODUCE, 9, produce_body(topic, partition, batch)))[0] == 0
+    body = _fetch_body(topic, 0, max_wait_ms=0)
+    body["max_bytes"] = 1 << 22
+    body["topics"][0]["partitions"] = [
+        {"partition": 0, "fetch_offset": 4500, "partition_max_bytes": 1 << 22},
+        {"partition": 1, "fetch_offset": 0, "partition_max_bytes": sizes[0] * 2 + 10}]
+    parts = client.call(FETCH, 11, body)["responses"][0]["partitions"]
+    whole = records.parse_batches(parts[0]["records"])
+    assert [(b.base_offset, b.record_count, b.crc_ok()) for b in whole] == [(3000, 3000, True), (6000, 3000, True)]
+    cut = records.parse_batches(parts[1]["records"])
+    assert [(b.base_offset, b.record_count) for b in cut] == [(0, 3000), (3000, 3000)]
+
+
 def test_list_offsets_earliest_latest_and_time_miss(client):
     topic = _topic()
     client.call(PRODUCE, 9, produce_body(topic, 0, _batch(4)))

@@ -132,9 +132,6 @@ def test_replay_offset_and_time_range_keeps_headers(spark, bootstrap, topic_name
     assert got == [r[:3] for r in rows[12:16]]
 
 
-@pytest.mark.xfail(strict=True, reason="the gateway answers INVALID_TOPIC (17) in Metadata for existing "
-                   "topics whose names are RocketMQ-legal but not Kafka-legal ('%DLQ%...'); remove this "
-                   "mark once gateway/kafka/topics.py serves them")
 def test_replay_from_native_dlq_topic(spark, bootstrap, namesrv, topic_name, capsys):
     if namesrv is None:
         pytest.skip("needs the gateway's RocketMQ side")
