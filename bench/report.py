@@ -1,0 +1,293 @@
+"""Results of a bench run: medians, spreads and ratios, rendered as Markdown and a matplotlib chart
+into docs/performance.md and docs/img/performance.png (the "## Store" section is kept as found)."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+
+from bench.brokers import ROOT
+
+DOC = os.path.join(ROOT, "docs", "performance.md")
+REFERENCES = ("kafka", "rocketmq")
+LOWER_IS_BETTER = ("ms", "MiB", "s")
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def fmt(x: float) -> str:
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def size(n: int) -> str:
+    return f"{n / 2**30:g} GiB" if n >= 2**30 else f"{n / 2**20:g} MiB"
+
+
+class Results:
+    """rows[(scenario, metric)] = {system: [values]}; n/a reasons per (scenario, system)."""
+
+    def __init__(self):
+        self.rows: dict[tuple[str, str], dict[str, list[float]]] = {}
+        self.better: dict[tuple[str, str], str] = {}
+        self.reasons: dict[tuple[str, str], str] = {}
+        self.system_reasons: dict[str, str] = {}
+        self.kafka_reasons: dict[str, str] = {}
+
+    def add(self, scenario: str, metric: str, system: str, value: float, better: str | None = None) -> None:
+        self.rows.setdefault((scenario, metric), {}).setdefault(system, []).append(float(value))
+        if better or (scenario, metric) not in self.better:
+            self.better[(scenario, metric)] = better or (
+                "lower" if metric.split()[-1] in LOWER_IS_BETTER else "higher")
+
+    def na(self, scenario: str, system: str, reason: str) -> None:
+        self.reasons.setdefault((scenario, system), reason)
+
+    def na_all_kafka(self, system: str, reason: str) -> None:
+        self.kafka_reasons[system] = reason
+
+    def failed_start(self, system: str, reason: str) -> None:
+        self.system_reasons[system] = "failed to start: " + " ".join(reason.split())[:300]
+
+    def _reason(self, scenario: str, system: str) -> str:
+        r = self.reasons.get((scenario, system))
+        if r is None and "native" not in scenario:
+            r = self.kafka_reasons.get(system)
+        return r or self.system_reasons.get(system) or "not run"
+
+    def _cell(self, scenario: str, metric: str, system: str) -> str:
+        vals = self.rows.get((scenario, metric), {}).get(system)
+        if not vals:
+            return f"n/a ({_short(self._reason(scenario, system))})"
+        if len(vals) == 1:
+            return f"{fmt(vals[0])} (n=1)"
+        return f"{fmt(median(vals))} ({fmt(min(vals))}–{fmt(max(vals))})"
+
+    def comparisons(self):
+        """(scenario, metric, reference, ref values, gateway values, ratio or None) per table row."""
+        for (scenario, metric), by_system in self.rows.items():
+            refs = [r for r in REFERENCES if r in by_system or (scenario, r) in self.reasons]
+            if not refs:  # the reference never ran this row (e.g. it failed to start): say which
+                refs = ["rocketmq" if "native" in scenario else "kafka"]
+            for ref in refs:
+                g = by_system.get("gateway")
+                rv = by_system.get(ref) if ref else None
+                ratio = median(g) / median(rv) if g and rv and median(rv) else None
+                yield scenario, metric, ref, ratio
+
+    def markdown(self) -> str:
+        lines = ["| scenario | metric | reference | reference: median (min–max) | gateway: median (min–max) "
+                 "| gateway / reference |", "|---|---|---|---|---|---|"]
+        for scenario, metric, ref, ratio in self.comparisons():
+            ref_cell = self._cell(scenario, metric, ref) if ref else "—"
+            lines.append(f"| {scenario} | {metric} | {ref or '—'} | {ref_cell} | "
+                         f"{self._cell(scenario, metric, 'gateway')} | {f'{ratio:.2f}×' if ratio else '—'} |")
+        # scenarios where no system produced a number still get a line, with the reasons
+        seen = {s for s, _ in self.rows}
+        for (scenario, system) in self.reasons:
+            if scenario not in seen:
+                seen.add(scenario)
+                cells = "; ".join(f"{sy}: {_short(r)}" for (sc, sy), r in self.reasons.items() if sc == scenario)
+                lines.append(f"| {scenario} | — | — | n/a | n/a | — ({cells}) |")
+        return "\n".join(lines)
+
+    def chart(self, path: str) -> bool:
+        """Horizontal bars of gateway / reference per row (log scale); green where the gateway is
+        better. False when there is no ratio to draw."""
+        rows = [(f"{s} · {m} vs {r}", ratio, self.better[(s, m)]) for s, m, r, ratio in self.comparisons()
+                if ratio and m not in ("MB/s", "GiB on disk")]  # MB/s: same ratio as rec/s
+        if not rows:
+            return False
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(11, 0.32 * len(rows) + 1.5))
+        labels = [r[0] for r in rows][::-1]
+        ratios = [r[1] for r in rows][::-1]
+        colors = ["tab:green" if (r >= 1) == (b == "higher") else "tab:red" for _, r, b in rows][::-1]
+        ax.barh(labels, [r - 1 for r in ratios], left=1, color=colors)  # bars grow from 1×
+        for y, r in enumerate(ratios):
+            ax.text(r, y, f" {r:.2f}× ", va="center", ha="left" if r >= 1 else "right", fontsize=7)
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xscale("log")
+        lo, hi = min(ratios + [1.0]), max(ratios + [1.0])
+        ax.set_xlim(lo / 2.5, hi * 2.5)
+        ax.set_xlabel("gateway / reference (median of runs; green = gateway better)")
+        ax.tick_params(axis="y", labelsize=7)
+        fig.tight_layout()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return True
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Results":
+        r = cls()
+        for row in data["rows"]:
+            for system, values in row["values"].items():
+                for v in values:
+                    r.add(row["scenario"], row["metric"], system, v, row.get("better"))
+        for na in data["na"]:
+            r.na(na["scenario"], na["system"], na["reason"])
+        r.system_reasons.update(data.get("systems_failed", data.get("systems_na", {})))
+        r.kafka_reasons.update(data.get("kafka_na", {}))
+        return r
+
+    def to_json(self) -> dict:
+        return {"rows": [{"scenario": s, "metric": m, "values": v, "better": self.better[(s, m)]}
+                         for (s, m), v in self.rows.items()],
+                "na": [{"scenario": s, "system": sy, "reason": r} for (s, sy), r in self.reasons.items()],
+                "systems_failed": self.system_reasons, "kafka_na": self.kafka_reasons}
+
+
+def _short(text: str, n: int = 140) -> str:
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= n else text[:n] + "…"
+
+
+def _cmd(cmd: list[str]) -> str:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return (r.stdout + r.stderr).strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def _pom_versions() -> dict:
+    with open(os.path.join(ROOT, "bench", "java", "pom.xml")) as f:
+        text = f.read()
+    return dict(re.findall(r"<(kafka|rocketmq)\.version>([^<]+)<", text))
+
+
+def machine(plan: str, elapsed: float) -> dict:
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    java = _cmd(["java", "-version"])
+    import confluent_kafka
+
+    v = _pom_versions()
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "plan": plan, "elapsed_s": round(elapsed),
+        "cpu": f"{cpu}, {os.cpu_count()} cores", "memory": f"{mem_kb / 2**20:.0f} GiB",
+        "os": f"{platform.system()} {platform.release()}", "python": sys.version.split()[0],
+        "java": java.splitlines()[0] if java else "?",
+        "kafka": v.get("kafka", "?"), "rocketmq": v.get("rocketmq", "?"),
+        "librdkafka": confluent_kafka.libversion()[0],
+    }
+
+
+INTRO = """# Performance
+
+Side-by-side measurements of the gateway (`python -m gateway`) against Apache Kafka and Apache
+RocketMQ started from their Maven Central jars on the same machine, one system at a time, with the same
+clients. Produced by `python -m bench` (`make bench`; `--quick` for the short run). Numbers from these
+shared 2-core machines vary from run to run: every scenario runs at least three times; cells give the
+median and the spread (min–max), the last column the ratio of the medians, gateway / reference. Only
+the ratios mean anything; they hold for this machine and this run.
+"""
+
+METHOD = """## How it is measured
+
+- **Systems.** Kafka: one KRaft node (broker + controller), default durability: an acknowledged write
+  is in the page cache, not fsynced (`log.flush.interval.messages` unbounded); the durable rows set
+  `log.flush.interval.messages=1`. RocketMQ: name server + one master broker, `ASYNC_FLUSH`
+  (`SYNC_FLUSH` for the durable rows). The gateway: `--flush async` / `--flush sync`. JVM heaps are
+  2 GiB per broker (512 MiB for the name server). Data lives in a temp dir; everything is on loopback.
+- **Clients.** librdkafka (confluent-kafka) in a separate process, batching on (`linger.ms=5`, no
+  compression); the Kafka perf tools `org.apache.kafka.tools.ProducerPerformance` /
+  `ConsumerPerformance` from the Kafka jars. RocketMQ's `rocketmq-example` Benchmark classes are not on
+  Maven Central for 5.x, so native TPS uses `bench/java/.../RmqBench.java` (same method: 16 threads of
+  synchronous sends of 128 B bodies for a fixed time, after an uncounted warm-up that lets the JIT of
+  client and broker settle; a push consumer with a new group reading the topic back). Its repetitions
+  run in one JVM, so JVM start-up is never measured. The Python row uses the project's own client
+  (`client/`, 16 concurrent sends on one trio loop), gateway only.
+- **Latency** is end to end (send → receive in a consumer) at a fixed rate: half the gateway's maximum
+  librdkafka rate (capped at 20 000 rec/s, the Python client's limit).
+- **Partitions** rows (Kafka protocol) spread 100 B records round-robin over N partitions in topics of
+  ≤ 100 each; the topics are created once (the "create" row, one value) and written three times.
+- **Start-up** is one value per system: from spawning the process(es) to passing the health check
+  (Kafka: metadata answers; RocketMQ: the broker is registered in the name server, which it does
+  about 10 s after it boots; the gateway: both ports accept).
+- **Recovery** is the time from restarting a `kill -9`ed system until it passes its start health check
+  (as for start-up), with the given volume on disk; after each restart one acks=all write must succeed
+  (not timed: its client's start-up would be counted).
+- **Memory** is private anonymous resident memory (`RssAnon` from `/proc/PID/status`: heap, stacks,
+  malloc — not page cache of mapped store files), summed over the system's processes: the peak over
+  the async run and the value after it idled 2 s.
+"""
+
+USAGE = """## Running it
+
+- `make bench` (full plan, about 20 minutes) or `.venv/bin/python -m bench --quick` (about 3 minutes:
+  no Java perf-tool rows, no durable or recovery rows). `--systems gateway,kafka` runs a subset;
+  `--no-docs` leaves this page alone; raw figures go to `bench/results/*.json`.
+- The reference brokers' jars come from Maven Central through `bench/java/pom.xml` (`make bench-jars`,
+  part of `make setup`) into `bench/jars/` (not committed). Kafka {kafka} and RocketMQ {rocketmq} are
+  pinned there.
+- Other tests and benchmarks get the same systems from `bench.brokers`:
+  `with KafkaBroker(tmpdir) as k: k.bootstrap`, `with RocketMQBroker(tmpdir) as r: r.namesrv`,
+  `with Gateway(tmpdir, flush="async") as g: g.bootstrap, g.namesrv` (also `kill9()`, `start()`,
+  `memory()`, `peak_memory`). A system that fails to start raises `BrokerError` with its log tail.
+- Rows that a system cannot run (an unfinished gateway feature, a client error, the time budget) say
+  `n/a (reason)` instead of stopping the run.
+"""
+
+STORE_PLACEHOLDER = """## Store
+
+(Figures of the store benchmark, `python -m bench.store`, go here.)
+"""
+PLANS = ("full", "quick")
+
+
+def _section(old: str, heading: str) -> str | None:
+    """The text of `## heading...` up to the next `## ` heading, or None."""
+    m = re.search(rf"^## {re.escape(heading)}.*?(?=^## |\Z)", old, flags=re.S | re.M)
+    return m.group(0).rstrip() + "\n" if m else None
+
+
+def run_section(results: Results, meta: dict, img_rel: str | None) -> str:
+    m = meta
+    text = (f"## Latest run ({m['plan']} plan)\n\n{m['date']}, {m['elapsed_s']} s. Machine: {m['cpu']}, "
+            f"{m['memory']} RAM, {m['os']}; Python {m['python']}, {m['java']}; Apache Kafka {m['kafka']}, "
+            f"Apache RocketMQ {m['rocketmq']}, librdkafka {m['librdkafka']}.\n\n{results.markdown()}\n")
+    if img_rel:
+        text += f"\n![gateway / reference per scenario, {m['plan']} plan]({img_rel})\n"
+    return text
+
+
+def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
+    """Rewrite the page: this run's section replaces the previous run of the same plan; the other
+    plan's section and the Store section are kept as found."""
+    old = open(doc).read() if os.path.exists(doc) else ""
+    plan = meta["plan"]
+    img = os.path.join(os.path.dirname(doc), "img", f"performance-{plan}.png")
+    sections = {plan: run_section(results, meta, f"img/performance-{plan}.png" if results.chart(img) else None)}
+    for other in PLANS:
+        if other != plan:
+            kept = _section(old, f"Latest run ({other} plan)")
+            if kept:
+                sections[other] = kept
+    parts = [INTRO] + [sections[p] for p in PLANS if p in sections]
+    parts += [METHOD, USAGE.format(**meta), _section(old, "Store") or STORE_PLACEHOLDER]
+    os.makedirs(os.path.dirname(doc), exist_ok=True)
+    with open(doc, "w") as f:
+        f.write("\n".join(parts))

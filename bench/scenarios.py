@@ -1,0 +1,264 @@
+"""The measurements. Each function takes a started system and returns one repetition's metrics
+(a dict) or raises `Unavailable` with the reason (a gateway feature not there yet, a client error).
+Load generators run as separate processes: librdkafka via bench.kafka_client, the Kafka perf tools and
+the RocketMQ benchmark class (bench/java) on the JVM."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+from bench.brokers import ROOT, java_classpath
+
+
+class Unavailable(Exception):
+    """This measurement cannot be made on this system now; the message says why."""
+
+
+def _tail(text: str, n: int = 400) -> str:
+    text = " ".join(text.strip().split())
+    return text[-n:]
+
+
+def _run(cmd: list[str], timeout: float) -> str:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise Unavailable(f"timed out after {timeout:.0f}s: {_tail(err)}")
+    if r.returncode != 0:
+        raise Unavailable(f"exit {r.returncode}: {_tail(r.stdout + r.stderr)}")
+    return r.stdout
+
+
+def _json_line(out: str) -> dict:
+    for line in reversed(out.strip().splitlines()):
+        if line.startswith("{"):
+            data = json.loads(line)
+            if "error" in data:
+                raise Unavailable(data["error"])
+            return data
+    raise Unavailable(f"no result: {_tail(out)}")
+
+
+def kafka_client(limit: float, **args) -> dict:
+    """Run one bench.kafka_client command in its own process, at most `limit` seconds."""
+    return _json_line(_run([sys.executable, "-m", "bench.kafka_client", json.dumps(args)], limit))
+
+
+def _java(system: str, main: str, args: list[str], timeout: float, heap: str = "1g") -> str:
+    return _run(["java", f"-Xmx{heap}", "-XX:+UseG1GC", "-cp", java_classpath(system), main, *args], timeout)
+
+
+def new_topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# -- Kafka protocol ------------------------------------------------------------------------------
+
+def create_topics(bootstrap: str, topics: list[str], partitions: int, timeout: float = 600) -> float:
+    return kafka_client(timeout + 30, cmd="create", bootstrap=bootstrap, topics=topics,
+                        partitions=partitions, timeout=timeout)["seconds"]
+
+
+def librdkafka_produce(bootstrap: str, size: int, acks: str, seconds: float, partitions: int = 4) -> dict:
+    r = kafka_client(seconds + 150, cmd="produce", bootstrap=bootstrap, topic=new_topic("p"), size=size,
+                     acks=acks, seconds=seconds, create=partitions)
+    if r["failed"]:
+        raise Unavailable(f"{r['failed']} records failed: {r['errors']}")
+    return {"rec/s": r["rps"], "MB/s": r["mbps"]}
+
+
+_PERF = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                   r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
+
+
+def java_produce(bootstrap: str, size: int, acks: str, records: int, timeout: float, partitions: int = 4,
+                 rate: int = -1) -> dict:
+    """org.apache.kafka.tools.ProducerPerformance, count-bound (it has no duration option). Unbounded
+    (`rate` -1) it measures throughput; its latencies then are queueing time, so percentiles are
+    reported only for a fixed `rate`."""
+    topic = new_topic("jp")
+    create_topics(bootstrap, [topic], partitions)
+    out = _java("kafka", "org.apache.kafka.tools.ProducerPerformance",
+                ["--topic", topic, "--num-records", str(records), "--record-size", str(size),
+                 "--throughput", str(rate), "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}",
+                 "linger.ms=5", "batch.size=262144", "buffer.memory=134217728", "enable.idempotence=false",
+                 "compression.type=none", "delivery.timeout.ms=60000", "request.timeout.ms=30000"], timeout)
+    m = None
+    for m in _PERF.finditer(out):
+        pass
+    if m is None:
+        raise Unavailable(f"no summary: {_tail(out)}")
+    if rate > 0:
+        return {"p50 ms": float(m.group(6)), "p99 ms": float(m.group(8))}
+    return {"rec/s": float(m.group(2)), "MB/s": float(m.group(3))}
+
+
+def prefill(bootstrap: str, records: int, size: int, partitions: int = 4) -> str:
+    topic = new_topic("c")
+    r = kafka_client(300, cmd="produce", bootstrap=bootstrap, topic=topic, size=size, acks="1",
+                     seconds=120, max_records=records, create=partitions)
+    if r["records"] < records:
+        raise Unavailable(f"pre-fill wrote {r['records']} of {records}: {r['errors']}")
+    return topic
+
+
+def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict:
+    r = kafka_client(150, cmd="consume", bootstrap=bootstrap, topic=topic, records=records, timeout=120)
+    if not r["complete"]:
+        raise Unavailable(f"read {r['records']} of {records}")
+    return {"rec/s": r["rps"], "MB/s": r["mbps"]}
+
+
+def java_consume(bootstrap: str, topic: str, records: int) -> dict:
+    """org.apache.kafka.tools.ConsumerPerformance (a consumer group); fetch rate excludes the join."""
+    out = _java("kafka", "org.apache.kafka.tools.ConsumerPerformance",
+                ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
+                 "--group", new_topic("g"), "--timeout", "30000", "--hide-header",
+                 "--command-property", "auto.offset.reset=earliest"], 180)
+    fields = [f.strip() for f in out.strip().splitlines()[-1].split(",")]
+    try:
+        consumed = float(fields[4])
+        mbps, rps = float(fields[8]), float(fields[9])
+    except (IndexError, ValueError):
+        raise Unavailable(f"unexpected output: {_tail(out)}")
+    if consumed < records:
+        raise Unavailable(f"read {consumed:.0f} of {records}")
+    return {"rec/s": rps, "MB/s": mbps}
+
+
+def e2e_latency(bootstrap: str, rate: float, seconds: float) -> dict:
+    topic = new_topic("l")
+    create_topics(bootstrap, [topic], 1)
+    r = kafka_client(seconds + 90, cmd="latency", bootstrap=bootstrap, topic=topic, rate=rate, seconds=seconds)
+    if r["records"] < r["sent"]:
+        raise Unavailable(f"{r['records']} of {r['sent']} records came back")
+    return {"p50 ms": r["p50_ms"], "p99 ms": r["p99_ms"], "p99.9 ms": r["p999_ms"]}
+
+
+def create_partitions(bootstrap: str, total: int, per_topic: int = 100, timeout: float = 600) -> tuple[dict, float]:
+    """`total` partitions in topics of <=100 each: (spread for partition_produce, seconds to create)."""
+    prefix = new_topic("s")
+    per = min(per_topic, total)
+    topics = [f"{prefix}-{i}" for i in range((total + per - 1) // per)]
+    seconds = create_topics(bootstrap, topics, per, timeout)
+    return {"spread_topics": topics, "spread_per": per}, seconds
+
+
+def partition_produce(bootstrap: str, spread: dict, seconds: float) -> dict:
+    """Produce 100 B records round-robin over every partition of the spread."""
+    r = kafka_client(seconds + 200, cmd="produce", bootstrap=bootstrap, topic=spread["spread_topics"][0],
+                     size=100, acks="1", seconds=seconds, **spread)
+    if r["failed"]:
+        raise Unavailable(f"{r['failed']} records failed: {r['errors']}")
+    return {"rec/s": r["rps"]}
+
+
+# -- RocketMQ remoting ---------------------------------------------------------------------------
+
+RMQ_BENCH = "rocketgate.bench.RmqBench"
+
+
+def rmq_produce_reps(namesrv: str, topic: str, seconds: float, reps: int, threads: int = 16, size: int = 128,
+                     warmup: float = 0.0) -> list[dict]:
+    """`reps` consecutive windows in one JVM (its start-up is not measured and costs seconds here)."""
+    out = _java("rocketmq", RMQ_BENCH, ["produce", namesrv, topic, str(seconds), str(threads), str(size),
+                                        str(warmup), str(reps)], (seconds + 10) * reps + warmup + 90)
+    windows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    if not windows:
+        raise Unavailable(f"no result: {_tail(out)}")
+    if any(w["sent"] == 0 for w in windows):
+        raise Unavailable(f"no send succeeded in a window ({windows[-1]['failed']} failed)")
+    return [{"TPS": w["tps"], "p99 ms": w["p99_ms"], "sent": w["sent"]} for w in windows]
+
+
+def rmq_produce(namesrv: str, topic: str, seconds: float, threads: int = 16, size: int = 128,
+                warmup: float = 0.0) -> dict:
+    return rmq_produce_reps(namesrv, topic, seconds, 1, threads, size, warmup)[0]
+
+
+def rmq_consume_reps(namesrv: str, topic: str, expected: int, reps: int) -> list[dict]:
+    """`reps` push consumers in turn (new group each, one JVM), each reading the whole topic."""
+    out = _java("rocketmq", RMQ_BENCH, ["consume", namesrv, topic, new_topic("cg"), str(expected), "60",
+                                        str(reps)], 70 * reps + 60)
+    runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    if not runs:
+        raise Unavailable(f"no result: {_tail(out)}")
+    short = [r for r in runs if r["received"] < expected]
+    if short:
+        raise Unavailable(f"received {short[0]['received']} of {expected}")
+    return [{"TPS": r["tps"]} for r in runs]
+
+
+def python_native_reps(namesrv: str, seconds: float, reps: int, size: int = 128) -> list[dict]:
+    """Send TPS with the project's own RocketMQ client (client/), `reps` windows in one process."""
+    out = _run([sys.executable, "-m", "bench.native_client", namesrv, new_topic("py"), str(seconds), str(size),
+                "16", str(reps)], (seconds + 10) * reps + 60)
+    runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    if not runs or "error" in runs[-1]:
+        raise Unavailable(runs[-1]["error"] if runs else f"no result: {_tail(out)}")
+    return [{"TPS": r["tps"]} for r in runs]
+
+
+# -- process-level -------------------------------------------------------------------------------
+
+def dir_bytes(path: str) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dirpath, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def fill_kafka(bootstrap: str, topic: str, nbytes: int, limit: float = 800) -> None:
+    """Write about `nbytes` in 16 KiB records, within `limit` seconds."""
+    size = 16 << 10
+    records = nbytes // size
+    if records <= 0:
+        return
+    r = kafka_client(limit + 100, cmd="produce", bootstrap=bootstrap, topic=topic, size=size, acks="1",
+                     seconds=limit, max_records=records)
+    if r["records"] < records:
+        raise Unavailable(f"wrote {r['records']} of {records} records within {limit:.0f}s {r['errors']}")
+
+
+def fill_rocketmq(namesrv: str, topic: str, nbytes: int, limit: float = 800) -> None:
+    """Send 128 KiB bodies from 16 threads until about `nbytes` are stored, within `limit` seconds
+    (RmqBench is time-bound: run it until the volume is reached)."""
+    body = 128 << 10
+    sent = 0
+    deadline = time.monotonic() + limit
+    while sent * body < nbytes:
+        left = deadline - time.monotonic()
+        if left < 5:
+            raise Unavailable(f"wrote {sent * body >> 20} of {nbytes >> 20} MiB within {limit:.0f}s")
+        seconds = min(left - 3, max(3.0, (nbytes - sent * body) / 150e6))
+        sent += rmq_produce(namesrv, topic, seconds=seconds, threads=16, size=body)["sent"]
+
+
+def timed_restart(system, probe) -> float:
+    """kill -9, then the time until the system passes its start health check again; `probe()` (one
+    acknowledged write) must then succeed, but is not timed: its client start-up (a JVM for RocketMQ)
+    would be measured too."""
+    system.kill9()
+    t0 = time.perf_counter()
+    system.start()
+    elapsed = time.perf_counter() - t0
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            probe()
+            return elapsed
+        except Unavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
