@@ -184,3 +184,50 @@ def rocketmq_reconsume(r: dict) -> None:
         again = ms[1]
         assert (again["topic"], again["tags"], again["keys"], again["props"]) == \
             (ms[0]["topic"], "TagR", body, {"n": body[3:]}), ms
+
+
+def rocketmq_sql_filter(r: dict) -> None:
+    """`a BETWEEN 3 AND 6` over a = 0..9 delivers exactly 3..6 (property intact); `a > AND` fails start()
+    with the broker's SUBSCRIPTION_PARSE_FAILED (23) answer to CHECK_CLIENT_CONFIG."""
+    assert sorted(int(m["props"]["a"]) for m in r["received"]) == [3, 4, 5, 6], r["received"]
+    assert all(m["body"] == f"sql-{m['props']['a']}" for m in r["received"]), r["received"]
+    assert not r["bad_started"], r
+    assert "CODE: 23" in "\n".join(r["bad_error"]), r["bad_error"]
+
+
+def rocketmq_delay_level(r: dict, topic: str, level_seconds: float) -> None:
+    """The undelayed message arrives; the delayed one arrives once, not before (about) its level's delay,
+    stored on its real topic."""
+    by_body = defaultdict(list)
+    for m in r["received"]:
+        by_body[m["body"]].append(m)
+    assert sorted(by_body) == ["delayed", "now"] and len(by_body["delayed"]) == 1, r["received"]
+    delayed = by_body["delayed"][0]
+    assert delayed["topic"] == topic and delayed["msg_id"] == r["delayed_sent"]["msg_id"], (delayed, r["delayed_sent"])
+    # loose: half the level's delay, so clock granularity and scheduling never matter
+    assert delayed["at"] - r["sent_at"] >= level_seconds * 1000 / 2, (r["sent_at"], delayed)
+    assert delayed["store"] - r["sent_at"] >= level_seconds * 1000 / 2, (r["sent_at"], delayed)
+
+
+def rocketmq_tx_check(r: dict, check_max: int) -> None:
+    """UNKNOW then a COMMIT check-back → visible (and no further checks need to succeed); always UNKNOW →
+    checked `check_max` times, never visible."""
+    assert [s["local"] for s in r["sent"]] == ["UNKNOW", "UNKNOW"], r["sent"]
+    stored = {(m["queue"], m["offset"]): m["body"] for m in r["received"]}  # two readers, each from the start
+    assert sorted(stored.values()) == ["commit-late"], r["received"]
+    assert r["checks"].get("commit-late", 0) >= 1, r["checks"]
+    assert r["checks"].get("unknown") == check_max, r["checks"]
+
+
+def rocketmq_dlq(r: dict, topic: str, max_reconsume: int) -> None:
+    """Deliveries with reconsumeTimes 0..max, then the message sits in %DLQ%<group> with reconsumeTimes
+    max + 1, its original msgId, body, keys and properties, and RETRY_TOPIC naming the original topic."""
+    assert [m["reconsume"] for m in r["deliveries"]] == list(range(max_reconsume + 1)), r["deliveries"]
+    assert all(m["body"] == "dlq-0" and m["msg_id"] == r["sent"]["msg_id"] for m in r["deliveries"]), r["deliveries"]
+    assert len(r["dlq"]) == 1, r["dlq"]
+    dead = r["dlq"][0]
+    assert (dead["body"], dead["tags"], dead["keys"], dead["props"]) == ("dlq-0", "TagQ", "dlq-0", {"n": "0"}), dead
+    assert dead["topic"].startswith("%DLQ%"), dead
+    assert dead["reconsume"] == max_reconsume + 1, dead
+    assert dead["msg_id"] == r["sent"]["msg_id"], (dead, r["sent"])
+    assert dead["retry_topic"] == topic, dead

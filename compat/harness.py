@@ -2,7 +2,7 @@
 
 The JVM runs are the slow part, so a test module starts one gateway and one JVM per client version
 and its tests assert on the recorded results. The process class is the `gateway` fixture's own
-(tests/conftest.py), loaded by path so a module-scoped fixture can build one.
+(tests/gateway_process.py), loaded by path so a module-scoped fixture can build one.
 """
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import pytest
 
 from compat.jvm import ROOT, ScenarioRun
 
-_spec = importlib.util.spec_from_file_location("_rocketgate_test_conftest", os.path.join(ROOT, "tests", "conftest.py"))
-_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_conftest)
-GatewayProcess = _conftest.GatewayProcess
+_spec = importlib.util.spec_from_file_location("rocketgate_gateway_process", os.path.join(ROOT, "tests", "gateway_process.py"))
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+GatewayProcess = _module.GatewayProcess
 
 
-def start_gateway(directory) -> GatewayProcess:
-    """A fresh gateway with its data under `directory` (a pytest tmp dir)."""
-    return GatewayProcess(os.path.join(str(directory), "data")).start()
+def start_gateway(directory, extra_args: list[str] | None = None) -> GatewayProcess:
+    """A fresh gateway with its data under `directory` (a pytest tmp dir), started with `extra_args`."""
+    return GatewayProcess(os.path.join(str(directory), "data"), extra_args=extra_args).start()
 
 
 @pytest.fixture(scope="module", name="gw")
@@ -55,15 +55,18 @@ class Results:
 
 
 @contextlib.contextmanager
-def run_on_gateway(directory, module: str, main: str, args, restart_at_pause: bool = False, before=None):
-    """Starts a gateway, calls `before(gw)`, runs the scenario program with `args(gw)` to its end
-    (restarting the gateway at a `pause` scenario if asked), yields the Results, stops the gateway."""
-    gw = start_gateway(directory)
+def run_on_gateway(directory, module: str, main: str, args, restart_at_pause: bool = False, before=None,
+                   on_pause=None, gateway_args: list[str] | None = None):
+    """Starts a gateway (with `gateway_args`), calls `before(gw)`, runs the scenario program with `args(gw)`
+    to its end (at a `pause` scenario: restarts the gateway if asked, else calls `on_pause(gw, log_dir)`),
+    yields the Results, stops the gateway."""
+    gw = start_gateway(directory, gateway_args)
     try:
         if before is not None:
             before(gw)
         log_dir = os.path.join(str(directory), "logs")
-        run = ScenarioRun(module, main, args(gw), log_dir, on_pause=gw.restart if restart_at_pause else None)
+        pause = gw.restart if restart_at_pause else (lambda: on_pause(gw, log_dir)) if on_pause else None
+        run = ScenarioRun(module, main, args(gw), log_dir, on_pause=pause)
         yield Results(run, gw, log_dir)
     finally:
         gw.stop()

@@ -54,10 +54,12 @@ def java_command(module: str, main: str, args: list[str], log_dir: str) -> list[
 
 def run_tool(module: str, main: str, args: list[str], log_dir: str, input: str | None = None,
              timeout: float = 120) -> subprocess.CompletedProcess:
-    """Runs one command-line tool to completion; stdout and stderr are returned as text."""
+    """Runs one command-line tool to completion; stdout and stderr are returned as text. It runs in
+    `log_dir`, because some tools (mqadmin consumerStatus) write dump folders into their cwd."""
     os.makedirs(log_dir, exist_ok=True)
     return subprocess.run(java_command(module, main, args, log_dir), input=input, capture_output=True,
-                          text=True, timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL)
+                          text=True, timeout=timeout, cwd=log_dir,
+                          stdin=None if input is not None else subprocess.DEVNULL)
 
 
 class ScenarioRun:
@@ -74,7 +76,7 @@ class ScenarioRun:
         self.finished = False
         with open(self.stderr_path, "wb") as err:
             proc = subprocess.Popen(java_command(module, main, args, log_dir), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=err, text=True)
+                                    stdout=subprocess.PIPE, stderr=err, text=True, cwd=log_dir)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:

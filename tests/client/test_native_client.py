@@ -9,7 +9,7 @@ from client import (JSON, ROCKETMQ, Admin, ConsumeFrom, ConsumeStatus, LitePullC
                     MessageQueue, MQBrokerError, MQClientError, Producer, PushConsumer, SendStatus, allocate_averagely)
 from client.producer import LatencyFaultTolerance
 from client.instance import TopicRoute
-from conftest import GatewayProcess, free_port
+from gateway_process import GatewayProcess, free_port
 
 
 @pytest.fixture(scope="module")

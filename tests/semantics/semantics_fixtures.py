@@ -53,7 +53,7 @@ def run_gateway(tmp_path, client_part, **settings):
     offer yet (short check intervals, short delay levels), real sockets, while
     `client_part(namesrv, app)` runs in a worker thread; returns what it returns.
     The server runs in the main thread because it listens for signals."""
-    from conftest import free_port, wait_port  # tests/conftest.py
+    from gateway_process import free_port, wait_port
     from gateway import server
     from gateway.config import GatewayConfig
     from semantics import install_services

@@ -8,10 +8,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -20,6 +23,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.producer.TransactionSendResult;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
@@ -51,6 +55,11 @@ public final class RocketCompat {
                 case "lite_subscribe": Out.run(name, RocketCompat::liteSubscribe); break;
                 case "transaction": Out.run(name, RocketCompat::transaction); break;
                 case "reconsume": Out.run(name, RocketCompat::reconsume); break;
+                case "sql_filter": Out.run(name, RocketCompat::sqlFilter); break;
+                case "delay_level": Out.run(name, RocketCompat::delayLevel); break;
+                case "tx_check": Out.run(name, () -> txCheck(Integer.parseInt(s[1]))); break;
+                case "dlq": Out.run(name, RocketCompat::dlq); break;
+                case "status_hold": Out.run(name, RocketCompat::statusHold); break;
                 case "cross_produce": Out.run(name, () -> crossProduce(s[1])); break;
                 case "cross_consume": Out.run(name, () -> crossConsume(s[1], s[2], Integer.parseInt(s[3]))); break;
                 default: Out.emit(Out.map("scenario", name, "ok", false, "error", List.of("unknown scenario")));
@@ -72,12 +81,34 @@ public final class RocketCompat {
     }
 
     static DefaultMQPushConsumer pushConsumer(String group, String topic, String expr) throws Exception {
+        DefaultMQPushConsumer c = pushConsumer(group);
+        c.subscribe(topic, expr);
+        return c;
+    }
+
+    /** A push consumer reading from the first offset, not yet subscribed. */
+    static DefaultMQPushConsumer pushConsumer(String group) {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(namesrv);
         c.setInstanceName(group);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        c.subscribe(topic, expr);
         return c;
+    }
+
+    /** Sends `<base>-0..n-1` (body = keys) with tag `tag` and user property `prop` = 0..n-1; the send results' facts. */
+    static List<Object> sendNumbered(String topic, String tag, String base, String prop, int n) throws Exception {
+        DefaultMQProducer p = producer(topic + "-pg");
+        List<Object> sent = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                Message m = msg(topic, tag, base + "-" + i, base + "-" + i);
+                m.putUserProperty(prop, String.valueOf(i));
+                sent.add(facts(p.send(m)));
+            }
+        } finally {
+            p.shutdown();
+        }
+        return sent;
     }
 
     static DefaultLitePullConsumer litePull(String group) throws Exception {
@@ -93,7 +124,7 @@ public final class RocketCompat {
         return new Message(topic, tags, keys, body.getBytes(StandardCharsets.UTF_8));
     }
 
-    static String body(MessageExt m) {
+    static String body(Message m) {
         return new String(m.getBody(), StandardCharsets.UTF_8);
     }
 
@@ -307,13 +338,26 @@ public final class RocketCompat {
         return Out.map("received", new ArrayList<>(got));
     }
 
+    /** A started transactional producer with `listener`. */
+    static TransactionMQProducer txProducer(String group, TransactionListener listener) throws Exception {
+        TransactionMQProducer p = new TransactionMQProducer(group);
+        p.setNamesrvAddr(namesrv);
+        p.setInstanceName(group);
+        p.setTransactionListener(listener);
+        p.start();
+        return p;
+    }
+
+    static Map<String, Object> sendInTransaction(TransactionMQProducer p, Message m, Object arg) throws Exception {
+        TransactionSendResult r = p.sendMessageInTransaction(m, arg);
+        return Out.map("body", body(m), "status", String.valueOf(r.getSendStatus()),
+                "local", String.valueOf(r.getLocalTransactionState()));
+    }
+
     /** Transactional sends: committed half messages become visible, rolled-back ones never do. */
     static Map<String, Object> transaction() throws Exception {
         String topic = prefix + "-tx";
-        TransactionMQProducer p = new TransactionMQProducer(prefix + "-tx-pg");
-        p.setNamesrvAddr(namesrv);
-        p.setInstanceName(prefix + "-tx-pg");
-        p.setTransactionListener(new TransactionListener() {
+        TransactionMQProducer p = txProducer(prefix + "-tx-pg", new TransactionListener() {
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
                 return (Boolean) arg ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
             }
@@ -322,15 +366,12 @@ public final class RocketCompat {
                 return body(msg).startsWith("commit") ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.ROLLBACK_MESSAGE;
             }
         });
-        p.start();
         List<Object> sent = new ArrayList<>();
         try {
             for (int i = 0; i < 10; i++) {
                 boolean commit = i % 2 == 0;
                 String b = (commit ? "commit-" : "rollback-") + i;
-                SendResult r = p.sendMessageInTransaction(msg(topic, "TagT", b, b), commit);
-                sent.add(Out.map("body", b, "status", String.valueOf(r.getSendStatus()),
-                        "local", String.valueOf(((org.apache.rocketmq.client.producer.TransactionSendResult) r).getLocalTransactionState())));
+                sent.add(sendInTransaction(p, msg(topic, "TagT", b, b), commit));
             }
         } finally {
             p.shutdown();
@@ -360,16 +401,7 @@ public final class RocketCompat {
     /** RECONSUME_LATER sends the message back; it returns (via the group's retry topic) with reconsumeTimes 1. */
     static Map<String, Object> reconsume() throws Exception {
         String topic = prefix + "-rc";
-        DefaultMQProducer p = producer(prefix + "-rc-pg");
-        try {
-            for (int i = 0; i < 3; i++) {
-                Message m = msg(topic, "TagR", "rc-" + i, "rc-" + i);
-                m.putUserProperty("n", String.valueOf(i));
-                p.send(m);
-            }
-        } finally {
-            p.shutdown();
-        }
+        sendNumbered(topic, "TagR", "rc", "n", 3);
         List<Object> got = Collections.synchronizedList(new ArrayList<>());
         DefaultMQPushConsumer c = pushConsumer(prefix + "-rc-cg", topic, "*");
         c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
@@ -388,5 +420,173 @@ public final class RocketCompat {
             }
         }, 0);
         return Out.map("received", new ArrayList<>(got));
+    }
+
+    // ---- RocketMQ semantics (SQL92, delay levels, transaction check-back, DLQ, consumer status) ----
+
+    /** Bodies and receive times read from the start of every queue of `topic` by an assigned lite pull consumer,
+     *  until `done` holds over what was read (or the wait ends), then `settleMs` longer. */
+    static List<Map<String, Object>> readAssigned(String group, String topic, java.util.function.Predicate<List<Map<String, Object>>> done,
+                                                  long settleMs) throws Exception {
+        DefaultLitePullConsumer c = litePull(group);
+        c.start();
+        List<Map<String, Object>> got = new ArrayList<>();
+        try {
+            Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
+            c.assign(mqs);
+            for (MessageQueue mq : mqs) c.seekToBegin(mq);
+            long deadline = System.currentTimeMillis() + WAIT_MS;
+            while (!done.test(got) && System.currentTimeMillis() < deadline) {
+                for (MessageExt m : c.poll(200)) got.add(received(m));
+            }
+            long extra = System.currentTimeMillis() + settleMs;
+            while (System.currentTimeMillis() < extra) {
+                for (MessageExt m : c.poll(200)) got.add(received(m));
+            }
+        } finally {
+            c.shutdown();
+        }
+        return got;
+    }
+
+    static Map<String, Object> received(MessageExt m) {
+        Map<String, Object> f = facts(m);
+        f.put("topic", m.getTopic());
+        f.put("at", System.currentTimeMillis());
+        f.put("store", m.getStoreTimestamp());
+        f.put("retry_topic", m.getProperty("RETRY_TOPIC"));
+        f.put("origin_msg_id", m.getProperty("ORIGIN_MESSAGE_ID"));
+        return f;
+    }
+
+    static boolean hasBody(List<Map<String, Object>> got, String b) {
+        return got.stream().anyMatch(m -> b.equals(m.get("body")));
+    }
+
+    /** User property a = 0..9; `a BETWEEN 3 AND 6` gets exactly 3..6; a malformed expression fails start(). */
+    static Map<String, Object> sqlFilter() throws Exception {
+        String topic = prefix + "-sql";
+        sendNumbered(topic, "TagS", "sql", "a", 10);
+        List<Object> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-sql-cg");
+        c.subscribe(topic, MessageSelector.bySql("a BETWEEN 3 AND 6"));
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(facts(m));
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumeUntil(c, () -> got.size() >= 4, 2000);  // the unmatched ones have had time to (wrongly) come
+        DefaultMQPushConsumer bad = pushConsumer(prefix + "-sqlbad-cg");
+        bad.subscribe(topic, MessageSelector.bySql("a > AND"));
+        bad.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> ConsumeConcurrentlyStatus.CONSUME_SUCCESS);
+        List<String> badError = null;
+        try {
+            bad.start();
+        } catch (Exception e) {
+            badError = Out.describe(e);
+        } finally {
+            bad.shutdown();
+        }
+        return Out.map("received", new ArrayList<>(got), "bad_started", badError == null, "bad_error", badError);
+    }
+
+    /** A message at delay level 2 next to an undelayed one; send and receive times for both. */
+    static Map<String, Object> delayLevel() throws Exception {
+        String topic = prefix + "-delay";
+        DefaultMQProducer p = producer(prefix + "-delay-pg");
+        long sentAt;
+        Map<String, Object> nowSent, delayedSent;
+        try {
+            nowSent = facts(p.send(msg(topic, "TagD", "now", "now")));
+            Message d = msg(topic, "TagD", "delayed", "delayed");
+            d.setDelayTimeLevel(2);
+            sentAt = System.currentTimeMillis();
+            delayedSent = facts(p.send(d));
+        } finally {
+            p.shutdown();
+        }
+        List<Map<String, Object>> got = readAssigned(prefix + "-delay-reader", topic, g -> hasBody(g, "delayed"), 1000);
+        return Out.map("sent_at", sentAt, "now_sent", nowSent, "delayed_sent", delayedSent, "received", got);
+    }
+
+    /** Local transactions answer UNKNOW; the check-back commits `commit-late` and keeps `unknown` UNKNOW.
+     *  The producer stays up until `unknown` was checked `max` times and a few more intervals passed. */
+    static Map<String, Object> txCheck(int max) throws Exception {
+        String topic = prefix + "-txc";
+        Map<String, AtomicInteger> checks = new ConcurrentHashMap<>();
+        TransactionMQProducer p = txProducer(prefix + "-txc-pg", new TransactionListener() {
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return LocalTransactionState.UNKNOW;
+            }
+
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                checks.computeIfAbsent(body(msg), k -> new AtomicInteger()).incrementAndGet();
+                return body(msg).equals("commit-late") ? LocalTransactionState.COMMIT_MESSAGE : LocalTransactionState.UNKNOW;
+            }
+        });
+        List<Object> sent = new ArrayList<>();
+        List<Map<String, Object>> got;
+        try {
+            for (String b : List.of("commit-late", "unknown")) {
+                sent.add(sendInTransaction(p, msg(topic, "TagT", b, b), null));
+            }
+            got = readAssigned(prefix + "-txc-reader", topic, g -> hasBody(g, "commit-late"), 0);
+            Out.waitFor(() -> checks.containsKey("unknown") && checks.get("unknown").get() >= max, WAIT_MS);
+            got.addAll(readAssigned(prefix + "-txc-reader2", topic, g -> false, 4000));  // further checks may come
+        } finally {
+            p.shutdown();
+        }
+        Map<String, Object> counts = new TreeMap<>();
+        checks.forEach((k, v) -> counts.put(k, v.get()));
+        return Out.map("sent", sent, "checks", counts, "received", got);
+    }
+
+    /** A consumer that always answers RECONSUME_LATER with maxReconsumeTimes 2; the message then sits in %DLQ%group. */
+    static Map<String, Object> dlq() throws Exception {
+        String topic = prefix + "-dlq";
+        String group = prefix + "-dlq-cg";
+        DefaultMQProducer p = producer(prefix + "-dlq-pg");
+        Map<String, Object> sent;
+        try {
+            Message m = msg(topic, "TagQ", "dlq-0", "dlq-0");
+            m.putUserProperty("n", "0");
+            sent = facts(p.send(m));
+        } finally {
+            p.shutdown();
+        }
+        List<Object> deliveries = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(group, topic, "*");
+        c.setMaxReconsumeTimes(2);
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) deliveries.add(received(m));
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+        });
+        consumeUntil(c, () -> deliveries.size() >= 3, 3000);  // a fourth delivery would be wrong
+        List<Map<String, Object>> dead = readAssigned(prefix + "-dlq-reader", "%DLQ%" + group, g -> !g.isEmpty(), 1000);
+        return Out.map("sent", sent, "deliveries", new ArrayList<>(deliveries), "dlq", dead);
+    }
+
+    /** A push consumer that has consumed one message stays up across a `pause` (the driver runs mqadmin consumerStatus). */
+    static Map<String, Object> statusHold() throws Exception {
+        String topic = prefix + "-st";
+        DefaultMQProducer p = producer(prefix + "-st-pg");
+        try {
+            p.send(msg(topic, "TagS", "st-0", "st-0"));
+        } finally {
+            p.shutdown();
+        }
+        List<Object> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-st-cg", topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(body(m));
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        try {
+            Out.waitFor(() -> !got.isEmpty(), WAIT_MS);
+            Out.pause();
+        } finally {
+            c.shutdown();
+        }
+        return Out.map("client_id", c.buildMQClientId(), "received", new ArrayList<>(got));
     }
 }

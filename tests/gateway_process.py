@@ -1,0 +1,94 @@
+"""A real `python -m gateway` process on free loopback ports, for tests and the compat harness.
+
+A module with its own name (not conftest) so every test directory imports the same one."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"port {port} did not open")
+
+
+class GatewayProcess:
+    """A `python -m gateway` subprocess; restartable on the same ports and data dir."""
+
+    def __init__(self, data_dir: str, flush: str = "async", extra_args: list[str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.flush = flush
+        self.extra_args = extra_args or []
+        self.kafka_port = free_port()
+        self.remoting_port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self.log_path = os.path.join(os.path.dirname(data_dir), f"gateway-{self.kafka_port}.log")
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def namesrv(self) -> str:
+        return f"127.0.0.1:{self.remoting_port}"
+
+    def start(self) -> "GatewayProcess":
+        cmd = [sys.executable, "-m", "gateway", "--data-dir", self.data_dir, "--host", "127.0.0.1",
+               "--kafka-port", str(self.kafka_port), "--remoting-port", str(self.remoting_port),
+               "--flush", self.flush, *self.extra_args]
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        try:
+            wait_port(self.kafka_port)
+            wait_port(self.remoting_port)
+        except TimeoutError:
+            self.stop()
+            raise RuntimeError("gateway did not start:\n" + self.log())
+        return self
+
+    def log(self) -> str:
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")[-5000:]
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        self.proc = None
+        return rc
+
+    def kill9(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def restart(self) -> "GatewayProcess":
+        self.stop()
+        return self.start()
