@@ -33,6 +33,7 @@ class Plan:
     java_seconds: float                 # target duration of a ProducerPerformance run
     consume_records: int
     consume_java: bool                  # also ConsumerPerformance
+    consume_sizes: list                 # record sizes of the pre-filled topics read back
     latency_seconds: float
     partitions: list
     native_seconds: float
@@ -52,11 +53,11 @@ FULL_PHASES = [("main", "gateway", 0.19), ("main", "kafka", 0.26), ("main", "roc
 QUICK_PHASES = [("main", "gateway", 0.40), ("main", "kafka", 0.30), ("main", "rocketmq", 0.30)]
 PLANS = {
     "quick": Plan("quick", 175, seconds=0.7, produce_cases=[(100, "1"), (1024, "all")], java_cases=[],
-                  java_seconds=1.5, consume_records=100_000, consume_java=False, latency_seconds=1.0,
+                  java_seconds=1.5, consume_records=100_000, consume_java=False, consume_sizes=[100, 1024], latency_seconds=1.0,
                   partitions=[1, 100], native_seconds=1.0, native_warmup=6.0,
                   durable_records=5_000, recovery_bytes=[], phases=QUICK_PHASES),
     "full": Plan("full", 1150, seconds=2.0, produce_cases=ALL_CASES, java_cases=ALL_CASES, java_seconds=2.0,
-                 consume_records=500_000, consume_java=True, latency_seconds=3.0,
+                 consume_records=500_000, consume_java=True, consume_sizes=[100, 1024], latency_seconds=3.0,
                  partitions=[1, 100, 1000, 10000], native_seconds=3.0, native_warmup=8.0,
                  durable_records=20_000, recovery_bytes=[1 << 30, 5 << 30], phases=FULL_PHASES),
 }
@@ -220,16 +221,17 @@ class Runner:
             self.measure(f"produce {size} B acks={acks} (ProducerPerformance)", system,
                          lambda: sc.java_produce(bootstrap, size, acks, records, timeout=p.java_seconds * 8 + 60))
         consumers = ["librdkafka"] + (["ConsumerPerformance"] if p.consume_java else [])
-        try:
-            topic = sc.prefill(bootstrap, p.consume_records, 100)
-        except Unavailable as e:
-            for client in consumers:
-                self.results.na(f"consume 100 B (pre-filled, {client})", system, f"pre-fill: {e}")
-        else:
-            self.measure("consume 100 B (pre-filled, librdkafka)", system,
+        for size in p.consume_sizes:
+            try:
+                topic = sc.prefill(bootstrap, p.consume_records, size)
+            except Unavailable as e:
+                for client in consumers:
+                    self.results.na(f"consume {size} B (pre-filled, {client})", system, f"pre-fill: {e}")
+                continue
+            self.measure(f"consume {size} B (pre-filled, librdkafka)", system,
                          lambda: sc.librdkafka_consume(bootstrap, topic, p.consume_records))
             if p.consume_java:
-                self.measure("consume 100 B (pre-filled, ConsumerPerformance)", system,
+                self.measure(f"consume {size} B (pre-filled, ConsumerPerformance)", system,
                              lambda: sc.java_consume(bootstrap, topic, p.consume_records))
         rate = self.latency_rate(rates.get((100, "1")), system)
         self.measure(f"end-to-end latency 100 B at {rate:,.0f} rec/s (librdkafka)", system,
