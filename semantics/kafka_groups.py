@@ -308,7 +308,10 @@ class Coordinator:
         m.last_seen = trio.current_time()
         if generation != g.generation:
             return ILLEGAL_GENERATION
-        if g.state == PREPARING:
+        # As Kafka's classic coordinator: a member of the current generation may commit while the
+        # group prepares a rebalance (Java commits its positions in onJoinPrepare, before it
+        # rejoins); only between JoinGroup and SyncGroup is the commit refused.
+        if g.state == COMPLETING:
             return REBALANCE_IN_PROGRESS
         return NONE
 

@@ -13,6 +13,8 @@ mmap here (not in the CommitLog): slot updates are small random writes all over 
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import mmap
 import os
 import struct
@@ -21,6 +23,8 @@ import time
 from store.message import java_hash
 
 HEADER = struct.Struct(">qqqqii")
+log = logging.getLogger("rocketgate.store")
+
 HEADER_SIZE = 40
 SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
@@ -132,9 +136,17 @@ class IndexService:
         self.entry_num = entries
         os.makedirs(directory, exist_ok=True)
         self.files: list[IndexFile] = []
-        for name in sorted(os.listdir(directory)):
-            if len(name) == 17 and name.isdigit():
-                self.files.append(IndexFile(os.path.join(directory, name), slots, entries, create=False))
+        names = [n for n in sorted(os.listdir(directory)) if len(n) == 17 and n.isdigit()]
+        if any(os.path.getsize(os.path.join(directory, n)) < HEADER_SIZE for n in names):
+            # A crash between creating a file and sizing it leaves it empty. The index is derived
+            # data: drop it with its checkpoint so recovery rebuilds it from the CommitLog.
+            log.warning("index: torn index file found, rebuilding the index from the CommitLog")
+            for n in names + [".checkpoint"]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(directory, n))
+            names = []
+        for name in names:
+            self.files.append(IndexFile(os.path.join(directory, name), slots, entries, create=False))
         self._last_name = max((int(f.path[-17:]) for f in self.files), default=0)
 
     def _new_file(self, now_ms: int) -> IndexFile:

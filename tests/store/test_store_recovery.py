@@ -198,6 +198,23 @@ def test_derived_data_rebuilt(tmp_path):
     s.close()
 
 
+def test_empty_index_file_from_a_crash_is_rebuilt(tmp_path, caplog):
+    """kill -9 between creating an IndexFile and sizing it leaves an empty file; opening must
+    rebuild the index from the CommitLog instead of failing."""
+    s = store.open(str(tmp_path), small())
+    results = _fill(s, 50)
+    s.close()
+    names = sorted(n for n in os.listdir(tmp_path / "index") if n.isdigit())
+    open(tmp_path / "index" / f"{int(names[-1]) + 1:017d}", "wb").close()
+    with caplog.at_level(logging.WARNING, logger="rocketgate.store"):
+        s = store.open(str(tmp_path), small())
+    assert "torn index file" in caplog.text
+    assert s.query_by_key("T", "key7")[0].physical_offset == results[7].physical_offset
+    s.append(Message("T", 0, b"after", {"KEYS": "later"}))
+    assert s.query_by_key("T", "later")[0].body == b"after"
+    s.close()
+
+
 def test_rollover_files(tmp_path):
     cfg = small()
     s = store.open(str(tmp_path), cfg)

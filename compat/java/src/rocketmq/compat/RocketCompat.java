@@ -436,8 +436,15 @@ public final class RocketCompat {
             c.assign(mqs);
             for (MessageQueue mq : mqs) c.seekToBegin(mq);
             long deadline = System.currentTimeMillis() + WAIT_MS;
+            long reseekAt = System.currentTimeMillis() + 5_000;
             while (!done.test(got) && System.currentTimeMillis() < deadline) {
                 for (MessageExt m : c.poll(200)) got.add(received(m));
+                if (got.isEmpty() && System.currentTimeMillis() > reseekAt) {
+                    // A 5.x lite pull consumer can lose a seek made right after assign() while its
+                    // pull tasks start; seek again rather than wait on a position past the data.
+                    for (MessageQueue mq : mqs) c.seekToBegin(mq);
+                    reseekAt = System.currentTimeMillis() + 5_000;
+                }
             }
             long extra = System.currentTimeMillis() + settleMs;
             while (System.currentTimeMillis() < extra) {
