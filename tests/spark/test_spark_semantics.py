@@ -57,7 +57,7 @@ def test_delayed_message_appears_only_when_due(spark, bootstrap, topic_name):
     create_topic(bootstrap, topic, partitions=1)
     due = int(time.time() * 1000) + 20_000
     produce(bootstrap, topic, [{"value": b"now"}])
-    # its own produce call: the gateway applies a batch's first record's delay to the whole batch
+    # its own produce call, so the delayed record is a batch of its own (mixed batches are split too)
     produce(bootstrap, topic, [{"value": b"later", "headers": [("__STARTDELIVERTIME", str(due).encode())]}])
     before = values(source.read(spark, bootstrap, topic))
     if time.time() * 1000 >= due:
