@@ -136,17 +136,17 @@ async def metadata(conn, version, req):
 
 # Header keys as they appear on the wire (zigzag varint length + name): a batch whose first record
 # has no key and no headers is scanned record by record only if one of these occurs in it.
-INDEXED_HEADER_MARKS = (records.header_key_bytes("TAGS"), records.header_key_bytes("KEYS"))
+INDEXED_HEADER_MARKS = tuple(records.header_key_bytes(name) for name in ("TAGS", "KEYS", *ROUTING_HEADERS))
 
 
 def index_info(batch: records.Batch):
     """(tags_codes, keys, routing properties) for the store. Every record is decoded when the first
     record has a key or headers, or when a TAGS or KEYS header key occurs anywhere in the records
-    (two C-speed substring searches), so the common keyless, headerless batch costs no per-record
-    Python work. (A record key, DELAY or __STARTDELIVERTIME on a later record of a batch whose
-    first record has none of them and that has no TAGS/KEYS header is not seen.) Routing
-    properties (DELAY, __STARTDELIVERTIME) of the first record that has them apply to the whole
-    batch, which is stored (and delayed) as one entry."""
+    or a DELAY or __STARTDELIVERTIME header key anywhere (C-speed substring searches), so the common
+    keyless, headerless batch costs no per-record Python work. (A record key on a later record of a
+    batch whose first record has no key or header, and that has none of those header keys, is not
+    indexed; the key itself is stored.) A batch with routing properties is split by
+    `split_by_routing` into runs that share them."""
     if batch.compression == records.NONE:
         raw, start = batch.data, records.HEADER_SIZE
         payload = memoryview(raw)[start:]

@@ -174,6 +174,27 @@ def test_start_deliver_time_and_delay_headers(gateway_factory):
         assert seen >= (due if value == "timer" else sent_ms + 3000) - 5  # never before it is due
 
 
+def test_delay_on_a_later_record_of_a_plain_batch(gateway_factory):
+    """A batch whose first record has no key and no headers still holds back a later DELAY record."""
+    g = gateway_factory(extra_args=["--message-delay-level", "2s"])
+    topic = _name("delayed-later")
+    admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
+    c = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("g"), "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "linger.ms": 200})
+    sent_ms = time.time() * 1000
+    p.produce(topic, value=b"plain", partition=0)
+    p.produce(topic, value=b"delayed", partition=0, headers=[("DELAY", b"1")])
+    assert p.flush(15) == 0
+    first = _poll_values(c, 2, 1.5)
+    assert [v for v, _t in first] == ["plain"]
+    later = _poll_values(c, 1, 15)
+    c.close()
+    assert [v for v, _t in later] == ["delayed"] and later[0][1] >= sent_ms + 2000 - 5
+
+
 def test_idempotent_sequences_survive_restart(gateway):
     """A retry of a batch stored before a kill -9 is still recognised as a duplicate, and a
     sequence gap is still refused: the state is rebuilt from the stored batch headers."""
