@@ -416,6 +416,13 @@ class Store:
         except OSError:
             return b""
 
+    def open_entry_range(self, phys: int, size: int) -> tuple[int, int] | None:
+        """(fd, offset in its file) of CommitLog bytes [phys, phys + size), for zero-copy sends; the
+        caller closes the fd. None when the range is not stored whole in one file."""
+        if phys < self.commitlog.begin or phys + size > self.commitlog.end:
+            return None
+        return self.commitlog.open_range(phys, size)
+
     def get(self, phys: int) -> M.StoredMessage | None:
         """Decode the entry at CommitLog offset `phys`, None if there is none."""
         cl = self.commitlog
@@ -460,6 +467,15 @@ class Store:
         with self._lock:
             raw = cq.raw(start, max_count)
         return list(UNIT.iter_unpack(raw))
+
+    def entry_end(self, topic: str, queue_id: int, offset: int, phys: int, hi: int) -> int:
+        """The first offset in (offset, hi] whose unit points past the entry at `phys`: the units of
+        an inner batch share their phys, and phys grows along a queue, so a binary search finds it."""
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None:
+            return hi
+        with self._lock:
+            return cq.first_at_or_after(offset + 1, hi, lambda p, _s, _c: p != phys)
 
     def read(self, topic: str, queue_id: int, start: int, max_count: int = 32, max_bytes: int = 4 << 20,
              tag_filter=None) -> ReadResult:

@@ -101,6 +101,16 @@ class Segments:
                 break  # the file ends here
         return out[0] if len(out) == 1 else b"".join(out)
 
+    def open_range(self, pos: int, n: int) -> tuple[int, int] | None:
+        """(a new fd, offset in its file) for the `n` bytes at `pos` when one file holds them all, else
+        None. The fd is the caller's to close: it keeps the file readable (for sendfile) even if
+        retention removes it meanwhile."""
+        start = self.file_start(pos)
+        fd = self.fds.get(start)
+        if fd is None or pos + n > start + self.file_size or pos + n > self.end:
+            return None
+        return os.dup(fd), pos - start
+
     def truncate(self, pos: int) -> None:
         """Drop everything at and after `pos`."""
         for start in [s for s in self.starts if s >= pos]:

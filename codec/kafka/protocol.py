@@ -5,7 +5,7 @@ import dataclasses
 import functools
 
 from codec.kafka import apis
-from codec.kafka.schema import I16, I32, DecodeError, compile_message, compile_struct, skip_tagged_fields
+from codec.kafka.schema import I16, I32, DecodeError, Frame, compile_message, compile_struct, skip_tagged_fields
 
 HEADER = __import__("struct").Struct(">hhi")
 
@@ -70,15 +70,16 @@ def decode_request(header: RequestHeader, payload) -> dict:
     return codecs(header.api_key, header.api_version)[0](payload, header.body_offset)
 
 
-def response_frame(api_key: int, version: int, correlation_id: int, body: dict) -> bytearray:
-    """Size-prefixed response: header v0, or v1 for flexible versions (ApiVersions always v0)."""
+def response_frame(api_key: int, version: int, correlation_id: int, body: dict) -> Frame:
+    """Size-prefixed response: header v0, or v1 for flexible versions (ApiVersions always v0).
+    `Spliced` values in the body are counted in the size but left for the sender (`Frame.splices`)."""
     flexible_header = api_key != apis.API_VERSIONS.key and apis.BY_KEY[api_key].flexible(version)
-    out = bytearray(b"\x00\x00\x00\x00")
+    out = Frame(b"\x00\x00\x00\x00")
     out += I32.pack(correlation_id)
     if flexible_header:
         out.append(0)
     codecs(api_key, version)[1](out, body)
-    I32.pack_into(out, 0, len(out) - 4)
+    I32.pack_into(out, 0, len(out) - 4 + (out.spliced_size if out.splices else 0))
     return out
 
 

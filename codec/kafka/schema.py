@@ -31,6 +31,32 @@ class DecodeError(ValueError):
     """The bytes are not a valid message of the expected schema."""
 
 
+class Spliced:
+    """A bytes value of known length that the encoder does not copy: its `parts` are opaque to the
+    codec, and whoever sends the encoded `Frame` writes them in its gap (the gateway sends stored
+    record batches straight from the CommitLog file)."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list, size: int) -> None:
+        self.parts, self.size = parts, size
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class Frame(bytearray):
+    """Encoded bytes plus `splices`: [(position, Spliced)], each to be sent at that position."""
+
+    def __init__(self, initial=b"") -> None:
+        super().__init__(initial)
+        self.splices: list[tuple[int, Spliced]] = []
+
+    @property
+    def spliced_size(self) -> int:
+        return sum(sp.size for _at, sp in self.splices)
+
+
 class F:
     """One field: name, type, versions "a+" or "a-b", optional default."""
 
@@ -213,7 +239,10 @@ def _primitive(t: str, flexible: bool):
                 wlen(out, -1, True)
                 return
             wlen(out, len(v), True)
-            out += v
+            if type(v) is Spliced:
+                out.splices.append((len(out), v))  # `out` is a Frame: the sender fills the gap
+            else:
+                out += v
         return rd, wr, (b"" if t == "bytes" else None)
     raise ValueError(f"unknown type {t}")
 

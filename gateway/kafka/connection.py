@@ -12,6 +12,7 @@ import struct
 from codec.kafka import protocol
 from codec.kafka.schema import DecodeError
 from gateway.kafka import handlers
+from gateway.sendfile import send_frame
 
 log = logging.getLogger("rocketgate.kafka")
 SIZE = struct.Struct(">i")
@@ -87,4 +88,4 @@ async def handle_connection(stream, app) -> None:
             if header.api_key not in handlers.HANDLERS and header.api_key != 18:
                 return
             continue
-        await stream.send_all(frame)
+        await send_frame(stream, frame)

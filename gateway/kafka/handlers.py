@@ -15,8 +15,9 @@ import trio
 
 import store
 from codec.kafka import apis, protocol, records
-from codec.kafka.schema import DecodeError
+from codec.kafka.schema import DecodeError, Spliced
 from gateway.kafka import errors, topics
+from gateway.sendfile import FileRange, close_spliced
 from semantics import routing, views
 from semantics import transactions
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER, ProducerState, TransactionalProducers
@@ -336,19 +337,30 @@ async def produce(conn, version, req):
 # ---------------------------------------------------------------- Fetch
 
 UNITS_PER_LOOKUP = 4096  # ConsumeQueue units fetched per store call while filling a Fetch
+PEEK_UNITS = 64  # the first look: when all of them share one entry, its end is found by binary search
 _PHYS = operator.itemgetter(0)
 
 
 def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget: int) -> list[tuple[int, int, int]]:
     """(first offset, phys, size) of the entries from `offset` on, until their stored sizes reach
     `budget` (the entry crossing it included: a stored entry is larger than the batch it serves).
-    The units of one inner batch share their phys: grouping them keeps the per-unit work in C."""
+    The units of one inner batch share their phys: a large batch is skipped by binary search,
+    smaller ones are grouped with the per-unit work in C."""
     out = []
     total = 0
+    lookup = PEEK_UNITS
     while offset < high and total < budget:
-        units = s.units(topic, partition, offset, min(high - offset, UNITS_PER_LOOKUP))
+        units = s.units(topic, partition, offset, min(high - offset, lookup))
         if not units:
             break
+        phys, size = units[0][0], units[0][1]
+        if len(units) == PEEK_UNITS and units[-1][0] == phys:  # one large batch
+            if not (out and out[-1][1] == phys):
+                out.append((offset, phys, size))
+                total += size
+            offset = s.entry_end(topic, partition, offset + PEEK_UNITS - 1, phys, high)
+            continue
+        lookup = UNITS_PER_LOOKUP
         start = offset
         for phys, run in itertools.groupby(units, _PHYS):
             n = len(list(run))
@@ -362,21 +374,47 @@ def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget:
     return out
 
 
-def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
-                 view=None) -> bytearray:
-    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked).
+SPLICE_MIN_BYTES = 64 << 10  # a stored batch at least this large is sent from its file (sendfile)
+_SPLICE_HEAD = _BODY_AT + _COUNT_AT + 4  # an entry's bytes up to its batch's record count
 
-    Each contiguous run of CommitLog entries is read with one call; an inner-batch entry's
-    RecordBatch is copied once into the answer and its BaseOffset patched there.
-    `view` is the tag filter of a filtered view topic: its inner-batch entries are cut to the
-    matching records, renumbered with the view's offsets."""
+
+def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
+                 view=None):
+    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked):
+    a bytearray, or a `Spliced` whose parts are bytearrays and `FileRange`s.
+
+    A large inner-batch entry is not read at all: its RecordBatch is sent from the CommitLog file
+    after the 8 bytes of its BaseOffset, which are patched in memory (the batch CRC does not cover
+    them). Each contiguous run of smaller entries is read with one call and copied once into the
+    answer, BaseOffsets patched there. `view` is the tag filter of a filtered view topic: its
+    inner-batch entries are cut to the matching records, renumbered with the view's offsets."""
     out = bytearray()
+    parts = []  # finished pieces before `out` when anything is spliced
+    total = 0  # bytes in parts and out
     s = app.store
     entries = fetch_entries(s, topic, partition, offset, high, max(max_bytes, 1))
     i = 0
     while i < len(entries):
-        j = i + 1  # entries[i:j] is one contiguous run of the CommitLog
-        while j < len(entries) and entries[j][1] == entries[j - 1][1] + entries[j - 1][2]:
+        first, phys, size = entries[i]
+        if size >= SPLICE_MIN_BYTES and view is None and first >= offset:
+            head = s.read_entry(phys, _SPLICE_HEAD)
+            if len(head) == _SPLICE_HEAD and _I32.unpack_from(head, _SYSFLAG_AT)[0] & INNER_BATCH:
+                qoff = _I64.unpack_from(head, _QOFF_AT)[0]
+                blen = _I32.unpack_from(head, _BODYLEN_AT)[0]
+                if total + blen > max_bytes and (total or not at_least_one):
+                    break
+                rng = s.open_entry_range(phys + _BODY_AT + 8, blen - 8)
+                if rng is not None:
+                    out += _I64.pack(qoff)
+                    parts += (out, FileRange(rng[0], rng[1], blen - 8))
+                    out = bytearray()
+                    total += blen
+                    offset = qoff + _I32.unpack_from(head, _BODY_AT + _COUNT_AT)[0]
+                    i += 1
+                    continue
+        j = i + 1  # entries[i:j] is one contiguous run of the CommitLog, copied
+        while (j < len(entries) and entries[j][1] == entries[j - 1][1] + entries[j - 1][2]
+               and entries[j][2] < SPLICE_MIN_BYTES):
             j += 1
         run_start = entries[i][1]
         run_len = entries[j - 1][1] + entries[j - 1][2] - run_start
@@ -384,6 +422,7 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
         if len(run) < run_len:
             break
         mv = memoryview(run)
+        full = False
         for first, phys, size in entries[i:j]:
             if first < offset:
                 continue  # already served by the batch before (a view cut)
@@ -396,24 +435,41 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
                 qoff = _I64.unpack_from(run, at + _QOFF_AT)[0]
                 blen = _I32.unpack_from(run, at + _BODYLEN_AT)[0]
                 nxt = qoff + _I32.unpack_from(run, at + _BODY_AT + _COUNT_AT)[0]
-                if len(out) + blen > max_bytes and (out or not at_least_one):
-                    return out
+                if total + blen > max_bytes and (total or not at_least_one):
+                    full = True
+                    break
                 pos = len(out)
                 out += mv[at + _BODY_AT:at + _BODY_AT + blen]
                 _I64.pack_into(out, pos, qoff)
+                total += blen
             else:
                 raw = bytes(mv[at:at + size])
                 if inner:
                     batch, nxt = view_batch(s, topic, partition, first, phys, raw, view)
                 else:
                     batch, nxt = native_batch(store.message.decode(raw), first), first + 1
-                if len(out) + len(batch) > max_bytes and (out or not at_least_one):
-                    return out
+                if total + len(batch) > max_bytes and (total or not at_least_one):
+                    full = True
+                    break
                 out += batch
+                total += len(batch)
             offset = max(nxt, first + 1)
         mv.release()
+        if full:
+            break
         i = j
-    return out
+    if not parts:
+        return out
+    parts.append(out)
+    return Spliced(parts, total)
+
+
+def release(responses) -> None:
+    """Close the files held by Spliced records of Fetch responses that will not be sent."""
+    for t in responses:
+        for p in t["partitions"]:
+            if type(p.get("records")) is Spliced:
+                close_spliced(p["records"])
 
 
 def view_batch(s, view_topic: str, partition: int, offset: int, phys: int, raw: bytes, filt) -> tuple[bytes, int]:
@@ -465,6 +521,7 @@ async def fetch(conn, version, req):
         remaining = deadline - trio.current_time()
         if total >= min_bytes or failed or remaining <= 0 or not keys:
             return {"responses": responses, "session_id": 0}
+        release(responses)
         await app.arrivals.wait_any(keys, remaining)
 
 
