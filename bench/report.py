@@ -1,5 +1,5 @@
 """Results of a bench run: medians, spreads and ratios, rendered as Markdown and a matplotlib chart
-into docs/performance.md and docs/img/performance.png (the "## Store" section is kept as found)."""
+into docs/performance.md and docs/img/performance.png (sections no run writes, such as "## Store", are kept as found)."""
 from __future__ import annotations
 
 import datetime
@@ -274,9 +274,18 @@ def run_section(results: Results, meta: dict, img_rel: str | None) -> str:
     return text
 
 
+GENERATED_HEADINGS = ("Latest run (", "How it is measured", "Running it")
+
+
+def _kept_sections(old: str) -> list[str]:
+    """The page's own sections that no run writes (Store, Semantics, Spark, ...), in page order."""
+    found = re.findall(r"^## .*?(?=^## |\Z)", old, flags=re.S | re.M)
+    return [sec.rstrip() + "\n" for sec in found if not sec[3:].startswith(GENERATED_HEADINGS)]
+
+
 def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
     """Rewrite the page: this run's section replaces the previous run of the same plan; the other
-    plan's section and the Store section are kept as found."""
+    plan's section and every section no run writes (Store, Semantics, Spark) are kept as found."""
     old = open(doc).read() if os.path.exists(doc) else ""
     plan = meta["plan"]
     img = os.path.join(os.path.dirname(doc), "img", f"performance-{plan}.png")
@@ -287,7 +296,7 @@ def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
             if kept:
                 sections[other] = kept
     parts = [INTRO] + [sections[p] for p in PLANS if p in sections]
-    parts += [METHOD, USAGE.format(**meta), _section(old, "Store") or STORE_PLACEHOLDER]
+    parts += [METHOD, USAGE.format(**meta), *(_kept_sections(old) or [STORE_PLACEHOLDER])]
     os.makedirs(os.path.dirname(doc), exist_ok=True)
     with open(doc, "w") as f:
         f.write("\n".join(parts))

@@ -48,7 +48,7 @@ def test_failed_start_reports_log_tail(tmp_path):
     assert g.pids() == []
 
 
-def test_report_table_ratio_spread_and_store_section_kept(tmp_path):
+def test_report_table_ratio_spread_and_own_sections_kept(tmp_path):
     r = report.Results()
     for v in (100.0, 300.0, 200.0):
         r.add("produce 100 B", "rec/s", "kafka", v)
@@ -59,10 +59,13 @@ def test_report_table_ratio_spread_and_store_section_kept(tmp_path):
     assert "| produce 100 B | rec/s | kafka | 200 (100–300) | 100 (50.0–150) | 0.50× |" in table
     assert "remoting / not ready" in table  # a pipe in a reason must not break the table
     doc = tmp_path / "performance.md"
-    doc.write_text("# Performance\n\nstale-text\n\n## Store\n\nstore figures 42\n\n## Other\n")
+    doc.write_text("# Performance\n\nstale-text\n\n## Latest run (quick plan)\n\nold quick 7\n\n"
+                   "## Store\n\nstore figures 42\n\n## Semantics\n\ndelay p99 3\n\n## Spark\n\nspark 1.1x\n")
     meta = {"date": "d", "plan": "quick", "elapsed_s": 1, "cpu": "c", "memory": "m", "os": "o",
             "python": "p", "java": "j", "kafka": "k", "rocketmq": "r", "librdkafka": "l"}
     r.chart = lambda path: False  # no PNG for this check
     report.write_docs(r, meta, str(doc))
     text = doc.read_text()
     assert "store figures 42" in text and "0.50×" in text and "stale-text" not in text
+    assert "delay p99 3" in text and "spark 1.1x" in text and "old quick 7" not in text
+    assert text.index("## Store") < text.index("## Semantics") < text.index("## Spark")
