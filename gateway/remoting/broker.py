@@ -240,15 +240,17 @@ def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> Remoting
     if offset == hi:
         return answer(ResponseCode.PULL_NOT_FOUND, offset)
     # SQL92 cannot decide on the tags code: its filter runs on each entry's properties (the client
-    # does not re-filter SQL92); tag filters skip by hash here and the client re-checks the tag.
+    # does not re-filter SQL92). Tag filters skip by hash in the ConsumeQueue, then check the exact
+    # tag here, so a message whose tag only shares the hash never crosses the network.
     sql = isinstance(tags, Selector)
     tag_filter = None if sql or tags.match_all else tags.matches_code
+    matches = tags.matches if sql else (None if tag_filter is None else tags.matches_properties)
     result = s.read(topic, qid, offset, max_count=max_n, max_bytes=max_bytes, tag_filter=tag_filter)
     parts = []
     for qoff, m in result.entries:
         if m.sys_flag & inner_batch.INNER_BATCH_FLAG:
             parts.extend(inner_batch.expand(m, qoff, offset, tags))
-        elif not sql or tags.matches(m.properties):
+        elif matches is None or matches(m.properties):
             parts.append(m.raw)
     if parts:
         return answer(ResponseCode.SUCCESS, result.next_offset, b"".join(parts))

@@ -155,6 +155,22 @@ def test_batch_send_and_tag_filtered_pull(gateway):
     assert tag_hash("TagA") == 2598919
 
 
+def test_tag_hash_collision_filtered_at_the_broker(gateway):
+    """"Aa" and "BB" share a tag hashcode: the ConsumeQueue check passes both, the exact check at
+    the broker drops "BB", so it never crosses the network to a consumer of "Aa"."""
+    assert tag_hash("Aa") == tag_hash("BB")
+    p = Peer(gateway.namesrv)
+    for i, tag in enumerate(["Aa", "BB", "Aa", "BB"]):
+        assert p.call(RC.SEND_MESSAGE_V2, send_fields("CollideT", 0, {"TAGS": tag}), b"m%d" % i).code == 0
+    pulled = p.call(RC.PULL_MESSAGE, pull_fields("CollideT", 0, 0, sub="Aa"))
+    assert [(m.body, m.properties["TAGS"]) for m in decode_all(pulled.body)] == [(b"m0", "Aa"), (b"m2", "Aa")]
+    assert pulled.ext_fields["nextBeginOffset"] == "4"
+    only_bb = p.call(RC.PULL_MESSAGE, pull_fields("CollideT", 0, 2, sub="Aa"))
+    assert [m.body for m in decode_all(only_bb.body)] == [b"m2"]
+    last = p.call(RC.PULL_MESSAGE, pull_fields("CollideT", 0, 3, sub="Aa"))
+    assert last.code == R.PULL_RETRY_IMMEDIATELY and last.ext_fields["nextBeginOffset"] == "4"
+
+
 def test_pull_status_codes_and_long_polling(gateway):
     p = Peer(gateway.namesrv)
     assert p.call(RC.PULL_MESSAGE, pull_fields("PollT", 0, 0)).code == R.TOPIC_NOT_EXIST
