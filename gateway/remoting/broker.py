@@ -96,10 +96,10 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
         else:
             header_props["CLUSTER"] = CLUSTER_NAME
             msgs = [store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props, **base)]
-        for m in msgs:
-            if len(m.body) > app.config.max_message_bytes:
-                return req.response(ResponseCode.MESSAGE_ILLEGAL,
-                                    remark=f"the message body size over max value, MAX: {app.config.max_message_bytes}")
+        # One limit for the request body: a message's body, or a whole batch (as RocketMQ's store does).
+        if len(req.body or b"") > app.config.max_message_bytes:
+            return req.response(ResponseCode.MESSAGE_ILLEGAL,
+                                remark=f"the message body size over max value, MAX: {app.config.max_message_bytes}")
         if topic.startswith(retry.RETRY_PREFIX):
             limit = _int(max_reconsume, retry.DEFAULT_MAX_RECONSUME_TIMES, "maxReconsumeTimes")
             msgs = [_retry_or_dlq(app, m, limit) for m in msgs]

@@ -259,6 +259,10 @@ def test_oversized_message_is_illegal_and_not_stored(gateway):
     assert p.call(RC.SEND_MESSAGE_V2, send_fields("BigT", 0), b"x" * (4 * 1024 * 1024)).code == 0
     resp = p.call(RC.SEND_MESSAGE_V2, send_fields("BigT", 0, {"big": "p" * 40000}), b"x")
     assert resp.code == R.MESSAGE_ILLEGAL
+    # A batch of messages each under the limit but over it together is refused whole.
+    items = [BatchItem(0, b"y" * (3 * 1024 * 1024), "") for _ in range(2)]
+    resp = p.call(RC.SEND_BATCH_MESSAGE, send_fields("BigT", 0, m="true"), encode_batch(items))
+    assert resp.code == R.MESSAGE_ILLEGAL
     assert p.call(RC.GET_MAX_OFFSET, {"topic": "BigT", "queueId": 0}).ext_fields["offset"] == "1"
 
 
