@@ -137,7 +137,7 @@ class TransactionalProducers:
     or rolls back each half in produce order (the committed copy gets its real-topic offset then),
     TxnOffsetCommit offsets are applied on commit only. The transactional.id → (producer id,
     epoch) table is persisted, so epochs keep fencing after a restart; a transaction in progress
-    at a restart is aborted when its halves come up for check-back (`check`)."""
+    at a restart is fenced (epoch bump) and aborted when its halves come up for check-back (`check`)."""
 
     def __init__(self, app, producers: ProducerState) -> None:
         self.app = app
@@ -146,6 +146,15 @@ class TransactionalProducers:
         self.by_pid: dict[int, Txn] = {}
         for tid, rec in (app.store.read_config(TXN_CONFIG, {}) or {}).items():
             self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000))))
+        # A transaction left open by the previous process lost its in-memory half list (and its
+        # TxnOffsetCommit offsets), so it can only be aborted: bump the epoch now, or a later
+        # EndTxn(commit) of its producer would be answered "ok" while its records are rolled back.
+        tx = getattr(app, "transactions", None)
+        left_open = [t for g, t in self.by_id.items() if g in getattr(tx, "open_groups_at_start", ())]
+        for txn in left_open:
+            txn.epoch += 1
+        if left_open:
+            self._persist()
 
     def _index(self, txn: Txn) -> None:
         self.by_id[txn.txn_id] = txn

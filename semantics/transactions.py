@@ -94,6 +94,28 @@ class Transactions:
         self.outcomes: dict[int, str] = {int(k): v for k, v in (doc.get("decided") or {}).items()}
         self._load_op_log(int(doc.get("opScanned") or 0))
         self._advance()
+        # Producer groups with a half still undecided when the store was opened: transactions left
+        # open by the previous process (the Kafka coordinator fences those transactional ids).
+        self.open_groups_at_start = self._undecided_groups()
+
+    def _undecided_groups(self) -> set[str]:
+        s = self.store
+        groups: set[str] = set()
+        off, top = self.cursor, s.max_offset(HALF_TOPIC, 0)
+        prev = -1
+        while off < top:
+            units = s.units(HALF_TOPIC, 0, off, min(1024, top - off))
+            if not units:
+                break
+            for i, (phys, _size, _code) in enumerate(units):
+                if off + i in self.outcomes or phys == prev:
+                    continue
+                prev = phys
+                half = s.get(phys)
+                if half is not None:
+                    groups.add(half.properties.get(PROPERTY_PRODUCER_GROUP, ""))
+            off += len(units)
+        return groups
 
     def _load_op_log(self, start: int) -> None:
         s = self.store
