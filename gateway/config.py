@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import sys
 
 
@@ -41,11 +42,40 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _size(text: str) -> int:
+    """A positive byte count with an optional k/m/g suffix (and an optional trailing b): 4096, 64k, 1g."""
     units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower().rstrip("b")
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
+    t = text.strip().lower().rstrip("b")
+    try:
+        value = int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"invalid size {text!r} (use e.g. 4096, 64k, 100m, 1g)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"invalid size {text!r}: must be positive")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r} (0-65535; 0 picks a free one)")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be a positive integer")
+    return value
+
+
+# The store refuses smaller CommitLog files (store.Store); say so here, as a usage error.
+MIN_COMMITLOG_FILE_SIZE = 4096
 
 
 def parse_args(argv: list[str] | None = None) -> GatewayConfig:
@@ -53,12 +83,12 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p = _Parser(prog="python -m gateway", description="rocketgate: Kafka + RocketMQ protocols over one store")
     p.add_argument("--data-dir", default=d.data_dir)
     p.add_argument("--host", default=d.host)
-    p.add_argument("--kafka-port", type=int, default=d.kafka_port)
-    p.add_argument("--remoting-port", type=int, default=d.remoting_port)
+    p.add_argument("--kafka-port", type=_port, default=d.kafka_port)
+    p.add_argument("--remoting-port", type=_port, default=d.remoting_port)
     p.add_argument("--flush", choices=["async", "sync"], default=d.flush)
     p.add_argument("--advertised-host", default=None, help="host clients connect back to (default: --host)")
     p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false")
-    p.add_argument("--default-partitions", type=int, default=d.default_partitions)
+    p.add_argument("--default-partitions", type=_positive_int, default=d.default_partitions)
     p.add_argument("--max-frame-bytes", type=_size, default=d.max_frame_bytes)
     p.add_argument("--max-message-bytes", type=_size, default=d.max_message_bytes)
     p.add_argument("--commitlog-file-size", type=_size, default=d.commitlog_file_size)
@@ -69,4 +99,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
     p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)
     ns = p.parse_args(argv)
+    if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
+        p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "
+                f"(at least {MIN_COMMITLOG_FILE_SIZE})")
+    if not isinstance(logging.getLevelName(ns.log_level.upper()), int):
+        p.error(f"argument --log-level: unknown level {ns.log_level!r} (DEBUG, INFO, WARNING, ERROR, CRITICAL)")
     return GatewayConfig(**vars(ns))
