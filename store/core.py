@@ -524,6 +524,20 @@ class Store:
                 break
         return ReadResult(entries, off, lo, hi)
 
+    def iterate(self, topic: str, queue_id: int, start: int = 0, end: int | None = None):
+        """(queue offset, StoredMessage) of every entry from `start` up to `end` (default: the
+        queue's end when called), in order; an inner batch comes once, at its first offset."""
+        end = self.max_offset(topic, queue_id) if end is None else end
+        off = max(start, self.min_offset(topic, queue_id))
+        while off < end:
+            result = self.read(topic, queue_id, off, max_count=256)
+            for q, msg in result.entries:
+                if q < end:
+                    yield q, msg
+            if result.next_offset <= off:
+                return
+            off = result.next_offset
+
     def offset_for_timestamp(self, topic: str, queue_id: int, ts_ms: int) -> int:
         """First logical offset whose store timestamp >= ts_ms (binary search); max_offset if none."""
         cq = self._cqs.get((topic, queue_id))

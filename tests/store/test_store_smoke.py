@@ -56,6 +56,20 @@ def test_append_read_reopen(tmp_path):
     s.close()
 
 
+def test_iterate_spans_reads_and_files(tmp_path):
+    s = store.open(str(tmp_path), small_config())
+    for i in range(700):  # more than one read call and more than one CommitLog file
+        s.append(Message("It", 0, b"m%d" % i + b"." * 200))
+    s.append(Message("It", 0, b"batch", {}, batch_count=4))
+    got = list(s.iterate("It", 0))
+    assert [q for q, _m in got] == list(range(700)) + [700]
+    assert got[5][1].body.startswith(b"m5.") and got[-1][1].batch_count == 4
+    assert [q for q, _m in s.iterate("It", 0, 698, 702)] == [698, 699, 700]
+    assert [q for q, _m in s.iterate("It", 0, 702)] == [700]  # a start inside a batch yields the batch
+    assert list(s.iterate("It", 0, 704)) == [] and list(s.iterate("Nope", 0)) == []
+    s.close()
+
+
 def test_rollover_and_offset_for_timestamp(tmp_path):
     s = store.open(str(tmp_path), small_config())
     results = [s.append(Message("T", 0, bytes([i % 256]) * 1000)) for i in range(300)]
