@@ -276,9 +276,22 @@ class Runner:
         else:
             self.results.na("native consume 128 B (Java push consumer)", system, "nothing was sent")
         if python_client:
-            scen = "native send 128 B (Python client/, 16 tasks)"
-            self.results.na(scen, "rocketmq", "gateway only (the project's own client)")
-            self.measure_batch(scen, system, lambda reps: sc.python_native_reps(namesrv, p.native_seconds, reps))
+            send_scen = "native send 128 B (Python client/, 16 tasks)"
+            read_scen = "native consume 128 B (Python client/, lite pull)"
+            reads = []
+
+            def python_client_runs(reps: int) -> list[dict]:
+                sends, consumed = sc.python_native_reps(namesrv, p.native_seconds, reps)
+                reads.extend(consumed)
+                return sends
+
+            for scen in (send_scen, read_scen):
+                self.results.na(scen, "rocketmq", "gateway only (the project's own client)")
+            self.measure_batch(send_scen, system, python_client_runs)
+            if reads:
+                self.measure_batch(read_scen, system, lambda reps: sc.python_consume_tps(reads[:reps]))
+            else:
+                self.results.na(read_scen, system, "the send windows did not finish")
 
     # -- process-level -------------------------------------------------------------------------
     def memory(self, system: str, s) -> None:

@@ -218,8 +218,9 @@ METHOD = """## How it is measured
   Maven Central for 5.x, so native TPS uses `bench/java/.../RmqBench.java` (same method: 16 threads of
   synchronous sends of 128 B bodies for a fixed time, after an uncounted warm-up that lets the JIT of
   client and broker settle; a push consumer with a new group reading the topic back). Its repetitions
-  run in one JVM, so JVM start-up is never measured. The Python row uses the project's own client
-  (`client/`, 16 concurrent sends on one trio loop), gateway only.
+  run in one JVM, so JVM start-up is never measured. The Python rows use the project's own client
+  (`client/`, gateway only): 16 concurrent sends on one trio loop, then a lite pull consumer of a
+  new group reading everything sent back from the first offset.
 - **Latency** is end to end (send → receive in a consumer) at a fixed rate: half the gateway's maximum
   librdkafka rate (capped at 20 000 rec/s, the Python client's limit).
 - **Partitions** rows (Kafka protocol) spread 100 B records round-robin over N partitions in topics of

@@ -196,14 +196,23 @@ def rmq_consume_reps(namesrv: str, topic: str, expected: int, reps: int) -> list
     return [{"TPS": r["tps"]} for r in runs]
 
 
-def python_native_reps(namesrv: str, seconds: float, reps: int, size: int = 128) -> list[dict]:
-    """Send TPS with the project's own RocketMQ client (client/), `reps` windows in one process."""
+def python_native_reps(namesrv: str, seconds: float, reps: int, size: int = 128) -> tuple[list[dict], list[dict]]:
+    """Send TPS rows and the raw consume windows (see python_consume_tps) with the project's own
+    RocketMQ client (client/): `reps` send windows, then `reps` reads of everything sent, in one process."""
     out = _run([sys.executable, "-m", "bench.native_client", namesrv, new_topic("py"), str(seconds), str(size),
-                "16", str(reps)], (seconds + 10) * reps + 60)
+                "16", str(reps)], (seconds + 10) * reps + (seconds * reps + 40) * reps + 60)
     runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if not runs or "error" in runs[-1]:
         raise Unavailable(runs[-1]["error"] if runs else f"no result: {_tail(out)}")
-    return [{"TPS": r["tps"]} for r in runs]
+    return [{"TPS": r["tps"]} for r in runs if "tps" in r], [r for r in runs if "consume_tps" in r]
+
+
+def python_consume_tps(reads: list[dict]) -> list[dict]:
+    """The consume windows of python_native_reps as rows; a read that came back short fails the row."""
+    short = [r for r in reads if r["consumed"] < r["expected"]]
+    if short:
+        raise Unavailable(f"the Python consumer read {short[0]['consumed']} of {short[0]['expected']}")
+    return [{"TPS": r["consume_tps"]} for r in reads]
 
 
 # -- process-level -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import socket
 import pytest
 
 from bench import report
+from bench import scenarios as sc
 from bench.brokers import BrokerError, Gateway, private_memory
 
 
@@ -26,6 +27,17 @@ def test_gateway_starts_and_stops(tmp_path):
     assert not _connects(g.bootstrap)
     assert g.pids() == []
     assert private_memory(pid) == 0
+
+
+def test_python_client_send_and_consume_rows(tmp_path):
+    """The Python-client rows: send windows, then a new group reads every message sent back."""
+    with Gateway(str(tmp_path / "g")) as g:
+        sends, reads = sc.python_native_reps(g.namesrv, 0.5, 2)
+    assert len(sends) == 2 and all(r["TPS"] > 0 for r in sends)
+    assert len(reads) == 2 and all(r["consumed"] == r["expected"] > 1 for r in reads)
+    assert all(r["TPS"] > 0 for r in sc.python_consume_tps(reads))
+    with pytest.raises(sc.Unavailable):
+        sc.python_consume_tps([{**reads[0], "consumed": reads[0]["expected"] - 1}])
 
 
 def test_gateway_restart_after_kill9_keeps_ports(tmp_path):
