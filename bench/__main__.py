@@ -47,7 +47,7 @@ class Plan:
 ALL_CASES = [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]
 # Share of the time budget per phase (the gateway first: its max rate sets the latency rate); a phase
 # that overruns its share marks its remaining rows n/a.
-FULL_PHASES = [("main", "gateway", 0.19), ("main", "kafka", 0.26), ("main", "rocketmq", 0.15),
+FULL_PHASES = [("main", "gateway", 0.23), ("main", "kafka", 0.29), ("main", "rocketmq", 0.08),
                ("durable", "gateway", 0.03), ("durable", "kafka", 0.04), ("durable", "rocketmq", 0.05),
                ("recovery", "gateway", 0.06), ("recovery", "kafka", 0.12), ("recovery", "rocketmq", 0.10)]
 QUICK_PHASES = [("main", "gateway", 0.40), ("main", "kafka", 0.30), ("main", "rocketmq", 0.30)]
