@@ -99,8 +99,11 @@ class Transactions:
         self.open_groups_at_start = self._undecided_groups()
 
     def _undecided_groups(self) -> set[str]:
+        return {half.properties.get(PROPERTY_PRODUCER_GROUP, "") for _hoff, half in self._undecided_halves()}
+
+    def _undecided_halves(self):
+        """(half offset, half) of every half from the cursor on that has no outcome yet."""
         s = self.store
-        groups: set[str] = set()
         off, top = self.cursor, s.max_offset(HALF_TOPIC, 0)
         prev = -1
         while off < top:
@@ -108,14 +111,14 @@ class Transactions:
             if not units:
                 break
             for i, (phys, _size, _code) in enumerate(units):
-                if off + i in self.outcomes or phys == prev:
+                hoff = off + i
+                if hoff in self.outcomes or phys == prev:  # decided, or a later unit of an inner batch
                     continue
                 prev = phys
                 half = s.get(phys)
-                if half is not None:
-                    groups.add(half.properties.get(PROPERTY_PRODUCER_GROUP, ""))
+                if half is not None and half.queue_offset == hoff:
+                    yield hoff, half
             off += len(units)
-        return groups
 
     def _load_op_log(self, start: int) -> None:
         s = self.store
@@ -223,33 +226,19 @@ class Transactions:
         self.cursor = min(max(self.cursor, low), high)
         to_check: list[tuple[StoredMessage, int]] = []
         to_discard: list[StoredMessage] = []
-        off, top = self.cursor, s.max_offset(HALF_TOPIC, 0)
-        prev = -1
-        while off < top:
-            units = s.units(HALF_TOPIC, 0, off, min(1024, top - off))
-            if not units:
-                break
-            for i, (phys, _size, _code) in enumerate(units):
-                hoff = off + i
-                if hoff in self.outcomes or phys == prev:  # decided, or a later unit of an inner batch
-                    continue
-                prev = phys
-                half = s.get(phys)
-                if half is None or half.queue_offset != hoff:
-                    continue
-                immunity = self.timeout_ms
-                seconds = half.properties.get(PROPERTY_IMMUNITY)
-                if seconds is not None and seconds.strip().isdigit():
-                    immunity = max(int(seconds) * 1000, self.timeout_ms)
-                if now - half.store_timestamp < immunity:
-                    continue
-                times = self.check_times.get(hoff, 0)
-                if times >= self.check_max:
-                    to_discard.append(half)
-                else:
-                    self.check_times[hoff] = times + 1
-                    to_check.append((half, times + 1))
-            off += len(units)
+        for hoff, half in self._undecided_halves():
+            immunity = self.timeout_ms
+            seconds = half.properties.get(PROPERTY_IMMUNITY)
+            if seconds is not None and seconds.strip().isdigit():
+                immunity = max(int(seconds) * 1000, self.timeout_ms)
+            if now - half.store_timestamp < immunity:
+                continue
+            times = self.check_times.get(hoff, 0)
+            if times >= self.check_max:
+                to_discard.append(half)
+            else:
+                self.check_times[hoff] = times + 1
+                to_check.append((half, times + 1))
         return to_check, to_discard
 
     def discard(self, half: StoredMessage):
