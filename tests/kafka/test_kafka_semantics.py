@@ -147,16 +147,22 @@ def _poll_values(consumer, want: int, timeout: float):
     return got
 
 
-def test_start_deliver_time_and_delay_headers(gateway_factory):
-    """`__STARTDELIVERTIME` (epoch ms) and `DELAY` (level) hold records back until they are due."""
-    g = gateway_factory(extra_args=["--message-delay-level", "1s 3s 5s"])
+def _delay_setup(gateway_factory, levels: str):
+    """A gateway with these delay levels, a one-partition topic, a consumer assigned to it from
+    offset 0 and a producer that batches (linger 200 ms): (topic, consumer, producer)."""
+    g = gateway_factory(extra_args=["--message-delay-level", levels])
     topic = _name("delayed")
     admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
     c = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("g"), "enable.auto.commit": False,
                   "auto.offset.reset": "earliest"})
     c.assign([TopicPartition(topic, 0, 0)])
-    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "linger.ms": 200})
+    return topic, c, Producer({"bootstrap.servers": g.kafka_bootstrap, "linger.ms": 200})
+
+
+def test_start_deliver_time_and_delay_headers(gateway_factory):
+    """`__STARTDELIVERTIME` (epoch ms) and `DELAY` (level) hold records back until they are due."""
+    topic, c, p = _delay_setup(gateway_factory, "1s 3s 5s")
     sent_ms = time.time() * 1000
     due = int(sent_ms) + 2500
     # One batch: the gateway cuts it into runs of records with the same routing headers.
@@ -176,14 +182,7 @@ def test_start_deliver_time_and_delay_headers(gateway_factory):
 
 def test_delay_on_a_later_record_of_a_plain_batch(gateway_factory):
     """A batch whose first record has no key and no headers still holds back a later DELAY record."""
-    g = gateway_factory(extra_args=["--message-delay-level", "2s"])
-    topic = _name("delayed-later")
-    admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
-    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
-    c = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("g"), "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest"})
-    c.assign([TopicPartition(topic, 0, 0)])
-    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "linger.ms": 200})
+    topic, c, p = _delay_setup(gateway_factory, "2s")
     sent_ms = time.time() * 1000
     p.produce(topic, value=b"plain", partition=0)
     p.produce(topic, value=b"delayed", partition=0, headers=[("DELAY", b"1")])
