@@ -1,0 +1,98 @@
+"""One offset table for both protocols, durable across kill -9 (--flush sync): a group that
+consumed half of a topic through one protocol continues through the other from the same place."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from client import ConsumeFrom, LitePullConsumer, MessageQueue
+
+PER_PARTITION = 10
+HALF = 5
+
+
+def _fill(bootstrap: str, topic: str) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(2 * PER_PARTITION):
+        p.produce(topic, value=f"v{i % 2}-{i // 2}".encode(), partition=i % 2)
+    assert p.flush(30) == 0
+
+
+def _second_half() -> list[str]:
+    return sorted(f"v{p}-{i}" for p in range(2) for i in range(HALF, PER_PARTITION))
+
+
+def _kafka_read(bootstrap: str, group: str, topic: str, want: int) -> list[str]:
+    """A subscribed Kafka consumer of `group` (earliest when nothing is committed): what it reads,
+    waiting 2 s past `want` for anything extra."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    got: list[str] = []
+    deadline = time.monotonic() + 40
+    settle = None
+    while time.monotonic() < (settle or deadline):
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value().decode())
+        if settle is None and len(got) >= want:
+            settle = time.monotonic() + 2
+    c.close()
+    return sorted(got)
+
+
+def _native_read(namesrv: str, group: str, topic: str, want: int) -> list[str]:
+    c = LitePullConsumer(group, namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)
+    c.subscribe(topic)
+    c.start()
+    got: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < want and time.monotonic() < deadline:
+            got += [m.body.decode() for m in c.poll(1.0)]
+        got += [m.body.decode() for m in c.poll(2.0)]  # nothing beyond the rest
+    finally:
+        c.shutdown()
+    return sorted(got)
+
+
+def test_kafka_commit_then_native_continues_after_kill9(gateway_factory):
+    g = gateway_factory(flush="sync")
+    topic, group = f"shared-k2n-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    _fill(g.kafka_bootstrap, topic)
+    c = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": group, "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(2)])
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < 2 * PER_PARTITION and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        seen += m is not None and m.error() is None
+    c.commit(offsets=[TopicPartition(topic, p, HALF) for p in range(2)], asynchronous=False)
+    c.close()
+    g.kill9()
+    g.start()
+    assert _native_read(g.namesrv, group, topic, PER_PARTITION) == _second_half()
+
+
+def test_native_commit_then_kafka_continues_after_kill9(gateway_factory):
+    g = gateway_factory(flush="sync")
+    topic, group = f"shared-n2k-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    _fill(g.kafka_bootstrap, topic)
+    queues = [MessageQueue(topic, "broker-a", p) for p in range(2)]
+    c = LitePullConsumer(group, g.namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)
+    c.start()
+    try:
+        c.assign(queues)
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 2 * PER_PARTITION and time.monotonic() < deadline:
+            got += c.poll(1.0)
+        assert len(got) == 2 * PER_PARTITION
+        c.commit({q: HALF for q in queues})
+    finally:
+        c.shutdown()
+    g.kill9()
+    g.start()
+    assert _kafka_read(g.kafka_bootstrap, group, topic, PER_PARTITION) == _second_half()
