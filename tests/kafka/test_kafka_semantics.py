@@ -194,6 +194,28 @@ def test_delay_on_a_later_record_of_a_plain_batch(gateway_factory):
     assert [v for v, _t in later] == ["delayed"] and later[0][1] >= sent_ms + 2000 - 5
 
 
+def test_delay_header_record_delivered_once_after_kill9(gateway_factory):
+    """A DELAY record acknowledged (acks=all, --flush sync) just before kill -9 of the gateway is
+    delivered after the restart, once, not before it is due."""
+    g = gateway_factory(flush="sync", extra_args=["--message-delay-level", "3s"])
+    topic = _name("delayed-k9")
+    admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
+    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "acks": "all"})
+    sent_ms = time.time() * 1000
+    p.produce(topic, value=b"later", partition=0, headers=[("DELAY", b"1")])
+    assert p.flush(15) == 0
+    g.kill9()
+    g.start()
+    c = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("g"), "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = _poll_values(c, 1, 20)
+    got += _poll_values(c, 1, 3)  # a second delivery would come right after the first
+    c.close()
+    assert [v for v, _t in got] == ["later"] and got[0][1] >= sent_ms + 3000 - 5
+
+
 def test_idempotent_sequences_survive_restart(gateway):
     """A retry of a batch stored before a kill -9 is still recognised as a duplicate, and a
     sequence gap is still refused: the state is rebuilt from the stored batch headers."""
