@@ -7,6 +7,12 @@ RecordBatch headers (producer id, epoch, base sequence, count) of the partition'
 `TAIL_UNITS` ConsumeQueue units are read back, so a retry of a batch stored before the restart is
 still a duplicate. Older than that tail, a producer is accepted at any sequence (as Kafka does
 once producer state has expired).
+
+Unlike Kafka's log, the partition is not the only place a batch goes: a delayed run (DELAY /
+__STARTDELIVERTIME) waits in the schedule topic and is appended to the partition when due (after
+newer batches), a transactional batch waits in the half topic (and stays only there if aborted).
+So the tails of those topics (entries naming the partition in REAL_TOPIC / REAL_QID, indexed once)
+count too, and the rebuilt batches are ordered by sequence, not by where they were found.
 """
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ import dataclasses
 import struct
 
 from codec.kafka import records
-from store.message import INNER_BATCH_FLAG
+from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
+from store.message import INNER_BATCH_FLAG, MessageFormatError, decode
 
 CONFIG_NAME = "kafkaProducerIds"
 CACHED_BATCHES = 5  # Kafka keeps the metadata of the last five batches per producer and partition
@@ -23,6 +30,8 @@ TAIL_UNITS = 2000  # how far back a partition's tail is read to rebuild state af
 # Stored-message layout (store.message): queue offset, sysFlag, body start (the Kafka batch).
 _QOFF_AT, _SYSFLAG_AT, _BODY_AT = 20, 36, 88
 _I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
+# Where a partition's batches also wait: delayed runs, transactional halves (aborted ones stay).
+SIDE_TOPICS = (SCHEDULE_TOPIC, HALF_TOPIC)
 
 OK, DUPLICATE, OUT_OF_ORDER, FENCED = "ok", "duplicate", "out_of_order", "fenced"
 
@@ -40,6 +49,9 @@ class ProducerState:
         self._next_id = int(store.read_config(CONFIG_NAME, {"next": 1000}).get("next", 1000))
         self._by_partition: dict[tuple[int, str, int], _Entry] = {}
         self._rebuilt: set[tuple[int, str, int]] = set()  # keys whose stored tail was read
+        # (pid, real topic, real partition) -> [(epoch, first_seq, last_seq, queue offset)] of the
+        # batches in the side topics' tails, read once (at the first rebuild)
+        self._side: dict[tuple[int, str, int], list] | None = None
 
     def allocate(self) -> int:
         """A fresh producer id, durable before it is returned."""
@@ -77,13 +89,32 @@ class ProducerState:
         entry.batches.append((first_seq, _add(first_seq, count - 1), base_offset))
 
     def _rebuild(self, pid: int, topic: str, partition: int) -> _Entry | None:
-        """The producer's last batches in the partition's stored tail (None if it has none)."""
+        """The producer's last batches, from the partition's stored tail and the side topics (None
+        if it has none), in sequence order."""
+        found: dict[tuple[int, int, int], int] = {}  # (epoch, first, last) -> base offset
+        for epoch, first, last, offset, _raw in self._tail(topic, partition, pid):
+            found.setdefault((epoch, first, last), offset)
+        for epoch, first, last, offset in self._side_batches().get((pid, topic, partition), ()):
+            found.setdefault((epoch, first, last), offset)  # a delivered / committed copy wins
+        if not found:
+            return None
+        epoch = max(e for e, _f, _l in found)
+        mine = [(f, l, off) for (e, f, l), off in found.items() if e == epoch]
+        firsts = [f for f, _l, _o in mine]
+        wrapped = max(firsts) - min(firsts) > 1 << 30  # sequences wrapped at int32 max in between
+        mine.sort(key=lambda b: b[0] + (1 << 31) if wrapped and b[0] < 1 << 30 else b[0])
+        entry = _Entry(epoch, collections.deque(mine, maxlen=CACHED_BATCHES))
+        self._by_partition[(pid, topic, partition)] = entry
+        return entry
+
+    def _tail(self, topic: str, queue_id: int, pid: int | None):
+        """(epoch, first_seq, last_seq, queue offset, raw entry) of the Kafka batches of producer
+        `pid` (any, if None) in the last TAIL_UNITS units of a queue."""
         s = self.store
-        high = s.max_offset(topic, partition)
-        start = max(s.min_offset(topic, partition), high - TAIL_UNITS)
-        entry = None
+        high = s.max_offset(topic, queue_id)
+        start = max(s.min_offset(topic, queue_id), high - TAIL_UNITS)
         last_phys = None
-        for phys, size, _code in s.units(topic, partition, start, high - start):
+        for phys, size, _code in s.units(topic, queue_id, start, high - start):
             if phys == last_phys:
                 continue  # the other records of the same batch entry
             last_phys = phys
@@ -92,19 +123,32 @@ class ProducerState:
                 continue
             fields = records.BATCH_HEADER.unpack_from(raw, _BODY_AT)
             b_pid, b_epoch, b_seq, b_count = fields[9], fields[10], fields[11], fields[12]
-            if b_pid != pid or b_seq < 0:
+            if b_seq < 0 or b_pid < 0 or (pid is not None and b_pid != pid):
                 continue
-            if entry is None or entry.epoch != b_epoch:
-                entry = _Entry(b_epoch, collections.deque(maxlen=CACHED_BATCHES))
-            entry.batches.append((b_seq, _add(b_seq, b_count - 1), _I64.unpack_from(raw, _QOFF_AT)[0]))
-        if entry is not None:
-            self._by_partition[(pid, topic, partition)] = entry
-        return entry
+            yield b_epoch, b_seq, _add(b_seq, b_count - 1), _I64.unpack_from(raw, _QOFF_AT)[0], raw
+
+    def _side_batches(self) -> dict[tuple[int, str, int], list]:
+        if self._side is None:
+            side = collections.defaultdict(list)
+            for t in SIDE_TOPICS:
+                for q in self.store.queues(t):
+                    for epoch, first, last, offset, raw in self._tail(t, q, None):
+                        pid = records.BATCH_HEADER.unpack_from(raw, _BODY_AT)[9]
+                        try:
+                            props = decode(raw).properties
+                            real = (pid, props[PROPERTY_REAL_TOPIC], int(props[PROPERTY_REAL_QID]))
+                        except (MessageFormatError, KeyError, ValueError):
+                            continue
+                        side[real].append((epoch, first, last, offset))
+            self._side = dict(side)
+        return self._side
 
     def forget_topic(self, topic: str) -> None:
         for key in [k for k in self._by_partition if k[1] == topic]:
             del self._by_partition[key]
         self._rebuilt = {k for k in self._rebuilt if k[1] != topic}
+        if self._side is not None:
+            self._side = {k: v for k, v in self._side.items() if k[1] != topic}
 
 
 def _add(seq: int, n: int) -> int:
