@@ -201,13 +201,21 @@ class _ConsumerBase:
             addr = await self.instance.broker_addr(mqs[0].broker_name, topic) if mqs else None
             if addr is None:
                 continue
-            try:
-                resp = await self.instance.invoke(addr, RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group})
-                cids = loads(resp.body).get("consumerIdList") or []
-            except MQBrokerError:
-                cids = []
+            cids = await self._consumer_ids(addr)
+            if self.instance.client_id not in cids:
+                # A broker that restarted does not know us until our next heartbeat: send it now
+                # rather than give up every queue until then.
+                await self.instance.send_heartbeat()
+                cids = await self._consumer_ids(addr)
             wanted += allocate_averagely(mqs, cids, self.instance.client_id)
         return wanted
+
+    async def _consumer_ids(self, addr: str) -> list[str]:
+        try:
+            resp = await self.instance.invoke(addr, RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": self.group})
+            return loads(resp.body).get("consumerIdList") or []
+        except MQBrokerError:
+            return []
 
     async def rebalance(self) -> None:
         if not self.running:

@@ -212,10 +212,11 @@ def test_retry_chain_of_a_running_consumer_across_two_kill9s(gateway_factory):
         with lock:
             return sum(n == times for _b, n, _i in got)
 
-    # The consumer runs through both kills; a long rebalance interval keeps it from dropping its
-    # queues while the restarted gateway has not had its next heartbeat yet.
+    # The consumer runs through both kills and rebalances every second, so rebalances fall before
+    # its next heartbeat (30 s) reaches the restarted gateway: it must heartbeat then, not drop
+    # its queues.
     pc = PushConsumer(group, g.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=2,
-                      rebalance_interval=600)
+                      rebalance_interval=1)
     pc.subscribe(topic, "*")
     pc.register_listener(fail)
     pc.start()
@@ -229,12 +230,15 @@ def test_retry_chain_of_a_running_consumer_across_two_kill9s(gateway_factory):
         for times in (0, 1):
             # All three failed at `times` and wait in schedule queue 2 + times: kill -9 there.
             scheduled = MessageQueue("SCHEDULE_TOPIC_XXXX", "broker-a", 2 + times)
-            assert wait_for(lambda: deliveries(times) >= 3 and admin.max_offset(scheduled) >= 3, 30), got
+            # After a restart the retries are due within one 4 s delay step: a consumer that
+            # dropped its queues would wait for its next heartbeat (up to 30 s) instead.
+            assert wait_for(lambda: deliveries(times) >= 3 and admin.max_offset(scheduled) >= 3,
+                            30 if times == 0 else 10), got
             time.sleep(0.3)  # the send-back answers reach the consumer
             assert deliveries(times + 1) == 0, got  # still waiting when the gateway dies
             g.kill9()
             g.start()
-        assert wait_for(lambda: deliveries(2) >= 3, 30), got
+        assert wait_for(lambda: deliveries(2) >= 3, 10), got
         dlq = MessageQueue(f"%DLQ%{group}", "broker-a", 0)
         assert wait_for(lambda: admin.max_offset(dlq) >= 3, 10)
         time.sleep(4.5)  # a duplicate (re)delivery would come within one delay step
