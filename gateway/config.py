@@ -54,24 +54,21 @@ def _size(text: str) -> int:
     return value
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"invalid port {text!r} (0-65535; 0 picks a free one)")
-    return value
+def _int_between(lo: int, hi: int | None, what: str):
+    """An argparse type: an integer in [lo, hi] (no upper bound when hi is None)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"invalid {what} {text!r}")
+        return value
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be a positive integer")
-    return value
+_port = _int_between(0, 65535, "port (0-65535; 0 picks a free one)")
+_positive_int = _int_between(1, None, "value (a positive integer)")
 
 
 # The store refuses smaller CommitLog files (store.Store); say so here, as a usage error.
