@@ -81,3 +81,56 @@ def run_gateway(tmp_path, client_part, **settings):
     finally:
         st.close()
     return outcome["value"]
+
+
+def poll_settled(consumer, want: int, timeout: float = 30.0, settle: float = 2.0, poll: float = 0.3) -> list:
+    """Messages a confluent-kafka consumer polls until `want` have come (or `timeout`), then `settle`
+    seconds more, so anything extra (a duplicate) shows up too. The caller closes the consumer."""
+    got = []
+    deadline = time.monotonic() + timeout
+    until = None
+    while time.monotonic() < (until or deadline):
+        m = consumer.poll(poll)
+        if m is not None and m.error() is None:
+            got.append(m)
+        if until is None and len(got) >= want:
+            until = time.monotonic() + settle
+    return got
+
+
+def confluent_group_read(g, group: str, topic: str, want: int, commit: bool) -> list[str]:
+    """A subscribed confluent-kafka consumer of `group` (earliest when nothing is committed): the
+    values it reads, 2 s past `want` for anything extra; commits its position when asked."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    try:
+        got = poll_settled(c, want)
+        if commit:
+            c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return sorted(m.value().decode() for m in got)
+
+
+def native_lite_read(g, group: str, topic: str, want: int) -> list[str]:
+    """A subscribed (group-balanced) native lite pull consumer of `group`, first offset when nothing
+    is committed: what it reads (2 s past `want` for anything extra), then commit() of the polled
+    positions."""
+    from client import ConsumeFrom, LitePullConsumer
+
+    c = LitePullConsumer(group, g.namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)
+    c.subscribe(topic)
+    c.start()
+    got: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < want and time.monotonic() < deadline:
+            got += [m.body.decode() for m in c.poll(1.0)]
+        got += [m.body.decode() for m in c.poll(2.0)]
+        c.commit()
+    finally:
+        c.shutdown()
+    return sorted(got)

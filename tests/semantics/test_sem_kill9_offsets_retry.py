@@ -30,12 +30,12 @@ import pytest
 from confluent_kafka import Consumer as CKConsumer
 from confluent_kafka import Producer as CKProducer
 from confluent_kafka import TopicPartition as CKTopicPartition
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer
 from kafka import TopicPartition as KTopicPartition
 
-from client import (Admin, ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, MessageQueue, Producer,
+from client import (Admin, ConsumeFrom, ConsumeStatus, Message, MessageQueue, Producer,
                     PushConsumer)
-from semantics_fixtures import wait_for
+from semantics_fixtures import confluent_group_read, native_lite_read, poll_settled, wait_for
 
 
 def _name(prefix: str) -> str:
@@ -60,48 +60,6 @@ def _native_produce(g, topic: str, values_by_queue: dict[int, list[str]]) -> Non
         for q, values in values_by_queue.items():
             for v in values:
                 p.send(Message(topic, v.encode(), tags="T"), queue=MessageQueue(topic, "broker-a", q))
-
-
-def _confluent_group_read(g, group: str, topic: str, want: int, commit: bool) -> list[str]:
-    """A subscribed confluent-kafka consumer of `group` (earliest when nothing is committed): what
-    it reads, waiting 2 s past `want` for anything extra; commits its position when asked."""
-    c = CKConsumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                    "enable.auto.commit": False})
-    c.subscribe([topic])
-    got: list[str] = []
-    try:
-        deadline = time.monotonic() + 30
-        settle = None
-        while time.monotonic() < (settle or deadline):
-            m = c.poll(0.3)
-            if m is not None and m.error() is None:
-                got.append(m.value().decode())
-            if settle is None and len(got) >= want:
-                settle = time.monotonic() + 2
-        if commit:
-            c.commit(asynchronous=False)
-    finally:
-        c.close()
-    return sorted(got)
-
-
-def _native_lite_read(g, group: str, topic: str, want: int) -> list[str]:
-    """A subscribed (group-balanced) native lite pull consumer of `group`, first offset when nothing
-    is committed: what it reads (2 s past `want` for anything extra), then commit() of the polled
-    positions."""
-    c = LitePullConsumer(group, g.namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)
-    c.subscribe(topic)
-    c.start()
-    got: list[str] = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < want and time.monotonic() < deadline:
-            got += [m.body.decode() for m in c.poll(1.0)]
-        got += [m.body.decode() for m in c.poll(2.0)]
-        c.commit()
-    finally:
-        c.shutdown()
-    return sorted(got)
 
 
 def _values(prefix: str, parts: int, start: int, stop: int) -> dict[int, list[str]]:
@@ -168,7 +126,7 @@ def test_offsets_kafka_to_native_to_kafka_across_kill9(gateway_factory):
     # Leg 3, Kafka again (confluent-kafka, earliest if nothing were committed): only what is new.
     more = _values("b", 2, 0, 3)
     _native_produce(g, topic, more)
-    assert _confluent_group_read(g, group, topic, 6, commit=False) == _flat(more)
+    assert confluent_group_read(g, group, topic, 6, commit=False) == _flat(more)
 
 
 @pytest.mark.timeout(90)
@@ -179,19 +137,19 @@ def test_offsets_native_to_kafka_to_native_across_kill9(gateway_factory):
     first = _values("a", 2, 0, 5)
     _native_produce(g, topic, first)
     # Leg 1, native: everything so far, committed (UPDATE_CONSUMER_OFFSET), then kill -9.
-    assert _native_lite_read(g, group, topic, 10) == _flat(first)
+    assert native_lite_read(g, group, topic, 10) == _flat(first)
     g.kill9()
     g.start()
     # Leg 2, Kafka (earliest if the native commit were lost): only the records added since.
     second = _values("b", 2, 0, 5)
     _kafka_produce(g, topic, second)
-    assert _confluent_group_read(g, group, topic, 10, commit=True) == _flat(second)
+    assert confluent_group_read(g, group, topic, 10, commit=True) == _flat(second)
     g.kill9()
     g.start()
     # Leg 3, native again (first offset if the Kafka commit were lost): only the records added since.
     third = _values("c", 2, 0, 3)
     _kafka_produce(g, topic, third)
-    assert _native_lite_read(g, group, topic, 6) == _flat(third)
+    assert native_lite_read(g, group, topic, 6) == _flat(third)
 
 
 @pytest.mark.timeout(90)
@@ -254,16 +212,8 @@ def test_retry_chain_of_a_running_consumer_across_two_kill9s(gateway_factory):
     k = CKConsumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("dlq"), "auto.offset.reset": "earliest",
                     "enable.auto.commit": False})
     k.subscribe([f"%DLQ%{group}"])
-    dead = []
     try:
-        deadline = time.monotonic() + 20
-        settle = None
-        while time.monotonic() < (settle or deadline):
-            m = k.poll(0.3)
-            if m is not None and m.error() is None:
-                dead.append(m)
-            if settle is None and len(dead) >= 3:
-                settle = time.monotonic() + 1.5
+        dead = poll_settled(k, 3, timeout=20, settle=1.5)
     finally:
         k.close()
     assert sorted(m.value().decode() for m in dead) == sorted(sent.values())
@@ -339,16 +289,8 @@ def test_idempotent_kafka_producer_with_delay_headers_across_kill9(gateway_facto
     # A fresh reader from the start of both partitions sees the same: each record once.
     fresh = CKConsumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("f"), "enable.auto.commit": False})
     fresh.assign([CKTopicPartition(topic, part, 0) for part in range(2)])
-    again = []
     try:
-        deadline = time.monotonic() + 15
-        settle = None
-        while time.monotonic() < (settle or deadline):
-            m = fresh.poll(0.2)
-            if m is not None and m.error() is None:
-                again.append(m.value().decode())
-            if settle is None and len(again) >= len(expected):
-                settle = time.monotonic() + 1
+        again = [m.value().decode() for m in poll_settled(fresh, len(expected), timeout=15, settle=1, poll=0.2)]
     finally:
         fresh.close()
     assert sorted(again) == expected
@@ -379,16 +321,8 @@ def test_transactional_producer_goes_on_after_abort_and_kill9(gateway_factory):
     c = CKConsumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("r"), "enable.auto.commit": False,
                     "isolation.level": "read_committed"})
     c.assign([CKTopicPartition(topic, 0, 0)])
-    got = []
     try:
-        deadline = time.monotonic() + 15
-        settle = None
-        while time.monotonic() < (settle or deadline):
-            m = c.poll(0.2)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-            if settle is None and len(got) >= 2:
-                settle = time.monotonic() + 1
+        got = [m.value() for m in poll_settled(c, 2, timeout=15, settle=1, poll=0.2)]
     finally:
         c.close()
     assert got == [b"c1", b"c2"]

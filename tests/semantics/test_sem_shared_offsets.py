@@ -8,6 +8,7 @@ import uuid
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from client import ConsumeFrom, LitePullConsumer, MessageQueue
+from semantics_fixtures import confluent_group_read, native_lite_read
 
 PER_PARTITION = 10
 HALF = 5
@@ -22,40 +23,6 @@ def _fill(bootstrap: str, topic: str) -> None:
 
 def _second_half() -> list[str]:
     return sorted(f"v{p}-{i}" for p in range(2) for i in range(HALF, PER_PARTITION))
-
-
-def _kafka_read(bootstrap: str, group: str, topic: str, want: int) -> list[str]:
-    """A subscribed Kafka consumer of `group` (earliest when nothing is committed): what it reads,
-    waiting 2 s past `want` for anything extra."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False})
-    c.subscribe([topic])
-    got: list[str] = []
-    deadline = time.monotonic() + 40
-    settle = None
-    while time.monotonic() < (settle or deadline):
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value().decode())
-        if settle is None and len(got) >= want:
-            settle = time.monotonic() + 2
-    c.close()
-    return sorted(got)
-
-
-def _native_read(namesrv: str, group: str, topic: str, want: int) -> list[str]:
-    c = LitePullConsumer(group, namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)
-    c.subscribe(topic)
-    c.start()
-    got: list[str] = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < want and time.monotonic() < deadline:
-            got += [m.body.decode() for m in c.poll(1.0)]
-        got += [m.body.decode() for m in c.poll(2.0)]  # nothing beyond the rest
-    finally:
-        c.shutdown()
-    return sorted(got)
 
 
 def test_kafka_commit_then_native_continues_after_kill9(gateway_factory):
@@ -73,7 +40,7 @@ def test_kafka_commit_then_native_continues_after_kill9(gateway_factory):
     c.close()
     g.kill9()
     g.start()
-    assert _native_read(g.namesrv, group, topic, PER_PARTITION) == _second_half()
+    assert native_lite_read(g, group, topic, PER_PARTITION) == _second_half()
 
 
 def test_native_commit_then_kafka_continues_after_kill9(gateway_factory):
@@ -95,4 +62,4 @@ def test_native_commit_then_kafka_continues_after_kill9(gateway_factory):
         c.shutdown()
     g.kill9()
     g.start()
-    assert _kafka_read(g.kafka_bootstrap, group, topic, PER_PARTITION) == _second_half()
+    assert confluent_group_read(g, group, topic, PER_PARTITION, commit=False) == _second_half()
