@@ -33,7 +33,7 @@ from bench.brokers import Gateway
 from semantics.delay import DelayScheduler
 from semantics.routing import DEFAULT_LEVELS, route
 from semantics.transactions import Transactions
-from store.message import Message
+from codec.remoting.message import Message
 
 RUNS = 3
 PENDING = 100_000

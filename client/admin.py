@@ -8,7 +8,7 @@ from codec.remoting.bodies import loads
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientInstance
 from client.model import MessageExt, MessageQueue, decode_messages
-from store.message import parse_msg_id
+from codec.remoting.message import parse_msg_id
 
 
 class AsyncAdmin:

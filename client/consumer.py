@@ -18,8 +18,8 @@ from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientInstance
 from client.producer import _call
 from client.model import ConsumeFrom, ConsumeStatus, MessageExt, MessageModel, MessageQueue, decode_messages
-from semantics.tags import parse_tags
-from store.message import tag_hash
+from codec.remoting.tags import parse_tags
+from codec.remoting.message import tag_hash
 
 log = logging.getLogger("rocketgate.client")
 SUSPEND_MS = 15000

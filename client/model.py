@@ -7,7 +7,7 @@ import zlib
 
 import cramjam
 
-from store import message as smsg
+from codec.remoting import message as smsg
 
 COMPRESS_OVER = 4096          # DefaultMQProducer.compressMsgBodyOverHowmuch
 COMPRESSED_ZLIB = 0x1 | 0x300  # COMPRESSED_FLAG + compression type ZLIB

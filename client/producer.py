@@ -16,7 +16,7 @@ from codec.remoting.bodies import BatchItem, encode_batch, make_uniq_id
 from client.errors import MQBrokerError, MQClientError
 from client.instance import ClientInstance
 from client.model import Message, MessageQueue, SendResult, SendStatus, TransactionState, compress_body
-from store.message import parse_msg_id, properties_to_string
+from codec.remoting.message import parse_msg_id, properties_to_string
 
 RETRY_CODES = {ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
                ResponseCode.NO_PERMISSION, 204, 205}

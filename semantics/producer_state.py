@@ -18,18 +18,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import struct
 
 from codec.kafka import records
 from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
-from store.message import INNER_BATCH_FLAG, MessageFormatError, decode
+from codec.remoting.message import (BODY_AT, INNER_BATCH_FLAG, INT32, INT64, QUEUE_OFFSET_AT, SYSFLAG_AT,
+                                    MessageFormatError, decode)
 
 CONFIG_NAME = "kafkaProducerIds"
 CACHED_BATCHES = 5  # Kafka keeps the metadata of the last five batches per producer and partition
 TAIL_UNITS = 2000  # how far back a partition's tail is read to rebuild state after a restart
-# Stored-message layout (store.message): queue offset, sysFlag, body start (the Kafka batch).
-_QOFF_AT, _SYSFLAG_AT, _BODY_AT = 20, 36, 88
-_I32, _I64 = struct.Struct(">i"), struct.Struct(">q")
 # Where a partition's batches also wait: delayed runs, transactional halves (aborted ones stay).
 SIDE_TOPICS = (SCHEDULE_TOPIC, HALF_TOPIC)
 
@@ -119,13 +116,13 @@ class ProducerState:
                 continue  # the other records of the same batch entry
             last_phys = phys
             raw = s.read_entry(phys, size)  # header fields only: no decode of the entry
-            if len(raw) < _BODY_AT + records.HEADER_SIZE or not _I32.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
+            if len(raw) < BODY_AT + records.HEADER_SIZE or not INT32.unpack_from(raw, SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
                 continue
-            fields = records.BATCH_HEADER.unpack_from(raw, _BODY_AT)
+            fields = records.BATCH_HEADER.unpack_from(raw, BODY_AT)
             b_pid, b_epoch, b_seq, b_count = fields[9], fields[10], fields[11], fields[12]
             if b_seq < 0 or b_pid < 0 or (pid is not None and b_pid != pid):
                 continue
-            yield b_epoch, b_seq, _add(b_seq, b_count - 1), _I64.unpack_from(raw, _QOFF_AT)[0], raw
+            yield b_epoch, b_seq, _add(b_seq, b_count - 1), INT64.unpack_from(raw, QUEUE_OFFSET_AT)[0], raw
 
     def _side_batches(self) -> dict[tuple[int, str, int], list]:
         if self._side is None:
@@ -133,7 +130,7 @@ class ProducerState:
             for t in SIDE_TOPICS:
                 for q in self.store.queues(t):
                     for epoch, first, last, offset, raw in self._tail(t, q, None):
-                        pid = records.BATCH_HEADER.unpack_from(raw, _BODY_AT)[9]
+                        pid = records.BATCH_HEADER.unpack_from(raw, BODY_AT)[9]
                         try:
                             props = decode(raw).properties
                             real = (pid, props[PROPERTY_REAL_TOPIC], int(props[PROPERTY_REAL_QID]))

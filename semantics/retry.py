@@ -22,7 +22,7 @@ from semantics.routing import (
     schedule,
     to_message,
 )
-from store.message import Message, StoredMessage, tag_hash
+from codec.remoting.message import Message, StoredMessage, tag_hash
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"

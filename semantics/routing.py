@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from store.message import TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE, Message, StoredMessage
+from codec.remoting.message import TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE, Message, StoredMessage
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"

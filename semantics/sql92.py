@@ -361,7 +361,7 @@ def subscription_filter(expression_type: str | None, expression: str | None):
     """The filter of a subscription, TAG (default) or SQL92, with one interface for pulls:
     `store.read(..., tag_filter=f.matches_code)`, then keep `f.matches_properties(msg.properties)`.
     Raises FilterSyntaxError for a bad SQL92 expression or an unknown type."""
-    from semantics.tags import parse_tags
+    from codec.remoting.tags import parse_tags
 
     kind = (expression_type or "TAG").upper()
     if kind == "TAG":

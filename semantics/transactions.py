@@ -45,7 +45,7 @@ from semantics.routing import (
     schedule,
     to_message,
 )
-from store.message import TRANSACTION_COMMIT_TYPE, Message, StoredMessage, encode
+from codec.remoting.message import TRANSACTION_COMMIT_TYPE, Message, StoredMessage, encode
 
 log = logging.getLogger("rocketgate.transactions")
 

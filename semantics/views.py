@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import collections
 import logging
-import struct
 import threading
 
-from semantics.tags import TagFilter, parse_tags
-from store.message import INNER_BATCH_FLAG, decode
+from codec.remoting.tags import TagFilter, parse_tags
+from codec.remoting.message import INNER_BATCH_FLAG, INT32, SYSFLAG_AT, decode
 
 log = logging.getLogger("rocketgate.views")
 
@@ -166,17 +165,15 @@ class Views:
 
 
 INNER = object()  # entry_tag() of an inner batch: its records match on their tags codes
-_SYSFLAG = struct.Struct(">i")
-_SYSFLAG_AT = 36  # offset of sysFlag in the stored-message layout
 
 
 def entry_tag(store, phys: int, size: int):
     """The TAGS of a CommitLog entry for the exact check; INNER for an inner batch (a Kafka record
     batch, even of one record: its tag is in the records, the units carry its hash)."""
     raw = store.read_entry(phys, size)
-    if len(raw) < _SYSFLAG_AT + 4:
+    if len(raw) < SYSFLAG_AT + 4:
         return None
-    if _SYSFLAG.unpack_from(raw, _SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
+    if INT32.unpack_from(raw, SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
         return INNER
     return decode(raw).properties.get("TAGS")
 

@@ -1,7 +1,7 @@
 """The store: one CommitLog for all topics, a ConsumeQueue per topic/queue, IndexFiles, checkpoints,
 recovery and retention. Layout under the store directory:
 
-    commitlog/<20-digit start offset>        entries in the MessageDecoder layout (store.message)
+    commitlog/<20-digit start offset>        entries in the MessageDecoder layout (codec.remoting.message)
     consumequeue/<topic>/<queueId>/<20-digit> 20-byte units; .checkpoint = CommitLog offset covered
     index/<yyyyMMddHHmmssSSS>                  IndexFiles; .checkpoint likewise
     config/*.json                              topics.json and the other tables, written atomically
@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from store import message as M
+from codec.remoting import message as M
 from store.config import ConfigDir, TopicTable, atomic_write
 from store.consumequeue import UNIT, UNIT_SIZE, ConsumeQueue
 from store.indexfile import IndexService

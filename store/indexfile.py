@@ -20,7 +20,7 @@ import os
 import struct
 import time
 
-from store.message import java_hash
+from codec.remoting.message import java_hash
 
 HEADER = struct.Struct(">qqqqii")
 log = logging.getLogger("rocketgate.store")

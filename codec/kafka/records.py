@@ -20,8 +20,13 @@ HEADER_SIZE = BATCH_HEADER.size  # 61
 CRC_START = 21  # the CRC covers attributes .. end
 LENGTH_OVERHEAD = 12  # baseOffset + batchLength are not counted in batchLength
 I64 = struct.Struct(">q")
+# Named positions in a RecordBatch header
+BASE_OFFSET_AT = 0
+BATCH_LENGTH_AT = 8
 ATTRS_AT = 21
 MAX_TS_AT = 35
+PRODUCER_ID_AT = 43
+RECORD_COUNT_AT = 57
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 COMPRESSION_MASK = 0x07

@@ -1,6 +1,6 @@
 """RocketMQ remoting protocol, sans I/O: framing, header serializations, codes and bodies.
 
-The stored-message layout (MessageDecoder) is `store.message`, re-exported as `codec.remoting.message`.
+The stored-message layout (MessageDecoder) is `codec.remoting.message`; tag expressions `codec.remoting.tags`.
 """
 from codec.remoting.codes import PermName, PullSysFlag, RequestCode, ResponseCode
 from codec.remoting.command import (FLAG_ONEWAY, FLAG_RESPONSE, JSON, MAX_FRAME, ROCKETMQ, FrameReader,

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import itertools
 import operator
-import struct
 import time
 
 import trio
 
 import store
 from codec.kafka import apis, protocol, records
+from codec.kafka.records import BATCH_LENGTH_AT, RECORD_COUNT_AT
+from codec.remoting import message as stored
+from codec.remoting.message import (BODY_AT, BODY_LENGTH_AT, INT32 as _I32, INT64 as _I64, QUEUE_OFFSET_AT,
+                                    SYSFLAG_AT)
 from codec.kafka.schema import DecodeError, Spliced
 from gateway.kafka import errors, topics
 from gateway.sendfile import FileRange, close_spliced
@@ -24,15 +27,9 @@ from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER, ProducerSt
 
 NODE_ID = 0
 CLUSTER_ID = "rocketgate-cluster"
-INNER_BATCH = store.message.INNER_BATCH_FLAG
+INNER_BATCH = stored.INNER_BATCH_FLAG
 ROUTING_HEADERS = (routing.PROPERTY_DELAY, routing.PROPERTY_START_DELIVER_TIME)
-RESERVED_PROPS = {store.message.PROP_INNER_NUM, store.message.PROP_TAGS_CODES, store.message.PROP_INNER_KEYS}
-
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_QOFF_AT, _SYSFLAG_AT, _BODYLEN_AT, _BODY_AT = 20, 36, 84, 88
-_COUNT_AT = 57  # recordCount inside a RecordBatch
-_STORE_TS_AT = store.message.STORE_TS_AT
+RESERVED_PROPS = {stored.PROP_INNER_NUM, stored.PROP_TAGS_CODES, stored.PROP_INNER_KEYS}
 
 
 class KafkaState:
@@ -184,7 +181,7 @@ def tag_code(headers) -> int | None:
     """The tag hashcode of a record: its first non-empty TAGS header (None without one)."""
     for hk, hv in headers:
         if hk == "TAGS" and hv:
-            return store.message.tag_hash(hv.decode("utf-8", "replace"))
+            return stored.tag_hash(hv.decode("utf-8", "replace"))
     return None
 
 
@@ -375,7 +372,7 @@ def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget:
 
 
 SPLICE_MIN_BYTES = 64 << 10  # a stored batch at least this large is sent from its file (sendfile)
-_SPLICE_HEAD = _BODY_AT + _COUNT_AT + 4  # an entry's bytes up to its batch's record count
+_SPLICE_HEAD = BODY_AT + RECORD_COUNT_AT + 4  # an entry's bytes up to its batch's record count
 
 
 def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
@@ -398,18 +395,18 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
         first, phys, size = entries[i]
         if size >= SPLICE_MIN_BYTES and view is None and first >= offset:
             head = s.read_entry(phys, _SPLICE_HEAD)
-            if len(head) == _SPLICE_HEAD and _I32.unpack_from(head, _SYSFLAG_AT)[0] & INNER_BATCH:
-                qoff = _I64.unpack_from(head, _QOFF_AT)[0]
-                blen = _I32.unpack_from(head, _BODYLEN_AT)[0]
+            if len(head) == _SPLICE_HEAD and _I32.unpack_from(head, SYSFLAG_AT)[0] & INNER_BATCH:
+                qoff = _I64.unpack_from(head, QUEUE_OFFSET_AT)[0]
+                blen = _I32.unpack_from(head, BODY_LENGTH_AT)[0]
                 if total + blen > max_bytes and (total or not at_least_one):
                     break
-                rng = s.open_entry_range(phys + _BODY_AT + 8, blen - 8)
+                rng = s.open_entry_range(phys + BODY_AT + BATCH_LENGTH_AT, blen - BATCH_LENGTH_AT)
                 if rng is not None:
                     out += _I64.pack(qoff)
-                    parts += (out, FileRange(rng[0], rng[1], blen - 8))
+                    parts += (out, FileRange(rng[0], rng[1], blen - BATCH_LENGTH_AT))
                     out = bytearray()
                     total += blen
-                    offset = qoff + _I32.unpack_from(head, _BODY_AT + _COUNT_AT)[0]
+                    offset = qoff + _I32.unpack_from(head, BODY_AT + RECORD_COUNT_AT)[0]
                     i += 1
                     continue
         j = i + 1  # entries[i:j] is one contiguous run of the CommitLog, copied
@@ -426,20 +423,20 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
         for first, phys, size in entries[i:j]:
             if first < offset:
                 continue  # already served by the batch before (a view cut)
-            if size < _BODY_AT:
+            if size < BODY_AT:
                 offset = first + 1  # a hole in the ConsumeQueue: nothing to serve
                 continue
             at = phys - run_start
-            inner = _I32.unpack_from(run, at + _SYSFLAG_AT)[0] & INNER_BATCH
+            inner = _I32.unpack_from(run, at + SYSFLAG_AT)[0] & INNER_BATCH
             if inner and view is None:
-                qoff = _I64.unpack_from(run, at + _QOFF_AT)[0]
-                blen = _I32.unpack_from(run, at + _BODYLEN_AT)[0]
-                nxt = qoff + _I32.unpack_from(run, at + _BODY_AT + _COUNT_AT)[0]
+                qoff = _I64.unpack_from(run, at + QUEUE_OFFSET_AT)[0]
+                blen = _I32.unpack_from(run, at + BODY_LENGTH_AT)[0]
+                nxt = qoff + _I32.unpack_from(run, at + BODY_AT + RECORD_COUNT_AT)[0]
                 if total + blen > max_bytes and (total or not at_least_one):
                     full = True
                     break
                 pos = len(out)
-                out += mv[at + _BODY_AT:at + _BODY_AT + blen]
+                out += mv[at + BODY_AT:at + BODY_AT + blen]
                 _I64.pack_into(out, pos, qoff)
                 total += blen
             else:
@@ -447,7 +444,7 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
                 if inner:
                     batch, nxt = view_batch(s, topic, partition, first, phys, raw, view)
                 else:
-                    batch, nxt = native_batch(store.message.decode(raw), first), first + 1
+                    batch, nxt = native_batch(stored.decode(raw), first), first + 1
                 if total + len(batch) > max_bytes and (total or not at_least_one):
                     full = True
                     break
@@ -479,8 +476,8 @@ def view_batch(s, view_topic: str, partition: int, offset: int, phys: int, raw: 
     them. When every record matches the batch is served verbatim; otherwise the matching records
     from `offset` on are re-encoded (uncompressed) with the view's offsets (per-record work, views
     only)."""
-    blen = _I32.unpack_from(raw, _BODYLEN_AT)[0]
-    body = raw[_BODY_AT:_BODY_AT + blen]
+    blen = _I32.unpack_from(raw, BODY_LENGTH_AT)[0]
+    body = raw[BODY_AT:BODY_AT + blen]
     b = records.parse_batches(body)[0]
     run = s.units(view_topic, partition, offset, b.record_count)
     n = 1

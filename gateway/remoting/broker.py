@@ -16,8 +16,8 @@ from gateway.remoting.common import (BROKER_NAME, CLUSTER_NAME, DEFERRED, REGION
                                      registry)
 from semantics import retry, routing
 from semantics.sql92 import FilterSyntaxError, Selector, subscription_filter
-from semantics.tags import parse_tags
-from store import message as smsg
+from codec.remoting.tags import parse_tags
+from codec.remoting import message as smsg
 
 log = logging.getLogger("rocketgate.remoting")
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import store
 from codec.kafka.records import decode_records, parse_batches
-from store import message as smsg
-
-INNER_BATCH_FLAG = 0x80
+from codec.remoting import message as smsg
+from codec.remoting.message import INNER_BATCH_FLAG, NEED_UNWRAP_FLAG
 
 
 def record_uniq_key(physical_offset: int, index: int) -> str:
@@ -39,7 +38,7 @@ def records_as_messages(m) -> list:
                 pass
         props.setdefault("UNIQ_KEY", record_uniq_key(m.physical_offset, i))
         out.append(store.Message(topic=m.topic, queue_id=m.queue_id, body=rec.value or b"", properties=props,
-                                 flag=0, sys_flag=m.sys_flag & ~INNER_BATCH_FLAG & ~0x40,
+                                 flag=0, sys_flag=m.sys_flag & ~INNER_BATCH_FLAG & ~NEED_UNWRAP_FLAG,
                                  born_timestamp=batch.base_timestamp + rec.timestamp_delta,
                                  born_host=m.born_host))
     return out

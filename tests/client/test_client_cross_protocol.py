@@ -4,7 +4,7 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from client import Admin, ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, MessageQueue, Producer, PushConsumer
-from store.message import make_msg_id
+from codec.remoting.message import make_msg_id
 
 
 def poll_until(consumer, n, timeout=20.0):

@@ -4,7 +4,7 @@ import zlib
 import cramjam
 
 from client.model import COMPRESS_OVER, Message, compress_body, decode_messages, decompress_body
-from store.message import Message as StoreMessage, encode
+from codec.remoting.message import Message as StoreMessage, encode
 
 
 def test_wire_properties():

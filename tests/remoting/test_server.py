@@ -9,7 +9,7 @@ import pytest
 
 from codec.remoting import JSON, ROCKETMQ, RemotingCommand, RequestCode as RC, ResponseCode as R, encode
 from codec.remoting.bodies import BatchItem, encode_batch
-from store.message import decode, properties_to_string, tag_hash
+from codec.remoting.message import decode, properties_to_string, tag_hash
 from wire import Peer
 
 

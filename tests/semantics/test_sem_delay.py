@@ -3,7 +3,7 @@ import time
 
 import trio
 
-from store.message import Message, tag_hash
+from codec.remoting.message import Message, tag_hash
 from semantics.delay import DelayScheduler
 from semantics.routing import SCHEDULE_TOPIC, DelayLevels, route
 from semantics_fixtures import app, reopen, st  # noqa: F401 - fixtures

@@ -1,7 +1,7 @@
 """CONSUMER_SEND_MSG_BACK and dead letters against a real store."""
 import time
 
-from store.message import Message
+from codec.remoting.message import Message
 from semantics.delay import DelayScheduler
 from semantics.retry import consumer_send_back, resend_from_dlq
 from semantics.routing import SCHEDULE_TOPIC, DEFAULT_LEVELS

@@ -106,7 +106,7 @@ def test_error_names_position():
 
 def test_subscription_filter_one_interface():
     from semantics.sql92 import subscription_filter
-    from store.message import tag_hash
+    from codec.remoting.message import tag_hash
 
     tag = subscription_filter("TAG", "A || B")
     assert tag.matches_code(tag_hash("A")) and not tag.matches_code(tag_hash("C"))

@@ -1,11 +1,11 @@
 """Tag expressions and the produce-path routing of delayed and transactional messages."""
 import pytest
 
-from store.message import Message, tag_hash
+from codec.remoting.message import Message, tag_hash
 from semantics.routing import (
     HALF_TOPIC, SCHEDULE_TOPIC, DelayLevels, DEFAULT_LEVELS, route,
 )
-from semantics.tags import parse_tags
+from codec.remoting.tags import parse_tags
 
 NOW = 1_700_000_000_000
 

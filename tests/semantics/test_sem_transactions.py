@@ -3,7 +3,7 @@ import time
 
 import trio
 
-from store.message import Message, decode
+from codec.remoting.message import Message, decode
 from semantics.routing import HALF_TOPIC, OP_TOPIC, SCHEDULE_TOPIC, route
 from semantics.transactions import EndResult, Transactions, register_checker
 from semantics_fixtures import app, reopen, st  # noqa: F401 - fixtures

@@ -1,7 +1,7 @@
 """Filtered view topics over a real store: backfill, live maintenance, dense offsets, restart, delete."""
 import pytest
 
-from store.message import Message
+from codec.remoting.message import Message
 from semantics.views import ViewError, Views
 from semantics_fixtures import app, reopen, st  # noqa: F401 - fixtures
 
@@ -48,7 +48,7 @@ def test_inner_batch_units(st):
     st.topics.create("Base", 1, 1)
     views = Views(st)
     views.create_view("V", "Base", "x")
-    from store.message import tag_hash
+    from codec.remoting.message import tag_hash
     st.append(Message("Base", 0, b"batch", {}, batch_count=3, tags_codes=[tag_hash("x"), 0, tag_hash("x")]))
     assert st.max_offset("V", 0) == 2
     assert [u[0] for u in st.units("V", 0, 0, 5)] == [st.units("Base", 0, 0, 1)[0][0]] * 2
@@ -101,7 +101,7 @@ def test_bad_definitions(st):
 
 def test_views_at_different_positions_and_batch_across_chunks(st, monkeypatch):
     import semantics.views as views_mod
-    from store.message import tag_hash
+    from codec.remoting.message import tag_hash
 
     monkeypatch.setattr(views_mod, "CHUNK", 2)
     st.topics.create("Base", 1, 1)

@@ -1,10 +1,10 @@
-"""Round trips of the stored-message layout (store.message), with hypothesis."""
+"""Round trips of the stored-message layout (codec.remoting.message), with hypothesis."""
 import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from store import message as M
+from codec.remoting import message as M
 
 text = st.text(alphabet=st.characters(blacklist_characters="\x00\x01\x02", blacklist_categories=("Cs",)),
                max_size=20)

@@ -14,7 +14,7 @@ import pytest
 
 import store
 from store import Message, StoreConfig
-from store import message as M
+from codec.remoting import message as M
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

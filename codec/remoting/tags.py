@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from store.message import tag_hash
+from codec.remoting.message import tag_hash
 
 SUB_ALL = "*"
 
