@@ -11,7 +11,7 @@ import struct
 
 from codec.kafka import protocol
 from codec.kafka.schema import DecodeError
-from gateway.kafka import handlers
+import gateway.kafka.handlers as handlers
 from gateway.sendfile import send_frame
 
 log = logging.getLogger("rocketgate.kafka")

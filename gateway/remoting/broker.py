@@ -11,7 +11,7 @@ import trio
 import store
 from codec.remoting import FLAG_RESPONSE, PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import decode_batch, dumps
-from gateway.remoting import inner_batch
+from interop import to_rocketmq as inner_batch
 from gateway.remoting.common import (BROKER_NAME, CLUSTER_NAME, DEFERRED, REGION, ensure_topic, handles,
                                      registry)
 from semantics import retry, routing
