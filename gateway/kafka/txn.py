@@ -42,7 +42,8 @@ async def add_partitions_to_txn(ctx: RequestContext):
     if txn is not None:
         kafka_state(ctx.app).txns.begin(txn, _now())
     return {"results": [{"name": t["name"], "results": [
-        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]} for t in ctx.request["topics"]]}
+        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
+        for t in ctx.request["topics"]]}
 
 
 @handler(apis.ADD_OFFSETS_TO_TXN)
@@ -56,7 +57,7 @@ async def add_offsets_to_txn(ctx: RequestContext):
 @handler(apis.TXN_OFFSET_COMMIT)
 async def txn_offset_commit(ctx: RequestContext):
     req = ctx.request
-    code, txn = _txn(ctx.app, req)
+    code, txn = _txn(ctx)
     out = []
     for t in req["topics"]:
         parts = []
