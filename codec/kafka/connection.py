@@ -88,7 +88,11 @@ class ServerConnection:
         if payload is None:
             return CLOSED if self._eof else NEED_DATA
         self._size = -1
-        header = parse_header(payload)
+        try:
+            header = parse_header(payload)
+        except DecodeError as exc:
+            self._eof = True
+            raise RemoteProtocolError(f"bad request header: {exc}") from exc
         self._unanswered.append(header.correlation_id)
         return Request(header, payload)
 
