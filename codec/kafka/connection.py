@@ -81,8 +81,7 @@ class ServerConnection:
                 return CLOSED if self._eof else NEED_DATA
             size = SIZE.unpack(self._take(SIZE.size))[0]
             if not MIN_FRAME <= size <= self.max_frame_bytes:
-                self._eof = True
-                raise RemoteProtocolError(f"frame size {size} outside [{MIN_FRAME}, {self.max_frame_bytes}]")
+                raise self._broken(f"frame size {size} outside [{MIN_FRAME}, {self.max_frame_bytes}]")
             self._size = size
         payload = self._assemble()
         if payload is None:
@@ -91,10 +90,16 @@ class ServerConnection:
         try:
             header = parse_header(payload)
         except DecodeError as exc:
-            self._eof = True
-            raise RemoteProtocolError(f"bad request header: {exc}") from exc
+            raise self._broken(f"bad request header: {exc}") from exc
         self._unanswered.append(header.correlation_id)
         return Request(header, payload)
+
+    def _broken(self, reason: str) -> RemoteProtocolError:
+        """Drop everything buffered: after a protocol error the connection only reports CLOSED."""
+        self._chunks.clear()
+        self._buffered = 0
+        self._eof = True
+        return RemoteProtocolError(reason)
 
     def _assemble(self) -> memoryview | None:
         """The frame of `_size` bytes once all of it is here; copies only a frame split over chunks."""

@@ -82,6 +82,7 @@ def test_negative_or_short_sizes_are_protocol_errors(size):
     conn.receive_data(struct.pack(">i", size) + b"\x00" * 16)
     with pytest.raises(RemoteProtocolError):
         conn.next_event()
+    assert conn.next_event() is CLOSED  # the bytes after a bad size are never read as a frame
 
 
 def test_truncated_header_is_a_protocol_error():
