@@ -60,6 +60,10 @@ PRODUCE = Api(key=0, name="Produce", versions="0-9", flexible="9+", served="3+",
     F("throttle_time_ms", "i32", "1+"),
 ])
 
+_EPOCH_END_OFFSET = Struct([F("epoch", "i32", default=-1), F("end_offset", "i64", default=-1)])
+_LEADER_ID_AND_EPOCH = Struct([F("leader_id", "i32", default=-1), F("leader_epoch", "i32", default=-1)])
+_SNAPSHOT_ID = Struct([F("end_offset", "i64", default=-1), F("epoch", "i32", default=-1)])
+
 FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
     F("replica_id", "i32", "0-14", default=-1),
     F("max_wait_ms", "i32"),
@@ -83,6 +87,7 @@ FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
     F("forgotten_topics_data", [F("topic", "str", "7-12"), F("topic_id", "uuid", "13+"),
                                 F("partitions", "[i32]")], "7+"),
     F("rack_id", "str", "11+"),
+    F("cluster_id", "str", "12+", nullable="12+", tag=0),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16", "7+"),
@@ -96,9 +101,13 @@ FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
             F("high_watermark", "i64"),
             F("last_stable_offset", "i64", "4+", default=-1),
             F("log_start_offset", "i64", "5+", default=-1),
-            F("aborted_transactions", [F("producer_id", "i64"), F("first_offset", "i64")], "4+"),
+            F("aborted_transactions", [F("producer_id", "i64"), F("first_offset", "i64")], "4+",
+              nullable="4+"),
             F("preferred_read_replica", "i32", "11+", default=-1),
             F("records", "records", nullable="0+"),
+            F("diverging_epoch", _EPOCH_END_OFFSET, "12+", tag=0),
+            F("current_leader", _LEADER_ID_AND_EPOCH, "12+", tag=1),
+            F("snapshot_id", _SNAPSHOT_ID, "12+", tag=2),
         ]),
     ]),
 ])
@@ -131,7 +140,7 @@ LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-7", flexible="6+", req
 ])
 
 METADATA = Api(key=3, name="Metadata", versions="0-12", flexible="9+", request=[
-    F("topics", [F("topic_id", "uuid", "10+"), F("name", "str", nullable="0+")]),
+    F("topics", [F("topic_id", "uuid", "10+"), F("name", "str", nullable="10+")], nullable="1+"),
     F("allow_auto_topic_creation", "bool", "4+", default=True),
     F("include_cluster_authorized_operations", "bool", "8-10"),
     F("include_topic_authorized_operations", "bool", "8+"),
@@ -142,7 +151,7 @@ METADATA = Api(key=3, name="Metadata", versions="0-12", flexible="9+", request=[
     F("controller_id", "i32", "1+", default=-1),
     F("topics", [
         F("error_code", "i16"),
-        F("name", "str", nullable="0+"),
+        F("name", "str", nullable="12+"),
         F("topic_id", "uuid", "10+"),
         F("is_internal", "bool", "1+"),
         F("partitions", [
@@ -190,12 +199,12 @@ _OFFSET_FETCH_PARTITION = [
 
 OFFSET_FETCH = Api(key=9, name="OffsetFetch", versions="1-9", flexible="6+", request=[
     F("group_id", "str", "0-7"),
-    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], "0-7"),
+    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], "0-7", nullable="2-7"),
     F("groups", [
         F("group_id", "str"),
         F("member_id", "str", "9+", nullable="9+"),
         F("member_epoch", "i32", "9+", default=-1),
-        F("topics", [F("name", "str"), F("partition_indexes", "[i32]")]),
+        F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], nullable="8+"),
     ], "8+"),
     F("require_stable", "bool", "7+"),
 ], response=[
@@ -240,7 +249,7 @@ JOIN_GROUP = Api(key=11, name="JoinGroup", versions="0-9", flexible="6+", reques
     F("error_code", "i16"),
     F("generation_id", "i32", default=-1),
     F("protocol_type", "str", "7+", nullable="7+"),
-    F("protocol_name", "str", nullable="0+"),
+    F("protocol_name", "str", nullable="7+"),
     F("leader", "str"),
     F("skip_assignment", "bool", "9+"),
     F("member_id", "str"),
@@ -321,6 +330,11 @@ API_VERSIONS = Api(key=18, name="ApiVersions", versions="0-4", flexible="3+", re
     F("error_code", "i16"),
     F("api_keys", [F("api_key", "i16"), F("min_version", "i16"), F("max_version", "i16")]),
     F("throttle_time_ms", "i32", "1+"),
+    F("supported_features", [F("name", "str"), F("min_version", "i16"), F("max_version", "i16")], "3+", tag=0),
+    F("finalized_features_epoch", "i64", "3+", tag=1, default=-1),
+    F("finalized_features", [F("name", "str"), F("max_version_level", "i16"), F("min_version_level", "i16")],
+      "3+", tag=2),
+    F("zk_migration_ready", "bool", "3+", tag=3),
 ])
 
 _CREATABLE_CONFIG = [F("name", "str"), F("value", "str", nullable="0+")]
@@ -347,7 +361,8 @@ CREATE_TOPICS = Api(key=19, name="CreateTopics", versions="2-7", flexible="5+", 
         F("configs", [
             F("name", "str"), F("value", "str", nullable="0+"), F("read_only", "bool"),
             F("config_source", "i8", default=-1), F("is_sensitive", "bool"),
-        ], "5+"),
+        ], "5+", nullable="5+"),
+        F("topic_config_error_code", "i16", "5+", tag=0),
     ]),
 ])
 
@@ -358,7 +373,7 @@ DELETE_TOPICS = Api(key=20, name="DeleteTopics", versions="1-6", flexible="4+", 
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("responses", [
-        F("name", "str", nullable="0+"),
+        F("name", "str", nullable="6+"),
         F("topic_id", "uuid", "6+"),
         F("error_code", "i16"),
         F("error_message", "str", "5+", nullable="5+"),
@@ -378,7 +393,7 @@ INIT_PRODUCER_ID = Api(key=22, name="InitProducerId", versions="0-5", flexible="
 ])
 
 DESCRIBE_CONFIGS = Api(key=32, name="DescribeConfigs", versions="1-4", flexible="4+", request=[
-    F("resources", [F("resource_type", "i8"), F("resource_name", "str"), F("configuration_keys", "[str]")]),
+    F("resources", [F("resource_type", "i8"), F("resource_name", "str"), F("configuration_keys", "[str]", nullable="0+")]),
     F("include_synonyms", "bool", "1+"),
     F("include_documentation", "bool", "3+"),
 ], response=[
@@ -403,7 +418,7 @@ DESCRIBE_CONFIGS = Api(key=32, name="DescribeConfigs", versions="1-4", flexible=
 ])
 
 CREATE_PARTITIONS = Api(key=37, name="CreatePartitions", versions="0-3", flexible="2+", request=[
-    F("topics", [F("name", "str"), F("count", "i32"), F("assignments", [F("broker_ids", "[i32]")])]),
+    F("topics", [F("name", "str"), F("count", "i32"), F("assignments", [F("broker_ids", "[i32]")], nullable="0+")]),
     F("timeout_ms", "i32"),
     F("validate_only", "bool"),
 ], response=[
