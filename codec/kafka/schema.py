@@ -1,20 +1,16 @@
 """Declarative Kafka message schemas and the one generic codec that interprets them.
 
-A schema is a list of fields, `F(name, type, versions, nullable=..., tag=..., default=...)`, mirroring
-Kafka's message JSON. Types: "i8" "i16" "i32" "i64" "bool" "f64" "uuid" "str" "bytes" "records",
-"[T]" for an array of a primitive T, a list of fields for an array of structs, or `Struct(fields)`
-for one struct. `nullable` names the versions in which Kafka allows null (strings, bytes, records and
-arrays); `tag` makes the field a tagged field of flexible versions. In flexible versions strings,
-bytes and arrays use the compact (length + 1, unsigned varint) forms and every struct ends with its
-tagged fields: declared ones are decoded by tag (absent ones take their default) and encoded only
-when their value differs from the default; unknown tags are skipped. Decoding is lenient: a null
-string/bytes/array decodes as None in any version; encoding None writes the field's default, which
-is None (null) for a nullable string, bytes or records field and "", b"", [], 0, False otherwise.
-tests/kafka/test_kafka_schemas.py checks every declaration against kafka-clients' own schemas.
+A schema is a list of `F(name, type, versions, nullable=, tag=, default=)`, as in Kafka's message
+JSON (tests/kafka/test_kafka_schemas.py checks ours against kafka-clients). Types: "i8" "i16" "i32"
+"i64" "bool" "f64" "uuid" "str" "bytes" "records", "[T]" (array of a primitive), a list of fields
+(array of structs) or `Struct(fields)`. Flexible versions use compact lengths and end every struct
+with tagged fields: declared tags decode by tag (absent: default) and are written only when they
+differ from their default; unknown tags are skipped. Decoding is lenient (null decodes as None in any
+version); encoding a missing or None value writes the default: null where a string, bytes or records
+field is `nullable` in that version, else "", b"", [], 0, False or the explicit default.
 
 `compile_message(fields, version, flexible)` turns a schema into a (decode, encode) pair once per
-(api, version); the closures are what the hot path calls. Decoded messages are plain dicts; encode
-fills missing keys with the field default.
+(api, version); the closures are what the hot path calls. Decoded messages are plain dicts.
 """
 from __future__ import annotations
 

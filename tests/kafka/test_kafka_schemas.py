@@ -155,3 +155,17 @@ def test_missing_string_is_null_only_where_kafka_allows_it():
         frame = protocol.response_frame(apis.JOIN_GROUP.key, version, 1, {"error_code": 79, "member_id": "m"})
         body = protocol.decode_response(apis.JOIN_GROUP.key, version, frame[4:])[1]
         assert body["protocol_name"] == ("" if version < 7 else None), version
+
+
+def test_tagged_fields_are_written_only_when_set_and_read_back():
+    """ApiVersions v3 declares tags 0-3: a default value is not written (the response ends with an
+    empty tag section), a set one is written as tag, size, value, and decodes back by tag."""
+    body = {"api_keys": []}
+    plain = protocol.response_frame(apis.API_VERSIONS.key, 3, 1, body)
+    assert plain.endswith(b"\x00")  # throttle_time_ms, then zero tagged fields
+    decoded = protocol.decode_response(apis.API_VERSIONS.key, 3, plain[4:])[1]
+    assert decoded["finalized_features_epoch"] == -1 and decoded["supported_features"] == []
+    tagged = protocol.response_frame(apis.API_VERSIONS.key, 3, 1, {**body, "finalized_features_epoch": 5})
+    assert bytes(tagged[len(plain) - 1:]) == b"\x01\x01\x08" + (5).to_bytes(8, "big")
+    decoded = protocol.decode_response(apis.API_VERSIONS.key, 3, tagged[4:])[1]
+    assert decoded["finalized_features_epoch"] == 5 and decoded["zk_migration_ready"] is False
