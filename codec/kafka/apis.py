@@ -53,7 +53,10 @@ PRODUCE = Api(key=0, name="Produce", versions="0-9", flexible="9+", served="3+",
             F("base_offset", "i64"),
             F("log_append_time_ms", "i64", "2+", default=-1),
             F("log_start_offset", "i64", "5+", default=-1),
-            F("record_errors", [F("batch_index", "i32"), F("batch_index_error_message", "str", nullable="0+")], "8+"),
+            F("record_errors", [
+                F("batch_index", "i32"),
+                F("batch_index_error_message", "str", "8+", nullable="8+"),
+            ], "8+"),
             F("error_message", "str", "8+", nullable="8+"),
         ]),
     ]),
@@ -146,7 +149,9 @@ METADATA = Api(key=3, name="Metadata", versions="0-12", flexible="9+", request=[
     F("include_topic_authorized_operations", "bool", "8+"),
 ], response=[
     F("throttle_time_ms", "i32", "3+"),
-    F("brokers", [F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", "1+", nullable="1+")]),
+    F("brokers", [
+        F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", "1+", nullable="1+"),
+    ]),
     F("cluster_id", "str", "2+", nullable="2+"),
     F("controller_id", "i32", "1+", default=-1),
     F("topics", [
@@ -253,7 +258,11 @@ JOIN_GROUP = Api(key=11, name="JoinGroup", versions="0-9", flexible="6+", reques
     F("leader", "str"),
     F("skip_assignment", "bool", "9+"),
     F("member_id", "str"),
-    F("members", [F("member_id", "str"), F("group_instance_id", "str", "5+", nullable="5+"), F("metadata", "bytes")]),
+    F("members", [
+        F("member_id", "str"),
+        F("group_instance_id", "str", "5+", nullable="5+"),
+        F("metadata", "bytes"),
+    ]),
 ])
 
 HEARTBEAT = Api(key=12, name="Heartbeat", versions="0-4", flexible="4+", request=[
@@ -269,11 +278,19 @@ HEARTBEAT = Api(key=12, name="Heartbeat", versions="0-4", flexible="4+", request
 LEAVE_GROUP = Api(key=13, name="LeaveGroup", versions="0-5", flexible="4+", request=[
     F("group_id", "str"),
     F("member_id", "str", "0-2"),
-    F("members", [F("member_id", "str"), F("group_instance_id", "str", nullable="0+"), F("reason", "str", "5+", nullable="5+")], "3+"),
+    F("members", [
+        F("member_id", "str"),
+        F("group_instance_id", "str", nullable="3+"),
+        F("reason", "str", "5+", nullable="5+"),
+    ], "3+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16"),
-    F("members", [F("member_id", "str"), F("group_instance_id", "str", nullable="0+"), F("error_code", "i16")], "3+"),
+    F("members", [
+        F("member_id", "str"),
+        F("group_instance_id", "str", nullable="3+"),
+        F("error_code", "i16"),
+    ], "3+"),
 ])
 
 SYNC_GROUP = Api(key=14, name="SyncGroup", versions="0-5", flexible="4+", request=[
@@ -330,7 +347,8 @@ API_VERSIONS = Api(key=18, name="ApiVersions", versions="0-4", flexible="3+", re
     F("error_code", "i16"),
     F("api_keys", [F("api_key", "i16"), F("min_version", "i16"), F("max_version", "i16")]),
     F("throttle_time_ms", "i32", "1+"),
-    F("supported_features", [F("name", "str"), F("min_version", "i16"), F("max_version", "i16")], "3+", tag=0),
+    F("supported_features", [F("name", "str"), F("min_version", "i16"), F("max_version", "i16")], "3+",
+      tag=0),
     F("finalized_features_epoch", "i64", "3+", tag=1, default=-1),
     F("finalized_features", [F("name", "str"), F("max_version_level", "i16"), F("min_version_level", "i16")],
       "3+", tag=2),
@@ -359,7 +377,7 @@ CREATE_TOPICS = Api(key=19, name="CreateTopics", versions="2-7", flexible="5+", 
         F("num_partitions", "i32", "5+", default=-1),
         F("replication_factor", "i16", "5+", default=-1),
         F("configs", [
-            F("name", "str"), F("value", "str", nullable="0+"), F("read_only", "bool"),
+            F("name", "str"), F("value", "str", nullable="5+"), F("read_only", "bool"),
             F("config_source", "i8", default=-1), F("is_sensitive", "bool"),
         ], "5+", nullable="5+"),
         F("topic_config_error_code", "i16", "5+", tag=0),
@@ -367,7 +385,7 @@ CREATE_TOPICS = Api(key=19, name="CreateTopics", versions="2-7", flexible="5+", 
 ])
 
 DELETE_TOPICS = Api(key=20, name="DeleteTopics", versions="1-6", flexible="4+", request=[
-    F("topics", [F("name", "str", nullable="0+"), F("topic_id", "uuid")], "6+"),
+    F("topics", [F("name", "str", nullable="6+"), F("topic_id", "uuid")], "6+"),
     F("topic_names", "[str]", "0-5"),
     F("timeout_ms", "i32"),
 ], response=[
@@ -393,7 +411,11 @@ INIT_PRODUCER_ID = Api(key=22, name="InitProducerId", versions="0-5", flexible="
 ])
 
 DESCRIBE_CONFIGS = Api(key=32, name="DescribeConfigs", versions="1-4", flexible="4+", request=[
-    F("resources", [F("resource_type", "i8"), F("resource_name", "str"), F("configuration_keys", "[str]", nullable="0+")]),
+    F("resources", [
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("configuration_keys", "[str]", nullable="0+"),
+    ]),
     F("include_synonyms", "bool", "1+"),
     F("include_documentation", "bool", "3+"),
 ], response=[
@@ -418,7 +440,11 @@ DESCRIBE_CONFIGS = Api(key=32, name="DescribeConfigs", versions="1-4", flexible=
 ])
 
 CREATE_PARTITIONS = Api(key=37, name="CreatePartitions", versions="0-3", flexible="2+", request=[
-    F("topics", [F("name", "str"), F("count", "i32"), F("assignments", [F("broker_ids", "[i32]")], nullable="0+")]),
+    F("topics", [
+        F("name", "str"),
+        F("count", "i32"),
+        F("assignments", [F("broker_ids", "[i32]")], nullable="0+"),
+    ]),
     F("timeout_ms", "i32"),
     F("validate_only", "bool"),
 ], response=[
@@ -443,7 +469,9 @@ DESCRIBE_CLUSTER = Api(key=60, name="DescribeCluster", versions="0-1", flexible=
     F("endpoint_type", "i8", "1+", default=1),
     F("cluster_id", "str"),
     F("controller_id", "i32", default=-1),
-    F("brokers", [F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+")]),
+    F("brokers", [
+        F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+"),
+    ]),
     F("cluster_authorized_operations", "i32", default=NO_AUTH_OPS),
 ])
 

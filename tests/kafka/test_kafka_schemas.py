@@ -20,7 +20,7 @@ from codec.kafka import apis, protocol
 from codec.kafka.schema import F, Struct
 from compat.jvm import JVM_FLAGS, KAFKA_CLIENTS, classpath
 
-MODULES = [KAFKA_CLIENTS["4"], KAFKA_CLIENTS["3.9"]]  # newest first: a version is checked against the first that has it
+MODULES = [KAFKA_CLIENTS["4"], KAFKA_CLIENTS["3.9"]]  # a version is checked against the first that has it
 KAFKA_TYPES = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f64": "float64", "bool": "bool",
                "uuid": "uuid", "str": "string", "bytes": "bytes", "records": "records"}
 LENGTH_PREFIXED = ("string", "bytes", "records", "array")
@@ -34,9 +34,10 @@ ADVERTISED = [(api, v) for api in apis.ALL for v in range(api.min_version, api.m
 
 
 def kafka_schemas(module: str) -> dict[str, dict]:
-    """API name -> {"key", "lowest", "highest", "highest_stable", "versions": {"3": {"request", "response"}}}."""
-    names = [api.name for api in apis.ALL]
-    cmd = [shutil.which("java") or "java", *JVM_FLAGS, "-cp", classpath(module), "compat.KafkaSchemas", *names]
+    """API name -> {"key", "lowest", "highest", "highest_stable", "versions": {"3": {"request", "response"}}}
+    for every API we declare, from compat.KafkaSchemas run on the module's kafka-clients."""
+    java = shutil.which("java") or "java"
+    cmd = [java, *JVM_FLAGS, "-cp", classpath(module), "compat.KafkaSchemas", *(api.name for api in apis.ALL)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     return {d["name"]: d for d in map(json.loads, out.splitlines())}
 
@@ -119,9 +120,9 @@ def test_advertised_version_matches_kafka(kafka, api, version):
     flexible = api.flexible(version)
     spec = schema_for(kafka, api, version)
     renames = KAFKA_RENAMES.get(api.name)
-    diffs = diff_struct(api.request, spec["request"], version, flexible, f"{api.name}Request v{version}", renames)
-    diffs += diff_struct(api.response, spec["response"], version, flexible, f"{api.name}Response v{version}",
-                         renames)
+    diffs = []
+    for kind, ours in (("Request", api.request), ("Response", api.response)):
+        diffs += diff_struct(ours, spec[kind.lower()], version, flexible, f"{api.name}{kind} v{version}", renames)
     assert not diffs, "\n".join(diffs)
 
 
