@@ -33,7 +33,6 @@ class Api:
         return f"Api({self.name}, key={self.key}, versions={self.min_version}-{self.max_version})"
 
 
-THROTTLE = F("throttle_time_ms", "i32")
 NO_AUTH_OPS = -2147483648
 
 PRODUCE = Api(key=0, name="Produce", versions="0-9", flexible="9+", served="3+", request=[
