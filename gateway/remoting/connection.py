@@ -113,11 +113,8 @@ class Channel:
     async def _finish(self, req: RemotingCommand, coro_fn) -> None:
         try:
             resp = await coro_fn()
-        except RequestError as exc:
-            resp = exc.answer(req)
-        except Exception as exc:  # a bug: it ends this connection (see the module doc)
-            exc.add_note(f"while handling remoting request {req.code}")
-            raise
+        except Exception as exc:
+            resp = _mistake_answer(req, exc)
         await self.reply(req, resp)
 
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
@@ -190,15 +187,22 @@ def _answer(req: RemotingCommand, resp: RemotingCommand | None, answers: list) -
 
 
 def _guarded(req: RemotingCommand, fn, *args):
-    """fn(*args); a RequestError (the client's mistake) becomes the error answer to `req`. Any other
-    exception is a bug and propagates, naming the request, to end this connection."""
+    """fn(*args), or the error answer to `req` if the client got the request wrong."""
     try:
         return fn(*args)
-    except RequestError as exc:
-        return exc.answer(req)
     except Exception as exc:
-        exc.add_note(f"while handling remoting request {req.code}")
-        raise
+        return _mistake_answer(req, exc)
+
+
+def _mistake_answer(req: RemotingCommand, exc: Exception) -> RemotingCommand:
+    """The answer to a request the client got wrong. Any other exception is a bug: raised again,
+    naming the request, to end this connection."""
+    if isinstance(exc, RequestError):
+        return exc.answer(req)
+    if isinstance(exc, ProtocolError):  # RemotingCommand.get_int: a missing or non-numeric field
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+    exc.add_note(f"while handling remoting request {req.code}")
+    raise exc
 
 
 def _append_sends(channel: Channel, sends: list, answers: list) -> None:

@@ -10,7 +10,7 @@ from codec.remoting import FrameReader, RemotingCommand, ResponseCode, encode
 from gateway.remoting import handle_connection, headers
 from gateway.remoting.common import DEFERRED, HANDLERS
 
-CLIENT_MISTAKE, BUG, DEFERRED_BUG, PROBE = 9101, 9102, 9103, 9104
+CLIENT_MISTAKE, BUG, DEFERRED_BUG, PROBE, GET_INT = 9101, 9102, 9103, 9104, 9105
 
 
 def _client_mistake(channel, req):
@@ -34,6 +34,7 @@ def test_handlers(monkeypatch):
     monkeypatch.setitem(HANDLERS, CLIENT_MISTAKE, _client_mistake)
     monkeypatch.setitem(HANDLERS, BUG, _bug)
     monkeypatch.setitem(HANDLERS, DEFERRED_BUG, _deferred_bug)
+    monkeypatch.setitem(HANDLERS, GET_INT, lambda channel, req: req.response(ext_fields={"n": req.get_int("n")}))
     monkeypatch.setitem(HANDLERS, PROBE, lambda channel, req: req.response(ext_fields={"ok": "yes"}))
 
 
@@ -79,10 +80,11 @@ def _exchange(requests: list[int]) -> tuple[list[RemotingCommand], list[BaseExce
 
 
 def test_client_mistake_is_answered_and_the_connection_goes_on(test_handlers):
-    answers, raised = _exchange([CLIENT_MISTAKE, PROBE])
-    assert [a.code for a in answers] == [ResponseCode.SYSTEM_ERROR, ResponseCode.SUCCESS]
+    answers, raised = _exchange([CLIENT_MISTAKE, GET_INT, PROBE])
+    assert [a.code for a in answers] == [ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_ERROR, ResponseCode.SUCCESS]
     assert answers[0].remark == "the custom field <consumerGroup> is null"
-    assert answers[1].ext_fields == {"ok": "yes"}
+    assert "'n'" in answers[1].remark  # RemotingCommand.get_int's own error is the client's mistake too
+    assert answers[2].ext_fields == {"ok": "yes"}
     assert raised == []
 
 
