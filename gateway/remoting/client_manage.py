@@ -37,7 +37,7 @@ def channel_closed(channel) -> None:
 def _json_body(req, what: str) -> dict:
     try:
         body = json.loads(req.body or b"{}")
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both are ValueErrors
+    except (ValueError, RecursionError) as exc:  # ValueError: bad UTF-8 or JSON; RecursionError: nesting
         raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad {what} body: {exc}") from None
     if not isinstance(body, dict):
         raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad {what} body: not an object")

@@ -87,6 +87,7 @@ MALFORMED_HEARTBEATS = [
     b'{"clientID": "c", "consumerDataSet": [{"groupName": "g", "subscriptionDataSet": [{"topic": {}}]}]}',
     b'{"clientID": "c", "producerDataSet": [{"groupName": 7}]}',
     b'{"clientID": 12}',
+    b"[" * 100_000,
 ]
 
 
