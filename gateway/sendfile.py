@@ -19,27 +19,14 @@ class FileRange(NamedTuple):
     count: int
 
 
-async def send_frame(stream: trio.SocketStream, frame) -> None:
-    """Send `frame` (bytes, or a codec Frame with splices of bytes and FileRange parts); closes the
-    frame's file descriptors whatever happens."""
-    splices = getattr(frame, "splices", None)
-    if not splices:
-        await stream.send_all(frame)
-        return
-    try:
-        mv = memoryview(frame)
-        pos = 0
-        for at, spliced in splices:
-            await stream.send_all(mv[pos:at])
-            for part in spliced.parts:
-                if type(part) is FileRange:
-                    await _sendfile(stream, part)
-                elif part:
-                    await stream.send_all(part)
-            pos = at
-        await stream.send_all(mv[pos:])
-    finally:
-        close_frame(frame)
+async def send_parts(stream: trio.SocketStream, parts) -> None:
+    """Write one response's parts (`codec.kafka.connection.ServerConnection.send`): bytes-like parts
+    with send_all, FileRange parts with sendfile. The caller closes the frame (`close_frame`)."""
+    for part in parts:
+        if type(part) is FileRange:
+            await _sendfile(stream, part)
+        else:
+            await stream.send_all(part)
 
 
 def close_frame(frame) -> None:

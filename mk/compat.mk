@@ -1,4 +1,5 @@
-# Third-party clients for tests/compat: the Java scenario programs and Kafka/RocketMQ tools resolved by
+# Third-party clients for tests/compat: the Java scenario programs (and compat.KafkaSchemas, which
+# tests/kafka/test_kafka_schemas.py runs) and Kafka/RocketMQ tools resolved by
 # Maven (compat/java, each module writes target/classpath.txt), and kcat from Debian. Stamped, so a
 # repeated `make setup` does nothing.
 COMPAT_JARS_STAMP := compat/java/target/.built

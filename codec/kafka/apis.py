@@ -1,40 +1,47 @@
 """Per-API request/response schemas for every version the gateway advertises.
 
-Each `Api` names its key, the advertised version range, the first flexible version and the two
-field lists. Field names follow Kafka's message JSON in snake_case so the docs apply directly.
+Each `Api` names its key, the advertised version range, the flexible versions (Kafka's
+`flexibleVersions`), the versions actually served and the two field lists. Field names, versions,
+nullable versions and tags follow Kafka's message JSON (names in snake_case);
+tests/kafka/test_kafka_schemas.py compares every advertised version with kafka-clients' schemas.
 """
 from __future__ import annotations
 
-import dataclasses
-
-from codec.kafka.schema import F
+from codec.kafka.schema import F, Struct, version_range
 
 
-@dataclasses.dataclass(frozen=True)
 class Api:
-    key: int
-    name: str
-    min_version: int
-    max_version: int
-    flexible_from: int
-    request: list
-    response: list
-    serve_min: int | None = None  # lowest version actually served (Produce advertises 0, serves 3)
+    """One Kafka API: `versions` is the advertised range ("0-9"), `flexible` Kafka's flexibleVersions
+    ("9+"), `served` the versions handled (default: all advertised; Produce advertises 0-2 for old
+    clients' version negotiation but answers them UNSUPPORTED_VERSION)."""
+
+    __slots__ = ("key", "name", "min_version", "max_version", "flexible_from", "served_from", "request",
+                 "response")
+
+    def __init__(self, *, key: int, name: str, versions: str, flexible: str, request: list, response: list,
+                 served: str | None = None) -> None:
+        self.key, self.name = key, name
+        self.min_version, self.max_version = version_range(versions)
+        self.flexible_from = version_range(flexible)[0]
+        self.served_from = version_range(served)[0] if served else self.min_version
+        self.request, self.response = request, response
 
     def flexible(self, version: int) -> bool:
         return version >= self.flexible_from
 
+    def __repr__(self) -> str:
+        return f"Api({self.name}, key={self.key}, versions={self.min_version}-{self.max_version})"
 
-THROTTLE = F("throttle_time_ms", "i32")
+
 NO_AUTH_OPS = -2147483648
 
-PRODUCE = Api(0, "Produce", 0, 9, 9, serve_min=3, request=[
-    F("transactional_id", "nstr", "3+"),
+PRODUCE = Api(key=0, name="Produce", versions="0-9", flexible="9+", served="3+", request=[
+    F("transactional_id", "str", "3+", nullable="3+"),
     F("acks", "i16"),
     F("timeout_ms", "i32"),
     F("topic_data", [
         F("name", "str"),
-        F("partition_data", [F("index", "i32"), F("records", "records")]),
+        F("partition_data", [F("index", "i32"), F("records", "records", nullable="0+")]),
     ]),
 ], response=[
     F("responses", [
@@ -45,14 +52,21 @@ PRODUCE = Api(0, "Produce", 0, 9, 9, serve_min=3, request=[
             F("base_offset", "i64"),
             F("log_append_time_ms", "i64", "2+", default=-1),
             F("log_start_offset", "i64", "5+", default=-1),
-            F("record_errors", [F("batch_index", "i32"), F("batch_index_error_message", "nstr")], "8+"),
-            F("error_message", "nstr", "8+"),
+            F("record_errors", [
+                F("batch_index", "i32"),
+                F("batch_index_error_message", "str", "8+", nullable="8+"),
+            ], "8+"),
+            F("error_message", "str", "8+", nullable="8+"),
         ]),
     ]),
     F("throttle_time_ms", "i32", "1+"),
 ])
 
-FETCH = Api(1, "Fetch", 4, 12, 12, request=[
+_EPOCH_END_OFFSET = Struct([F("epoch", "i32", default=-1), F("end_offset", "i64", default=-1)])
+_LEADER_ID_AND_EPOCH = Struct([F("leader_id", "i32", default=-1), F("leader_epoch", "i32", default=-1)])
+_SNAPSHOT_ID = Struct([F("end_offset", "i64", default=-1), F("epoch", "i32", default=-1)])
+
+FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
     F("replica_id", "i32", "0-14", default=-1),
     F("max_wait_ms", "i32"),
     F("min_bytes", "i32"),
@@ -75,6 +89,7 @@ FETCH = Api(1, "Fetch", 4, 12, 12, request=[
     F("forgotten_topics_data", [F("topic", "str", "7-12"), F("topic_id", "uuid", "13+"),
                                 F("partitions", "[i32]")], "7+"),
     F("rack_id", "str", "11+"),
+    F("cluster_id", "str", "12+", nullable="12+", tag=0),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16", "7+"),
@@ -88,14 +103,18 @@ FETCH = Api(1, "Fetch", 4, 12, 12, request=[
             F("high_watermark", "i64"),
             F("last_stable_offset", "i64", "4+", default=-1),
             F("log_start_offset", "i64", "5+", default=-1),
-            F("aborted_transactions", [F("producer_id", "i64"), F("first_offset", "i64")], "4+"),
+            F("aborted_transactions", [F("producer_id", "i64"), F("first_offset", "i64")], "4+",
+              nullable="4+"),
             F("preferred_read_replica", "i32", "11+", default=-1),
-            F("records", "records"),
+            F("records", "records", nullable="0+"),
+            F("diverging_epoch", _EPOCH_END_OFFSET, "12+", tag=0),
+            F("current_leader", _LEADER_ID_AND_EPOCH, "12+", tag=1),
+            F("snapshot_id", _SNAPSHOT_ID, "12+", tag=2),
         ]),
     ]),
 ])
 
-LIST_OFFSETS = Api(2, "ListOffsets", 1, 7, 6, request=[
+LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-7", flexible="6+", request=[
     F("replica_id", "i32"),
     F("isolation_level", "i8", "2+"),
     F("topics", [
@@ -122,19 +141,21 @@ LIST_OFFSETS = Api(2, "ListOffsets", 1, 7, 6, request=[
     ]),
 ])
 
-METADATA = Api(3, "Metadata", 0, 12, 9, request=[
-    F("topics", [F("topic_id", "uuid", "10+"), F("name", "nstr")]),
+METADATA = Api(key=3, name="Metadata", versions="0-12", flexible="9+", request=[
+    F("topics", [F("topic_id", "uuid", "10+"), F("name", "str", nullable="10+")], nullable="1+"),
     F("allow_auto_topic_creation", "bool", "4+", default=True),
     F("include_cluster_authorized_operations", "bool", "8-10"),
     F("include_topic_authorized_operations", "bool", "8+"),
 ], response=[
     F("throttle_time_ms", "i32", "3+"),
-    F("brokers", [F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "nstr", "1+")]),
-    F("cluster_id", "nstr", "2+"),
+    F("brokers", [
+        F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", "1+", nullable="1+"),
+    ]),
+    F("cluster_id", "str", "2+", nullable="2+"),
     F("controller_id", "i32", "1+", default=-1),
     F("topics", [
         F("error_code", "i16"),
-        F("name", "nstr"),
+        F("name", "str", nullable="12+"),
         F("topic_id", "uuid", "10+"),
         F("is_internal", "bool", "1+"),
         F("partitions", [
@@ -151,11 +172,11 @@ METADATA = Api(3, "Metadata", 0, 12, 9, request=[
     F("cluster_authorized_operations", "i32", "8-10", default=NO_AUTH_OPS),
 ])
 
-OFFSET_COMMIT = Api(8, "OffsetCommit", 2, 9, 8, request=[
+OFFSET_COMMIT = Api(key=8, name="OffsetCommit", versions="2-9", flexible="8+", request=[
     F("group_id", "str"),
     F("generation_id_or_member_epoch", "i32", "1+", default=-1),
     F("member_id", "str", "1+"),
-    F("group_instance_id", "nstr", "7+"),
+    F("group_instance_id", "str", "7+", nullable="7+"),
     F("retention_time_ms", "i64", "2-4", default=-1),
     F("topics", [
         F("name", "str"),
@@ -164,7 +185,7 @@ OFFSET_COMMIT = Api(8, "OffsetCommit", 2, 9, 8, request=[
             F("committed_offset", "i64"),
             F("committed_leader_epoch", "i32", "6+", default=-1),
             F("commit_timestamp", "i64", "1", default=-1),
-            F("committed_metadata", "nstr"),
+            F("committed_metadata", "str", nullable="0+"),
         ]),
     ]),
 ], response=[
@@ -176,18 +197,18 @@ _OFFSET_FETCH_PARTITION = [
     F("partition_index", "i32"),
     F("committed_offset", "i64", default=-1),
     F("committed_leader_epoch", "i32", "5+", default=-1),
-    F("metadata", "nstr"),
+    F("metadata", "str", nullable="0+"),
     F("error_code", "i16"),
 ]
 
-OFFSET_FETCH = Api(9, "OffsetFetch", 1, 9, 6, request=[
+OFFSET_FETCH = Api(key=9, name="OffsetFetch", versions="1-9", flexible="6+", request=[
     F("group_id", "str", "0-7"),
-    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], "0-7"),
+    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], "0-7", nullable="2-7"),
     F("groups", [
         F("group_id", "str"),
-        F("member_id", "nstr", "9+"),
+        F("member_id", "str", "9+", nullable="9+"),
         F("member_epoch", "i32", "9+", default=-1),
-        F("topics", [F("name", "str"), F("partition_indexes", "[i32]")]),
+        F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], nullable="8+"),
     ], "8+"),
     F("require_stable", "bool", "7+"),
 ], response=[
@@ -201,81 +222,93 @@ OFFSET_FETCH = Api(9, "OffsetFetch", 1, 9, 6, request=[
     ], "8+"),
 ])
 
-FIND_COORDINATOR = Api(10, "FindCoordinator", 0, 4, 3, request=[
+FIND_COORDINATOR = Api(key=10, name="FindCoordinator", versions="0-4", flexible="3+", request=[
     F("key", "str", "0-3"),
     F("key_type", "i8", "1+"),
     F("coordinator_keys", "[str]", "4+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16", "0-3"),
-    F("error_message", "nstr", "1-3"),
+    F("error_message", "str", "1-3", nullable="1-3"),
     F("node_id", "i32", "0-3"),
     F("host", "str", "0-3"),
     F("port", "i32", "0-3"),
     F("coordinators", [
         F("key", "str"), F("node_id", "i32"), F("host", "str"), F("port", "i32"),
-        F("error_code", "i16"), F("error_message", "nstr"),
+        F("error_code", "i16"), F("error_message", "str", nullable="0+"),
     ], "4+"),
 ])
 
-JOIN_GROUP = Api(11, "JoinGroup", 0, 9, 6, request=[
+JOIN_GROUP = Api(key=11, name="JoinGroup", versions="0-9", flexible="6+", request=[
     F("group_id", "str"),
     F("session_timeout_ms", "i32"),
     F("rebalance_timeout_ms", "i32", "1+", default=-1),
     F("member_id", "str"),
-    F("group_instance_id", "nstr", "5+"),
+    F("group_instance_id", "str", "5+", nullable="5+"),
     F("protocol_type", "str"),
     F("protocols", [F("name", "str"), F("metadata", "bytes")]),
-    F("reason", "nstr", "8+"),
+    F("reason", "str", "8+", nullable="8+"),
 ], response=[
     F("throttle_time_ms", "i32", "2+"),
     F("error_code", "i16"),
     F("generation_id", "i32", default=-1),
-    F("protocol_type", "nstr", "7+"),
-    F("protocol_name", "nstr"),
+    F("protocol_type", "str", "7+", nullable="7+"),
+    F("protocol_name", "str", nullable="7+"),
     F("leader", "str"),
     F("skip_assignment", "bool", "9+"),
     F("member_id", "str"),
-    F("members", [F("member_id", "str"), F("group_instance_id", "nstr", "5+"), F("metadata", "bytes")]),
+    F("members", [
+        F("member_id", "str"),
+        F("group_instance_id", "str", "5+", nullable="5+"),
+        F("metadata", "bytes"),
+    ]),
 ])
 
-HEARTBEAT = Api(12, "Heartbeat", 0, 4, 4, request=[
+HEARTBEAT = Api(key=12, name="Heartbeat", versions="0-4", flexible="4+", request=[
     F("group_id", "str"),
     F("generation_id", "i32"),
     F("member_id", "str"),
-    F("group_instance_id", "nstr", "3+"),
+    F("group_instance_id", "str", "3+", nullable="3+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16"),
 ])
 
-LEAVE_GROUP = Api(13, "LeaveGroup", 0, 5, 4, request=[
+LEAVE_GROUP = Api(key=13, name="LeaveGroup", versions="0-5", flexible="4+", request=[
     F("group_id", "str"),
     F("member_id", "str", "0-2"),
-    F("members", [F("member_id", "str"), F("group_instance_id", "nstr"), F("reason", "nstr", "5+")], "3+"),
+    F("members", [
+        F("member_id", "str"),
+        F("group_instance_id", "str", nullable="3+"),
+        F("reason", "str", "5+", nullable="5+"),
+    ], "3+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16"),
-    F("members", [F("member_id", "str"), F("group_instance_id", "nstr"), F("error_code", "i16")], "3+"),
+    F("members", [
+        F("member_id", "str"),
+        F("group_instance_id", "str", nullable="3+"),
+        F("error_code", "i16"),
+    ], "3+"),
 ])
 
-SYNC_GROUP = Api(14, "SyncGroup", 0, 5, 4, request=[
+SYNC_GROUP = Api(key=14, name="SyncGroup", versions="0-5", flexible="4+", request=[
     F("group_id", "str"),
     F("generation_id", "i32"),
     F("member_id", "str"),
-    F("group_instance_id", "nstr", "3+"),
-    F("protocol_type", "nstr", "5+"),
-    F("protocol_name", "nstr", "5+"),
+    F("group_instance_id", "str", "3+", nullable="3+"),
+    F("protocol_type", "str", "5+", nullable="5+"),
+    F("protocol_name", "str", "5+", nullable="5+"),
     F("assignments", [F("member_id", "str"), F("assignment", "bytes")]),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16"),
-    F("protocol_type", "nstr", "5+"),
-    F("protocol_name", "nstr", "5+"),
+    F("protocol_type", "str", "5+", nullable="5+"),
+    F("protocol_name", "str", "5+", nullable="5+"),
     F("assignment", "bytes"),
 ])
 
-DESCRIBE_GROUPS = Api(15, "DescribeGroups", 0, 5, 5, request=[
+DESCRIBE_GROUPS = Api(key=15, name="DescribeGroups", versions="0-5", flexible="5+", request=[
     F("groups", "[str]"),
     F("include_authorized_operations", "bool", "3+"),
 ], response=[
@@ -288,7 +321,7 @@ DESCRIBE_GROUPS = Api(15, "DescribeGroups", 0, 5, 5, request=[
         F("protocol_data", "str"),
         F("members", [
             F("member_id", "str"),
-            F("group_instance_id", "nstr", "4+"),
+            F("group_instance_id", "str", "4+", nullable="4+"),
             F("client_id", "str"),
             F("client_host", "str"),
             F("member_metadata", "bytes"),
@@ -298,7 +331,7 @@ DESCRIBE_GROUPS = Api(15, "DescribeGroups", 0, 5, 5, request=[
     ]),
 ])
 
-LIST_GROUPS = Api(16, "ListGroups", 0, 4, 3, request=[
+LIST_GROUPS = Api(key=16, name="ListGroups", versions="0-4", flexible="3+", request=[
     F("states_filter", "[str]", "4+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
@@ -306,18 +339,24 @@ LIST_GROUPS = Api(16, "ListGroups", 0, 4, 3, request=[
     F("groups", [F("group_id", "str"), F("protocol_type", "str"), F("group_state", "str", "4+")]),
 ])
 
-API_VERSIONS = Api(18, "ApiVersions", 0, 4, 3, request=[
+API_VERSIONS = Api(key=18, name="ApiVersions", versions="0-4", flexible="3+", request=[
     F("client_software_name", "str", "3+"),
     F("client_software_version", "str", "3+"),
 ], response=[
     F("error_code", "i16"),
     F("api_keys", [F("api_key", "i16"), F("min_version", "i16"), F("max_version", "i16")]),
     F("throttle_time_ms", "i32", "1+"),
+    F("supported_features", [F("name", "str"), F("min_version", "i16"), F("max_version", "i16")], "3+",
+      tag=0),
+    F("finalized_features_epoch", "i64", "3+", tag=1, default=-1),
+    F("finalized_features", [F("name", "str"), F("max_version_level", "i16"), F("min_version_level", "i16")],
+      "3+", tag=2),
+    F("zk_migration_ready", "bool", "3+", tag=3),
 ])
 
-_CREATABLE_CONFIG = [F("name", "str"), F("value", "nstr")]
+_CREATABLE_CONFIG = [F("name", "str"), F("value", "str", nullable="0+")]
 
-CREATE_TOPICS = Api(19, "CreateTopics", 2, 7, 5, request=[
+CREATE_TOPICS = Api(key=19, name="CreateTopics", versions="2-7", flexible="5+", request=[
     F("topics", [
         F("name", "str"),
         F("num_partitions", "i32"),
@@ -333,32 +372,33 @@ CREATE_TOPICS = Api(19, "CreateTopics", 2, 7, 5, request=[
         F("name", "str"),
         F("topic_id", "uuid", "7+"),
         F("error_code", "i16"),
-        F("error_message", "nstr", "1+"),
+        F("error_message", "str", "1+", nullable="1+"),
         F("num_partitions", "i32", "5+", default=-1),
         F("replication_factor", "i16", "5+", default=-1),
         F("configs", [
-            F("name", "str"), F("value", "nstr"), F("read_only", "bool"),
+            F("name", "str"), F("value", "str", nullable="5+"), F("read_only", "bool"),
             F("config_source", "i8", default=-1), F("is_sensitive", "bool"),
-        ], "5+"),
+        ], "5+", nullable="5+"),
+        F("topic_config_error_code", "i16", "5+", tag=0),
     ]),
 ])
 
-DELETE_TOPICS = Api(20, "DeleteTopics", 1, 6, 4, request=[
-    F("topics", [F("name", "nstr"), F("topic_id", "uuid")], "6+"),
+DELETE_TOPICS = Api(key=20, name="DeleteTopics", versions="1-6", flexible="4+", request=[
+    F("topics", [F("name", "str", nullable="6+"), F("topic_id", "uuid")], "6+"),
     F("topic_names", "[str]", "0-5"),
     F("timeout_ms", "i32"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("responses", [
-        F("name", "nstr"),
+        F("name", "str", nullable="6+"),
         F("topic_id", "uuid", "6+"),
         F("error_code", "i16"),
-        F("error_message", "nstr", "5+"),
+        F("error_message", "str", "5+", nullable="5+"),
     ]),
 ])
 
-INIT_PRODUCER_ID = Api(22, "InitProducerId", 0, 5, 2, request=[
-    F("transactional_id", "nstr"),
+INIT_PRODUCER_ID = Api(key=22, name="InitProducerId", versions="0-5", flexible="2+", request=[
+    F("transactional_id", "str", nullable="0+"),
     F("transaction_timeout_ms", "i32"),
     F("producer_id", "i64", "3+", default=-1),
     F("producer_epoch", "i16", "3+", default=-1),
@@ -369,62 +409,72 @@ INIT_PRODUCER_ID = Api(22, "InitProducerId", 0, 5, 2, request=[
     F("producer_epoch", "i16", default=-1),
 ])
 
-DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", 1, 4, 4, request=[
-    F("resources", [F("resource_type", "i8"), F("resource_name", "str"), F("configuration_keys", "[str]")]),
+DESCRIBE_CONFIGS = Api(key=32, name="DescribeConfigs", versions="1-4", flexible="4+", request=[
+    F("resources", [
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("configuration_keys", "[str]", nullable="0+"),
+    ]),
     F("include_synonyms", "bool", "1+"),
     F("include_documentation", "bool", "3+"),
 ], response=[
     F("throttle_time_ms", "i32"),
     F("results", [
         F("error_code", "i16"),
-        F("error_message", "nstr"),
+        F("error_message", "str", nullable="0+"),
         F("resource_type", "i8"),
         F("resource_name", "str"),
         F("configs", [
             F("name", "str"),
-            F("value", "nstr"),
+            F("value", "str", nullable="0+"),
             F("read_only", "bool"),
             F("is_default", "bool", "0"),
             F("config_source", "i8", "1+", default=-1),
             F("is_sensitive", "bool"),
-            F("synonyms", [F("name", "str"), F("value", "nstr"), F("source", "i8")], "1+"),
+            F("synonyms", [F("name", "str"), F("value", "str", nullable="0+"), F("source", "i8")], "1+"),
             F("config_type", "i8", "3+"),
-            F("documentation", "nstr", "3+"),
+            F("documentation", "str", "3+", nullable="3+"),
         ]),
     ]),
 ])
 
-CREATE_PARTITIONS = Api(37, "CreatePartitions", 0, 3, 2, request=[
-    F("topics", [F("name", "str"), F("count", "i32"), F("assignments", [F("broker_ids", "[i32]")])]),
+CREATE_PARTITIONS = Api(key=37, name="CreatePartitions", versions="0-3", flexible="2+", request=[
+    F("topics", [
+        F("name", "str"),
+        F("count", "i32"),
+        F("assignments", [F("broker_ids", "[i32]")], nullable="0+"),
+    ]),
     F("timeout_ms", "i32"),
     F("validate_only", "bool"),
 ], response=[
     F("throttle_time_ms", "i32"),
-    F("results", [F("name", "str"), F("error_code", "i16"), F("error_message", "nstr")]),
+    F("results", [F("name", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")]),
 ])
 
-DELETE_GROUPS = Api(42, "DeleteGroups", 0, 2, 2, request=[
+DELETE_GROUPS = Api(key=42, name="DeleteGroups", versions="0-2", flexible="2+", request=[
     F("groups_names", "[str]"),
 ], response=[
     F("throttle_time_ms", "i32"),
     F("results", [F("group_id", "str"), F("error_code", "i16")]),
 ])
 
-DESCRIBE_CLUSTER = Api(60, "DescribeCluster", 0, 1, 0, request=[
+DESCRIBE_CLUSTER = Api(key=60, name="DescribeCluster", versions="0-1", flexible="0+", request=[
     F("include_cluster_authorized_operations", "bool"),
     F("endpoint_type", "i8", "1+", default=1),
 ], response=[
     F("throttle_time_ms", "i32"),
     F("error_code", "i16"),
-    F("error_message", "nstr"),
+    F("error_message", "str", nullable="0+"),
     F("endpoint_type", "i8", "1+", default=1),
     F("cluster_id", "str"),
     F("controller_id", "i32", default=-1),
-    F("brokers", [F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "nstr")]),
+    F("brokers", [
+        F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+"),
+    ]),
     F("cluster_authorized_operations", "i32", default=NO_AUTH_OPS),
 ])
 
-ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", 0, 3, 3, request=[
+ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-3", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
     F("producer_epoch", "i16"),
@@ -437,7 +487,7 @@ ADD_PARTITIONS_TO_TXN = Api(24, "AddPartitionsToTxn", 0, 3, 3, request=[
     ]),
 ])
 
-ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", 0, 3, 3, request=[
+ADD_OFFSETS_TO_TXN = Api(key=25, name="AddOffsetsToTxn", versions="0-3", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
     F("producer_epoch", "i16"),
@@ -447,7 +497,7 @@ ADD_OFFSETS_TO_TXN = Api(25, "AddOffsetsToTxn", 0, 3, 3, request=[
     F("error_code", "i16"),
 ])
 
-END_TXN = Api(26, "EndTxn", 0, 4, 3, request=[
+END_TXN = Api(key=26, name="EndTxn", versions="0-4", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
     F("producer_epoch", "i16"),
@@ -457,21 +507,21 @@ END_TXN = Api(26, "EndTxn", 0, 4, 3, request=[
     F("error_code", "i16"),
 ])
 
-TXN_OFFSET_COMMIT = Api(28, "TxnOffsetCommit", 0, 3, 3, request=[
+TXN_OFFSET_COMMIT = Api(key=28, name="TxnOffsetCommit", versions="0-3", flexible="3+", request=[
     F("transactional_id", "str"),
     F("group_id", "str"),
     F("producer_id", "i64"),
     F("producer_epoch", "i16"),
     F("generation_id", "i32", "3+", default=-1),
     F("member_id", "str", "3+", default=""),
-    F("group_instance_id", "nstr", "3+"),
+    F("group_instance_id", "str", "3+", nullable="3+"),
     F("topics", [
         F("name", "str"),
         F("partitions", [
             F("partition_index", "i32"),
             F("committed_offset", "i64"),
             F("committed_leader_epoch", "i32", "2+", default=-1),
-            F("committed_metadata", "nstr"),
+            F("committed_metadata", "str", nullable="0+"),
         ]),
     ]),
 ], response=[

@@ -1,15 +1,16 @@
 """Declarative Kafka message schemas and the one generic codec that interprets them.
 
-A schema is a list of fields, `F(name, type, versions)`. Types: "i8" "i16" "i32" "i64" "bool" "f64"
-"uuid" "str" "nstr" "bytes" "nbytes" "records", "[T]" for an array of a primitive T, or a list of
-fields for an array of structs. In flexible versions strings, bytes and arrays use the compact
-(length + 1, unsigned varint) forms and every struct ends with tagged fields. Unknown tagged fields
-are skipped on decode and never written (we use none). Nullable strings/bytes/arrays decode -1 (or
-compact 0) as None and encode None as null, so one type covers both nullabilities.
+A schema is a list of `F(name, type, versions, nullable=, tag=, default=)`, as in Kafka's message
+JSON (tests/kafka/test_kafka_schemas.py checks ours against kafka-clients). Types: "i8" "i16" "i32"
+"i64" "bool" "f64" "uuid" "str" "bytes" "records", "[T]" (array of a primitive), a list of fields
+(array of structs) or `Struct(fields)`. Flexible versions use compact lengths and end every struct
+with tagged fields: declared tags decode by tag (absent: default) and are written only when they
+differ from their default; unknown tags are skipped. Decoding is lenient (null decodes as None in any
+version); encoding a missing or None value writes the default: null where a string, bytes or records
+field is `nullable` in that version, else "", b"", [], 0, False or the explicit default.
 
 `compile_message(fields, version, flexible)` turns a schema into a (decode, encode) pair once per
-(api, version); the closures are what the hot path calls. Decoded messages are plain dicts; encode
-fills missing keys with the field default (0, "", [], False or the explicit default).
+(api, version); the closures are what the hot path calls. Decoded messages are plain dicts.
 """
 from __future__ import annotations
 
@@ -57,22 +58,45 @@ class Frame(bytearray):
         return sum(sp.size for _at, sp in self.splices)
 
 
+def version_range(versions: str) -> tuple[int, int]:
+    """(lowest, highest) of a Kafka versions string: "3+", "2-7" or "5"."""
+    if versions.endswith("+"):
+        return int(versions[:-1]), 1 << 30
+    if "-" in versions:
+        lo, hi = versions.split("-")
+        return int(lo), int(hi)
+    return int(versions), int(versions)
+
+
+class Struct:
+    """The type of a field holding one struct (a plain list of fields is an array of structs)."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: list) -> None:
+        self.fields = fields
+
+
 class F:
-    """One field: name, type, versions "a+" or "a-b", optional default."""
+    """One field: name, type, the versions it exists in, the versions in which it may be null, its tag
+    when it is a tagged field, and an optional default."""
 
-    __slots__ = ("name", "type", "lo", "hi", "default")
+    __slots__ = ("name", "type", "lo", "hi", "nullable", "tag", "default")
 
-    def __init__(self, name: str, type_, versions: str = "0+", default: Any = None) -> None:
+    def __init__(self, name: str, type_, versions: str = "0+", *, nullable: str | None = None,
+                 tag: int | None = None, default: Any = None) -> None:
         self.name = name
         self.type = type_
-        if versions.endswith("+"):
-            self.lo, self.hi = int(versions[:-1]), 1 << 30
-        elif "-" in versions:
-            lo, hi = versions.split("-")
-            self.lo, self.hi = int(lo), int(hi)
-        else:
-            self.lo = self.hi = int(versions)
+        self.lo, self.hi = version_range(versions)
+        self.nullable = version_range(nullable) if nullable else None
+        self.tag = tag
         self.default = default
+
+    def present(self, version: int) -> bool:
+        return self.lo <= version <= self.hi
+
+    def nullable_in(self, version: int) -> bool:
+        return self.nullable is not None and self.nullable[0] <= version <= self.nullable[1]
 
 
 # ---------------------------------------------------------------- varints
@@ -194,7 +218,7 @@ def _len_rw(flexible: bool):
 
 
 def _primitive(t: str, flexible: bool):
-    """(reader, writer, default) for a primitive type name."""
+    """(reader, writer, default when not nullable) for a primitive type name."""
     if t in _FIXED:
         rd, wr = _FIXED[t]
         return rd, wr, (0.0 if t == "f64" else 0)
@@ -203,7 +227,7 @@ def _primitive(t: str, flexible: bool):
     if t == "uuid":
         return _rd_uuid, _wr_uuid, ZERO_UUID
     rlen, wlen = _len_rw(flexible)
-    if t in ("str", "nstr"):
+    if t == "str":
         def rd(buf, pos):
             n, pos = rlen(buf, pos, False)
             if n < 0:
@@ -223,8 +247,8 @@ def _primitive(t: str, flexible: bool):
             b = v.encode("utf-8")
             wlen(out, len(b), False)
             out += b
-        return rd, wr, ("" if t == "str" else None)
-    if t in ("bytes", "nbytes", "records"):
+        return rd, wr, ""
+    if t in ("bytes", "records"):
         def rd(buf, pos):
             n, pos = rlen(buf, pos, True)
             if n < 0:
@@ -243,7 +267,7 @@ def _primitive(t: str, flexible: bool):
                 out.splices.append((len(out), v))  # `out` is a Frame: the sender fills the gap
             else:
                 out += v
-        return rd, wr, (b"" if t == "bytes" else None)
+        return rd, wr, b""
     raise ValueError(f"unknown type {t}")
 
 
@@ -276,32 +300,87 @@ def _array(item_rd, item_wr, flexible: bool):
     return rd, wr
 
 
-def compile_struct(fields: list[F], version: int, flexible: bool):
-    """(decode(buf, pos) -> (dict, pos), encode(out, dict)) for this version."""
+NULL_WHEN_NULLABLE = ("str", "bytes", "records")  # types whose missing value encodes as null when nullable
+
+
+def _field_codec(f: F, version: int, flexible: bool):
+    """(reader, writer, default) of one field in this version."""
+    t = f.type
+    if isinstance(t, Struct):
+        rd, wr, default = _compile(t.fields, version, flexible)
+    elif isinstance(t, list):
+        srd, swr, _ = _compile(t, version, flexible)
+        rd, wr = _array(srd, swr, flexible)
+        default = []
+    elif t.startswith("["):
+        prd, pwr, _ = _primitive(t[1:-1], flexible)
+        rd, wr = _array(prd, pwr, flexible)
+        default = []
+    else:
+        rd, wr, default = _primitive(t, flexible)
+        if t in NULL_WHEN_NULLABLE and f.nullable_in(version):
+            default = None
+    if f.default is not None:
+        default = f.default
+    return rd, wr, default
+
+
+def _compile(fields: list[F], version: int, flexible: bool):
+    """(decode(buf, pos) -> (dict, pos), encode(out, dict), default dict) for this version."""
     plan = []
+    tagged = {}
     for f in fields:
-        if not (f.lo <= version <= f.hi):
+        if not f.present(version):
             continue
-        t = f.type
-        if isinstance(t, list):
-            srd, swr = compile_struct(t, version, flexible)
-            rd, wr = _array(srd, swr, flexible)
-            default = []
-        elif t.startswith("["):
-            prd, pwr, _ = _primitive(t[1:-1], flexible)
-            rd, wr = _array(prd, pwr, flexible)
-            default = []
-        else:
-            rd, wr, default = _primitive(t, flexible)
-        if f.default is not None:
-            default = f.default
-        plan.append((f.name, rd, wr, default))
+        rd, wr, default = _field_codec(f, version, flexible)
+        if f.tag is None:
+            plan.append((f.name, rd, wr, default))
+        elif flexible:
+            tagged[f.tag] = (f.name, rd, wr, default)
+    tags = sorted(tagged)
+    defaults = {name: default for name, _rd, _wr, default in plan}
+    defaults.update((name, default) for name, _rd, _wr, default in tagged.values())
+
+    def read_tagged(buf, pos, obj):
+        for name, _rd, _wr, default in tagged.values():
+            obj[name] = default.copy() if isinstance(default, (list, dict)) else default
+        n, pos = read_uvarint(buf, pos)
+        for _ in range(n):
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
+            end = pos + size
+            if end > len(buf):
+                raise DecodeError("truncated tagged field")
+            known = tagged.get(tag)
+            if known is not None:
+                obj[known[0]], at = known[1](buf, pos)
+                if at != end:
+                    raise DecodeError(f"tagged field {known[0]} has the wrong size")
+            pos = end
+        return pos
+
+    def write_tagged(out, obj):
+        present = []
+        for tag in tags:
+            name, _rd, wr, default = tagged[tag]
+            v = obj.get(name)
+            if v is not None and v != default:
+                value = Frame()
+                wr(value, v)
+                present.append((tag, value))
+        write_uvarint(out, len(present))
+        for tag, value in present:
+            write_uvarint(out, tag)
+            write_uvarint(out, len(value))
+            out += value
 
     def decode(buf, pos):
         obj = {}
         for name, rd, _wr, _d in plan:
             obj[name], pos = rd(buf, pos)
-        if flexible:
+        if tagged:
+            pos = read_tagged(buf, pos, obj)
+        elif flexible:
             pos = skip_tagged_fields(buf, pos)
         return obj, pos
 
@@ -310,9 +389,17 @@ def compile_struct(fields: list[F], version: int, flexible: bool):
         for name, _rd, wr, default in plan:
             v = get(name, default)
             wr(out, default if v is None else v)
-        if flexible:
+        if tagged:
+            write_tagged(out, obj)
+        elif flexible:
             out.append(0)
 
+    return decode, encode, defaults
+
+
+def compile_struct(fields: list[F], version: int, flexible: bool):
+    """(decode(buf, pos) -> (dict, pos), encode(out, dict)) for this version."""
+    decode, encode, _defaults = _compile(fields, version, flexible)
     return decode, encode
 
 

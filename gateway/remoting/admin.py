@@ -6,6 +6,7 @@ import time
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
 from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
+from gateway.remoting.headers import optional_int
 
 VERSION_DESC = "V4_9_8"
 
@@ -26,8 +27,8 @@ def create_topic(channel, req):
     name = req.get_str("topic")
     if not legal_topic(name):
         return req.response(ResponseCode.SYSTEM_ERROR, remark=f"The specified topic[{name}] contains illegal characters")
-    read_q, write_q = req.get_int("readQueueNums", 8), req.get_int("writeQueueNums", 8)
-    perm = req.get_int("perm", 6)
+    read_q, write_q = optional_int(req, "readQueueNums", 8), optional_int(req, "writeQueueNums", 8)
+    perm = optional_int(req, "perm", 6)
     if not (0 < read_q <= 1024 and 0 < write_q <= 1024):
         return req.response(ResponseCode.SYSTEM_ERROR, remark="queue numbers must be in 1..1024")
     cfg = topics.get(name)

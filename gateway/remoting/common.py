@@ -1,8 +1,14 @@
-"""Shared pieces of the remoting handlers: the handler table, per-app state, topic helpers."""
+"""Shared pieces of the remoting handlers: the handler table, per-app state, topic helpers.
+
+A leaf module: every processor module registers its handlers here with `@handles`; `handlers.py`
+imports all processor modules once, and the connection looks requests up in HANDLERS.
+"""
 from __future__ import annotations
 
 import re
+import time
 
+from semantics import routing
 from semantics.rocketmq_clients import ClientRegistry
 
 BROKER_NAME = "broker-a"
@@ -57,3 +63,24 @@ def ensure_topic(app, name: str, queues: int | None = None):
 
 def mq_key(topic: str, qid: int) -> tuple[str, str, int]:
     return (topic, BROKER_NAME, qid)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def delay_levels(app):
+    return getattr(app, "delay_levels", None) or routing.DEFAULT_LEVELS
+
+
+def after_durable(channel, req, end_offset: int, resp):
+    """Answer now in async-flush mode; in sync mode only once the CommitLog is on disk."""
+    app = channel.app
+    if not app.sync_flush:
+        return resp
+
+    async def wait_durable():
+        await app.durable(end_offset)
+        return resp
+    channel.spawn(req, wait_durable)
+    return DEFERRED

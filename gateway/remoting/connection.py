@@ -4,6 +4,11 @@ Requests are handled in arrival order, except the ones that may wait (long-polle
 waiting for a sync flush), whose handlers continue in their own task, so one client connection
 can carry pulls, sends and heartbeats at once (the Java client shares one connection for all).
 Malformed input closes this connection only.
+
+Error policy at the handler boundary: a handler raises RequestError (gateway.remoting.headers) for
+a request the client got wrong; that request gets the error answer and the connection goes on. Any
+other exception is a bug: it is not answered, it ends this connection (the server logs it with its
+traceback and keeps running).
 """
 from __future__ import annotations
 
@@ -15,7 +20,10 @@ import trio
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
-from gateway.remoting import broker, handlers
+from gateway.remoting.end_transaction import send_transaction_check
+from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
+from gateway.remoting.headers import RequestError
+from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
 
 log = logging.getLogger("rocketgate.remoting")
 WRITE_TIMEOUT_S = 30.0
@@ -105,11 +113,8 @@ class Channel:
     async def _finish(self, req: RemotingCommand, coro_fn) -> None:
         try:
             resp = await coro_fn()
-        except ProtocolError as exc:
-            resp = req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
-        except Exception as exc:  # a handler bug answers this request only
-            log.exception("remoting request %d failed", req.code)
-            resp = req.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            resp = _mistake_answer(req, exc)
         await self.reply(req, resp)
 
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
@@ -128,7 +133,7 @@ def _install(app) -> None:
         return
     app.state["rocketmq.installed"] = True
     from semantics.transactions import register_checker
-    register_checker(app, "remoting", functools.partial(handlers.broker.send_transaction_check, app))
+    register_checker(app, "remoting", functools.partial(send_transaction_check, app))
 
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
@@ -149,8 +154,8 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                         channel.resolve(req)
                         continue
                     if req.code in _COALESCED_SENDS:
-                        resp = _guarded(req, broker.prepare_send, channel, req)
-                        if isinstance(resp, broker.PreparedSend):
+                        resp = _guarded(req, prepare_send, channel, req)
+                        if isinstance(resp, PreparedSend):
                             sends.append(resp)
                             continue
                     else:
@@ -171,25 +176,33 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
             channel.closed = True
             for slot in channel._pending.values():
                 slot[0].set()
-            handlers.channel_closed(channel)
+            channel_closed(channel)
             nursery.cancel_scope.cancel()
 
 
 def _answer(req: RemotingCommand, resp: RemotingCommand | None, answers: list) -> None:
-    if resp is not None and resp is not handlers.DEFERRED and not req.is_oneway:
+    if resp is not None and resp is not DEFERRED and not req.is_oneway:
         resp.opaque = req.opaque
         answers.append(encode(resp))
 
 
 def _guarded(req: RemotingCommand, fn, *args):
-    """fn(*args), with a handler's failure turned into an error answer to `req` only."""
+    """fn(*args), or the error answer to `req` if the client got the request wrong."""
     try:
         return fn(*args)
-    except ProtocolError as exc:
+    except Exception as exc:
+        return _mistake_answer(req, exc)
+
+
+def _mistake_answer(req: RemotingCommand, exc: Exception) -> RemotingCommand:
+    """The answer to a request the client got wrong. Any other exception is a bug: raised again,
+    naming the request, to end this connection."""
+    if isinstance(exc, RequestError):
+        return exc.answer(req)
+    if isinstance(exc, ProtocolError):  # RemotingCommand.get_int: a missing or non-numeric field
         return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
-    except Exception as exc:  # a handler bug answers this request only
-        log.exception("remoting request %d failed", req.code)
-        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
+    exc.add_note(f"while handling remoting request {req.code}")
+    raise exc
 
 
 def _append_sends(channel: Channel, sends: list, answers: list) -> None:
@@ -204,21 +217,21 @@ def _append_sends(channel: Channel, sends: list, answers: list) -> None:
             pos = 0
             for p in sends:
                 n = len(p.msgs)
-                _answer(p.req, _guarded(p.req, broker.finish_send, channel, p, results[pos:pos + n]), answers)
+                _answer(p.req, _guarded(p.req, finish_send, channel, p, results[pos:pos + n]), answers)
                 pos += n
             return
     for p in sends:
         try:
             results = channel.app.store.append_many(p.msgs)
         except store.StoreError as exc:
-            _answer(p.req, broker.append_error(p.req, exc), answers)
+            _answer(p.req, append_error(p.req, exc), answers)
             continue
-        _answer(p.req, _guarded(p.req, broker.finish_send, channel, p, results), answers)
+        _answer(p.req, _guarded(p.req, finish_send, channel, p, results), answers)
 
 
 def _dispatch(channel: Channel, req: RemotingCommand) -> RemotingCommand | None:
     """The immediate answer to `req` (None when a task answers later)."""
-    handler = handlers.HANDLERS.get(req.code)
+    handler = HANDLERS.get(req.code)
     if log.isEnabledFor(logging.DEBUG):
         log.debug("request %d from %s: %s (%d body bytes)", req.code, channel.address, req.ext_fields, len(req.body))
     if handler is None:
@@ -226,7 +239,7 @@ def _dispatch(channel: Channel, req: RemotingCommand) -> RemotingCommand | None:
                             remark=f" request type {req.code} not supported")
     else:
         resp = _guarded(req, handler, channel, req)
-        if resp is handlers.DEFERRED:
+        if resp is DEFERRED:
             return None
     if log.isEnabledFor(logging.DEBUG) and resp is not None:
         log.debug("answer to %d: %d %s %s", req.code, resp.code, resp.remark or "", resp.ext_fields)

@@ -1,9 +1,18 @@
-"""The remoting request handler table (NameServer, Broker and admin roles)."""
-from gateway.remoting import admin, broker, nameserver  # noqa: F401  (they fill HANDLERS)
-from gateway.remoting.common import DEFERRED, HANDLERS, registry
+"""The remoting request handler table: importing every processor module fills HANDLERS.
+
+One module per request family, as a RocketMQ broker has one processor per family: send, pull,
+consumer offsets, client management, query, end transaction, consumer send-back, admin, and the
+NameServer role.
+"""
+import gateway.remoting.admin  # noqa: F401  (each fills HANDLERS)
+import gateway.remoting.consumer_manage  # noqa: F401
+import gateway.remoting.end_transaction  # noqa: F401
+import gateway.remoting.nameserver  # noqa: F401
+import gateway.remoting.pull  # noqa: F401
+import gateway.remoting.query  # noqa: F401
+import gateway.remoting.send  # noqa: F401
+import gateway.remoting.send_back  # noqa: F401
+from gateway.remoting.client_manage import channel_closed
+from gateway.remoting.common import DEFERRED, HANDLERS
 
 __all__ = ["DEFERRED", "HANDLERS", "channel_closed"]
-
-
-def channel_closed(channel) -> None:
-    broker.notify_groups(channel.app, registry(channel.app).channel_closed(channel))

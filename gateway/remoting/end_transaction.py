@@ -1,0 +1,36 @@
+"""End-transaction processor: END_TRANSACTION from the producer, and the check-back the broker
+sends a producer (CHECK_TRANSACTION_STATE) for a half message nobody ended in time."""
+from __future__ import annotations
+
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.remoting.common import after_durable, handles, registry
+from gateway.remoting.headers import optional_int, required_long
+
+
+@handles(RC.END_TRANSACTION)
+def end_transaction(channel, req):
+    """Commit (8) or roll back (12) a half message; 0 (unknown) leaves it to the check-back."""
+    app = channel.app
+    kind = optional_int(req, "commitOrRollback", 0)
+    if kind not in (8, 12) or getattr(app, "transactions", None) is None:
+        return req.response()
+    outcome, result = app.transactions.end(required_long(req, "tranStateTableOffset"), kind == 8,
+                                           req.get_str("producerGroup"), required_long(req, "commitLogOffset"))
+    if outcome.name in ("NOT_FOUND", "MISMATCH"):
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=outcome.value)
+    if result is None:
+        return req.response()
+    return after_durable(channel, req, result.end_offset, req.response())
+
+
+async def send_transaction_check(app, producer_group: str, half, body: bytes) -> bool:
+    """Checker for semantics.transactions: CHECK_TRANSACTION_STATE (oneway) to a live producer."""
+    channels = [c for c in registry(app).producer_channels(producer_group) if not c.closed]
+    if not channels:
+        return False
+    uniq = half.properties.get("UNIQ_KEY")
+    channels[0].send_oneway(RemotingCommand(code=RC.CHECK_TRANSACTION_STATE, flag=2, body=body, ext_fields={
+        "tranStateTableOffset": str(half.queue_offset), "commitLogOffset": str(half.physical_offset),
+        "msgId": uniq or "", "transactionId": uniq or "", "offsetMsgId": half.msg_id,
+        "topic": half.properties.get("REAL_TOPIC", half.topic)}))
+    return True
