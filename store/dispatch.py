@@ -22,10 +22,11 @@ from store.indexfile import IndexService
 log = logging.getLogger("rocketgate.store")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DispatchRequest:
-    """One CommitLog entry as the dispatchers see it. An inner batch (`count` > 1, or sys_flag with
-    INNER_BATCH_FLAG) holds logical offsets queue_offset .. queue_offset + count - 1."""
+    """One CommitLog entry as the dispatchers see it; read-only by convention (one is built per
+    entry, and a frozen dataclass costs several times as much to build). An inner batch (`count`
+    > 1, or sys_flag with INNER_BATCH_FLAG) holds logical offsets queue_offset .. + count - 1."""
 
     topic: str
     queue_id: int
@@ -80,13 +81,37 @@ class ConsumeQueueDispatcher:
         self.queues = queues
 
     def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
-        get, create = self.queues.queues.get, self.queues.create
+        """Units of one call are packed inline and put once per queue (the hot path of an append)."""
+        queues, create, pack, tags_code_of = self.queues.queues, self.queues.create, UNIT.pack, M.tags_code_of
+        acc: dict = {}  # (topic, qid) -> [ConsumeQueue, next offset, [packed units]]
         for r in requests:
             key = (r.topic, r.queue_id)
-            cq = get(key) or create(key)
-            if r.queue_offset != cq.max_offset and not self._align(cq, r):
-                continue
-            cq.put(pack_units(r), r.count)
+            a = acc.get(key)
+            if a is None:
+                cq = queues.get(key) or create(key)
+                a = acc[key] = [cq, cq.max_offset, []]
+            if r.queue_offset != a[1]:  # replay only: align the queue first
+                self._put(a)
+                if not self._align(a[0], r):
+                    continue
+                a[1] = r.queue_offset
+            n = r.count
+            if r.tags_codes:
+                a[2].append(pack_units(r))
+            else:
+                props = r.properties
+                unit = pack(r.physical_offset, r.size, tags_code_of(props) if props else 0)
+                a[2].append(unit * n if n != 1 else unit)
+            a[1] += n
+        for a in acc.values():
+            self._put(a)
+
+    @staticmethod
+    def _put(a: list) -> None:
+        cq, nxt, packed = a
+        if packed:
+            cq.put(packed[0] if len(packed) == 1 else b"".join(packed), nxt - cq.max_offset)
+            packed.clear()
 
     @staticmethod
     def _align(cq, r: DispatchRequest) -> bool:
