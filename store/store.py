@@ -25,7 +25,8 @@ import time
 from typing import Sequence
 
 from store import message as M
-from store import recovery, retention
+from store.recovery import load, replay
+from store.retention import delete_expired
 from store.api import AppendResult, ReadResult, StoreConfig, StoreError
 from store.commitlog import CommitLog
 from store.config import ConfigDir, TopicTable
@@ -68,7 +69,7 @@ class Store:
         self._index_dispatcher = IndexDispatcher(self.index)
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
         self._dispatchers: list = list(self._builtin)
-        self._replay_from = recovery.load(self.commitlog, self.consume_queues, self.index)
+        self._replay_from = load(self.commitlog, self.consume_queues, self.index)
         self.recovered = False
 
     # ------------------------------------------------------------------ dispatch and recovery
@@ -85,7 +86,7 @@ class Store:
             if self.recovered:
                 return
             cq_start, index_start = self._replay_from
-            recovery.replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
+            replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
                             list(self._dispatchers), self._feed)
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
@@ -302,7 +303,7 @@ class Store:
 
     def delete_expired(self, now_ms: int | None = None) -> int:
         """Retention (store.retention); returns the number of CommitLog files deleted."""
-        return retention.delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
+        return delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
                                         self._flusher, self.config.file_reserved_hours, now_ms)
 
     def close(self) -> None:
