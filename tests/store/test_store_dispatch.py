@@ -127,3 +127,20 @@ def test_retention_does_not_wait_for_a_running_flush(tmp_path):
     assert s._flusher._retired == []
     assert s.min_offset("T", 0) > 0 and s.read("T", 0, s.min_offset("T", 0)).entries
     s.close()
+
+
+def test_facade_satisfies_the_documented_api(tmp_path):
+    """store.MessageStore is the Store API table of docs/internals.md, and the facade has all of it."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "internals.md").read_text()
+    table = doc.split("### Store API", 1)[1].split("\nNotes:", 1)[0]
+    documented = set(re.findall(r"`s\.(\w+)", table))
+    protocol = {n for n in vars(store.MessageStore) if not n.startswith("_")} | set(
+        store.MessageStore.__annotations__)
+    assert documented == protocol
+    s = store.open(str(tmp_path), small())
+    assert isinstance(s, store.MessageStore)
+    assert all(hasattr(s, name) for name in protocol)
+    s.close()
