@@ -88,15 +88,18 @@ class Views:
     def refresh(self) -> None:
         """Re-read view definitions from the topic table (after create/delete) and catch up."""
         with self._lock:
-            by_source: dict[str, dict[str, TagFilter]] = {}
-            for name in self.store.topics.names():
-                d = definition(self.store.topics.get(name))
-                if d is not None:
-                    by_source.setdefault(d[0], {})[name] = d[1]
-            self._by_source = by_source
-            for base, views in by_source.items():
+            self._load()
+            for base, views in self._by_source.items():
                 for q in self.store.queues(base):
                     self._extend(base, q, views)
+
+    def _load(self) -> None:
+        by_source: dict[str, dict[str, TagFilter]] = {}
+        for name in self.store.topics.names():
+            d = definition(self.store.topics.get(name))
+            if d is not None:
+                by_source.setdefault(d[0], {})[name] = d[1]
+        self._by_source = by_source
 
     def dispatch(self, requests) -> None:
         """Store dispatcher: the view requests of the base entries among `requests`."""
@@ -110,7 +113,7 @@ class Views:
             if not views:
                 continue
             if any(self.store.topics.get(v) is None for v in views):
-                self.refresh()  # a view was deleted
+                self._load()  # a view was deleted; the others are current (no catch-up: no duplicates)
                 by_source = self._by_source
                 views = by_source.get(r.topic)
                 if not views:

@@ -144,3 +144,17 @@ def test_facade_satisfies_the_documented_api(tmp_path):
     assert isinstance(s, store.MessageStore)
     assert all(hasattr(s, name) for name in protocol)
     s.close()
+
+
+def test_deleting_one_view_leaves_the_others_current(tmp_path):
+    s = store.open(str(tmp_path), small())
+    s.topics.create("T", 1, 1)
+    views = Views(s)
+    views.create_view("V1", "T", "A")
+    views.create_view("V2", "T", "A")
+    s.append(Message("T", 0, b"1", {"TAGS": "A"}))
+    s.topics.delete("V1")
+    s.append(Message("T", 0, b"2", {"TAGS": "A"}))
+    assert [m.body for _o, m in s.read("V2", 0, 0).entries] == [b"1", b"2"]
+    assert s.max_offset("V2", 0) == 2 and views.views_of("T") == ["V2"]
+    s.close()
