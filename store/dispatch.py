@@ -81,37 +81,12 @@ class ConsumeQueueDispatcher:
         self.queues = queues
 
     def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
-        """Units of one call are packed inline and put once per queue (the hot path of an append)."""
-        queues, create, pack, tags_code_of = self.queues.queues, self.queues.create, UNIT.pack, M.tags_code_of
-        acc: dict = {}  # (topic, qid) -> [ConsumeQueue, next offset, [packed units]]
+        queues, create = self.queues.queues, self.queues.create
         for r in requests:
             key = (r.topic, r.queue_id)
-            a = acc.get(key)
-            if a is None:
-                cq = queues.get(key) or create(key)
-                a = acc[key] = [cq, cq.max_offset, []]
-            if r.queue_offset != a[1]:  # replay only: align the queue first
-                self._put(a)
-                if not self._align(a[0], r):
-                    continue
-                a[1] = r.queue_offset
-            n = r.count
-            if r.tags_codes:
-                a[2].append(pack_units(r))
-            else:
-                props = r.properties
-                unit = pack(r.physical_offset, r.size, tags_code_of(props) if props else 0)
-                a[2].append(unit * n if n != 1 else unit)
-            a[1] += n
-        for a in acc.values():
-            self._put(a)
-
-    @staticmethod
-    def _put(a: list) -> None:
-        cq, nxt, packed = a
-        if packed:
-            cq.put(packed[0] if len(packed) == 1 else b"".join(packed), nxt - cq.max_offset)
-            packed.clear()
+            cq = queues.get(key) or create(key)
+            if r.queue_offset == cq.max_offset or self._align(cq, r):
+                cq.put(pack_units(r), r.count)
 
     @staticmethod
     def _align(cq, r: DispatchRequest) -> bool:
