@@ -23,7 +23,7 @@ class App:
         self.config = config
         self.store = store
         self.arrivals = ArrivalHub()
-        self.store.add_listener(self.arrivals.notify)
+        self.store.add_dispatcher(self.arrivals)
         self.group_commit = GroupCommit(store)
         # Per-protocol shared state (group coordinator, producer ids, registered clients...),
         # created by the protocol modules on first use.
@@ -43,6 +43,7 @@ class App:
 def open_store(config: GatewayConfig):
     import store
 
+    # Not recovered yet: install_services registers the dispatchers the replay feeds, then recovers.
     return store.open(
         config.data_dir,
         store.StoreConfig(
@@ -52,6 +53,7 @@ def open_store(config: GatewayConfig):
             # msgIds name this address: clients use it to view messages and send them back.
             store_host=(config.advertised, config.remoting_port),
         ),
+        recover=False,
     )
 
 

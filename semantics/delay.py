@@ -5,7 +5,7 @@ One trio service covers every schedule queue:
 - the timer queue (N, `__STARTDELIVERTIME`) is not ordered, so its pending units sit in a heap
   keyed by deliver time (read from the ConsumeQueue tagsCode slot, no CommitLog read).
 The service sleeps until the earliest due time of all heads, or until a new schedule entry is
-dispatched (store listener), so there is no periodic polling.
+dispatched (the scheduler is a store dispatcher), so there is no periodic polling.
 
 Delivery rebuilds the message for REAL_TOPIC/REAL_QID (DELAY and __STARTDELIVERTIME removed,
 tags code from TAGS, REAL_TOPIC/REAL_QID kept as RocketMQ does) and appends it: the second write.
@@ -318,9 +318,9 @@ class DelayScheduler:
 
     # ---- the service ---------------------------------------------------------------------------
 
-    def _on_append(self, topic: str, queue_id: int, *_: object) -> None:
-        """Store listener (any thread): a new schedule entry may be due before the current sleep ends."""
-        if topic != SCHEDULE_TOPIC or self._token is None:
+    def dispatch(self, requests) -> None:
+        """Store dispatcher: a new schedule entry may be due before the current sleep ends."""
+        if self._token is None or not any(r.topic == SCHEDULE_TOPIC for r in requests):
             return
         try:
             self._token.run_sync_soon(self._set_wake)
@@ -334,7 +334,7 @@ class DelayScheduler:
     async def run(self, app) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._wake = trio.Event()
-        self.store.add_listener(self._on_append)
+        self.store.add_dispatcher(self)
         self.recover(now_ms())
         self.persist()
         try:
