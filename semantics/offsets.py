@@ -3,16 +3,24 @@ RocketMQ's layout `{"offsetTable": {"topic@group": {"0": 12}}}`; Kafka commit me
 to it under "metadataTable" in the same shape (RocketMQ ignores keys it does not know)."""
 from __future__ import annotations
 
+import trio
+
+from semantics.clock import WALL_CLOCK
+
 FILE = "consumerOffset.json"
+PERSIST_INTERVAL = 5.0  # seconds between writes of a changed table (async flush mode)
 
 
 class OffsetTable:
-    """`durable=True` (sync flush) writes the file before `commit` returns; otherwise `persist()`
-    (called periodically and at shutdown) writes it when something changed."""
+    """`durable=True` (sync flush) writes the file before `commit` returns (the commit handlers do
+    not wait, so this write is in place); otherwise `persist()` (the `run` service every
+    PERSIST_INTERVAL, handlers, shutdown) hands the changed table to the off-loop `writer`."""
 
-    def __init__(self, store, durable: bool = False) -> None:
+    def __init__(self, store, durable: bool = False, writer=None, clock=WALL_CLOCK) -> None:
         self.store = store
         self.durable = durable
+        self.clock = clock
+        self._save = store.write_config if durable or writer is None else writer.submit
         self._offsets: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> qid -> offset
         self._meta: dict[tuple[str, str], dict[int, str]] = {}
         self._dirty = False
@@ -57,12 +65,19 @@ class OffsetTable:
         if self.durable:
             self.persist()
 
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The periodic persistence service."""
+        task_status.started()
+        while True:
+            await self.clock.sleep(PERSIST_INTERVAL)
+            self.persist()
+
     def persist(self) -> None:
-        """Write the table (atomically) if it changed since the last write."""
+        """Write (or submit) the table if it changed since the last time."""
         if not self._dirty:
             return
         self._dirty = False
-        self.store.write_config(FILE, {
+        self._save(FILE, {
             "offsetTable": {f"{t}@{g}": {str(q): o for q, o in queues.items()}
                             for (g, t), queues in self._offsets.items()},
             "metadataTable": {f"{t}@{g}": {str(q): m for q, m in queues.items()}

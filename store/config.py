@@ -1,4 +1,5 @@
 """Config files under `<store>/config/`, each written atomically (temp file, fsync, rename, fsync dir),
+the batched off-loop writer of the ones that change often (offsets, delay and transaction progress),
 and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable layout)."""
 from __future__ import annotations
 
@@ -59,6 +60,58 @@ class ConfigDir:
             log.error("config %s is not valid JSON (%s): moved to %s.corrupt", path, exc, path)
             os.replace(path, path + ".corrupt")
             return default
+
+
+class ConfigWriter:
+    """Config documents handed over by the event loop (`submit`, cheap) and written by a worker
+    thread (`write_pending`, the gateway's writer service runs it). Submissions of one name
+    coalesce: only the newest document of each name is written. Submissions are numbered; every
+    one numbered `written` or lower is on disk. A failed write (EMFILE, ENOSPC, ...) keeps its
+    document pending for the next try, unless a newer one of that name came in meanwhile."""
+
+    def __init__(self, config: ConfigDir) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self._pending: dict[str, object] = {}
+        self.submitted = 0
+        self.written = 0
+        self.on_submit = None  # called after each submit (the writer service's wake-up)
+
+    def submit(self, name: str, obj) -> int:
+        """Queue `obj` as the new content of config `name`; returns its number (see `written`)."""
+        with self._lock:
+            self._pending[name] = obj
+            self.submitted += 1
+            ticket = self.submitted
+        if self.on_submit is not None:
+            self.on_submit()
+        return ticket
+
+    def read(self, name: str, default=None):
+        """The newest document of `name`: a pending one, else the file."""
+        with self._lock:
+            if name in self._pending:
+                return self._pending[name]
+        return self._config.read(name, default)
+
+    def write_pending(self) -> None:
+        """Write every pending document (blocking: call it from a worker thread or at shutdown).
+        Raises the first OSError after trying them all; the failed ones stay pending."""
+        with self._lock:
+            batch, self._pending = self._pending, {}
+            upto = self.submitted
+        failure = None
+        for name, obj in batch.items():
+            try:
+                self._config.write(name, obj)
+            except OSError as exc:
+                failure = failure or exc
+                with self._lock:
+                    self._pending.setdefault(name, obj)
+        if failure is not None:
+            raise failure
+        with self._lock:
+            self.written = max(self.written, upto)
 
 
 @dataclass

@@ -36,7 +36,7 @@ _STORE_TS_AT = store.message.STORE_TS_AT
 
 
 class KafkaState:
-    """Kafka-side shared state of one gateway process (in `app.state["kafka"]`)."""
+    """Kafka-side shared state of one gateway process (`app.kafka`, made with the App)."""
 
     def __init__(self, app) -> None:
         from semantics.kafka_groups import Coordinator
@@ -48,10 +48,7 @@ class KafkaState:
 
 
 def kafka_state(app) -> KafkaState:
-    st = app.state.get("kafka")
-    if st is None:
-        st = app.state["kafka"] = KafkaState(app)
-    return st
+    return app.kafka
 
 
 HANDLERS: dict = {}

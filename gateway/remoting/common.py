@@ -24,10 +24,7 @@ def handles(*codes: int):
 
 
 def registry(app) -> ClientRegistry:
-    reg = app.state.get("rocketmq.clients")
-    if reg is None:
-        reg = app.state["rocketmq.clients"] = ClientRegistry()
-    return reg
+    return app.rocketmq_clients
 
 
 def legal_topic(name: str | None) -> bool:

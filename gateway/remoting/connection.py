@@ -7,7 +7,6 @@ Malformed input closes this connection only.
 """
 from __future__ import annotations
 
-import functools
 import logging
 
 import trio
@@ -122,17 +121,7 @@ class Channel:
             pass
 
 
-def _install(app) -> None:
-    """First connection: register the transaction check sender with semantics.transactions."""
-    if app.state.get("rocketmq.installed"):
-        return
-    app.state["rocketmq.installed"] = True
-    from semantics.transactions import register_checker
-    register_checker(app, "remoting", functools.partial(handlers.broker.send_transaction_check, app))
-
-
 async def handle_connection(stream: trio.SocketStream, app) -> None:
-    _install(app)
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
