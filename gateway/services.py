@@ -59,7 +59,7 @@ def write_left(writer: ConfigWriter) -> None:
 
 class Retention:
     """Deletes CommitLog files older than fileReservedTime, checked every RETENTION_CHECK_INTERVAL
-    by the App's clock; the deletion itself runs in a worker thread."""
+    by the App's clock; on the event loop like every append (a few unlinks, under the store lock)."""
 
     def __init__(self, store, clock) -> None:
         self.store = store
@@ -69,7 +69,7 @@ class Retention:
         task_status.started()
         while True:
             await self.clock.sleep(RETENTION_CHECK_INTERVAL)
-            deleted = await trio.to_thread.run_sync(self.store.delete_expired, self.clock.now_ms())
+            deleted = self.store.delete_expired(self.clock.now_ms())
             if deleted:
                 log.info("retention deleted %s", deleted)
 

@@ -3,6 +3,7 @@ the batched off-loop writer of the ones that change often (offsets, delay and tr
 and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable layout)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -19,13 +20,18 @@ def atomic_write(path: str, data: bytes) -> None:
     tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:  # ENOSPC, EINTR...: the old content stays, no temp file is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     dfd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
