@@ -20,6 +20,7 @@ from semantics.rocketmq_clients import ClientRegistry
 from semantics.routing import DelayLevels, ensure_system_topics
 from semantics.transactions import Transactions, register_checker
 from semantics.views import Views
+from gateway.services import ConfigWriterService
 from store.config import ConfigDir, ConfigWriter
 
 
@@ -36,7 +37,7 @@ class App:
     store: store.Store
     durability: GroupCommit | AsyncFlush  # by --flush; also the flush service
     arrivals: ArrivalHub  # wakes long polls when a queue grows
-    config_writer: ConfigWriter  # off-loop writes of offsets, delay and transaction progress
+    config_writer: ConfigWriterService  # off-loop writes of offsets, delay and transaction progress
     offsets: OffsetTable
     delay_levels: DelayLevels
     delay: DelayScheduler
@@ -94,7 +95,7 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
 def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels) -> App:
     sync = config.flush == "sync"
     durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
-    writer = ConfigWriter(ConfigDir(os.path.join(st.path, "config")))
+    writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
     arrivals = ArrivalHub()
     st.add_listener(arrivals.notify)
     ensure_system_topics(st, levels)

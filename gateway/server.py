@@ -213,7 +213,7 @@ async def _run(config: GatewayConfig) -> int:
         await _serve(app, bound)
     finally:
         app.offsets.persist()
-        write_left(app.config_writer)
+        write_left(app.config_writer.writer)
         app.store.close()  # flushes and writes the checkpoint
     log.info("stopped cleanly")
     return 0

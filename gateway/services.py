@@ -16,36 +16,56 @@ WRITE_RETRY_DELAY = 1.0  # after a failed config write (EMFILE, ENOSPC, EINTR, .
 
 
 class ConfigWriterService:
-    """Writes what is submitted to the ConfigWriter from a worker thread, one batch at a time
-    (submissions made during a write coalesce into the next batch). A failed write is logged
-    and tried again after WRITE_RETRY_DELAY; it never ends the process. When cancelled it writes
-    what is still pending, in place (shutdown)."""
+    """The App's one writer of config documents: `submit(name, obj)` (from the event loop) queues
+    a document and returns its number; `run` writes the queue from a worker thread, one batch at
+    a time (submissions made during a write coalesce into the next batch); `await written(name,
+    n)` returns once that submission is on disk. A failed write is logged and tried again after
+    WRITE_RETRY_DELAY; it never ends the process. When cancelled it writes what is still
+    pending, in place (shutdown)."""
 
     def __init__(self, writer: ConfigWriter) -> None:
         self.writer = writer
         self._wake = trio.Event()
+        self._progress = trio.Event()  # set (and replaced) after every successful batch
+        self._running = False
 
-    def _poke(self) -> None:  # ConfigWriter.on_submit: submissions come from the event loop
+    def submit(self, name: str, obj) -> int:
+        number = self.writer.submit(name, obj)
         self._wake.set()
+        return number
+
+    async def written(self, name: str, number: int) -> None:
+        """Wait until submission `number` of `name` is on disk (written in place when the service
+        is not running)."""
+        while not self.writer.is_written(name, number):
+            if not self._running:
+                self.writer.write_pending()
+                return
+            await self._progress.wait()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         writer = self.writer
-        writer.on_submit = self._poke
-        if writer.submitted > writer.written:
+        self._running = True
+        if writer.has_pending():
             self._wake.set()
         task_status.started()
         try:
             while True:
                 await self._wake.wait()
                 self._wake = trio.Event()
+                failed = None
                 try:
                     await trio.to_thread.run_sync(writer.write_pending)
                 except OSError as exc:
-                    log.warning("config write failed (%s); trying again in %.0f s", exc, WRITE_RETRY_DELAY)
+                    failed = exc
+                done, self._progress = self._progress, trio.Event()
+                done.set()  # for the documents that were written
+                if failed is not None:
+                    log.warning("config write failed (%s); trying again in %.0f s", failed, WRITE_RETRY_DELAY)
                     await trio.sleep(WRITE_RETRY_DELAY)
                     self._wake.set()
         finally:
-            writer.on_submit = None
+            self._running = False
             write_left(writer)
 
 
@@ -76,7 +96,7 @@ class Retention:
 
 def background_services(app) -> list:
     """In start order: the config writer first (the others submit to it while starting)."""
-    return [ConfigWriterService(app.config_writer), app.durability, Retention(app.store, app.clock),
+    return [app.config_writer, app.durability, Retention(app.store, app.clock),
             app.offsets, app.delay, app.transactions]
 
 

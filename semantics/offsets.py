@@ -12,15 +12,18 @@ PERSIST_INTERVAL = 5.0  # seconds between writes of a changed table (async flush
 
 
 class OffsetTable:
-    """`durable=True` (sync flush) writes the file before `commit` returns (the commit handlers do
-    not wait, so this write is in place); otherwise `persist()` (the `run` service every
-    PERSIST_INTERVAL, handlers, shutdown) hands the changed table to the off-loop `writer`."""
+    """`persist()` hands the table, if it changed, to the App's off-loop config `writer`
+    (ConfigWriterService): the `run` service calls it every PERSIST_INTERVAL, shutdown once more.
+    `durable=True` (sync flush mode) also submits on every change, and `await wait_durable()` returns once
+    that is on disk: a commit handler awaits it before it acknowledges. Without a writer (tools,
+    unit tests) the file is written in place."""
 
     def __init__(self, store, durable: bool = False, writer=None, clock=WALL_CLOCK) -> None:
         self.store = store
         self.durable = durable
         self.clock = clock
-        self._save = store.write_config if durable or writer is None else writer.submit
+        self._writer = writer
+        self._submitted = 0  # number of the newest submission to the writer
         self._offsets: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> qid -> offset
         self._meta: dict[tuple[str, str], dict[int, str]] = {}
         self._dirty = False
@@ -72,14 +75,24 @@ class OffsetTable:
             await self.clock.sleep(PERSIST_INTERVAL)
             self.persist()
 
+    async def wait_durable(self) -> None:
+        """In sync mode: return once every change so far is on disk. In async mode: submit it."""
+        self.persist()
+        if self.durable and self._writer is not None and self._submitted:
+            await self._writer.written(FILE, self._submitted)
+
     def persist(self) -> None:
-        """Write (or submit) the table if it changed since the last time."""
+        """Submit (or write) the table if it changed since the last time."""
         if not self._dirty:
             return
         self._dirty = False
-        self._save(FILE, {
+        doc = {
             "offsetTable": {f"{t}@{g}": {str(q): o for q, o in queues.items()}
                             for (g, t), queues in self._offsets.items()},
             "metadataTable": {f"{t}@{g}": {str(q): m for q, m in queues.items()}
                               for (g, t), queues in self._meta.items() if queues},
-        })
+        }
+        if self._writer is None:
+            self.store.write_config(FILE, doc)
+        else:
+            self._submitted = self._writer.submit(FILE, doc)

@@ -70,34 +70,39 @@ class ConfigDir:
 
 class ConfigWriter:
     """Config documents handed over by the event loop (`submit`, cheap) and written by a worker
-    thread (`write_pending`, the gateway's writer service runs it). Submissions of one name
-    coalesce: only the newest document of each name is written. Submissions are numbered; every
-    one numbered `written` or lower is on disk. A failed write (EMFILE, ENOSPC, ...) keeps its
-    document pending for the next try, unless a newer one of that name came in meanwhile."""
+    thread (`write_pending`; the gateway's writer service runs it). Submissions of one name
+    coalesce: only the newest document of each name is written. Submissions are numbered;
+    `is_written(name, n)` tells whether submission `n` of `name` (or a newer one) is on disk. A
+    failed write (EMFILE, ENOSPC, ...) keeps its document pending for the next try, unless a
+    newer one of that name came in meanwhile."""
 
     def __init__(self, config: ConfigDir) -> None:
         self._config = config
         self._lock = threading.Lock()
-        self._pending: dict[str, object] = {}
-        self.submitted = 0
-        self.written = 0
-        self.on_submit = None  # called after each submit (the writer service's wake-up)
+        self._pending: dict[str, tuple[int, object]] = {}  # name -> (number, document)
+        self._written: dict[str, int] = {}  # name -> number of the newest document on disk
+        self._count = 0
 
     def submit(self, name: str, obj) -> int:
-        """Queue `obj` as the new content of config `name`; returns its number (see `written`)."""
+        """Queue `obj` as the new content of config `name`; returns its number."""
         with self._lock:
-            self._pending[name] = obj
-            self.submitted += 1
-            ticket = self.submitted
-        if self.on_submit is not None:
-            self.on_submit()
-        return ticket
+            self._count += 1
+            self._pending[name] = (self._count, obj)
+            return self._count
+
+    def has_pending(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
+
+    def is_written(self, name: str, number: int) -> bool:
+        with self._lock:
+            return self._written.get(name, 0) >= number
 
     def read(self, name: str, default=None):
         """The newest document of `name`: a pending one, else the file."""
         with self._lock:
             if name in self._pending:
-                return self._pending[name]
+                return self._pending[name][1]
         return self._config.read(name, default)
 
     def write_pending(self) -> None:
@@ -105,19 +110,19 @@ class ConfigWriter:
         Raises the first OSError after trying them all; the failed ones stay pending."""
         with self._lock:
             batch, self._pending = self._pending, {}
-            upto = self.submitted
         failure = None
-        for name, obj in batch.items():
+        for name, (number, obj) in batch.items():
             try:
                 self._config.write(name, obj)
             except OSError as exc:
                 failure = failure or exc
                 with self._lock:
-                    self._pending.setdefault(name, obj)
+                    self._pending.setdefault(name, (number, obj))
+                continue
+            with self._lock:
+                self._written[name] = max(self._written.get(name, 0), number)
         if failure is not None:
             raise failure
-        with self._lock:
-            self.written = max(self.written, upto)
 
 
 @dataclass

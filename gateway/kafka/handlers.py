@@ -266,7 +266,7 @@ def _append_batch(app, topic: str, index: int, b: records.Batch, codes, keys, pr
                         tags_codes=codes, keys=keys, properties=props,
                         born_timestamp=now if append_time else b.max_timestamp)
     if props:  # a delayed batch goes to the schedule topic first, a transactional one to the half topic
-        msg = routing.route(msg, now, getattr(app, "delay_levels", routing.DEFAULT_LEVELS))
+        msg = routing.route(msg, now, app.delay_levels)
     try:
         return app.store.append(msg)
     except store.MessageTooLarge:

@@ -74,4 +74,5 @@ async def end_txn(conn, version, req):
         return {"error_code": code}
     ends = kafka_state(app).txns.finish(txn, commit=req["committed"])
     await _durable(app, ends)
+    await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
     return {"error_code": errors.NONE}

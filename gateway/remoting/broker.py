@@ -162,7 +162,7 @@ def _now_ms() -> int:
 
 
 def _levels(app):
-    return getattr(app, "delay_levels", None) or routing.DEFAULT_LEVELS
+    return app.delay_levels
 
 
 def _retry_or_dlq(app, m, max_reconsume_times: int):
@@ -280,7 +280,14 @@ def query_consumer_offset(channel, req):
 def update_consumer_offset(channel, req):
     channel.app.offsets.commit(req.get_str("consumerGroup"), req.get_str("topic"), req.get_int("queueId"),
                                req.get_int("commitOffset"))
-    return req.response()
+    if not channel.app.offsets.durable:
+        return req.response()
+
+    async def on_disk():  # sync flush mode: acknowledged once on disk
+        await channel.app.offsets.wait_durable()
+        return req.response()
+    channel.spawn(req, on_disk)
+    return DEFERRED
 
 
 @handles(RC.GET_MAX_OFFSET)
@@ -505,7 +512,7 @@ def end_transaction(channel, req):
     """Commit (8) or roll back (12) a half message; 0 (unknown) leaves it to the check-back."""
     app = channel.app
     kind = req.get_int("commitOrRollback", 0)
-    if kind not in (8, 12) or getattr(app, "transactions", None) is None:
+    if kind not in (8, 12):
         return req.response()
     outcome, result = app.transactions.end(req.get_int("tranStateTableOffset"), kind == 8,
                                            req.get_str("producerGroup"), req.get_int("commitLogOffset"))

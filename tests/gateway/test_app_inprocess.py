@@ -128,6 +128,17 @@ def test_offsets_persist_off_loop_and_a_failed_write_is_retried(tmp_path, monkey
     assert not [f for f in os.listdir(path.parent) if ".tmp." in f]
 
 
+def test_sync_mode_commit_is_on_disk_when_wait_durable_returns(tmp_path):
+    path = tmp_path / "data" / "config" / "consumerOffset.json"
+
+    async def body(app):
+        app.offsets.commit("G", "T", 1, 9)
+        await app.offsets.wait_durable()
+        return json.loads(path.read_text())["offsetTable"]
+
+    assert run_app(tmp_path, body, flush="sync") == {"T@G": {"1": 9}}
+
+
 def test_half_topic_exists_and_app_is_frozen(tmp_path):
     async def body(app):
         try:

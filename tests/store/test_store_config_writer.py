@@ -19,10 +19,11 @@ def test_submissions_of_one_name_coalesce_and_reads_see_pending(tmp_path):
     w.submit("b", {"v": 1})
     last = w.submit("a", {"v": 2})
     assert w.read("a") == {"v": 2} and cd.read("a") is None
-    assert w.written < last
+    assert not w.is_written("a", last)
     w.write_pending()
     assert sorted(writes) == ["a", "b"]
-    assert cd.read("a") == {"v": 2} and w.written == last
+    assert cd.read("a") == {"v": 2} and w.is_written("a", last) and w.is_written("a", 1)
+    assert not w.has_pending()
 
 
 def test_a_failed_write_keeps_the_old_file_and_the_document_pending(tmp_path, monkeypatch):
@@ -30,7 +31,7 @@ def test_a_failed_write_keeps_the_old_file_and_the_document_pending(tmp_path, mo
     w = ConfigWriter(cd)
     w.submit("a", {"v": 1})
     w.write_pending()
-    w.submit("a", {"v": 2})
+    second = w.submit("a", {"v": 2})
     real_fsync = os.fsync
 
     def full(fd):
@@ -40,7 +41,7 @@ def test_a_failed_write_keeps_the_old_file_and_the_document_pending(tmp_path, mo
     with pytest.raises(OSError):
         w.write_pending()
     monkeypatch.setattr(config_mod.os, "fsync", real_fsync)
-    assert cd.read("a") == {"v": 1}
+    assert cd.read("a") == {"v": 1} and not w.is_written("a", second) and w.has_pending()
     assert os.listdir(tmp_path) == ["a.json"]  # no temp file left
     w.write_pending()
-    assert cd.read("a") == {"v": 2} and w.written == w.submitted
+    assert cd.read("a") == {"v": 2} and w.is_written("a", second)
