@@ -37,6 +37,9 @@ class OffsetTable:
                 target[(group, topic)] = {int(q): conv(v) for q, v in queues.items()}
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int, metadata: str = "") -> None:
+        """Set an offset; the same offset and metadata again change nothing (nothing to write)."""
+        if self.fetch(group, topic, queue_id) == int(offset) and self.metadata(group, topic, queue_id) == metadata:
+            return
         self._offsets.setdefault((group, topic), {})[queue_id] = int(offset)
         meta = self._meta.get((group, topic))
         if metadata:

@@ -187,10 +187,12 @@ def pull_message(channel, req):
     max_n = max(1, min(req.get_int("maxMsgNums", 32), 1024))
     sys_flag = req.get_int("sysFlag", 0)
     max_bytes = min(req.get_int("maxMsgBytes", DEFAULT_PULL_BYTES) or DEFAULT_PULL_BYTES, MAX_BODY_BYTES)
+    committed = False  # sync flush mode: the answer waits until the commit is on disk
     if sys_flag & PullSysFlag.COMMIT_OFFSET and group:
         commit = req.get_int("commitOffset", -1)
         if commit >= 0:
             app.offsets.commit(group, topic, qid, commit)
+            committed = app.offsets.durable
     if app.store.topics.get(topic) is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")
     if sys_flag & PullSysFlag.SUBSCRIPTION:
@@ -207,7 +209,7 @@ def pull_message(channel, req):
         suspend_s = min(req.get_int("suspendTimeoutMillis", 15000) / 1000.0, MAX_SUSPEND_S)
     resp = _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags)
     if resp.code != ResponseCode.PULL_NOT_FOUND or suspend_s <= 0:
-        return resp
+        return _offsets_on_disk(channel, req, resp) if committed else resp
 
     async def long_poll():
         deadline = trio.current_time() + suspend_s
@@ -282,10 +284,14 @@ def update_consumer_offset(channel, req):
                                req.get_int("commitOffset"))
     if not channel.app.offsets.durable:
         return req.response()
+    return _offsets_on_disk(channel, req, req.response())
 
-    async def on_disk():  # sync flush mode: acknowledged once on disk
+
+def _offsets_on_disk(channel, req, resp):
+    """Sync flush mode: answer `req` with `resp` once the offset table is on disk."""
+    async def on_disk():
         await channel.app.offsets.wait_durable()
-        return req.response()
+        return resp
     channel.spawn(req, on_disk)
     return DEFERRED
 
