@@ -98,13 +98,6 @@ class ConfigWriter:
         with self._lock:
             return self._written.get(name, 0) >= number
 
-    def read(self, name: str, default=None):
-        """The newest document of `name`: a pending one, else the file."""
-        with self._lock:
-            if name in self._pending:
-                return self._pending[name][1]
-        return self._config.read(name, default)
-
     def write_pending(self) -> None:
         """Write every pending document (blocking: call it from a worker thread or at shutdown).
         Raises the first OSError after trying them all; the failed ones stay pending."""
