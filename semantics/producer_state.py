@@ -188,8 +188,7 @@ class TransactionalProducers:
         # A transaction left open by the previous process lost its in-memory half list (and its
         # TxnOffsetCommit offsets), so it can only be aborted: bump the epoch now, or a later
         # EndTxn(commit) of its producer would be answered "ok" while its records are rolled back.
-        tx = getattr(app, "transactions", None)
-        left_open = [t for g, t in self.by_id.items() if g in getattr(tx, "open_groups_at_start", ())]
+        left_open = [t for g, t in self.by_id.items() if g in app.transactions.open_groups_at_start]
         for txn in left_open:
             txn.epoch += 1
         if left_open:

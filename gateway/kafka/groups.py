@@ -66,8 +66,8 @@ async def offset_commit(ctx: RequestContext):
                                    p["committed_metadata"] or "")
             parts.append({"partition_index": p["partition_index"], "error_code": code})
         out.append({"name": t["name"], "partitions": parts})
-    # Kafka acknowledges a commit once it is durable; persist() writes only when something changed.
-    app.offsets.persist()
+    # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
+    await app.offsets.wait_durable()
     return {"topics": out}
 
 
@@ -139,7 +139,7 @@ async def delete_groups(ctx: RequestContext):
         code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:
             app.offsets.delete_group(group_id)
-            app.offsets.persist()
+            await app.offsets.wait_durable()
         out.append({"group_id": group_id, "error_code": code})
     return {"results": out}
 

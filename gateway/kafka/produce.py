@@ -96,7 +96,7 @@ def _append_batch(app, topic: str, index: int, b: records.Batch, entry: EntryInd
     props = dict(entry.routing, **extra)
     msg = entry_message(topic, index, b, entry, props, now, append_time)
     if props:  # a delayed batch goes to the schedule topic first, a transactional one to the half topic
-        msg = routing.route(msg, now, getattr(app, "delay_levels", routing.DEFAULT_LEVELS))
+        msg = routing.route(msg, now, app.delay_levels)
     try:
         return app.store.append(msg)
     except store.MessageTooLarge:

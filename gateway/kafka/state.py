@@ -7,7 +7,7 @@ from semantics.producer_state import ProducerState, TransactionalProducers
 
 
 class KafkaState:
-    """Made on first use (`kafka_state`); registers the "kafka" transaction checker."""
+    """Made with the App (`app.kafka`); registers the "kafka" transaction checker."""
 
     def __init__(self, app) -> None:
         self.coordinator = Coordinator()
@@ -17,8 +17,5 @@ class KafkaState:
 
 
 def kafka_state(app) -> KafkaState:
-    """The app's KafkaState (in `app.state["kafka"]`)."""
-    st = app.state.get("kafka")
-    if st is None:
-        st = app.state["kafka"] = KafkaState(app)
-    return st
+    """The app's KafkaState."""
+    return app.kafka

@@ -78,4 +78,5 @@ async def end_txn(ctx: RequestContext):
         return {"error_code": code}
     ends = kafka_state(app).txns.finish(txn, commit=ctx.request["committed"])
     await _durable(app, ends)
+    await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
     return {"error_code": errors.NONE}
