@@ -294,6 +294,38 @@ class _ConsumerBase:
             await trio.sleep(self.persist_interval)
             await self.persist()
 
+    # ------------------------------------------------------------ backtracking (broker-initiated)
+    async def on_offset_request(self, conn, cmd) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (apply a ResetOffsetBody: `mqadmin resetOffsetByTime`) or
+        GET_CONSUMER_STATUS_FROM_CLIENT (answer this consumer's offsets of a topic)."""
+        topic = cmd.get_str("topic") or ""
+        if cmd.code == RC.RESET_CONSUMER_CLIENT_OFFSET:
+            table = (loads(cmd.body).get("offsetTable") or {}) if cmd.body else {}
+            await self.reset_offsets({MessageQueue(t, b, int(q)): int(off) for (t, b, q), off in table.items()
+                                      if t == topic})
+        elif not cmd.is_oneway:
+            mine = {(mq.topic, mq.broker_name, mq.queue_id): off for mq, off in self.offsets.items()
+                    if mq.topic == topic}
+            body = '{"consumerTable":{},"messageQueueTable":' + dumps_mq_map(mine) + "}"
+            await conn.reply(cmd.response(body=body.encode()))
+
+    async def reset_offsets(self, targets: dict[MessageQueue, int]) -> None:
+        """Move the held queues among `targets` there: their pulls restart from the new offset
+        (messages pulled before are dropped) and the new offsets are committed at once. Queues this
+        member does not hold are left to their holders."""
+        held = [mq for mq in targets if mq in self.tasks]
+        for mq in held:
+            self._restart_pull(mq, targets[mq])
+        log.info("consumer group %s reset to %s", self.group, {str(mq): targets[mq] for mq in held})
+        await self.persist(oneway=False, only=held)
+
+    def _restart_pull(self, mq: MessageQueue, offset: int) -> None:
+        self.tasks.pop(mq).cancel()
+        self.offsets[mq] = offset
+        scope = trio.CancelScope()
+        self.tasks[mq] = scope
+        self.nursery.start_soon(self._pull_loop, mq, scope)
+
     # ------------------------------------------------------------ pulling
     async def _pull_loop(self, mq: MessageQueue, scope: trio.CancelScope) -> None:
         with scope:
@@ -519,12 +551,20 @@ class AsyncLitePullConsumer(_ConsumerBase):
         """Next poll returns this queue's messages from `offset` on (buffered ones are dropped)."""
         if mq not in self.tasks:
             raise MQClientError(f"{mq} is not assigned to this consumer")
-        self.tasks.pop(mq).cancel()
+        self._restart_pull(mq, offset)
+
+    def _restart_pull(self, mq: MessageQueue, offset: int) -> None:
+        """Messages polled-but-buffered for `mq` become stale (their generation is gone)."""
         self.generation[mq] = self.generation.get(mq, 0) + 1
-        self.offsets[mq] = self.consumed[mq] = offset
-        scope = trio.CancelScope()
-        self.tasks[mq] = scope
-        self.nursery.start_soon(self._pull_loop, mq, scope)
+        self.consumed[mq] = offset
+        super()._restart_pull(mq, offset)
+
+    async def shutdown(self) -> None:
+        """With auto_commit, the positions of the last poll are committed before leaving."""
+        if self.auto_commit and self.running:
+            for mq, off in self.consumed.items():
+                self.offsets[mq] = off
+        await super().shutdown()
 
     async def _deliver(self, mq, msgs, next_offset, scope) -> None:
         await self._send.send((mq, self.generation.get(mq, 0), msgs, next_offset))

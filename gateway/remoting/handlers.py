@@ -1,5 +1,5 @@
 """The remoting request handler table (NameServer, Broker and admin roles)."""
-from gateway.remoting import admin, broker, nameserver  # noqa: F401  (they fill HANDLERS)
+from gateway.remoting import admin, broker, nameserver, reset_offset  # noqa: F401  (they fill HANDLERS)
 from gateway.remoting.common import DEFERRED, HANDLERS, registry
 
 __all__ = ["DEFERRED", "HANDLERS", "channel_closed"]

@@ -62,6 +62,7 @@ public final class RocketCompat {
                 case "tx_check": Out.run(name, () -> txCheck(Integer.parseInt(s[1]))); break;
                 case "dlq": Out.run(name, RocketCompat::dlq); break;
                 case "status_hold": Out.run(name, RocketCompat::statusHold); break;
+                case "reset_hold": Out.run(name, () -> resetHold(s[1], Integer.parseInt(s[2]), Integer.parseInt(s[3]))); break;
                 case "cross_produce": Out.run(name, () -> crossProduce(s[1])); break;
                 case "cross_consume": Out.run(name, () -> crossConsume(s[1], s[2], Integer.parseInt(s[3]))); break;
                 default: Out.emit(Out.map("scenario", name, "ok", false, "error", List.of("unknown scenario")));
@@ -573,5 +574,32 @@ public final class RocketCompat {
             c.shutdown();
         }
         return Out.map("client_id", c.buildMQClientId(), "received", new ArrayList<>(got));
+    }
+
+    /**
+     * A push consumer (group PREFIX-rs-cg) consumes `first` messages of `topic`, then holds across a
+     * `pause` (the driver resets the group's offsets by time with mqadmin) and waits until it has
+     * received `total` messages in all: the broker's RESET_CONSUMER_CLIENT_OFFSET makes it consume again.
+     */
+    static Map<String, Object> resetHold(String topic, int first, int total) throws Exception {
+        List<String> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-rs-cg", topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(body(m));
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        int before;
+        try {
+            Out.waitFor(() -> got.size() >= first, WAIT_MS);
+            Thread.sleep(1000);  // nothing more arrives
+            before = got.size();
+            Out.pause();
+            Out.waitFor(() -> got.size() >= total, WAIT_MS);
+            Thread.sleep(1000);
+        } finally {
+            c.shutdown();
+        }
+        return Out.map("client_id", c.buildMQClientId(), "before_reset", before, "received", new ArrayList<>(got));
     }
 }
