@@ -9,6 +9,9 @@ SEARCH_OFFSET_BY_TIMESTAMP, UPDATE_CONSUMER_OFFSET per queue). Unlike RocketMQ's
 gateway also commits the offsets itself (like its `useServerSideResetOffset`), so the reset is in
 the one offset table (Kafka sees it) even before the clients act on it.
 
+A group with live Kafka members is refused (SYSTEM_ERROR, the reason as remark; nothing changes),
+as Kafka's own tools refuse to reset a group that is not empty.
+
 INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223): asks each live member (GET_CONSUMER_STATUS_FROM_CLIENT,
 221) for its offset table of the topic; answers GetConsumerStatusBody.
 """
@@ -33,6 +36,12 @@ def _live_members(app, group: str) -> list:
     return [e for e in (g.clients.values() if g else ()) if not getattr(e.channel, "closed", False)]
 
 
+def _kafka_members(app, group: str) -> int:
+    """Members of the Kafka group of the same name (one offset table serves both protocols)."""
+    kafka = app.state.get("kafka")
+    return len(kafka.coordinator.describe(group)["members"]) if kafka is not None else 0
+
+
 def reset_body(topic: str, plan: dict[int, int]) -> bytes:
     """ResetOffsetBody: {"offsetTable": {MessageQueue: offset}} (object keys, fastjson style)."""
     table = {(topic, BROKER_NAME, qid): off for qid, off in sorted(plan.items())}
@@ -51,6 +60,11 @@ def reset_offset(channel, req):
     except backtrack.ResetRefused as exc:
         code = ResponseCode.TOPIC_NOT_EXIST if exc.reason == "topic" else ResponseCode.SYSTEM_ERROR
         return req.response(code, remark=str(exc))
+    kafka_members = _kafka_members(app, group)
+    if kafka_members:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=(
+            f"the consumer group <{group}> has {kafka_members} active Kafka member(s): reset refused "
+            f"(as Kafka refuses to reset the offsets of a group that is not empty)"))
     if not members:
         return req.response(ResponseCode.CONSUMER_NOT_ONLINE, remark=(
             f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}"))
