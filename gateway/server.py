@@ -254,6 +254,9 @@ async def _run(config: GatewayConfig) -> int:
             from semantics import install_services
 
             install_services(app)
+            from semantics import flow_control
+
+            flow_control.install(app)  # times every store write (send flow control)
         except (OSError, ValueError) as exc:  # e.g. a bad --message-delay-level
             store.close()
             raise StartupError(str(exc)) from None

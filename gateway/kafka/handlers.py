@@ -18,7 +18,7 @@ from codec.kafka import apis, protocol, records
 from codec.kafka.schema import DecodeError, Spliced
 from gateway.kafka import errors, topics
 from gateway.sendfile import FileRange, close_spliced
-from semantics import routing, views
+from semantics import flow_control, routing, views
 from semantics import transactions
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER, ProducerState, TransactionalProducers
 
@@ -331,7 +331,7 @@ async def produce(conn, version, req):
         return None
     if end:
         await app.durable(end)
-    return {"responses": responses}
+    return {"responses": responses, "throttle_time_ms": flow_control.throttle_ms(app)}
 
 
 # ---------------------------------------------------------------- Fetch

@@ -14,7 +14,7 @@ from codec.remoting.bodies import decode_batch, dumps
 from gateway.remoting import inner_batch
 from gateway.remoting.common import (BROKER_NAME, CLUSTER_NAME, DEFERRED, REGION, ensure_topic, handles,
                                      registry)
-from semantics import retry, routing
+from semantics import flow_control, retry, routing
 from semantics.sql92 import FilterSyntaxError, Selector, subscription_filter
 from semantics.tags import parse_tags
 from store import message as smsg
@@ -59,6 +59,9 @@ class PreparedSend:
 def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
     """Validate a SEND_MESSAGE(_V2)/SEND_BATCH_MESSAGE and build its messages; an error answer if bad."""
     app = channel.app
+    busy = flow_control.refusal(app, channel.read_at)
+    if busy:
+        return req.response(ResponseCode.SYSTEM_BUSY, remark=busy)
     (topic, default_queues, queue_id, raw_props, flag, sys_flag, born, reconsume, batch, max_reconsume) = map(
         req.ext_fields.get, _SEND_FIELDS if req.code == RC.SEND_MESSAGE else _SEND_FIELDS_V2)
     topic = topic or ""
