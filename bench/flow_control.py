@@ -23,8 +23,10 @@ from bench.brokers import ROOT, BrokerError, Gateway, RocketMQBroker
 from bench.scenarios import Unavailable
 
 THROTTLED = ["--store-write-delay-ms", "20", "--os-page-cache-busy-timeout-ms", "10"]
+NO_FLOW_CONTROL = ["--os-page-cache-busy-timeout-ms", "3600000", "--wait-time-mills-in-send-queue", "3600000"]
 CASES = [("gateway", "page cache (no throttle)", []),
          ("gateway", "throttled disk: 20 ms per write, busy limit 10 ms", THROTTLED),
+         ("gateway", "throttled disk: 20 ms per write, flow control off", THROTTLED[:2] + NO_FLOW_CONTROL),
          ("rocketmq", "page cache (no throttle)", None)]
 
 
