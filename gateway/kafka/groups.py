@@ -112,6 +112,13 @@ async def list_groups(conn, version, req):
         for g, (ptype, state) in sorted(seen.items()) if not states or state in states]}
 
 
+def _rocketmq_members(app, group_id: str) -> int:
+    """Live RocketMQ consumers of the group of the same name (one offset table for both protocols)."""
+    registry = app.state.get("rocketmq.clients")
+    group = registry.consumers.get(group_id) if registry is not None else None
+    return sum(not getattr(e.channel, "closed", False) for e in group.clients.values()) if group else 0
+
+
 @handler(apis.DESCRIBE_GROUPS)
 async def describe_groups(conn, version, req):
     app = conn.app
@@ -121,6 +128,8 @@ async def describe_groups(conn, version, req):
         d = coordinator.describe(group_id)
         if d["group_state"] == "Dead" and group_id in set(app.offsets.groups()):
             d["group_state"] = "Empty"
+        if d["group_state"] in ("Dead", "Empty") and _rocketmq_members(app, group_id):
+            d["group_state"] = "Stable"  # live RocketMQ consumers use these offsets: not resettable now
         d["error_code"] = errors.NONE
         out.append(d)
     return {"groups": out}

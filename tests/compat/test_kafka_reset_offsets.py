@@ -115,3 +115,27 @@ def test_reset_of_an_active_group_is_refused_by_both(gw, logs, loaded, tmp_path)
     finally:
         consumer.kill()
         consumer.wait()
+
+
+def test_kafka_reset_of_a_group_with_live_rocketmq_consumers_is_refused(gw, logs, loaded):
+    """The same group name consumed by a running `client/` PushConsumer: Kafka's tool sees the group
+    as Stable and refuses, so the RocketMQ consumer's positions are not pulled from under it."""
+    from client import ConsumeFrom, ConsumeStatus, PushConsumer
+    group = "kr-rmq-group"
+    c = PushConsumer(group, gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, persist_interval=0.5)
+    c.subscribe(TOPIC, "*")
+    c.register_listener(lambda msgs: ConsumeStatus.CONSUME_SUCCESS)
+    c.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and rocketmq_offset(gw, group) != len(OLD) + len(NEW):
+            time.sleep(0.2)
+        r = run(gw, logs, "kafka-consumer-groups", "--reset-offsets", "--group", group, "--topic", TOPIC,
+                "--to-earliest", "--execute", check=False)
+        assert "inactive" in r.stdout + r.stderr and "Stable" in r.stdout + r.stderr, r.stdout + r.stderr
+        assert rocketmq_offset(gw, group) == len(OLD) + len(NEW)
+    finally:
+        c.shutdown()
+    r = run(gw, logs, "kafka-consumer-groups", "--reset-offsets", "--group", group, "--topic", TOPIC,
+            "--to-earliest", "--execute")
+    assert rocketmq_offset(gw, group) == 0, r.stdout  # once it is gone, the reset goes through
