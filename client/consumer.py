@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 
 import trio
@@ -15,6 +16,7 @@ import trio
 from codec.remoting import JSON, PullSysFlag, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map, loads
 from client.errors import MQBrokerError, MQClientError
+from client.flow import FlowLimits, ProcessQueue, over_limit
 from client.instance import ClientInstance
 from client.producer import _call
 from client.model import ConsumeFrom, ConsumeStatus, MessageExt, MessageModel, MessageQueue, decode_messages
@@ -26,6 +28,7 @@ SUSPEND_MS = 15000
 PULL_TIMEOUT_S = 30.0
 PULL_ERROR_DELAY_S = 3.0
 RETRY_PREFIX = "%RETRY%"
+SHUTDOWN_CONSUME_WAIT_S = 5.0
 
 
 def allocate_averagely(mqs: list[MessageQueue], cids: list[str], me: str) -> list[MessageQueue]:
@@ -43,6 +46,14 @@ def allocate_averagely(mqs: list[MessageQueue], cids: list[str], me: str) -> lis
         size = n // k
     start = index * size if mod > 0 and index < mod else index * size + mod
     return [mqs[(start + i) % n] for i in range(min(size, n - start))]
+
+
+def _cache_figures(pq: ProcessQueue | None) -> dict:
+    """ProcessQueueInfo's cache fields for GET_CONSUMER_RUNNING_INFO (zeros without a cache)."""
+    if pq is None or not pq.msgs:
+        return {"cachedMsgMinOffset": 0, "cachedMsgMaxOffset": 0, "cachedMsgCount": 0, "cachedMsgSizeInMiB": 0}
+    return {"cachedMsgMinOffset": min(pq.msgs), "cachedMsgMaxOffset": max(pq.msgs), "cachedMsgCount": pq.count,
+            "cachedMsgSizeInMiB": pq.bytes // (1024 * 1024)}
 
 
 @dataclasses.dataclass
@@ -124,9 +135,9 @@ class _ConsumerBase:
                  "PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrv_addrs),
                  "PROP_CONSUMER_START_TIMESTAMP": str(self.started_ms), "messageModel": self.model.value,
                  "consumeFromWhere": self.consume_from.value, "language": "PYTHON"}
+        cache = getattr(self, "cache", {})
         queues = {(mq.topic, mq.broker_name, mq.queue_id): {
-            "commitOffset": self.offsets.get(mq, 0), "cachedMsgMinOffset": 0, "cachedMsgMaxOffset": 0,
-            "cachedMsgCount": 0, "cachedMsgSizeInMiB": 0, "transactionMsgMinOffset": 0,
+            "commitOffset": self.offsets.get(mq, 0), **_cache_figures(cache.get(mq)), "transactionMsgMinOffset": 0,
             "transactionMsgMaxOffset": 0, "transactionMsgCount": 0, "locked": mq in getattr(self, "locked", ()),
             "tryUnlockTimes": 0, "lastLockTimestamp": 0, "droped": False, "lastPullTimestamp": 0,
             "lastConsumeTimestamp": 0} for mq in self.tasks}
@@ -294,25 +305,62 @@ class _ConsumerBase:
             await trio.sleep(self.persist_interval)
             await self.persist()
 
+    # ------------------------------------------------------------ backtracking (broker-initiated)
+    async def on_offset_request(self, conn, cmd) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (apply a ResetOffsetBody: `mqadmin resetOffsetByTime`) or
+        GET_CONSUMER_STATUS_FROM_CLIENT (answer this consumer's offsets of a topic)."""
+        topic = cmd.get_str("topic") or ""
+        if cmd.code == RC.RESET_CONSUMER_CLIENT_OFFSET:
+            table = (loads(cmd.body).get("offsetTable") or {}) if cmd.body else {}
+            await self.reset_offsets({MessageQueue(t, b, int(q)): int(off) for (t, b, q), off in table.items()
+                                      if t == topic})
+        elif not cmd.is_oneway:
+            mine = {(mq.topic, mq.broker_name, mq.queue_id): off for mq, off in self.offsets.items()
+                    if mq.topic == topic}
+            body = '{"consumerTable":{},"messageQueueTable":' + dumps_mq_map(mine) + "}"
+            await conn.reply(cmd.response(body=body.encode()))
+
+    async def reset_offsets(self, targets: dict[MessageQueue, int]) -> None:
+        """Move the held queues among `targets` there: their pulls restart from the new offset
+        (messages pulled before are dropped) and the new offsets are committed at once. Queues this
+        member does not hold are left to their holders."""
+        held = [mq for mq in targets if mq in self.tasks]
+        for mq in held:
+            self._restart_pull(mq, targets[mq])
+        log.info("consumer group %s reset to %s", self.group, {str(mq): targets[mq] for mq in held})
+        await self.persist(oneway=False, only=held)
+
+    def _restart_pull(self, mq: MessageQueue, offset: int) -> None:
+        self.tasks.pop(mq).cancel()
+        self.offsets[mq] = offset
+        scope = trio.CancelScope()
+        self.tasks[mq] = scope
+        self.nursery.start_soon(self._pull_loop, mq, scope)
+
     # ------------------------------------------------------------ pulling
     async def _pull_loop(self, mq: MessageQueue, scope: trio.CancelScope) -> None:
         with scope:
-            offset = self.offsets[mq]
-            while True:
-                sub = self.subscriptions.get(mq.topic)
-                expression = sub.expression if sub else "*"
-                try:
-                    code, next_offset, msgs = await self.pull(mq, offset, expression, SUSPEND_MS,
-                                                              expression_type=sub.expression_type if sub else "TAG")
-                except MQClientError as exc:
-                    log.debug("pull %s failed: %s", mq, exc)
-                    await trio.sleep(PULL_ERROR_DELAY_S)
-                    continue
-                if msgs:
-                    await self._deliver(mq, msgs, next_offset, scope)
-                else:  # OFFSET_MOVED, nothing new, or only units the subscription filters out
-                    self._advance(mq, next_offset, scope)
-                offset = next_offset
+            await self._serve_queue(mq, scope)
+
+    async def _serve_queue(self, mq: MessageQueue, scope: trio.CancelScope) -> None:
+        """Pull `mq` from its current offset for as long as this consumer holds it."""
+        offset = self.offsets[mq]
+        while True:
+            await self._before_pull(mq)
+            sub = self.subscriptions.get(mq.topic)
+            expression = sub.expression if sub else "*"
+            try:
+                code, next_offset, msgs = await self.pull(mq, offset, expression, SUSPEND_MS,
+                                                          expression_type=sub.expression_type if sub else "TAG")
+            except MQClientError as exc:
+                log.debug("pull %s failed: %s", mq, exc)
+                await trio.sleep(PULL_ERROR_DELAY_S)
+                continue
+            if msgs:
+                await self._deliver(mq, msgs, next_offset, scope)
+            else:  # OFFSET_MOVED, nothing new, or only units the subscription filters out
+                self._advance(mq, next_offset, scope)
+            offset = next_offset
 
     async def pull(self, mq: MessageQueue, offset: int, expression: str, suspend_ms: int,
                    max_nums: int | None = None, expression_type: str = "TAG") -> tuple[int, int, list[MessageExt]]:
@@ -344,6 +392,9 @@ class _ConsumerBase:
                 m.topic = m.properties["RETRY_TOPIC"]
         return 0, next_offset, msgs
 
+    async def _before_pull(self, mq: MessageQueue) -> None:
+        """Flow control: returns when the next pull of `mq` may go (at once unless overridden)."""
+
     async def _deliver(self, mq: MessageQueue, msgs: list[MessageExt], next_offset: int,
                        scope: trio.CancelScope) -> None:
         """Hand pulled messages over (to the listener, or to poll())."""
@@ -357,11 +408,24 @@ class _ConsumerBase:
 
 class AsyncPushConsumer(_ConsumerBase):
     """Listener-driven consumer. `listener(msgs) -> ConsumeStatus`; orderly listeners get each
-    queue's messages in order, one queue held (locked) by one member at a time."""
+    queue's messages in order, one queue held (locked) by one member at a time.
+
+    Each held queue has a pull task that keeps pulling ahead into a local cache (client.flow
+    ProcessQueue) and a consume task that hands the cache to the listener in order; past the flow
+    limits (`pull_threshold_for_queue` messages, `pull_threshold_size_for_queue` MiB,
+    `consume_concurrently_max_span` offsets) pulling pauses 50 ms at a time, logged once per stretch.
+    The committed offset is the lowest one still cached."""
 
     def __init__(self, group: str, namesrv: str, *, orderly: bool = False, consume_batch_size: int = 1,
-                 max_reconsume_times: int = 16, **kw) -> None:
+                 max_reconsume_times: int = 16, pull_threshold_for_queue: int = 1000,
+                 pull_threshold_size_for_queue: int = 100, consume_concurrently_max_span: int = 2000,
+                 **kw) -> None:
         super().__init__(group, namesrv, **kw)
+        self.flow = FlowLimits(pull_threshold_for_queue, pull_threshold_size_for_queue, consume_concurrently_max_span)
+        self.cache: dict[MessageQueue, ProcessQueue] = {}
+        self._feeds: dict[MessageQueue, trio.MemorySendChannel] = {}
+        self._consuming = 0  # batches in the listener now
+        self._stopping = False
         self.orderly = orderly
         self.consume_batch_size = consume_batch_size
         self.max_reconsume_times = max_reconsume_times
@@ -376,6 +440,7 @@ class AsyncPushConsumer(_ConsumerBase):
     async def start(self, parent: trio.Nursery) -> None:
         if self.listener is None:
             raise MQClientError("register a listener before start()")
+        self._stopping = False
         await super().start(parent)
         if self.orderly and self.model == MessageModel.CLUSTERING:
             self.nursery.start_soon(self._relock_loop)
@@ -405,6 +470,9 @@ class AsyncPushConsumer(_ConsumerBase):
                 await self._lock(held)
 
     async def _on_queues_removed(self, mqs: list[MessageQueue]) -> None:
+        for mq in mqs:
+            self.cache.pop(mq, None)
+            self._feeds.pop(mq, None)
         if not (self.orderly and self.model == MessageModel.CLUSTERING) or not mqs:
             return
         body = dumps({"clientId": self.instance.client_id, "consumerGroup": self.group,
@@ -415,16 +483,63 @@ class AsyncPushConsumer(_ConsumerBase):
             pass
         self.locked -= set(mqs)
 
+    # Pulling ahead into the cache; consuming from it in order.
+    async def _serve_queue(self, mq: MessageQueue, scope: trio.CancelScope) -> None:
+        pq = self.cache[mq] = ProcessQueue(self.offsets[mq])
+        send, recv = trio.open_memory_channel(math.inf)  # bounded by the flow limits
+        self._feeds[mq] = send
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._consume_loop, mq, pq, recv, scope)
+            await super()._serve_queue(mq, scope)
+
+    async def _before_pull(self, mq: MessageQueue) -> None:
+        pq = self.cache.get(mq)
+        while pq is not None and (reason := over_limit(pq, self.flow, self.orderly)):
+            if not pq.flow_controlled:
+                log.warning("%s %s: %s", self.group, mq, reason)
+                pq.flow_controlled = True
+            await trio.sleep(self.flow.delay_s)
+        if pq is not None:
+            pq.flow_controlled = False
+
     async def _deliver(self, mq, msgs, next_offset, scope) -> None:
+        if self.tasks.get(mq) is scope:
+            self.cache[mq].put(msgs, next_offset)
+            self._feeds[mq].send_nowait(msgs)
+
+    def _advance(self, mq, offset, scope) -> None:
+        """Nothing new was pulled up to `offset`: commit it unless messages are still cached."""
+        if self.tasks.get(mq) is scope:
+            pq = self.cache[mq]
+            pq.next_offset = offset
+            self.offsets[mq] = pq.commit_offset()
+
+    async def _consume_loop(self, mq: MessageQueue, pq: ProcessQueue, recv, scope: trio.CancelScope) -> None:
         n = self.consume_batch_size
-        for i in range(0, len(msgs), n):
-            batch = msgs[i:i + n]
-            if self.orderly:
-                await self._consume_orderly(mq, batch)
-            else:
-                await self._consume_concurrently(batch)
-            self._advance(mq, batch[-1].queue_offset + 1, scope)
-        self._advance(mq, next_offset, scope)
+        async for msgs in recv:
+            for i in range(0, len(msgs), n):
+                if self._stopping:
+                    await trio.sleep_forever()  # shutdown cancels us
+                batch = msgs[i:i + n]
+                self._consuming += 1
+                try:
+                    if self.orderly:
+                        await self._consume_orderly(mq, batch)
+                    else:
+                        await self._consume_concurrently(batch)
+                finally:
+                    self._consuming -= 1
+                committed = pq.remove(batch)
+                if self.tasks.get(mq) is scope:
+                    self.offsets[mq] = committed
+
+    async def shutdown(self) -> None:
+        """Let the batches in the listener finish (a while at most) so their offsets are committed."""
+        self._stopping = True
+        with trio.move_on_after(SHUTDOWN_CONSUME_WAIT_S):
+            while self._consuming:
+                await trio.sleep(0.01)
+        await super().shutdown()
 
     async def _listener_ok(self, batch: list[MessageExt]) -> bool:
         """Run the listener; an exception counts as a failure (RECONSUME_LATER / SUSPEND)."""
@@ -519,12 +634,20 @@ class AsyncLitePullConsumer(_ConsumerBase):
         """Next poll returns this queue's messages from `offset` on (buffered ones are dropped)."""
         if mq not in self.tasks:
             raise MQClientError(f"{mq} is not assigned to this consumer")
-        self.tasks.pop(mq).cancel()
+        self._restart_pull(mq, offset)
+
+    def _restart_pull(self, mq: MessageQueue, offset: int) -> None:
+        """Messages polled-but-buffered for `mq` become stale (their generation is gone)."""
         self.generation[mq] = self.generation.get(mq, 0) + 1
-        self.offsets[mq] = self.consumed[mq] = offset
-        scope = trio.CancelScope()
-        self.tasks[mq] = scope
-        self.nursery.start_soon(self._pull_loop, mq, scope)
+        self.consumed[mq] = offset
+        super()._restart_pull(mq, offset)
+
+    async def shutdown(self) -> None:
+        """With auto_commit, the positions of the last poll are committed before leaving."""
+        if self.auto_commit and self.running:
+            for mq, off in self.consumed.items():
+                self.offsets[mq] = off
+        await super().shutdown()
 
     async def _deliver(self, mq, msgs, next_offset, scope) -> None:
         await self._send.send((mq, self.generation.get(mq, 0), msgs, next_offset))

@@ -192,6 +192,10 @@ class ClientInstance:
             resp = (cmd.response(body=consumer.running_info()) if consumer is not None else
                     cmd.response(ResponseCode.SYSTEM_ERROR, remark="the consumer's running info is not exist"))
             self.nursery.start_soon(conn.reply, resp)
+        elif cmd.code in (RC.RESET_CONSUMER_CLIENT_OFFSET, RC.GET_CONSUMER_STATUS_FROM_CLIENT):
+            consumer = self.consumers.get(cmd.get_str("group") or "")
+            if consumer is not None:  # client/consumer.py applies resets and reports its offsets
+                self.nursery.start_soon(consumer.on_offset_request, conn, cmd)
         elif not cmd.is_oneway:
             self.nursery.start_soon(conn.reply, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                                              remark=f"request {cmd.code} not supported"))

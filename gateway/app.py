@@ -15,6 +15,7 @@ from gateway.longpoll import ArrivalHub
 from gateway.remoting.end_transaction import send_transaction_check
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
+from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
 from semantics.rocketmq_clients import ClientRegistry
 from semantics.routing import DelayLevels, ensure_system_topics
@@ -44,6 +45,7 @@ class App:
     transactions: Transactions
     views: Views
     rocketmq_clients: ClientRegistry  # registered producers/consumers of the remoting side
+    flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
     kafka: KafkaState = dataclasses.field(init=False)
 
@@ -67,6 +69,7 @@ def open_store(config: GatewayConfig) -> store.Store:
             max_message_size=config.max_message_bytes,
             flush=config.flush,
             file_reserved_hours=config.file_reserved_hours,
+            write_delay_ms=config.store_write_delay_ms,
             # msgIds name this address: clients use it to view messages and send them back.
             store_host=(config.advertised, config.remoting_port),
         ),
@@ -97,6 +100,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     sync = config.flush == "sync"
     durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
     writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
+    flow = SendFlowControl(config.os_page_cache_busy_timeout_ms, config.wait_time_mills_in_send_queue)
+    st.set_write_observer(flow.observe)
     arrivals = ArrivalHub()
     st.add_dispatcher(arrivals)
     views = Views(st)  # a dispatcher too: registered before the replay, which rebuilds view units
@@ -114,6 +119,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
             check_max=config.transaction_check_max, clock=clock, writer=writer),
         views=views,
         rocketmq_clients=ClientRegistry(),
+        flow=flow,
     )
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))

@@ -29,6 +29,10 @@ class GatewayConfig:
     transaction_timeout_ms: int = 6000
     transaction_check_interval_ms: int = 30000
     transaction_check_max: int = 15
+    # Send flow control (semantics/flow_control.py; RocketMQ's broker defaults).
+    os_page_cache_busy_timeout_ms: int = 1000
+    wait_time_mills_in_send_queue: int = 200
+    store_write_delay_ms: int = 0  # tests/benchmarks only: every store write sleeps this long
 
     @property
     def advertised(self) -> str:
@@ -97,6 +101,12 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms)
     p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
     p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)
+    p.add_argument("--os-page-cache-busy-timeout-ms", type=_positive_int, default=d.os_page_cache_busy_timeout_ms,
+                   help="refuse sends (SYSTEM_BUSY) after a store write held the store this long")
+    p.add_argument("--wait-time-mills-in-send-queue", type=_int_between(0, None, "value (0 or more)"),
+                   default=d.wait_time_mills_in_send_queue, help="refuse a send that waited this long to be stored")
+    p.add_argument("--store-write-delay-ms", type=_int_between(0, None, "value (0 or more)"),
+                   default=d.store_write_delay_ms, help=argparse.SUPPRESS)  # a throttled disk, for tests
     ns = p.parse_args(argv)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "

@@ -99,6 +99,11 @@ class ClientRegistry:
         g = self.consumers.get(group)
         return sorted(g.clients) if g else []
 
+    def live_consumers(self, group: str) -> list:
+        """The registered consumers of `group` whose connection is still open (ClientEntry objects)."""
+        g = self.consumers.get(group)
+        return [e for e in g.clients.values() if not e.channel.closed] if g else []
+
     def subscription(self, group: str, topic: str) -> dict | None:
         g = self.consumers.get(group)
         return g.subscriptions.get(topic) if g else None

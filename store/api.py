@@ -23,6 +23,7 @@ class StoreConfig:
     file_reserved_hours: float = 72
     max_message_size: int = 4 << 20
     store_host: tuple = ("127.0.0.1", 10911)
+    write_delay_ms: int = 0  # tests and benchmarks only: every write sleeps this long (a throttled disk)
 
 
 class AppendResult:
@@ -66,6 +67,8 @@ class MessageStore(Protocol):
     # lifecycle and dispatch
     def recover(self) -> None: ...
     def add_dispatcher(self, dispatcher: Dispatcher) -> None: ...
+
+    def set_write_observer(self, observe) -> None: ...
     def dispatch(self, requests: Sequence[DispatchRequest]) -> None: ...
     def close(self) -> None: ...
 

@@ -69,6 +69,7 @@ class Store:
         self._index_dispatcher = IndexDispatcher(self.index)
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
         self._dispatchers: list = list(self._builtin)
+        self._write_observer = None
         self._replay_from = load(self.commitlog, self.consume_queues, self.index)
         self.recovered = False
 
@@ -122,9 +123,21 @@ class Store:
         if not isinstance(msgs, (list, tuple)):
             msgs = list(msgs)
         with self._lock:
-            results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
-            self._feed(self._dispatchers, requests)
+            began = time.monotonic()
+            try:
+                if self.config.write_delay_ms:
+                    time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
+                results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
+                self._feed(self._dispatchers, requests)
+            finally:
+                if self._write_observer is not None:
+                    self._write_observer(began, time.monotonic())
         return results
+
+    def set_write_observer(self, observe) -> None:
+        """`observe(began, ended)` (monotonic seconds) after every write, under the store lock: how long
+        each write held the store (send flow control)."""
+        self._write_observer = observe
 
     # ------------------------------------------------------------------ reading by CommitLog offset
 

@@ -46,6 +46,10 @@ class RequestCode:
     DELETE_TOPIC_IN_BROKER = 215
     DELETE_TOPIC_IN_NAMESRV = 216
     GET_KVLIST_BY_NAMESPACE = 219
+    RESET_CONSUMER_CLIENT_OFFSET = 220  # broker -> consumer (oneway): ResetOffsetBody
+    GET_CONSUMER_STATUS_FROM_CLIENT = 221  # broker -> consumer: its offset table for a topic
+    INVOKE_BROKER_TO_RESET_OFFSET = 222  # mqadmin resetOffsetByTime
+    INVOKE_BROKER_TO_GET_CONSUMER_STATUS = 223  # mqadmin getConsumerStatus
     GET_TOPICS_BY_CLUSTER = 224
     QUERY_TOPIC_CONSUME_BY_WHO = 300
     GET_SYSTEM_TOPIC_LIST_FROM_NS = 304

@@ -115,6 +115,11 @@ async def list_groups(ctx: RequestContext):
         for g, (ptype, state) in sorted(seen.items()) if not states or state in states]}
 
 
+def _rocketmq_members(app, group_id: str) -> int:
+    """Live RocketMQ consumers of the group of the same name (one offset table for both protocols)."""
+    return len(app.rocketmq_clients.live_consumers(group_id))
+
+
 @handler(apis.DESCRIBE_GROUPS)
 async def describe_groups(ctx: RequestContext):
     app = ctx.app
@@ -124,6 +129,8 @@ async def describe_groups(ctx: RequestContext):
         d = coordinator.describe(group_id)
         if d["group_state"] == "Dead" and group_id in set(app.offsets.groups()):
             d["group_state"] = "Empty"
+        if d["group_state"] in ("Dead", "Empty") and _rocketmq_members(app, group_id):
+            d["group_state"] = "Stable"  # live RocketMQ consumers use these offsets: not resettable now
         d["error_code"] = errors.NONE
         out.append(d)
     return {"groups": out}

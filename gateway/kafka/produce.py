@@ -138,4 +138,4 @@ async def produce(ctx: RequestContext):
         return None
     if end:
         await app.durable(end)
-    return {"responses": responses}
+    return {"responses": responses, "throttle_time_ms": app.flow.throttle_ms()}

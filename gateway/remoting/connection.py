@@ -13,6 +13,7 @@ traceback and keeps running).
 from __future__ import annotations
 
 import logging
+import time
 
 import trio
 
@@ -40,6 +41,7 @@ class Channel:
         self._pending: dict[int, list] = {}  # opaque -> [Event, response] of our own requests
         self._next_opaque = 0
         self.closed = False
+        self.read_at: float | None = None
         try:
             peer = stream.socket.getpeername()
             self.address = (peer[0], peer[1])
@@ -134,6 +136,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 data = await stream.receive_some(256 * 1024)
                 if not data:
                     break
+                channel.read_at = time.monotonic()  # the send-queue wait starts here (flow control)
                 reader.feed(data)
                 answers = []  # the answers to every request in this read go out in one write
                 sends = []  # prepared sends not yet appended

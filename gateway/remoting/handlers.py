@@ -1,7 +1,7 @@
 """The remoting request handler table: importing every processor module fills HANDLERS.
 
 One module per request family, as a RocketMQ broker has one processor per family: send, pull,
-consumer offsets, client management, query, end transaction, consumer send-back, admin, and the
+consumer offsets, offset reset by time, client management, query, end transaction, consumer send-back, admin, and the
 NameServer role.
 """
 import gateway.remoting.admin  # noqa: F401  (each fills HANDLERS)
@@ -10,6 +10,7 @@ import gateway.remoting.end_transaction  # noqa: F401
 import gateway.remoting.nameserver  # noqa: F401
 import gateway.remoting.pull  # noqa: F401
 import gateway.remoting.query  # noqa: F401
+import gateway.remoting.reset_offset  # noqa: F401
 import gateway.remoting.send  # noqa: F401
 import gateway.remoting.send_back  # noqa: F401
 from gateway.remoting.client_manage import channel_closed

@@ -55,6 +55,9 @@ class _SendHeader:
 def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
     """Validate a SEND_MESSAGE(_V2)/SEND_BATCH_MESSAGE and build its messages; an error answer if bad."""
     app = channel.app
+    busy = app.flow.refusal(channel.read_at)
+    if busy:
+        return req.response(ResponseCode.SYSTEM_BUSY, remark=busy)
     h = _SendHeader(req)
     topic = h.str("topic")
     sys_flag = h.int("sysFlag", 0)

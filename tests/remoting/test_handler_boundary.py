@@ -9,6 +9,7 @@ import trio
 from codec.remoting import FrameReader, RemotingCommand, ResponseCode, encode
 from gateway.remoting import handle_connection, headers
 from gateway.remoting.common import DEFERRED, HANDLERS
+from semantics.rocketmq_clients import ClientRegistry
 
 CLIENT_MISTAKE, BUG, DEFERRED_BUG, PROBE, GET_INT = 9101, 9102, 9103, 9104, 9105
 
@@ -41,7 +42,7 @@ def test_handlers(monkeypatch):
 def _exchange(requests: list[int]) -> tuple[list[RemotingCommand], list[BaseException]]:
     """Send `requests` on one connection; the answers received until the server closed it (or
     answered them all), and what the server's connection task raised."""
-    app = types.SimpleNamespace(state={}, config=None)
+    app = types.SimpleNamespace(config=None, rocketmq_clients=ClientRegistry())
     raised: list[BaseException] = []
 
     async def serve(stream):

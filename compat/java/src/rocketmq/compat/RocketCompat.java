@@ -62,6 +62,8 @@ public final class RocketCompat {
                 case "tx_check": Out.run(name, () -> txCheck(Integer.parseInt(s[1]))); break;
                 case "dlq": Out.run(name, RocketCompat::dlq); break;
                 case "status_hold": Out.run(name, RocketCompat::statusHold); break;
+                case "busy_send": Out.run(name, () -> busySend(s[1], Integer.parseInt(s[2]), Long.parseLong(s[3]))); break;
+                case "reset_hold": Out.run(name, () -> resetHold(s[1], Integer.parseInt(s[2]), Integer.parseInt(s[3]))); break;
                 case "cross_produce": Out.run(name, () -> crossProduce(s[1])); break;
                 case "cross_consume": Out.run(name, () -> crossConsume(s[1], s[2], Integer.parseInt(s[3]))); break;
                 default: Out.emit(Out.map("scenario", name, "ok", false, "error", List.of("unknown scenario")));
@@ -573,5 +575,80 @@ public final class RocketCompat {
             c.shutdown();
         }
         return Out.map("client_id", c.buildMQClientId(), "received", new ArrayList<>(got));
+    }
+
+    /**
+     * A push consumer (group PREFIX-rs-cg) consumes `first` messages of `topic`, then holds across a
+     * `pause` (the driver resets the group's offsets by time with mqadmin) and waits until it has
+     * received `total` messages in all: the broker's RESET_CONSUMER_CLIENT_OFFSET makes it consume again.
+     */
+    static Map<String, Object> resetHold(String topic, int first, int total) throws Exception {
+        List<String> got = Collections.synchronizedList(new ArrayList<>());
+        DefaultMQPushConsumer c = pushConsumer(prefix + "-rs-cg", topic, "*");
+        c.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
+            for (MessageExt m : msgs) got.add(body(m));
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        c.start();
+        int before;
+        try {
+            Out.waitFor(() -> got.size() >= first, WAIT_MS);
+            Thread.sleep(1000);  // nothing more arrives
+            before = got.size();
+            Out.pause();
+            Out.waitFor(() -> got.size() >= total, WAIT_MS);
+            Thread.sleep(1000);
+        } finally {
+            c.shutdown();
+        }
+        return Out.map("client_id", c.buildMQClientId(), "before_reset", before, "received", new ArrayList<>(got));
+    }
+
+    /**
+     * `n` sync sends to `topic`, `pauseMs` apart, from a producer with the default retries (2): each
+     * send's outcome (ok, or the MQBrokerException code and message) and how many attempts the
+     * producer made in all (a SendMessageHook sees every attempt): 4.9 does not retry SYSTEM_BUSY,
+     * 5.2+ does (ISSUE #5838) and gives up after 1 + retryTimesWhenSendFailed attempts.
+     */
+    static Map<String, Object> busySend(String topic, int n, long pauseMs) throws Exception {
+        DefaultMQProducer p = new DefaultMQProducer(prefix + "-busy-pg");
+        p.setNamesrvAddr(namesrv);
+        p.setInstanceName(prefix + "-busy-pg");
+        p.setSendMsgTimeout(10_000);
+        AtomicInteger attempts = new AtomicInteger();
+        p.getDefaultMQProducerImpl().registerSendMessageHook(new org.apache.rocketmq.client.hook.SendMessageHook() {
+            public String hookName() { return "count"; }
+            public void sendMessageBefore(org.apache.rocketmq.client.hook.SendMessageContext c) { attempts.incrementAndGet(); }
+            public void sendMessageAfter(org.apache.rocketmq.client.hook.SendMessageContext c) {}
+        });
+        p.start();
+        List<Object> outcomes = new ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                long t0 = System.nanoTime();
+                Map<String, Object> o;
+                try {
+                    SendResult r = p.send(msg(topic, "TagB", "busy-" + i, "busy-" + i));
+                    o = Out.map("ok", true, "status", String.valueOf(r.getSendStatus()));
+                } catch (org.apache.rocketmq.client.exception.MQBrokerException e) {
+                    o = Out.map("ok", false, "code", e.getResponseCode(), "remark", e.getErrorMessage());
+                } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+                    // 5.2+ retries SYSTEM_BUSY, then gives up with the last refusal as the cause
+                    o = Out.map("ok", false, "gave_up", true);
+                    if (e.getCause() instanceof org.apache.rocketmq.client.exception.MQBrokerException) {
+                        org.apache.rocketmq.client.exception.MQBrokerException b =
+                            (org.apache.rocketmq.client.exception.MQBrokerException) e.getCause();
+                        o.put("code", b.getResponseCode());
+                        o.put("remark", b.getErrorMessage());
+                    }
+                }
+                o.put("ms", (System.nanoTime() - t0) / 1_000_000);
+                outcomes.add(o);
+                Thread.sleep(pauseMs);
+            }
+        } finally {
+            p.shutdown();
+        }
+        return Out.map("outcomes", outcomes, "attempts", attempts.get());
     }
 }
