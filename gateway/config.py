@@ -27,6 +27,10 @@ class GatewayConfig:
     transaction_timeout_ms: int = 6000
     transaction_check_interval_ms: int = 30000
     transaction_check_max: int = 15
+    # Security (docs/security.md): "acl" checks every remoting request's signature and permissions.
+    authorizer: str = "none"
+    super_users: str = ""  # comma-separated principals, e.g. "User:admin"
+    allow_everyone_if_no_acl_found: bool = False
 
     @property
     def advertised(self) -> str:
@@ -95,6 +99,11 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms)
     p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
     p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)
+    p.add_argument("--authorizer", choices=["none", "acl"], default=d.authorizer,
+                   help="acl: authenticate and authorize requests (docs/security.md)")
+    p.add_argument("--super-users", default=d.super_users, help="principals allowed everything, e.g. User:admin")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="a resource no ACL names is open to every authenticated principal")
     ns = p.parse_args(argv)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "

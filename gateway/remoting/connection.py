@@ -17,6 +17,7 @@ import logging
 
 import trio
 
+import security
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
@@ -138,6 +139,7 @@ def _install(app) -> None:
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     _install(app)
+    guard = security.for_app(app)  # None unless --authorizer acl
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
@@ -152,6 +154,9 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 while (req := reader.next_command()) is not None:
                     if req.is_response:
                         channel.resolve(req)
+                        continue
+                    if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
+                        _answer(req, refusal, answers)  # not authenticated or not allowed
                         continue
                     if req.code in _COALESCED_SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
