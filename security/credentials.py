@@ -81,8 +81,11 @@ def scram_credential(mechanism: str, password: str, iterations: int = MIN_ITERAT
     """A fresh credential for `password` (random salt unless given)."""
     _check_mechanism(mechanism)
     _check_iterations(iterations)
-    salt, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
-        password, iteration_count=iterations, salt=salt)
+    try:
+        salt, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
+            password, iteration_count=iterations, salt=salt)
+    except scramp.ScramException as exc:  # e.g. a password SASLprep refuses
+        raise CredentialError(f"unusable password: {exc}") from None
     return ScramCredential(bytes(salt), bytes(stored_key), bytes(server_key), int(i))
 
 

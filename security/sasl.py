@@ -102,34 +102,18 @@ class PlainServer(_Exchange):
         return b""
 
 
-def _saslname(name: str) -> str:
-    """RFC 5802 saslname → username ("=2C" is ",", "=3D" is "="); any other "=" is malformed."""
-    out, i = [], 0
-    while i < len(name):
-        if name[i] == "=":
-            code = name[i:i + 3]
-            if code not in ("=2C", "=3D"):
-                raise _Rejected()
-            out.append("," if code == "=2C" else "=")
-            i += 3
-        else:
-            out.append(name[i])
-            i += 1
-    return "".join(out)
-
-
 class ScramServer(_Exchange):
     """Two steps: client-first → server-first, client-final → server-final."""
 
-    def __init__(self, credentials: CredentialStore, mechanism: str) -> None:
+    def __init__(self, credentials: CredentialStore, mechanism: str, server_nonce: str | None = None) -> None:
         super().__init__(credentials)
-        self.name = mechanism
-        self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
+        self.name = mechanism  # server_nonce: only for test vectors (default: a fresh random one)
+        self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=server_nonce)
         self._user: str | None = None
         self._first_done = False
 
-    def _auth_info(self, saslname: str):
-        user = _saslname(saslname)
+    def _auth_info(self, user: str):
+        """scramp's lookup, with the user name already unescaped (=2C, =3D)."""
         cred = self.credentials.scram(user, self.name)
         if cred is None or not MIN_ITERATIONS <= cred.iterations <= MAX_ITERATIONS:
             raise _Rejected()  # Kafka: "Invalid user credentials", sent as the generic message
