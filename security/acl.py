@@ -206,8 +206,13 @@ class Authorizer:
                 doc = json.loads(f.read())
         except FileNotFoundError:
             return
-        self._acls = [AclBinding.from_json(d) for d in doc.get("acls") or []]
-        self.extra = {k: v for k, v in doc.items() if k not in ("acls", "version")}
+        except ValueError as exc:
+            raise AclError(f"{self.path} is not valid JSON: {exc}") from None
+        try:
+            self._acls = [AclBinding.from_json(d) for d in doc.get("acls") or []]
+            self.extra = {k: v for k, v in doc.items() if k not in ("acls", "version")}
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise AclError(f"{self.path} is not a valid ACL file: {exc!r}") from None
 
     def persist(self) -> None:
         doc = {"version": 1, "acls": [b.to_json() for b in self._acls], **self.extra}

@@ -119,10 +119,15 @@ class CredentialStore:
                 doc = json.loads(f.read())
         except FileNotFoundError:
             return
-        for user, mechs in (doc.get("users") or {}).items():
-            self._users[user] = {m: ScramCredential.from_json(c) for m, c in (mechs.get("scram") or {}).items()}
-        for key, entry in (doc.get("access_keys") or {}).items():
-            self._keys[key] = AccessKey(entry["secret"], entry.get("user") or key)
+        except ValueError as exc:
+            raise CredentialError(f"{self.path} is not valid JSON: {exc}") from None
+        try:
+            for user, mechs in (doc.get("users") or {}).items():
+                self._users[user] = {m: ScramCredential.from_json(c) for m, c in (mechs.get("scram") or {}).items()}
+            for key, entry in (doc.get("access_keys") or {}).items():
+                self._keys[key] = AccessKey(entry["secret"], entry.get("user") or key)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise CredentialError(f"{self.path} is not a valid credential store: {exc!r}") from None
 
     def _persist(self) -> None:
         doc = {"version": 1,

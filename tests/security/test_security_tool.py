@@ -90,3 +90,12 @@ def test_tool_refuses_bad_input(tmp_path, bad):
     r = subprocess.run([sys.executable, "-m", "security", "--data-dir", str(tmp_path), *bad], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "security: error:" in r.stderr
+
+
+@pytest.mark.parametrize("name, text", [("credentials.json", "{not json"), ("acls.json", '{"acls": [{"name": 1}]}')])
+def test_a_damaged_file_is_a_clear_error(tmp_path, name, text):
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / name).write_text(text)
+    with pytest.raises(ValueError, match=name):
+        security.Security(str(config), environ={})
