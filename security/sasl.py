@@ -140,3 +140,60 @@ def server_for(mechanism: str, credentials: CredentialStore, enabled=MECHANISMS)
     if mechanism == "PLAIN":
         return PlainServer(credentials)
     return ScramServer(credentials, mechanism)
+
+
+NONE = 0
+
+
+class SaslSession:
+    """One Kafka connection's SASL authentication (KIP-152): SaslHandshake names the mechanism, then
+    SaslAuthenticate rounds carry its tokens. The answers are (error code, message, bytes) as the
+    Kafka responses carry them. Failures cost the client address a token of `limiter` (an address
+    without tokens fails at once, unchecked) and are logged through `denials`."""
+
+    def __init__(self, credentials: CredentialStore, address: str = "", enabled=MECHANISMS, limiter=None,
+                 denials=None) -> None:
+        self.credentials, self.address, self.enabled = credentials, address, tuple(enabled)
+        self.limiter, self.denials = limiter, denials
+        self.exchange: _Exchange | None = None
+        self.principal: str | None = None
+        self.failed = False
+
+    @property
+    def authenticated(self) -> bool:
+        return self.principal is not None
+
+    def handshake(self, mechanism: str) -> tuple[int, list[str]]:
+        """SaslHandshake: (error code, the enabled mechanisms). Kafka closes the connection after an error."""
+        if self.exchange is not None or self.failed:
+            return ILLEGAL_SASL_STATE, list(self.enabled)
+        try:
+            self.exchange = server_for(mechanism, self.credentials, self.enabled)
+        except UnsupportedMechanism:
+            self.failed = True
+            return UNSUPPORTED_SASL_MECHANISM, list(self.enabled)
+        return NONE, list(self.enabled)
+
+    def authenticate(self, token: bytes) -> tuple[int, str | None, bytes]:
+        """SaslAuthenticate: (error code, error message, server bytes)."""
+        if self.authenticated:
+            return ILLEGAL_SASL_STATE, "SaslAuthenticate request received after successful authentication", b""
+        if self.exchange is None:
+            return ILLEGAL_SASL_STATE, "SaslAuthenticate request received before SaslHandshake", b""
+        if self.failed or (self.limiter is not None and self.limiter.blocked(self.address)):
+            return self._failure(generic_failure(self.exchange.name))
+        try:
+            out = self.exchange.step(token)
+        except AuthenticationFailed as exc:
+            if self.limiter is not None:
+                self.limiter.failed(self.address)
+            return self._failure(exc.message)
+        if self.exchange.complete:
+            self.principal = self.exchange.principal
+        return NONE, None, out
+
+    def _failure(self, message: str) -> tuple[int, str, bytes]:
+        self.failed = True
+        if self.denials is not None:
+            self.denials.denied("-", "authenticate", f"kafka SASL {self.exchange.name}", self.address, message)
+        return SASL_AUTHENTICATION_FAILED, message, b""

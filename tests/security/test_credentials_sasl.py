@@ -207,3 +207,35 @@ def test_oversized_token_is_refused_by_its_length(store):
     for mech in ("PLAIN", "SCRAM-SHA-256"):
         with pytest.raises(AuthenticationFailed):
             server_for(mech, store).step(Huge())
+
+
+# ---------------------------------------------------------------- a Kafka connection's session
+def test_session_handshake_then_authenticate(store):
+    from security.sasl import SaslSession
+    s = SaslSession(store, "1.2.3.4")
+    assert s.authenticate(b"\x00alice\x00alice-secret")[0] == 34  # before the handshake
+    assert s.handshake("PLAIN") == (0, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+    assert s.handshake("PLAIN")[0] == 34  # only once
+    assert s.authenticate(b"\x00alice\x00alice-secret") == (0, None, b"")
+    assert s.authenticated and s.principal == "User:alice"
+    assert s.authenticate(b"\x00alice\x00alice-secret")[0] == 34
+    bad = SaslSession(store, "1.2.3.4", enabled=("SCRAM-SHA-512",))
+    assert bad.handshake("PLAIN") == (33, ["SCRAM-SHA-512"])
+
+
+def test_session_failures_are_rate_limited(store):
+    from security.audit import FailureLimiter
+    from security.sasl import SaslSession
+    limiter = FailureLimiter(rate=0.001, burst=2)
+    for _ in range(2):
+        s = SaslSession(store, "6.6.6.6", limiter=limiter)
+        s.handshake("PLAIN")
+        code, message, _ = s.authenticate(b"\x00alice\x00nope")
+        assert (code, message) == (58, "Authentication failed: Invalid username or password")
+    s = SaslSession(store, "6.6.6.6", limiter=limiter)
+    s.handshake("PLAIN")
+    assert s.authenticate(b"\x00alice\x00alice-secret") == (58, GENERIC.format("PLAIN"), b"")  # blocked: unchecked
+    assert not s.authenticated
+    other = SaslSession(store, "7.7.7.7", limiter=limiter)
+    other.handshake("PLAIN")
+    assert other.authenticate(b"\x00alice\x00alice-secret")[0] == 0

@@ -101,3 +101,20 @@ def test_state_is_bounded_by_the_token_limit(store, mech, size):
     assert kept <= 3 * MAX_TOKEN_BYTES + 4096
     if len(token) > MAX_TOKEN_BYTES:
         assert server.failed and kept < 4096
+
+
+@SETTINGS
+@given(ops=st.lists(st.one_of(st.tuples(st.just("handshake"), st.sampled_from([*MECHANISMS, "GSSAPI", "", "plain"])),
+                              st.tuples(st.just("auth"), st.binary(max_size=300))), max_size=8))
+def test_session_in_any_order_never_raises_or_authenticates(store, ops):
+    """Handshakes and tokens in any order and number: only Kafka error codes, never a principal."""
+    from security.sasl import SaslSession
+    session = SaslSession(store, "9.9.9.9")
+    for op, arg in ops:
+        if op == "handshake":
+            code, mechanisms = session.handshake(arg)
+            assert code in (0, 33, 34) and mechanisms == list(MECHANISMS)
+        else:
+            code, message, out = session.authenticate(arg)
+            assert code in (0, 34, 58) and (code == 0) == (message is None)
+    assert not session.authenticated
