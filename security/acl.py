@@ -96,13 +96,6 @@ class AclBinding:
     operation: Operation
     permission: Permission
 
-    def matches_resource(self, resource_type: ResourceType, name: str) -> bool:
-        if self.resource_type != resource_type:
-            return False
-        if self.pattern_type == PatternType.LITERAL:
-            return self.name == name or self.name == WILDCARD
-        return name.startswith(self.name)
-
     def applies_to(self, principal: str, host: str) -> bool:
         return self.principal in (principal, WILDCARD_PRINCIPAL) and self.host in (host, WILDCARD)
 
@@ -195,12 +188,13 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._acls: list[AclBinding] = []
+        self._index: dict = {}  # resource type -> (LITERAL name -> bindings, PREFIXED bindings)
         self.extra: dict = {}  # other documents kept in the same file (RocketMQ IP whitelist)
         self._load()
 
     def _load(self) -> None:
         """(Re)read the file: what another process (the `python -m security` tool) wrote wins."""
-        self._acls, self.extra = [], {}
+        self._acls, self.extra, self._index = [], {}, {}
         try:
             with open(self.path, "rb") as f:
                 doc = json.loads(f.read())
@@ -213,8 +207,26 @@ class Authorizer:
             self.extra = {k: v for k, v in doc.items() if k not in ("acls", "version")}
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise AclError(f"{self.path} is not a valid ACL file: {exc!r}") from None
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """Decisions look bindings up by resource type and name instead of scanning them all."""
+        index: dict = {}
+        for b in self._acls:
+            literal, prefixed = index.setdefault(b.resource_type, ({}, []))
+            if b.pattern_type == PatternType.LITERAL:
+                literal.setdefault(b.name, []).append(b)
+            else:
+                prefixed.append(b)
+        self._index = index
+
+    def _on_resource(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        literal, prefixed = self._index.get(resource_type, ({}, []))
+        return [*literal.get(name, ()), *(literal.get(WILDCARD, ()) if name != WILDCARD else ()),
+                *(b for b in prefixed if name.startswith(b.name))]
 
     def persist(self) -> None:
+        self._reindex()
         doc = {"version": 1, "acls": [b.to_json() for b in self._acls], **self.extra}
         atomic_write(self.path, json.dumps(doc, indent=1).encode())
 
@@ -254,7 +266,7 @@ class Authorizer:
                name: str) -> Decision:
         if principal in self.super_users:
             return Decision(True, "super user")
-        on_resource = [b for b in self._acls if b.matches_resource(resource_type, name)]
+        on_resource = self._on_resource(resource_type, name)
         if not on_resource:
             return Decision(self.allow_everyone_if_no_acl_found, "no ACL found")
         applying = [b for b in on_resource if b.applies_to(principal, host)]

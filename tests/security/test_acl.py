@@ -240,3 +240,43 @@ def test_failure_limiter_token_bucket():
     for i in range(500):
         limiter.failed(f"10.0.{i // 256}.{i % 256}")
     assert len(limiter._buckets) <= 50
+
+
+# ---------------------------------------------------------------- the indexed decision against the rules, spelled out
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_NAMES = ["a", "ab", "abc", "b", "*"]
+_binding = st.builds(lambda rt, name, pt, who, host, op, perm: AclBinding(
+    rt, name if not (pt == PT.PREFIXED and name == "*") else "a", pt, who, host, op, perm),
+    st.sampled_from([RT.TOPIC, RT.GROUP]), st.sampled_from(_NAMES), st.sampled_from([PT.LITERAL, PT.PREFIXED]),
+    st.sampled_from([ALICE, BOB, "User:*"]), st.sampled_from(["*", "h1", "h2"]),
+    st.sampled_from([Op.READ, Op.WRITE, Op.DESCRIBE, Op.ALL, Op.ALTER_CONFIGS, Op.DESCRIBE_CONFIGS]),
+    st.sampled_from([P.ALLOW, P.DENY]))
+
+
+def _reference(bindings, allow_if_none, principal, host, op, rtype, name) -> bool:
+    def on_resource(b):
+        return b.resource_type == rtype and (
+            (b.pattern_type == PT.LITERAL and b.name in (name, "*")) or
+            (b.pattern_type == PT.PREFIXED and name.startswith(b.name)))
+    matching = [b for b in bindings if on_resource(b)]
+    if not matching:
+        return allow_if_none
+    mine = [b for b in matching if b.principal in (principal, "User:*") and b.host in (host, "*")]
+    if any(b.permission == P.DENY and b.operation in (op, Op.ALL) for b in mine):
+        return False
+    implied = {Op.DESCRIBE: {Op.READ, Op.WRITE, Op.DELETE, Op.ALTER}, Op.DESCRIBE_CONFIGS: {Op.ALTER_CONFIGS}}
+    return any(b.permission == P.ALLOW and b.operation in {op, Op.ALL} | implied.get(op, set()) for b in mine)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bindings=st.lists(_binding, max_size=12), allow_if_none=st.booleans(),
+       principal=st.sampled_from([ALICE, BOB]), host=st.sampled_from(["h1", "h2"]),
+       op=st.sampled_from([Op.READ, Op.WRITE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS]),
+       rtype=st.sampled_from([RT.TOPIC, RT.GROUP]), name=st.sampled_from(_NAMES[:4]))
+def test_decisions_follow_the_rules(tmp_path, bindings, allow_if_none, principal, host, op, rtype, name):
+    authz = Authorizer(str(tmp_path / "prop"), allow_everyone_if_no_acl_found=allow_if_none)
+    authz.delete([AclFilter()])
+    authz.create(bindings)
+    assert authz.authorize(principal, host, op, rtype, name) == _reference(
+        bindings, allow_if_none, principal, host, op, rtype, name)
