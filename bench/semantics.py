@@ -69,16 +69,9 @@ def delay_precision(window: float) -> list[tuple[float, float, int]]:
             s.append_many(batch)
             batch = []
 
-    class App:  # what DelayScheduler.run needs of the gateway's App
-        store = s
-        state: dict = {}
-
-        async def durable(self, end_offset):
-            pass
-
     async def main():
         async with trio.open_nursery() as n:
-            n.start_soon(DelayScheduler(s, DEFAULT_LEVELS).run, App())
+            n.start_soon(DelayScheduler(s, DEFAULT_LEVELS).run)
             await trio.sleep(1)  # scheduler start-up: loads the timer heap
             for w in range(RUNS):
                 t_end = time.time() + window

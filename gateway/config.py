@@ -1,4 +1,5 @@
-"""Command-line and runtime configuration of the gateway (the command-line contract in docs/config.md)."""
+"""Command-line and runtime configuration of the gateway (the command-line contract in docs/config.md).
+`GatewayConfig` is the one place every setting and its default lives."""
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,7 @@ class GatewayConfig:
     max_frame_bytes: int = 100 * 1024 * 1024
     max_message_bytes: int = 4 * 1024 * 1024
     commitlog_file_size: int = 1 << 30
+    file_reserved_hours: float = 72  # retention (RocketMQ's fileReservedTime); no flag yet
     log_level: str = "INFO"
     # RocketMQ semantics (defaults are RocketMQ's broker defaults).
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

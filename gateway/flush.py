@@ -1,5 +1,6 @@
-"""Flush services: a background flush every 500 ms in async mode, and group commit in sync mode
-(every appender waiting for durability shares one fdatasync, run off the event loop)."""
+"""Durability of the CommitLog, one service per flush mode, both run by the App's nursery:
+async mode flushes every 500 ms; sync mode is group commit (every appender waiting for
+durability shares one fdatasync, run off the event loop)."""
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,7 @@ ASYNC_FLUSH_INTERVAL = 0.5
 
 
 class GroupCommit:
-    """`await durable(end_offset)` returns once the CommitLog is on disk up to `end_offset`."""
+    """Sync mode: `await durable(end_offset)` returns once the CommitLog is on disk up to `end_offset`."""
 
     def __init__(self, store) -> None:
         self.store = store
@@ -25,7 +26,8 @@ class GroupCommit:
             self._wanted.set()
             await done.wait()
 
-    async def run(self) -> None:
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
         while True:
             await self._wanted.wait()
             self._wanted = trio.Event()
@@ -34,7 +36,18 @@ class GroupCommit:
             done.set()
 
 
-async def run_async_flush(store) -> None:
-    while True:
-        await trio.sleep(ASYNC_FLUSH_INTERVAL)
-        await trio.to_thread.run_sync(store.flush)
+class AsyncFlush:
+    """Async mode: a flush every ASYNC_FLUSH_INTERVAL; nothing waits for it."""
+
+    def __init__(self, store, clock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def durable(self, end_offset: int) -> None:
+        """Acknowledgements do not wait in async mode."""
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self.clock.sleep(ASYNC_FLUSH_INTERVAL)
+            await trio.to_thread.run_sync(self.store.flush)

@@ -1,5 +1,5 @@
 """Wake-ups for long polls (Kafka max_wait_ms, RocketMQ suspended pulls): waiters sleep on a
-per-queue event that the store's dispatch listener sets, so nothing busy-polls."""
+per-queue event that the hub, a store dispatcher, sets, so nothing busy-polls."""
 from __future__ import annotations
 
 import trio
@@ -11,11 +11,16 @@ class ArrivalHub:
     def __init__(self) -> None:
         self._events: dict[tuple[str, int], trio.Event] = {}
 
-    def notify(self, topic: str, queue_id: int, *_: object) -> None:
-        """Called (synchronously, on the trio thread) after messages are dispatched to a queue."""
-        event = self._events.pop((topic, queue_id), None)
-        if event is not None:
-            event.set()
+    def dispatch(self, requests) -> None:
+        """Store dispatcher (called synchronously, on the trio thread, inside the append): wake the
+        waiters of every queue that got an entry."""
+        events = self._events
+        if not events:
+            return
+        for r in requests:
+            event = events.pop((r.topic, r.queue_id), None)
+            if event is not None:
+                event.set()
 
     def event(self, topic: str, queue_id: int) -> trio.Event:
         key = (topic, queue_id)

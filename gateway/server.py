@@ -1,4 +1,5 @@
-"""The gateway process: one store, two listeners and the background services in one trio nursery."""
+"""The gateway process: one App (gateway.app), two listeners and the background services
+(gateway.services) in one trio nursery; SIGTERM ends it within one cancel-scope deadline."""
 from __future__ import annotations
 
 import errno
@@ -9,100 +10,68 @@ import sys
 
 import trio
 
+from gateway.app import App, StartupError, build_app
 from gateway.config import GatewayConfig
-from gateway.flush import GroupCommit, run_async_flush
-from gateway.longpoll import ArrivalHub
+from gateway.services import start_services, write_left
 
 log = logging.getLogger("rocketgate")
-
-
-class App:
-    """Everything a connection handler needs: config, store, wake-ups, durability, shared tables."""
-
-    def __init__(self, config: GatewayConfig, store) -> None:
-        self.config = config
-        self.store = store
-        self.arrivals = ArrivalHub()
-        self.store.add_listener(self.arrivals.notify)
-        self.group_commit = GroupCommit(store)
-        # Per-protocol shared state (group coordinator, producer ids, registered clients...),
-        # created by the protocol modules on first use.
-        self.state: dict[str, object] = {}
-        self.services: list = []  # extra async callables(app) started with the listeners
-
-    @property
-    def sync_flush(self) -> bool:
-        return self.config.flush == "sync"
-
-    async def durable(self, end_offset: int) -> None:
-        """In sync mode wait until the CommitLog is on disk up to `end_offset`; no-op in async mode."""
-        if self.sync_flush:
-            await self.group_commit.durable(end_offset)
-
-
-def open_store(config: GatewayConfig):
-    import store
-
-    return store.open(
-        config.data_dir,
-        store.StoreConfig(
-            commitlog_file_size=config.commitlog_file_size,
-            max_message_size=config.max_message_bytes,
-            flush=config.flush,
-            # msgIds name this address: clients use it to view messages and send them back.
-            store_host=(config.advertised, config.remoting_port),
-        ),
-    )
-
-
-RETENTION_CHECK_INTERVAL = 60.0
-
-
-async def run_retention(app: App) -> None:
-    """Delete CommitLog files older than fileReservedTime; runs on the event loop like every append."""
-    while True:
-        await trio.sleep(RETENTION_CHECK_INTERVAL)
-        deleted = app.store.delete_expired()
-        if deleted:
-            log.info("retention deleted %s", deleted)
-
-
-class StartupError(Exception):
-    """A problem the user can fix (port in use, bad setting): one line on stderr, exit status 2."""
-
 
 # On SIGTERM, connections busy with a request get this long to answer it; idle ones close at once.
 SHUTDOWN_GRACE = 1.0
 
 
+class _Connections:
+    """The open connections; `wait_idle()` returns once none is busy with a request."""
+
+    def __init__(self) -> None:
+        self.open: set[_Connection] = set()
+        self._idle: trio.Event | None = None  # set up by wait_idle
+
+    def changed(self) -> None:
+        if self._idle is not None and all(c.idle() for c in self.open):
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        self._idle = trio.Event()
+        self.changed()
+        await self._idle.wait()
+
+
 class _Connection:
-    """The stream a connection handler gets: the trio SocketStream, plus whether the handler is
-    waiting for the next request (blocked in receive_some), which shutdown uses to tell idle
-    connections from busy ones."""
+    """The stream a connection handler gets: the trio SocketStream, marked busy from the moment
+    request bytes arrive until an answer is sent and the handler waits for the next request
+    (a request without an answer keeps it busy until the shutdown deadline)."""
 
-    __slots__ = ("_stream", "_task", "receiving")
+    __slots__ = ("_stream", "_all", "receiving", "unanswered")
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, connections: _Connections) -> None:
         self._stream = stream
-        self._task = trio.lowlevel.current_task()
+        self._all = connections
         self.receiving = False
+        self.unanswered = False
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         self.receiving = True
+        self._all.changed()
         try:
-            return await self._stream.receive_some(max_bytes)
+            data = await self._stream.receive_some(max_bytes)
         finally:
             self.receiving = False
+        if data:
+            self.unanswered = True
+        return data
 
     async def send_all(self, data) -> None:
         await self._stream.send_all(data)
+        self.unanswered = False
+        self._all.changed()
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 
     def idle(self) -> bool:
-        """Waiting for a request, with no task of its own (deferred answers, long polls) running."""
-        return self.receiving and not any(n.child_tasks for n in self._task.child_nurseries)
+        """Waiting for a request, every request it read answered."""
+        return self.receiving and not self.unanswered
 
 
 async def _bind(config: GatewayConfig, name: str, port: int) -> list[trio.socket.SocketType]:
@@ -161,25 +130,16 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         if bound is None:
             bound = await _bind_both(app.config)
-        connections: set[_Connection] = set()
-
+        connections = _Connections()
         async with trio.open_nursery() as services:
-            if app.sync_flush:
-                services.start_soon(app.group_commit.run)
-            else:
-                services.start_soon(run_async_flush, app.store)
-            services.start_soon(run_retention, app)
-            for service in app.services:
-                services.start_soon(service, app)
-
+            await start_services(app, services)
             async with trio.open_nursery() as conns:
-                accepting = []
+                accepting = []  # one cancel scope per listener: a scope is entered once
                 for name, socks in bound.items():
                     listeners = _listen(socks)
-                    scope = trio.CancelScope()
-                    accepting.append(scope)
-                    conns.start_soon(_accept, scope, listeners, _serve_one(app, name, handlers[name], connections),
-                                     conns)
+                    accepting.append(trio.CancelScope())
+                    conns.start_soon(_accept, accepting[-1], listeners,
+                                     _serve_one(app, name, handlers[name], connections), conns)
                     log.info("%s listener ready on %s:%d", name, app.config.host,
                              listeners[0].socket.getsockname()[1])
                 async for signum in signals:
@@ -188,8 +148,7 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
                 for scope in accepting:  # closes the listening sockets
                     scope.cancel()
                 with trio.move_on_after(SHUTDOWN_GRACE):
-                    while not all(c.idle() for c in connections):
-                        await trio.sleep(0.01)
+                    await connections.wait_idle()
                 conns.cancel_scope.cancel()
             # The flush services ran until every connection was done; _run() flushes the rest.
             services.cancel_scope.cancel()
@@ -200,10 +159,10 @@ async def _accept(scope: trio.CancelScope, listeners, serve_one, conns: trio.Nur
         await trio.serve_listeners(serve_one, listeners, handler_nursery=conns)
 
 
-def _serve_one(app: App, name: str, handler, connections: set):
+def _serve_one(app: App, name: str, handler, connections: _Connections):
     async def serve_one(stream: trio.SocketStream) -> None:
-        conn = _Connection(stream)
-        connections.add(conn)
+        conn = _Connection(stream, connections)
+        connections.open.add(conn)
         try:
             await handler(conn, app)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -211,7 +170,8 @@ def _serve_one(app: App, name: str, handler, connections: set):
         except Exception:  # a bug in one connection must not take the server down
             log.exception("%s connection failed", name)
         finally:
-            connections.discard(conn)
+            connections.open.discard(conn)
+            connections.changed()
             with trio.move_on_after(1):
                 await stream.aclose()
 
@@ -245,27 +205,15 @@ async def _run(config: GatewayConfig) -> int:
     # refuse connections until everything is ready (they listen in _serve).
     bound = await _bind_both(config)
     try:
-        try:
-            store = open_store(config)
-        except (OSError, ValueError) as exc:
-            raise StartupError(f"cannot open store in {config.data_dir!r}: {exc}") from None
-        try:
-            app = App(config, store)
-            from semantics import install_services
-
-            install_services(app)
-        except (OSError, ValueError) as exc:  # e.g. a bad --message-delay-level
-            store.close()
-            raise StartupError(str(exc)) from None
+        app = build_app(config)
     except BaseException:
         _close_all(bound)
         raise
     try:
         await _serve(app, bound)
     finally:
-        offsets = getattr(app, "offsets", None)
-        if offsets is not None:
-            offsets.persist()
-        store.close()  # flushes and writes the checkpoint
+        app.offsets.persist()
+        write_left(app.config_writer.writer)
+        app.store.close()  # flushes and writes the checkpoint
     log.info("stopped cleanly")
     return 0

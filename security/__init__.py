@@ -3,8 +3,8 @@
 `security.credentials` (users, SCRAM credentials, RocketMQ access keys), `security.sasl` (server-side
 SASL exchanges), `security.acl` (the ACL model), `security.rocketmq_perms` (RocketMQ permissions as
 ACLs), `security.audit` (denial log, failure rate limit), `security.remoting_guard` (the remoting
-port's checks). `Security` ties them to one data dir; `for_app(app)` gives the gateway's (None
-when `--authorizer` is not `acl`).
+port's checks). `Security` ties them to one config dir; `from_config(config, config_dir)` gives the
+gateway's (`app.security`; None when `--authorizer` is not `acl`).
 """
 from __future__ import annotations
 
@@ -70,14 +70,10 @@ def parse_principals(text: str) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
 
-def for_app(app) -> Security | None:
-    """The gateway's Security (made on first use, in app.state), or None when the authorizer is off."""
-    config = app.config
+def from_config(config, config_dir: str, environ=os.environ) -> Security | None:
+    """The gateway's Security for its GatewayConfig (None when `--authorizer` is not `acl`): the
+    credential store (bootstrapped from ROCKETGATE_ADMIN_PASSWORD) and the ACLs of `config_dir`."""
     if getattr(config, "authorizer", "none") != "acl":
         return None
-    sec = app.state.get("security")
-    if sec is None:
-        sec = app.state["security"] = Security(
-            os.path.join(config.data_dir, "config"), parse_principals(config.super_users),
-            config.allow_everyone_if_no_acl_found)
-    return sec
+    return Security(config_dir, parse_principals(config.super_users), config.allow_everyone_if_no_acl_found,
+                    environ)

@@ -5,7 +5,7 @@ One trio service covers every schedule queue:
 - the timer queue (N, `__STARTDELIVERTIME`) is not ordered, so its pending units sit in a heap
   keyed by deliver time (read from the ConsumeQueue tagsCode slot, no CommitLog read).
 The service sleeps until the earliest due time of all heads, or until a new schedule entry is
-dispatched (store listener), so there is no periodic polling.
+dispatched (the scheduler is a store dispatcher), so there is no periodic polling.
 
 Delivery rebuilds the message for REAL_TOPIC/REAL_QID (DELAY and __STARTDELIVERTIME removed,
 tags code from TAGS, REAL_TOPIC/REAL_QID kept as RocketMQ does) and appends it: the second write.
@@ -17,7 +17,7 @@ Progress goes to `config/delayOffset.json`: RocketMQ's `{"offsetTable": {"<level
 `timerNext` = [deliver ms, offset]: timer entries below `timerLoaded` that sort before `timerNext`
 are delivered (the heap delivers in (due, offset) order), and `persistedAt`. It is written when a
 burst of deliveries ends and at least every PERSIST_EVERY_MS during one, after the deliveries are
-durable (sync flush mode), from a worker thread. A crash can only lose the progress of
+durable (sync flush mode), by the App's off-loop config writer. A crash can only lose the progress of
 deliveries made after the last write: at start, the due entries past the persisted progress are
 looked up in the tails of their target queues (from `persistedAt` on, a short scan) by their
 SCHEDULE_OFFSET marker; found ones count as delivered, so nothing is delivered twice and nothing
@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import heapq
 import logging
-import time
 
 import trio
 
+from semantics.clock import WALL_CLOCK
 from semantics.routing import (
     DEFAULT_LEVELS,
     PROPERTY_DELAY,
@@ -57,16 +57,22 @@ LOW_MARK_EVERY_MS = 10_000  # the timer queue's low mark (restart scan start) ma
 CLOCK_SLACK_MS = 1000  # store timestamps may be this much older than the persist that preceded them
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+async def _not_waiting(end_offset: int) -> None:
+    """`durable` of a scheduler without a flush service (tools, unit tests)."""
 
 
 class DelayScheduler:
-    """State and steps of the scheduler; `run(app)` is the service, the rest is synchronous."""
+    """State and steps of the scheduler; `run()` is the service, the rest is synchronous.
+    `durable(end_offset)` is the App's (sync flush: deliveries are on disk before their progress
+    is saved), `writer` its off-loop ConfigWriter (None: progress is written in place)."""
 
-    def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS) -> None:
+    def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS, clock=WALL_CLOCK,
+                 durable=_not_waiting, writer=None) -> None:
         self.store = store
         self.levels = levels
+        self.clock = clock
+        self._durable = durable
+        self._save = store.write_config if writer is None else writer.submit
         ensure_topic(store, SCHEDULE_TOPIC, levels.queue_count)
         doc = store.read_config(PROGRESS_FILE, {}) or {}
         table = {int(k): int(v) for k, v in (doc.get("offsetTable") or {}).items()}
@@ -137,7 +143,7 @@ class DelayScheduler:
             return None
         phys, _size, due = units[0]
         # A clock stepped backwards must not strand a message: never wait longer than its delay.
-        return min(due, now_ms() + self.levels.delay_ms(q + 1)), phys
+        return min(due, self.clock.now_ms() + self.levels.delay_ms(q + 1)), phys
 
     # ---- delivering ----------------------------------------------------------------------------
 
@@ -238,7 +244,7 @@ class DelayScheduler:
         """The progress document as of now (see the module doc)."""
         t = self.levels.timer_queue
         top = self._timer_top()
-        now = now_ms()
+        now = self.clock.now_ms()
         if now - self._low_mark_at >= LOW_MARK_EVERY_MS:  # an O(pending) scan: not on every write
             self._low_mark_at = now
             pending = [off for _due, off, _phys in self._heap if off not in self._skip]
@@ -253,7 +259,7 @@ class DelayScheduler:
         }
 
     def persist(self) -> None:
-        self.store.write_config(PROGRESS_FILE, self.snapshot())
+        self._save(PROGRESS_FILE, self.snapshot())
 
     # ---- recovery ------------------------------------------------------------------------------
 
@@ -318,9 +324,9 @@ class DelayScheduler:
 
     # ---- the service ---------------------------------------------------------------------------
 
-    def _on_append(self, topic: str, queue_id: int, *_: object) -> None:
-        """Store listener (any thread): a new schedule entry may be due before the current sleep ends."""
-        if topic != SCHEDULE_TOPIC or self._token is None:
+    def dispatch(self, requests) -> None:
+        """Store dispatcher: a new schedule entry may be due before the current sleep ends."""
+        if self._token is None or not any(r.topic == SCHEDULE_TOPIC for r in requests):
             return
         try:
             self._token.run_sync_soon(self._set_wake)
@@ -331,25 +337,27 @@ class DelayScheduler:
         if self._wake is not None:
             self._wake.set()
 
-    async def run(self, app) -> None:
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The service: ready once the deliveries made before the last stop are recognised."""
+        clock = self.clock
         self._token = trio.lowlevel.current_trio_token()
         self._wake = trio.Event()
-        self.store.add_listener(self._on_append)
-        self.recover(now_ms())
+        self.store.add_dispatcher(self)
+        self.recover(clock.now_ms())
         self.persist()
+        task_status.started()
         try:
             while True:
                 self._wake = trio.Event()
-                count, upcoming = self.deliver_due(now_ms())
+                count, upcoming = self.deliver_due(clock.now_ms())
                 if count:
-                    await app.durable(self._last_end)
-                if self._dirty and (count == 0 or now_ms() - self.persisted_at >= PERSIST_EVERY_MS):
-                    doc = self.snapshot()
-                    await trio.to_thread.run_sync(self.store.write_config, PROGRESS_FILE, doc)
+                    await self._durable(self._last_end)
+                if self._dirty and (count == 0 or clock.now_ms() - self.persisted_at >= PERSIST_EVERY_MS):
+                    self.persist()
                 if count:
                     await trio.sleep(0)
                     continue
-                wait = float("inf") if upcoming is None else (upcoming - now_ms()) / 1000
+                wait = float("inf") if upcoming is None else (upcoming - clock.now_ms()) / 1000
                 if wait > 0:
                     with trio.move_on_after(wait):
                         await self._wake.wait()

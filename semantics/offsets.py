@@ -3,16 +3,27 @@ RocketMQ's layout `{"offsetTable": {"topic@group": {"0": 12}}}`; Kafka commit me
 to it under "metadataTable" in the same shape (RocketMQ ignores keys it does not know)."""
 from __future__ import annotations
 
+import trio
+
+from semantics.clock import WALL_CLOCK
+
 FILE = "consumerOffset.json"
+PERSIST_INTERVAL = 5.0  # seconds between writes of a changed table (async flush mode)
 
 
 class OffsetTable:
-    """`durable=True` (sync flush) writes the file before `commit` returns; otherwise `persist()`
-    (called periodically and at shutdown) writes it when something changed."""
+    """`persist()` hands the table, if it changed, to the App's off-loop config `writer`
+    (ConfigWriterService): the `run` service calls it every PERSIST_INTERVAL, shutdown once more.
+    `durable=True` (sync flush mode) also submits on every change, and `await wait_durable()` returns once
+    that is on disk: a commit handler awaits it before it acknowledges. Without a writer (tools,
+    unit tests) the file is written in place."""
 
-    def __init__(self, store, durable: bool = False) -> None:
+    def __init__(self, store, durable: bool = False, writer=None, clock=WALL_CLOCK) -> None:
         self.store = store
         self.durable = durable
+        self.clock = clock
+        self._writer = writer
+        self._submitted = 0  # number of the newest submission to the writer
         self._offsets: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> qid -> offset
         self._meta: dict[tuple[str, str], dict[int, str]] = {}
         self._dirty = False
@@ -26,6 +37,9 @@ class OffsetTable:
                 target[(group, topic)] = {int(q): conv(v) for q, v in queues.items()}
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int, metadata: str = "") -> None:
+        """Set an offset; the same offset and metadata again change nothing (nothing to write)."""
+        if self.fetch(group, topic, queue_id) == int(offset) and self.metadata(group, topic, queue_id) == metadata:
+            return
         self._offsets.setdefault((group, topic), {})[queue_id] = int(offset)
         meta = self._meta.get((group, topic))
         if metadata:
@@ -57,14 +71,31 @@ class OffsetTable:
         if self.durable:
             self.persist()
 
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The periodic persistence service."""
+        task_status.started()
+        while True:
+            await self.clock.sleep(PERSIST_INTERVAL)
+            self.persist()
+
+    async def wait_durable(self) -> None:
+        """In sync mode: return once every change so far is on disk. In async mode: submit it."""
+        self.persist()
+        if self.durable and self._writer is not None and self._submitted:
+            await self._writer.written(FILE, self._submitted)
+
     def persist(self) -> None:
-        """Write the table (atomically) if it changed since the last write."""
+        """Submit (or write) the table if it changed since the last time."""
         if not self._dirty:
             return
         self._dirty = False
-        self.store.write_config(FILE, {
+        doc = {
             "offsetTable": {f"{t}@{g}": {str(q): o for q, o in queues.items()}
                             for (g, t), queues in self._offsets.items()},
             "metadataTable": {f"{t}@{g}": {str(q): m for q, m in queues.items()}
                               for (g, t), queues in self._meta.items() if queues},
-        })
+        }
+        if self._writer is None:
+            self.store.write_config(FILE, doc)
+        else:
+            self._submitted = self._writer.submit(FILE, doc)

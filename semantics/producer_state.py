@@ -19,10 +19,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 
-from codec.kafka import records
+from codec.remoting.message import INT64, QUEUE_OFFSET_AT, MessageFormatError, decode
+from interop.inner_batch import producer_fields
 from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
-from codec.remoting.message import (BODY_AT, INNER_BATCH_FLAG, INT32, INT64, QUEUE_OFFSET_AT, SYSFLAG_AT,
-                                    MessageFormatError, decode)
 
 CONFIG_NAME = "kafkaProducerIds"
 CACHED_BATCHES = 5  # Kafka keeps the metadata of the last five batches per producer and partition
@@ -89,7 +88,7 @@ class ProducerState:
         """The producer's last batches, from the partition's stored tail and the side topics (None
         if it has none), in sequence order."""
         found: dict[tuple[int, int, int], int] = {}  # (epoch, first, last) -> base offset
-        for epoch, first, last, offset, _raw in self._tail(topic, partition, pid):
+        for _pid, epoch, first, last, offset, _raw in self._tail(topic, partition, pid):
             found.setdefault((epoch, first, last), offset)
         for epoch, first, last, offset in self._side_batches().get((pid, topic, partition), ()):
             found.setdefault((epoch, first, last), offset)  # a delivered / committed copy wins
@@ -105,8 +104,8 @@ class ProducerState:
         return entry
 
     def _tail(self, topic: str, queue_id: int, pid: int | None):
-        """(epoch, first_seq, last_seq, queue offset, raw entry) of the Kafka batches of producer
-        `pid` (any, if None) in the last TAIL_UNITS units of a queue."""
+        """(producer id, epoch, first_seq, last_seq, queue offset, raw entry) of the Kafka batches of
+        producer `pid` (any, if None) in the last TAIL_UNITS units of a queue."""
         s = self.store
         high = s.max_offset(topic, queue_id)
         start = max(s.min_offset(topic, queue_id), high - TAIL_UNITS)
@@ -115,22 +114,21 @@ class ProducerState:
             if phys == last_phys:
                 continue  # the other records of the same batch entry
             last_phys = phys
-            raw = s.read_entry(phys, size)  # header fields only: no decode of the entry
-            if len(raw) < BODY_AT + records.HEADER_SIZE or not INT32.unpack_from(raw, SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
+            raw = s.read_entry(phys, size)
+            fields = producer_fields(raw)  # header fields only: no decode of the entry
+            if fields is None:
                 continue
-            fields = records.BATCH_HEADER.unpack_from(raw, BODY_AT)
-            b_pid, b_epoch, b_seq, b_count = fields[9], fields[10], fields[11], fields[12]
+            b_pid, b_epoch, b_seq, b_count = fields
             if b_seq < 0 or b_pid < 0 or (pid is not None and b_pid != pid):
                 continue
-            yield b_epoch, b_seq, _add(b_seq, b_count - 1), INT64.unpack_from(raw, QUEUE_OFFSET_AT)[0], raw
+            yield b_pid, b_epoch, b_seq, _add(b_seq, b_count - 1), INT64.unpack_from(raw, QUEUE_OFFSET_AT)[0], raw
 
     def _side_batches(self) -> dict[tuple[int, str, int], list]:
         if self._side is None:
             side = collections.defaultdict(list)
             for t in SIDE_TOPICS:
                 for q in self.store.queues(t):
-                    for epoch, first, last, offset, raw in self._tail(t, q, None):
-                        pid = records.BATCH_HEADER.unpack_from(raw, BODY_AT)[9]
+                    for pid, epoch, first, last, offset, raw in self._tail(t, q, None):
                         try:
                             props = decode(raw).properties
                             real = (pid, props[PROPERTY_REAL_TOPIC], int(props[PROPERTY_REAL_QID]))
@@ -190,8 +188,7 @@ class TransactionalProducers:
         # A transaction left open by the previous process lost its in-memory half list (and its
         # TxnOffsetCommit offsets), so it can only be aborted: bump the epoch now, or a later
         # EndTxn(commit) of its producer would be answered "ok" while its records are rolled back.
-        tx = getattr(app, "transactions", None)
-        left_open = [t for g, t in self.by_id.items() if g in getattr(tx, "open_groups_at_start", ())]
+        left_open = [t for g, t in self.by_id.items() if g in app.transactions.open_groups_at_start]
         for txn in left_open:
             txn.epoch += 1
         if left_open:

@@ -18,20 +18,22 @@
   `opScanned`, so a restart reads only the newer op messages) persist in
   `config/transactionCheck.json` after each round.
 
-Checkers: a protocol layer registers `async fn(producer_group, half: StoredMessage, body: bytes)
--> bool` with `register_checker(app, name, fn)`; `body` is the CHECK_TRANSACTION_STATE body (the
-half re-encoded with its real topic/queue and TRANSACTION_CHECK_TIMES); it returns True when it
-sent the request to a live producer of the group.
+Checkers: each protocol layer's `async fn(producer_group, half: StoredMessage, body: bytes) -> bool`
+goes into `Transactions.checkers` when the gateway App is built (`register_checker(app, name, fn)`);
+`body` is the CHECK_TRANSACTION_STATE body (the half re-encoded with its real topic/queue and
+TRANSACTION_CHECK_TIMES); it returns True when it sent the request to a live producer of the group.
+Time comes from the App's clock (`semantics.clock`); the state file goes through the off-loop
+config writer (`store.config.ConfigDir.submit`).
 """
 from __future__ import annotations
 
 import dataclasses
 import enum
 import logging
-import time
 
 import trio
 
+from semantics.clock import WALL_CLOCK
 from semantics.routing import (
     DEFAULT_LEVELS,
     HALF_TOPIC,
@@ -65,21 +67,21 @@ class EndResult(enum.Enum):
     MISMATCH = "commitLogOffset or producer group does not match the half message"
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 def register_checker(app, name: str, fn) -> None:
-    """Register a protocol's check sender (see module doc); `name` e.g. "remoting"."""
-    app.state.setdefault("txn_checkers", {})[name] = fn
+    """Add a protocol's check sender (see module doc) while the App is built; `name` e.g. "remoting"."""
+    app.transactions.checkers[name] = fn
 
 
 class Transactions:
     """Outcome table (rebuilt from the op log), end(), and the check-back rounds."""
 
     def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS, timeout_ms: int = 6000,
-                 check_interval_ms: int = 30_000, check_max: int = 15) -> None:
+                 check_interval_ms: int = 30_000, check_max: int = 15, clock=WALL_CLOCK, writer=None) -> None:
         self.store = store
+        self.clock = clock
+        # The App's off-loop ConfigWriter; written in place when there is none (tools, unit tests).
+        self._save = store.write_config if writer is None else writer.submit
+        self.checkers: dict = {}  # name -> async checker (see module doc)
         self.levels = levels
         self.timeout_ms = timeout_ms
         self.check_interval_ms = check_interval_ms
@@ -189,7 +191,7 @@ class Transactions:
             half, topic=props.get(PROPERTY_REAL_TOPIC) or half.topic, queue_id=qid,
             sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE,
             prepared_transaction_offset=half.physical_offset)
-        return schedule(msg, now_ms() if now is None else now, self.levels)
+        return schedule(msg, self.clock.now_ms() if now is None else now, self.levels)
 
     def _decided(self, half: StoredMessage, outcome: str) -> None:
         for off in range(half.queue_offset, half.queue_offset + half.batch_count):
@@ -250,21 +252,25 @@ class Transactions:
         return result
 
     def persist(self) -> None:
-        """Write the cache of the op log (outcomes at/above the cursor) and the check counts."""
-        self.store.write_config(STATE_FILE, {
+        """Hand the cache of the op log (outcomes at/above the cursor) and the check counts to the
+        off-loop config writer."""
+        self._save(STATE_FILE, self.snapshot())
+
+    def snapshot(self) -> dict:
+        return {
             "halfCursor": self.cursor,
             "opScanned": self.store.max_offset(OP_TOPIC, 0),
             "decided": {str(k): v for k, v in sorted(self.outcomes.items())},
             "checkTimes": {str(k): v for k, v in sorted(self.check_times.items())},
-        })
+        }
 
-    async def check_round(self, app, now: int | None = None) -> int:
+    async def check_round(self, now: int | None = None) -> int:
         """One round of check-backs; returns how many requests were sent."""
-        to_check, to_discard = self.due_checks(now_ms() if now is None else now)
+        to_check, to_discard = self.due_checks(self.clock.now_ms() if now is None else now)
         for half in to_discard:
             self.discard(half)
         sent = 0
-        checkers = list((app.state.get("txn_checkers") or {}).values())
+        checkers = list(self.checkers.values())
         for half, times in to_check:
             group = half.properties.get(PROPERTY_PRODUCER_GROUP, "")
             body = self.check_message_body(half, times)
@@ -278,8 +284,9 @@ class Transactions:
         self.persist()
         return sent
 
-    async def run(self, app) -> None:
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """The check service: a round every check_interval_ms (the first one after one interval)."""
+        task_status.started()
         while True:
-            await trio.sleep(self.check_interval_ms / 1000)
-            await self.check_round(app)
+            await self.clock.sleep(self.check_interval_ms / 1000)
+            await self.check_round()

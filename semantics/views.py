@@ -6,16 +6,20 @@ A view is an ordinary topic with attributes `filter.source.topic=<base>` and
 ConsumeQueue units point at the base's CommitLog entries (no second CommitLog write), so
 `store.read(view, q, offset)` returns the base messages with view offsets.
 
-Maintenance: a store listener extends the views of a base queue right after each dispatch to it
-(on the appending thread, so a view is current when the produce returns). Where a view queue
-stands in its base queue is derived, never persisted: the base unit holding the CommitLog offset
-of the view's last unit, plus one (found by binary search, CommitLog offsets grow along a queue).
-So a view whose ConsumeQueue is missing or was cut by recovery is rebuilt from the base history at
-start (`Views(store)`), and deleting the view (`store.topics.delete`) leaves the base untouched.
+Maintenance: `Views` is a store dispatcher. For each entry dispatched to a base queue it derives a
+`DispatchRequest` for each view queue the entry matches (the base entry's CommitLog offset and size,
+the view's next offset, the matching tags codes) and feeds it back through the store's dispatcher
+list (`store.dispatch`), which writes the view's units and wakes its long polls. Live appends and
+recovery's replay go the same way, so a view whose units were lost with consumequeue/ is rebuilt
+by the replay when `Views(store)` is registered before `store.recover()`. Where a view queue stands
+in its base queue is derived, never persisted: the base unit holding the CommitLog offset of the
+view's last unit, plus one (CommitLog offsets grow along a queue). `refresh()` catches a view up
+from there (a new view's backfill, a view ConsumeQueue lost on its own), and deleting the view
+(`store.topics.delete`) leaves the base untouched.
 
 Matching: the unit's tags code against the expression's hash set, then the exact TAGS of the
 entry (hash collisions); units of an inner batch (a Kafka record batch, even of one record) match
-on the hash.
+on the hash. All of it runs on the appending thread (the event loop), inside the append.
 """
 from __future__ import annotations
 
@@ -23,8 +27,9 @@ import collections
 import logging
 import threading
 
-from codec.remoting.tags import TagFilter, parse_tags
 from codec.remoting.message import INNER_BATCH_FLAG, INT32, SYSFLAG_AT, decode
+from codec.remoting.tags import TagFilter, parse_tags
+from store.dispatch import DispatchRequest
 
 log = logging.getLogger("rocketgate.views")
 
@@ -46,14 +51,14 @@ def definition(cfg) -> tuple[str, TagFilter] | None:
 
 
 class Views:
-    """All views of a store; `app.views`."""
+    """All views of a store; `app.views`. Register it before `store.recover()` to have the replay
+    rebuild lost view units (see the module docstring)."""
 
     def __init__(self, store) -> None:
         self.store = store
         self._lock = threading.RLock()
         self._by_source: dict[str, dict[str, TagFilter]] = {}
-        self._next: dict[tuple[str, int], int] = {}  # (view, queue) -> next base offset to examine
-        store.add_listener(self._on_append)
+        store.add_dispatcher(self)
         self.refresh()
 
     def is_view(self, topic: str) -> bool:
@@ -82,27 +87,56 @@ class Views:
     def refresh(self) -> None:
         """Re-read view definitions from the topic table (after create/delete) and catch up."""
         with self._lock:
-            by_source: dict[str, dict[str, TagFilter]] = {}
-            for name in self.store.topics.names():
-                d = definition(self.store.topics.get(name))
-                if d is not None:
-                    by_source.setdefault(d[0], {})[name] = d[1]
-            self._by_source = by_source
-            live = {v for views in by_source.values() for v in views}
-            self._next = {k: v for k, v in self._next.items() if k[0] in live}
-            for base, views in by_source.items():
+            self._load()
+            for base, views in self._by_source.items():
                 for q in self.store.queues(base):
                     self._extend(base, q, views)
 
-    def _on_append(self, topic: str, queue_id: int, *_: object) -> None:
-        views = self._by_source.get(topic)
-        if not views:
+    def _load(self) -> None:
+        by_source: dict[str, dict[str, TagFilter]] = {}
+        for name in self.store.topics.names():
+            d = definition(self.store.topics.get(name))
+            if d is not None:
+                by_source.setdefault(d[0], {})[name] = d[1]
+        self._by_source = by_source
+
+    def dispatch(self, requests) -> None:
+        """Store dispatcher: the view requests of the base entries among `requests`."""
+        by_source = self._by_source
+        if not by_source:
             return
-        with self._lock:
+        derived: list[DispatchRequest] = []
+        ends: dict[tuple[str, int], int] = {}  # view queue -> next offset within this call
+        for r in requests:
+            views = by_source.get(r.topic)
+            if not views:
+                continue
             if any(self.store.topics.get(v) is None for v in views):
-                self.refresh()  # a view was deleted
-                views = self._by_source.get(topic) or {}
-            self._extend(topic, queue_id, views)
+                self._load()  # a view was deleted; the others are current (no catch-up: no duplicates)
+                by_source = self._by_source
+                views = by_source.get(r.topic)
+                if not views:
+                    continue
+            inner = r.sys_flag & INNER_BATCH_FLAG
+            codes = r.codes()
+            for view, filt in views.items():
+                if filt.match_all:
+                    keep = codes
+                elif inner:
+                    keep = [c for c in codes if c in filt.codes]
+                elif codes[0] in filt.codes and filt.matches(r.properties.get("TAGS")):
+                    keep = codes
+                else:
+                    continue
+                if keep:
+                    key = (view, r.queue_id)
+                    q = ends.get(key)
+                    if q is None:
+                        q = self.store.max_offset(view, r.queue_id)
+                    ends[key] = q + len(keep)
+                    derived.append(_view_request(view, r.queue_id, q, r.physical_offset, r.size, r.sys_flag,
+                                                 keep, r.store_timestamp))
+        self.store.dispatch(derived)
 
     def _start(self, base: str, view: str, q: int) -> int:
         """Next base offset for a view queue, derived from the view's last unit."""
@@ -125,14 +159,10 @@ class Views:
         return lo
 
     def _extend(self, base: str, q: int, views: dict[str, TagFilter]) -> None:
-        """Bring every view of one base queue up to its end: the base units are read once for all
-        views, and an entry is decoded (exact tag check) at most once."""
+        """Bring every view of one base queue up to its end from the base's units: they are read
+        once for all views, and an entry is decoded (exact tag check) at most once."""
         s = self.store
-        low = s.min_offset(base, q)
-        nexts = {}
-        for view in views:
-            nxt = self._next.get((view, q))
-            nexts[view] = max(low, self._start(base, view, q) if nxt is None else nxt)
+        nexts = {view: self._start(base, view, q) for view in views}
         start, end = min(nexts.values(), default=0), s.max_offset(base, q)
         entries: dict[int, object] = {}  # phys -> TAGS of the entry (INNER for a Kafka batch)
 
@@ -157,11 +187,30 @@ class Views:
                     keep = [u for u in units[lo:] if u[2] in codes
                             and (u[0] in batched or exact(filt, u[0], u[1]))]
                 if keep:
-                    append_units(s, view, q, keep)
+                    s.dispatch(_unit_requests(view, q, s.max_offset(view, q), keep))
                 nexts[view] = max(nexts[view], start + len(units))
             start += len(units)
-        for view in views:
-            self._next[(view, q)] = max(nexts[view], start)
+
+
+def _view_request(view: str, q: int, offset: int, phys: int, size: int, sys_flag: int, codes, ts: int):
+    """A view's units for one base entry: no properties or keys, so nothing is indexed again."""
+    return DispatchRequest(view, q, offset, len(codes), phys, size, ts, sys_flag, tuple(codes), None, {})
+
+
+def _unit_requests(view: str, q: int, offset: int, units) -> list[DispatchRequest]:
+    """Requests for base units `[(phys, size, code)]` (consecutive units of one entry go together);
+    the base entries' timestamps and flags are not in the units and are left 0."""
+    out = []
+    i = 0
+    while i < len(units):
+        phys, size = units[i][0], units[i][1]
+        j = i + 1
+        while j < len(units) and units[j][0] == phys:
+            j += 1
+        out.append(_view_request(view, q, offset, phys, size, 0, [u[2] for u in units[i:j]], 0))
+        offset += j - i
+        i = j
+    return out
 
 
 INNER = object()  # entry_tag() of an inner batch: its records match on their tags codes
@@ -176,12 +225,6 @@ def entry_tag(store, phys: int, size: int):
     if INT32.unpack_from(raw, SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
         return INNER
     return decode(raw).properties.get("TAGS")
-
-
-def append_units(store, topic: str, queue_id: int, units: list[tuple[int, int, int]]) -> None:
-    """Append ConsumeQueue units that point at existing CommitLog entries (`Store.append_units`,
-    which notifies listeners)."""
-    store.append_units(topic, queue_id, units)
 
 
 def view_filter(cfg) -> TagFilter | None:

@@ -1,7 +1,9 @@
 """Config files under `<store>/config/`, each written atomically (temp file, fsync, rename, fsync dir),
+the batched off-loop writer of the ones that change often (offsets, delay and transaction progress),
 and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable layout)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -19,13 +21,18 @@ def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
     tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:  # ENOSPC, EINTR...: the old content stays, no temp file is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     dfd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
@@ -60,6 +67,56 @@ class ConfigDir:
             log.error("config %s is not valid JSON (%s): moved to %s.corrupt", path, exc, path)
             os.replace(path, path + ".corrupt")
             return default
+
+
+class ConfigWriter:
+    """Config documents handed over by the event loop (`submit`, cheap) and written by a worker
+    thread (`write_pending`; the gateway's writer service runs it). Submissions of one name
+    coalesce: only the newest document of each name is written. Submissions are numbered;
+    `is_written(name, n)` tells whether submission `n` of `name` (or a newer one) is on disk. A
+    failed write (EMFILE, ENOSPC, ...) keeps its document pending for the next try, unless a
+    newer one of that name came in meanwhile."""
+
+    def __init__(self, config: ConfigDir) -> None:
+        self._config = config
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[int, object]] = {}  # name -> (number, document)
+        self._written: dict[str, int] = {}  # name -> number of the newest document on disk
+        self._count = 0
+
+    def submit(self, name: str, obj) -> int:
+        """Queue `obj` as the new content of config `name`; returns its number."""
+        with self._lock:
+            self._count += 1
+            self._pending[name] = (self._count, obj)
+            return self._count
+
+    def has_pending(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
+
+    def is_written(self, name: str, number: int) -> bool:
+        with self._lock:
+            return self._written.get(name, 0) >= number
+
+    def write_pending(self) -> None:
+        """Write every pending document (blocking: call it from a worker thread or at shutdown).
+        Raises the first OSError after trying them all; the failed ones stay pending."""
+        with self._lock:
+            batch, self._pending = self._pending, {}
+        failure = None
+        for name, (number, obj) in batch.items():
+            try:
+                self._config.write(name, obj)
+            except OSError as exc:
+                failure = failure or exc
+                with self._lock:
+                    self._pending.setdefault(name, (number, obj))
+                continue
+            with self._lock:
+                self._written[name] = max(self._written.get(name, 0), number)
+        if failure is not None:
+            raise failure
 
 
 @dataclass

@@ -5,9 +5,15 @@ The queue is derived data: recovery rebuilds it from the CommitLog.
 """
 from __future__ import annotations
 
+import logging
+import os
+import shutil
 import struct
 
+from store.errors import StoreError
 from store.segments import Segments
+
+log = logging.getLogger("rocketgate.store")
 
 UNIT = struct.Struct(">qiq")
 UNIT_SIZE = UNIT.size  # 20
@@ -87,13 +93,96 @@ class ConsumeQueue:
             self.min_offset = min(self.min_offset, cut)
         return dropped
 
-    def advance_min(self, commitlog_min: int) -> None:
-        """Move min_offset to the first unit still backed by the CommitLog; drop files wholly before it."""
+    def advance_min(self, commitlog_min: int) -> list[tuple[int, int, str]]:
+        """Move min_offset to the first unit still backed by the CommitLog; detach the files wholly
+        before it and return them (`segments.detach_before`) for the caller to release."""
         self.min_offset = self.first_at_or_after(
             self.min_offset, self.max_offset, lambda p, s, c: p >= commitlog_min and s > 0)
         self.drain()
-        self.seg.remove_before(self.min_offset * UNIT_SIZE)
+        return self.seg.detach_before(self.min_offset * UNIT_SIZE)
 
     def close(self) -> None:
         self.drain()
         self.seg.close()
+
+
+def topic_dir(topic: str) -> str:
+    """Directory name of a topic: itself when it is a safe file name, else `~` + hex of its UTF-8."""
+    if topic and topic not in (".", "..") and "/" not in topic and "\0" not in topic \
+            and not topic.startswith("~") and len(topic.encode()) <= 200:
+        return topic
+    return "~" + topic.encode().hex()
+
+
+def dir_topic(name: str) -> str:
+    return bytes.fromhex(name[1:]).decode() if name.startswith("~") else name
+
+
+class ConsumeQueueTable:
+    """Every ConsumeQueue of the store (`consumequeue/<topic dir>/<queueId>/`), by (topic, queue id).
+    The store lock serializes changes; reads of `queues` need no lock."""
+
+    def __init__(self, directory: str, units_per_file: int) -> None:
+        self.dir = directory
+        self.units_per_file = units_per_file
+        self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        os.makedirs(directory, exist_ok=True)
+        for tname in os.listdir(directory):
+            tdir = os.path.join(directory, tname)
+            if tname.startswith(".") or not os.path.isdir(tdir):
+                continue
+            try:
+                topic = dir_topic(tname)
+            except ValueError:
+                continue
+            for qname in os.listdir(tdir):
+                if qname.isdigit():
+                    self.queues[(topic, int(qname))] = ConsumeQueue(
+                        os.path.join(tdir, qname), topic, int(qname), units_per_file)
+
+    def create(self, key: tuple[str, int]) -> ConsumeQueue:
+        cq = self.queues.get(key)
+        if cq is None:
+            topic, qid = key
+            if not (isinstance(qid, int) and 0 <= qid < 1 << 31):
+                raise StoreError(f"bad queue id {qid!r}")
+            cq = ConsumeQueue(os.path.join(self.dir, topic_dir(topic), str(qid)), topic, qid, self.units_per_file)
+            self.queues[key] = cq
+        return cq
+
+    def next_offset(self, key: tuple[str, int]) -> int:
+        """The queue offset the next entry of a queue gets (creating the queue)."""
+        cq = self.queues.get(key) or self.create(key)
+        return cq.max_offset
+
+    def of_topic(self, topic: str) -> list[int]:
+        return sorted(q for (t, q) in self.queues if t == topic)
+
+    def truncate_phys(self, phys: int) -> None:
+        """Recovery: drop the units pointing at CommitLog offsets >= `phys` (re-dispatched later)."""
+        for cq in self.queues.values():
+            dropped = cq.truncate_phys(phys)
+            if dropped:
+                log.info("recovery: %s/%d: re-dispatching %d units past the checkpoint", cq.topic, cq.queue_id, dropped)
+
+    def advance_min(self, commitlog_min: int) -> list[tuple[int, int, str]]:
+        """`ConsumeQueue.advance_min` on every queue; the detached files of all."""
+        detached = []
+        for cq in self.queues.values():
+            detached += cq.advance_min(commitlog_min)
+        return detached
+
+    def drop_topic(self, topic: str) -> None:
+        for key in [k for k in self.queues if k[0] == topic]:
+            self.queues.pop(key).close()
+        shutil.rmtree(os.path.join(self.dir, topic_dir(topic)), ignore_errors=True)
+
+    def drain(self) -> list[ConsumeQueue]:
+        """Write every queue's buffered units; the queues (to sync outside the store lock)."""
+        for cq in self.queues.values():
+            cq.drain()
+        return list(self.queues.values())
+
+    def close(self) -> None:
+        for cq in self.queues.values():
+            cq.close()

@@ -177,12 +177,13 @@ class IndexService:
         for f in list(self.files):
             f.flush()
 
-    def remove_before(self, commitlog_min: int) -> None:
-        """Delete files (never the last) whose every entry points below `commitlog_min`."""
+    def detach_before(self, commitlog_min: int) -> list[IndexFile]:
+        """Forget the files (never the last) whose every entry points below `commitlog_min`; the
+        caller unlinks and closes them (retention, outside the store's locks)."""
+        gone = []
         while len(self.files) > 1 and self.files[0].end_phys < commitlog_min:
-            f = self.files.pop(0)
-            f.close()
-            os.unlink(f.path)
+            gone.append(self.files.pop(0))
+        return gone
 
     def close(self) -> None:
         for f in self.files:

@@ -131,9 +131,17 @@ class Segments:
 
     def remove_before(self, pos: int) -> list[int]:
         """Delete whole files that end at or before `pos` (never the last file); returns their starts."""
-        gone = [s for s in self.starts[:-1] if s + self.file_size <= pos]
-        for start in gone:
-            self._remove(start)
+        detached = self.detach_before(pos)
+        release(detached)
+        return [start for start, _fd, _path in detached]
+
+    def detach_before(self, pos: int) -> list[tuple[int, int, str]]:
+        """Forget whole files that end at or before `pos` (never the last file), without touching the
+        disk: (start, fd, path) of each, for the caller to unlink and close (see `release`)."""
+        gone = []
+        for start in [s for s in self.starts[:-1] if s + self.file_size <= pos]:
+            self.starts.remove(start)
+            gone.append((start, self.fds.pop(start), os.path.join(self.dir, file_name(start))))
         return gone
 
     def mtime(self, start: int) -> float:
@@ -155,3 +163,18 @@ class Segments:
             os.close(fd)
         self.fds.clear()
         self.starts.clear()
+
+
+def release(detached) -> None:
+    """Unlink and close files `detach_before` returned."""
+    unlink(detached)
+    for _start, fd, _path in detached:
+        os.close(fd)
+
+
+def unlink(detached) -> None:
+    for _start, _fd, path in detached:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

@@ -27,6 +27,7 @@ ATTRS_AT = 21
 MAX_TS_AT = 35
 PRODUCER_ID_AT = 43
 RECORD_COUNT_AT = 57
+PRODUCER_FIELDS = struct.Struct(">qhii")  # at PRODUCER_ID_AT: producerId, producerEpoch, baseSequence, recordCount
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 COMPRESSION_MASK = 0x07

@@ -1,9 +1,12 @@
 """Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, DescribeCluster."""
 from __future__ import annotations
 
+import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
 from codec.kafka import apis
-from gateway.kafka import errors, topics
-from gateway.kafka.handlers import CLUSTER_ID, NODE_ID, broker_list, handler, kafka_state
+from gateway.kafka.metadata import broker_list
+from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
+from gateway.kafka.state import kafka_state
 from semantics import views
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
@@ -32,8 +35,8 @@ def _validate_configs(configs: dict) -> str | None:
 
 
 @handler(apis.CREATE_TOPICS)
-async def create_topics(conn, version, req):
-    app = conn.app
+async def create_topics(ctx: RequestContext):
+    app, req = ctx.app, ctx.request
     out = []
     for t in req["topics"]:
         name = t["name"]
@@ -74,7 +77,7 @@ async def create_topics(conn, version, req):
             elif not req.get("validate_only"):
                 cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
-                entry["configs"] = _config_entries(app, cfg, None, version)
+                entry["configs"] = _config_entries(app, cfg, None, ctx.version)
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
@@ -96,9 +99,9 @@ def _create_view(app, name: str, source: str, configs: dict, validate_only: bool
 
 
 @handler(apis.DELETE_TOPICS)
-async def delete_topics(conn, version, req):
-    app = conn.app
-    names = [t["name"] for t in req["topics"]] if version >= 6 else req["topic_names"]
+async def delete_topics(ctx: RequestContext):
+    app = ctx.app
+    names = [t["name"] for t in ctx.request["topics"]] if ctx.version >= 6 else ctx.request["topic_names"]
     out = []
     for name in names:
         if name is None or app.store.topics.get(name) is None:
@@ -112,10 +115,10 @@ async def delete_topics(conn, version, req):
 
 
 @handler(apis.CREATE_PARTITIONS)
-async def create_partitions(conn, version, req):
-    app = conn.app
+async def create_partitions(ctx: RequestContext):
+    app = ctx.app
     out = []
-    for t in req["topics"]:
+    for t in ctx.request["topics"]:
         name = t["name"]
         cfg = app.store.topics.get(name)
         if cfg is None:
@@ -128,7 +131,7 @@ async def create_partitions(conn, version, req):
                         "error_message": f"topic has {current} partitions; the count can only grow, "
                                          f"up to {MAX_PARTITIONS}"})
             continue
-        if not req.get("validate_only"):
+        if not ctx.request.get("validate_only"):
             cfg.read_queues = cfg.write_queues = t["count"]
             app.store.topics.update(cfg)
         out.append({"name": name, "error_code": errors.NONE})
@@ -158,10 +161,10 @@ def _broker_configs(app) -> dict[str, str]:
 
 
 @handler(apis.DESCRIBE_CONFIGS)
-async def describe_configs(conn, version, req):
-    app = conn.app
+async def describe_configs(ctx: RequestContext):
+    app = ctx.app
     out = []
-    for r in req["resources"]:
+    for r in ctx.request["resources"]:
         keys = set(r["configuration_keys"]) if r["configuration_keys"] is not None else None
         entry = {"resource_type": r["resource_type"], "resource_name": r["resource_name"], "configs": []}
         if r["resource_type"] == RESOURCE_TOPIC:
@@ -169,7 +172,7 @@ async def describe_configs(conn, version, req):
             if cfg is None:
                 entry.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic")
             else:
-                entry.update(error_code=errors.NONE, configs=_config_entries(app, cfg, keys, version))
+                entry.update(error_code=errors.NONE, configs=_config_entries(app, cfg, keys, ctx.version))
         elif r["resource_type"] == RESOURCE_BROKER:
             entry["error_code"] = errors.NONE
             entry["configs"] = [
@@ -185,6 +188,6 @@ async def describe_configs(conn, version, req):
 
 
 @handler(apis.DESCRIBE_CLUSTER)
-async def describe_cluster(conn, version, req):
+async def describe_cluster(ctx: RequestContext):
     return {"error_code": errors.NONE, "cluster_id": CLUSTER_ID, "controller_id": NODE_ID,
-            "brokers": broker_list(conn)}
+            "brokers": broker_list(ctx)}

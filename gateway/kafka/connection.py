@@ -12,7 +12,7 @@ import logging
 
 from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
 from codec.kafka.schema import DecodeError
-from gateway.kafka import handlers
+import gateway.kafka.handlers as handlers
 from gateway.sendfile import close_frame, send_parts
 
 log = logging.getLogger("rocketgate.kafka")

@@ -5,41 +5,44 @@ offset table RocketMQ groups use too.
 """
 from __future__ import annotations
 
+import gateway.kafka.errors as errors
 from codec.kafka import apis
-from gateway.kafka import errors
-from gateway.kafka.handlers import NODE_ID, handler, kafka_state
+from gateway.kafka.registry import NODE_ID, RequestContext, handler
+from gateway.kafka.state import kafka_state
+from gateway.kafka.txn import init_transactional
 
 MAX_EPOCH = 32767
 
 
 @handler(apis.FIND_COORDINATOR)
-async def find_coordinator(conn, version, req):
-    host, port = conn.app.config.advertised, conn.local_port
-    if version >= 4:
+async def find_coordinator(ctx: RequestContext):
+    host, port = ctx.app.config.advertised, ctx.local_port
+    if ctx.version >= 4:
         return {"coordinators": [{"key": k, "node_id": NODE_ID, "host": host, "port": port,
-                                  "error_code": errors.NONE} for k in req["coordinator_keys"]]}
+                                  "error_code": errors.NONE} for k in ctx.request["coordinator_keys"]]}
     return {"error_code": errors.NONE, "node_id": NODE_ID, "host": host, "port": port}
 
 
 @handler(apis.JOIN_GROUP)
-async def join_group(conn, version, req):
-    return await kafka_state(conn.app).coordinator.join(req, version, conn.client_id, "/" + conn.peer_host)
+async def join_group(ctx: RequestContext):
+    return await kafka_state(ctx.app).coordinator.join(ctx.request, ctx.version, ctx.client_id, "/" + ctx.peer_host)
 
 
 @handler(apis.SYNC_GROUP)
-async def sync_group(conn, version, req):
-    return await kafka_state(conn.app).coordinator.sync(req)
+async def sync_group(ctx: RequestContext):
+    return await kafka_state(ctx.app).coordinator.sync(ctx.request)
 
 
 @handler(apis.HEARTBEAT)
-async def heartbeat(conn, version, req):
-    return {"error_code": kafka_state(conn.app).coordinator.heartbeat(req)}
+async def heartbeat(ctx: RequestContext):
+    return {"error_code": kafka_state(ctx.app).coordinator.heartbeat(ctx.request)}
 
 
 @handler(apis.LEAVE_GROUP)
-async def leave_group(conn, version, req):
-    coordinator = kafka_state(conn.app).coordinator
-    if version < 3:
+async def leave_group(ctx: RequestContext):
+    req = ctx.request
+    coordinator = kafka_state(ctx.app).coordinator
+    if ctx.version < 3:
         return {"error_code": coordinator.leave(req["group_id"], [(req["member_id"], None)])[0]}
     members = [(m["member_id"], m["group_instance_id"]) for m in req["members"]]
     codes = coordinator.leave(req["group_id"], members)
@@ -49,8 +52,8 @@ async def leave_group(conn, version, req):
 
 
 @handler(apis.OFFSET_COMMIT)
-async def offset_commit(conn, version, req):
-    app = conn.app
+async def offset_commit(ctx: RequestContext):
+    app, req = ctx.app, ctx.request
     group = req["group_id"]
     code = kafka_state(app).coordinator.check_commit(group, req.get("generation_id_or_member_epoch", -1),
                                                      req.get("member_id", ""))
@@ -63,8 +66,8 @@ async def offset_commit(conn, version, req):
                                    p["committed_metadata"] or "")
             parts.append({"partition_index": p["partition_index"], "error_code": code})
         out.append({"name": t["name"], "partitions": parts})
-    # Kafka acknowledges a commit once it is durable; persist() writes only when something changed.
-    app.offsets.persist()
+    # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
+    await app.offsets.wait_durable()
     return {"topics": out}
 
 
@@ -89,9 +92,9 @@ def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
 
 
 @handler(apis.OFFSET_FETCH)
-async def offset_fetch(conn, version, req):
-    app = conn.app
-    if version >= 8:
+async def offset_fetch(ctx: RequestContext):
+    app, req = ctx.app, ctx.request
+    if ctx.version >= 8:
         return {"groups": [{"group_id": g["group_id"], "error_code": errors.NONE,
                             "topics": _fetch_group_offsets(app, g["group_id"], g["topics"])}
                            for g in req["groups"]]}
@@ -99,9 +102,9 @@ async def offset_fetch(conn, version, req):
 
 
 @handler(apis.LIST_GROUPS)
-async def list_groups(conn, version, req):
-    app = conn.app
-    states = set(req.get("states_filter") or [])
+async def list_groups(ctx: RequestContext):
+    app = ctx.app
+    states = set(ctx.request.get("states_filter") or [])
     seen = {}
     for group_id, ptype, state in kafka_state(app).coordinator.listing():
         seen[group_id] = (ptype, state)
@@ -113,11 +116,11 @@ async def list_groups(conn, version, req):
 
 
 @handler(apis.DESCRIBE_GROUPS)
-async def describe_groups(conn, version, req):
-    app = conn.app
+async def describe_groups(ctx: RequestContext):
+    app = ctx.app
     coordinator = kafka_state(app).coordinator
     out = []
-    for group_id in req["groups"]:
+    for group_id in ctx.request["groups"]:
         d = coordinator.describe(group_id)
         if d["group_state"] == "Dead" and group_id in set(app.offsets.groups()):
             d["group_state"] = "Empty"
@@ -127,27 +130,26 @@ async def describe_groups(conn, version, req):
 
 
 @handler(apis.DELETE_GROUPS)
-async def delete_groups(conn, version, req):
-    app = conn.app
+async def delete_groups(ctx: RequestContext):
+    app = ctx.app
     coordinator = kafka_state(app).coordinator
     out = []
-    for group_id in req["groups_names"]:
+    for group_id in ctx.request["groups_names"]:
         known = group_id in coordinator.groups or group_id in set(app.offsets.groups())
         code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:
             app.offsets.delete_group(group_id)
-            app.offsets.persist()
+            await app.offsets.wait_durable()
         out.append({"group_id": group_id, "error_code": code})
     return {"results": out}
 
 
 @handler(apis.INIT_PRODUCER_ID)
-async def init_producer_id(conn, version, req):
+async def init_producer_id(ctx: RequestContext):
+    req = ctx.request
     if req.get("transactional_id"):
-        from gateway.kafka.txn import init_transactional
-
-        return await init_transactional(conn.app, req["transactional_id"], req["transaction_timeout_ms"])
-    producers = kafka_state(conn.app).producers
+        return await init_transactional(ctx.app, req["transactional_id"], req["transaction_timeout_ms"])
+    producers = kafka_state(ctx.app).producers
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return {"error_code": errors.NONE, "producer_id": pid, "producer_epoch": epoch + 1}

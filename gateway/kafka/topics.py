@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.kafka import errors
+import gateway.kafka.errors as errors
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
 

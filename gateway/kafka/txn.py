@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import time
 
+import gateway.kafka.errors as errors
 from codec.kafka import apis
-from gateway.kafka import errors
-from gateway.kafka.handlers import handler, kafka_state
+from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.state import kafka_state
 
 
 def _now() -> int:
     return int(time.time() * 1000)
 
 
-def _txn(app, req):
+def _txn(ctx: RequestContext):
     """(error, txn) for a request naming transactional_id / producer_id / producer_epoch."""
-    txns = kafka_state(app).txns
+    txns = kafka_state(ctx.app).txns
     txns.expire_due(_now())
+    req = ctx.request
     return txns.lookup(req["transactional_id"], req["producer_id"], req["producer_epoch"])
 
 
@@ -35,25 +37,27 @@ async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
 
 
 @handler(apis.ADD_PARTITIONS_TO_TXN)
-async def add_partitions_to_txn(conn, version, req):
-    code, txn = _txn(conn.app, req)
+async def add_partitions_to_txn(ctx: RequestContext):
+    code, txn = _txn(ctx)
     if txn is not None:
-        kafka_state(conn.app).txns.begin(txn, _now())
+        kafka_state(ctx.app).txns.begin(txn, _now())
     return {"results": [{"name": t["name"], "results": [
-        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]} for t in req["topics"]]}
+        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
+        for t in ctx.request["topics"]]}
 
 
 @handler(apis.ADD_OFFSETS_TO_TXN)
-async def add_offsets_to_txn(conn, version, req):
-    code, txn = _txn(conn.app, req)
+async def add_offsets_to_txn(ctx: RequestContext):
+    code, txn = _txn(ctx)
     if txn is not None:
-        kafka_state(conn.app).txns.begin(txn, _now())
+        kafka_state(ctx.app).txns.begin(txn, _now())
     return {"error_code": code}
 
 
 @handler(apis.TXN_OFFSET_COMMIT)
-async def txn_offset_commit(conn, version, req):
-    code, txn = _txn(conn.app, req)
+async def txn_offset_commit(ctx: RequestContext):
+    req = ctx.request
+    code, txn = _txn(ctx)
     out = []
     for t in req["topics"]:
         parts = []
@@ -67,11 +71,12 @@ async def txn_offset_commit(conn, version, req):
 
 
 @handler(apis.END_TXN)
-async def end_txn(conn, version, req):
-    app = conn.app
-    code, txn = _txn(app, req)
+async def end_txn(ctx: RequestContext):
+    app = ctx.app
+    code, txn = _txn(ctx)
     if txn is None:
         return {"error_code": code}
-    ends = kafka_state(app).txns.finish(txn, commit=req["committed"])
+    ends = kafka_state(app).txns.finish(txn, commit=ctx.request["committed"])
     await _durable(app, ends)
+    await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
     return {"error_code": errors.NONE}

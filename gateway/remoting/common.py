@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import time
 
-from semantics import routing
 from semantics.rocketmq_clients import ClientRegistry
 
 BROKER_NAME = "broker-a"
@@ -30,10 +29,7 @@ def handles(*codes: int):
 
 
 def registry(app) -> ClientRegistry:
-    reg = app.state.get("rocketmq.clients")
-    if reg is None:
-        reg = app.state["rocketmq.clients"] = ClientRegistry()
-    return reg
+    return app.rocketmq_clients
 
 
 def legal_topic(name: str | None) -> bool:
@@ -70,7 +66,16 @@ def now_ms() -> int:
 
 
 def delay_levels(app):
-    return getattr(app, "delay_levels", None) or routing.DEFAULT_LEVELS
+    return app.delay_levels
+
+
+def offsets_on_disk(channel, req, resp):
+    """Sync flush mode: answer `req` with `resp` once the offset table is on disk."""
+    async def on_disk():
+        await channel.app.offsets.wait_durable()
+        return resp
+    channel.spawn(req, on_disk)
+    return DEFERRED
 
 
 def after_durable(channel, req, end_offset: int, resp):

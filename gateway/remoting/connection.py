@@ -12,16 +12,13 @@ traceback and keeps running).
 """
 from __future__ import annotations
 
-import functools
 import logging
 
 import trio
 
-import security
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
-from gateway.remoting.end_transaction import send_transaction_check
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
@@ -128,18 +125,8 @@ class Channel:
             pass
 
 
-def _install(app) -> None:
-    """First connection: register the transaction check sender with semantics.transactions."""
-    if app.state.get("rocketmq.installed"):
-        return
-    app.state["rocketmq.installed"] = True
-    from semantics.transactions import register_checker
-    register_checker(app, "remoting", functools.partial(send_transaction_check, app))
-
-
 async def handle_connection(stream: trio.SocketStream, app) -> None:
-    _install(app)
-    guard = security.for_app(app)  # None unless --authorizer acl
+    guard = app.security  # None unless --authorizer acl
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)

@@ -4,7 +4,7 @@ GET_EARLIEST_MSG_STORETIME)."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from gateway.remoting.common import handles
+from gateway.remoting.common import handles, offsets_on_disk
 from gateway.remoting.headers import optional_str, queue_id, required_long, required_str
 
 
@@ -27,7 +27,9 @@ def query_consumer_offset(channel, req):
 def update_consumer_offset(channel, req):
     channel.app.offsets.commit(required_str(req, "consumerGroup"), required_str(req, "topic"), queue_id(req),
                                required_long(req, "commitOffset"))
-    return req.response()
+    if not channel.app.offsets.durable:
+        return req.response()
+    return offsets_on_disk(channel, req, req.response())
 
 
 @handles(RC.GET_MAX_OFFSET)

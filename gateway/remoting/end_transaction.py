@@ -12,7 +12,7 @@ def end_transaction(channel, req):
     """Commit (8) or roll back (12) a half message; 0 (unknown) leaves it to the check-back."""
     app = channel.app
     kind = optional_int(req, "commitOrRollback", 0)
-    if kind not in (8, 12) or getattr(app, "transactions", None) is None:
+    if kind not in (8, 12):
         return req.response()
     outcome, result = app.transactions.end(required_long(req, "tranStateTableOffset"), kind == 8,
                                            req.get_str("producerGroup"), required_long(req, "commitLogOffset"))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import trio
 
-import gateway.remoting.inner_batch as inner_batch
+import interop.to_rocketmq as inner_batch
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
-from gateway.remoting.common import DEFERRED, handles, registry
+from gateway.remoting.common import DEFERRED, handles, offsets_on_disk, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, queue_id,
                                       required_long)
 from semantics.sql92 import FilterSyntaxError, Selector, subscription_filter
@@ -37,10 +37,12 @@ def pull_message(channel, req):
         raise RequestError(ResponseCode.SYSTEM_ERROR,
                            f"queueId[{qid}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                            f"[{cfg.read_queues}] consumer:[{channel.address[0]}:{channel.address[1]}]")
+    committed = False  # sync flush mode: the answer waits until the commit is on disk
     if sys_flag & PullSysFlag.COMMIT_OFFSET and group:
         commit = optional_long(req, "commitOffset", -1)
         if commit >= 0:
             app.offsets.commit(group, topic, qid, commit)
+            committed = app.offsets.durable
     if sys_flag & PullSysFlag.SUBSCRIPTION:
         expression, kind = req.get_str("subscription"), req.get_str("expressionType")
     else:
@@ -55,7 +57,7 @@ def pull_message(channel, req):
         suspend_s = min(optional_long(req, "suspendTimeoutMillis", 15000) / 1000.0, MAX_SUSPEND_S)
     resp = _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags)
     if resp.code != ResponseCode.PULL_NOT_FOUND or suspend_s <= 0:
-        return resp
+        return offsets_on_disk(channel, req, resp) if committed else resp
 
     async def long_poll():
         deadline = trio.current_time() + suspend_s

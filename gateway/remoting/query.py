@@ -2,7 +2,7 @@
 (VIEW_MESSAGE_BY_ID, the offset a msgId names). A Kafka batch entry answers with its records."""
 from __future__ import annotations
 
-import gateway.remoting.inner_batch as inner_batch
+import interop.to_rocketmq as inner_batch
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.tags import parse_tags
 from gateway.remoting.common import handles

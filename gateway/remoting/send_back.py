@@ -3,7 +3,7 @@ goes to %RETRY%<group> through the delay levels, or to %DLQ%<group>) and our adm
 RESEND_DLQ_MESSAGE (a dead letter back on its original topic). semantics.retry does the work."""
 from __future__ import annotations
 
-import gateway.remoting.inner_batch as inner_batch
+import interop.to_rocketmq as inner_batch
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting import message as smsg
 from gateway.remoting.common import after_durable, delay_levels, handles, now_ms

@@ -29,7 +29,6 @@ def gw(tmp_path_factory):
         g = GatewayProcess(data, extra_args=["--authorizer", "acl", "--super-users", "User:admin"]).start()
     finally:
         del os.environ["ROCKETGATE_ADMIN_PASSWORD"]
-    # the credential store is made (and the admin bootstrapped) on the first remoting connection
     admin = Admin(g.namesrv, access_key="admin", secret_key="admin-secret").start()
     admin.create_topic("acl-orders", queues=2)
     admin.shutdown()

@@ -14,14 +14,9 @@ from security.__main__ import run
 from security.acl import Operation as Op, ResourceType as RT
 
 
-class FakeApp:
-    def __init__(self, config):
-        self.config, self.state = config, {}
-
-
-def test_flags_default_off_and_parse():
+def test_flags_default_off_and_parse(tmp_path):
     config = parse_args([])
-    assert config.authorizer == "none" and security.for_app(FakeApp(config)) is None
+    assert config.authorizer == "none" and security.from_config(config, str(tmp_path)) is None
     config = parse_args(["--authorizer", "acl", "--super-users", "User:admin, User:ops",
                          "--allow-everyone-if-no-acl-found"])
     assert config.authorizer == "acl" and config.allow_everyone_if_no_acl_found
@@ -99,3 +94,15 @@ def test_a_damaged_file_is_a_clear_error(tmp_path, name, text):
     (config / name).write_text(text)
     with pytest.raises(ValueError, match=name):
         security.Security(str(config), environ={})
+
+
+def test_a_damaged_file_stops_the_gateway_start(tmp_path):
+    config = tmp_path / "data" / "config"
+    config.mkdir(parents=True)
+    (config / "acls.json").write_text("{oops")
+    r = subprocess.run([sys.executable, "-m", "gateway", "--data-dir", str(tmp_path / "data"), "--authorizer", "acl",
+                        "--kafka-port", "0", "--remoting-port", "0"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("rocketgate: error:") and "acls.json" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -8,14 +8,10 @@ import store
 
 
 class MiniApp:
-    """The parts of gateway.server.App the semantics services use, around a real store."""
+    """A store in the place of gateway.app.App, for tests of one semantics service."""
 
     def __init__(self, s):
         self.store = s
-        self.state = {}
-
-    async def durable(self, end_offset):
-        return None
 
 
 @pytest.fixture
@@ -55,15 +51,13 @@ def run_gateway(tmp_path, client_part, **settings):
     The server runs in the main thread because it listens for signals."""
     from gateway_process import free_port, wait_port
     from gateway import server
+    from gateway.app import build_app
     from gateway.config import GatewayConfig
-    from semantics import install_services
 
-    cfg = GatewayConfig(data_dir=str(tmp_path / "gw"), kafka_port=free_port(), remoting_port=free_port())
-    for name, value in settings.items():
-        setattr(cfg, name, value)
-    st = server.open_store(cfg)
-    app = server.App(cfg, st)
-    install_services(app)
+    cfg = GatewayConfig(data_dir=str(tmp_path / "gw"), kafka_port=free_port(), remoting_port=free_port(),
+                        **settings)
+    app = build_app(cfg)
+    st = app.store
     outcome = {}
 
     async def main():

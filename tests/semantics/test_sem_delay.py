@@ -131,7 +131,7 @@ def test_service_wakes_on_arrival_and_delivers(app):
 
     async def main():
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(d.run, app)
+            nursery.start_soon(d.run)
             await trio.sleep(0.2)  # the service is now asleep with nothing pending
             now = int(time.time() * 1000)
             app.store.append(route(Message("W", 0, b"x", {"DELAY": "1"}), now, levels))

@@ -5,8 +5,8 @@ import trio
 
 from codec.remoting.message import Message, decode
 from semantics.routing import HALF_TOPIC, OP_TOPIC, SCHEDULE_TOPIC, route
-from semantics.transactions import EndResult, Transactions, register_checker
-from semantics_fixtures import app, reopen, st  # noqa: F401 - fixtures
+from semantics.transactions import EndResult, Transactions
+from semantics_fixtures import reopen, st  # noqa: F401 - fixtures
 
 NOW = int(time.time() * 1000)
 
@@ -77,7 +77,7 @@ def test_delayed_transactional_message_goes_through_schedule_on_commit(st):
     assert m.properties["REAL_TOPIC"] == "Pay"
 
 
-def test_check_rounds_immunity_max_and_discard(st, app):
+def test_check_rounds_immunity_max_and_discard(st):
     tx = Transactions(st, timeout_ms=6000, check_max=3)
     a, a_phys = half(st, b"a")
     b, _ = half(st, b"b", CHECK_IMMUNITY_TIME_IN_SECONDS="60")
@@ -91,11 +91,11 @@ def test_check_rounds_immunity_max_and_discard(st, app):
                       view.physical_offset, view.queue_offset))
         return True
 
-    register_checker(app, "test", checker)
+    tx.checkers["test"] = checker
     t0 = st.get(a_phys).store_timestamp  # ages are measured from the store time
 
     async def rounds(now):
-        return await tx.check_round(app, now - NOW + t0)
+        return await tx.check_round(now - NOW + t0)
 
     assert trio.run(rounds, NOW + 5000) == 0  # too young
     assert trio.run(rounds, NOW + 7000) == 1  # a only: b is immune for 60 s, c decided
@@ -115,7 +115,7 @@ def test_check_rounds_immunity_max_and_discard(st, app):
     assert visible(st) == [b"b"]
 
 
-def test_check_counts_without_live_producer(st, app):
+def test_check_counts_without_live_producer(st):
     tx = Transactions(st, check_max=2)
     a, a_phys = half(st, b"a")
     t0 = st.get(a_phys).store_timestamp
@@ -123,10 +123,10 @@ def test_check_counts_without_live_producer(st, app):
     async def nobody(group, msg, body):
         return False
 
-    register_checker(app, "remoting", nobody)
+    tx.checkers["remoting"] = nobody
 
     async def rounds(now):
-        return await tx.check_round(app, now - NOW + t0)
+        return await tx.check_round(now - NOW + t0)
 
     for i in range(2):
         assert trio.run(rounds, NOW + 10_000 * (i + 1)) == 0
@@ -135,7 +135,7 @@ def test_check_counts_without_live_producer(st, app):
     assert tx.outcome(a) in ("discard", "decided")
 
 
-def test_inner_batch_half(st, app):
+def test_inner_batch_half(st):
     """A Kafka transactional batch stored as one inner-batch half: one decision covers all records."""
     tx = Transactions(st, check_max=1)
     m = Message("Pay", 1, b"kafka-batch", {"TRAN_MSG": "true", "PGROUP": "txn-id"}, batch_count=3)
@@ -148,9 +148,9 @@ def test_inner_batch_half(st, app):
         checked.append(msg.queue_offset)
         return True
 
-    register_checker(app, "test", checker)
+    tx.checkers["test"] = checker
     t0 = st.get(h.physical_offset).store_timestamp
-    trio.run(tx.check_round, app, t0 + 7000)
+    trio.run(tx.check_round, t0 + 7000)
     assert checked == [0, 3]  # the batch is checked once
     assert tx.end(1, True)[0] is EndResult.NOT_FOUND  # records of a batch half are not names
     assert tx.end(0, True)[0] is EndResult.COMMITTED
@@ -159,17 +159,17 @@ def test_inner_batch_half(st, app):
     assert tx.cursor == 3
     [op] = [m for _o, m in st.read(OP_TOPIC, 0, 0).entries]
     assert op.body == b"0,1,2,"
-    trio.run(tx.check_round, app, t0 + 20_000)  # the single half reaches the limit
+    trio.run(tx.check_round, t0 + 20_000)  # the single half reaches the limit
     assert tx.cursor == 4
 
 
-def test_state_file_caches_the_op_log(st, reopen, app):
+def test_state_file_caches_the_op_log(st, reopen):
     tx = Transactions(st)
     a, _ = half(st, b"a")
     b, _ = half(st, b"b")
     c, _ = half(st, b"c")
     tx.end(b, True)
-    trio.run(tx.check_round, app, 0)  # nothing old enough; the state is written
+    trio.run(tx.check_round, 0)  # nothing old enough; the state is written
     doc = st.read_config("transactionCheck.json")
     assert doc == {"halfCursor": 0, "opScanned": 1, "decided": {"1": "commit"}, "checkTimes": {}}
     tx.end(c, False)  # after the last write: only in the op log

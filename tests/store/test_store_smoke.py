@@ -4,6 +4,16 @@ from store import Message, StoreConfig
 from semantics.offsets import OffsetTable
 
 
+class Recorder:
+    """A dispatcher that records (topic, queue id, next offset) of every request it sees."""
+
+    def __init__(self, seen: list) -> None:
+        self.seen = seen
+
+    def dispatch(self, requests) -> None:
+        self.seen.extend((r.topic, r.queue_id, r.queue_offset + r.count) for r in requests)
+
+
 def small_config(**kw):
     base = dict(commitlog_file_size=64 * 1024, cq_units_per_file=100, index_slots=64, index_entries=256)
     base.update(kw)
@@ -13,7 +23,7 @@ def small_config(**kw):
 def test_append_read_reopen(tmp_path):
     s = store.open(str(tmp_path), small_config())
     seen = []
-    s.add_listener(lambda t, q, n: seen.append((t, q, n)))
+    s.add_dispatcher(Recorder(seen))
     r0 = s.append(Message("T", 0, b"hello", {"TAGS": "A", "KEYS": "k1 k2"}))
     r1 = s.append(Message("T", 0, b"world", {"TAGS": "B", "UNIQ_KEY": "U1"}))
     rb = s.append(Message("T", 1, b"batch-body", {}, batch_count=3, tags_codes=[5, 5, 5], keys=["x", "y"]))
@@ -89,12 +99,15 @@ def test_rollover_and_offset_for_timestamp(tmp_path):
     s.close()
 
 
-def test_append_units_for_views(tmp_path):
+def test_dispatch_units_for_views(tmp_path):
+    """Units without a CommitLog write (a view's, pointing at a base entry) go through the dispatchers."""
     s = store.open(str(tmp_path), small_config())
     seen = []
-    s.add_listener(lambda t, q, n: seen.append((t, q, n)))
+    s.add_dispatcher(Recorder(seen))
     r = s.append(Message("base", 0, b"x", {"TAGS": "A"}))
-    assert s.append_units("view", 0, [(r.physical_offset, r.size, 7)]) == 1
+    s.dispatch([store.DispatchRequest("view", 0, 0, 1, r.physical_offset, r.size, r.store_timestamp, 0, (7,),
+                                      None, {})])
+    assert s.max_offset("view", 0) == 1
     assert seen[-1] == ("view", 0, 1)
     res = s.read("view", 0, 0)
     assert res.entries[0][0] == 0 and res.entries[0][1].body == b"x" and res.next_offset == 1

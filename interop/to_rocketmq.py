@@ -10,11 +10,13 @@ can find that one record again.
 """
 from __future__ import annotations
 
-
-import store
 from codec.kafka.records import decode_records, parse_batches
 from codec.remoting import message as smsg
-from codec.remoting.message import INNER_BATCH_FLAG, NEED_UNWRAP_FLAG
+from codec.remoting.message import INNER_BATCH_FLAG, NEED_UNWRAP_FLAG, Message
+from interop.headers import KEYS, record_properties
+
+__all__ = ["INNER_BATCH_FLAG", "record_uniq_key", "records_as_messages", "expand", "expand_matching_key",
+           "find_record"]
 
 
 def record_uniq_key(physical_offset: int, index: int) -> str:
@@ -22,25 +24,16 @@ def record_uniq_key(physical_offset: int, index: int) -> str:
     return f"{physical_offset:016X}{index:08X}4B414641"
 
 
-def records_as_messages(m) -> list:
-    """The logical messages of an inner-batch StoredMessage, as store.Message objects."""
+def records_as_messages(m) -> list[Message]:
+    """The logical messages of an inner-batch StoredMessage."""
     batch = parse_batches(m.body)[0]
     out = []
     for i, rec in enumerate(decode_records(batch.records_bytes(), batch.record_count)):
-        props = {}
-        for name, value in rec.headers:
-            if value is not None:
-                props[name] = value.decode("utf-8", "replace")
-        if rec.key is not None and "KEYS" not in props:
-            try:
-                props["KEYS"] = rec.key.decode()
-            except UnicodeDecodeError:
-                pass
+        props = record_properties(rec)
         props.setdefault("UNIQ_KEY", record_uniq_key(m.physical_offset, i))
-        out.append(store.Message(topic=m.topic, queue_id=m.queue_id, body=rec.value or b"", properties=props,
-                                 flag=0, sys_flag=m.sys_flag & ~INNER_BATCH_FLAG & ~NEED_UNWRAP_FLAG,
-                                 born_timestamp=batch.base_timestamp + rec.timestamp_delta,
-                                 born_host=m.born_host))
+        out.append(Message(topic=m.topic, queue_id=m.queue_id, body=rec.value or b"", properties=props,
+                           flag=0, sys_flag=m.sys_flag & ~INNER_BATCH_FLAG & ~NEED_UNWRAP_FLAG,
+                           born_timestamp=batch.base_timestamp + rec.timestamp_delta, born_host=m.born_host))
     return out
 
 
@@ -65,9 +58,7 @@ def expand_matching_key(m, key: str) -> list[bytes]:
     """QUERY_MESSAGE: the records of the batch whose KEYS (or UNIQ_KEY) contain `key`."""
     first = getattr(m, "queue_offset", 0)
     return [_encode(m, logical, first + i) for i, logical in enumerate(records_as_messages(m))
-            if key in (logical.properties.get("KEYS") or "").split(" ") or logical.properties.get("UNIQ_KEY") == key]
-
-
+            if key in (logical.properties.get(KEYS) or "").split(" ") or logical.properties.get("UNIQ_KEY") == key]
 
 
 def find_record(m, msg_id: str | None):

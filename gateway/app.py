@@ -1,0 +1,123 @@
+"""The composition root: `build_app(config)` opens the store and builds every shared table and
+service of one gateway process into one frozen, typed `App` (nothing is added to it later).
+`gateway.services` runs its background services; `gateway.server` serves connections with it."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import security
+import store
+from gateway.config import GatewayConfig
+from gateway.flush import AsyncFlush, GroupCommit
+from gateway.kafka.state import KafkaState
+from gateway.longpoll import ArrivalHub
+from gateway.remoting.end_transaction import send_transaction_check
+from semantics.clock import WALL_CLOCK, WallClock
+from semantics.delay import DelayScheduler
+from semantics.offsets import OffsetTable
+from semantics.rocketmq_clients import ClientRegistry
+from semantics.routing import DelayLevels, ensure_system_topics
+from semantics.transactions import Transactions, register_checker
+from semantics.views import Views
+from gateway.services import ConfigWriterService
+from store.config import ConfigDir, ConfigWriter
+
+
+class StartupError(Exception):
+    """A problem the user can fix (port in use, bad setting): one line on stderr, exit status 2."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class App:
+    """Everything a connection handler and a background service needs."""
+
+    config: GatewayConfig
+    clock: WallClock  # wall-clock ms and sleeps of the timer-driven services
+    store: store.Store
+    durability: GroupCommit | AsyncFlush  # by --flush; also the flush service
+    arrivals: ArrivalHub  # wakes long polls when a queue grows
+    config_writer: ConfigWriterService  # off-loop writes of offsets, delay and transaction progress
+    offsets: OffsetTable
+    delay_levels: DelayLevels
+    delay: DelayScheduler
+    transactions: Transactions
+    views: Views
+    rocketmq_clients: ClientRegistry  # registered producers/consumers of the remoting side
+    security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
+    # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
+    kafka: KafkaState = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kafka", KafkaState(self))
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.config.flush == "sync"
+
+    async def durable(self, end_offset: int) -> None:
+        """In sync mode wait until the CommitLog is on disk up to `end_offset`; no-op in async mode."""
+        await self.durability.durable(end_offset)
+
+
+def open_store(config: GatewayConfig) -> store.Store:
+    return store.open(
+        config.data_dir,
+        store.StoreConfig(
+            commitlog_file_size=config.commitlog_file_size,
+            max_message_size=config.max_message_bytes,
+            flush=config.flush,
+            file_reserved_hours=config.file_reserved_hours,
+            # msgIds name this address: clients use it to view messages and send them back.
+            store_host=(config.advertised, config.remoting_port),
+        ),
+        recover=False,  # _assemble registers the dispatchers the replay feeds, then recovers
+    )
+
+
+def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
+    """Open the store and build the App; StartupError for a bad setting or an unusable store."""
+    try:
+        levels = DelayLevels(config.message_delay_level)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    try:
+        st = open_store(config)
+    except (OSError, ValueError) as exc:
+        raise StartupError(f"cannot open store in {config.data_dir!r}: {exc}") from None
+    try:
+        return _assemble(config, clock, st, levels)
+    except BaseException as exc:
+        st.close()
+        if isinstance(exc, (OSError, ValueError)):
+            raise StartupError(str(exc)) from None
+        raise
+
+
+def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels) -> App:
+    sync = config.flush == "sync"
+    durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
+    writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
+    arrivals = ArrivalHub()
+    st.add_dispatcher(arrivals)
+    views = Views(st)  # a dispatcher too: registered before the replay, which rebuilds view units
+    st.recover()
+    ensure_system_topics(st, levels)
+    app = App(
+        config=config, clock=clock, store=st, durability=durability, arrivals=arrivals,
+        config_writer=writer,
+        offsets=OffsetTable(st, durable=sync, writer=writer, clock=clock),
+        delay_levels=levels,
+        delay=DelayScheduler(st, levels, clock=clock, durable=durability.durable, writer=writer),
+        transactions=Transactions(
+            st, levels, timeout_ms=config.transaction_timeout_ms,
+            check_interval_ms=config.transaction_check_interval_ms,
+            check_max=config.transaction_check_max, clock=clock, writer=writer),
+        views=views,
+        rocketmq_clients=ClientRegistry(),
+        security=security.from_config(config, os.path.join(st.path, "config")),
+    )
+    # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
+    register_checker(app, "remoting", functools.partial(send_transaction_check, app))
+    return app

@@ -1,0 +1,220 @@
+"""Fetch: stored entries served as record batches, waiting up to max_wait_ms for min_bytes.
+
+An inner-batch entry is its RecordBatch with BaseOffset patched; a large one is sent from the
+CommitLog file (sendfile). Native RocketMQ messages and a filtered view's cut of a batch are
+encoded by `interop.to_kafka`.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+
+import trio
+
+import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
+from codec.kafka import apis
+from codec.kafka.records import BATCH_LENGTH_AT, RECORD_COUNT_AT
+from codec.kafka.schema import Spliced
+from codec.remoting import message as stored
+from codec.remoting.message import (BODY_AT, BODY_LENGTH_AT, INNER_BATCH_FLAG as INNER_BATCH, INT32 as _I32,
+                                    INT64 as _I64, QUEUE_OFFSET_AT, SYSFLAG_AT)
+from gateway.kafka.registry import RequestContext, handler
+from gateway.sendfile import FileRange, close_spliced
+from interop.to_kafka import native_batch, view_batch
+from semantics import views
+
+UNITS_PER_LOOKUP = 4096  # ConsumeQueue units fetched per store call while filling a Fetch
+PEEK_UNITS = 64  # the first look: when all of them share one entry, its end is found by binary search
+_PHYS = operator.itemgetter(0)
+
+
+def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget: int) -> list[tuple[int, int, int]]:
+    """(first offset, phys, size) of the entries from `offset` on, until their stored sizes reach
+    `budget` (the entry crossing it included: a stored entry is larger than the batch it serves).
+    The units of one inner batch share their phys: a large batch is skipped by binary search,
+    smaller ones are grouped with the per-unit work in C."""
+    out = []
+    total = 0
+    lookup = PEEK_UNITS
+    while offset < high and total < budget:
+        units = s.units(topic, partition, offset, min(high - offset, lookup))
+        if not units:
+            break
+        phys, size = units[0][0], units[0][1]
+        if len(units) == PEEK_UNITS and units[-1][0] == phys:  # one large batch
+            if not (out and out[-1][1] == phys):
+                out.append((offset, phys, size))
+                total += size
+            offset = s.entry_end(topic, partition, offset + PEEK_UNITS - 1, phys, high)
+            continue
+        lookup = UNITS_PER_LOOKUP
+        start = offset
+        for phys, run in itertools.groupby(units, _PHYS):
+            n = len(list(run))
+            if not (out and out[-1][1] == phys):  # else the batch goes on from the previous lookup
+                if total >= budget:
+                    break
+                size = units[offset - start][1]
+                out.append((offset, phys, size))
+                total += size
+            offset += n
+    return out
+
+
+SPLICE_MIN_BYTES = 64 << 10  # a stored batch at least this large is sent from its file (sendfile)
+_SPLICE_HEAD = BODY_AT + RECORD_COUNT_AT + _I32.size  # an entry's bytes up to its batch's record count
+
+
+def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
+                 view=None):
+    """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked):
+    a bytearray, or a `Spliced` whose parts are bytearrays and `FileRange`s.
+
+    A large inner-batch entry is not read at all: its RecordBatch is sent from the CommitLog file
+    after the 8 bytes of its BaseOffset, which are patched in memory (the batch CRC does not cover
+    them). Each contiguous run of smaller entries is read with one call and copied once into the
+    answer, BaseOffsets patched there. `view` is the tag filter of a filtered view topic: its
+    inner-batch entries are cut to the matching records, renumbered with the view's offsets."""
+    out = bytearray()
+    parts = []  # finished pieces before `out` when anything is spliced
+    total = 0  # bytes in parts and out
+    s = app.store
+    entries = fetch_entries(s, topic, partition, offset, high, max(max_bytes, 1))
+    i = 0
+    while i < len(entries):
+        first, phys, size = entries[i]
+        if size >= SPLICE_MIN_BYTES and view is None and first >= offset:
+            head = s.read_entry(phys, _SPLICE_HEAD)
+            if len(head) == _SPLICE_HEAD and _I32.unpack_from(head, SYSFLAG_AT)[0] & INNER_BATCH:
+                qoff = _I64.unpack_from(head, QUEUE_OFFSET_AT)[0]
+                blen = _I32.unpack_from(head, BODY_LENGTH_AT)[0]
+                if total + blen > max_bytes and (total or not at_least_one):
+                    break
+                rng = s.open_entry_range(phys + BODY_AT + BATCH_LENGTH_AT, blen - BATCH_LENGTH_AT)
+                if rng is not None:
+                    out += _I64.pack(qoff)
+                    parts += (out, FileRange(rng[0], rng[1], blen - BATCH_LENGTH_AT))
+                    out = bytearray()
+                    total += blen
+                    offset = qoff + _I32.unpack_from(head, BODY_AT + RECORD_COUNT_AT)[0]
+                    i += 1
+                    continue
+        j = i + 1  # entries[i:j] is one contiguous run of the CommitLog, copied
+        while (j < len(entries) and entries[j][1] == entries[j - 1][1] + entries[j - 1][2]
+               and entries[j][2] < SPLICE_MIN_BYTES):
+            j += 1
+        run_start = entries[i][1]
+        run_len = entries[j - 1][1] + entries[j - 1][2] - run_start
+        run = s.read_entry(run_start, run_len)
+        if len(run) < run_len:
+            break
+        mv = memoryview(run)
+        full = False
+        for first, phys, size in entries[i:j]:
+            if first < offset:
+                continue  # already served by the batch before (a view cut)
+            if size < BODY_AT:
+                offset = first + 1  # a hole in the ConsumeQueue: nothing to serve
+                continue
+            at = phys - run_start
+            inner = _I32.unpack_from(run, at + SYSFLAG_AT)[0] & INNER_BATCH
+            if inner and view is None:
+                qoff = _I64.unpack_from(run, at + QUEUE_OFFSET_AT)[0]
+                blen = _I32.unpack_from(run, at + BODY_LENGTH_AT)[0]
+                nxt = qoff + _I32.unpack_from(run, at + BODY_AT + RECORD_COUNT_AT)[0]
+                if total + blen > max_bytes and (total or not at_least_one):
+                    full = True
+                    break
+                pos = len(out)
+                out += mv[at + BODY_AT:at + BODY_AT + blen]
+                _I64.pack_into(out, pos, qoff)
+                total += blen
+            else:
+                raw = bytes(mv[at:at + size])
+                if inner:
+                    batch, nxt = _view_cut(s, topic, partition, first, phys, raw, view)
+                else:
+                    batch, nxt = native_batch(stored.decode(raw), first), first + 1
+                if total + len(batch) > max_bytes and (total or not at_least_one):
+                    full = True
+                    break
+                out += batch
+                total += len(batch)
+            offset = max(nxt, first + 1)
+        mv.release()
+        if full:
+            break
+        i = j
+    if not parts:
+        return out
+    parts.append(out)
+    return Spliced(parts, total)
+
+
+def _view_cut(s, view_topic: str, partition: int, offset: int, phys: int, raw: bytes, filt) -> tuple[bytes, int]:
+    """(batch, next view offset) for a view unit that points at a Kafka record batch entry: the
+    view holds one unit per matching record of the batch, contiguous; `offset` may be any of them."""
+    run = s.units(view_topic, partition, offset, _I32.unpack_from(raw, BODY_AT + RECORD_COUNT_AT)[0])
+    n = 1
+    while n < len(run) and run[n][0] == phys:
+        n += 1
+    return view_batch(raw, offset, n, filt), offset + n
+
+
+def release(responses) -> None:
+    """Close the files held by Spliced records of Fetch responses that will not be sent."""
+    for t in responses:
+        for p in t["partitions"]:
+            if type(p.get("records")) is Spliced:
+                close_spliced(p["records"])
+
+
+@handler(apis.FETCH)
+async def fetch(ctx: RequestContext):
+    app, req = ctx.app, ctx.request
+    deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
+    min_bytes = req["min_bytes"]
+    max_bytes = req.get("max_bytes", 0x7FFFFFFF)
+    keys = [(t["topic"], p["partition"]) for t in req["topics"] for p in t["partitions"]]
+    while True:
+        responses, total, failed = _fetch_once(app, req, max_bytes)
+        remaining = deadline - trio.current_time()
+        if total >= min_bytes or failed or remaining <= 0 or not keys:
+            return {"responses": responses, "session_id": 0}
+        release(responses)
+        await app.arrivals.wait_any(keys, remaining)
+
+
+def _fetch_once(app, req, max_bytes: int):
+    """(responses, bytes of records, whether a partition failed) for one look at the store."""
+    responses = []
+    total = 0
+    failed = False
+    for t in req["topics"]:
+        name = t["topic"]
+        cfg = topics.existing(app, name)
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition"]
+            if not topics.has_partition(cfg, index):
+                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
+                              "high_watermark": -1, "records": b""})
+                failed = True
+                continue
+            low = app.store.min_offset(name, index)
+            high = app.store.max_offset(name, index)
+            offset = p["fetch_offset"]
+            entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": high,
+                     "log_start_offset": low, "records": b""}
+            if offset < low or offset > high:
+                entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
+                failed = True
+            elif offset < high and total < max_bytes:
+                limit = min(p["partition_max_bytes"], max_bytes - total)
+                entry["records"] = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0,
+                                                view=views.view_filter(cfg))
+                total += len(entry["records"])
+            parts.append(entry)
+        responses.append({"topic": name, "partitions": parts})
+    return responses, total, failed

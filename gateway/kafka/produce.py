@@ -1,0 +1,141 @@
+"""Produce: each partition's RecordBatch is validated, deduplicated (idempotent producers) and
+stored verbatim as one inner-batch CommitLog entry (`interop.inner_batch`); a batch with DELAY /
+__STARTDELIVERTIME headers is routed to the schedule topic, a transactional one to the half topic.
+"""
+from __future__ import annotations
+
+import time
+
+import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
+import store
+from codec.kafka import apis, records
+from codec.kafka.schema import DecodeError
+from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.state import KafkaState, kafka_state
+from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
+from semantics import routing, transactions, views
+from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
+
+
+def _partition_error(index: int, code: int, message: str | None = None) -> dict:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "error_message": message}
+
+
+def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) -> tuple[dict, int]:
+    """Validate and append one partition's batches; (partition response, CommitLog end offset)."""
+    try:
+        batches = records.parse_batches(data or b"")
+    except DecodeError as exc:
+        return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), 0
+    if not batches:
+        return _partition_error(index, errors.CORRUPT_MESSAGE, "no record batch"), 0
+    limit = topics.max_message_bytes(app, cfg)
+    for b in batches:
+        if len(b.data) > limit:
+            return _partition_error(index, errors.MESSAGE_TOO_LARGE), 0
+        if b.record_count < 1 or b.last_offset_delta != b.record_count - 1:
+            return _partition_error(index, errors.INVALID_RECORD, "bad record count"), 0
+        if not b.crc_ok():
+            return _partition_error(index, errors.CORRUPT_MESSAGE, "CRC mismatch"), 0
+    append_time = topics.log_append_time(cfg)
+    base = None
+    end = 0
+    now = int(time.time() * 1000)
+    for b in batches:
+        idempotent = b.producer_id >= 0 and b.base_sequence >= 0
+        if idempotent:
+            verdict, dup_offset = st.producers.check(b.producer_id, b.producer_epoch, topic, index,
+                                                     b.base_sequence, b.record_count)
+            if verdict == DUPLICATE:
+                base = dup_offset if base is None else base
+                continue
+            if verdict == OUT_OF_ORDER:
+                return _partition_error(index, errors.OUT_OF_ORDER_SEQUENCE_NUMBER), end
+            if verdict == FENCED:
+                return _partition_error(index, errors.INVALID_PRODUCER_EPOCH), end
+        try:
+            entry = index_info(b)
+            pieces = split_by_routing(b) if entry.routing else None
+        except DecodeError as exc:
+            return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), end
+        txn = None
+        extra = {}
+        if b.attributes & records.TRANSACTIONAL:
+            code, txn = st.txns.for_batch(b.producer_id, b.producer_epoch, now)
+            if txn is None:
+                return _partition_error(index, code), end
+            extra = {routing.PROPERTY_TRANSACTION: "true", routing.PROPERTY_PRODUCER_GROUP: txn.txn_id,
+                     transactions.PROPERTY_IMMUNITY: str(-(-txn.timeout_ms // 1000))}
+        first = None
+        for piece in pieces or [b]:
+            if pieces:
+                entry = index_info(piece)
+            res = _append_batch(app, topic, index, piece, entry, extra, now, append_time)
+            if res is None:
+                return _partition_error(index, errors.MESSAGE_TOO_LARGE), end
+            if txn is not None:
+                txn.halves.append(res.queue_offset)
+            first = first or res
+            end = max(end, res.end_offset)
+        if idempotent:
+            st.producers.record(b.producer_id, b.producer_epoch, topic, index, b.base_sequence,
+                                b.record_count, first.queue_offset)
+        if base is None:
+            base = first.queue_offset
+    return {"index": index, "error_code": errors.NONE, "base_offset": base,
+            "log_append_time_ms": now if append_time else -1,
+            "log_start_offset": app.store.min_offset(topic, index)}, end
+
+
+def _append_batch(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, extra: dict, now: int,
+                  append_time: bool):
+    """Store one RecordBatch as an inner-batch entry (routed first when it carries routing or
+    transaction properties); the AppendResult, None when it is too large."""
+    props = dict(entry.routing, **extra)
+    msg = entry_message(topic, index, b, entry, props, now, append_time)
+    if props:  # a delayed batch goes to the schedule topic first, a transactional one to the half topic
+        msg = routing.route(msg, now, app.delay_levels)
+    try:
+        return app.store.append(msg)
+    except store.MessageTooLarge:
+        return None
+
+
+@handler(apis.PRODUCE)
+async def produce(ctx: RequestContext):
+    app, req, version = ctx.app, ctx.request, ctx.version
+    st = kafka_state(app)
+    acks = req["acks"]
+    responses = []
+    end = 0
+    for t in req["topic_data"]:
+        name = t["name"]
+        parts = []
+        if version < 3 or acks not in (-1, 0, 1):
+            code = errors.UNSUPPORTED_VERSION if version < 3 else errors.INVALID_REQUIRED_ACKS
+            parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
+        else:
+            cfg, err = topics.lookup(app, name, True)
+            for p in t["partition_data"]:
+                index = p["index"]
+                if cfg is not None and views.definition(cfg) is not None:
+                    parts.append(_partition_error(index, errors.INVALID_REQUEST,
+                                                  f"topic {name!r} is a filtered view (read-only)"))
+                    continue
+                if not topics.has_partition(cfg, index):
+                    parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                try:
+                    resp, e = produce_partition(app, st, name, cfg, index, p["records"])
+                except store.StoreError:
+                    resp, e = _partition_error(index, errors.UNKNOWN_SERVER_ERROR), 0
+                parts.append(resp)
+                end = max(end, e)
+        responses.append({"name": name, "partition_responses": parts})
+    if acks == 0:
+        return None
+    if end:
+        await app.durable(end)
+    return {"responses": responses}

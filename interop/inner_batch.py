@@ -1,0 +1,120 @@
+"""A Kafka RecordBatch as one inner-batch CommitLog entry, and what is read back from one.
+
+Produce stores each RecordBatch verbatim as the body of one entry with `INNER_BATCH_FLAG` and
+`batch_count` = its record count (one ConsumeQueue unit per record, so Kafka offsets are
+ConsumeQueue offsets). What RocketMQ readers need besides the bytes goes into the entry's fields:
+the per-record tags codes (from TAGS headers), the index keys (record keys and KEYS headers) and
+the routing properties (DELAY / __STARTDELIVERTIME headers) the store routes the entry by.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from codec.kafka import records
+from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, SYSFLAG_AT, Message
+from interop.headers import KEYS, ROUTING_HEADERS, TAGS, tag_code
+
+# Header keys as they appear on the wire (zigzag varint length + name): a batch whose first record
+# has no key and no headers is scanned record by record only if one of these occurs in it.
+INDEXED_HEADER_MARKS = tuple(records.header_key_bytes(name) for name in (TAGS, KEYS, *ROUTING_HEADERS))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EntryIndex:
+    """What the store indexes and routes an inner batch by."""
+    tags_codes: list[int] | None  # one per record, None when no record has a tag
+    keys: list[str] | None  # index keys, None when there are none
+    routing: dict[str, str]  # the routing properties of the batch ({} for an immediate batch)
+
+
+NOT_INDEXED = EntryIndex(None, None, {})
+
+
+def index_info(batch: records.Batch) -> EntryIndex:
+    """The tags codes, keys and routing properties of a batch. Every record is decoded when the first
+    record has a key or headers, or when a TAGS or KEYS header key occurs anywhere in the records
+    or a DELAY or __STARTDELIVERTIME header key anywhere (C-speed substring searches), so the common
+    keyless, headerless batch costs no per-record Python work. (A record key on a later record of a
+    batch whose first record has no key or header, and that has none of those header keys, is not
+    indexed; the key itself is stored.) A batch with routing properties is split by
+    `split_by_routing` into runs that share them."""
+    if batch.compression == records.NONE:
+        raw, start = batch.data, records.HEADER_SIZE
+        payload = memoryview(raw)[start:]
+    else:
+        payload = raw = batch.records_bytes()
+        start = 0
+    first = records.decode_records(payload, 1)[0]
+    if first.key is None and not first.headers:
+        if not any(raw.find(mark, start) >= 0 for mark in INDEXED_HEADER_MARKS):
+            return NOT_INDEXED
+    routing = {}
+    codes, keys = [], []
+    any_tag = False
+    for key, headers in records.scan_keys_headers(payload, batch.record_count):
+        code = tag_code(headers)
+        any_tag = any_tag or code is not None
+        codes.append(code or 0)
+        for hk, hv in headers:
+            if hk in ROUTING_HEADERS and hv and not routing.get(hk):
+                routing[hk] = hv.decode("utf-8", "replace")
+            elif hk == KEYS and hv:
+                keys.extend(k for k in hv.decode("utf-8", "replace").split(" ") if k)
+        if key:
+            try:
+                text = key.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            if text and " " not in text:
+                keys.append(text)
+    return EntryIndex(codes if any_tag else None, keys or None, routing)
+
+
+def split_by_routing(b: records.Batch) -> list[records.Batch] | None:
+    """A batch whose records do not all carry the same DELAY / __STARTDELIVERTIME headers, cut into
+    runs of records that do (each re-encoded with its own sequence range), so that an immediate
+    record is not delayed with its neighbours; None when one entry fits all (the usual case)."""
+    recs = records.decode_records(b.records_bytes(), b.record_count)
+    runs = [list(g) for _k, g in itertools.groupby(
+        enumerate(recs), key=lambda ir: [(k, v) for k, v in ir[1].headers if k in ROUTING_HEADERS and v])]
+    if len(runs) == 1:
+        return None
+    out = []
+    for run in runs:
+        rows = [(b.base_timestamp + r.timestamp_delta, r.key, r.value, r.headers) for _i, r in run]
+        seq = (b.base_sequence + run[0][0]) % (1 << 31) if b.base_sequence >= 0 else -1
+        data = records.build_batch(rows, base_timestamp=rows[0][0], compression=b.compression,
+                                   producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=seq,
+                                   transactional=bool(b.attributes & records.TRANSACTIONAL))
+        out.extend(records.parse_batches(data))
+    return out
+
+
+def entry_message(topic: str, queue_id: int, b: records.Batch, index: EntryIndex, properties: dict, now: int,
+                  append_time: bool) -> Message:
+    """The inner-batch message that stores batch `b` (marked LogAppendTime = `now` when the topic
+    says so); `properties` are the routing and transaction properties it goes with."""
+    body = records.with_log_append_time(b.data, now) if append_time else b.data
+    return Message(topic, queue_id, body, sys_flag=INNER_BATCH_FLAG, batch_count=b.record_count,
+                   tags_codes=index.tags_codes, keys=index.keys, properties=properties,
+                   born_timestamp=now if append_time else b.max_timestamp)
+
+
+def producer_fields(raw) -> tuple[int, int, int, int] | None:
+    """(producer id, producer epoch, base sequence, record count) of the batch in a raw CommitLog
+    entry (header fields only, nothing decoded); None when the entry is not an inner batch."""
+    if len(raw) < BODY_AT + records.HEADER_SIZE or not INT32.unpack_from(raw, SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
+        return None
+    return records.PRODUCER_FIELDS.unpack_from(raw, BODY_AT + records.PRODUCER_ID_AT)
+
+
+def record_timestamps(msg) -> list[tuple[int, int]]:
+    """(offset delta, timestamp) of each logical message of a stored entry."""
+    if msg.sys_flag & INNER_BATCH_FLAG:
+        b = records.parse_batches(msg.body)[0]
+        if b.attributes & records.TIMESTAMP_LOG_APPEND:
+            return [(i, b.max_timestamp) for i in range(b.record_count)]
+        return [(r.offset_delta, b.base_timestamp + r.timestamp_delta)
+                for r in records.decode_records(b.records_bytes(), b.record_count)]
+    return [(0, msg.born_timestamp)]

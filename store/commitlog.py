@@ -1,0 +1,137 @@
+"""The CommitLog (RocketMQ's CommitLog over a MappedFileQueue): every entry of every topic in one
+sequence of fixed-size files, in the MessageDecoder layout (codec.remoting.message). An entry never spans
+two files: where one does not fit, the rest of the file is a blank marker (size + BLANK_MAGIC).
+
+Appending assigns each entry its queue offset and CommitLog offset, writes all entries of one call
+with one write, and describes each as a `DispatchRequest` for the dispatchers. The store lock
+serializes appends; `sync` may run on the flusher thread (see Segments).
+"""
+from __future__ import annotations
+
+import struct
+import time
+
+from codec.remoting import message as M
+from store.api import AppendResult, MessageTooLarge, StoreConfig, StoreError
+from store.dispatch import DispatchRequest
+from store.segments import Segments
+
+BLANK_MIN = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
+SIZE_MAGIC = struct.Struct(">iI")
+_TS = struct.Struct(">q")
+_STORED_SYSFLAG = ~(M.BORNHOST_V6_FLAG | M.STOREHOSTADDRESS_V6_FLAG)  # hosts are stored as IPv4
+
+
+class CommitLog(Segments):
+    def __init__(self, directory: str, config: StoreConfig) -> None:
+        super().__init__(directory, config.commitlog_file_size)
+        self.host = (config.store_host[0], int(config.store_host[1]))
+        self._host_ip = M._ip4(self.host[0])
+        self._max_body = config.max_message_size
+        self.last_ts = 0  # store timestamps never go backwards
+
+    # ------------------------------------------------------------------ appending
+
+    def _prepare(self, msg: M.Message) -> tuple:
+        """Validate one message; (topic field, properties field, entry size). Raises before any state
+        changes (the queue id is checked when its ConsumeQueue is created, the entry size against the
+        file size where it does not fit the current file)."""
+        if len(msg.body) > self._max_body:
+            raise MessageTooLarge(f"body of {len(msg.body)} bytes > max_message_size {self._max_body}")
+        n = msg.batch_count
+        if n != 1:
+            if n < 1:
+                raise StoreError("batch_count must be >= 1")
+            if msg.tags_codes and len(msg.tags_codes) != n:
+                raise StoreError(f"tags_codes has {len(msg.tags_codes)} codes for batch_count {n}")
+        try:
+            return M.prepare(msg)
+        except M.MessageFormatError as exc:
+            raise StoreError(str(exc)) from exc
+
+    def append(self, msgs, next_offset) -> tuple[list[AppendResult], list[DispatchRequest]]:
+        """Write `msgs` at the end in one write; queue offsets continue from `next_offset((topic,
+        queue_id))`. All or nothing: bad input or a failed write leaves the CommitLog as it was."""
+        fs = self.file_size
+        host_ip, host_port, host = self._host_ip, self.host[1], self.host
+        prepare, pack_header, blank = self._prepare, M.pack_header, M.BLANK.pack
+        start = pos = self.end
+        ts = self.last_ts = max(int(time.time() * 1000), self.last_ts)
+        parts = []
+        results = []
+        requests = []
+        queue_ends: dict = {}  # (topic, qid) -> next queue offset within this call
+        try:
+            for msg in msgs:
+                topic_f, props_f, size = prepare(msg)
+                room = fs - pos % fs
+                if size + BLANK_MIN > room:  # does not fit: blank out the rest of this file
+                    if size + BLANK_MIN > fs:
+                        raise StoreError(f"entry of {size} bytes does not fit a CommitLog file")
+                    parts.append(blank(room, M.BLANK_MAGIC) + bytes(room - BLANK_MIN))
+                    pos += room
+                key = (msg.topic, msg.queue_id)
+                q = queue_ends.get(key)
+                if q is None:
+                    q = next_offset(key)
+                n = msg.batch_count
+                queue_ends[key] = q + n
+                sys_flag = msg.sys_flag & _STORED_SYSFLAG
+                if n != 1:
+                    sys_flag |= M.INNER_BATCH_FLAG
+                parts += (pack_header(msg, size, q, pos, ts, host_ip, host_port), msg.body, topic_f, props_f)
+                results.append(AppendResult(pos, q, n, size, ts, pos + size, host))
+                requests.append(DispatchRequest(msg.topic, msg.queue_id, q, n, pos, size, ts, sys_flag,
+                                                msg.tags_codes, msg.keys, msg.properties))
+                pos += size
+        except (struct.error, TypeError, ValueError, AttributeError) as exc:  # nothing written yet
+            raise StoreError(f"cannot store message: {exc}") from exc
+        try:
+            self.write_parts(start, parts)
+        except OSError as exc:  # nothing was dispatched yet: the next append overwrites
+            self.end = start
+            raise StoreError(f"CommitLog write failed: {exc}") from exc
+        return results, requests
+
+    # ------------------------------------------------------------------ reading by offset
+
+    def read_entry(self, phys: int, size: int) -> bytes:
+        if phys < self.begin or phys + size > self.end:
+            return b""
+        try:
+            return self.read(phys, size)
+        except OSError:
+            return b""
+
+    def open_entry_range(self, phys: int, size: int) -> tuple[int, int] | None:
+        if phys < self.begin or phys + size > self.end:
+            return None
+        return self.open_range(phys, size)
+
+    def get(self, phys: int) -> M.StoredMessage | None:
+        """Decode the entry at `phys` (its size read from its header), None if there is none."""
+        if phys < self.begin or phys + M.FIXED_SIZE > self.end:
+            return None
+        try:
+            buf = self.read(phys, 4096)
+            if len(buf) < 8:
+                return None
+            size, magic = SIZE_MAGIC.unpack_from(buf)
+            if magic != M.MAGIC_V1 or size < M.FIXED_SIZE or phys + size > self.end:
+                return None
+            if size > len(buf):
+                buf = self.read(phys, size)
+            return M.decode(buf[:size] if len(buf) > size else buf)
+        except (OSError, M.MessageFormatError):
+            return None
+
+    def decode_at(self, phys: int, size: int) -> M.StoredMessage | None:
+        """Decode an entry whose size a ConsumeQueue unit gave (one pread)."""
+        try:
+            return M.decode(self.read_entry(phys, size))
+        except M.MessageFormatError:
+            return None
+
+    def store_timestamp_at(self, phys: int) -> int | None:
+        raw = self.read(phys + M.STORE_TS_AT, 8)
+        return _TS.unpack(raw)[0] if len(raw) == 8 else None

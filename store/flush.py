@@ -1,0 +1,94 @@
+"""Durability: fdatasync of the CommitLog (group commit), and every DERIVED_FLUSH_INTERVAL the
+ConsumeQueues and IndexFiles, then their checkpoints.
+
+Each derived directory (`consumequeue/`, `index/`) holds its own `.checkpoint`: the CommitLog
+offset up to which its files are complete and on disk. Deleting a directory deletes its checkpoint
+too, and the next open rebuilds it from the CommitLog (store.recovery).
+
+Threads: `flush` runs on a worker thread. `sync_lock` keeps files from being closed while they are
+fsynced; files retention detached are closed here, under it (`retire`), never on the event loop
+while a fsync runs. The store lock guards the ConsumeQueue buffers and the CommitLog end.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import threading
+import time
+
+from store.config import atomic_write
+
+DERIVED_FLUSH_INTERVAL = 0.5  # seconds between ConsumeQueue/IndexFile flushes + checkpoints
+CHECKPOINT = ".checkpoint"
+
+
+def read_checkpoint(directory: str) -> int:
+    """The checkpoint of a derived directory, -1 without one."""
+    try:
+        with builtins.open(os.path.join(directory, CHECKPOINT), "rb") as f:
+            return int(f.read().decode())
+    except (OSError, ValueError):
+        return -1
+
+
+class Flusher:
+    def __init__(self, commitlog, queues, index, lock) -> None:
+        self.commitlog = commitlog
+        self.queues = queues  # ConsumeQueueTable
+        self.index = index  # IndexService
+        self.lock = lock  # the store lock
+        self.sync_lock = threading.Lock()
+        self.flushed_offset = commitlog.end
+        self.derived = False  # checkpoints are written only once recovery has dispatched everything
+        self.closed = False
+        self._last_derived = 0.0
+        self._retired: list = []  # close() callables of detached files
+
+    def flush(self) -> None:
+        """fdatasync the CommitLog up to everything written (one call serves all waiters); every
+        DERIVED_FLUSH_INTERVAL also the ConsumeQueues and IndexFiles, then the checkpoints."""
+        with self.sync_lock:
+            if self.closed:
+                return
+            self.flushed_offset = self.commitlog.sync()
+            if self.derived and time.monotonic() - self._last_derived >= DERIVED_FLUSH_INTERVAL:
+                self._flush_derived()
+            self._close_retired()
+
+    def _flush_derived(self) -> None:
+        """Called with sync_lock held."""
+        with self.lock:
+            covered = min(self.commitlog.end, self.flushed_offset)  # every entry before it is dispatched
+            cqs = self.queues.drain()
+        for cq in cqs:
+            cq.seg.sync()
+        self.index.flush()
+        atomic_write(os.path.join(self.queues.dir, CHECKPOINT), b"%d" % covered)
+        atomic_write(os.path.join(self.index.dir, CHECKPOINT), b"%d" % covered)
+        self._last_derived = time.monotonic()
+
+    def retire(self, closers) -> None:
+        """Close detached files now if no flush is running, else at the end of the running one."""
+        self._retired += closers
+        if self.sync_lock.acquire(blocking=False):
+            try:
+                self._close_retired()
+            finally:
+                self.sync_lock.release()
+
+    def _close_retired(self) -> None:
+        while self._retired:
+            self._retired.pop()()
+
+    def close(self, close_files) -> None:
+        """Flush everything, write the checkpoints, then `close_files()`. Idempotent."""
+        with self.sync_lock:
+            if self.closed:
+                return
+            self.flushed_offset = self.commitlog.sync()
+            if self.derived:
+                self._flush_derived()
+            self.closed = True
+            self._close_retired()
+            with self.lock:
+                close_files()

@@ -1,0 +1,331 @@
+"""The store facade (RocketMQ's DefaultMessageStore): composes the CommitLog, the ConsumeQueues,
+the IndexFiles, the dispatcher list, recovery, flush and retention behind the `MessageStore` API
+(store.api). Layout under the store directory:
+
+    commitlog/<20-digit start offset>        entries in the MessageDecoder layout (codec.remoting.message)
+    consumequeue/<topic>/<queueId>/<20-digit> 20-byte units; .checkpoint = CommitLog offset covered
+    index/<yyyyMMddHHmmssSSS>                  IndexFiles; .checkpoint likewise
+    config/*.json                              topics.json and the other tables, written atomically
+
+Opening is two steps: `Store(path, config)` opens the files and cuts the derived data back to its
+checkpoints; `recover()` replays the CommitLog past them through the dispatchers. Dispatchers that
+must see the replay (filtered views) are added in between: `store.open(path, config, recover=False)`,
+`add_dispatcher(...)`, `recover()`. `store.open(path, config)` does both steps at once.
+
+Threads: appends, reads and retention run on one thread (the event loop); `flush` runs on a worker
+thread. `_lock` (reentrant: a dispatcher may dispatch derived requests) guards the ConsumeQueue
+buffers and the CommitLog end against the flusher.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Sequence
+
+from codec.remoting import message as M
+from store.recovery import load, replay
+from store.retention import delete_expired
+from store.api import AppendResult, ReadResult, StoreConfig, StoreError
+from store.commitlog import CommitLog
+from store.config import ConfigDir, TopicTable
+from store.consumequeue import UNIT, ConsumeQueueTable
+from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
+from store.flush import Flusher
+from store.indexfile import IndexService
+
+log = logging.getLogger("rocketgate.store")
+
+
+def _raise_fd_limit() -> None:
+    """Every CommitLog and ConsumeQueue file keeps a descriptor open: allow as many as the hard limit does."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+class Store:
+    def __init__(self, path: str, config: StoreConfig | None = None) -> None:
+        _raise_fd_limit()
+        self.path = path
+        self.config = config = config or StoreConfig()
+        if config.commitlog_file_size < 4096:
+            raise ValueError("commitlog_file_size too small")
+        os.makedirs(path, exist_ok=True)
+        self._lock = threading.RLock()
+        self._cfg = ConfigDir(os.path.join(path, "config"))
+        self.topics = TopicTable(self._cfg, on_delete=self._drop_topic)
+        self.commitlog = CommitLog(os.path.join(path, "commitlog"), config)
+        self.consume_queues = ConsumeQueueTable(os.path.join(path, "consumequeue"), config.cq_units_per_file)
+        self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries)
+        self._flusher = Flusher(self.commitlog, self.consume_queues, self.index, self._lock)
+        self._index_dispatcher = IndexDispatcher(self.index)
+        self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
+        self._dispatchers: list = list(self._builtin)
+        self._replay_from = load(self.commitlog, self.consume_queues, self.index)
+        self.recovered = False
+
+    # ------------------------------------------------------------------ dispatch and recovery
+
+    def add_dispatcher(self, dispatcher: Dispatcher) -> None:
+        """Append to the dispatcher list; it sees every entry appended from now on, and the replay
+        if added before `recover()`."""
+        with self._lock:
+            self._dispatchers.append(dispatcher)
+
+    def recover(self) -> None:
+        """Replay the CommitLog past the checkpoints through the dispatchers (once; then a no-op)."""
+        with self._lock:
+            if self.recovered:
+                return
+            cq_start, index_start = self._replay_from
+            replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
+                            list(self._dispatchers), self._feed)
+            self.commitlog.synced = self.commitlog.begin
+            self._flusher.flushed_offset = self.commitlog.sync()
+            self._flusher.derived = self.recovered = True
+
+    def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
+        """Feed requests that need no CommitLog write (units of a filtered view, pointing at entries
+        of its base topic) through the dispatcher list."""
+        if requests:
+            with self._lock:
+                self._feed(self._dispatchers, requests)
+
+    def _feed(self, dispatchers, requests) -> None:
+        for d in dispatchers:
+            try:
+                d.dispatch(requests)
+            except Exception:
+                if d in self._builtin:
+                    raise
+                log.exception("store dispatcher %r failed", d)  # its bug must not fail the append
+
+    # ------------------------------------------------------------------ appending
+
+    def append(self, msg: M.Message) -> AppendResult:
+        return self.append_many((msg,))[0]
+
+    def append_many(self, msgs) -> list[AppendResult]:
+        """Append messages in one CommitLog write, then dispatch them; all or nothing on bad input."""
+        if self._flusher.closed:
+            raise StoreError("store is closed")
+        if not self.recovered:
+            raise StoreError("store is not recovered yet")
+        if not isinstance(msgs, (list, tuple)):
+            msgs = list(msgs)
+        with self._lock:
+            results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
+            self._feed(self._dispatchers, requests)
+        return results
+
+    # ------------------------------------------------------------------ reading by CommitLog offset
+
+    @property
+    def max_physical_offset(self) -> int:
+        return self.commitlog.end
+
+    @property
+    def min_physical_offset(self) -> int:
+        return self.commitlog.begin
+
+    def read_entry(self, phys: int, size: int) -> bytes:
+        return self.commitlog.read_entry(phys, size)
+
+    def open_entry_range(self, phys: int, size: int) -> tuple[int, int] | None:
+        """(fd, offset in its file) of CommitLog bytes [phys, phys + size), for zero-copy sends; the
+        caller closes the fd. None when the range is not stored whole in one file."""
+        return self.commitlog.open_entry_range(phys, size)
+
+    def get(self, phys: int) -> M.StoredMessage | None:
+        """Decode the entry at CommitLog offset `phys`, None if there is none."""
+        return self.commitlog.get(phys)
+
+    # ------------------------------------------------------------------ reading by queue
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.queues.get((topic, queue_id))
+        return cq.min_offset if cq else 0
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.queues.get((topic, queue_id))
+        return cq.max_offset if cq else 0
+
+    def queues(self, topic: str) -> list[int]:
+        """Queue ids of `topic` that have a ConsumeQueue."""
+        return self.consume_queues.of_topic(topic)
+
+    def units(self, topic: str, queue_id: int, start: int, max_count: int) -> list[tuple[int, int, int]]:
+        cq = self.consume_queues.queues.get((topic, queue_id))
+        if cq is None or max_count <= 0:
+            return []
+        with self._lock:
+            raw = cq.raw(start, max_count)
+        return list(UNIT.iter_unpack(raw))
+
+    def entry_end(self, topic: str, queue_id: int, offset: int, phys: int, hi: int) -> int:
+        """The first offset in (offset, hi] whose unit points past the entry at `phys`: the units of
+        an inner batch share their phys, and phys grows along a queue, so a binary search finds it."""
+        cq = self.consume_queues.queues.get((topic, queue_id))
+        if cq is None:
+            return hi
+        with self._lock:
+            return cq.first_at_or_after(offset + 1, hi, lambda p, _s, _c: p != phys)
+
+    def read(self, topic: str, queue_id: int, start: int, max_count: int = 32, max_bytes: int = 4 << 20,
+             tag_filter=None) -> ReadResult:
+        """Messages from logical offset `start`: at most `max_count` entries and about `max_bytes`
+        (always at least one entry). An inner batch is one entry, reported at its first offset."""
+        cq = self.consume_queues.queues.get((topic, queue_id))
+        if cq is None:
+            return ReadResult([], 0, 0, 0)
+        lo, hi = cq.min_offset, cq.max_offset
+        if start < lo:
+            return ReadResult([], lo, lo, hi)
+        if start >= hi:
+            return ReadResult([], hi, lo, hi)
+        entries = []
+        total = 0
+        off = start
+        included = -1
+        cl = self.commitlog
+        cl_begin = cl.begin
+        step = max(16, min(max_count, 1024))
+        while off < hi:
+            with self._lock:
+                raw = cq.raw(off, step)
+            if not raw:
+                break
+            stop = False
+            for phys, size, code in UNIT.iter_unpack(raw):
+                if phys == included:
+                    off += 1
+                    continue
+                if size <= 0 or phys < cl_begin or (tag_filter is not None and not tag_filter(code)):
+                    off += 1
+                    continue
+                if len(entries) >= max_count or (entries and total + size > max_bytes):
+                    stop = True
+                    break
+                msg = cl.decode_at(phys, size)
+                if msg is None:
+                    off += 1
+                    continue
+                q = msg.queue_offset if (msg.topic == topic and msg.queue_id == queue_id) else off
+                entries.append((q, msg))
+                total += size
+                included = phys
+                off += 1
+            if stop:
+                break
+        return ReadResult(entries, off, lo, hi)
+
+    def iterate(self, topic: str, queue_id: int, start: int = 0, end: int | None = None):
+        """(queue offset, StoredMessage) of every entry from `start` up to `end` (default: the
+        queue's end when called), in order; an inner batch comes once, at its first offset."""
+        end = self.max_offset(topic, queue_id) if end is None else end
+        off = max(start, self.min_offset(topic, queue_id))
+        while off < end:
+            result = self.read(topic, queue_id, off, max_count=256)
+            for q, msg in result.entries:
+                if q < end:
+                    yield q, msg
+            if result.next_offset <= off:
+                return
+            off = result.next_offset
+
+    def offset_for_timestamp(self, topic: str, queue_id: int, ts_ms: int) -> int:
+        """First logical offset whose store timestamp >= ts_ms (binary search); max_offset if none."""
+        cq = self.consume_queues.queues.get((topic, queue_id))
+        if cq is None:
+            return 0
+        cl = self.commitlog
+
+        def at_or_after(phys, size, code):
+            if size <= 0 or phys < cl.begin:
+                return False
+            ts = cl.store_timestamp_at(phys)
+            return ts is not None and ts >= ts_ms
+
+        with self._lock:
+            return cq.first_at_or_after(cq.min_offset, cq.max_offset, at_or_after)
+
+    def query_by_key(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0,
+                     end_ms: int | None = None) -> list[M.StoredMessage]:
+        """Messages of `topic` with KEYS token, UNIQ_KEY or inner-batch key `key`, newest first."""
+        if end_ms is None:
+            end_ms = int(time.time() * 1000) + 1000
+        out = []
+        seen = set()
+        for phys in self.index.lookup(f"{topic}#{key}", begin_ms, end_ms, max(max_num * 4, 64)):
+            if phys in seen:
+                continue
+            seen.add(phys)
+            msg = self.get(phys)
+            if msg is None or msg.topic != topic or not (begin_ms <= msg.store_timestamp <= end_ms):
+                continue
+            p = msg.properties
+            if (key in (p.get("KEYS") or "").split(" ") or key == p.get("UNIQ_KEY")
+                    or (msg.keys and key in msg.keys)):
+                out.append(msg)
+                if len(out) >= max_num:
+                    break
+        return out
+
+    # ------------------------------------------------------------------ config
+
+    def write_config(self, name: str, obj) -> None:
+        self._cfg.write(name, obj)
+
+    def read_config(self, name: str, default=None):
+        return self._cfg.read(name, default)
+
+    def _drop_topic(self, topic: str) -> None:
+        with self._flusher.sync_lock, self._lock:
+            self.consume_queues.drop_topic(topic)
+
+    # ------------------------------------------------------------------ durability and retention
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flusher.flushed_offset
+
+    def flush(self) -> None:
+        """fdatasync the CommitLog (and periodically the derived data and checkpoints); thread-safe."""
+        self._flusher.flush()
+
+    def delete_expired(self, now_ms: int | None = None) -> int:
+        """Retention (store.retention); returns the number of CommitLog files deleted."""
+        return delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
+                                        self._flusher, self.config.file_reserved_hours, now_ms)
+
+    def close(self) -> None:
+        """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""
+        self._flusher.close(self._close_files)
+
+    def _close_files(self) -> None:
+        self.consume_queues.close()
+        self.index.close()
+        self.commitlog.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def open(path: str, config: StoreConfig | None = None, *, recover: bool = True) -> Store:  # noqa: A001
+    """Create or recover the store in `path`. With `recover=False` the caller adds the dispatchers
+    the replay must feed, then calls `recover()` before appending."""
+    s = Store(path, config)
+    if recover:
+        s.recover()
+    return s
