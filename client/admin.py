@@ -13,10 +13,8 @@ from codec.remoting.message import parse_msg_id
 
 class AsyncAdmin:
     def __init__(self, namesrv: str, *, serialize_type: int = JSON, instance: ClientInstance | None = None,
-                 access_key: str | None = None, secret_key: str | None = None,
-                 security_token: str | None = None) -> None:
-        self.instance = instance or ClientInstance.with_options(namesrv, serialize_type, access_key, secret_key,
-                                                                security_token)
+                 **credentials) -> None:
+        self.instance = instance or ClientInstance.with_options(namesrv, serialize_type, **credentials)
         self._own_instance = instance is None
 
     async def start(self, nursery: trio.Nursery) -> None:

@@ -61,9 +61,10 @@ class ClientInstance:
         self.nursery: trio.Nursery | None = None
 
     @classmethod
-    def with_options(cls, namesrv: str, serialize_type: int = JSON, access_key: str | None = None,
+    def with_options(cls, namesrv: str, serialize_type: int = JSON, *, access_key: str | None = None,
                      secret_key: str | None = None, security_token: str | None = None) -> "ClientInstance":
-        """The instance a producer/consumer/admin makes for itself; access_key/secret_key sign its requests."""
+        """The instance a producer/consumer/admin makes for itself: their `**credentials` options
+        access_key/secret_key (and security_token) sign every request (RocketMQ ACL)."""
         return cls(namesrv, serialize_type,
                    credentials=SessionCredentials.of(access_key, secret_key, security_token))
 

@@ -50,7 +50,8 @@ class FailureLimiter:
     is refused without checking its credentials until a token refills (`rate` per second, up to
     `burst`). Addresses whose bucket is full again are forgotten."""
 
-    def __init__(self, rate: float = 1.0, burst: int = 10, clock=time.monotonic, max_addresses: int = MAX_TRACKED) -> None:
+    def __init__(self, rate: float = 1.0, burst: int = 10, clock=time.monotonic,
+                 max_addresses: int = MAX_TRACKED) -> None:
         self.rate, self.burst, self.clock, self.max_addresses = rate, float(burst), clock, max_addresses
         self._buckets: dict[str, list] = {}  # address -> [tokens, at]
 

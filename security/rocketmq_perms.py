@@ -10,7 +10,7 @@ defaultGroupPerm, admin, globalWhiteRemoteAddresses) written as the Kafka ACL bi
 | topic T = DENY | DENY ALL on TOPIC T (DENY wins over any default) |
 | group G = SUB (or PUB\\|SUB) | ALLOW READ on GROUP G |
 | group G = DENY | DENY ALL on GROUP G |
-| defaultTopicPerm / defaultGroupPerm = P | the same on the LITERAL "*" resource; DENY = no binding (nothing allowed unless granted) |
+| defaultTopicPerm / defaultGroupPerm = P | the same on the LITERAL "*" resource; DENY = no binding |
 | admin: true | ALLOW ALL on CLUSTER kafka-cluster |
 
 The global IP whitelist is kept beside the ACLs (`acls.json`, key `rocketmq`): a remoting request

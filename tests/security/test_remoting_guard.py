@@ -76,7 +76,8 @@ def test_every_handled_code_is_classified():
     (RC.SEND_MESSAGE, {"topic": "t", "producerGroup": "pg"}, b"", [(Op.WRITE, RT.TOPIC, "t")]),
     (RC.SEND_MESSAGE_V2, {"b": "t", "a": "pg"}, b"", [(Op.WRITE, RT.TOPIC, "t")]),
     (RC.SEND_BATCH_MESSAGE, {"b": "%RETRY%cg", "a": "cg"}, b"", [(Op.READ, RT.GROUP, "cg")]),
-    (RC.PULL_MESSAGE, {"topic": "t", "consumerGroup": "cg"}, b"", [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.PULL_MESSAGE, {"topic": "t", "consumerGroup": "cg"}, b"",
+     [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
     (RC.PULL_MESSAGE, {"topic": "%RETRY%cg", "consumerGroup": "cg"}, b"",
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.GROUP, "cg")]),
     (RC.UPDATE_CONSUMER_OFFSET, {"topic": "t", "consumerGroup": "cg"}, b"",
@@ -90,7 +91,8 @@ def test_every_handled_code_is_classified():
                                         {"topic": "t"}, {"topic": "%RETRY%cg"}]}]}).encode(),
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
     (RC.HEART_BEAT, {}, b'{"clientID":"c","producerDataSet":[{"groupName":"pg"}]}', []),
-    (RC.LOCK_BATCH_MQ, {}, b'{"consumerGroup":"cg","clientId":"c","mqSet":[{"topic":"t","brokerName":"b","queueId":0}]}',
+    (RC.LOCK_BATCH_MQ, {},
+     b'{"consumerGroup":"cg","clientId":"c","mqSet":[{"topic":"t","brokerName":"b","queueId":0}]}',
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
     (RC.UPDATE_AND_CREATE_TOPIC, {"topic": "t"}, b"", [(Op.ALTER, RT.CLUSTER, "kafka-cluster")]),
     (RC.RESEND_DLQ_MESSAGE, {"commitLogOffset": "0"}, b"", [(Op.ALTER, RT.CLUSTER, "kafka-cluster")]),
@@ -136,7 +138,8 @@ def test_answers(sec, ak, sk, topic, remark):
 
 
 def test_name_server_requests_and_whitelisted_addresses_pass_unsigned(sec):
-    assert sec.check_remoting(RemotingCommand(code=RC.GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": "x"}), "9.9.9.9") is None
+    route = RemotingCommand(code=RC.GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": "x"})
+    assert sec.check_remoting(route, "9.9.9.9") is None
     rp.set_whitelist(sec.authorizer, ["10.0.0.*"])
     assert sec.check_remoting(_send("other"), "10.0.0.7") is None
     assert sec.check_remoting(_send("other"), "10.0.1.7").remark == "username cannot be null."
