@@ -12,8 +12,9 @@ from codec.remoting.message import parse_msg_id
 
 
 class AsyncAdmin:
-    def __init__(self, namesrv: str, *, serialize_type: int = JSON, instance: ClientInstance | None = None) -> None:
-        self.instance = instance or ClientInstance(namesrv, serialize_type)
+    def __init__(self, namesrv: str, *, serialize_type: int = JSON, instance: ClientInstance | None = None,
+                 **credentials) -> None:
+        self.instance = instance or ClientInstance.with_options(namesrv, serialize_type, **credentials)
         self._own_instance = instance is None
 
     async def start(self, nursery: trio.Nursery) -> None:

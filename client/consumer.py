@@ -80,9 +80,9 @@ class _ConsumerBase:
     def __init__(self, group: str, namesrv: str, *, model: MessageModel = MessageModel.CLUSTERING,
                  consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET, consume_timestamp_ms: int | None = None,
                  serialize_type: int = JSON, pull_batch_size: int = 32, rebalance_interval: float = 20.0,
-                 persist_interval: float = 5.0, instance: ClientInstance | None = None) -> None:
+                 persist_interval: float = 5.0, instance: ClientInstance | None = None, **credentials) -> None:
         self.group = group
-        self.instance = instance or ClientInstance(namesrv, serialize_type)
+        self.instance = instance or ClientInstance.with_options(namesrv, serialize_type, **credentials)
         self._own_instance = instance is None
         self.model = model
         self.consume_from = consume_from

@@ -14,7 +14,7 @@ from codec.remoting import JSON, PermName, RemotingCommand, RequestCode as RC, R
 from codec.remoting.bodies import dumps, loads
 from client.errors import MQBrokerError, MQClientError
 from client.model import MessageQueue
-from client.remoting import Connection
+from client.remoting import Connection, SessionCredentials
 
 log = logging.getLogger("rocketgate.client")
 _instances = itertools.count()
@@ -43,7 +43,8 @@ class TopicRoute:
 
 class ClientInstance:
     def __init__(self, namesrv: str, serialize_type: int = JSON, heartbeat_interval: float = 30.0,
-                 request_timeout: float = 3.0) -> None:
+                 request_timeout: float = 3.0, credentials: SessionCredentials | None = None) -> None:
+        self.credentials = credentials  # signs every request (RocketMQ ACL) when set
         self.namesrv_addrs = [a.strip() for a in namesrv.split(";") if a.strip()]
         self.serialize_type = serialize_type
         self.heartbeat_interval = heartbeat_interval
@@ -58,6 +59,14 @@ class ClientInstance:
         self.consumers: dict[str, object] = {}     # group -> consumer (heartbeat_data, rebalance_soon)
         self.transaction_producers: dict[str, object] = {}  # group -> producer with check_state
         self.nursery: trio.Nursery | None = None
+
+    @classmethod
+    def with_options(cls, namesrv: str, serialize_type: int = JSON, *, access_key: str | None = None,
+                     secret_key: str | None = None, security_token: str | None = None) -> "ClientInstance":
+        """The instance a producer/consumer/admin makes for itself: their `**credentials` options
+        access_key/secret_key (and security_token) sign every request (RocketMQ ACL)."""
+        return cls(namesrv, serialize_type,
+                   credentials=SessionCredentials.of(access_key, secret_key, security_token))
 
     # ------------------------------------------------------------ lifecycle
     async def start(self, parent: trio.Nursery) -> None:
@@ -97,7 +106,8 @@ class ClientInstance:
         async with lock:
             conn = self.conns.get(addr)
             if conn is None or conn.closed:
-                conn = await Connection.open(addr, self.nursery, self.serialize_type, self._on_request)
+                conn = await Connection.open(addr, self.nursery, self.serialize_type, self._on_request,
+                                             self.credentials)
                 self.conns[addr] = conn
         return conn
 

@@ -70,9 +70,9 @@ class LatencyFaultTolerance:
 class AsyncProducer:
     def __init__(self, group: str, namesrv: str, *, serialize_type: int = JSON, send_timeout: float = 3.0,
                  retry_times: int = 2, latency_fault_enable: bool = False, smart_header: bool = True,
-                 instance: ClientInstance | None = None) -> None:
+                 instance: ClientInstance | None = None, **credentials) -> None:
         self.group = group
-        self.instance = instance or ClientInstance(namesrv, serialize_type)
+        self.instance = instance or ClientInstance.with_options(namesrv, serialize_type, **credentials)
         self._own_instance = instance is None
         self.send_timeout = send_timeout
         self.retry_times = retry_times

@@ -2,12 +2,14 @@
 server-initiated requests handed to a callback."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 
 import trio
 
 from codec.remoting import FLAG_ONEWAY, JSON, ProtocolError, RemotingCommand, encode
+from codec.remoting import acl
 from codec.remoting.command import FrameReader, Outbox
 from client.errors import MQClientError, RequestTimeout
 
@@ -34,6 +36,27 @@ async def write_coalesced(stream, outbox: Outbox, frames: bytes) -> None:
         outbox.writing = False
 
 
+@dataclasses.dataclass(frozen=True)
+class SessionCredentials:
+    """A RocketMQ access key: every request is signed with it as AclClientRPCHook signs (codec.remoting.acl)."""
+    access_key: str
+    secret_key: str
+    security_token: str | None = None
+
+    @classmethod
+    def of(cls, access_key: str | None, secret_key: str | None,
+           security_token: str | None = None) -> "SessionCredentials | None":
+        """The credentials for the clients' access_key/secret_key options (None when not given)."""
+        if access_key is None and secret_key is None:
+            return None
+        if not access_key or not secret_key:
+            raise ValueError("access_key and secret_key go together")
+        return cls(access_key, secret_key, security_token)
+
+    def sign(self, cmd: RemotingCommand) -> None:
+        acl.sign(cmd, self.access_key, self.secret_key, self.security_token)
+
+
 class _Pending:
     __slots__ = ("event", "response")
 
@@ -43,8 +66,10 @@ class _Pending:
 
 
 class Connection:
-    def __init__(self, addr: str, stream: trio.SocketStream, serialize_type: int, on_request) -> None:
+    def __init__(self, addr: str, stream: trio.SocketStream, serialize_type: int, on_request,
+                 credentials: SessionCredentials | None = None) -> None:
         self.addr = addr
+        self.credentials = credentials
         self.stream = stream
         self.serialize_type = serialize_type
         self.on_request = on_request  # fn(connection, RemotingCommand) for server-initiated requests
@@ -53,13 +78,14 @@ class Connection:
         self.closed = False
 
     @classmethod
-    async def open(cls, addr: str, nursery: trio.Nursery, serialize_type: int = JSON, on_request=None):
+    async def open(cls, addr: str, nursery: trio.Nursery, serialize_type: int = JSON, on_request=None,
+                   credentials: SessionCredentials | None = None):
         host, _, port = addr.rpartition(":")
         try:
             stream = await trio.open_tcp_stream(host, int(port))
         except OSError as exc:
             raise MQClientError(f"connect to {addr} failed: {exc}") from exc
-        conn = cls(addr, stream, serialize_type, on_request)
+        conn = cls(addr, stream, serialize_type, on_request, credentials)
         nursery.start_soon(conn._read_loop)
         return conn
 
@@ -68,6 +94,8 @@ class Connection:
         cmd.language = "PYTHON"
         cmd.version = CLIENT_VERSION
         cmd.serialize_type = self.serialize_type
+        if self.credentials is not None:
+            self.credentials.sign(cmd)
         return cmd
 
     async def _write(self, cmd: RemotingCommand) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import os
 
+import security
 import store
 from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
@@ -46,6 +47,7 @@ class App:
     views: Views
     rocketmq_clients: ClientRegistry  # registered producers/consumers of the remoting side
     flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
+    security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
     kafka: KafkaState = dataclasses.field(init=False)
 
@@ -120,6 +122,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         views=views,
         rocketmq_clients=ClientRegistry(),
         flow=flow,
+        security=security.from_config(config, os.path.join(st.path, "config")),
     )
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))

@@ -33,6 +33,10 @@ class GatewayConfig:
     os_page_cache_busy_timeout_ms: int = 1000
     wait_time_mills_in_send_queue: int = 200
     store_write_delay_ms: int = 0  # tests/benchmarks only: every store write sleeps this long
+    # Security (docs/security.md): "acl" checks every remoting request's signature and permissions.
+    authorizer: str = "none"
+    super_users: str = ""  # comma-separated principals, e.g. "User:admin"
+    allow_everyone_if_no_acl_found: bool = False
 
     @property
     def advertised(self) -> str:
@@ -107,6 +111,11 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    default=d.wait_time_mills_in_send_queue, help="refuse a send that waited this long to be stored")
     p.add_argument("--store-write-delay-ms", type=_int_between(0, None, "value (0 or more)"),
                    default=d.store_write_delay_ms, help=argparse.SUPPRESS)  # a throttled disk, for tests
+    p.add_argument("--authorizer", choices=["none", "acl"], default=d.authorizer,
+                   help="acl: authenticate and authorize requests (docs/security.md)")
+    p.add_argument("--super-users", default=d.super_users, help="principals allowed everything, e.g. User:admin")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="a resource no ACL names is open to every authenticated principal")
     ns = p.parse_args(argv)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 log = logging.getLogger("rocketgate.store")
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
+def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new content
+    (`mode`: the new file's permissions, e.g. 0o600 for secrets)."""
     directory = os.path.dirname(path) or "."
     tmp = f"{path}.tmp.{os.getpid()}.{threading.get_ident()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
     try:
         try:
             view = memoryview(data)

@@ -128,6 +128,7 @@ class Channel:
 
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
+    guard = app.security  # None unless --authorizer acl
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
@@ -143,6 +144,9 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 while (req := reader.next_command()) is not None:
                     if req.is_response:
                         channel.resolve(req)
+                        continue
+                    if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
+                        _answer(req, refusal, answers)  # not authenticated or not allowed
                         continue
                     if req.code in _COALESCED_SENDS:
                         resp = _guarded(req, prepare_send, channel, req)

@@ -1,0 +1,133 @@
+"""`python -m security --data-dir DIR ...`: manage users, RocketMQ access keys and ACLs in a data dir.
+
+A running gateway re-reads the files within a second. Examples:
+  python -m security --data-dir ./data user set alice --password s3cret
+  python -m security --data-dir ./data access-key set AK --secret SK --user alice
+  python -m security --data-dir ./data acl add --principal User:alice --topic orders --operation WRITE
+  python -m security --data-dir ./data rocketmq grant alice topic orders 'PUB|SUB'
+  python -m security --data-dir ./data list
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from security.acl import (CLUSTER_NAME, AclBinding, AclError, AclFilter, Authorizer, Operation, PatternType,
+                          Permission, ResourceType)
+from security.credentials import SCRAM_MECHANISMS, CredentialError, CredentialStore
+from security import rocketmq_perms
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m security", description=__doc__.splitlines()[0])
+    p.add_argument("--data-dir", default="./data")
+    sub = p.add_subparsers(dest="what", required=True)
+
+    user = sub.add_parser("user").add_subparsers(dest="action", required=True)
+    u = user.add_parser("set", help="create or change a user's SCRAM credentials (and so PLAIN)")
+    u.add_argument("name")
+    u.add_argument("--password", required=True)
+    u.add_argument("--mechanism", action="append", choices=SCRAM_MECHANISMS)
+    u.add_argument("--iterations", type=int, default=4096)
+    u = user.add_parser("delete")
+    u.add_argument("name")
+    u.add_argument("--mechanism", action="append", choices=SCRAM_MECHANISMS)
+
+    key = sub.add_parser("access-key").add_subparsers(dest="action", required=True)
+    k = key.add_parser("set", help="create or change a RocketMQ access key")
+    k.add_argument("key")
+    k.add_argument("--secret", required=True)
+    k.add_argument("--user", help="the principal's user name (default: the key)")
+    k = key.add_parser("delete")
+    k.add_argument("key")
+
+    acl = sub.add_parser("acl").add_subparsers(dest="action", required=True)
+    for name in ("add", "remove"):
+        a = acl.add_parser(name)
+        a.add_argument("--principal", required=True, help="User:name or User:*")
+        target = a.add_mutually_exclusive_group(required=True)
+        target.add_argument("--topic")
+        target.add_argument("--group")
+        target.add_argument("--transactional-id")
+        target.add_argument("--cluster", action="store_true")
+        a.add_argument("--prefixed", action="store_true")
+        a.add_argument("--operation", required=True, choices=[o.name for o in Operation][2:])
+        a.add_argument("--deny", action="store_true")
+        a.add_argument("--host", default="*")
+
+    mq = sub.add_parser("rocketmq").add_subparsers(dest="action", required=True)
+    g = mq.add_parser("grant", help="RocketMQ permission PUB, SUB, PUB|SUB or DENY on a topic or group ('*': default)")
+    g.add_argument("user")
+    g.add_argument("kind", choices=["topic", "group"])
+    g.add_argument("name")
+    g.add_argument("perm")
+    g = mq.add_parser("admin", help="allow RocketMQ admin operations (ALLOW ALL on the cluster)")
+    g.add_argument("user")
+    g.add_argument("--off", action="store_true")
+    g = mq.add_parser("whitelist", help="replace the global IP whitelist")
+    g.add_argument("patterns", nargs="*")
+
+    sub.add_parser("list")
+    return p
+
+
+def _binding(ns) -> AclBinding:
+    if ns.cluster:
+        rtype, name = ResourceType.CLUSTER, CLUSTER_NAME
+    elif ns.topic is not None:
+        rtype, name = ResourceType.TOPIC, ns.topic
+    elif ns.group is not None:
+        rtype, name = ResourceType.GROUP, ns.group
+    else:
+        rtype, name = ResourceType.TRANSACTIONAL_ID, ns.transactional_id
+    return AclBinding(rtype, name, PatternType.PREFIXED if ns.prefixed else PatternType.LITERAL, ns.principal,
+                      ns.host, Operation[ns.operation], Permission.DENY if ns.deny else Permission.ALLOW)
+
+
+def run(argv: list[str] | None = None) -> int:
+    ns = _parser().parse_args(argv)
+    config_dir = os.path.join(ns.data_dir, "config")
+    creds, acls = CredentialStore(config_dir), Authorizer(config_dir)
+    if ns.what == "user" and ns.action == "set":
+        creds.set_password(ns.name, ns.password, ns.mechanism or SCRAM_MECHANISMS, ns.iterations)
+    elif ns.what == "user":
+        for mechanism in ns.mechanism or SCRAM_MECHANISMS:
+            creds.delete_scram(ns.name, mechanism)
+    elif ns.what == "access-key" and ns.action == "set":
+        creds.set_access_key(ns.key, ns.secret, ns.user)
+    elif ns.what == "access-key":
+        creds.delete_access_key(ns.key)
+    elif ns.what == "acl" and ns.action == "add":
+        error = acls.create([_binding(ns)])[0]
+        if error is not None:
+            raise error
+    elif ns.what == "acl":
+        b = _binding(ns)
+        acls.delete([AclFilter(b.resource_type, b.name, b.pattern_type, b.principal, b.host, b.operation,
+                               b.permission)])
+    elif ns.what == "rocketmq" and ns.action == "grant":
+        rocketmq_perms.grant(acls, ns.user, ns.kind, ns.name, ns.perm)
+    elif ns.what == "rocketmq" and ns.action == "admin":
+        rocketmq_perms.set_admin(acls, ns.user, not ns.off)
+    elif ns.what == "rocketmq":
+        rocketmq_perms.set_whitelist(acls, ns.patterns)
+    else:
+        print(json.dumps({"users": {u: creds.describe(u) for u in creds.users()},
+                          "access_keys": {k: creds.access_key(k).user for k in creds.access_keys()},
+                          "acls": [b.to_json() for b in acls.bindings()],
+                          "rocketmq_whitelist": rocketmq_perms.whitelist(acls)}, indent=1))
+    return 0
+
+
+def main() -> int:
+    try:
+        return run()
+    except (AclError, CredentialError) as exc:
+        sys.stderr.write(f"security: error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
