@@ -13,6 +13,7 @@ from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.kafka.state import KafkaState
 from gateway.longpoll import ArrivalHub
+from gateway.ops.stats import GatewayStats
 from gateway.remoting.end_transaction import send_transaction_check
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
@@ -48,6 +49,8 @@ class App:
     rocketmq_clients: ClientRegistry  # registered producers/consumers of the remoting side
     flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
+    # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
+    stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
     kafka: KafkaState = dataclasses.field(init=False)
 

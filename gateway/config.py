@@ -14,6 +14,7 @@ class GatewayConfig:
     host: str = "127.0.0.1"
     kafka_port: int = 9092
     remoting_port: int = 9876
+    http_port: int | None = None  # /metrics, /healthz, /readyz, /api (gateway.ops); off when None
     flush: str = "async"
     # Address clients are told to connect back to; defaults to host.
     advertised_host: str | None = None
@@ -92,6 +93,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--host", default=d.host)
     p.add_argument("--kafka-port", type=_port, default=d.kafka_port)
     p.add_argument("--remoting-port", type=_port, default=d.remoting_port)
+    p.add_argument("--http-port", type=_port, default=None,
+                   help="serve /metrics, /healthz, /readyz and the admin API on this port (off by default)")
     p.add_argument("--flush", choices=["async", "sync"], default=d.flush)
     p.add_argument("--advertised-host", default=None, help="host clients connect back to (default: --host)")
     p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false")

@@ -12,6 +12,7 @@ import trio
 
 from gateway.app import App, StartupError, build_app
 from gateway.config import GatewayConfig
+from gateway.ops.http import bind_http
 from gateway.services import start_services, write_left
 
 log = logging.getLogger("rocketgate")
@@ -120,7 +121,7 @@ def _listen(socks: list) -> list[trio.SocketListener]:
     return [trio.SocketListener(sock) for sock in socks]
 
 
-async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
+async def _serve(app: App, bound: dict[str, list] | None = None, http=None) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let busy connections finish their request
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
@@ -132,7 +133,7 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
             bound = await _bind_both(app.config)
         connections = _Connections()
         async with trio.open_nursery() as services:
-            await start_services(app, services)
+            await start_services(app, services, http)
             async with trio.open_nursery() as conns:
                 accepting = []  # one cancel scope per listener: a scope is entered once
                 for name, socks in bound.items():
@@ -142,9 +143,11 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
                                      _serve_one(app, name, handlers[name], connections), conns)
                     log.info("%s listener ready on %s:%d", name, app.config.host,
                              listeners[0].socket.getsockname()[1])
+                app.stats.listeners_up = True
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     break
+                app.stats.stop()  # /readyz answers 503; the HTTP server stops
                 for scope in accepting:  # closes the listening sockets
                     scope.cancel()
                 with trio.move_on_after(SHUTDOWN_GRACE):
@@ -205,12 +208,13 @@ async def _run(config: GatewayConfig) -> int:
     # refuse connections until everything is ready (they listen in _serve).
     bound = await _bind_both(config)
     try:
+        http = bind_http(config)  # --http-port (gateway.ops); None when off
         app = build_app(config)
     except BaseException:
         _close_all(bound)
         raise
     try:
-        await _serve(app, bound)
+        await _serve(app, bound, http)
     finally:
         app.offsets.persist()
         write_left(app.config_writer.writer)

@@ -28,6 +28,11 @@ log = logging.getLogger("rocketgate.remoting")
 WRITE_TIMEOUT_S = 30.0
 # Sends appended together when several arrive in one read (the batch form keeps its own path).
 _COALESCED_SENDS = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2))
+# Metric labels: a request code's name (RocketMQ's RequestCode), else its number.
+_CODE_NAMES = {v: k for k, v in vars(RequestCode).items() if k.isupper() and isinstance(v, int)}
+# Answers that are not errors: a pull or query that found nothing (yet) is the normal case.
+_NOT_ERRORS = frozenset((ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+                         ResponseCode.PULL_OFFSET_MOVED, ResponseCode.QUERY_NOT_FOUND))
 
 
 class Channel:
@@ -61,6 +66,7 @@ class Channel:
         """Queue `frames`; unless a write is in progress, write everything queued until the outbox is
         empty. Shielded: a cancelled task must not strand the frames that others queued meanwhile."""
         outbox = self._outbox
+        self.app.stats.bytes_out["remoting"] += len(frames)
         if not outbox.add(frames):
             return  # the task writing now sends these with its own
         try:
@@ -108,13 +114,14 @@ class Channel:
 
     def spawn(self, req: RemotingCommand, coro_fn) -> None:
         """Finish a request in its own task: `coro_fn()` returns the response (or None)."""
-        self.nursery.start_soon(self._finish, req, coro_fn)
+        self.nursery.start_soon(self._finish, req, coro_fn, self.read_at)
 
-    async def _finish(self, req: RemotingCommand, coro_fn) -> None:
+    async def _finish(self, req: RemotingCommand, coro_fn, read_at: float | None = None) -> None:
         try:
             resp = await coro_fn()
         except Exception as exc:
             resp = _mistake_answer(req, exc)
+        _observe(self, req, resp, read_at)
         await self.reply(req, resp)
 
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
@@ -130,6 +137,8 @@ class Channel:
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     guard = app.security  # None unless --authorizer acl
     reader = FrameReader()
+    stats = app.stats
+    stats.connection_opened("remoting")
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
         try:
@@ -137,6 +146,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 data = await stream.receive_some(256 * 1024)
                 if not data:
                     break
+                stats.bytes_in["remoting"] += len(data)
                 channel.read_at = time.monotonic()  # the send-queue wait starts here (flow control)
                 reader.feed(data)
                 answers = []  # the answers to every request in this read go out in one write
@@ -146,7 +156,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                         channel.resolve(req)
                         continue
                     if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
-                        _answer(req, refusal, answers)  # not authenticated or not allowed
+                        _answer(channel, req, refusal, answers)  # not authenticated or not allowed
                         continue
                     if req.code in _COALESCED_SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
@@ -158,7 +168,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                             _append_sends(channel, sends, answers)
                             sends = []
                         resp = _dispatch(channel, req)
-                    _answer(req, resp, answers)
+                    _answer(channel, req, resp, answers)
                 if sends:
                     _append_sends(channel, sends, answers)
                 if answers:
@@ -168,6 +178,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         finally:
+            stats.connections["remoting"] -= 1
             channel.closed = True
             for slot in channel._pending.values():
                 slot[0].set()
@@ -175,10 +186,19 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
             nursery.cancel_scope.cancel()
 
 
-def _answer(req: RemotingCommand, resp: RemotingCommand | None, answers: list) -> None:
+def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None, answers: list) -> None:
+    if resp is not None and resp is not DEFERRED:  # a deferred answer is counted by Channel._finish
+        _observe(channel, req, resp, channel.read_at)
     if resp is not None and resp is not DEFERRED and not req.is_oneway:
         resp.opaque = req.opaque
         answers.append(encode(resp))
+
+
+def _observe(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None, read_at) -> None:
+    """Count one answered request (latency from the read that brought it; an error unless _NOT_ERRORS)."""
+    seconds = time.monotonic() - read_at if read_at is not None else 0.0
+    name = _CODE_NAMES.get(req.code) or str(req.code)
+    channel.app.stats.requests.observe("remoting", name, seconds, resp is not None and resp.code not in _NOT_ERRORS)
 
 
 def _guarded(req: RemotingCommand, fn, *args):
@@ -212,16 +232,16 @@ def _append_sends(channel: Channel, sends: list, answers: list) -> None:
             pos = 0
             for p in sends:
                 n = len(p.msgs)
-                _answer(p.req, _guarded(p.req, finish_send, channel, p, results[pos:pos + n]), answers)
+                _answer(channel, p.req, _guarded(p.req, finish_send, channel, p, results[pos:pos + n]), answers)
                 pos += n
             return
     for p in sends:
         try:
             results = channel.app.store.append_many(p.msgs)
         except store.StoreError as exc:
-            _answer(p.req, append_error(p.req, exc), answers)
+            _answer(channel, p.req, append_error(p.req, exc), answers)
             continue
-        _answer(p.req, _guarded(p.req, finish_send, channel, p, results), answers)
+        _answer(channel, p.req, _guarded(p.req, finish_send, channel, p, results), answers)
 
 
 def _dispatch(channel: Channel, req: RemotingCommand) -> RemotingCommand | None:

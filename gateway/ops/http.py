@@ -1,0 +1,111 @@
+"""The gateway's HTTP port (`--http-port`): an ASGI app (Starlette) served by hypercorn's trio
+worker in the gateway's own event loop, so every handler reads the App between two requests of
+the protocol listeners, with no locks. Routes: /metrics (Prometheus text format), /healthz (the
+process is alive), /readyz (store recovered and listeners accepting; 503 otherwise and while
+shutting down) and a read-only JSON API under /api/ that `gateway.admin` uses."""
+from __future__ import annotations
+
+import errno
+import logging
+
+import trio
+from hypercorn.config import Config as HypercornConfig, Sockets
+from hypercorn.trio import serve
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+import gateway.ops.inspect as inspect
+from gateway.app import StartupError
+from gateway.ops.collector import make_registry
+
+log = logging.getLogger("rocketgate.http")
+
+
+def make_asgi_app(app) -> Starlette:
+    registry = make_registry(app)
+
+    async def metrics(request):
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def healthz(request):
+        return PlainTextResponse("ok\n")
+
+    async def readyz(request):
+        if app.stats.ready():
+            return PlainTextResponse("ready\n")
+        reason = "shutting down" if app.stats.stopping else "listeners not up"
+        return PlainTextResponse(f"not ready: {reason}\n", status_code=503)
+
+    async def topics(request):
+        return JSONResponse(inspect.topics(app))
+
+    async def groups(request):
+        return JSONResponse(inspect.groups(app))
+
+    async def group(request):
+        name = request.path_params["group"]
+        if name not in app.offsets.groups():
+            return JSONResponse({"error": f"group {name!r} has no committed offsets"}, status_code=404)
+        return JSONResponse(inspect.group_lag(app, name))
+
+    async def delay(request):
+        return JSONResponse(inspect.delay_queues(app))
+
+    async def dlq(request):
+        return JSONResponse(inspect.dead_letters(app))
+
+    return Starlette(routes=[
+        Route("/metrics", metrics), Route("/healthz", healthz), Route("/readyz", readyz),
+        Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
+        Route("/api/delay", delay), Route("/api/dlq", dlq),
+    ])
+
+
+class _BoundConfig(HypercornConfig):
+    """Hypercorn's config with the listening sockets bound beforehand (`bind_http`), so a port in
+    use is a startup error, reported before the store recovers, like the protocol ports."""
+
+    sockets: Sockets | None = None
+
+    def create_sockets(self) -> Sockets:
+        return self.sockets if self.sockets is not None else super().create_sockets()
+
+
+def bind_http(config) -> _BoundConfig | None:
+    """The hypercorn config with --http-port bound, None without --http-port; StartupError when the
+    port cannot be bound."""
+    if config.http_port is None:
+        return None
+    cfg = _BoundConfig()
+    cfg.bind = [f"{config.host}:{config.http_port}"]
+    cfg.accesslog = None
+    cfg.errorlog = log
+    cfg.graceful_timeout = 1.0
+    try:
+        cfg.sockets = cfg.create_sockets()
+    except OSError as exc:
+        reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise StartupError(f"cannot listen for http on {config.host}:{config.http_port}: {reason}") from None
+    return cfg
+
+
+class HttpService:
+    """Serves the ASGI app until the gateway stops accepting (`app.stats.shutdown`, hypercorn's
+    shutdown trigger) or the service is cancelled. `bound`: from `bind_http` (else it binds now)."""
+
+    def __init__(self, app, bound: _BoundConfig | None = None) -> None:
+        self.app = app
+        self.bound = bound
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        cfg = self.bound or bind_http(self.app.config)
+        async with trio.open_nursery() as nursery:
+            binds = await nursery.start(self._serve, cfg)
+            log.info("http listener ready on %s", ", ".join(binds))
+            task_status.started(binds)
+
+    async def _serve(self, cfg: HypercornConfig, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        await serve(make_asgi_app(self.app), cfg, shutdown_trigger=self.app.stats.shutdown.wait,
+                    task_status=task_status)

@@ -1,0 +1,130 @@
+"""What the App holds, read on the event loop as plain data: the one source of the scrape-time
+gauges (`gateway.ops.collector`) and of the JSON API (`gateway.ops.http`). Nothing here writes."""
+from __future__ import annotations
+
+import os
+
+from semantics.routing import HALF_TOPIC, SCHEDULE_TOPIC
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+
+
+def queue_range(store, topic: str) -> dict[int, tuple[int, int]]:
+    """{queue id: (min offset, max offset)} of a topic's stored queues."""
+    return {q: (store.min_offset(topic, q), store.max_offset(topic, q)) for q in store.queues(topic)}
+
+
+def group_lag(app, group: str) -> list[dict]:
+    """One row per (topic, queue) the group has committed: committed offset, end offset and lag."""
+    st = app.store
+    rows = []
+    for (topic, qid), committed in sorted(app.offsets.group_offsets(group).items()):
+        end = st.max_offset(topic, qid)
+        rows.append({"group": group, "topic": topic, "queue": qid, "committed": committed,
+                     "end": end, "lag": max(0, end - committed)})
+    return rows
+
+
+def groups(app) -> list[dict]:
+    """Every group (committed offsets in the one table, or live members of either protocol) with its
+    total lag and live members."""
+    kafka_groups = app.kafka.coordinator.groups
+    rocketmq_groups = app.rocketmq_clients.consumers
+    out = []
+    for group in sorted({*app.offsets.groups(), *kafka_groups, *rocketmq_groups}):
+        rows = group_lag(app, group)
+        kafka = kafka_groups.get(group)
+        rocketmq = rocketmq_groups.get(group)
+        out.append({"group": group, "topics": sorted({r["topic"] for r in rows}),
+                    "lag": sum(r["lag"] for r in rows),
+                    "kafka_members": len(kafka.members) if kafka is not None else 0,
+                    "rocketmq_clients": len(rocketmq.clients) if rocketmq is not None else 0})
+    return out
+
+
+def delay_queues(app) -> list[dict]:
+    """Per delay level (and the timer queue for exact deliver times): messages waiting and the
+    deliver time (epoch ms) of the head, None when the level is drained."""
+    st, sched = app.store, app.delay
+    levels = app.delay_levels
+    out = []
+    for q in range(levels.queue_count):
+        cursor = sched.cursor[q]
+        end = st.max_offset(SCHEDULE_TOPIC, q)
+        units = st.units(SCHEDULE_TOPIC, q, cursor, 1) if cursor < end else []
+        level = str(q + 1) if q < levels.queue_count - 1 else "timer"
+        out.append({"level": level, "depth": max(0, end - cursor),
+                    "next_due_ms": units[0][2] if units else None})
+    return out
+
+
+def pending_transactions(app) -> int:
+    """Half messages with no outcome yet (each is checked back until decided or discarded)."""
+    return sum(1 for _ in app.transactions._undecided_halves())
+
+
+def half_messages_stored(app) -> int:
+    st = app.store
+    return st.max_offset(HALF_TOPIC, 0) - st.min_offset(HALF_TOPIC, 0)
+
+
+def dead_letters(app) -> dict[str, int]:
+    """{group: messages in %DLQ%<group>}."""
+    st = app.store
+    return {name[len(DLQ_PREFIX):]: sum(hi - lo for lo, hi in queue_range(st, name).values())
+            for name in st.topics.names() if name.startswith(DLQ_PREFIX)}
+
+
+def retry_depth(app) -> dict[str, int]:
+    """{group: messages in %RETRY%<group> the group has not consumed yet}."""
+    st, offsets = app.store, app.offsets
+    out = {}
+    for name in st.topics.names():
+        if name.startswith(RETRY_PREFIX):
+            group = name[len(RETRY_PREFIX):]
+            depth = 0
+            for q, (lo, hi) in queue_range(st, name).items():
+                committed = offsets.fetch(group, name, q)
+                depth += hi - max(lo, committed if committed is not None else lo)
+            out[group] = max(0, depth)
+    return out
+
+
+def disk_usage(app) -> dict[str, int]:
+    """Bytes on disk per store directory (commitlog, consumequeue, index, config)."""
+    out = {}
+    for entry in os.scandir(app.store.path):
+        if entry.is_dir(follow_symlinks=False):
+            out[entry.name] = _du(entry.path)
+    return out
+
+
+def _du(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass  # deleted meanwhile (retention)
+    return total
+
+
+def commitlog_files(app) -> int:
+    return sum(1 for e in os.scandir(os.path.join(app.store.path, "commitlog")) if e.is_file())
+
+
+def topics(app) -> list[dict]:
+    """Every topic with its queue count, message count and whether it is a filtered view."""
+    st = app.store
+    out = []
+    for name in sorted(st.topics.names()):
+        cfg = st.topics.get(name)
+        if cfg is None:
+            continue
+        ranges = queue_range(st, name)
+        out.append({"topic": name, "read_queues": cfg.read_queues, "write_queues": cfg.write_queues,
+                    "perm": cfg.perm, "messages": sum(hi - lo for lo, hi in ranges.values()),
+                    "view": app.views.is_view(name), "attributes": dict(cfg.attributes)})
+    return out
