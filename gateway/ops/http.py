@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 import gateway.ops.inspect as inspect
+import gateway.ops.messages as messages
 from gateway.app import StartupError
 from gateway.ops.collector import make_registry
 
@@ -56,10 +57,35 @@ def make_asgi_app(app) -> Starlette:
     async def dlq(request):
         return JSONResponse(inspect.dead_letters(app))
 
+    async def dlq_group(request):
+        try:
+            start = int(request.query_params.get("start", 0))
+            limit = min(1000, int(request.query_params.get("limit", 100)))
+        except ValueError:
+            return JSONResponse({"error": "start and limit must be integers"}, status_code=400)
+        return JSONResponse(inspect.dead_letter_page(app, request.path_params["group"], start, limit))
+
+    async def messages_by_key(request):
+        topic, key = request.query_params.get("topic"), request.query_params.get("key")
+        if not topic or not key:
+            return JSONResponse({"error": "topic and key are required"}, status_code=400)
+        return JSONResponse(messages.by_key(app.store, topic, key))
+
+    async def message_by_id(request):
+        msg_id = request.path_params["msg_id"]
+        try:
+            found = messages.by_msg_id(app.store, msg_id)
+        except ValueError:
+            return JSONResponse({"error": f"{msg_id!r} is not a msgId"}, status_code=400)
+        if found is None:
+            return JSONResponse({"error": f"no message with msgId {msg_id}"}, status_code=404)
+        return JSONResponse(found)
+
     return Starlette(routes=[
         Route("/metrics", metrics), Route("/healthz", healthz), Route("/readyz", readyz),
         Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
-        Route("/api/delay", delay), Route("/api/dlq", dlq),
+        Route("/api/delay", delay), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
+        Route("/api/messages", messages_by_key), Route("/api/messages/{msg_id}", message_by_id),
     ])
 
 

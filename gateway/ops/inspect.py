@@ -128,3 +128,25 @@ def topics(app) -> list[dict]:
                     "perm": cfg.perm, "messages": sum(hi - lo for lo, hi in ranges.values()),
                     "view": app.views.is_view(name), "attributes": dict(cfg.attributes)})
     return out
+
+
+def dead_letter_page(app, group: str, start: int = 0, limit: int = 100) -> dict:
+    """Dead letters of a group from queue offset `start` (at most `limit`): each with its offsetMsgId
+    (what RESEND_DLQ_MESSAGE takes), original topic, keys and store time; `next` pages on."""
+    st, topic = app.store, DLQ_PREFIX + group
+    if st.topics.get(topic) is None:
+        return {"group": group, "messages": [], "next": 0, "end": 0}
+    rows, nxt = [], max(start, st.min_offset(topic, 0))
+    end = st.max_offset(topic, 0)
+    while nxt < end and len(rows) < limit:
+        res = st.read(topic, 0, nxt, min(32, limit - len(rows)))
+        for qoff, msg in res.entries:
+            props = msg.properties
+            rows.append({"offset": qoff, "msg_id": msg.msg_id, "uniq_key": props.get("UNIQ_KEY", ""),
+                         "topic": props.get("RETRY_TOPIC", ""), "keys": props.get("KEYS", ""),
+                         "tags": props.get("TAGS", ""), "stored_ms": msg.store_timestamp,
+                         "reconsume_times": msg.reconsume_times})
+        if res.next_offset <= nxt:
+            break
+        nxt = res.next_offset
+    return {"group": group, "messages": rows, "next": nxt, "end": end}

@@ -1,0 +1,97 @@
+"""The admin command line: `python -m gateway.admin [--json] [--bootstrap ...] NOUN VERB ...`."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import gateway.admin.commands as commands
+from gateway.admin.endpoints import AdminError
+from gateway.admin.output import emit
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse hook
+        sys.stderr.write(f"rocketgate: error: {message}\n")
+        raise SystemExit(2)
+
+
+def _command(sub, name: str, fn, help: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help, description=help)
+    p.set_defaults(fn=fn)
+    return p
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rocketgate", description="Operate a running rocketgate gateway (docs/admin.md).")
+    env = os.environ.get
+    p.add_argument("--bootstrap", default=env("ROCKETGATE_BOOTSTRAP", "127.0.0.1:9092"),
+                   help="the gateway's Kafka listener (env ROCKETGATE_BOOTSTRAP)")
+    p.add_argument("--remoting", default=env("ROCKETGATE_REMOTING", "127.0.0.1:9876"),
+                   help="the gateway's remoting listener (env ROCKETGATE_REMOTING)")
+    p.add_argument("--http", default=env("ROCKETGATE_HTTP"),
+                   help="the gateway's HTTP port, HOST:PORT (its --http-port; env ROCKETGATE_HTTP)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    nouns = p.add_subparsers(dest="noun", required=True, parser_class=_Parser)
+
+    topics = nouns.add_parser("topics", help="list, create, delete, describe topics").add_subparsers(
+        dest="verb", required=True, parser_class=_Parser)
+    _command(topics, "list", commands.topics_list, "list topics").add_argument(
+        "--all", action="store_true", help="also the gateway's system topics")
+    create = _command(topics, "create", commands.topics_create, "create a topic")
+    create.add_argument("topic")
+    create.add_argument("--partitions", type=int, default=4)
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a topic config, e.g. filter.source.topic=orders (repeatable)")
+    _command(topics, "delete", commands.topics_delete, "delete a topic").add_argument("topic")
+    _command(topics, "describe", commands.topics_describe, "partitions with first/end offsets").add_argument("topic")
+
+    groups = nouns.add_parser("groups", help="consumer groups of both protocols (needs --http)").add_subparsers(
+        dest="verb", required=True, parser_class=_Parser)
+    _command(groups, "list", commands.groups_list, "every group with its total lag")
+    _command(groups, "describe", commands.groups_describe, "committed offset and lag per queue").add_argument("group")
+
+    offsets = nouns.add_parser("offsets", help="reset a group's offsets").add_subparsers(
+        dest="verb", required=True, parser_class=_Parser)
+    reset = _command(offsets, "reset", commands.offsets_reset,
+                     "reset a group's offsets on a topic (the group must have no live Kafka members)")
+    reset.add_argument("group")
+    reset.add_argument("topic")
+    reset.add_argument("--to", required=True, help="earliest, latest, epoch ms or an ISO time")
+
+    query = nouns.add_parser("query", help="find messages (needs --http)").add_subparsers(
+        dest="verb", required=True, parser_class=_Parser)
+    by_key = _command(query, "key", commands.query_key, "messages of a topic by key (the index)")
+    by_key.add_argument("topic")
+    by_key.add_argument("key")
+    _command(query, "msgid", commands.query_msgid, "one message by its offsetMsgId").add_argument("msg_id")
+
+    dlq = nouns.add_parser("dlq", help="dead letters of a group").add_subparsers(
+        dest="verb", required=True, parser_class=_Parser)
+    listing = _command(dlq, "list", commands.dlq_list, "a group's dead letters (needs --http)")
+    listing.add_argument("group")
+    listing.add_argument("--start", type=int, default=0, help="first DLQ offset")
+    listing.add_argument("--limit", type=int, default=100)
+    resend = _command(dlq, "resend", commands.dlq_resend,
+                      "put dead letters back on their original topic (--all needs --http)")
+    resend.add_argument("group")
+    which = resend.add_mutually_exclusive_group(required=True)
+    which.add_argument("--msg-id", help="the dead letter's offsetMsgId")
+    which.add_argument("--all", action="store_true", help="every dead letter of the group")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        result, columns = args.fn(args)
+    except AdminError as exc:
+        sys.stderr.write(f"rocketgate: error: {exc}\n")
+        return exc.code
+    except KeyboardInterrupt:
+        sys.stderr.write("rocketgate: interrupted\n")
+        return 130
+    emit(result, args.json, columns)
+    return 0

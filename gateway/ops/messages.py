@@ -1,0 +1,46 @@
+"""Messages by key (the IndexFile) and by offsetMsgId, decoded for people: properties as a dict, the
+body as text when it is UTF-8, else hex. A stored Kafka batch shows as its records, as the
+remoting QUERY_MESSAGE / VIEW_MESSAGE_BY_ID answers do (gateway.remoting.query)."""
+from __future__ import annotations
+
+import interop.to_rocketmq as inner_batch
+from codec.remoting.message import decode, parse_msg_id
+from codec.remoting.tags import parse_tags
+from interop.headers import RESERVED_PROPS
+
+MAX_BODY_SHOWN = 4096  # bytes of a body a lookup returns
+
+
+def _records(m) -> list:
+    """A stored entry as the messages a RocketMQ client would see."""
+    if not m.sys_flag & inner_batch.INNER_BATCH_FLAG:
+        return [m]
+    return [decode(raw) for raw in inner_batch.expand(m, m.queue_offset, 0, parse_tags(None))]
+
+
+def describe(m) -> dict:
+    body = bytes(m.body[:MAX_BODY_SHOWN])
+    try:
+        text, encoding = body.decode("utf-8"), "text"
+    except UnicodeDecodeError:
+        text, encoding = body.hex(), "hex"
+    props = {k: v for k, v in m.properties.items() if k not in RESERVED_PROPS}
+    return {"topic": m.topic, "queue": m.queue_id, "offset": m.queue_offset, "msg_id": m.msg_id,
+            "uniq_key": props.get("UNIQ_KEY", ""), "keys": props.get("KEYS", ""), "tags": props.get("TAGS", ""),
+            "born_ms": m.born_timestamp, "stored_ms": m.store_timestamp, "reconsume_times": m.reconsume_times,
+            "properties": props, "body_size": len(m.body), "body": text, "body_encoding": encoding}
+
+
+def by_key(store, topic: str, key: str, max_num: int = 32) -> list[dict]:
+    out = []
+    for m in store.query_by_key(topic, key, max_num):
+        out += [describe(r) for r in _records(m)
+                if key in r.properties.get("KEYS", "").split(" ") or r.properties.get("UNIQ_KEY") == key]
+    return out
+
+
+def by_msg_id(store, msg_id: str) -> dict | None:
+    """The message an offsetMsgId names (a Kafka batch: its first record); ValueError for a malformed id."""
+    _host, _port, offset = parse_msg_id(msg_id)
+    m = store.get(offset)
+    return describe(_records(m)[0]) if m is not None else None
