@@ -12,7 +12,7 @@ import trio
 
 from gateway.app import App, StartupError, build_app
 from gateway.config import GatewayConfig
-from gateway.ops.http import bind_http
+from gateway.ops.http import HttpService, bind_http
 from gateway.services import start_services, write_left
 
 log = logging.getLogger("rocketgate")
@@ -133,7 +133,9 @@ async def _serve(app: App, bound: dict[str, list] | None = None, http=None) -> N
             bound = await _bind_both(app.config)
         connections = _Connections()
         async with trio.open_nursery() as services:
-            await start_services(app, services, http)
+            await start_services(app, services)
+            if http is not None:  # --http-port: /readyz answers 503 until the listeners are up
+                await services.start(HttpService(app, http).run)
             async with trio.open_nursery() as conns:
                 accepting = []  # one cancel scope per listener: a scope is entered once
                 for name, socks in bound.items():

@@ -100,12 +100,8 @@ def background_services(app) -> list:
             app.offsets, app.delay, app.transactions]
 
 
-async def start_services(app, nursery: trio.Nursery, http=None) -> None:
-    """Start every background service of `app` in `nursery`; returns when all are ready. `http`:
-    the HTTP port bound by `gateway.ops.http.bind_http` (else bound here when --http-port is set)."""
+async def start_services(app, nursery: trio.Nursery) -> None:
+    """Start every background service of `app` in `nursery`; returns when all are ready."""
     app.stats.install(app)
     for service in background_services(app):
         await nursery.start(service.run)
-    if app.config.http_port is not None:  # after the services: /readyz says not ready until listeners are up
-        from gateway.ops.http import HttpService
-        await nursery.start(HttpService(app, http).run)

@@ -25,12 +25,14 @@ def topics_create(args):
     from confluent_kafka.admin import NewTopic
     configs = dict(_key_value(c) for c in args.config)
     topic = NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1, config=configs)
-    wait(kafka_admin(args.bootstrap).create_topics([topic])[args.topic], f"cannot create topic {args.topic!r}")
+    admin = kafka_admin(args.bootstrap)  # kept alive until the future is done
+    wait(admin.create_topics([topic])[args.topic], f"cannot create topic {args.topic!r}")
     return {"created": args.topic, "partitions": args.partitions, "config": configs}, None
 
 
 def topics_delete(args):
-    wait(kafka_admin(args.bootstrap).delete_topics([args.topic])[args.topic], f"cannot delete topic {args.topic!r}")
+    admin = kafka_admin(args.bootstrap)  # kept alive until the future is done
+    wait(admin.delete_topics([args.topic])[args.topic], f"cannot delete topic {args.topic!r}")
     return {"deleted": args.topic}, None
 
 
@@ -49,7 +51,7 @@ def topics_describe(args):
 
 
 def _partitions(admin, topic: str) -> list[int]:
-    meta = admin.list_topics(topic=topic, timeout=10)
+    meta = admin.list_topics(timeout=10)  # all topics: asking for one by name would auto-create it
     t = meta.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:
         raise AdminError(f"topic {topic!r} does not exist")
