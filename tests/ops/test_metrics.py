@@ -3,6 +3,9 @@ and the native client moves the counters and gauges it should (requests, bytes, 
 delay depth, pending transaction halves); the Prometheus parser reads the whole page."""
 from __future__ import annotations
 
+import json
+import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -13,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from codec.remoting.message import make_msg_id
 from client import Admin, Message, Producer, TransactionProducer, TransactionState
-from gateway_process import GatewayProcess, free_port
+from gateway_process import ROOT, GatewayProcess, free_port
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +143,20 @@ def test_remoting_errors_are_counted_by_request_code(gw):
     after = scrape(gw)
     assert value(after, "rocketgate_request_errors_total", protocol="remoting", request="VIEW_MESSAGE_BY_ID") >= 1
     assert total(after, "rocketgate_request_errors_total", protocol="remoting") == before + 1
+
+
+def test_every_metric_is_documented_and_the_dashboard_uses_real_ones(gw):
+    status, text = get(gw, "/metrics")
+    families = list(text_string_to_metric_families(text))
+    docs = open(os.path.join(ROOT, "docs", "metrics.md"), encoding="utf-8").read()
+    for family in families:
+        if family.name.startswith("rocketgate_"):
+            name = family.name + "_total" if family.type == "counter" else family.name
+            assert f"`{name}`" in docs, f"{name} is not in docs/metrics.md"
+    exposed = {s.name for f in families for s in f.samples} | {f.name for f in families} | \
+        {f.name + "_total" for f in families if f.type == "counter"} | \
+        {f.name + suffix for f in families if f.type == "histogram" for suffix in ("_bucket", "_sum", "_count")}
+    dashboard = json.load(open(os.path.join(ROOT, "docs", "grafana", "rocketgate.json"), encoding="utf-8"))
+    used = {name for panel in dashboard["panels"] for target in panel["targets"]
+            for name in re.findall(r"\b(?:rocketgate|process)_[a-z_]+", target["expr"])}
+    assert used and used <= exposed, used - exposed
