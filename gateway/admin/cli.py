@@ -84,6 +84,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The exit code (the `rocketgate` console script exits with it)."""
     args = parser().parse_args(argv)
     try:
         result, columns = args.fn(args)
