@@ -15,6 +15,7 @@ from codec.kafka.apis import BY_KEY
 from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
 from codec.kafka.schema import DecodeError
 import gateway.kafka.handlers as handlers
+from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_frame, send_parts
 
 log = logging.getLogger("rocketgate.kafka")
@@ -28,6 +29,7 @@ class Connection:
     def __init__(self, stream, app) -> None:
         self.stream = stream
         self.app = app
+        self.stats = stats_of(app)
         sock = stream.socket
         self.local_port = sock.getsockname()[1]
         try:
@@ -40,7 +42,7 @@ class Connection:
 async def handle_connection(stream, app) -> None:
     conn = Connection(stream, app)
     wire = ServerConnection(app.config.max_frame_bytes)
-    stats = app.stats
+    stats = conn.stats
     stats.connection_opened("kafka")
     try:
         while True:
@@ -64,7 +66,7 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
     header = request.header
     conn.client_id = header.client_id or ""
     began = time.perf_counter()
-    stats = conn.app.stats
+    stats = conn.stats
     api = _API_NAMES.get(header.api_key) or str(header.api_key)
     try:
         frame = await handlers.handle(conn, header, request.payload)

@@ -112,3 +112,8 @@ class GatewayStats:
         """The gateway is shutting down: not ready any more; the HTTP server ends."""
         self.stopping = True
         self.shutdown.set()
+
+
+def stats_of(app) -> GatewayStats:
+    """The App's statistics; a throwaway for a stand-in app without them (connection tests)."""
+    return getattr(app, "stats", None) or GatewayStats()

@@ -20,6 +20,7 @@ import trio
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
+from gateway.ops.stats import stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
@@ -41,6 +42,7 @@ class Channel:
     def __init__(self, stream: trio.SocketStream, app, nursery: trio.Nursery) -> None:
         self.stream = stream
         self.app = app
+        self.stats = stats_of(app)
         self.nursery = nursery
         self._outbox = Outbox()
         self._pending: dict[int, list] = {}  # opaque -> [Event, response] of our own requests
@@ -66,7 +68,7 @@ class Channel:
         """Queue `frames`; unless a write is in progress, write everything queued until the outbox is
         empty. Shielded: a cancelled task must not strand the frames that others queued meanwhile."""
         outbox = self._outbox
-        self.app.stats.bytes_out["remoting"] += len(frames)
+        self.stats.bytes_out["remoting"] += len(frames)
         if not outbox.add(frames):
             return  # the task writing now sends these with its own
         try:
@@ -137,10 +139,10 @@ class Channel:
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     guard = app.security  # None unless --authorizer acl
     reader = FrameReader()
-    stats = app.stats
-    stats.connection_opened("remoting")
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
+        stats = channel.stats
+        stats.connection_opened("remoting")
         try:
             while True:
                 data = await stream.receive_some(256 * 1024)
@@ -198,7 +200,7 @@ def _observe(channel: Channel, req: RemotingCommand, resp: RemotingCommand | Non
     """Count one answered request (latency from the read that brought it; an error unless _NOT_ERRORS)."""
     seconds = time.monotonic() - read_at if read_at is not None else 0.0
     name = _CODE_NAMES.get(req.code) or str(req.code)
-    channel.app.stats.requests.observe("remoting", name, seconds, resp is not None and resp.code not in _NOT_ERRORS)
+    channel.stats.requests.observe("remoting", name, seconds, resp is not None and resp.code not in _NOT_ERRORS)
 
 
 def _guarded(req: RemotingCommand, fn, *args):
