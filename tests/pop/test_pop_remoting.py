@@ -1,0 +1,204 @@
+"""POP over remoting against a real gateway process: the native SimpleConsumer, raw requests with
+bad receipts, request modes, and kill -9 (acknowledged records stay finished, in-flight ones return)."""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+
+import pytest
+
+from client import ConsumeFrom, Message, MQBrokerError, Producer, SimpleConsumer
+from codec.remoting import RequestCode as RC, ResponseCode as R
+from remoting.wire import Peer
+
+
+def produce(gateway, topic, n, tags=None):
+    with Producer("pop-producers", gateway.namesrv) as p:
+        for i in range(n):
+            p.send(Message(topic, b"m%d" % i, tags=(tags[i % len(tags)] if tags else None)))
+
+
+def consumer(group, namesrv, **kw):
+    return SimpleConsumer(group, namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, **kw)
+
+
+def receive_all(consumer, n, invisible=30.0, rounds=20):
+    got = []
+    for _ in range(rounds):
+        got += consumer.receive(max_messages=32, invisible_duration=invisible)
+        if len(got) >= n:
+            break
+    return got
+
+
+def committed(gateway, group, topic, qid):
+    resp = Peer(gateway.namesrv).call(RC.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": qid})
+    return int(resp.ext_fields["offset"]) if resp.code == 0 else None
+
+
+def test_simple_consumer_receives_each_message_once_when_acked(gateway):
+    produce(gateway, "PopT", 40)
+    with consumer("pop-g", gateway.namesrv, subscriptions={"PopT": "*"}, await_duration=1) as c:
+        got = receive_all(c, 40)
+        assert sorted(m.body for m in got) == sorted(b"m%d" % i for i in range(40))
+        assert all(m.reconsume_times == 0 and m.topic == "PopT" for m in got)
+        for m in got:
+            c.ack(m)
+        assert c.receive(max_messages=32, invisible_duration=30) == []
+        with pytest.raises(MQBrokerError) as err:  # duplicate ack
+            c.ack(got[0])
+        assert err.value.code == R.NO_MESSAGE
+    queues = {(m.queue_id, m.queue_offset) for m in got}
+    for qid in {q for q, _ in queues}:
+        assert committed(gateway, "pop-g", "PopT", qid) == max(o for q, o in queues if q == qid) + 1
+
+
+def test_unacked_messages_come_back_after_the_invisible_time(gateway):
+    produce(gateway, "PopRedo", 5)
+    with consumer("pop-redo", gateway.namesrv, subscriptions={"PopRedo": "*"}, await_duration=3) as c:
+        first = receive_all(c, 5, invisible=1.0)
+        assert len(first) == 5
+        again = receive_all(c, 5, invisible=30.0)
+        assert sorted(m.body for m in again) == sorted(m.body for m in first)
+        assert all(m.reconsume_times == 1 for m in again)
+        with pytest.raises(MQBrokerError):  # the first receipts expired
+            c.ack(first[0])
+        for m in again:
+            c.ack(m)
+        assert c.receive(max_messages=32, invisible_duration=30) == []
+
+
+def test_change_invisible_duration_keeps_a_message_leased(gateway):
+    produce(gateway, "PopChg", 1)
+    with consumer("pop-chg", gateway.namesrv, subscriptions={"PopChg": "*"}, await_duration=1) as c:
+        [m] = receive_all(c, 1, invisible=1.0)
+        old_receipt = m.properties["POP_CK"]
+        c.change_invisible_duration(m, 30)
+        assert m.properties["POP_CK"] != old_receipt
+        time.sleep(1.5)
+        assert c.receive(max_messages=32, invisible_duration=30) == []  # still invisible
+        c.ack(m)
+
+
+def test_tag_filter_applies_to_pop(gateway):
+    produce(gateway, "PopTags", 12, tags=["a", "b", "c"])
+    with consumer("pop-tags", gateway.namesrv, subscriptions={"PopTags": "a || c"}, await_duration=1) as c:
+        got = receive_all(c, 8)
+        assert sorted(m.tags for m in got) == ["a"] * 4 + ["c"] * 4
+
+
+def test_long_polling_pop_wakes_on_arrival(gateway):
+    produce(gateway, "PopLong", 1)
+    with consumer("pop-long", gateway.namesrv, subscriptions={"PopLong": "*"}, await_duration=15) as c:
+        for m in receive_all(c, 1):
+            c.ack(m)
+        threading.Timer(0.5, produce, (gateway, "PopLong", 1)).start()
+        got = c.receive(max_messages=4, invisible_duration=30)
+        assert [m.body for m in got] == [b"m0"]
+
+
+def pop(p, group, topic, invisible=30_000, n=32, **extra):
+    return p.call(RC.POP_MESSAGE, {"consumerGroup": group, "topic": topic, "queueId": -1, "maxMsgNums": n,
+                                   "invisibleTime": invisible, "pollTime": 0, "bornTime": 0, "initMode": 0, **extra})
+
+
+def first_receipt(resp):
+    from client.simple_consumer import _with_receipts
+    return _with_receipts(resp, "PopBad", "broker-a")[0]
+
+
+def test_bad_receipts_and_parameters_are_refused_and_change_nothing(gateway):
+    produce(gateway, "PopBad", 1)
+    p = Peer(gateway.namesrv)
+    assert pop(p, "g", "PopBad", invisible=-1).code == R.INVALID_PARAMETER
+    assert pop(p, "g", "PopBad", invisible=10 ** 12).code == R.INVALID_PARAMETER
+    assert pop(p, "g", "PopBad", n=33).code == R.INVALID_PARAMETER
+    assert pop(p, "g", "NoSuchTopic").code == R.TOPIC_NOT_EXIST
+    assert pop(p, "g", "PopBad", queueId=999).code == R.INVALID_PARAMETER
+    resp = pop(p, "g", "PopBad")
+    assert resp.code == 0 and resp.ext_fields["restNum"] == "0"
+    m = first_receipt(resp)
+    receipt = m.properties["POP_CK"]
+    good = {"consumerGroup": "g", "topic": "PopBad", "queueId": m.queue_id, "offset": m.queue_offset,
+            "extraInfo": receipt}
+    refused = [
+        ({**good, "consumerGroup": "other"}, R.NO_MESSAGE),  # another group
+        ({**good, "extraInfo": receipt.replace(receipt.split(" ")[1], "12345", 1)}, R.NO_MESSAGE),  # unknown
+        ({**good, "offset": m.queue_offset + 5}, R.NO_MESSAGE),  # beyond the queue
+        ({**good, "extraInfo": "not an extra info"}, R.SYSTEM_ERROR),
+        ({**good, "extraInfo": "1 2 3"}, R.SYSTEM_ERROR),
+        ({**good, "extraInfo": ""}, R.SYSTEM_ERROR),
+        ({**good, "queueId": 999}, R.MESSAGE_ILLEGAL),
+        ({**good, "topic": "NoSuchTopic"}, R.TOPIC_NOT_EXIST),
+    ]
+    for fields, code in refused:
+        assert p.call(RC.ACK_MESSAGE, fields).code == code, fields
+        assert p.call(RC.CHANGE_MESSAGE_INVISIBLETIME, {**fields, "invisibleTime": 1000}).code == code, fields
+    for invisible in (-1, 10 ** 12, "x"):
+        resp = p.call(RC.CHANGE_MESSAGE_INVISIBLETIME, {**good, "invisibleTime": invisible})
+        assert resp.code in (R.INVALID_PARAMETER, R.SYSTEM_ERROR)
+    for body in (b"{", b"[]", json.dumps({"acks": [{"c": "g", "t": "PopBad"}]}).encode(),
+                 json.dumps({"acks": [{"c": "g", "t": "PopBad", "r": "0", "so": 0, "q": m.queue_id, "pt": 1,
+                                       "b": "!!"}]}).encode()):
+        assert p.call(RC.BATCH_ACK_MESSAGE, {}, body).code in (R.SYSTEM_ERROR, R.NO_MESSAGE)
+    assert pop(p, "g", "PopBad").code == R.PULL_NOT_FOUND  # still leased
+    assert p.call(RC.ACK_MESSAGE, good).code == 0  # the real receipt still works
+    assert p.call(RC.ACK_MESSAGE, good).code == R.NO_MESSAGE  # once
+
+
+def test_batch_ack(gateway):
+    produce(gateway, "PopBatch", 4)
+    p = Peer(gateway.namesrv)
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PopBatch1", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6})
+    produce(gateway, "PopBatch1", 4)
+    resp = pop(p, "g", "PopBatch1")
+    offsets = json.loads("[" + resp.ext_fields["msgOffsetInfo"].split(" ")[2] + "]")
+    assert offsets == [0, 1, 2, 3]
+    bits = base64.b64encode(bytes([0b1011])).decode()  # offsets 0, 1, 3
+    ack = {"c": "g", "t": "PopBatch1", "r": "0", "so": 0, "q": 0, "rq": 0, "pt": int(resp.ext_fields["popTime"]),
+           "it": 30000, "b": bits}
+    assert p.call(RC.BATCH_ACK_MESSAGE, {}, json.dumps({"brokerName": "broker-a", "acks": [ack]}).encode()).code == 0
+    assert committed(gateway, "g", "PopBatch1", 0) == 2
+
+
+def test_request_mode_and_assignment(gateway):
+    produce(gateway, "PopMode", 1)
+    p = Peer(gateway.namesrv)
+    query = json.dumps({"topic": "PopMode", "consumerGroup": "gm", "clientId": "c1", "strategyName": "AVG",
+                        "messageModel": "CLUSTERING"}).encode()
+    modes = {a["mode"] for a in p.json_call(RC.QUERY_ASSIGNMENT, {}, query)["messageQueueAssignments"]}
+    assert modes == {"PULL"}
+    body = json.dumps({"topic": "PopMode", "consumerGroup": "gm", "mode": "POP", "popShareQueueNum": 0}).encode()
+    assert p.call(RC.SET_MESSAGE_REQUEST_MODE, {}, body).code == 0
+    retry = json.dumps({"topic": "%RETRY%gm", "consumerGroup": "gm", "mode": "POP"}).encode()
+    assert p.call(RC.SET_MESSAGE_REQUEST_MODE, {}, retry).code == R.NO_PERMISSION
+    assert p.call(RC.SET_MESSAGE_REQUEST_MODE, {}, b"{").code == R.SYSTEM_ERROR
+    gateway.restart()
+    p = Peer(gateway.namesrv)
+    assignments = p.json_call(RC.QUERY_ASSIGNMENT, {}, query)["messageQueueAssignments"]
+    assert [(a["mode"], a["messageQueue"]["queueId"]) for a in assignments] == [("POP", -1)]
+
+
+def test_kill9_keeps_acks_and_redelivers_in_flight(gateway):
+    p = Peer(gateway.namesrv)
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PopCrash", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6})
+    produce(gateway, "PopCrash", 10)
+    with consumer("pop-crash", gateway.namesrv, subscriptions={"PopCrash": "*"}, await_duration=1) as c:
+        got = receive_all(c, 10, invisible=2.0)
+        assert len(got) == 10
+        acked = {m.body for m in got[:6]}
+        for m in got[:6]:
+            c.ack(m)
+    gateway.kill9()
+    gateway.start()
+    with consumer("pop-crash", gateway.namesrv, subscriptions={"PopCrash": "*"}, await_duration=3) as c:
+        again = receive_all(c, 4, invisible=30.0)
+        assert sorted(m.body for m in again) == sorted(m.body for m in got[6:])
+        assert not acked & {m.body for m in again}
+        assert all(m.reconsume_times == 1 for m in again)
+        for m in again:
+            c.ack(m)
+        assert c.receive(max_messages=32, invisible_duration=30) == []
+    assert committed(gateway, "pop-crash", "PopCrash", 0) == 10
