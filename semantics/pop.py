@@ -82,14 +82,17 @@ class PopEngine:
     def acquire(self, group: str, topic: str, qid: int, max_n: int, invisible_ms: int, *,
                 tag_filter: Callable[[int], bool] | None = None, keep: Callable[[object, int], bool] | None = None,
                 init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
-                dead_letter: Callable[[str, object, int], int | None] | None = None) -> Acquired:
+                dead_letter: Callable[[str, object, int], int | None] | None = None,
+                pop_time: int | None = None) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
         `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
         a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
-        offset)` (returns a CommitLog end offset or None) and is finished."""
+        offset)` (returns a CommitLog end offset or None) and is finished. One pop over several
+        queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time)."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
-        pop_time = self._last_pop_time = max(now, self._last_pop_time + 1)
+        if pop_time is None:
+            pop_time = self.new_pop_time()
         result = Acquired(pop_time, now + invisible_ms)
         again, dead = [], []
         for offset in state.available(now):
@@ -113,6 +116,11 @@ class PopEngine:
         result.deliveries.sort(key=lambda d: d.offset)
         result.rest = max(0, self.store.max_offset(topic, qid) - state.next) + len(state.available(now))
         return result
+
+    def new_pop_time(self) -> int:
+        """Now in epoch ms, but strictly above any pop time given before (also before a restart)."""
+        self._last_pop_time = max(self.clock(), self._last_pop_time + 1)
+        return self._last_pop_time
 
     def _read_new(self, state, topic, qid, want, tag_filter, keep, result) -> tuple[list[int], int]:
         """Lease new records from `state.next` on; returns (offsets skipped by the filters, new next)."""
