@@ -214,8 +214,22 @@ class PopEngine:
     def state(self, group: str, topic: str, qid: int) -> QueueState | None:
         return self._states.get((group, topic, qid))
 
-    def start_offset(self, group: str, topic: str, qid: int, init_mode: int = INIT_MIN) -> int:
-        return self._state(group, topic, qid, init_mode).start
+    def start_offset(self, group: str, topic: str, qid: int) -> int:
+        """The group's first unfinished offset; for a queue it never popped, where a pop would start
+        (committed offset, else the queue's start). Changes nothing."""
+        state = self._states.get((group, topic, qid))
+        if state is not None:
+            return state.start
+        committed = self.offsets.fetch(group, topic, qid) if self.offsets is not None else None
+        return max(committed or 0, self.store.min_offset(topic, qid))
+
+    def has_available(self, group: str, topic: str, qid: int) -> bool:
+        """Whether a pop could lease something now (new records in the window, or records back)."""
+        state = self._states.get((group, topic, qid))
+        if state is None:
+            return self.store.max_offset(topic, qid) > self.start_offset(group, topic, qid)
+        return (self.store.max_offset(topic, qid) > state.next and state.next < state.start + self.max_window) \
+            or bool(state.available(self.clock()))
 
     # ---- internals ------------------------------------------------------------------------
     def _state(self, group, topic, qid, init_mode) -> QueueState:

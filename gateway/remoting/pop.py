@@ -313,13 +313,8 @@ def notification(channel, req):
     sources = [(topic, q) for q in ([qid] if qid >= 0 else range(cfg.read_queues))]
 
     def has_msg():
-        engine, now = pop_engine(app), now_ms()
-        for t, q in sources:
-            state = engine.state(group, t, q)
-            start = state.next if state is not None else engine.start_offset(group, t, q)
-            if app.store.max_offset(t, q) > start or (state is not None and state.available(now)):
-                return True
-        return False
+        engine = pop_engine(app)
+        return any(engine.has_available(group, t, q) for t, q in sources)
 
     def answer(found):
         return req.response(ResponseCode.SUCCESS, {"hasMsg": found, "pollingFull": False})

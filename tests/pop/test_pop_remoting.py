@@ -202,3 +202,49 @@ def test_kill9_keeps_acks_and_redelivers_in_flight(gateway):
             c.ack(m)
         assert c.receive(max_messages=32, invisible_duration=30) == []
     assert committed(gateway, "pop-crash", "PopCrash", 0) == 10
+
+
+def test_peek_notification_and_polling_info(gateway):
+    p = Peer(gateway.namesrv)
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PopPeek", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6})
+    notify = {"consumerGroup": "gp", "topic": "PopPeek", "queueId": -1, "pollTime": 0, "bornTime": 0}
+    assert p.call(RC.NOTIFICATION, notify).ext_fields["hasMsg"] == "false"
+    produce(gateway, "PopPeek", 3)
+    assert p.call(RC.NOTIFICATION, notify).ext_fields["hasMsg"] == "true"
+    peek = {"consumerGroup": "gp", "topic": "PopPeek", "queueId": 0, "maxMsgNums": 32}
+    for _ in range(2):  # peeking leases nothing
+        resp = p.call(RC.PEEK_MESSAGE, peek)
+        assert resp.code == 0 and resp.ext_fields["restNum"] == "3"
+    resp = pop(p, "gp", "PopPeek", n=3)
+    assert resp.code == 0 and resp.ext_fields["msgOffsetInfo"] == "0 0 0,1,2"
+    assert p.call(RC.NOTIFICATION, notify).ext_fields["hasMsg"] == "false"  # all three are leased
+    info = {"consumerGroup": "gp", "topic": "PopPeek", "queueId": -1}
+    assert p.call(RC.POLLING_INFO, {**info, "queueId": 0}).ext_fields["pollingNum"] == "0"
+    waiting = Peer(gateway.namesrv)
+    opaque = waiting.send(RC.POP_MESSAGE, {"consumerGroup": "gp", "topic": "PopPeek", "queueId": -1, "maxMsgNums": 1,
+                                           "invisibleTime": 30000, "pollTime": 3000, "bornTime": 0})
+    time.sleep(0.5)
+    assert p.call(RC.POLLING_INFO, info).ext_fields["pollingNum"] == "1"
+    resp = waiting.receive()
+    assert resp.opaque == opaque and resp.code == R.POLLING_TIMEOUT and resp.ext_fields["restNum"] == "0"
+
+
+def test_kafka_record_batches_are_popped_record_by_record(gateway):
+    from kafka import KafkaProducer
+    Peer(gateway.namesrv).call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PopKafka", "readQueueNums": 1,
+                                                            "writeQueueNums": 1, "perm": 6})
+    kp = KafkaProducer(bootstrap_servers=gateway.kafka_bootstrap, linger_ms=200)
+    for i in range(10):
+        kp.send("PopKafka", b"k%d" % i, headers=[("TAGS", b"a" if i % 2 else b"b")])
+    kp.flush()
+    kp.close()
+    with consumer("pop-kafka", gateway.namesrv, subscriptions={"PopKafka": "a"}, await_duration=1) as c:
+        first = receive_all(c, 5, invisible=1.0)
+        assert sorted(m.body for m in first) == [b"k1", b"k3", b"k5", b"k7", b"k9"]
+        assert [m.queue_offset for m in first] == [1, 3, 5, 7, 9]
+        again = receive_all(c, 5, invisible=30.0)
+        assert sorted(m.body for m in again) == sorted(m.body for m in first)
+        assert all(m.reconsume_times == 1 for m in again)
+        for m in again:
+            c.ack(m)
+    assert committed(gateway, "pop-kafka", "PopKafka", 0) == 10
