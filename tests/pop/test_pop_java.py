@@ -51,9 +51,12 @@ def test_java_push_consumer_in_pop_mode(tmp_path, scenario):
         assert r.returncode == 0, r.stdout + r.stderr
         run = ScenarioRun(module, "compat.RocketPop", [gw.namesrv, topic, group, str(N), scenario], str(tmp_path / "logs"))
         result = run[scenario]
+        progress = mqadmin(["consumerProgress", "-n", gw.namesrv, "-g", group], str(tmp_path / "logs"))
     finally:
         gw.stop()
     assert result["distinct"] == N
+    print(progress.stdout)
+    assert "Diff Total: 0" in progress.stdout, progress.stdout + progress.stderr  # POP progress is the group's offset
     assert result["succeeded"] == N
     assert result["with_receipt"] == result["deliveries"]  # every message came by POP (it carries a receipt)
     if scenario == "ack":
