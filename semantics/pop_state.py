@@ -26,6 +26,7 @@ class QueueState:
         self.next = start
         self.leases: dict[int, Lease] = {}
         self.done: set[int] = set()
+        self._earliest = 0  # no lease has a deadline below this (a lower bound; 0: look)
 
     # ---- ops ------------------------------------------------------------------------------
     def apply(self, op: dict) -> None:
@@ -35,6 +36,8 @@ class QueueState:
                 lease = self.leases.get(offset)
                 count = (lease.count if lease else 0) + 1
                 self.leases[offset] = Lease(count, op["d"], op["p"])
+            if op["o"]:
+                self._earliest = min(self._earliest, op["d"])
             self.done.update(op.get("s", ()))
             self.next = max(self.next, op["n"])
         elif kind == "ack":
@@ -46,11 +49,13 @@ class QueueState:
             lease = self.leases.get(op["o"])
             if lease is not None:
                 lease.deadline = op["d"]
+                self._earliest = min(self._earliest, op["d"])
         elif kind == "rel":
             for offset in op["o"]:
                 lease = self.leases.get(offset)
                 if lease is not None:
                     lease.deadline = 0
+                    self._earliest = 0
         elif kind == "move":  # the store dropped everything below op["s"] (retention, reset)
             self.leases = {o: lease for o, lease in self.leases.items() if o >= op["s"]}
             self.done = {o for o in self.done if o >= op["s"]}
@@ -72,7 +77,11 @@ class QueueState:
         return lease
 
     def available(self, now_ms: int) -> list[int]:
-        """Offsets that may be delivered again now (released or past their deadline), ascending."""
+        """Offsets that may be delivered again now (released or past their deadline), ascending.
+        Scans the leases only once the earliest deadline has come (pops long-poll on every arrival)."""
+        if now_ms < self._earliest:
+            return []
+        self._earliest = min((lease.deadline for lease in self.leases.values()), default=2 ** 63)
         return sorted(o for o, lease in self.leases.items() if lease.deadline <= now_ms)
 
     def in_flight(self, now_ms: int) -> int:

@@ -200,3 +200,13 @@ def test_timer_service_wakes_at_deadline(env):
 
     trio.run(main)
     assert woken == [(T, 0, clock.now)]
+
+
+def test_records_gone_with_retention_leave_the_window(env):
+    s, clock, offsets, eng = env
+    got = eng.acquire(G, T, 0, 3, 1000)
+    state = eng.state(G, T, 0)
+    state.apply({"k": "move", "s": 2})  # what _state logs when the store's min offset passed 2
+    assert state.start == 2 and sorted(state.leases) == [2]
+    assert eng.ack(receipts(got))[0] == 1  # only offset 2 is still leased
+    assert state.start == 3

@@ -248,3 +248,19 @@ def test_kafka_record_batches_are_popped_record_by_record(gateway):
         for m in again:
             c.ack(m)
     assert committed(gateway, "pop-kafka", "PopKafka", 0) == 10
+
+
+def test_pop_and_ack_in_sync_flush_mode(gateway_factory):
+    g = gateway_factory(flush="sync")
+    produce(g, "PopSync", 6)
+    with consumer("pop-sync", g.namesrv, subscriptions={"PopSync": "*"}, await_duration=1) as c:
+        got = receive_all(c, 6)
+        assert len(got) == 6
+        c.change_invisible_duration(got[0], 60)
+        for m in got:
+            c.ack(m)
+        assert c.receive(max_messages=32, invisible_duration=30) == []
+    g.kill9()
+    g.start()
+    with consumer("pop-sync", g.namesrv, subscriptions={"PopSync": "*"}, await_duration=1) as c:
+        assert c.receive(max_messages=32, invisible_duration=30) == []
