@@ -60,6 +60,17 @@ class Acquired:
     end_offset: int = 0  # CommitLog end of the logged op (0: nothing logged)
 
 
+def _ranges(offsets: list[int]) -> list[list[int]]:
+    """Ascending offsets as [first, end) ranges (a filtered queue skips long runs)."""
+    out: list[list[int]] = []
+    for offset in offsets:
+        if out and out[-1][1] == offset:
+            out[-1][1] += 1
+        else:
+            out.append([offset, offset + 1])
+    return out
+
+
 class PopEngine:
     def __init__(self, store, offsets=None, *, notify: Callable[[str, int], None] | None = None,
                  max_window: int = DEFAULT_MAX_WINDOW, clock: Callable[[], int] = now_ms) -> None:
@@ -109,7 +120,7 @@ class PopEngine:
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), tag_filter, keep, result)
         offsets = [d.offset for d in result.deliveries]
         if offsets or skipped or new_next != state.next:
-            op = {"k": "pop", "o": offsets, "s": skipped, "n": new_next, "d": result.deadline, "p": pop_time}
+            op = {"k": "pop", "o": offsets, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
             result.end_offset = self._do(group, topic, qid, state, op)
             if offsets:
                 self._arm(result.deadline, topic, qid)

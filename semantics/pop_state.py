@@ -38,7 +38,8 @@ class QueueState:
                 self.leases[offset] = Lease(count, op["d"], op["p"])
             if op["o"]:
                 self._earliest = min(self._earliest, op["d"])
-            self.done.update(op.get("s", ()))
+            for first, end in op.get("s", ()):  # ranges skipped by the filters
+                self.done.update(range(first, end))
             self.next = max(self.next, op["n"])
         elif kind == "ack":
             for offset in op["o"]:

@@ -210,3 +210,21 @@ def test_records_gone_with_retention_leave_the_window(env):
     assert state.start == 2 and sorted(state.leases) == [2]
     assert eng.ack(receipts(got))[0] == 1  # only offset 2 is still leased
     assert state.start == 3
+
+
+def test_filtered_skips_replay_after_restart(tmp_path):
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    for i in range(10):
+        s.append(store.Message(topic=T, queue_id=0, body=b"m%d" % i, properties={"TAGS": "a" if i in (3, 7) else "b"}))
+    tags = subscription_filter("TAG", "a")
+    eng = PopEngine(s, clock=Clock())
+    got = eng.acquire(G, T, 0, 32, 1000, tag_filter=tags.matches_code,
+                      keep=lambda m, o: tags.matches_properties(m.properties))
+    assert [d.offset for d in got.deliveries] == [3, 7]
+    before = eng.state(G, T, 0).to_json()
+    assert before["start"] == 3 and before["done"] == [4, 5, 6, 8, 9]
+    s.close()
+    s = open_store(tmp_path)
+    assert PopEngine(s, clock=Clock()).state(G, T, 0).to_json() == before
+    s.close()
