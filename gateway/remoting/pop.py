@@ -161,17 +161,21 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
 
 def _tag_filter(subscription):
     """Skip by tags code in the ConsumeQueue (tag expressions only; SQL92 needs the properties)."""
-    return None if subscription.match_all or not hasattr(subscription, "codes") else subscription.matches_code
+    return None if getattr(subscription, "match_all", True) else subscription.matches_code
 
 
 def _keeper(subscription):
+    """The exact check of each new record (a Kafka record batch: of each record in it)."""
     if getattr(subscription, "match_all", False):
         return None
+    batches = {}
 
     def keep(message, offset):
         if message.sys_flag & INNER_BATCH_FLAG:
-            record = inner_batch.records_as_messages(message)[offset - message.queue_offset]
-            return subscription.matches_properties(record.properties)
+            records = batches.get(message.physical_offset)
+            if records is None:
+                records = batches[message.physical_offset] = inner_batch.records_as_messages(message)
+            return subscription.matches_properties(records[offset - message.queue_offset].properties)
         return subscription.matches_properties(message.properties)
     return keep
 

@@ -264,3 +264,13 @@ def test_pop_and_ack_in_sync_flush_mode(gateway_factory):
     g.start()
     with consumer("pop-sync", g.namesrv, subscriptions={"PopSync": "*"}, await_duration=1) as c:
         assert c.receive(max_messages=32, invisible_duration=30) == []
+
+
+def test_sql92_filter_applies_to_pop(gateway):
+    with Producer("pop-producers", gateway.namesrv) as p:
+        for i in range(10):
+            p.send(Message("PopSql", b"s%d" % i, properties={"n": str(i)}))
+    c = consumer("pop-sql", gateway.namesrv, await_duration=1)
+    c.subscribe("PopSql", "n >= 7", "SQL92")
+    with c:
+        assert sorted(m.body for m in receive_all(c, 3)) == [b"s7", b"s8", b"s9"]
