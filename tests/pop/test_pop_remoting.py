@@ -274,3 +274,24 @@ def test_sql92_filter_applies_to_pop(gateway):
     c.subscribe("PopSql", "n >= 7", "SQL92")
     with c:
         assert sorted(m.body for m in receive_all(c, 3)) == [b"s7", b"s8", b"s9"]
+
+
+POP_CODES = [RC.POP_MESSAGE, RC.ACK_MESSAGE, RC.BATCH_ACK_MESSAGE, RC.CHANGE_MESSAGE_INVISIBLETIME, RC.PEEK_MESSAGE,
+             RC.NOTIFICATION, RC.POLLING_INFO, RC.QUERY_ASSIGNMENT, RC.SET_MESSAGE_REQUEST_MODE]
+GARBAGE = [({}, b""), ({"consumerGroup": "g", "topic": "PopJunk", "queueId": "x", "maxMsgNums": "1e3",
+                       "invisibleTime": "", "offset": "-1", "extraInfo": "0 0 0 0 9 b 0 0"}, b"\x00\xff"),
+           ({"consumerGroup": "g", "topic": "PopJunk", "queueId": "-5", "maxMsgNums": "0", "invisibleTime": "1",
+             "offset": "99999999999999999999", "pollTime": "-1", "bornTime": "1"}, b"[1, 2]"),
+           ({}, b'{"topic": 5, "consumerGroup": null, "acks": [{"c": "g", "t": "PopJunk", "r": "7", "so": 0, "q": 0,'
+                b' "pt": 1, "b": "AQ=="}]}')]
+
+
+def test_garbage_requests_are_answered_and_the_connection_stays_open(gateway):
+    produce(gateway, "PopJunk", 1)
+    p = Peer(gateway.namesrv)
+    for code in POP_CODES:
+        for fields, body in GARBAGE:
+            resp = p.call(code, fields, body)
+            read_only = code in (RC.QUERY_ASSIGNMENT, RC.NOTIFICATION, RC.POLLING_INFO)  # a negative queueId: all
+            assert resp.code != R.SUCCESS or read_only, (code, fields, body, resp.remark)
+    assert pop(p, "g", "PopJunk").code == 0  # nothing was leased or acknowledged by the garbage
