@@ -1,7 +1,7 @@
 """Where the pop engine keeps its state so that it survives kill -9.
 
 As RocketMQ 5 appends POP checkpoints and acks to a system topic (`rmq_sys_REVIVE_LOG`), every
-engine op is appended as one small JSON message to the system topic `rmq_sys_POP_LOG` (one queue)
+engine op is appended as one small JSON message to the system topic `RMQ_SYS_POP_LOG` (one queue)
 before it takes effect. Now and then the whole state is written as `config/popState.json`
 (atomic, fsynced) together with the log position it covers; a start loads that snapshot and
 applies the ops logged after it. An op is in the CommitLog before its answer leaves (in sync-flush
@@ -16,7 +16,7 @@ from codec.remoting.message import Message
 from semantics.pop_state import QueueState
 from semantics.routing import ensure_topic
 
-LOG_TOPIC = "rmq_sys_POP_LOG"
+LOG_TOPIC = "RMQ_SYS_POP_LOG"
 SNAPSHOT_FILE = "popState.json"
 log = logging.getLogger(__name__)
 
