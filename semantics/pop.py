@@ -29,6 +29,7 @@ INIT_MIN, INIT_MAX = 0, 1  # RocketMQ ConsumeInitMode: start at the first or at 
 DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and next new record
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
+SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
 
 
 def now_ms() -> int:
@@ -81,6 +82,7 @@ class PopEngine:
         self._last_pop_time = max((lease.pop_time for s in self._states.values() for lease in s.leases.values()),
                                   default=0)
         self._ops_since_snapshot = 0
+        self._unsnapped_since: int | None = None  # time of the first op not in the snapshot
         self._timers: list[tuple[int, str, int]] = []  # (deadline, topic, queue id), stale ones allowed
         self._wake = trio.Event()
         for (_, topic, qid), state in self._states.items():
@@ -270,12 +272,15 @@ class PopEngine:
         if state.start != before and self.offsets is not None:
             self.offsets.commit(group, topic, qid, state.start)
         self._ops_since_snapshot += 1
+        if self._unsnapped_since is None:
+            self._unsnapped_since = self.clock()
+            self._wake.set()  # the timer task schedules the snapshot
         if self._ops_since_snapshot >= SNAPSHOT_EVERY:
             self.snapshot()
         return end
 
     def snapshot(self) -> None:
-        self._ops_since_snapshot = 0
+        self._ops_since_snapshot, self._unsnapped_since = 0, None
         self._log.snapshot(self._states)
 
     def _message(self, topic, qid, offset):
@@ -294,7 +299,8 @@ class PopEngine:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Sleep until the next lease deadline, then wake the queue's waiters (long-polling pops)
-        so the record is delivered again; no polling in between."""
+        so the record is delivered again; also write the snapshot SNAPSHOT_AFTER_MS after the
+        first op it lacks. No polling in between."""
         task_status.started()
         while True:
             self._wake = trio.Event()
@@ -303,8 +309,13 @@ class PopEngine:
                 _, topic, qid = heapq.heappop(self._timers)
                 if self.notify is not None:
                     self.notify(topic, qid)
-            if self._timers:
-                with trio.move_on_after((self._timers[0][0] - now) / 1000.0):
+            if self._unsnapped_since is not None and now >= self._unsnapped_since + SNAPSHOT_AFTER_MS:
+                self.snapshot()
+            wake_at = [t for t in (self._timers[0][0] if self._timers else None,
+                                   None if self._unsnapped_since is None else self._unsnapped_since + SNAPSHOT_AFTER_MS)
+                       if t is not None]
+            if wake_at:
+                with trio.move_on_after(max(0, min(wake_at) - now) / 1000.0):
                     await self._wake.wait()
             else:
                 await self._wake.wait()

@@ -228,3 +228,23 @@ def test_filtered_skips_replay_after_restart(tmp_path):
     s = open_store(tmp_path)
     assert PopEngine(s, clock=Clock()).state(G, T, 0).to_json() == before
     s.close()
+
+
+def test_timer_service_writes_the_snapshot_after_an_op(env):
+    from semantics import pop, pop_log
+    s, clock, offsets, eng = env
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(eng.run)
+            eng.acquire(G, T, 0, 1, 10 * pop.SNAPSHOT_AFTER_MS)
+            await trio.sleep(0.01)
+            assert s.read_config(pop_log.SNAPSHOT_FILE, None) is None
+            clock.now += pop.SNAPSHOT_AFTER_MS
+            eng._wake.set()  # stands for the sleep ending
+            await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    doc = s.read_config(pop_log.SNAPSHOT_FILE, None)
+    assert doc["queues"][0]["leases"][0][0] == 0
