@@ -84,6 +84,16 @@ def private_memory(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process from /proc/PID/stat, in seconds; 0 if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # the command name may contain spaces
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14, 15 of stat(5)
+
+
 _LIVE: set["_Process"] = set()
 
 
@@ -172,8 +182,8 @@ class System:
         raise NotImplementedError
 
     # -- common -----------------------------------------------------------------------------
-    def _spawn(self, name: str, cmd: list[str], env: dict | None = None) -> _Process:
-        p = _Process(name, cmd, os.path.join(self.workdir, f"{name}.log"), env=env)
+    def _spawn(self, name: str, cmd: list[str], env: dict | None = None, cwd: str = ROOT) -> _Process:
+        p = _Process(name, cmd, os.path.join(self.workdir, f"{name}.log"), env=env, cwd=cwd)
         p.start()
         self.processes.append(p)
         return p
@@ -212,6 +222,10 @@ class System:
     def memory(self) -> int:
         """Current private memory, summed over the system's processes."""
         return sum(private_memory(pid) for pid in self.pids())
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time used so far, summed over the system's processes (all threads)."""
+        return sum(cpu_seconds(pid) for pid in self.pids())
 
     def _start_sampler(self) -> None:
         self._sampling = True
@@ -398,14 +412,16 @@ class RocketMQBroker(System):
 
 
 class Gateway(System):
-    """The rocketgate server, `python -m gateway`, with the same flush policy as the reference."""
+    """The rocketgate server, `python -m gateway`, with the same flush policy as the reference. `tree`
+    is the checkout whose code runs: the process starts with cwd = tree, which precedes the editable
+    install on sys.path (so another checkout can be compared with this one in the same venv)."""
 
     name = "gateway"
     start_timeout = 60.0
 
-    def __init__(self, workdir: str, flush: str = "async", extra_args: list[str] | None = None):
+    def __init__(self, workdir: str, flush: str = "async", extra_args: list[str] | None = None, tree: str = ROOT):
         super().__init__(workdir)
-        self.flush, self.extra_args = flush, extra_args or []
+        self.flush, self.extra_args, self.tree = flush, extra_args or [], os.path.abspath(tree)
         self.kafka_port = free_port()
         self.remoting_port = free_port()
         self.data_dir = os.path.join(self.workdir, "data")
@@ -422,7 +438,7 @@ class Gateway(System):
         cmd = [sys.executable, "-m", "gateway", "--data-dir", self.data_dir, "--host", "127.0.0.1",
                "--kafka-port", str(self.kafka_port), "--remoting-port", str(self.remoting_port),
                "--flush", self.flush, "--log-level", "WARNING", *self.extra_args]
-        p = self._spawn("gateway", cmd)
+        p = self._spawn("gateway", cmd, cwd=self.tree)
         self._wait(p, lambda: _port_open(self.kafka_port) and _port_open(self.remoting_port), "listen ports")
 
 

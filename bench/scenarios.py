@@ -15,6 +15,11 @@ import uuid
 from bench.brokers import ROOT, java_classpath
 
 
+# Key of the payload bytes a run moved: not a metric of its own; bench.interleave turns it into the
+# broker's CPU seconds per GB of the run.
+BYTES = "_bytes"
+
+
 class Unavailable(Exception):
     """This measurement cannot be made on this system now; the message says why."""
 
@@ -71,7 +76,7 @@ def librdkafka_produce(bootstrap: str, size: int, acks: str, seconds: float, par
                      acks=acks, seconds=seconds, create=partitions)
     if r["failed"]:
         raise Unavailable(f"{r['failed']} records failed: {r['errors']}")
-    return {"rec/s": r["rps"], "MB/s": r["mbps"]}
+    return {"rec/s": r["rps"], "MB/s": r["mbps"], BYTES: r["records"] * size}
 
 
 _PERF = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
@@ -113,7 +118,7 @@ def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict:
     r = kafka_client(150, cmd="consume", bootstrap=bootstrap, topic=topic, records=records, timeout=120)
     if not r["complete"]:
         raise Unavailable(f"read {r['records']} of {records}")
-    return {"rec/s": r["rps"], "MB/s": r["mbps"]}
+    return {"rec/s": r["rps"], "MB/s": r["mbps"], BYTES: r["mbps"] * r["seconds"] * 1e6}
 
 
 def java_consume(bootstrap: str, topic: str, records: int) -> dict:

@@ -1,0 +1,178 @@
+"""The ratio, spread and verdict logic of interleaved rounds (bench.rounds) and how the report uses it."""
+from __future__ import annotations
+
+import pytest
+
+from bench import limits, report, rounds
+from bench.brokers import cpu_seconds
+from bench.interleave import CPU_METRIC, Interleaver
+from bench.scenarios import BYTES, Unavailable
+
+
+def test_order_alternates_which_system_goes_first():
+    assert [rounds.order(i, ("a", "b")) for i in range(4)] == [("a", "b"), ("b", "a"), ("a", "b"), ("b", "a")]
+    assert rounds.order(1, ("a",)) == ("a",)
+
+
+def test_per_round_ratios_pair_values_by_round_and_skip_zero_divisors():
+    assert rounds.per_round_ratios([10, 20, 30], [5, 0, 60]) == [2.0, 0.5]
+
+
+def test_median_and_quartiles():
+    assert rounds.median([3, 1, 2]) == 2 and rounds.median([4, 1, 2, 3]) == 2.5
+    assert rounds.quartiles([1, 2, 3, 4, 5]) == (1.5, 4.5)
+    assert rounds.quartiles([7]) == (7, 7)
+
+
+def test_consistent_difference_names_the_better_system_by_metric_direction():
+    ratios = [1.20, 1.25, 1.22, 1.30, 1.18]
+    c = rounds.compare(ratios, "higher", "gateway", "kafka")
+    assert (c.median, c.low, c.high) == (1.22, 1.18, 1.30)
+    assert c.verdict == "gateway better" and c.conclusive
+    assert rounds.compare(ratios, "lower", "gateway", "kafka").verdict == "kafka better"
+
+
+def test_within_margin_is_same():
+    c = rounds.compare([0.97, 1.02, 1.0, 0.99, 1.04], "higher")
+    assert c.verdict.startswith("same") and c.conclusive
+
+
+def test_rounds_straddling_one_beyond_margin_are_inconclusive():
+    c = rounds.compare([0.90, 1.10, 1.0, 0.95, 1.08], "higher")
+    assert c.verdict.startswith("inconclusive") and not c.conclusive
+
+
+def test_straddle_inside_margin_still_concludes():
+    # one round a little under 1.0 (within 5 %) does not undo four clearly above
+    assert rounds.compare([0.97, 1.20, 1.22, 1.18, 1.25], "higher", "a", "b").verdict == "a better"
+
+
+def test_wide_spread_is_too_noisy_even_on_one_side():
+    c = rounds.compare([1.1, 1.9, 1.3, 1.2, 1.4], "higher")
+    assert c.verdict.startswith("too noisy") and not c.conclusive
+
+
+def test_too_few_rounds_and_no_rounds():
+    assert rounds.compare([1.5, 1.5, 1.5, 1.5], "higher").verdict.startswith("too few rounds")
+    assert rounds.compare([], "higher") is None
+
+
+def _paired(results, scenario, metric, gateway, kafka):
+    results.paired.add(scenario)
+    for g, k in zip(gateway, kafka):
+        results.add(scenario, metric, "gateway", g)
+        results.add(scenario, metric, "kafka", k)
+
+
+def test_report_uses_median_of_round_ratios_not_ratio_of_medians():
+    r = report.Results()
+    # medians 300 / 300 = 1.00, but every round the gateway is ahead (the machine slowed down midway)
+    _paired(r, "produce", "rec/s", [110, 220, 330, 440, 550], [100, 200, 300, 400, 500])
+    (row,) = [line for line in r.markdown().splitlines() if line.startswith("| produce")]
+    assert "| 1.10× (1.10–1.10) | gateway better |" in row
+    back = report.Results.from_json(r.to_json())
+    assert back.compare("produce", "rec/s", "kafka").verdict == "gateway better"
+
+
+def test_unpaired_rows_keep_the_ratio_of_medians_without_verdict():
+    r = report.Results()
+    r.add("start-up", "s", "gateway", 0.5)
+    r.add("start-up", "s", "kafka", 5.0)
+    assert "| 0.10× | — |" in r.markdown()
+
+
+class _FakeSystem:
+    """CPU time grows by one second per measured run."""
+
+    def __init__(self):
+        self.cpu = 0.0
+
+    def cpu_seconds(self):
+        return self.cpu
+
+
+def test_interleaver_pairs_rounds_alternates_and_derives_cpu_per_gb():
+    r = report.Results()
+    systems = {"gateway": _FakeSystem(), "kafka": _FakeSystem()}
+    calls = []
+
+    def run(name):
+        calls.append(name)
+        systems[name].cpu += 1.0
+        return {"rec/s": 200.0 if name == "gateway" else 100.0, BYTES: 0.5e9}
+
+    done = Interleaver(r, 5, lambda: False).run("produce", systems, run)
+    assert calls[:2] == ["gateway", "kafka"]  # the warm-up runs, uncounted
+    assert calls[2:6] == ["gateway", "kafka", "kafka", "gateway"]
+    assert len(done["gateway"]) == len(done["kafka"]) == 5
+    assert r.rows[("produce", "rec/s")]["gateway"] == [200.0] * 5
+    assert r.rows[("produce", CPU_METRIC)]["kafka"] == [2.0] * 5  # 1 CPU s per 0.5 GB
+    assert r.compare("produce", "rec/s", "kafka").verdict == "gateway better"
+    assert r.better[("produce", CPU_METRIC)] == "lower"
+
+
+def test_interleaver_keeps_only_complete_rounds_when_a_system_fails():
+    r = report.Results()
+    systems = {"gateway": _FakeSystem(), "kafka": _FakeSystem()}
+    count = {"kafka": 0}
+
+    def run(name):
+        if name == "kafka":
+            count["kafka"] += 1
+            if count["kafka"] == 4:  # warm-up, rounds 1 and 2 fine; fails in round 3
+                raise Unavailable("broker gone")
+        return {"rec/s": 1.0}
+
+    Interleaver(r, 5, lambda: False).run("produce", systems, run)
+    assert len(r.rows[("produce", "rec/s")]["gateway"]) == len(r.rows[("produce", "rec/s")]["kafka"]) == 2
+    assert r.reasons[("produce", "kafka")] == "broker gone"
+
+
+def test_interleaver_over_budget_marks_every_system():
+    r = report.Results()
+    Interleaver(r, 5, lambda: True).run("produce", {"gateway": _FakeSystem(), "kafka": _FakeSystem()},
+                                        lambda name: pytest.fail("must not run"))
+    assert r.reasons[("produce", "gateway")] == r.reasons[("produce", "kafka")] == "time budget exhausted"
+
+
+def test_cpu_seconds_of_this_process_grows_and_a_gone_pid_reads_zero():
+    import os
+    import time
+
+    before = cpu_seconds(os.getpid())
+    give_up = time.monotonic() + 10
+    while cpu_seconds(os.getpid()) < before + 0.05 and time.monotonic() < give_up:
+        sum(range(10000))
+    assert cpu_seconds(os.getpid()) >= before + 0.05
+    assert cpu_seconds(2**22 + 7) == 0.0
+
+
+def test_physical_limits_measure_and_shares(tmp_path):
+    assert limits.disk_write_mbps(str(tmp_path), 4 << 20) > 0 and list(tmp_path.iterdir()) == []
+    assert limits.loopback_mbps(0.1) > 0
+    lines = limits.shares({"disk write MB/s": 500.0, "loopback MB/s": 2000.0},
+                          {"gateway": {"produce": 250.0, "consume": 1000.0}})
+    assert lines == ["gateway: produce 250 MB/s (50% of disk write, 12% of loopback); "
+                     "consume 1,000 MB/s (50% of loopback)"]
+
+
+def test_compare_section_is_replaced_in_place_and_kept_by_a_main_run(tmp_path):
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\n## Latest run (quick plan)\n\nq\n\n## How it is measured\n\nm\n\n"
+                   "## Store\n\nstore 42\n")
+    meta = {"date": "d", "plan": "compare", "elapsed_s": 1, "rounds": 5, "this_head": "abc",
+            "other_tree": "/x", "other_head": "def"}
+    r = report.Results("gateway", ("other",))
+    _paired(r, "produce", "rec/s", [100] * 5, [100] * 5)
+    r.rows[("produce", "rec/s")]["other"] = r.rows[("produce", "rec/s")].pop("kafka")
+    report.write_compare_section(r, meta, str(doc))
+    report.write_compare_section(r, meta, str(doc))  # a second run replaces the first
+    text = doc.read_text()
+    assert text.count(report.COMPARE_HEADING) == 1 and "same (within ±5%)" in text
+    assert text.index("## Latest run") < text.index(report.COMPARE_HEADING) < text.index("## How it is")
+    main = report.Results()
+    main.chart = lambda path: False
+    report.write_docs(main, {**meta, "plan": "quick", "cpu": "c", "memory": "m", "os": "o", "python": "p",
+                             "java": "j", "kafka": "k", "rocketmq": "r", "librdkafka": "l"}, str(doc))
+    text = doc.read_text()
+    assert text.count(report.COMPARE_HEADING) == 1 and "store 42" in text and "same (within" in text
