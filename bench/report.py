@@ -370,6 +370,9 @@ def _kept_sections(old: str) -> list[str]:
     return [sec.rstrip() + "\n" for sec in found if not sec[3:].startswith(GENERATED_HEADINGS)]
 
 
+SEQUENTIAL_NOTE = ("*Measured before the interleaved rounds: one system after the other, the last column "
+                   "is the ratio of the medians and there is no verdict; rerun this plan for the current "
+                   "method.*")
 COMPARE_HEADING = "Gateway vs gateway (latest --compare-gateway run)"
 
 
@@ -413,6 +416,9 @@ def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
     for other in PLANS:
         if other != plan:
             kept = _section(old, f"Latest run ({other} plan)")
+            if kept and "median of rounds" not in kept and SEQUENTIAL_NOTE not in kept:  # sequential method
+                heading, rest = kept.split("\n", 1)
+                kept = f"{heading}\n\n{SEQUENTIAL_NOTE}\n{rest}"
             if kept:
                 sections[other] = kept
     parts = [INTRO] + [sections[p] for p in PLANS if p in sections]

@@ -176,3 +176,17 @@ def test_compare_section_is_replaced_in_place_and_kept_by_a_main_run(tmp_path):
                              "java": "j", "kafka": "k", "rocketmq": "r", "librdkafka": "l"}, str(doc))
     text = doc.read_text()
     assert text.count(report.COMPARE_HEADING) == 1 and "store 42" in text and "same (within" in text
+
+
+def test_a_kept_plan_section_from_the_sequential_method_is_marked(tmp_path):
+    doc = tmp_path / "performance.md"
+    doc.write_text("# Performance\n\n## Latest run (full plan)\n\n| a | b |\n\n## Store\n\ns\n")
+    r = report.Results()
+    r.chart = lambda path: False
+    meta = {"date": "d", "plan": "quick", "elapsed_s": 1, "cpu": "c", "memory": "m", "os": "o", "python": "p",
+            "java": "j", "kafka": "k", "rocketmq": "r", "librdkafka": "l"}
+    report.write_docs(r, meta, str(doc))
+    report.write_docs(r, meta, str(doc))  # noted once, not once per rewrite
+    text = doc.read_text()
+    assert text.count(report.SEQUENTIAL_NOTE) == 1
+    assert text.index("## Latest run (full plan)") < text.index(report.SEQUENTIAL_NOTE) < text.index("| a | b |")
