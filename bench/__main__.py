@@ -344,7 +344,7 @@ class Runner:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="short runs, fewer cases (about 8 minutes)")
+    ap.add_argument("--quick", action="store_true", help="short runs, fewer cases (up to 12 minutes)")
     ap.add_argument("--compare-gateway", metavar="CHECKOUT",
                     help="gateway of this tree vs the gateway of another checkout (started with cwd = it)")
     ap.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default: the plan's, 5)")

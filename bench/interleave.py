@@ -1,6 +1,7 @@
 """Run one scenario on two (or one) running systems in alternating rounds and record the values paired
 by round: one uncounted warm-up run per system, then rounds of A B, B A, A B ... (bench.rounds.order).
-A round counts only if every system finished it, so value i of each system is from round i.
+A round counts only if every system finished it (a failed run is retried once), so value i of each
+system is from round i.
 
 The broker's CPU time (/proc/PID/stat of its processes) is read around each run; a run that reports
 the payload bytes it moved (scenarios.BYTES) also yields a "broker CPU s/GB" row.
@@ -50,11 +51,18 @@ class Interleaver:
             raise _Failed("all", "time budget exhausted")
 
     def _one(self, system, name: str, fn: Callable[[str], dict]) -> dict:
-        cpu0 = system.cpu_seconds()
-        try:
-            metrics = dict(fn(name))
-        except Exception as e:  # noqa: BLE001 - one failed measurement must not end the run
-            raise _Failed(name, str(e) if isinstance(e, Unavailable) else f"{type(e).__name__}: {e}")
+        """One run, retried once if it fails (a client that timed out on a starved machine); a second
+        failure ends the scenario for this system."""
+        for attempt in (1, 2):
+            cpu0 = system.cpu_seconds()
+            try:
+                metrics = dict(fn(name))
+                break
+            except Exception as e:  # noqa: BLE001 - one failed measurement must not end the run
+                reason = str(e) if isinstance(e, Unavailable) else f"{type(e).__name__}: {e}"
+                if attempt == 2 or self.over_budget():
+                    raise _Failed(name, reason)
+                print(f"    [{name}] run failed, retrying once: {reason[:200]}", flush=True)
         cpu = system.cpu_seconds() - cpu0
         moved = metrics.pop(BYTES, None)
         if moved:

@@ -33,7 +33,7 @@ ALL_CASES = [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]
 # Share of the time budget per phase; a phase that overruns its share marks its remaining rows n/a.
 FULL_PHASES = [("main", 0.62), ("durable", 0.13), ("recovery", 0.25)]
 PLANS = {
-    "quick": Plan("quick", 480, seconds=0.7, produce_cases=[(100, "1"), (1024, "all")], java_cases=[],
+    "quick": Plan("quick", 720, seconds=0.7, produce_cases=[(100, "1"), (1024, "all")], java_cases=[],
                   java_seconds=1.5, consume_records=100_000, consume_java=False, consume_sizes=[100, 1024],
                   latency_seconds=1.0, partitions=[1, 100], native_seconds=1.0, native_warmup=6.0,
                   durable_records=5_000, recovery_bytes=[], phases=[("main", 1.0)]),

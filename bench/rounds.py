@@ -2,12 +2,12 @@
 
 Two systems A and B run the same scenario in rounds, A and B back to back (see bench.interleave), so a
 burst of load from the other jobs on the machine hits both halves of a round alike. The comparison is
-the median of the per-round ratios A_i / B_i, with their min–max and interquartile range; the verdict
-says whether the rounds support a conclusion at all:
+the median of the per-round ratios A_i / B_i, with their min–max and interquartile range (Q1–Q3, the
+hinges of the middle half of the rounds, so that one round hit by a burst cannot decide the verdict):
 
 - "too few rounds"   fewer than MIN_ROUNDS paired rounds;
-- "too noisy"        max/min of the per-round ratios > NOISY_FACTOR (the rounds disagree on the size);
-- "inconclusive"     the ratios straddle 1.0 by more than MARGIN on both sides (they disagree on the sign);
+- "too noisy"        Q3/Q1 of the per-round ratios > NOISY_FACTOR (the rounds disagree on the size);
+- "inconclusive"     Q1 < 1/(1+MARGIN) and Q3 > 1+MARGIN (the rounds disagree on the sign);
 - "same"            the median lies within ±MARGIN of 1.0;
 - "<A> better" / "<B> better"  otherwise, by the metric's direction (higher rec/s, lower ms).
 """
@@ -27,11 +27,10 @@ def median(xs: list[float]) -> float:
 
 
 def quartiles(xs: list[float]) -> tuple[float, float]:
-    """Q1 and Q3 as the medians of the lower and upper halves (the middle value left out for odd n)."""
+    """Q1 and Q3 as Tukey's hinges: the medians of the lower and upper halves, the middle value in
+    both for odd n (for 5 rounds: the 2nd lowest and 2nd highest, so one outlier moves neither)."""
     s = sorted(xs)
-    half = len(s) // 2
-    if half == 0:
-        return s[0], s[0]
+    half = (len(s) + 1) // 2
     return median(s[:half]), median(s[len(s) - half:])
 
 
@@ -68,10 +67,10 @@ def compare(ratios: list[float], better: str, a: str = "A", b: str = "B") -> Com
     q1, q3 = quartiles(ratios)
     if len(ratios) < MIN_ROUNDS:
         verdict = f"too few rounds ({len(ratios)} < {MIN_ROUNDS})"
-    elif lo <= 0 or hi / lo > NOISY_FACTOR:
-        verdict = f"too noisy (max/min {hi / lo:.2f} > {NOISY_FACTOR})" if lo > 0 else "too noisy (a zero round)"
-    elif lo < 1 / (1 + MARGIN) and hi > 1 + MARGIN:
-        verdict = f"inconclusive (rounds straddle 1.0 beyond ±{MARGIN:.0%})"
+    elif q1 <= 0 or q3 / q1 > NOISY_FACTOR:
+        verdict = f"too noisy (Q3/Q1 {q3 / q1:.2f} > {NOISY_FACTOR})" if q1 > 0 else "too noisy (zero rounds)"
+    elif q1 < 1 / (1 + MARGIN) and q3 > 1 + MARGIN:
+        verdict = f"inconclusive (Q1–Q3 {q1:.2f}–{q3:.2f} straddles 1.0 beyond ±{MARGIN:.0%})"
     elif 1 / (1 + MARGIN) <= mid <= 1 + MARGIN:
         verdict = f"same (within ±{MARGIN:.0%})"
     else:

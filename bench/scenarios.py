@@ -174,7 +174,7 @@ def rmq_produce_reps(namesrv: str, topic: str, seconds: float, reps: int, thread
                      warmup: float = 0.0) -> list[dict]:
     """`reps` consecutive windows in one JVM (its start-up is not measured and costs seconds here)."""
     out = _java("rocketmq", RMQ_BENCH, ["produce", namesrv, topic, str(seconds), str(threads), str(size),
-                                        str(warmup), str(reps)], (seconds + 10) * reps + warmup + 90)
+                                        str(warmup), str(reps)], (seconds + 10) * reps + warmup + 60)
     windows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if not windows:
         raise Unavailable(f"no result: {_tail(out)}")

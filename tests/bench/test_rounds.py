@@ -20,7 +20,8 @@ def test_per_round_ratios_pair_values_by_round_and_skip_zero_divisors():
 
 def test_median_and_quartiles():
     assert rounds.median([3, 1, 2]) == 2 and rounds.median([4, 1, 2, 3]) == 2.5
-    assert rounds.quartiles([1, 2, 3, 4, 5]) == (1.5, 4.5)
+    assert rounds.quartiles([5, 1, 4, 2, 3]) == (2, 4)  # Tukey's hinges: 2nd lowest, 2nd highest
+    assert rounds.quartiles([1, 2, 3, 4, 5, 6]) == (2, 5)
     assert rounds.quartiles([7]) == (7, 7)
 
 
@@ -38,17 +39,21 @@ def test_within_margin_is_same():
 
 
 def test_rounds_straddling_one_beyond_margin_are_inconclusive():
-    c = rounds.compare([0.90, 1.10, 1.0, 0.95, 1.08], "higher")
+    c = rounds.compare([0.90, 1.10, 1.0, 0.92, 1.08], "higher")  # Q1 0.92, Q3 1.08
     assert c.verdict.startswith("inconclusive") and not c.conclusive
 
 
-def test_straddle_inside_margin_still_concludes():
-    # one round a little under 1.0 (within 5 %) does not undo four clearly above
-    assert rounds.compare([0.97, 1.20, 1.22, 1.18, 1.25], "higher", "a", "b").verdict == "a better"
+def test_one_outlier_round_does_not_decide_the_verdict():
+    # one round far under 1.0 (a burst of load) against four clearly above: Q1–Q3 stays above 1.05
+    c = rounds.compare([0.60, 1.20, 1.22, 1.18, 1.25], "higher", "a", "b")
+    assert (c.low, c.q1, c.median, c.q3, c.high) == (0.60, 1.18, 1.20, 1.22, 1.25)
+    assert c.verdict == "a better"
+    # two such rounds out of five do count
+    assert rounds.compare([0.60, 0.70, 1.22, 1.18, 1.25], "higher").verdict.startswith("too noisy")
 
 
 def test_wide_spread_is_too_noisy_even_on_one_side():
-    c = rounds.compare([1.1, 1.9, 1.3, 1.2, 1.4], "higher")
+    c = rounds.compare([1.1, 1.9, 1.3, 1.2, 2.0], "higher")  # Q1 1.2, Q3 1.9
     assert c.verdict.startswith("too noisy") and not c.conclusive
 
 
@@ -69,7 +74,7 @@ def test_report_uses_median_of_round_ratios_not_ratio_of_medians():
     # medians 300 / 300 = 1.00, but every round the gateway is ahead (the machine slowed down midway)
     _paired(r, "produce", "rec/s", [110, 220, 330, 440, 550], [100, 200, 300, 400, 500])
     (row,) = [line for line in r.markdown().splitlines() if line.startswith("| produce")]
-    assert "| 1.10× (1.10–1.10) | gateway better |" in row
+    assert "| 1.10× (1.10–1.10, IQR 1.10–1.10) | gateway better |" in row
     back = report.Results.from_json(r.to_json())
     assert back.compare("produce", "rec/s", "kafka").verdict == "gateway better"
 
@@ -119,13 +124,26 @@ def test_interleaver_keeps_only_complete_rounds_when_a_system_fails():
     def run(name):
         if name == "kafka":
             count["kafka"] += 1
-            if count["kafka"] == 4:  # warm-up, rounds 1 and 2 fine; fails in round 3
+            if count["kafka"] >= 4:  # warm-up, rounds 1 and 2 fine; fails in round 3, and its retry
                 raise Unavailable("broker gone")
         return {"rec/s": 1.0}
 
     Interleaver(r, 5, lambda: False).run("produce", systems, run)
     assert len(r.rows[("produce", "rec/s")]["gateway"]) == len(r.rows[("produce", "rec/s")]["kafka"]) == 2
-    assert r.reasons[("produce", "kafka")] == "broker gone"
+    assert r.reasons[("produce", "kafka")] == "broker gone" and count["kafka"] == 5
+
+
+def test_interleaver_retries_a_failed_run_once():
+    r = report.Results()
+    failures = iter([True, False])
+
+    def run(name):
+        if name == "kafka" and next(failures, False):
+            raise Unavailable("client timed out")
+        return {"rec/s": 1.0}
+
+    Interleaver(r, 5, lambda: False).run("produce", {"gateway": _FakeSystem(), "kafka": _FakeSystem()}, run)
+    assert len(r.rows[("produce", "rec/s")]["kafka"]) == 5 and ("produce", "kafka") not in r.reasons
 
 
 def test_interleaver_over_budget_marks_every_system():
