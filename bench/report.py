@@ -344,13 +344,19 @@ def run_section(results: Results, meta: dict, img_rel: str | None) -> str:
     return text
 
 
+_LOAD = "load average"
+
+
 def limits_lines(results: Results, measured: dict) -> list[str]:
     """The physical limits measured before/after the run and each system's best MB/s as a share."""
     if not measured:
         return []
-    out = ["Physical limits in this run (before / after the systems): " + "; ".join(
-        f"{key} {' / '.join(f'{measured[when][key]:,.0f}' for when in ('before', 'after') if when in measured)}"
-        for key in ("disk write MB/s", "loopback MB/s") if any(key in v for v in measured.values()))]
+    cells = []
+    for key in ("disk write MB/s", "loopback MB/s", _LOAD):
+        values = [measured[when][key] for when in ("before", "after") if key in measured.get(when, {})]
+        if values:
+            cells.append(f"{key} " + " / ".join(f"{v:.2f}" if key == _LOAD else f"{v:,.0f}" for v in values))
+    out = ["Physical limits and load in this run (before / after the systems): " + "; ".join(cells)]
     best: dict[str, dict[str, float]] = {}
     for (scenario, metric), by_system in results.rows.items():
         direction = scenario.split()[0]
@@ -428,7 +434,8 @@ def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
     compare = _section(old, COMPARE_HEADING)
     if compare:
         parts.append(compare)
-    parts += [METHOD.format(rounds=meta.get("rounds", 5)), USAGE.format(**meta), *(_kept_sections(old) or [STORE_PLACEHOLDER])]
+    parts += [METHOD.format(rounds=meta.get("rounds", 5)), USAGE.format(**meta),
+              *(_kept_sections(old) or [STORE_PLACEHOLDER])]
     os.makedirs(os.path.dirname(doc), exist_ok=True)
     with open(doc, "w") as f:
         f.write("\n".join(parts))

@@ -208,3 +208,17 @@ def test_a_kept_plan_section_from_the_sequential_method_is_marked(tmp_path):
     text = doc.read_text()
     assert text.count(report.SEQUENTIAL_NOTE) == 1
     assert text.index("## Latest run (full plan)") < text.index(report.SEQUENTIAL_NOTE) < text.index("| a | b |")
+
+
+def test_limits_lines_give_before_after_and_each_systems_share():
+    r = report.Results()
+    for v in (100.0, 300.0, 200.0):
+        r.add("produce 1 KiB", "MB/s", "gateway", v)
+    r.add("consume 1 KiB", "MB/s", "gateway", 500.0)
+    r.add("native send", "TPS", "gateway", 9.0)  # not MB/s: no share
+    measured = {"before": {"load average": 3.456, "disk write MB/s": 400.0, "loopback MB/s": 1000.0},
+                "after": {"load average": 5.0, "disk write MB/s": 300.0, "loopback MB/s": 900.0}}
+    head, gateway = report.limits_lines(r, measured)
+    assert head.endswith("disk write MB/s 400 / 300; loopback MB/s 1,000 / 900; load average 3.46 / 5.00")
+    assert gateway == "gateway: produce 200 MB/s (50% of disk write, 20% of loopback); consume 500 MB/s (50% of loopback)"
+    assert report.limits_lines(r, {}) == []
