@@ -356,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         with open(args.render) as f:
             saved = json.load(f)
-        report.write_docs(report.Results.from_json(saved["results"]), saved["meta"])
+        results = report.Results.from_json(saved["results"])
+        (report.write_compare_section if "other_tree" in saved["meta"] else report.write_docs)(results, saved["meta"])
         return 0
     other = os.path.abspath(args.compare_gateway) if args.compare_gateway else None
     if other and not os.path.isfile(os.path.join(other, "gateway", "__main__.py")):

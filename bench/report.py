@@ -104,7 +104,7 @@ class Results:
     def markdown(self) -> str:
         s = self.subject
         lines = [f"| scenario | metric | reference | reference: median (min–max) | {s}: median (min–max) "
-                 f"| {s} / reference: median of rounds (min–max, IQR) | verdict |", "|---|---|---|---|---|---|---|"]
+                 f"| {s} / reference: median of rounds (min–max; CI of the median) | verdict |", "|---|---|---|---|---|---|---|"]
         for scenario, metric, ref, ratio, cmp in self.comparisons():
             ref_cell = self._cell(scenario, metric, ref) if ref else "—"
             lines.append(f"| {scenario} | {metric} | {ref or '—'} | {ref_cell} | "
@@ -173,12 +173,13 @@ class Results:
 
 
 def ratio_cell(ratio: float | None, cmp: rounds.Comparison | None) -> str:
-    """`0.93× (0.80–1.01, IQR 0.88–0.97)` for paired rounds, `0.93×` for a ratio of medians, `—`."""
+    """`0.93× (0.80–1.01; 94% CI 0.80–1.01)` for paired rounds, `0.93×` for a ratio of medians, `—`."""
     if ratio is None:
         return "—"
     if cmp is None:
         return f"{ratio:.2f}×"
-    return f"{ratio:.2f}× ({cmp.low:.2f}–{cmp.high:.2f}, IQR {cmp.q1:.2f}–{cmp.q3:.2f})"
+    return (f"{ratio:.2f}× ({cmp.low:.2f}–{cmp.high:.2f}; {cmp.coverage:.0%} CI "
+            f"{cmp.ci_low:.2f}–{cmp.ci_high:.2f})")
 
 
 def _short(text: str, n: int = 140) -> str:
@@ -243,16 +244,17 @@ METHOD = """## How it is measured
   A B, B A, A B … (so neither always runs right after the other's load). A round counts only when
   both finished it. Load from other jobs that lasts seconds hits both halves of a round alike, so the
   per-round ratio gateway / reference is steadier than either number; the last columns give the
-  **median of the per-round ratios**, their min–max and their IQR. Cells with one system give its median
+  **median of the per-round ratios**, their min–max and the confidence interval of the median. Cells with one system give its median
   (min–max) over the rounds. Rows with n=1 (start-up, memory, create) are one value per system and
   their ratio is a plain quotient.
-- **Verdict** (`bench/rounds.py`), from the per-round ratios r₁…rₙ and their interquartile range
-  Q1–Q3 (Tukey's hinges; with 5 rounds the 2nd lowest and 2nd highest ratio, so a single round hit
-  by a burst of load cannot decide it): *too few rounds* if n < 5; *too noisy* if Q3/Q1 > 1.5 (the
-  rounds disagree about the size of the difference); *inconclusive* if Q1 < 1/1.05 and Q3 > 1.05
-  (they disagree about its sign, beyond ±5 %); *same* if the median lies within ±5 % of 1.0;
-  otherwise *gateway better* or *reference better* by the metric's direction (higher rec/s, TPS,
-  MB/s; lower ms, s, MiB, CPU s/GB). Only the last two claim a difference; min–max is shown too.
+- **Verdict** (`bench/rounds.py`). The median of the per-round ratios comes with a distribution-free
+  confidence interval (order statistics, as in the sign test: nothing assumed about the noise). It
+  is at least 90 %: with 5 rounds it is min–max (94 %), with 9 rounds 2nd lowest–2nd highest (96 %),
+  so more rounds (`--rounds`) narrow it. From the interval [lo, hi]: *too few rounds* if n < 5;
+  *gateway better* / *reference better* if lo > 1.05 or hi < 1/1.05 (by the metric's direction:
+  higher rec/s, TPS, MB/s; lower ms, s, MiB, CPU s/GB); *same* if the whole interval lies within
+  ±5 % of 1.0; otherwise *too noisy* if hi/lo > 1.5 (the rounds disagree; more rounds or a quieter
+  machine needed), else *inconclusive*. Only *better* and *same* are conclusions.
 - **Broker CPU s/GB**: user + system CPU seconds of the broker's processes (`/proc/PID/stat`, all
   threads; RocketMQ: name server + broker) over one run, divided by the payload GB the run moved
   (records × record size). It includes the client's connect and topic set-up, the same for all.

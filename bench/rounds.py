@@ -2,22 +2,27 @@
 
 Two systems A and B run the same scenario in rounds, A and B back to back (see bench.interleave), so a
 burst of load from the other jobs on the machine hits both halves of a round alike. The comparison is
-the median of the per-round ratios A_i / B_i, with their min–max and interquartile range (Q1–Q3, the
-hinges of the middle half of the rounds, so that one round hit by a burst cannot decide the verdict):
+the median of the per-round ratios A_i / B_i with a distribution-free confidence interval of that
+median (order statistics, as in the sign test: no assumption about how the noise is distributed).
+With 5 rounds the interval is min–max (94 %); more rounds narrow it (9 rounds: 2nd lowest–2nd highest,
+96 %), so a noisy machine needs more rounds, not a different method. The verdict, from the interval
+[lo, hi] of at least CONFIDENCE:
 
 - "too few rounds"   fewer than MIN_ROUNDS paired rounds;
-- "too noisy"        Q3/Q1 of the per-round ratios > NOISY_FACTOR (the rounds disagree on the size);
-- "inconclusive"     Q1 < 1/(1+MARGIN) and Q3 > 1+MARGIN (the rounds disagree on the sign);
-- "same"            the median lies within ±MARGIN of 1.0;
-- "<A> better" / "<B> better"  otherwise, by the metric's direction (higher rec/s, lower ms).
+- "<A> better" / "<B> better"  lo > 1+MARGIN or hi < 1/(1+MARGIN), by the metric's direction;
+- "same"            the interval lies within ±MARGIN of 1.0;
+- "too noisy"        otherwise, when hi/lo > NOISY_FACTOR (more rounds or a quieter machine needed);
+- "inconclusive"     otherwise (the interval reaches past the margin on one side only, or straddles it).
 """
 from __future__ import annotations
 
 import dataclasses
+from math import comb
 
 MIN_ROUNDS = 5
 MARGIN = 0.05          # ±5 %: smaller differences are not claimed
-NOISY_FACTOR = 1.5     # per-round ratios further apart than this say the machine, not the systems
+NOISY_FACTOR = 1.5     # a confidence interval wider than this says the machine, not the systems
+CONFIDENCE = 0.90
 
 
 def median(xs: list[float]) -> float:
@@ -26,12 +31,18 @@ def median(xs: list[float]) -> float:
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
-def quartiles(xs: list[float]) -> tuple[float, float]:
-    """Q1 and Q3 as Tukey's hinges: the medians of the lower and upper halves, the middle value in
-    both for odd n (for 5 rounds: the 2nd lowest and 2nd highest, so one outlier moves neither)."""
+def median_interval(xs: list[float], confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(lo, hi, coverage): the order statistics x(k), x(n+1-k) around the median, for the largest k
+    with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2; min–max when n is too small for that."""
     s = sorted(xs)
-    half = (len(s) + 1) // 2
-    return median(s[:half]), median(s[len(s) - half:])
+    n = len(s)
+    k, below = 0, 0.0
+    while k < n // 2 and below + comb(n, k) / 2**n <= (1 - confidence) / 2:
+        below += comb(n, k) / 2**n
+        k += 1
+    k = max(k, 1)
+    coverage = 1 - 2 * sum(comb(n, i) for i in range(k)) / 2**n
+    return s[k - 1], s[n - k], coverage
 
 
 def order(round_index: int, systems: tuple[str, ...]) -> tuple[str, ...]:
@@ -48,10 +59,11 @@ def per_round_ratios(a: list[float], b: list[float]) -> list[float]:
 class Comparison:
     ratios: list[float]
     median: float
-    low: float
+    low: float          # min and max of the per-round ratios
     high: float
-    q1: float
-    q3: float
+    ci_low: float       # the confidence interval of the median
+    ci_high: float
+    coverage: float
     verdict: str
 
     @property
@@ -63,17 +75,16 @@ def compare(ratios: list[float], better: str, a: str = "A", b: str = "B") -> Com
     """The verdict of per-round ratios A/B; `better` is "higher" or "lower" (the metric's direction)."""
     if not ratios:
         return None
-    lo, hi, mid = min(ratios), max(ratios), median(ratios)
-    q1, q3 = quartiles(ratios)
+    lo, hi, coverage = median_interval(ratios)
+    up, down = 1 + MARGIN, 1 / (1 + MARGIN)
     if len(ratios) < MIN_ROUNDS:
         verdict = f"too few rounds ({len(ratios)} < {MIN_ROUNDS})"
-    elif q1 <= 0 or q3 / q1 > NOISY_FACTOR:
-        verdict = f"too noisy (Q3/Q1 {q3 / q1:.2f} > {NOISY_FACTOR})" if q1 > 0 else "too noisy (zero rounds)"
-    elif q1 < 1 / (1 + MARGIN) and q3 > 1 + MARGIN:
-        verdict = f"inconclusive (Q1–Q3 {q1:.2f}–{q3:.2f} straddles 1.0 beyond ±{MARGIN:.0%})"
-    elif 1 / (1 + MARGIN) <= mid <= 1 + MARGIN:
+    elif lo > up or hi < down:
+        verdict = f"{a if (lo > up) == (better == 'higher') else b} better"
+    elif lo >= down and hi <= up:
         verdict = f"same (within ±{MARGIN:.0%})"
+    elif lo <= 0 or hi / lo > NOISY_FACTOR:
+        verdict = "too noisy (interval wider than ×1.5: more rounds needed)"
     else:
-        a_better = (mid > 1) == (better == "higher")
-        verdict = f"{a if a_better else b} better"
-    return Comparison(list(ratios), mid, lo, hi, q1, q3, verdict)
+        verdict = f"inconclusive (interval reaches past ±{MARGIN:.0%})"
+    return Comparison(list(ratios), median(ratios), min(ratios), max(ratios), lo, hi, coverage, verdict)

@@ -18,19 +18,26 @@ def test_per_round_ratios_pair_values_by_round_and_skip_zero_divisors():
     assert rounds.per_round_ratios([10, 20, 30], [5, 0, 60]) == [2.0, 0.5]
 
 
-def test_median_and_quartiles():
+def test_median_and_its_confidence_interval_from_order_statistics():
     assert rounds.median([3, 1, 2]) == 2 and rounds.median([4, 1, 2, 3]) == 2.5
-    assert rounds.quartiles([5, 1, 4, 2, 3]) == (2, 4)  # Tukey's hinges: 2nd lowest, 2nd highest
-    assert rounds.quartiles([1, 2, 3, 4, 5, 6]) == (2, 5)
-    assert rounds.quartiles([7]) == (7, 7)
+    assert rounds.median_interval([5, 1, 4, 2, 3]) == (1, 5, 1 - 2 / 32)  # 5 rounds: min–max, 94 %
+    lo, hi, coverage = rounds.median_interval(list(range(1, 10)))  # 9 rounds: 2nd lowest–2nd highest
+    assert (lo, hi) == (2, 8) and coverage == 1 - 2 * 10 / 512
+    lo, hi, coverage = rounds.median_interval(list(range(1, 16)))
+    assert (lo, hi) == (4, 12) and coverage >= rounds.CONFIDENCE
 
 
 def test_consistent_difference_names_the_better_system_by_metric_direction():
     ratios = [1.20, 1.25, 1.22, 1.30, 1.18]
     c = rounds.compare(ratios, "higher", "gateway", "kafka")
-    assert (c.median, c.low, c.high) == (1.22, 1.18, 1.30)
+    assert (c.median, c.low, c.high, c.ci_low, c.ci_high) == (1.22, 1.18, 1.30, 1.18, 1.30)
     assert c.verdict == "gateway better" and c.conclusive
     assert rounds.compare(ratios, "lower", "gateway", "kafka").verdict == "kafka better"
+    assert rounds.compare([1 / r for r in ratios], "higher", "gateway", "kafka").verdict == "kafka better"
+
+
+def test_a_wide_interval_on_one_side_of_the_margin_still_gives_the_direction():
+    assert rounds.compare([1.1, 1.9, 1.3, 1.2, 2.0], "higher", "a", "b").verdict == "a better"
 
 
 def test_within_margin_is_same():
@@ -38,23 +45,18 @@ def test_within_margin_is_same():
     assert c.verdict.startswith("same") and c.conclusive
 
 
-def test_rounds_straddling_one_beyond_margin_are_inconclusive():
-    c = rounds.compare([0.90, 1.10, 1.0, 0.92, 1.08], "higher")  # Q1 0.92, Q3 1.08
+def test_interval_reaching_past_the_margin_is_inconclusive():
+    c = rounds.compare([0.90, 1.10, 1.0, 0.92, 1.08], "higher")
     assert c.verdict.startswith("inconclusive") and not c.conclusive
+    assert rounds.compare([1.02, 1.10, 1.08, 1.07, 1.09], "higher").verdict.startswith("inconclusive")
 
 
-def test_one_outlier_round_does_not_decide_the_verdict():
-    # one round far under 1.0 (a burst of load) against four clearly above: Q1–Q3 stays above 1.05
-    c = rounds.compare([0.60, 1.20, 1.22, 1.18, 1.25], "higher", "a", "b")
-    assert (c.low, c.q1, c.median, c.q3, c.high) == (0.60, 1.18, 1.20, 1.22, 1.25)
-    assert c.verdict == "a better"
-    # two such rounds out of five do count
-    assert rounds.compare([0.60, 0.70, 1.22, 1.18, 1.25], "higher").verdict.startswith("too noisy")
-
-
-def test_wide_spread_is_too_noisy_even_on_one_side():
-    c = rounds.compare([1.1, 1.9, 1.3, 1.2, 2.0], "higher")  # Q1 1.2, Q3 1.9
+def test_rounds_that_disagree_widely_are_too_noisy_until_more_rounds_narrow_the_interval():
+    five = [0.60, 1.20, 1.22, 1.18, 1.25]  # one round hit by a burst of load
+    c = rounds.compare(five, "higher", "a", "b")
     assert c.verdict.startswith("too noisy") and not c.conclusive
+    nine = five + [1.21, 1.19, 1.23, 1.24]
+    assert rounds.compare(nine, "higher", "a", "b").verdict == "a better"  # the outlier is outside the CI
 
 
 def test_too_few_rounds_and_no_rounds():
@@ -74,7 +76,7 @@ def test_report_uses_median_of_round_ratios_not_ratio_of_medians():
     # medians 300 / 300 = 1.00, but every round the gateway is ahead (the machine slowed down midway)
     _paired(r, "produce", "rec/s", [110, 220, 330, 440, 550], [100, 200, 300, 400, 500])
     (row,) = [line for line in r.markdown().splitlines() if line.startswith("| produce")]
-    assert "| 1.10× (1.10–1.10, IQR 1.10–1.10) | gateway better |" in row
+    assert "| 1.10× (1.10–1.10; 94% CI 1.10–1.10) | gateway better |" in row
     back = report.Results.from_json(r.to_json())
     assert back.compare("produce", "rec/s", "kafka").verdict == "gateway better"
 
