@@ -20,7 +20,7 @@ import time
 
 from bench import limits, report
 from bench import scenarios as sc
-from bench.brokers import ROOT, BrokerError, Gateway, KafkaBroker, RocketMQBroker
+from bench.brokers import ROOT, BrokerError, Gateway, KafkaBroker, RocketMQBroker, cpu_used
 from bench.interleave import Interleaver
 from bench.plans import PLANS, Plan
 from bench.scenarios import Unavailable
@@ -298,13 +298,13 @@ class Runner:
     # -- process-level -------------------------------------------------------------------------
     def memory(self, started: dict) -> None:
         """Memory, and the CPU each system burns while idle (what it takes from the others' rounds)."""
-        cpu0 = {name: s.cpu_seconds() for name, s in started.items()}
+        cpu0 = {name: s.cpu_sample() for name, s in started.items()}
         t0 = time.monotonic()
         time.sleep(2.0)
         idle = time.monotonic() - t0
         for name, s in started.items():
             self.results.add("idle after the rounds (2 s)", "CPU % of a core", name,
-                             100 * (s.cpu_seconds() - cpu0[name]) / idle, "lower")
+                             100 * cpu_used(cpu0[name], s.cpu_sample()) / idle, "lower")
             self.results.add("private memory (async run)", "peak MiB", name, s.peak_memory / 2**20, "lower")
             self.results.add("private memory (async run)", "steady MiB", name, s.memory() / 2**20, "lower")
 

@@ -84,14 +84,27 @@ def private_memory(pid: int) -> int:
     return 0
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process from /proc/PID/stat, in seconds; 0 if the process is gone."""
+def thread_cpu_ns(pid: int) -> dict[int, int]:
+    """CPU time of each live thread of a process, in ns, by thread id (the first field of
+    /proc/PID/task/TID/schedstat: exact, where /proc/PID/stat counts 10 ms ticks); {} if it is gone."""
+    out = {}
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()  # the command name may contain spaces
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14, 15 of stat(5)
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # the thread ended meanwhile
+    return out
+
+
+def cpu_used(before: dict[int, int], after: dict[int, int]) -> float:
+    """CPU seconds between two samples of thread_cpu_ns, thread by thread: a thread born in between
+    counts in full; one that ended in between is missed (its use since the first sample is lost)."""
+    return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
 
 
 _LIVE: set["_Process"] = set()
@@ -223,9 +236,13 @@ class System:
         """Current private memory, summed over the system's processes."""
         return sum(private_memory(pid) for pid in self.pids())
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU time used so far, summed over the system's processes (all threads)."""
-        return sum(cpu_seconds(pid) for pid in self.pids())
+    def cpu_sample(self) -> dict[int, int]:
+        """CPU ns per thread over all the system's processes (tids are unique across processes);
+        `cpu_used(a, b)` turns two samples into the seconds used in between."""
+        sample = {}
+        for pid in self.pids():
+            sample.update(thread_cpu_ns(pid))
+        return sample
 
     def _start_sampler(self) -> None:
         self._sampling = True

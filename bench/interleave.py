@@ -3,7 +3,7 @@ by round: one uncounted warm-up run per system, then rounds of A B, B A, A B ...
 A round counts only if every system finished it (a failed run is retried once), so value i of each
 system is from round i.
 
-The broker's CPU time (/proc/PID/stat of its processes) is read around each run; a run that reports
+The broker's CPU time (per thread, /proc/PID/task/TID/schedstat) is read around each run; a run that reports
 the payload bytes it moved (scenarios.BYTES) also yields a "broker CPU s/GB" row.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from bench import report, rounds
+from bench.brokers import cpu_used
 from bench.scenarios import BYTES, Unavailable
 
 CPU_METRIC = "broker CPU s/GB"
@@ -54,7 +55,7 @@ class Interleaver:
         """One run, retried once if it fails (a client that timed out on a starved machine); a second
         failure ends the scenario for this system."""
         for attempt in (1, 2):
-            cpu0 = system.cpu_seconds()
+            cpu0 = system.cpu_sample()
             try:
                 metrics = dict(fn(name))
                 break
@@ -63,7 +64,7 @@ class Interleaver:
                 if attempt == 2 or self.over_budget():
                     raise _Failed(name, reason)
                 print(f"    [{name}] run failed, retrying once: {reason[:200]}", flush=True)
-        cpu = system.cpu_seconds() - cpu0
+        cpu = cpu_used(cpu0, system.cpu_sample())
         moved = metrics.pop(BYTES, None)
         if moved:
             metrics[CPU_METRIC] = cpu / (moved / 1e9)

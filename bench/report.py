@@ -255,9 +255,13 @@ METHOD = """## How it is measured
   higher rec/s, TPS, MB/s; lower ms, s, MiB, CPU s/GB); *same* if the whole interval lies within
   ±5 % of 1.0; otherwise *too noisy* if hi/lo > 1.5 (the rounds disagree; more rounds or a quieter
   machine needed), else *inconclusive*. Only *better* and *same* are conclusions.
-- **Broker CPU s/GB**: user + system CPU seconds of the broker's processes (`/proc/PID/stat`, all
-  threads; RocketMQ: name server + broker) over one run, divided by the payload GB the run moved
-  (records × record size). It includes the client's connect and topic set-up, the same for all.
+- **Broker CPU s/GB**: CPU seconds of the broker's processes over one run (thread by thread from
+  `/proc/PID/task/TID/schedstat`, in ns: `/proc/PID/stat` counts 10 ms ticks, too coarse for a
+  0.05 s consume; RocketMQ: name server + broker), divided by the payload GB the run moved (records ×
+  record size). It includes the client's connect and topic set-up, the same for all. CPU time is
+  far less sensitive to other jobs than throughput, so these ratios usually conclude first.
+- **Idle CPU**: each system's CPU over 2 s with no load after the rounds, in % of one core: what an
+  idle broker takes from the rounds of the others.
 - **Physical limits** are measured in the same run, before and after the systems: disk write
   bandwidth (sequential 1 MiB `os.write`s of 256 MiB, then one `fdatasync`, in the run's data dir)
   and loopback bandwidth (one TCP connection on 127.0.0.1, 1 MiB `sendall`s for 1 s). Each system's

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bench import limits, report, rounds
-from bench.brokers import cpu_seconds
+from bench.brokers import cpu_used, thread_cpu_ns
 from bench.interleave import CPU_METRIC, Interleaver
 from bench.scenarios import BYTES, Unavailable
 
@@ -89,13 +89,13 @@ def test_unpaired_rows_keep_the_ratio_of_medians_without_verdict():
 
 
 class _FakeSystem:
-    """CPU time grows by one second per measured run."""
+    """One thread whose CPU time the test advances."""
 
     def __init__(self):
-        self.cpu = 0.0
+        self.cpu_ns = 0
 
-    def cpu_seconds(self):
-        return self.cpu
+    def cpu_sample(self):
+        return {1: self.cpu_ns}
 
 
 def test_interleaver_pairs_rounds_alternates_and_derives_cpu_per_gb():
@@ -105,7 +105,7 @@ def test_interleaver_pairs_rounds_alternates_and_derives_cpu_per_gb():
 
     def run(name):
         calls.append(name)
-        systems[name].cpu += 1.0
+        systems[name].cpu_ns += 10**9
         return {"rec/s": 200.0 if name == "gateway" else 100.0, BYTES: 0.5e9}
 
     done = Interleaver(r, 5, lambda: False).run("produce", systems, run)
@@ -155,16 +155,21 @@ def test_interleaver_over_budget_marks_every_system():
     assert r.reasons[("produce", "gateway")] == r.reasons[("produce", "kafka")] == "time budget exhausted"
 
 
-def test_cpu_seconds_of_this_process_grows_and_a_gone_pid_reads_zero():
+def test_thread_cpu_of_this_process_grows_and_a_gone_pid_reads_empty():
     import os
     import time
 
-    before = cpu_seconds(os.getpid())
+    before = thread_cpu_ns(os.getpid())
+    assert before and all(ns > 0 for ns in before.values())
     give_up = time.monotonic() + 10
-    while cpu_seconds(os.getpid()) < before + 0.05 and time.monotonic() < give_up:
+    while cpu_used(before, thread_cpu_ns(os.getpid())) < 0.05 and time.monotonic() < give_up:
         sum(range(10000))
-    assert cpu_seconds(os.getpid()) >= before + 0.05
-    assert cpu_seconds(2**22 + 7) == 0.0
+    assert 0.05 <= cpu_used(before, thread_cpu_ns(os.getpid())) < 10
+    assert thread_cpu_ns(2**22 + 7) == {}
+
+
+def test_cpu_used_counts_new_threads_in_full_and_ended_ones_not_at_all():
+    assert cpu_used({1: 5 * 10**9, 2: 10**9}, {1: 6 * 10**9, 3: 2 * 10**9}) == 3.0
 
 
 def test_physical_limits_measure_and_shares(tmp_path):
