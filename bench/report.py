@@ -173,13 +173,16 @@ class Results:
 
 
 def ratio_cell(ratio: float | None, cmp: rounds.Comparison | None) -> str:
-    """`0.93× (0.80–1.01; 94% CI 0.80–1.01)` for paired rounds, `0.93×` for a ratio of medians, `—`."""
+    """`0.93× (0.80–1.01 = 94% CI)` for paired rounds (min–max, and the confidence interval of the
+    median where it is narrower), `0.93×` for a ratio of medians, `—` for none."""
     if ratio is None:
         return "—"
     if cmp is None:
         return f"{ratio:.2f}×"
-    return (f"{ratio:.2f}× ({cmp.low:.2f}–{cmp.high:.2f}; {cmp.coverage:.0%} CI "
-            f"{cmp.ci_low:.2f}–{cmp.ci_high:.2f})")
+    spread = f"{cmp.low:.2f}–{cmp.high:.2f}"
+    if (cmp.ci_low, cmp.ci_high) == (cmp.low, cmp.high):
+        return f"{ratio:.2f}× ({spread} = {cmp.coverage:.0%} CI)"
+    return f"{ratio:.2f}× ({spread}; {cmp.coverage:.0%} CI {cmp.ci_low:.2f}–{cmp.ci_high:.2f})"
 
 
 def _short(text: str, n: int = 140) -> str:
@@ -258,8 +261,9 @@ METHOD = """## How it is measured
 - **Broker CPU s/GB**: CPU seconds of the broker's processes over one run (thread by thread from
   `/proc/PID/task/TID/schedstat`, in ns: `/proc/PID/stat` counts 10 ms ticks, too coarse for a
   0.05 s consume; RocketMQ: name server + broker), divided by the payload GB the run moved (records ×
-  record size). It includes the client's connect and topic set-up, the same for all. CPU time is
-  far less sensitive to other jobs than throughput, so these ratios usually conclude first.
+  record size). It includes the client's connect and topic set-up, the same for all. CPU time
+  depends much less on what other jobs do than throughput does: in the runs below these ratios
+  concluded where the throughput ratios were too noisy.
 - **Idle CPU**: each system's CPU over 2 s with no load after the rounds, in % of one core: what an
   idle broker takes from the rounds of the others.
 - **Physical limits** are measured in the same run, before and after the systems: disk write

@@ -84,7 +84,7 @@ def compare(ratios: list[float], better: str, a: str = "A", b: str = "B") -> Com
     elif lo >= down and hi <= up:
         verdict = f"same (within ±{MARGIN:.0%})"
     elif lo <= 0 or hi / lo > NOISY_FACTOR:
-        verdict = "too noisy (interval wider than ×1.5: more rounds needed)"
+        verdict = f"too noisy (CI wider than ×{NOISY_FACTOR}: more rounds)"
     else:
-        verdict = f"inconclusive (interval reaches past ±{MARGIN:.0%})"
+        verdict = f"inconclusive (CI reaches past ±{MARGIN:.0%})"
     return Comparison(list(ratios), median(ratios), min(ratios), max(ratios), lo, hi, coverage, verdict)

@@ -56,7 +56,9 @@ def test_rounds_that_disagree_widely_are_too_noisy_until_more_rounds_narrow_the_
     c = rounds.compare(five, "higher", "a", "b")
     assert c.verdict.startswith("too noisy") and not c.conclusive
     nine = five + [1.21, 1.19, 1.23, 1.24]
-    assert rounds.compare(nine, "higher", "a", "b").verdict == "a better"  # the outlier is outside the CI
+    c = rounds.compare(nine, "higher", "a", "b")
+    assert c.verdict == "a better" and (c.ci_low, c.ci_high) == (1.18, 1.24)  # the outlier is outside the CI
+    assert report.ratio_cell(c.median, c) == "1.21× (0.60–1.25; 96% CI 1.18–1.24)"
 
 
 def test_too_few_rounds_and_no_rounds():
@@ -76,7 +78,7 @@ def test_report_uses_median_of_round_ratios_not_ratio_of_medians():
     # medians 300 / 300 = 1.00, but every round the gateway is ahead (the machine slowed down midway)
     _paired(r, "produce", "rec/s", [110, 220, 330, 440, 550], [100, 200, 300, 400, 500])
     (row,) = [line for line in r.markdown().splitlines() if line.startswith("| produce")]
-    assert "| 1.10× (1.10–1.10; 94% CI 1.10–1.10) | gateway better |" in row
+    assert "| 1.10× (1.10–1.10 = 94% CI) | gateway better |" in row
     back = report.Results.from_json(r.to_json())
     assert back.compare("produce", "rec/s", "kafka").verdict == "gateway better"
 
