@@ -261,9 +261,9 @@ METHOD = """## How it is measured
 - **Broker CPU s/GB**: CPU seconds of the broker's processes over one run (thread by thread from
   `/proc/PID/task/TID/schedstat`, in ns: `/proc/PID/stat` counts 10 ms ticks, too coarse for a
   0.05 s consume; RocketMQ: name server + broker), divided by the payload GB the run moved (records ×
-  record size). It includes the client's connect and topic set-up, the same for all. CPU time
-  depends much less on what other jobs do than throughput does: in the runs below these ratios
-  concluded where the throughput ratios were too noisy.
+  record size). It includes the client's connect and topic set-up, the same for all. Its per-round
+  ratios spread less than throughput's when other jobs load the machine, but not by enough to be
+  immune: contention changes batch sizes and caches too.
 - **Idle CPU**: each system's CPU over 2 s with no load after the rounds, in % of one core: what an
   idle broker takes from the rounds of the others.
 - **Physical limits** are measured in the same run, before and after the systems: disk write
@@ -397,9 +397,15 @@ COMPARE_HEADING = "Gateway vs gateway (latest --compare-gateway run)"
 
 def git_head(tree: str) -> str:
     """Short commit of a checkout, `+dirty` if its work tree has changes."""
-    head = _cmd(["git", "-C", tree, "rev-parse", "--short", "HEAD"])
+    try:
+        head = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    if head.returncode != 0:
+        return "not a git checkout"
     dirty = _cmd(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no"])
-    return head + ("+dirty" if dirty and dirty != "?" else "")
+    return head.stdout.strip() + ("+dirty" if dirty and dirty != "?" else "")
 
 
 def write_compare_section(results: Results, meta: dict, doc: str = DOC) -> None:
