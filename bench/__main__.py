@@ -20,7 +20,8 @@ import time
 
 from bench import limits, report
 from bench import scenarios as sc
-from bench.brokers import ROOT, BrokerError, Gateway, KafkaBroker, RocketMQBroker, cpu_used
+from bench.brokers import ROOT, BrokerError, Gateway, KafkaBroker, RocketMQBroker
+from bench.procstat import cpu_used
 from bench.interleave import Interleaver
 from bench.plans import PLANS, Plan
 from bench.scenarios import Unavailable

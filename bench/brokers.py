@@ -23,6 +23,8 @@ import threading
 import time
 import uuid
 
+from bench.procstat import thread_cpu_ns
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JARS = os.path.join(ROOT, "bench", "jars")
 # The brokers share 2 cores and 24 GiB with the load generators: 2 GiB heap each.
@@ -82,29 +84,6 @@ def private_memory(pid: int) -> int:
     except OSError:
         pass
     return 0
-
-
-def thread_cpu_ns(pid: int) -> dict[int, int]:
-    """CPU time of each live thread of a process, in ns, by thread id (the first field of
-    /proc/PID/task/TID/schedstat: exact, where /proc/PID/stat counts 10 ms ticks); {} if it is gone."""
-    out = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                out[int(tid)] = int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass  # the thread ended meanwhile
-    return out
-
-
-def cpu_used(before: dict[int, int], after: dict[int, int]) -> float:
-    """CPU seconds between two samples of thread_cpu_ns, thread by thread: a thread born in between
-    counts in full; one that ended in between is missed (its use since the first sample is lost)."""
-    return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
 
 
 _LIVE: set["_Process"] = set()
@@ -238,7 +217,7 @@ class System:
 
     def cpu_sample(self) -> dict[int, int]:
         """CPU ns per thread over all the system's processes (tids are unique across processes);
-        `cpu_used(a, b)` turns two samples into the seconds used in between."""
+        `procstat.cpu_used(a, b)` turns two samples into the seconds used in between."""
         sample = {}
         for pid in self.pids():
             sample.update(thread_cpu_ns(pid))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from bench import report, rounds
-from bench.brokers import cpu_used
+from bench.procstat import cpu_used
 from bench.scenarios import BYTES, Unavailable
 
 CPU_METRIC = "broker CPU s/GB"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bench import limits, report, rounds
-from bench.brokers import cpu_used, thread_cpu_ns
+from bench.procstat import cpu_used, thread_cpu_ns
 from bench.interleave import CPU_METRIC, Interleaver
 from bench.scenarios import BYTES, Unavailable
 
