@@ -14,15 +14,16 @@ rounds support a conclusion. Only the ratios mean anything; they hold for this m
 METHOD = """## How it is measured
 
 - **Interleaved rounds.** All systems of a phase run at the same time (about 5 GiB of the 24: Kafka
-  and RocketMQ have 2 GiB heaps; idle, they use little CPU, which the CPU rows below would show).
-  For each scenario every system first does one uncounted warm-up run, then {rounds} rounds follow, each
-  running the scenario once on the gateway and once on the reference, back to back, in the order
-  A B, B A, A B … (so neither always runs right after the other's load). A round counts only when
-  both finished it. Load from other jobs that lasts seconds hits both halves of a round alike, so the
-  per-round ratio gateway / reference is steadier than either number; the last columns give the
-  **median of the per-round ratios**, their min–max and the confidence interval of the median. Cells with one system give its median
-  (min–max) over the rounds. Rows with n=1 (start-up, memory, create) are one value per system and
-  their ratio is a plain quotient.
+  and RocketMQ have 2 GiB heaps; the "idle" row shows the CPU they take from the others meanwhile;
+  restarting them between rounds would cost 5–30 s each). For each scenario every system first does
+  one uncounted warm-up run, then {rounds} rounds follow, each running the scenario once on the gateway
+  and once on the reference, back to back, in the order A B, B A, A B … (so neither always runs right
+  after the other's load). A failed run is retried once; a round counts only when both finished it.
+  Load from other jobs that lasts seconds hits both halves of a round alike, so the per-round ratio
+  gateway / reference is steadier than either number; the last columns give the **median of the
+  per-round ratios**, their min–max and the confidence interval of the median. Cells with one
+  system give its median (min–max) over the rounds. Rows with n=1 (start-up, memory, create, idle)
+  are one value per system and their ratio is a plain quotient, without a verdict.
 - **Verdict** (`bench/rounds.py`). The median of the per-round ratios comes with a distribution-free
   confidence interval (order statistics, as in the sign test: nothing assumed about the noise). It
   is at least 90 %: with 5 rounds it is min–max (94 %), with 9 rounds 2nd lowest–2nd highest (96 %),
