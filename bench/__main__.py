@@ -196,6 +196,8 @@ class Runner:
                                    lambda n: sc.librdkafka_produce(boot[n], size, acks, p.seconds))
             if runs.get("gateway"):
                 rates[(size, acks)] = report.median([r["rec/s"] for r in runs["gateway"]])
+        if len(systems) == 2 and p.slices:
+            self.produce_slices(boot, *p.produce_cases[0])
         for size, acks in p.java_cases:
             guess = rates.get((size, acks)) or max(rates.values(), default=20_000)
             records = int(min(5_000_000, max(20_000, guess * p.java_seconds * 2)))
@@ -207,6 +209,18 @@ class Runner:
             rate = min(LATENCY_RATE_CAP, round(rates[(100, "1")] / 2, -2)) if rates.get((100, "1")) else 5_000.0
             self.rounds.run(f"end-to-end latency 100 B at {rate:,.0f} rec/s (librdkafka)", systems,
                             lambda n: sc.e2e_latency(boot[n], rate, p.latency_seconds), better="lower")
+
+    def produce_slices(self, boot: dict, size: int, acks: str) -> None:
+        """The finest alternation: one client process produces to each system in turn in 0.25 s
+        slices, so the two halves of a pair are well under a second apart."""
+        scen = f"produce {size} B acks={acks} (librdkafka, one client alternating 0.25 s slices)"
+        try:
+            if self.over_budget():
+                raise Unavailable("time budget exhausted")
+            self.rounds.record(scen, "rec/s", sc.librdkafka_produce_slices(boot, size, acks, self.plan.slices))
+        except Unavailable as e:
+            for name in boot:
+                self.results.na(scen, name, str(e))
 
     def consume(self, systems: dict, size: int) -> None:
         """Every system gets its own pre-filled topic; each round reads it all from the start."""

@@ -47,6 +47,16 @@ class Interleaver:
         self._print(scenario, names, done)
         return done
 
+    def record(self, scenario: str, metric: str, values: dict[str, list[float]], better: str | None = None) -> None:
+        """Values already paired by round (value i of each system from round i), such as the slices
+        of one client that alternates between the systems itself."""
+        n = min(len(v) for v in values.values())
+        for name, vals in values.items():
+            for v in vals[:n]:
+                self.results.add(scenario, metric, name, v, better)
+        self.results.paired.add(scenario)
+        self._print(scenario, tuple(values), {name: [{metric: v} for v in vals[:n]] for name, vals in values.items()})
+
     def _budget(self, scenario: str) -> None:
         if self.over_budget():
             raise _Failed("all", "time budget exhausted")

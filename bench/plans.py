@@ -27,6 +27,7 @@ class Plan:
     native_round_warmup: float = 2.0    # each counted RmqBench run is a new JVM: its own JIT warm-up
     python_client: bool = True          # the gateway-only rows of the project's own client
     memory: bool = True
+    slices: int = 20                    # slice pairs of 0.25 s of one client alternating (0: no such row)
 
 
 ALL_CASES = [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]

@@ -79,6 +79,17 @@ def librdkafka_produce(bootstrap: str, size: int, acks: str, seconds: float, par
     return {"rec/s": r["rps"], "MB/s": r["mbps"], BYTES: r["records"] * size}
 
 
+def librdkafka_produce_slices(bootstraps: dict[str, str], size: int, acks: str, slices: int,
+                              seconds: float = 0.25) -> dict[str, list[float]]:
+    """Per-slice rec/s of each system, from one client process that alternates between them."""
+    names = list(bootstraps)
+    r = kafka_client(slices * len(names) * (seconds + 60) + 120, cmd="produce_slices",
+                     bootstraps=[bootstraps[n] for n in names], size=size, acks=acks, slices=slices, seconds=seconds)
+    if r["errors"]:
+        raise Unavailable(f"delivery errors: {r['errors']}")
+    return dict(zip(names, r["rps"]))
+
+
 _PERF = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
                    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
 

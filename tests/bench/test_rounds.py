@@ -231,3 +231,19 @@ def test_limits_lines_give_before_after_and_each_systems_share():
     assert head.endswith("disk write MB/s 400 / 300; loopback MB/s 1,000 / 900; load average 3.46 / 5.00")
     assert gateway == "gateway: produce 200 MB/s (50% of disk write, 20% of loopback); consume 500 MB/s (50% of loopback)"
     assert report.limits_lines(r, {}) == []
+
+
+def test_interleaver_records_values_paired_elsewhere():
+    r = report.Results()
+    Interleaver(r, 5, lambda: False).record("slices", "rec/s", {"gateway": [2.0] * 6, "kafka": [1.0] * 5})
+    assert r.rows[("slices", "rec/s")] == {"gateway": [2.0] * 5, "kafka": [1.0] * 5}
+    assert r.compare("slices", "rec/s", "kafka").verdict == "gateway better"
+
+
+def test_one_client_alternating_slices_between_two_gateways(tmp_path):
+    from bench.brokers import Gateway
+    from bench import scenarios as sc
+
+    with Gateway(str(tmp_path / "a")) as a, Gateway(str(tmp_path / "b")) as b:
+        rates = sc.librdkafka_produce_slices({"a": a.bootstrap, "b": b.bootstrap}, 100, "1", 2, seconds=0.1)
+    assert set(rates) == {"a", "b"} and all(len(v) == 2 and min(v) > 0 for v in rates.values())
