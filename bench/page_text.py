@@ -28,8 +28,8 @@ METHOD = """## How it is measured
   alternates much faster: a single client process holds a producer per system and produces to
   each in turn for 0.25 s (then flushes), A B, B A …, 20 pairs; each slice pair is a round. The
   halves of a pair are well under a second apart and no process start lies between them, so this
-  row resists noise best (on the same code, at load 4–8: 90 % CI 0.89–1.24 from 20 slice pairs
-  against min–max 0.57–1.18 from 5 process-per-run rounds).
+  row resists noise best (gateway vs the same gateway, load average 4–5: 96 % CI 0.77–1.11 from
+  20 slice pairs, against 0.46–2.00 from 5 process-per-run rounds of the same produce).
 - **Verdict** (`bench/rounds.py`). The median of the per-round ratios comes with a distribution-free
   confidence interval (order statistics, as in the sign test: nothing assumed about the noise). It
   is at least 90 %: with 5 rounds it is min–max (94 %), with 9 rounds 2nd lowest–2nd highest (96 %),
