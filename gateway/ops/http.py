@@ -20,12 +20,14 @@ import gateway.ops.inspect as inspect
 import gateway.ops.messages as messages
 from gateway.app import StartupError
 from gateway.ops.collector import make_registry
+from gateway.ops.pages import Throughput, routes as page_routes
 
 log = logging.getLogger("rocketgate.http")
 
 
-def make_asgi_app(app) -> Starlette:
+def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
     registry = make_registry(app)
+    throughput = throughput or Throughput(app)
 
     async def metrics(request):
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
@@ -86,6 +88,7 @@ def make_asgi_app(app) -> Starlette:
         Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
         Route("/api/delay", delay), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
         Route("/api/messages", messages_by_key), Route("/api/messages/{msg_id}", message_by_id),
+        *page_routes(app, throughput),
     ])
 
 
@@ -127,11 +130,17 @@ class HttpService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         cfg = self.bound or bind_http(self.app.config)
+        throughput = Throughput(self.app)
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(self._serve, cfg)
+            nursery.start_soon(throughput.run)
+            binds = await nursery.start(self._serve, cfg, throughput, nursery.cancel_scope)
             log.info("http listener ready on %s", ", ".join(binds))
             task_status.started(binds)
 
-    async def _serve(self, cfg: HypercornConfig, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await serve(make_asgi_app(self.app), cfg, shutdown_trigger=self.app.stats.shutdown.wait,
-                    task_status=task_status)
+    async def _serve(self, cfg: HypercornConfig, throughput: Throughput, done: trio.CancelScope, *,
+                     task_status=trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await serve(make_asgi_app(self.app, throughput), cfg, shutdown_trigger=self.app.stats.shutdown.wait,
+                        task_status=task_status)
+        finally:
+            done.cancel()  # the server is done: the throughput sampler stops too

@@ -44,3 +44,11 @@ def by_msg_id(store, msg_id: str) -> dict | None:
     _host, _port, offset = parse_msg_id(msg_id)
     m = store.get(offset)
     return describe(_records(m)[0]) if m is not None else None
+
+
+def browse(store, topic: str, queue: int, offset: int, count: int = 20) -> list[dict]:
+    """Up to `count` messages of one queue from `offset` (a Kafka batch: its records)."""
+    out = []
+    for _qoff, m in store.read(topic, queue, offset, count).entries:
+        out += [describe(r) for r in _records(m)]
+    return [r for r in out if r["offset"] >= offset][:count]

@@ -1,0 +1,181 @@
+"""The dashboard: server-rendered pages under the HTTP port (overview, topics, groups, message
+browser, DLQ, delay queues, pending transactions). Read-only: every form is a GET that looks
+something up, so there is nothing for a cross-site request to forge; changes (create/delete topics,
+offset resets, DLQ resends) go through the admin command and the protocols, where ACLs apply."""
+from __future__ import annotations
+
+import collections
+import datetime
+import time
+
+import trio
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+import gateway.ops.inspect as inspect
+import gateway.ops.messages as messages
+from gateway.ops.html import cards, esc, form, link, page, q, sparkline, table
+
+SAMPLE_EVERY_S = 5.0
+
+
+class Throughput:
+    """CommitLog bytes written per second, sampled every SAMPLE_EVERY_S (the overview's sparkline)."""
+
+    def __init__(self, app, keep: int = 120) -> None:
+        self.app = app
+        self.rates: collections.deque[float] = collections.deque(maxlen=keep)
+        self._last = None
+
+    def sample(self) -> None:
+        now, offset = time.monotonic(), self.app.store.max_physical_offset
+        if self._last is not None and now > self._last[0]:
+            self.rates.append((offset - self._last[1]) / (now - self._last[0]))
+        self._last = (now, offset)
+
+    async def run(self) -> None:
+        while True:
+            self.sample()
+            await trio.sleep(SAMPLE_EVERY_S)
+
+
+def _ms(ms) -> str:
+    if not ms:
+        return ""
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def routes(app, throughput: Throughput) -> list[Route]:
+    def html(title: str, here: str, body: str) -> HTMLResponse:
+        return HTMLResponse(page(title, here, body))
+
+    async def overview(request):
+        st, cfg = app.store, app.config
+        usage = inspect.disk_usage(app)
+        body = cards([("Ready", "yes" if app.stats.ready() else "no"), ("Topics", len(st.topics.names())),
+                      ("Groups", len(app.offsets.groups())), ("CommitLog", f"{st.max_physical_offset:,} B"),
+                      ("On disk", f"{sum(usage.values()):,} B"),
+                      ("Connections", sum(app.stats.connections.values()))])
+        listeners = [{"listener": "kafka", "address": f"{cfg.host}:{cfg.kafka_port}",
+                      "connections": app.stats.connections["kafka"]},
+                     {"listener": "remoting", "address": f"{cfg.host}:{cfg.remoting_port}",
+                      "connections": app.stats.connections["remoting"]},
+                     {"listener": "http", "address": f"{cfg.host}:{cfg.http_port}", "connections": ""}]
+        rate = f"{throughput.rates[-1]:,.0f} B/s" if throughput.rates else "-"
+        body += "<h2>Listeners</h2>" + table(listeners, ["listener", "address", "connections"])
+        body += f"<h2>Write throughput <small>(now {esc(rate)})</small></h2>" + sparkline(list(throughput.rates))
+        return html("Overview", "/", body)
+
+    async def topics(request):
+        rows = inspect.topics(app)
+        return html("Topics", "/topics", table(rows, ["topic", "read_queues", "write_queues", "perm", "messages", "view"],
+                                               links={"topic": lambda r: f"/topics/{q(r['topic'])}"},
+                                               numeric=("read_queues", "write_queues", "messages")))
+
+    async def topic(request):
+        name = request.path_params["name"]
+        cfg = app.store.topics.get(name)
+        if cfg is None:
+            return HTMLResponse(page("Not found", "/topics", f"<p>No topic {esc(name)}.</p>"), status_code=404)
+        queues = [{"queue": qid, "first": lo, "end": hi, "messages": hi - lo,
+                   "browse": "messages"} for qid, (lo, hi) in sorted(inspect.queue_range(app.store, name).items())]
+        body = table(queues, ["queue", "first", "end", "messages", "browse"], numeric=("first", "end", "messages"),
+                     links={"browse": lambda r: f"/messages?topic={q(name)}&queue={r['queue']}&offset={r['first']}"})
+        attrs = [{"config": k, "value": v} for k, v in sorted(cfg.attributes.items())]
+        body += "<h2>Configs</h2>" + table(attrs, ["config", "value"])
+        body += f"<p>perm {esc(cfg.perm)}; {'a filtered view' if app.views.is_view(name) else 'a topic'}</p>"
+        return html(f"Topic {name}", "/topics", body)
+
+    async def groups(request):
+        rows = inspect.groups(app)
+        return html("Consumer groups", "/groups", table(
+            rows, ["group", "lag", "kafka_members", "rocketmq_clients", "topics"],
+            links={"group": lambda r: f"/groups/{q(r['group'])}"}, numeric=("lag", "kafka_members", "rocketmq_clients")))
+
+    async def group(request):
+        name = request.path_params["name"]
+        rows = inspect.group_lag(app, name)
+        kafka = app.kafka.coordinator.groups.get(name)
+        members = [{"protocol": "kafka", "member": m} for m in (kafka.members if kafka else {})]
+        rocketmq = app.rocketmq_clients.consumers.get(name)
+        members += [{"protocol": "rocketmq", "member": c} for c in (rocketmq.clients if rocketmq else {})]
+        body = "<h2>Lag per queue</h2>" + table(rows, ["topic", "queue", "committed", "end", "lag"],
+                                                 numeric=("queue", "committed", "end", "lag"))
+        body += "<h2>Members</h2>" + table(members, ["protocol", "member"])
+        body += '<p class="note">Reset offsets with <code>rocketgate offsets reset GROUP TOPIC --to ...</code>.</p>'
+        return html(f"Group {name}", "/groups", body)
+
+    async def browser(request):
+        p = request.query_params
+        topic, key, msg_id = p.get("topic", ""), p.get("key", ""), p.get("msg_id", "")
+        body = form("/messages", [("topic", "topic", topic), ("queue", "queue", p.get("queue", "0")),
+                                  ("offset", "offset", p.get("offset", "0"))], "Browse")
+        body += form("/messages", [("topic", "topic", topic), ("key", "key", key)], "Find by key")
+        body += form("/messages", [("msg_id", "msgId", msg_id)], "Find by msgId")
+        try:
+            if msg_id:
+                found = messages.by_msg_id(app.store, msg_id)
+                rows = [found] if found else []
+            elif topic and key:
+                rows = messages.by_key(app.store, topic, key)
+            elif topic:
+                rows = messages.browse(app.store, topic, int(p.get("queue", 0)), int(p.get("offset", 0)))
+            else:
+                rows = None
+        except ValueError:
+            return HTMLResponse(page("Messages", "/messages", body + "<p>Not a number or msgId.</p>"), status_code=400)
+        if rows is not None:
+            body += _message_list(rows)
+        return html("Messages", "/messages", body)
+
+    async def dlq(request):
+        letters = [{"group": g, "messages": n} for g, n in sorted(inspect.dead_letters(app).items())]
+        body = table(letters, ["group", "messages"], links={"group": lambda r: f"/dlq/{q(r['group'])}"},
+                     numeric=("messages",))
+        return html("Dead letters", "/dlq", body)
+
+    async def dlq_group(request):
+        name = request.path_params["name"]
+        rows = inspect.dead_letter_page(app, name, int(request.query_params.get("start", 0)), 100)["messages"]
+        for r in rows:
+            r["stored"] = _ms(r["stored_ms"])
+        body = table(rows, ["offset", "msg_id", "topic", "keys", "tags", "reconsume_times", "stored"],
+                     links={"msg_id": lambda r: f"/messages?msg_id={q(r['msg_id'])}"})
+        body += '<p class="note">Resend with <code>rocketgate dlq resend GROUP --msg-id ID</code> or <code>--all</code>.</p>'
+        return html(f"Dead letters of {name}", "/dlq", body)
+
+    async def delay(request):
+        rows = inspect.delay_queues(app)
+        for r in rows:
+            r["next_due"] = _ms(r["next_due_ms"])
+        return html("Delay queues", "/delay", table(rows, ["level", "depth", "next_due"], numeric=("depth",)))
+
+    async def transactions(request):
+        halves = [{"half_offset": off, "topic": h.properties.get("REAL_TOPIC", ""),
+                   "producer_group": h.properties.get("PGROUP", ""), "msg_id": h.properties.get("UNIQ_KEY", ""),
+                   "stored": _ms(h.store_timestamp), "checks": app.transactions.check_times.get(off, 0)}
+                  for off, h in app.transactions._undecided_halves()]
+        return html("Pending transactions", "/transactions", table(
+            halves[:500], ["half_offset", "topic", "producer_group", "msg_id", "stored", "checks"],
+            numeric=("half_offset", "checks")))
+
+    return [Route("/", overview), Route("/topics", topics), Route("/topics/{name:path}", topic),
+            Route("/groups", groups), Route("/groups/{name:path}", group), Route("/messages", browser),
+            Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group), Route("/delay", delay),
+            Route("/transactions", transactions)]
+
+
+def _message_list(rows: list[dict]) -> str:
+    if not rows:
+        return '<p class="note">No messages.</p>'
+    out = []
+    for r in rows:
+        props = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in sorted(r["properties"].items()))
+        at = f"/messages?topic={q(r['topic'])}&queue={r['queue']}&offset={r['offset']}"
+        position = f"{r['topic']} / {r['queue']} @ {r['offset']}"
+        out.append(f"<h3>{link(at, position)}</h3>"
+                   f"<p>msgId {link('/messages?msg_id=' + q(r['msg_id']), r['msg_id'])} · born {esc(_ms(r['born_ms']))}"
+                   f" · stored {esc(_ms(r['stored_ms']))} · {esc(r['body_size'])} bytes</p>"
+                   f"<table><tr><th>property</th><th>value</th></tr>{props}</table>"
+                   f"<p>body ({esc(r['body_encoding'])}):</p><pre>{esc(r['body'])}</pre>")
+    return "".join(out)

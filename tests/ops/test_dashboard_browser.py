@@ -1,0 +1,186 @@
+"""The dashboard in a real browser: Debian's chromium, headless, driven by Selenium through
+chromium-driver (`make setup` installs both: mk/ops.mk), clicking through every page of a live
+gateway holding data produced by librdkafka and the native client. A screenshot of every page is
+saved under $TEST_ARTIFACTS_DIR (default: test-artifacts/) in dashboard/."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer as KafkaProducer
+
+from client import (Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer, TransactionProducer,
+                    TransactionState)
+from gateway_process import ROOT, GatewayProcess, free_port
+
+webdriver = pytest.importorskip("selenium.webdriver")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+CHROMEDRIVER = shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMEDRIVER and shutil.which("chromium")),
+                                reason="chromium and chromium-driver are not installed (make setup: mk/ops.mk)")
+ARTIFACTS = os.path.join(os.environ.get("TEST_ARTIFACTS_DIR", os.path.join(ROOT, "test-artifacts")), "dashboard")
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory):
+    http_port = free_port()
+    g = GatewayProcess(str(tmp_path_factory.mktemp("dash") / "data"),
+                       extra_args=["--http-port", str(http_port), "--transaction-check-interval-ms", "600000"])
+    g.base = f"http://127.0.0.1:{http_port}"
+    g.start()
+    _populate(g)
+    yield g
+    g.stop()
+
+
+def _populate(gw) -> None:
+    """Kafka records with keys and a committed group; native messages with tags, a delayed one, an
+    undecided transaction and dead letters."""
+    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})
+    for i in range(6):
+        p.produce("shop", key=b"order-%d" % i, value=b'{"order": %d}' % i, partition=0,
+                  headers=[("source", b"web")])
+    assert p.flush(20) == 0
+    c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "billing", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe(["shop"])
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < 2 and time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is not None and m.error() is None:
+            got.append(m)
+    c.commit(message=got[1], asynchronous=False)
+    c.close()
+
+    with Admin(gw.namesrv) as admin:
+        admin.create_topic("native", queues=1)
+    with Producer("dash-pg", gw.namesrv) as prod:
+        prod.send(Message("native", b"\xff\xfebinary", tags="bin"))
+        prod.send(Message("native", b"later", delay_level=18))
+        prod.send(Message("native", b"poison", keys="bad-1", tags="poison"))
+    with TransactionProducer("dash-tx", gw.namesrv, local_transaction=lambda m, a: TransactionState.UNKNOWN,
+                             check_listener=lambda m: TransactionState.UNKNOWN) as tp:
+        tp.send_in_transaction(Message("native", b"undecided"))
+
+    seen = []
+
+    def reject(msgs):
+        seen.extend(msgs)
+        return ConsumeStatus.RECONSUME_LATER
+
+    dead = PushConsumer("dash-cg", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=0)
+    dead.subscribe("native", "poison")
+    dead.register_listener(reject)
+    dead.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # the send-back to %DLQ% follows the listener's answer
+    finally:
+        dead.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+def shot(browser, name: str) -> None:
+    assert browser.save_screenshot(os.path.join(ARTIFACTS, f"{name}.png"))
+
+
+def text(browser) -> str:
+    return browser.find_element(By.TAG_NAME, "main").text
+
+
+def click(browser, link_text: str) -> None:
+    browser.find_element(By.LINK_TEXT, link_text).click()
+
+
+def test_overview_and_topics(gw, browser):
+    browser.get(gw.base + "/")
+    assert browser.title == "Overview · rocketgate"
+    assert "Ready\nyes" in text(browser) and "kafka" in text(browser) and "Write throughput" in text(browser)
+    shot(browser, "overview")
+    click(browser, "Topics")
+    assert "shop" in text(browser) and "native" in text(browser)
+    shot(browser, "topics")
+    click(browser, "shop")
+    assert browser.title == "Topic shop · rocketgate"
+    shot(browser, "topic-shop")
+    click(browser, "messages")  # browse queue 0 from its first offset
+    body = text(browser)
+    assert '{"order": 0}' in body and "order-5" in body and "source" in body
+    shot(browser, "messages-browse")
+
+
+def test_groups_of_both_protocols(gw, browser):
+    browser.get(gw.base + "/")
+    click(browser, "Groups")
+    assert "billing" in text(browser) and "dash-cg" in text(browser)
+    shot(browser, "groups")
+    click(browser, "billing")
+    rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
+    assert "shop 0 2 6 4" in rows  # topic, queue, committed, end, lag
+    shot(browser, "group-billing")
+
+
+def test_message_browser_by_key_and_msgid(gw, browser):
+    browser.get(gw.base + "/messages")
+    key_form = browser.find_elements(By.TAG_NAME, "form")[1]
+    key_form.find_element(By.NAME, "topic").send_keys("shop")
+    key_form.find_element(By.NAME, "key").send_keys("order-3")
+    key_form.find_element(By.TAG_NAME, "button").click()
+    assert '{"order": 3}' in text(browser) and '{"order": 4}' not in text(browser)
+    shot(browser, "messages-by-key")
+    click(browser, "shop / 0 @ 3")  # the record's position: browse from there
+    assert text(browser).index('{"order": 3}') < text(browser).index('{"order": 4}')
+    browser.get(gw.base + "/messages?topic=native&queue=0&offset=0")
+    assert "body (hex):" in text(browser) and "fffe" in text(browser)  # not UTF-8: hex
+    poison = [h for h in browser.find_elements(By.CSS_SELECTOR, "main h3") if "poison" in
+              h.find_element(By.XPATH, "following-sibling::pre[1]").text][0]
+    msg_link = poison.find_element(By.XPATH, "following-sibling::p[1]/a")
+    msg_id = msg_link.text
+    msg_link.click()
+    assert f"msg_id={msg_id}" in browser.current_url
+    assert "poison" in text(browser) and "fffe" not in text(browser)
+    shot(browser, "messages-by-msgid")
+
+
+def test_dlq_delay_and_transactions(gw, browser):
+    browser.get(gw.base + "/")
+    click(browser, "DLQ")
+    assert "dash-cg" in text(browser)
+    shot(browser, "dlq")
+    click(browser, "dash-cg")
+    assert "bad-1" in text(browser) and "native" in text(browser)
+    shot(browser, "dlq-group")
+    browser.find_element(By.CSS_SELECTOR, "main table tr:nth-child(2) td:nth-child(2) a").click()
+    assert "poison" in text(browser)
+    click(browser, "Delay queues")
+    rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
+    assert any(r.startswith("18 1 ") for r in rows), rows
+    shot(browser, "delay")
+    click(browser, "Transactions")
+    assert "dash-tx" in text(browser) and "native" in text(browser)
+    shot(browser, "transactions")
+    assert len(os.listdir(ARTIFACTS)) >= 11
+
+
+def test_pages_escape_what_they_show(gw, browser):
+    browser.get(gw.base + "/messages?topic=%3Cscript%3Ealert(1)%3C/script%3E&queue=0&offset=0")
+    assert "<script>alert(1)</script>" in browser.find_element(By.NAME, "topic").get_attribute("value")
+    assert not browser.find_elements(By.XPATH, "//main//script")
+    browser.get(gw.base + "/topics/nothing-here")
+    assert "No topic nothing-here." in text(browser)
