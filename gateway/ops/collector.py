@@ -100,8 +100,8 @@ class AppCollector:
                      "(both protocols: one offset table).", ("group", "topic", "queue"))
         committed = _gauge("consumer_committed_offset", "Committed offset per group, topic and queue.",
                            ("group", "topic", "queue"))
-        for group in app.offsets.groups():
-            for row in inspect.group_lag(app, group):
+        for group, rows in inspect.all_lag(app).items():
+            for row in rows:
                 labels = [group, row["topic"], str(row["queue"])]
                 lag.add_metric(labels, row["lag"])
                 committed.add_metric(labels, row["committed"])

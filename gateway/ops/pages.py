@@ -17,6 +17,25 @@ import gateway.ops.messages as messages
 from gateway.ops.html import cards, esc, form, link, page, q, sparkline, table
 
 SAMPLE_EVERY_S = 5.0
+PAGE_ROWS = 500  # rows of a long listing (topics, groups) per page
+
+
+def _paged(request, rows: list[dict], path: str) -> tuple[list[dict], str]:
+    """One page of `rows` (`?page=N`, from 0) and the links to its neighbours."""
+    try:
+        number = max(0, int(request.query_params.get("page", 0)))
+    except ValueError:
+        number = 0
+    last = max(0, (len(rows) - 1) // PAGE_ROWS)
+    number = min(number, last)
+    nav = [f"{len(rows)} rows"]
+    if number > 0:
+        nav.append(link(f"{path}?page={number - 1}", "previous"))
+    if number < last:
+        nav.append(link(f"{path}?page={number + 1}", "next"))
+    if last:
+        nav.insert(1, f"page {number + 1} of {last + 1}")
+    return rows[number * PAGE_ROWS:(number + 1) * PAGE_ROWS], f'<p class="note">{" · ".join(nav)}</p>'
 
 
 class Throughput:
@@ -67,10 +86,10 @@ def routes(app, throughput: Throughput) -> list[Route]:
         return html("Overview", "/", body)
 
     async def topics(request):
-        rows = inspect.topics(app)
-        return html("Topics", "/topics", table(rows, ["topic", "read_queues", "write_queues", "perm", "messages", "view"],
-                                               links={"topic": lambda r: f"/topics/{q(r['topic'])}"},
-                                               numeric=("read_queues", "write_queues", "messages")))
+        rows, nav = _paged(request, inspect.topics(app), "/topics")
+        return html("Topics", "/topics", nav + table(
+            rows, ["topic", "read_queues", "write_queues", "perm", "messages", "view"],
+            links={"topic": lambda r: f"/topics/{q(r['topic'])}"}, numeric=("read_queues", "write_queues", "messages")))
 
     async def topic(request):
         name = request.path_params["name"]
@@ -87,8 +106,8 @@ def routes(app, throughput: Throughput) -> list[Route]:
         return html(f"Topic {name}", "/topics", body)
 
     async def groups(request):
-        rows = inspect.groups(app)
-        return html("Consumer groups", "/groups", table(
+        rows, nav = _paged(request, inspect.groups(app), "/groups")
+        return html("Consumer groups", "/groups", nav + table(
             rows, ["group", "lag", "kafka_members", "rocketmq_clients", "topics"],
             links={"group": lambda r: f"/groups/{q(r['group'])}"}, numeric=("lag", "kafka_members", "rocketmq_clients")))
 
