@@ -130,5 +130,8 @@ class AppCollector:
                        samples=[((), app.delay.delivered)])
         yield _gauge("transaction_pending_halves", "Transactional half messages without an outcome.",
                      samples=[((), inspect.pending_transactions(app))])
+        checks = app.transactions.check_times
         yield _gauge("transaction_check_pending", "Half messages checked back at least once and still undecided.",
-                     samples=[((), len(app.transactions.check_times))])
+                     samples=[((), len(checks))])
+        yield _gauge("transaction_checks", "Check-backs sent for the halves still undecided.",
+                     samples=[((), sum(checks.values()))])
