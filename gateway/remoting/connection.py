@@ -189,9 +189,10 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
 
 
 def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None, answers: list) -> None:
-    if resp is not None and resp is not DEFERRED:  # a deferred answer is counted by Channel._finish
-        _observe(channel, req, resp, channel.read_at)
-    if resp is not None and resp is not DEFERRED and not req.is_oneway:
+    if resp is None or resp is DEFERRED:  # a deferred answer is counted by Channel._finish
+        return
+    _observe(channel, req, resp, channel.read_at)
+    if not req.is_oneway:
         resp.opaque = req.opaque
         answers.append(encode(resp))
 
