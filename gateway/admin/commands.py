@@ -3,6 +3,7 @@ dict) and the table columns; refusals raise AdminError (gateway.admin.endpoints)
 from __future__ import annotations
 
 import datetime
+from urllib.parse import quote
 
 from codec.remoting import RequestCode, ResponseCode
 from codec.remoting.message import parse_msg_id
@@ -71,7 +72,8 @@ def groups_list(args):
 
 
 def groups_describe(args):
-    return Http(args.http).get(f"/api/groups/{args.group}"), ["group", "topic", "queue", "committed", "end", "lag"]
+    rows = Http(args.http).get(f"/api/groups/{quote(args.group, safe='')}")
+    return rows, ["group", "topic", "queue", "committed", "end", "lag"]
 
 
 # ---- offsets (Kafka AdminClient) ---------------------------------------------------------------
@@ -122,7 +124,7 @@ def query_key(args):
 
 
 def query_msgid(args):
-    return Http(args.http).get(f"/api/messages/{args.msg_id}"), None
+    return Http(args.http).get(f"/api/messages/{quote(args.msg_id, safe='')}"), None
 
 
 # ---- dead letters ------------------------------------------------------------------------------
@@ -130,7 +132,7 @@ DLQ_COLUMNS = ["offset", "msg_id", "topic", "keys", "tags", "reconsume_times"]
 
 
 def dlq_list(args):
-    page = Http(args.http).get(f"/api/dlq/{args.group}", start=args.start, limit=args.limit)
+    page = Http(args.http).get(f"/api/dlq/{quote(args.group, safe='')}", start=args.start, limit=args.limit)
     return page["messages"], DLQ_COLUMNS
 
 
@@ -151,7 +153,7 @@ def dlq_resend(args):
 def _all_dead_letters(http: Http, group: str) -> list[dict]:
     out, start = [], 0
     while True:
-        page = http.get(f"/api/dlq/{group}", start=start, limit=1000)
+        page = http.get(f"/api/dlq/{quote(group, safe='')}", start=start, limit=1000)
         out += page["messages"]
         if not page["messages"] or page["next"] >= page["end"]:
             return out

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer as KafkaProducer
+from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
 
 from client import Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer
 from gateway_process import ROOT, GatewayProcess, free_port
@@ -109,6 +109,16 @@ def test_groups_lag_and_offset_resets(gw):
     found = ok_json(gw, "query", "key", "adm-k", "k3")
     assert [(m["body"], m["offset"]) for m in found] == [("v3", 3)]
     assert "no message with key" in failed(gw, 1, "query", "key", "adm-k", "missing")
+
+
+def test_group_names_that_need_quoting(gw):
+    ok_json(gw, "topics", "create", "adm-odd", "--partitions", "1")
+    c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "odd group/%41"})
+    c.commit(offsets=[TopicPartition("adm-odd", 0, 0)], asynchronous=False)
+    c.close()
+    assert [(r["group"], r["topic"]) for r in ok_json(gw, "groups", "describe", "odd group/%41")] == \
+        [("odd group/%41", "adm-odd")]
+    assert ok_json(gw, "dlq", "list", "odd group/%41") == []
 
 
 def test_query_by_msgid_and_dead_letters(gw):
