@@ -40,6 +40,9 @@ def _cache_figures(pq: ProcessQueue | None) -> dict:
 
 
 class ConsumerBase:
+    """One member of a consumer group: the queues it holds (`tasks`: one pull task's cancel scope
+    per queue) and their positions (`offsets`)."""
+
     consume_type = "CONSUME_PASSIVELY"
     orderly = False
 
