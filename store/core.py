@@ -37,6 +37,7 @@ DERIVED_FLUSH_INTERVAL = 0.5  # seconds between ConsumeQueue/IndexFile flushes +
 _BLANK_MIN = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
 _SIZE_MAGIC = struct.Struct(">iI")
 _TS = struct.Struct(">q")
+LOG_STARTS = "logStartOffsets"  # config/logStartOffsets.json: {topic: {queue id: first readable offset}}
 
 
 class StoreError(Exception):
@@ -162,6 +163,7 @@ class Store:
                         os.path.join(tdir, qname), topic, int(qname), config.cq_units_per_file)
         self.index = IndexService(self._index_dir, config.index_slots, config.index_entries)
         self._recover()
+        self._apply_log_starts()
         self.commitlog.synced = self.commitlog.begin
         self.flushed_offset = self.commitlog.sync()
 
@@ -584,7 +586,32 @@ class Store:
     def read_config(self, name: str, default=None):
         return self._cfg.read(name, default)
 
+    # ------------------------------------------------------------------ log start offsets
+
+    def delete_records(self, topic: str, queue_id: int, offset: int) -> int:
+        """Kafka DeleteRecords: offsets below `offset` (at most max_offset) stop being readable; the
+        queue's min offset moves up to it. Recorded in config/logStartOffsets.json (re-applied at
+        open; the entries themselves go with retention). Returns the new min offset."""
+        with self._lock:
+            cq = self._cq((topic, queue_id))
+            cq.min_offset = max(cq.min_offset, min(offset, cq.max_offset))
+            start = cq.min_offset
+        table = self.read_config(LOG_STARTS, {}) or {}
+        table.setdefault(topic, {})[str(queue_id)] = start
+        self.write_config(LOG_STARTS, table)
+        return start
+
+    def _apply_log_starts(self) -> None:
+        for topic, queues in (self.read_config(LOG_STARTS, {}) or {}).items():
+            for qid, start in queues.items():
+                cq = self._cqs.get((topic, int(qid)))
+                if cq is not None:
+                    cq.min_offset = max(cq.min_offset, min(int(start), cq.max_offset))
+
     def _drop_topic(self, topic: str) -> None:
+        table = self.read_config(LOG_STARTS, {}) or {}
+        if table.pop(topic, None) is not None:
+            self.write_config(LOG_STARTS, table)
         with self._sync_lock, self._lock:
             for key in [k for k in self._cqs if k[0] == topic]:
                 cq = self._cqs.pop(key)
