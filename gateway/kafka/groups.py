@@ -1,4 +1,5 @@
-"""Group and producer-id APIs: coordinator lookup, classic group membership, offsets, InitProducerId.
+"""Group and producer-id APIs: coordinator lookup, classic group membership, offsets (commit, fetch,
+delete), InitProducerId.
 
 Membership is `semantics.kafka_groups.Coordinator`; committed offsets go to `app.offsets`, the one
 offset table RocketMQ groups use too.
@@ -6,12 +7,15 @@ offset table RocketMQ groups use too.
 from __future__ import annotations
 
 import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
 
 MAX_EPOCH = 32767
+TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
+GROUP_TYPE = "classic"  # ListGroups v5: every group here uses the classic protocol
 
 
 @handler(apis.FIND_COORDINATOR)
@@ -55,16 +59,20 @@ async def leave_group(ctx: RequestContext):
 async def offset_commit(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     group = req["group_id"]
-    code = kafka_state(app).coordinator.check_commit(group, req.get("generation_id_or_member_epoch", -1),
-                                                     req.get("member_id", ""))
+    code = kafka_state(app).coordinator.check_commit(
+        group, req.get("generation_id_or_member_epoch", -1), req.get("member_id", ""),
+        req.get("group_instance_id"), bool(app.offsets.group_offsets(group)))
     out = []
     for t in req["topics"]:
+        cfg = topics.existing(app, t["name"])
         parts = []
         for p in t["partitions"]:
-            if code == errors.NONE:
-                app.offsets.commit(group, t["name"], p["partition_index"], p["committed_offset"],
-                                   p["committed_metadata"] or "")
-            parts.append({"partition_index": p["partition_index"], "error_code": code})
+            index = p["partition_index"]
+            part_code = code if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
+            if part_code == errors.NONE:
+                app.offsets.commit(group, t["name"], index, p["committed_offset"], p["committed_metadata"] or "",
+                                   p.get("committed_leader_epoch", -1))
+            parts.append({"partition_index": index, "error_code": part_code})
         out.append({"name": t["name"], "partitions": parts})
     # Kafka acknowledges a commit once it is durable; persist() writes only when something changed.
     app.offsets.persist()
@@ -84,7 +92,7 @@ def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
         for qid in t["partition_indexes"]:
             offset = app.offsets.fetch(group, t["name"], qid)
             parts.append({"partition_index": qid, "committed_offset": -1 if offset is None else offset,
-                          "committed_leader_epoch": -1,
+                          "committed_leader_epoch": app.offsets.leader_epoch(group, t["name"], qid),
                           "metadata": app.offsets.metadata(group, t["name"], qid) if offset is not None else "",
                           "error_code": errors.NONE})
         out.append({"name": t["name"], "partitions": parts})
@@ -104,15 +112,18 @@ async def offset_fetch(ctx: RequestContext):
 @handler(apis.LIST_GROUPS)
 async def list_groups(ctx: RequestContext):
     app = ctx.app
-    states = set(ctx.request.get("states_filter") or [])
+    states = {s.lower() for s in ctx.request.get("states_filter") or []}
+    types = {s.lower() for s in ctx.request.get("types_filter") or []}
+    if types and GROUP_TYPE not in types:
+        return {"error_code": errors.NONE, "groups": []}
     seen = {}
     for group_id, ptype, state in kafka_state(app).coordinator.listing():
         seen[group_id] = (ptype, state)
     for group_id in app.offsets.groups():
         seen.setdefault(group_id, ("", "Empty"))
     return {"error_code": errors.NONE, "groups": [
-        {"group_id": g, "protocol_type": ptype, "group_state": state}
-        for g, (ptype, state) in sorted(seen.items()) if not states or state in states]}
+        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": GROUP_TYPE}
+        for g, (ptype, state) in sorted(seen.items()) if not states or state.lower() in states]}
 
 
 @handler(apis.DESCRIBE_GROUPS)
@@ -144,10 +155,39 @@ async def delete_groups(ctx: RequestContext):
     return {"results": out}
 
 
+@handler(apis.OFFSET_DELETE)
+async def offset_delete(ctx: RequestContext):
+    """Forget committed offsets of partitions the group's live members do not subscribe to."""
+    app, group = ctx.app, ctx.request["group_id"]
+    coordinator = kafka_state(app).coordinator
+    if group not in coordinator.groups and not app.offsets.group_offsets(group):
+        return {"error_code": errors.GROUP_ID_NOT_FOUND, "topics": []}
+    subscribed = coordinator.subscribed_topics(group)
+    out = []
+    for t in ctx.request["topics"]:
+        cfg = topics.existing(app, t["name"])
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition_index"]
+            if not topics.has_partition(cfg, index):
+                code = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif t["name"] in subscribed:
+                code = errors.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                app.offsets.delete(group, t["name"], index)
+                code = errors.NONE
+            parts.append({"partition_index": index, "error_code": code})
+        out.append({"name": t["name"], "partitions": parts})
+    app.offsets.persist()
+    return {"error_code": errors.NONE, "topics": out}
+
+
 @handler(apis.INIT_PRODUCER_ID)
 async def init_producer_id(ctx: RequestContext):
     req = ctx.request
     if req.get("transactional_id"):
+        if not 0 < req["transaction_timeout_ms"] <= TRANSACTION_MAX_TIMEOUT_MS:
+            return {"error_code": errors.INVALID_TRANSACTION_TIMEOUT}
         return await init_transactional(ctx.app, req["transactional_id"], req["transaction_timeout_ms"])
     producers = kafka_state(ctx.app).producers
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
