@@ -1,4 +1,5 @@
-"""Topic lookups shared by the Kafka handlers: name rules, auto-creation, partition counts, configs."""
+"""Topic lookups shared by the Kafka handlers: name rules, auto-creation, partition counts, the
+configs produce enforces (their definitions and validation: `semantics.topic_configs`)."""
 from __future__ import annotations
 
 import re
@@ -6,18 +7,6 @@ import re
 import gateway.kafka.errors as errors
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
-
-# Kafka topic configs we report, with the defaults this gateway applies.
-DEFAULT_CONFIGS = {
-    "cleanup.policy": "delete",
-    "retention.ms": str(72 * 3600 * 1000),  # the store keeps CommitLog files 72 h by default
-    "retention.bytes": "-1",
-    "segment.bytes": str(1 << 30),
-    "message.timestamp.type": "CreateTime",
-    "compression.type": "producer",
-    "min.insync.replicas": "1",
-}
-
 
 def legal_name(name: str | None) -> bool:
     """Whether Kafka may create a topic of this name; existing topics are served whatever their name
@@ -53,15 +42,6 @@ def lookup(app, name: str, auto_create: bool):
     if auto_create and app.config.auto_create_topics:
         return create(app, name, app.config.default_partitions), errors.NONE
     return None, errors.UNKNOWN_TOPIC_OR_PARTITION
-
-
-def configs(app, cfg) -> dict[str, tuple[str, bool]]:
-    """name -> (value, is_default) of every config we report for a topic."""
-    out = {k: (v, True) for k, v in DEFAULT_CONFIGS.items()}
-    out["max.message.bytes"] = (str(app.config.max_message_bytes), True)
-    for k, v in (cfg.attributes or {}).items():
-        out[k] = (str(v), False)
-    return out
 
 
 def max_message_bytes(app, cfg) -> int:
