@@ -17,6 +17,7 @@ TYPE_NAMES = {BOOLEAN: "BOOLEAN", STRING: "STRING", INT: "INT", LONG: "LONG", DO
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
 _INTEGER = re.compile(r"^[+-]?[0-9]+$")
+_DOUBLE = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(NaN|Infinity)$")  # Java's forms
 _THROTTLED = re.compile(r"^\*$|^[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*$")
 
 
@@ -105,18 +106,17 @@ def problem(name: str, value: str | None, store_max_bytes: int) -> str | None:
 def _problem(name: str, d: ConfigDef, text: str) -> str | None:
     if d.type in (INT, LONG):
         top = INT_MAX if d.type == INT else LONG_MAX
-        if not _INTEGER.match(text) or not -top - 1 <= int(text) <= top:
+        significant = text.lstrip("+-").lstrip("0")  # more than 19 digits: out of range (int() refuses huge ones)
+        if not _INTEGER.match(text) or len(significant) > 19 or not -top - 1 <= int(text) <= top:
             return f"Not a number of type {TYPE_NAMES[d.type]}"
         number = int(text)
         if name == "compression.gzip.level":
             return None if number == -1 or 1 <= number <= 9 else "Value must be between 1 and 9 or equal to -1"
         return _bounds(d, number)
     if d.type == DOUBLE:
-        try:
-            number = float(text)
-        except ValueError:
+        if not _DOUBLE.match(text):
             return "Not a number of type DOUBLE"
-        return _bounds(d, number)
+        return _bounds(d, float(text))
     if d.type == BOOLEAN:
         return None if text.lower() in ("true", "false") else "Expected value to be either true or false"
     if d.type == STRING:
