@@ -525,6 +525,62 @@ OFFSET_DELETE = Api(key=47, name="OffsetDelete", versions="0", flexible="1+", re
     F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
 ])
 
+_TOPIC_PARTITIONS = [F("topic_id", "uuid"), F("partitions", "[i32]")]
+
+CONSUMER_GROUP_HEARTBEAT = Api(key=68, name="ConsumerGroupHeartbeat", versions="0-1", flexible="0+", request=[
+    F("group_id", "str"),
+    F("member_id", "str"),
+    F("member_epoch", "i32"),
+    F("instance_id", "str", nullable="0+"),
+    F("rack_id", "str", nullable="0+"),
+    F("rebalance_timeout_ms", "i32", default=-1),
+    F("subscribed_topic_names", "[str]", nullable="0+"),
+    F("subscribed_topic_regex", "str", "1+", nullable="1+"),
+    F("server_assignor", "str", nullable="0+"),
+    F("topic_partitions", _TOPIC_PARTITIONS, nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("member_id", "str", nullable="0+"),
+    F("member_epoch", "i32"),
+    F("heartbeat_interval_ms", "i32"),
+    F("assignment", Struct([F("topic_partitions", _TOPIC_PARTITIONS)]), nullable="0+"),  # int8 marker first
+])
+
+_DESCRIBED_ASSIGNMENT = Struct([F("topic_partitions", [F("topic_id", "uuid"), F("topic_name", "str"),
+                                                       F("partitions", "[i32]")])])
+
+CONSUMER_GROUP_DESCRIBE = Api(key=69, name="ConsumerGroupDescribe", versions="0-1", flexible="0+", request=[
+    F("group_ids", "[str]"),
+    F("include_authorized_operations", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("groups", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("group_id", "str"),
+        F("group_state", "str"),
+        F("group_epoch", "i32"),
+        F("assignment_epoch", "i32"),
+        F("assignor_name", "str"),
+        F("members", [
+            F("member_id", "str"),
+            F("instance_id", "str", nullable="0+"),
+            F("rack_id", "str", nullable="0+"),
+            F("member_epoch", "i32"),
+            F("client_id", "str"),
+            F("client_host", "str"),
+            F("subscribed_topic_names", "[str]"),
+            F("subscribed_topic_regex", "str", nullable="0+"),
+            F("assignment", _DESCRIBED_ASSIGNMENT),
+            F("target_assignment", _DESCRIBED_ASSIGNMENT),
+            F("member_type", "i8", "1+", default=-1),
+        ]),
+        F("authorized_operations", "i32", default=NO_AUTH_OPS),
+    ]),
+])
+
 ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-3", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
@@ -588,5 +644,6 @@ TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFS
 ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
-       DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, *TRANSACTION_APIS]
+       DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
+       CONSUMER_GROUP_DESCRIBE, *TRANSACTION_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -9,13 +9,14 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
 
 MAX_EPOCH = 32767
 TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
-GROUP_TYPE = "classic"  # ListGroups v5: every group here uses the classic protocol
+CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups v5 group types
 
 
 @handler(apis.FIND_COORDINATOR)
@@ -59,9 +60,12 @@ async def leave_group(ctx: RequestContext):
 async def offset_commit(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     group = req["group_id"]
-    code = kafka_state(app).coordinator.check_commit(
-        group, req.get("generation_id_or_member_epoch", -1), req.get("member_id", ""),
-        req.get("group_instance_id"), bool(app.offsets.group_offsets(group)))
+    epoch = req.get("generation_id_or_member_epoch", -1)
+    code = consumer_groups(app).check_commit(group, req.get("member_id", ""), epoch)  # KIP-848 groups
+    if code is None:
+        code = kafka_state(app).coordinator.check_commit(group, epoch, req.get("member_id", ""),
+                                                         req.get("group_instance_id"),
+                                                         bool(app.offsets.group_offsets(group)))
     out = []
     for t in req["topics"]:
         cfg = topics.existing(app, t["name"])
@@ -114,16 +118,17 @@ async def list_groups(ctx: RequestContext):
     app = ctx.app
     states = {s.lower() for s in ctx.request.get("states_filter") or []}
     types = {s.lower() for s in ctx.request.get("types_filter") or []}
-    if types and GROUP_TYPE not in types:
-        return {"error_code": errors.NONE, "groups": []}
     seen = {}
+    for group_id, state in consumer_groups(app).listing():
+        seen[group_id] = ("consumer", state, CONSUMER)
     for group_id, ptype, state in kafka_state(app).coordinator.listing():
-        seen[group_id] = (ptype, state)
+        seen.setdefault(group_id, (ptype, state, CLASSIC))
     for group_id in app.offsets.groups():
-        seen.setdefault(group_id, ("", "Empty"))
+        seen.setdefault(group_id, ("", "Empty", CLASSIC))
     return {"error_code": errors.NONE, "groups": [
-        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": GROUP_TYPE}
-        for g, (ptype, state) in sorted(seen.items()) if not states or state.lower() in states]}
+        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": gtype}
+        for g, (ptype, state, gtype) in sorted(seen.items())
+        if (not states or state.lower() in states) and (not types or gtype in types)]}
 
 
 @handler(apis.DESCRIBE_GROUPS)
@@ -147,7 +152,9 @@ async def delete_groups(ctx: RequestContext):
     out = []
     for group_id in ctx.request["groups_names"]:
         known = group_id in coordinator.groups or group_id in set(app.offsets.groups())
-        code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
+        code = consumer_groups(app).delete(group_id)
+        if code is None:
+            code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:
             app.offsets.delete_group(group_id)
             app.offsets.persist()

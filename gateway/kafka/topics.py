@@ -3,10 +3,23 @@ configs produce enforces (their definitions and validation: `semantics.topic_con
 from __future__ import annotations
 
 import re
+import uuid
 
 import gateway.kafka.errors as errors
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
+_TOPIC_IDS = uuid.UUID("6b1f5c8e-4d0a-4e53-9a6f-2f6d1c3b7a90")  # namespace of the name-derived topic ids
+
+
+def topic_id(name: str) -> bytes:
+    """The topic's id (Metadata v10+, KIP-848 assignments): derived from its name, so stable across
+    restarts without being stored (a re-created topic gets the same id)."""
+    return uuid.uuid5(_TOPIC_IDS, name).bytes
+
+
+def name_of_topic_id(app, tid: bytes) -> str | None:
+    """The existing topic whose id is `tid`, or None."""
+    return next((n for n in app.store.topics.names() if topic_id(n) == bytes(tid)), None)
 
 def legal_name(name: str | None) -> bool:
     """Whether Kafka may create a topic of this name; existing topics are served whatever their name

@@ -1,0 +1,122 @@
+"""KIP-848 consumer groups (group.protocol=consumer) with librdkafka: server-side assignment,
+rebalance on join and leave, commits by member epoch, ConsumerGroupDescribe, ListGroups types.
+Checked against a real Kafka 4.x first (kafka_target.py)."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_target import eventually, target  # noqa: F401 (fixture)
+
+HEARTBEAT, DESCRIBE, LIST_GROUPS, OFFSET_COMMIT = 68, 69, 16, 8
+UNKNOWN_MEMBER, FENCED_EPOCH, STALE_EPOCH = 25, 110, 113
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _topic(target, partitions: int, per_partition: int) -> str:
+    name = _name("kip848")
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(15)
+    p = Producer({"bootstrap.servers": target.bootstrap})
+    for part in range(partitions):
+        for i in range(per_partition):
+            p.produce(name, value=b"%d-%d" % (part, i), partition=part)
+    assert p.flush(30) == 0
+    return name
+
+
+def _consumer(target, group: str) -> Consumer:
+    return Consumer({"bootstrap.servers": target.bootstrap, "group.id": group, "group.protocol": "consumer",
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False})
+
+
+def _poll(consumers, seen: dict, until, timeout: float = 90.0) -> None:
+    """Poll every consumer until `until()`; records (consumer index, partition, value); never two
+    owners of one partition at once."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            m = c.poll(0.1)
+            if m is not None and m.error() is None:
+                seen.setdefault(m.value(), []).append((i, m.partition()))
+        owned = [tp.partition for c in consumers for tp in c.assignment()]
+        assert len(owned) == len(set(owned)), f"a partition has two owners: {owned}"
+        if until():
+            return
+    raise AssertionError("timed out")
+
+
+def test_two_members_split_then_one_takes_over(target):
+    topic = _topic(target, 4, 5)
+    group = _name("g848")
+    a = _consumer(target, group)
+    a.subscribe([topic])
+    seen: dict = {}
+    _poll([a], seen, lambda: len(a.assignment()) == 4)
+    b = _consumer(target, group)
+    b.subscribe([topic])
+    _poll([a, b], seen, lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2)
+    assert sorted(tp.partition for tp in a.assignment() + b.assignment()) == [0, 1, 2, 3]
+    _poll([a, b], seen, lambda: len(seen) == 20 and all(
+        tp.offset == 5 for c in (a, b) for tp in c.position(c.assignment())))
+    assert sorted(seen) == sorted(b"%d-%d" % (p, i) for p in range(4) for i in range(5))
+    for c in (a, b):
+        c.commit(asynchronous=False)  # every owned partition at its end
+
+    client = target.raw()
+    d = client.call(DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})["groups"][0]
+    assert d["error_code"] == 0 and d["group_state"] == "Stable" and len(d["members"]) == 2
+    described = sorted(p for m in d["members"] for tp in m["assignment"]["topic_partitions"] for p in tp["partitions"])
+    assert described == [0, 1, 2, 3]
+    assert {tp["topic_name"] for m in d["members"] for tp in m["assignment"]["topic_partitions"]} == {topic}
+    listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]})["groups"]
+    assert [(g["group_type"], g["protocol_type"]) for g in listed if g["group_id"] == group] == [("consumer", "consumer")]
+
+    b.close()  # leaves: the survivor gets every partition back
+    _poll([a], seen, lambda: len(a.assignment()) == 4)
+    committed = a.committed([TopicPartition(topic, p) for p in range(4)], timeout=15)
+    assert [tp.offset for tp in committed] == [5, 5, 5, 5]
+    a.close()
+
+
+def test_heartbeat_and_commit_fencing(target):
+    """Raw ConsumerGroupHeartbeat: join, a stale epoch is fenced, commits need the current epoch."""
+    topic = _topic(target, 1, 1)
+    group, member = _name("g848"), str(uuid.uuid4())
+    client = target.raw()
+    body = {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30000, "subscribed_topic_names": [topic], "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": []}
+    r = eventually(lambda: _ok(client.call(HEARTBEAT, 1, body)))
+    epoch = r["member_epoch"]
+    assert epoch > 0 and r["member_id"] == member and r["heartbeat_interval_ms"] > 0
+    parts = [p for tp in r["assignment"]["topic_partitions"] for p in tp["partitions"]]
+    assert parts == [0]
+    stale = dict(body, member_epoch=epoch - 1, subscribed_topic_names=None, topic_partitions=None)
+    assert client.call(HEARTBEAT, 1, stale)["error_code"] == FENCED_EPOCH
+    unknown = dict(stale, member_id=str(uuid.uuid4()), member_epoch=epoch)
+    assert client.call(HEARTBEAT, 1, unknown)["error_code"] == UNKNOWN_MEMBER
+
+    def commit(member_id: str, member_epoch: int) -> int:
+        r = client.call(OFFSET_COMMIT, 9, {"group_id": group, "generation_id_or_member_epoch": member_epoch,
+                                           "member_id": member_id, "group_instance_id": None, "topics": [
+                                               {"name": topic, "partitions": [{"partition_index": 0,
+                                                                               "committed_offset": 1,
+                                                                               "committed_metadata": ""}]}]})
+        return r["topics"][0]["partitions"][0]["error_code"]
+    assert commit(member, epoch + 1) == STALE_EPOCH
+    assert commit("someone-else", epoch) == UNKNOWN_MEMBER
+    assert commit(member, epoch) == 0
+    leave = dict(body, member_epoch=-1, subscribed_topic_names=None, topic_partitions=None)
+    r = client.call(HEARTBEAT, 1, leave)
+    assert r["error_code"] == 0 and r["member_epoch"] == -1
+
+
+def _ok(r: dict) -> dict:
+    assert r["error_code"] == 0, r
+    return r
