@@ -10,6 +10,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_target import eventually, target  # noqa: F401 (fixture)
 
+from compat.jvm import run_tool
+
 HEARTBEAT, DESCRIBE, LIST_GROUPS, OFFSET_COMMIT = 68, 69, 16, 8
 UNKNOWN_MEMBER, FENCED_EPOCH, STALE_EPOCH = 25, 110, 113
 
@@ -120,3 +122,18 @@ def test_heartbeat_and_commit_fencing(target):
 def _ok(r: dict) -> dict:
     assert r["error_code"] == 0, r
     return r
+
+
+def test_java_consumer_with_the_consumer_protocol(target, tmp_path):
+    """The Java 4.x consumer (kafka-console-consumer from the kafka-tools jar) with group.protocol=consumer."""
+    topic = _topic(target, 3, 3)
+    group = _name("jg848")
+    r = run_tool("kafkatools", "org.apache.kafka.tools.consumer.ConsoleConsumer", [
+        "--bootstrap-server", target.bootstrap, "--topic", topic, "--group", group,
+        "--command-property", "group.protocol=consumer", "--from-beginning", "--max-messages", "9",
+        "--timeout-ms", "60000"], str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert sorted(r.stdout.split()) == sorted("%d-%d" % (p, i) for p in range(3) for i in range(3))
+    client = target.raw()
+    listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]
+    assert [g["group_type"] for g in listed if g["group_id"] == group] == ["consumer"]
