@@ -138,7 +138,8 @@ async def describe_groups(ctx: RequestContext):
     out = []
     for group_id in ctx.request["groups"]:
         d = coordinator.describe(group_id)
-        if d["group_state"] == "Dead" and group_id in set(app.offsets.groups()):
+        consumer_group = group_id in consumer_groups(app).groups  # not a classic group: Dead, as Kafka says
+        if d["group_state"] == "Dead" and not consumer_group and group_id in set(app.offsets.groups()):
             d["group_state"] = "Empty"
         d["error_code"] = errors.NONE
         out.append(d)

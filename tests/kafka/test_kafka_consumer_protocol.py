@@ -3,6 +3,7 @@ rebalance on join and leave, commits by member epoch, ConsumerGroupDescribe, Lis
 Checked against a real Kafka 4.x first (kafka_target.py)."""
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -11,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_target import eventually, target  # noqa: F401 (fixture)
 
 from compat.jvm import run_tool
+from compat.tools import table
 
 HEARTBEAT, DESCRIBE, LIST_GROUPS, OFFSET_COMMIT = 68, 69, 16, 8
 UNKNOWN_MEMBER, FENCED_EPOCH, STALE_EPOCH = 25, 110, 113
@@ -137,3 +139,34 @@ def test_java_consumer_with_the_consumer_protocol(target, tmp_path):
     client = target.raw()
     listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]
     assert [g["group_type"] for g in listed if g["group_id"] == group] == ["consumer"]
+
+
+def test_consumer_groups_tool_describes_a_consumer_group(target, tmp_path):
+    """kafka-consumer-groups --describe / --list --type on a live KIP-848 group (ConsumerGroupDescribe)."""
+    topic = _topic(target, 2, 2)
+    group = _name("cg848")
+    c = _consumer(target, group)
+    c.subscribe([topic])
+    seen: dict = {}
+    _poll([c], seen, lambda: len(seen) == 4 and all(tp.offset == 2 for tp in c.position(c.assignment())))
+    c.commit(asynchronous=False)
+    alive = threading.Event()
+    poller = threading.Thread(target=lambda: [c.poll(0.2) for _ in iter(lambda: alive.is_set(), True)])
+    poller.start()
+    try:
+        def tool(*args):
+            r = run_tool("kafkatools", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                         ["--bootstrap-server", target.bootstrap, *args], str(tmp_path))
+            assert r.returncode == 0, r.stderr[-3000:]
+            return r.stdout
+        rows = [r for r in table(tool("--describe", "--group", group), "GROUP") if r["TOPIC"] == topic]
+        assert sorted((r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in rows) == [("0", "2", "0"), ("1", "2", "0")]
+        assert all(r["CONSUMER-ID"] != "-" for r in rows)
+        members = table(tool("--describe", "--members", "--group", group), "GROUP")
+        assert [m["#PARTITIONS"] for m in members] == ["2"]
+        listed = {r["GROUP"]: r["TYPE"] for r in table(tool("--list", "--type"), "GROUP")}
+        assert listed[group] == "Consumer"
+    finally:
+        alive.set()
+        poller.join()
+        c.close()
