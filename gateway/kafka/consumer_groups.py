@@ -7,6 +7,7 @@ import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.state import kafka_state
 from semantics.kafka_consumer_groups import ConsumerGroups
 
 STATE_KEY = "kafka.consumer_groups"
@@ -30,6 +31,10 @@ def _by_ids(assignment: dict) -> dict:
 @handler(apis.CONSUMER_GROUP_HEARTBEAT)
 async def consumer_group_heartbeat(ctx: RequestContext):
     req = dict(ctx.request)
+    classic = kafka_state(ctx.app).coordinator.groups.get(req["group_id"])
+    if classic is not None and classic.members:  # one protocol per group id (no online migration)
+        return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {req['group_id']} is not a "
+                "consumer group: it has classic members.", "member_epoch": 0, "assignment": None}
     owned = req.get("topic_partitions")
     if owned is not None:
         names = {}

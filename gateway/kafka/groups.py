@@ -30,6 +30,9 @@ async def find_coordinator(ctx: RequestContext):
 
 @handler(apis.JOIN_GROUP)
 async def join_group(ctx: RequestContext):
+    live = consumer_groups(ctx.app).groups.get(ctx.request["group_id"])
+    if live is not None and live.members:  # one protocol per group id (no online migration)
+        return {"error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "member_id": ctx.request["member_id"]}
     return await kafka_state(ctx.app).coordinator.join(ctx.request, ctx.version, ctx.client_id, "/" + ctx.peer_host)
 
 

@@ -9,13 +9,13 @@ import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_target import eventually, target  # noqa: F401 (fixture)
+from kafka_target import eventually, gateway_only, target  # noqa: F401 (fixture)
 
 from compat.jvm import run_tool
 from compat.tools import table
 
 HEARTBEAT, DESCRIBE, LIST_GROUPS, OFFSET_COMMIT = 68, 69, 16, 8
-UNKNOWN_MEMBER, FENCED_EPOCH, STALE_EPOCH = 25, 110, 113
+UNKNOWN_MEMBER, FENCED_EPOCH, STALE_EPOCH, GROUP_ID_NOT_FOUND = 25, 110, 113, 69
 
 
 def _name(prefix: str) -> str:
@@ -170,3 +170,21 @@ def test_consumer_groups_tool_describes_a_consumer_group(target, tmp_path):
         alive.set()
         poller.join()
         c.close()
+
+
+@gateway_only
+def test_a_group_id_serves_one_protocol_at_a_time(target):
+    """Kafka 4 migrates a group between the protocols online; the gateway refuses the other one."""
+    topic = _topic(target, 1, 1)
+    group = _name("mixed")
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    c.subscribe([topic])
+    seen: dict = {}
+    _poll([c], seen, lambda: len(c.assignment()) == 1)
+    client = target.raw()
+    body = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [topic],
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+    assert client.call(HEARTBEAT, 1, body)["error_code"] == GROUP_ID_NOT_FOUND
+    c.close()
+    assert client.call(HEARTBEAT, 1, body)["error_code"] == 0  # the classic member left
