@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import uuid
 
 import trio
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
 UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP = 112, 113, 69, 68
+INVALID_REGULAR_EXPRESSION = 130
 LEAVE, STATIC_LEAVE = -1, -2
 SESSION_MS = 45_000  # Kafka's group.consumer.session.timeout.ms
 HEARTBEAT_MS = 5_000  # Kafka's group.consumer.heartbeat.interval.ms
@@ -37,7 +39,8 @@ class Member:
     rack_id: str | None
     client_id: str
     client_host: str
-    topics: list
+    topics: list  # the subscribed names, or the topics its regex matches
+    regex: str | None = None  # subscribed_topic_regex (v1), matched against whole topic names
     assignor: str | None = None
     rebalance_ms: int = 300_000
     epoch: int = 0
@@ -124,10 +127,12 @@ def compute_target(g: Group, counts: dict[str, int]) -> dict[str, Assignment]:
 
 
 class ConsumerGroups:
-    """`partition_count(topic) -> int` (0: no such topic) is how the coordinator sees topics."""
+    """`partition_count(topic) -> int` (0: no such topic) and `topic_names() -> list` (the topics a
+    regex subscription may match) are how the coordinator sees topics."""
 
-    def __init__(self, partition_count) -> None:
+    def __init__(self, partition_count, topic_names=lambda: []) -> None:
         self.partition_count = partition_count
+        self.topic_names = topic_names
         self.groups: dict[str, Group] = {}
         self._timer = False
 
@@ -178,8 +183,9 @@ class ConsumerGroups:
                 member_id = str(uuid.uuid4())
             if not member_id:
                 return _error(INVALID_REQUEST, "MemberId can't be empty.")
-            if req["subscribed_topic_names"] is None:
-                return _error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+            if req["subscribed_topic_names"] is None and req.get("subscribed_topic_regex") is None:
+                return _error(INVALID_REQUEST, "SubscribedTopicNames or SubscribedTopicRegex must be set in "
+                                               "first request.")
             instance = req.get("instance_id")
             for other in [o for o in g.members.values() if instance is not None and o.instance_id == instance]:
                 self._remove(g, other.member_id)  # a static member's new incarnation replaces the old
@@ -187,7 +193,7 @@ class ConsumerGroups:
             if old is not None:  # rejoining from scratch: it gave up everything it had
                 self._remove(g, member_id)
             m = g.members[member_id] = Member(member_id, instance, req.get("rack_id"), client_id, client_host,
-                                              sorted(set(req["subscribed_topic_names"])))
+                                              sorted(set(req["subscribed_topic_names"] or [])))
             g.epoch += 1
         else:
             m = g.members.get(member_id)
@@ -201,7 +207,18 @@ class ConsumerGroups:
             m.assignor = assignor
         if req.get("rebalance_timeout_ms", -1) > 0:
             m.rebalance_ms = req["rebalance_timeout_ms"]
-        names = req["subscribed_topic_names"]
+        names, regex = req["subscribed_topic_names"], req.get("subscribed_topic_regex")
+        if regex is not None:
+            try:
+                pattern = re.compile(regex)
+            except re.error as exc:
+                return _error(INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is not valid: {exc}")
+            m.regex = regex or None
+            names = [t for t in self.topic_names() if pattern.fullmatch(t)] if regex else names
+        elif names is not None:
+            m.regex = None
+        if m.regex is not None and names is None:  # a regex's matches change as topics come and go
+            names = [t for t in self.topic_names() if re.fullmatch(m.regex, t)]
         if names is not None and sorted(set(names)) != m.topics:
             m.topics = sorted(set(names))
             g.epoch += 1

@@ -11,6 +11,7 @@ from gateway.kafka.state import kafka_state
 from semantics.kafka_consumer_groups import ConsumerGroups
 
 STATE_KEY = "kafka.consumer_groups"
+SYSTEM = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102", "%")  # RocketMQ's own topics
 
 
 def consumer_groups(app) -> ConsumerGroups:
@@ -19,7 +20,10 @@ def consumer_groups(app) -> ConsumerGroups:
         def partition_count(name: str) -> int:
             cfg = topics.existing(app, name)
             return topics.partition_count(cfg) if cfg is not None else 0
-        cg = app.state[STATE_KEY] = ConsumerGroups(partition_count)
+        def regex_candidates() -> list[str]:
+            """Kafka topics a regex subscription may match: not RocketMQ's system topics."""
+            return [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
+        cg = app.state[STATE_KEY] = ConsumerGroups(partition_count, regex_candidates)
     return cg
 
 
@@ -69,7 +73,8 @@ async def consumer_group_describe(ctx: RequestContext):
                     "group_epoch": g.epoch, "assignment_epoch": g.assignment_epoch, "assignor_name": g.assignor,
                     "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                                  "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
-                                 "subscribed_topic_names": m.topics, "assignment": _described(m.assigned),
+                                 "subscribed_topic_names": [] if m.regex else m.topics,
+                                 "subscribed_topic_regex": m.regex, "assignment": _described(m.assigned),
                                  "target_assignment": _described(g.target.get(m.member_id, {})),
                                  "member_type": 1}  # 1: a member that uses the consumer protocol
                                 for m in g.members.values()]})

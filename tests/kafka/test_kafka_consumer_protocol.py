@@ -48,7 +48,7 @@ def _poll(consumers, seen: dict, until, timeout: float = 90.0) -> None:
             m = c.poll(0.1)
             if m is not None and m.error() is None:
                 seen.setdefault(m.value(), []).append((i, m.partition()))
-        owned = [tp.partition for c in consumers for tp in c.assignment()]
+        owned = [(tp.topic, tp.partition) for c in consumers for tp in c.assignment()]
         assert len(owned) == len(set(owned)), f"a partition has two owners: {owned}"
         if until():
             return
@@ -188,3 +188,18 @@ def test_a_group_id_serves_one_protocol_at_a_time(target):
     assert client.call(HEARTBEAT, 1, body)["error_code"] == GROUP_ID_NOT_FOUND
     c.close()
     assert client.call(HEARTBEAT, 1, body)["error_code"] == 0  # the classic member left
+
+
+def test_regex_subscription(target):
+    """librdkafka's `^regex` subscription travels as subscribed_topic_regex; matching topics are assigned."""
+    prefix = _name("re")
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    names = [f"{prefix}-{i}" for i in range(2)]
+    for f in admin.create_topics([NewTopic(n, num_partitions=2, replication_factor=1) for n in names]).values():
+        f.result(15)
+    c = _consumer(target, _name("g848re"))
+    c.subscribe([f"^{prefix}-.*"])
+    seen: dict = {}
+    _poll([c], seen, lambda: len(c.assignment()) == 4)
+    assert sorted((tp.topic, tp.partition) for tp in c.assignment()) == [(n, p) for n in names for p in range(2)]
+    c.close()
