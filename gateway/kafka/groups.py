@@ -110,9 +110,14 @@ def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
 async def offset_fetch(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     if ctx.version >= 8:
-        return {"groups": [{"group_id": g["group_id"], "error_code": errors.NONE,
-                            "topics": _fetch_group_offsets(app, g["group_id"], g["topics"])}
-                           for g in req["groups"]]}
+        out = []
+        for g in req["groups"]:
+            code = errors.NONE
+            if g.get("member_id") is not None:  # v9: a KIP-848 member fetches with its epoch
+                code = consumer_groups(app).check_commit(g["group_id"], g["member_id"], g["member_epoch"])
+            out.append({"group_id": g["group_id"], "error_code": code or errors.NONE,
+                        "topics": _fetch_group_offsets(app, g["group_id"], g["topics"]) if not code else []})
+        return {"groups": out}
     return {"error_code": errors.NONE, "topics": _fetch_group_offsets(app, req["group_id"], req["topics"])}
 
 

@@ -116,6 +116,14 @@ def test_heartbeat_and_commit_fencing(target):
     assert commit(member, epoch + 1) == STALE_EPOCH
     assert commit("someone-else", epoch) == UNKNOWN_MEMBER
     assert commit(member, epoch) == 0
+
+    def fetch(member_id: str, member_epoch: int) -> dict:
+        return client.call(9, 9, {"groups": [{"group_id": group, "member_id": member_id, "member_epoch": member_epoch,
+                                              "topics": [{"name": topic, "partition_indexes": [0]}]}],
+                                  "require_stable": False})["groups"][0]
+    assert fetch(member, epoch + 1)["error_code"] == STALE_EPOCH
+    fetched = fetch(member, epoch)
+    assert fetched["error_code"] == 0 and fetched["topics"][0]["partitions"][0]["committed_offset"] == 1
     leave = dict(body, member_epoch=-1, subscribed_topic_names=None, topic_partitions=None)
     r = client.call(HEARTBEAT, 1, leave)
     assert r["error_code"] == 0 and r["member_epoch"] == -1
