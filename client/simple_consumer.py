@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import time
 
-from client.consumer import Subscription
 from client.errors import MQClientError
 from client.instance import ClientInstance
 from client.model import ConsumeFrom, MessageExt, decode_messages
+from client.subscription import Subscription
 from codec.remoting import JSON, RequestCode as RC, ResponseCode
 from client.sync import _Facade
 from codec.remoting.extra_info import ExtraInfo, parse_extra_info, parse_offset_info, real_topic, retry_mark

@@ -16,12 +16,12 @@ changes; after kill -9 only records in flight at the crash can be delivered twic
 from __future__ import annotations
 
 import heapq
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import trio
 
+from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
 from semantics.pop_state import QueueState
 
@@ -30,10 +30,6 @@ DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and ne
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,7 @@ def _ranges(offsets: list[int]) -> list[list[int]]:
 
 class PopEngine:
     def __init__(self, store, offsets=None, *, notify: Callable[[str, int], None] | None = None,
-                 max_window: int = DEFAULT_MAX_WINDOW, clock: Callable[[], int] = now_ms) -> None:
+                 max_window: int = DEFAULT_MAX_WINDOW, clock: Callable[[], int] = WALL_CLOCK.now_ms) -> None:
         self.store, self.offsets, self.notify = store, offsets, notify
         self.max_window, self.clock = max_window, clock
         self._log = PopLog(store)
