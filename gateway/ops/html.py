@@ -73,8 +73,18 @@ def sparkline(values: list[float], width: int = 320, height: int = 48) -> str:
             f'<polyline fill="none" stroke="#f90" stroke-width="2" points="{points}"/></svg>')
 
 
+def _inputs(fields: list[tuple[str, str, object]]) -> str:
+    return "".join(f'<label>{esc(label)} <input name="{esc(name)}" value="{esc(value)}"></label>'
+                   for name, label, value in fields)
+
+
+def post_form(action: str, fields: list[tuple[str, str, object]], button: str, csrf: str) -> str:
+    """A change (admins only): POST with the CSRF token (gateway.ops.actions)."""
+    return (f'<form method="post" action="{esc(action)}"><input type="hidden" name="csrf" value="{esc(csrf)}">'
+            f'{_inputs(fields)}<button type="submit">{esc(button)}</button></form>')
+
+
 def form(action: str, fields: list[tuple[str, str, object]], button: str) -> str:
     """A GET form (reads only: nothing to forge); fields are (name, label, current value)."""
-    inputs = "".join(f'<label>{esc(label)} <input name="{esc(name)}" value="{esc(value)}"></label>'
-                     for name, label, value in fields)
-    return f'<form method="get" action="{esc(action)}">{inputs}<button type="submit">{esc(button)}</button></form>'
+    return (f'<form method="get" action="{esc(action)}">{_inputs(fields)}'
+            f'<button type="submit">{esc(button)}</button></form>')

@@ -1,20 +1,24 @@
 """The dashboard: server-rendered pages under the HTTP port (overview, topics, groups, message
-browser, DLQ, delay queues, pending transactions). Read-only: every form is a GET that looks
-something up, so there is nothing for a cross-site request to forge; changes (create/delete topics,
-offset resets, DLQ resends) go through the admin command and the protocols, where ACLs apply."""
+browser, DLQ, delay queues, pending transactions). Read-only for everyone; an admin signed in
+(gateway.ops.actions: `--authorizer acl`, HTTP Basic, a super user) also gets the POST forms that
+create topics, reset a group's offsets and resend dead letters, each with a CSRF token."""
 from __future__ import annotations
 
 import collections
 import datetime
 import time
 
+from urllib.parse import parse_qs
+
 import trio
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
+
+import gateway.ops.actions as actions
 
 import gateway.ops.inspect as inspect
 import gateway.ops.messages as messages
-from gateway.ops.html import cards, esc, form, link, page, q, sparkline, table
+from gateway.ops.html import cards, esc, form, link, page, post_form, q, sparkline, table
 
 SAMPLE_EVERY_S = 5.0
 PAGE_ROWS = 500  # rows of a long listing (topics, groups) per page
@@ -68,6 +72,31 @@ def routes(app, throughput: Throughput) -> list[Route]:
     def html(title: str, here: str, body: str) -> HTMLResponse:
         return HTMLResponse(page(title, here, body))
 
+    async def change(request, title: str, here: str, do) -> HTMLResponse:
+        """A POST: refused (403) unless an admin signed in; `await do(form)` says what it did."""
+        user = actions.admin_user(app, request)
+        if user is None:
+            return HTMLResponse(page("Not allowed", here, "<p>Changes need an admin: "
+                                     f"{link('/login', 'sign in')}.</p>"), status_code=403)
+        fields = {k: v[0] for k, v in parse_qs((await request.body()).decode(), keep_blank_values=True).items()}
+        try:
+            actions.check_post(request, user, fields)
+            done = await do(fields)
+        except actions.Refused as exc:
+            return HTMLResponse(page(title, here, f'<p class="refused">{esc(exc)}</p>'), status_code=400)
+        return html(title, here, f'<p class="done">{esc(done)}</p><p>{link(request.url.path, "back")}</p>')
+
+    async def login(request):
+        user = actions.admin_user(app, request)
+        if user is not None:
+            signed_in = RedirectResponse("/", status_code=303)
+            signed_in.set_cookie(actions.SESSION_COOKIE, actions.session_cookie(user), max_age=actions.SESSION_S,
+                                 httponly=True, samesite="strict")
+            return signed_in
+        reason = "" if app.security is not None else " (this gateway runs without --authorizer acl: no admins)"
+        return HTMLResponse(page("Sign in", "/", f"<p>Admin credentials needed{esc(reason)}.</p>"), status_code=401,
+                            headers={"WWW-Authenticate": 'Basic realm="rocketgate", charset="UTF-8"'})
+
     async def overview(request):
         st, cfg = app.store, app.config
         usage = inspect.disk_usage(app)
@@ -80,14 +109,24 @@ def routes(app, throughput: Throughput) -> list[Route]:
                      {"listener": "remoting", "address": f"{cfg.host}:{cfg.remoting_port}",
                       "connections": app.stats.connections["remoting"]},
                      {"listener": "http", "address": f"{cfg.host}:{cfg.http_port}", "connections": ""}]
+        user = actions.admin_user(app, request)
+        body += (f"<p>Signed in as admin {esc(user)}.</p>" if user else
+                 f'<p class="note">Read-only. {link("/login", "Sign in")} as an admin to make changes.</p>')
         rate = f"{throughput.rates[-1]:,.0f} B/s" if throughput.rates else "-"
         body += "<h2>Listeners</h2>" + table(listeners, ["listener", "address", "connections"])
         body += f"<h2>Write throughput <small>(now {esc(rate)})</small></h2>" + sparkline(list(throughput.rates))
         return html("Overview", "/", body)
 
     async def topics(request):
+        if request.method == "POST":
+            async def create(f):
+                return actions.create_topic(app, f.get("name", ""), f.get("queues", "4"))
+            return await change(request, "Topics", "/topics", create)
         rows, nav = _paged(request, inspect.topics(app), "/topics")
-        return html("Topics", "/topics", nav + table(
+        user = actions.admin_user(app, request)
+        admin = post_form("/topics", [("name", "new topic", ""), ("queues", "queues", 4)], "Create",
+                          actions.csrf_token(user)) if user else ""
+        return html("Topics", "/topics", admin + nav + table(
             rows, ["topic", "read_queues", "write_queues", "perm", "messages", "view"],
             links={"topic": lambda r: f"/topics/{q(r['topic'])}"}, numeric=("read_queues", "write_queues", "messages")))
 
@@ -113,6 +152,10 @@ def routes(app, throughput: Throughput) -> list[Route]:
 
     async def group(request):
         name = request.path_params["name"]
+        if request.method == "POST":
+            async def reset(f):
+                return actions.reset_offsets(app, name, f.get("topic", ""), f.get("to", ""))
+            return await change(request, f"Group {name}", "/groups", reset)
         rows = inspect.group_lag(app, name)
         kafka = app.kafka.coordinator.groups.get(name)
         members = [{"protocol": "kafka", "member": m} for m in (kafka.members if kafka else {})]
@@ -121,7 +164,14 @@ def routes(app, throughput: Throughput) -> list[Route]:
         body = "<h2>Lag per queue</h2>" + table(rows, ["topic", "queue", "committed", "end", "lag"],
                                                  numeric=("queue", "committed", "end", "lag"))
         body += "<h2>Members</h2>" + table(members, ["protocol", "member"])
-        body += '<p class="note">Reset offsets with <code>rocketgate offsets reset GROUP TOPIC --to ...</code>.</p>'
+        user = actions.admin_user(app, request)
+        if user:
+            body += "<h2>Reset offsets</h2>" + post_form(
+                f"/groups/{q(name)}", [("topic", "topic", rows[0]["topic"] if rows else ""),
+                                       ("to", "to (earliest, latest, epoch ms)", "earliest")],
+                "Reset", actions.csrf_token(user))
+        else:
+            body += '<p class="note">Reset offsets with <code>rocketgate offsets reset GROUP TOPIC --to ...</code>.</p>'
         return html(f"Group {name}", "/groups", body)
 
     async def browser(request):
@@ -155,12 +205,22 @@ def routes(app, throughput: Throughput) -> list[Route]:
 
     async def dlq_group(request):
         name = request.path_params["name"]
+        if request.method == "POST":
+            async def resend(f):
+                return await actions.resend(app, name, f.get("msg_id") or None)
+            return await change(request, f"Dead letters of {name}", "/dlq", resend)
         rows = inspect.dead_letter_page(app, name, int(request.query_params.get("start", 0)), 100)["messages"]
         for r in rows:
             r["stored"] = _ms(r["stored_ms"])
         body = table(rows, ["offset", "msg_id", "topic", "keys", "tags", "reconsume_times", "stored"],
                      links={"msg_id": lambda r: f"/messages?msg_id={q(r['msg_id'])}"})
-        body += '<p class="note">Resend with <code>rocketgate dlq resend GROUP --msg-id ID</code> or <code>--all</code>.</p>'
+        user = actions.admin_user(app, request)
+        if user and rows:
+            token = actions.csrf_token(user)
+            body += post_form(f"/dlq/{q(name)}", [("msg_id", "msgId", rows[0]["msg_id"])], "Resend one", token)
+            body += post_form(f"/dlq/{q(name)}", [], "Resend all", token)
+        else:
+            body += '<p class="note">Resend with <code>rocketgate dlq resend GROUP --msg-id ID</code> or <code>--all</code>.</p>'
         return html(f"Dead letters of {name}", "/dlq", body)
 
     async def delay(request):
@@ -178,9 +238,11 @@ def routes(app, throughput: Throughput) -> list[Route]:
             halves[:500], ["half_offset", "topic", "producer_group", "msg_id", "stored", "checks"],
             numeric=("half_offset", "checks")))
 
-    return [Route("/", overview), Route("/topics", topics), Route("/topics/{name:path}", topic),
-            Route("/groups", groups), Route("/groups/{name:path}", group), Route("/messages", browser),
-            Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group), Route("/delay", delay),
+    both = ["GET", "POST"]
+    return [Route("/", overview), Route("/login", login), Route("/topics", topics, methods=both),
+            Route("/topics/{name:path}", topic), Route("/groups", groups),
+            Route("/groups/{name:path}", group, methods=both), Route("/messages", browser),
+            Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group, methods=both), Route("/delay", delay),
             Route("/transactions", transactions)]
 
 

@@ -5,7 +5,6 @@ saved under $TEST_ARTIFACTS_DIR (default: test-artifacts/) in dashboard/."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 
 import pytest
@@ -13,15 +12,14 @@ from confluent_kafka import Consumer, Producer as KafkaProducer
 
 from client import (Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer, TransactionProducer,
                     TransactionState)
-from gateway_process import ROOT, GatewayProcess, free_port
+import chromium
+from gateway_process import GatewayProcess, free_port
 
-webdriver = pytest.importorskip("selenium.webdriver")
+pytest.importorskip("selenium")
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.wait import WebDriverWait  # noqa: E402
 
-CHROMEDRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(not (CHROMEDRIVER and shutil.which("chromium")),
-                                reason="chromium and chromium-driver are not installed (make setup: mk/ops.mk)")
-ARTIFACTS = os.path.join(os.environ.get("TEST_ARTIFACTS_DIR", os.path.join(ROOT, "test-artifacts")), "dashboard")
+pytestmark = chromium.needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +84,22 @@ def _populate(gw) -> None:
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=options)
-    os.makedirs(ARTIFACTS, exist_ok=True)
+    driver = chromium.start()
     yield driver
     driver.quit()
 
 
-def shot(browser, name: str) -> None:
-    assert browser.save_screenshot(os.path.join(ARTIFACTS, f"{name}.png"))
+shot = chromium.shot
 
 
 def text(browser) -> str:
-    return browser.find_element(By.TAG_NAME, "main").text
+    return chromium.main_text(browser)
 
 
-def click(browser, link_text: str) -> None:
+def click(browser, link_text: str, then: str = "") -> None:
+    """Follow a link and wait until the new page's main text shows `then`."""
     browser.find_element(By.LINK_TEXT, link_text).click()
+    chromium.main_text(browser, then)
 
 
 def test_overview_and_topics(gw, browser):
@@ -113,13 +107,13 @@ def test_overview_and_topics(gw, browser):
     assert browser.title == "Overview · rocketgate"
     assert "Ready\nyes" in text(browser) and "kafka" in text(browser) and "Write throughput" in text(browser)
     shot(browser, "overview")
-    click(browser, "Topics")
+    click(browser, "Topics", "Topics")
     assert "shop" in text(browser) and "native" in text(browser)
     shot(browser, "topics")
-    click(browser, "shop")
+    click(browser, "shop", "Topic shop")
     assert browser.title == "Topic shop · rocketgate"
     shot(browser, "topic-shop")
-    click(browser, "messages")  # browse queue 0 from its first offset
+    click(browser, "messages", '{"order": 0}')  # browse queue 0 from its first offset
     body = text(browser)
     assert '{"order": 0}' in body and "order-5" in body and "source" in body
     shot(browser, "messages-browse")
@@ -127,10 +121,10 @@ def test_overview_and_topics(gw, browser):
 
 def test_groups_of_both_protocols(gw, browser):
     browser.get(gw.base + "/")
-    click(browser, "Groups")
+    click(browser, "Groups", "Consumer groups")
     assert "billing" in text(browser) and "dash-cg" in text(browser)
     shot(browser, "groups")
-    click(browser, "billing")
+    click(browser, "billing", "Group billing")
     rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
     assert "shop 0 2 6 4" in rows  # topic, queue, committed, end, lag
     shot(browser, "group-billing")
@@ -144,7 +138,7 @@ def test_message_browser_by_key_and_msgid(gw, browser):
     key_form.find_element(By.TAG_NAME, "button").click()
     assert '{"order": 3}' in text(browser) and '{"order": 4}' not in text(browser)
     shot(browser, "messages-by-key")
-    click(browser, "shop / 0 @ 3")  # the record's position: browse from there
+    click(browser, "shop / 0 @ 3", '{"order": 4}')  # the record's position: browse from there
     assert text(browser).index('{"order": 3}') < text(browser).index('{"order": 4}')
     browser.get(gw.base + "/messages?topic=native&queue=0&offset=0")
     assert "body (hex):" in text(browser) and "fffe" in text(browser)  # not UTF-8: hex
@@ -153,29 +147,29 @@ def test_message_browser_by_key_and_msgid(gw, browser):
     msg_link = poison.find_element(By.XPATH, "following-sibling::p[1]/a")
     msg_id = msg_link.text
     msg_link.click()
-    assert f"msg_id={msg_id}" in browser.current_url
-    assert "poison" in text(browser) and "fffe" not in text(browser)
+    WebDriverWait(browser, 10).until(lambda b: f"msg_id={msg_id}" in b.current_url)
+    assert "poison" in chromium.main_text(browser, "poison") and "fffe" not in text(browser)
     shot(browser, "messages-by-msgid")
 
 
 def test_dlq_delay_and_transactions(gw, browser):
     browser.get(gw.base + "/")
-    click(browser, "DLQ")
+    click(browser, "DLQ", "Dead letters")
     assert "dash-cg" in text(browser)
     shot(browser, "dlq")
-    click(browser, "dash-cg")
+    click(browser, "dash-cg", "Dead letters of dash-cg")
     assert "bad-1" in text(browser) and "native" in text(browser)
     shot(browser, "dlq-group")
     browser.find_element(By.CSS_SELECTOR, "main table tr:nth-child(2) td:nth-child(2) a").click()
     assert "poison" in text(browser)
-    click(browser, "Delay queues")
+    click(browser, "Delay queues", "next_due")
     rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
     assert any(r.startswith("18 1 ") for r in rows), rows
     shot(browser, "delay")
-    click(browser, "Transactions")
+    click(browser, "Transactions", "Pending transactions")
     assert "dash-tx" in text(browser) and "native" in text(browser)
     shot(browser, "transactions")
-    assert len(os.listdir(ARTIFACTS)) >= 11
+    assert len(os.listdir(chromium.ARTIFACTS)) >= 11
 
 
 def test_pages_escape_what_they_show(gw, browser):

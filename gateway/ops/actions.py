@@ -1,0 +1,131 @@
+"""Dashboard changes, for an authenticated admin only: with `--authorizer acl`, HTTP Basic
+credentials of a user (SCRAM-stored password) allowed ALTER on the cluster (a super user); /login
+checks them once and sets a signed session cookie (HttpOnly, SameSite=Strict, SESSION_S). Without
+security nobody is an admin and the pages stay read-only. Every change is a POST carrying a CSRF
+token (an HMAC of the user under a per-process key) and an Origin/Referer of this host, so another
+site cannot make a logged-in browser submit it. Changes: create a topic, reset a group's offsets
+(no live members), resend dead letters."""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from security.acl import Operation, ResourceType
+from semantics import backtrack
+from semantics.retry import resend_from_dlq
+
+import gateway.ops.inspect as inspect
+from codec.remoting.message import parse_msg_id
+
+_KEY = secrets.token_bytes(32)  # per process: tokens and sessions end with it
+SESSION_COOKIE = "rocketgate_admin"
+SESSION_S = 8 * 3600
+
+
+class Refused(Exception):
+    """An action that cannot be done; the message is shown on the page."""
+
+
+def admin_user(app, request) -> str | None:
+    """The admin making this request (a valid session cookie or Basic credentials), else None."""
+    sec = app.security
+    if sec is None:
+        return None
+    user = _session_user(request.cookies.get(SESSION_COOKIE, "")) or _basic_user(sec, request)
+    host = request.client.host if request.client else ""
+    if user and sec.authorizer.authorize(f"User:{user}", host, Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster"):
+        return user
+    return None
+
+
+def _basic_user(sec, request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if not header.lower().startswith("basic "):
+        return None
+    try:
+        user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return user if sec.credentials.verify_plain(user, password) else None
+
+
+def session_cookie(user: str) -> str:
+    """`user:expiry:signature`, for the SESSION_COOKIE set by /login."""
+    payload = f"{user}:{int(time.time()) + SESSION_S}"
+    return payload + ":" + hmac.new(_KEY, payload.encode(), hashlib.sha256).hexdigest()
+
+
+def _session_user(cookie: str) -> str | None:
+    payload, _, signature = cookie.rpartition(":")
+    user, _, expiry = payload.rpartition(":")
+    good = hmac.new(_KEY, payload.encode(), hashlib.sha256).hexdigest()
+    if not user or not hmac.compare_digest(signature, good) or not expiry.isdigit() or int(expiry) < time.time():
+        return None
+    return user
+
+
+def csrf_token(user: str) -> str:
+    return hmac.new(_KEY, user.encode(), hashlib.sha256).hexdigest()
+
+
+def check_post(request, user: str, form) -> None:
+    """Refused unless the form carries the user's token and the request comes from this site."""
+    if not hmac.compare_digest(str(form.get("csrf", "")), csrf_token(user)):
+        raise Refused("the form is stale or was not sent from this dashboard (CSRF token)")
+    origin = request.headers.get("origin") or request.headers.get("referer") or ""
+    if urlsplit(origin).netloc != request.headers.get("host", ""):
+        raise Refused("the form was sent from another site")
+
+
+def create_topic(app, name: str, queues: str) -> str:
+    if not name or app.store.topics.get(name) is not None:
+        raise Refused(f"topic {name!r} exists or has no name")
+    try:
+        n = int(queues)
+    except ValueError:
+        raise Refused("queues must be a number") from None
+    if not 1 <= n <= 1024:
+        raise Refused("queues must be between 1 and 1024")
+    app.store.topics.create(name, read_queues=n, write_queues=n)
+    return f"created topic {name} with {n} queues"
+
+
+def reset_offsets(app, group: str, topic: str, to: str) -> str:
+    live = len(app.rocketmq_clients.live_consumers(group)) + len(app.kafka.coordinator.describe(group)["members"])
+    if live:
+        raise Refused(f"group {group} has {live} live member(s): stop them first")
+    timestamps = {"earliest": 0, "latest": -1}
+    try:
+        timestamp = timestamps[to] if to in timestamps else int(to)
+    except ValueError:
+        raise Refused("reset to earliest, latest or a time in epoch ms") from None
+    try:
+        plan = backtrack.reset_plan(app.store, app.offsets, group, topic, timestamp, True, False)
+    except backtrack.ResetRefused as exc:
+        raise Refused(str(exc)) from None
+    backtrack.apply_plan(app.offsets, group, topic, plan)
+    return f"reset {group} on {topic} to {plan}"
+
+
+async def resend(app, group: str, msg_id: str | None) -> str:
+    """One dead letter (by msgId) or all of the group's, back on their original topics."""
+    every = inspect.dead_letter_page(app, group, 0, 1 << 30)["messages"]
+    ids = [msg_id] if msg_id else [m["msg_id"] for m in every]
+    done = 0
+    for one in ids:
+        try:
+            offset = parse_msg_id(one)[2]
+        except ValueError:
+            raise Refused(f"{one!r} is not a msgId") from None
+        result = resend_from_dlq(app.store, offset)
+        if result is None:
+            raise Refused(f"{one} is not a dead letter with a known original topic")
+        await app.durable(result.end_offset)
+        done += 1
+    return f"resent {done} dead letter(s) of {group}"
+

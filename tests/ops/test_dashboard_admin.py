@@ -1,0 +1,161 @@
+"""Dashboard changes on a gateway with `--authorizer acl`: only an admin (HTTP Basic, a super user)
+sees and may submit the forms; every POST needs the CSRF token and this site as its origin. An
+admin creates a topic, resets a group's offsets and resends dead letters in headless chromium."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
+
+from client import ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer
+import chromium
+from gateway_process import GatewayProcess, free_port
+from security.credentials import CredentialStore
+
+ADMIN = ("admin", "admin-secret")
+
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory):
+    data = str(tmp_path_factory.mktemp("dash-acl") / "data")
+    http_port = free_port()
+    os.environ["ROCKETGATE_ADMIN_PASSWORD"] = ADMIN[1]
+    try:
+        g = GatewayProcess(data, extra_args=["--authorizer", "acl", "--super-users", "User:admin",
+                                             "--http-port", str(http_port)]).start()
+    finally:
+        del os.environ["ROCKETGATE_ADMIN_PASSWORD"]
+    g.host = f"127.0.0.1:{http_port}"
+    CredentialStore(os.path.join(data, "config")).set_password("bob", "bob-secret")
+    time.sleep(1.2)  # the gateway re-reads changed credential files within a second
+    yield g
+    g.stop()
+
+
+def request(gw, path: str, user=None, data: dict | None = None, origin: str | None = "self"):
+    headers = {}
+    if user:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()
+    if origin:
+        headers["Origin"] = f"http://{gw.host}" if origin == "self" else origin
+    body = urllib.parse.urlencode(data).encode() if data is not None else None
+    req = urllib.request.Request(f"http://{gw.host}{path}", data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode(), resp.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), exc.headers
+
+
+def token(gw, user) -> str:
+    status, page, _ = request(gw, "/topics", user)
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
+    assert status == 200 and found, page
+    return found.group(1)
+
+
+def test_only_a_signed_in_admin_gets_forms(gw):
+    status, page, headers = request(gw, "/login")
+    assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
+    assert 'method="post"' not in request(gw, "/topics")[1]
+    assert 'method="post"' not in request(gw, "/topics", ("bob", "bob-secret"))[1]
+    assert 'method="post"' not in request(gw, "/topics", ("admin", "wrong"))[1]
+    assert 'method="post"' in request(gw, "/topics", ADMIN)[1]
+    assert request(gw, "/login", ADMIN)[0] == 200  # redirected to the overview
+    assert "Signed in as admin admin" in request(gw, "/", ADMIN)[1]
+
+
+def test_changes_are_refused_without_admin_token_or_origin(gw):
+    form = {"name": "forged", "queues": "2"}
+    assert request(gw, "/topics", data=form)[0] == 403
+    assert request(gw, "/topics", ("bob", "bob-secret"), data=form)[0] == 403
+    status, page, _ = request(gw, "/topics", ADMIN, data=form)
+    assert status == 400 and "CSRF token" in page
+    status, page, _ = request(gw, "/topics", ADMIN, data={**form, "csrf": token(gw, ADMIN)},
+                              origin="http://evil.example")
+    assert status == 400 and "another site" in page
+    status, page, _ = request(gw, "/topics", ADMIN, data={**form, "csrf": token(gw, ADMIN)})
+    assert status == 200 and "created topic forged with 2 queues" in page
+    status, page, _ = request(gw, "/topics", ADMIN, data={**form, "csrf": token(gw, ADMIN)})
+    assert status == 400 and "exists" in page
+
+
+def _populate(gw) -> None:
+    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})  # the Kafka port is not checked yet
+    for i in range(4):
+        p.produce("dash-acl", value=b"v%d" % i, partition=0)
+    assert p.flush(20) == 0
+    c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "acl-billing"})
+    c.commit(offsets=[TopicPartition("dash-acl", 0, 3)], asynchronous=False)
+    c.close()
+    creds = {"access_key": ADMIN[0], "secret_key": ADMIN[1]}
+    seen = []
+
+    def reject(msgs):
+        seen.extend(msgs)
+        return ConsumeStatus.RECONSUME_LATER
+
+    dead = PushConsumer("acl-cg", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=0, **creds)
+    dead.subscribe("dash-acl-native")
+    dead.register_listener(reject)
+    with Producer("acl-pg", gw.namesrv, **creds) as prod:
+        prod.send(Message("dash-acl-native", b"poison"))
+    dead.start()
+    try:
+        deadline = time.monotonic() + 30
+        while "poison" not in request(gw, "/dlq/acl-cg")[1] and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        dead.shutdown()
+
+
+@chromium.needs_chromium
+def test_admin_changes_in_the_browser(gw):
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    _populate(gw)
+    browser = chromium.start()
+    base = f"http://{gw.host}"
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")  # answers the challenge, then the overview
+        expected = "Signed in as admin admin"
+        assert expected in chromium.main_text(browser, expected)
+        browser.get(base + "/topics")
+        browser.find_element(By.NAME, "name").send_keys("made-in-browser")
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button").click()
+        expected = "created topic made-in-browser with 4 queues"
+        assert expected in chromium.main_text(browser, expected)
+        chromium.shot(browser, "admin-topic-created")
+
+        browser.get(base + "/groups/acl-billing")
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button").click()  # to earliest
+        expected = "reset acl-billing on dash-acl to {0: 0, 1: 0, 2: 0, 3: 0}"
+        assert expected in chromium.main_text(browser, expected)
+        browser.get(base + "/groups/acl-billing")
+        chromium.main_text(browser, "Lag per queue")
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
+        assert "dash-acl 0 0 4 4" in rows
+        chromium.shot(browser, "admin-group-reset")
+
+        browser.get(base + "/dlq/acl-cg")
+        buttons = browser.find_elements(By.CSS_SELECTOR, "form[method=post] button")
+        assert [b.text for b in buttons] == ["Resend one", "Resend all"]
+        buttons[1].click()
+        expected = "resent 1 dead letter(s) of acl-cg"
+        assert expected in chromium.main_text(browser, expected)
+        chromium.shot(browser, "admin-dlq-resent")
+    finally:
+        browser.quit()
+    topics = {t["topic"]: t for t in json.loads(request(gw, "/api/topics")[1])}
+    assert topics["dash-acl-native"]["messages"] == 2  # the original and the resent copy
+    assert topics["made-in-browser"]["write_queues"] == 4
