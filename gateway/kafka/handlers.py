@@ -13,6 +13,8 @@ import gateway.kafka.groups  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401
 import gateway.kafka.metadata  # noqa: F401
 import gateway.kafka.produce  # noqa: F401
+import gateway.kafka.sasl  # noqa: F401
+import gateway.kafka.security_admin  # noqa: F401
 import gateway.kafka.txn  # noqa: F401
 from gateway.kafka.registry import HANDLERS, RequestContext
 
@@ -33,7 +35,7 @@ async def handle(conn, header, payload) -> bytes | None:
         return protocol.response_frame(key, clamped, header.correlation_id,
                                        {"error_code": errors.UNSUPPORTED_VERSION})
     ctx = RequestContext(conn.app, version, protocol.decode_request(header, payload), conn.client_id,
-                         conn.peer_host, conn.local_port)
+                         conn.peer_host, conn.local_port, getattr(conn, "principal", "User:ANONYMOUS"), conn)
     body = await fn(ctx)
     if body is None:
         return None
