@@ -18,6 +18,7 @@ import os
 
 from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
 from codec.kafka.schema import DecodeError
+import gateway.kafka.access as access
 import gateway.kafka.handlers as handlers
 from gateway.sendfile import FileRange, close_frame, send_parts
 from gateway.tls import subject_principal
@@ -84,6 +85,9 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         return False
     try:
         frame = await handlers.handle(conn, header, request.payload)
+    except access.Refused as exc:
+        log.warning("closing kafka connection from %s (%s): %s", conn.peer_host, conn.principal, exc)
+        return False
     except DecodeError as exc:
         log.warning("closing kafka connection from %s: malformed %s v%d request: %s", conn.peer_host,
                     header.api_key, header.api_version, exc)

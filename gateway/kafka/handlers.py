@@ -5,6 +5,7 @@ in `HANDLERS`, filled by the per-family modules imported below.
 """
 from __future__ import annotations
 
+import gateway.kafka.access as access
 import gateway.kafka.errors as errors
 from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
@@ -36,7 +37,7 @@ async def handle(conn, header, payload) -> bytes | None:
                                        {"error_code": errors.UNSUPPORTED_VERSION})
     ctx = RequestContext(conn.app, version, protocol.decode_request(header, payload), conn.client_id,
                          conn.peer_host, conn.local_port, getattr(conn, "principal", "User:ANONYMOUS"), conn)
-    body = await fn(ctx)
+    body = await access.guarded(key, fn, ctx)
     if body is None:
         return None
     return protocol.response_frame(key, version, header.correlation_id, body)
