@@ -197,7 +197,8 @@ def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsF
                 connections.open.discard(conn)
             connections.changed()
             with trio.move_on_after(1):
-                await stream.aclose()
+                # TLS: close_notify first, so the peer reads our last answer before the close
+                await (conn._stream if conn is not None else stream).aclose()
 
     return serve_one
 

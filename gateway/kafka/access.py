@@ -56,7 +56,7 @@ def _add_partitions_entry(t, code):
 
 def _named_error(t, code):
     name = t if isinstance(t, str) else t["name"]
-    return {"name": name, "error_code": code, "error_message": "Authorization failed."}
+    return {"name": name, "error_code": code, "error_message": authz.MESSAGES[code]}
 
 
 SPLITS = {
@@ -137,7 +137,7 @@ def _before(ctx, key: int):
         else:
             code = authz.group_error(ctx, Op.DESCRIBE, req["key"])
         if code:
-            return {"error_code": code, "error_message": "Authorization failed.", "node_id": -1, "host": "",
+            return {"error_code": code, "error_message": authz.MESSAGES[code], "node_id": -1, "host": "",
                     "port": -1}
     return None
 
@@ -160,14 +160,14 @@ def _after(ctx, key: int, body: dict) -> dict:
         for c in body["coordinators"]:
             res, denied = (Res.TRANSACTIONAL_ID, TXN_DENIED) if req["key_type"] == 1 else (Res.GROUP, GROUP_DENIED)
             if not authz.allowed(ctx, Op.DESCRIBE, res, c["key"]):
-                c.update(error_code=denied, error_message="Authorization failed.", node_id=-1, host="", port=-1)
+                c.update(error_code=denied, error_message=authz.MESSAGES[denied], node_id=-1, host="", port=-1)
     elif key == 32:
         for r in body["results"]:
             topic = r["resource_type"] == Res.TOPIC
             if not authz.allowed(ctx, Op.DESCRIBE_CONFIGS, Res.TOPIC if topic else Res.CLUSTER,
                                  r["resource_name"] if topic else "kafka-cluster"):
-                r.update(error_code=TOPIC_DENIED if topic else CLUSTER_DENIED,
-                         error_message="Authorization failed.", configs=[])
+                code = TOPIC_DENIED if topic else CLUSTER_DENIED
+                r.update(error_code=code, error_message=authz.MESSAGES[code], configs=[])
     elif key == 60:
         body["cluster_authorized_operations"] = authz.operations(
             ctx, Res.CLUSTER, wanted=req.get("include_cluster_authorized_operations", False))

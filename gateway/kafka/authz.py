@@ -14,7 +14,14 @@ GROUP_AUTHORIZATION_FAILED = 30
 CLUSTER_AUTHORIZATION_FAILED = 31
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 SECURITY_DISABLED = 54
-NO_AUTH_OPS = -2147483648  # Kafka's "not asked for" value of *_authorized_operations
+NO_AUTH_OPS = -2147483648
+# The messages Kafka's Errors enum gives these codes (what clients print when the broker sends one).
+MESSAGES = {
+    TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+}  # Kafka's "not asked for" value of *_authorized_operations
 
 # The operations Kafka reports in *_authorized_operations, per resource type (AclEntry.supportedOperations).
 SUPPORTED = {

@@ -16,6 +16,8 @@ from __future__ import annotations
 import logging
 import os
 
+import trio
+
 from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
 from codec.kafka.schema import DecodeError
 import gateway.kafka.access as access
@@ -27,6 +29,7 @@ from security.sasl import SaslSession
 log = logging.getLogger("rocketgate.kafka")
 RECV_CHUNK = 1 << 18
 ANONYMOUS = "User:ANONYMOUS"
+FAILED_AUTHENTICATION_DELAY_S = 0.1
 PRE_AUTH_APIS = frozenset((17, 18, 36))  # SaslHandshake, ApiVersions, SaslAuthenticate
 
 
@@ -104,7 +107,12 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         await send_parts(conn.stream, _read_ranges(parts) if conn.tls else parts)
     finally:
         close_frame(frame)
-    return conn.sasl is None or not conn.sasl.failed
+    if conn.sasl is not None and conn.sasl.failed:
+        # Kafka's connection.failed.authentication.delay.ms: the client reads the answer first, and
+        # a password guesser waits a little per attempt
+        await trio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+        return False
+    return True
 
 
 def _read_ranges(parts):

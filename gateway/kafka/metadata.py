@@ -47,7 +47,8 @@ async def metadata(ctx: RequestContext):
             if not authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
                 out.append(topic_metadata(name, None, authz.TOPIC_AUTHORIZATION_FAILED))
                 continue
-            may_create = auto and (authz.allowed(ctx, Op.CREATE, Res.CLUSTER, log=False)
+            may_create = auto and (app.store.topics.get(name) is not None
+                                   or authz.allowed(ctx, Op.CREATE, Res.CLUSTER, log=False)
                                    or authz.allowed(ctx, Op.CREATE, Res.TOPIC, name))
             cfg, err = topics.lookup(app, name, may_create)
             out.append(topic_metadata(name, cfg, err))
