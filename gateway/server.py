@@ -157,8 +157,9 @@ async def _serve(app: App, bound: dict | None = None) -> None:
                     serve_one = _serve_one(app, listener, handlers[listener.kind], connections,
                                            tls if listener.tls else None)
                     conns.start_soon(_accept, accepting[-1], listeners, serve_one, conns)
-                    log.info("%s listener %s ready on %s:%d", listener.kind, listener.protocol, listener.host,
-                             listeners[0].socket.getsockname()[1])
+                    log.info("%s listener ready on %s:%d%s", listener.kind, listener.host,
+                             listeners[0].socket.getsockname()[1],
+                             "" if listener.protocol == "PLAINTEXT" else f" ({listener.name}, {listener.protocol})")
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
                     break
