@@ -46,6 +46,7 @@ def _refused(ctx, operation: Operation):
     """None, or (error code, message) when the request must be refused as a whole."""
     if ctx.app.security is None:
         return authz.SECURITY_DISABLED, DISABLED
+    ctx.app.security.refresh()  # what `python -m security` wrote meanwhile is not overwritten
     if authz.cluster_error(ctx, operation):
         return authz.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return None
