@@ -134,8 +134,14 @@ async def alter_user_scram_credentials(ctx: RequestContext):
     if refused:
         return {"results": [{"user": n, "error_code": refused[0], "error_message": refused[1]} for n in names]}
     store = ctx.app.security.credentials
-    errors: dict[str, tuple[int, str]] = {}
+    every = [d["name"] for d in req["deletions"]] + [u["name"] for u in req["upsertions"]]
+    # As Kafka: a user named twice in one request (e.g. two mechanisms) is refused, the others go on
+    errors: dict[str, tuple[int, str]] = {
+        n: (DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+        for n in names if every.count(n) > 1}
     for d in req["deletions"]:
+        if d["name"] in errors:
+            continue
         mech = MECHANISM_CODES.get(d["mechanism"])
         if mech is None:
             errors.setdefault(d["name"], (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"))
@@ -143,6 +149,8 @@ async def alter_user_scram_credentials(ctx: RequestContext):
             errors.setdefault(d["name"], (RESOURCE_NOT_FOUND,
                                           "Attempt to delete a user credential that does not exist"))
     for u in req["upsertions"]:
+        if u["name"] in errors:
+            continue
         mech = MECHANISM_CODES.get(u["mechanism"])
         if mech is None or mech not in SCRAM_MECHANISMS:
             errors.setdefault(u["name"], (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"))

@@ -74,9 +74,15 @@ def test_acls_add_list_remove(gw):
 
 
 def test_configs_add_scram_user_then_java_clients(gw):
-    out = admin(gw, CONFIGS, "--alter", "--entity-type", "users", "--entity-name", "carol",
-                "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-pw],SCRAM-SHA-512=[password=carol-pw]")
-    assert "Completed updating config for user carol." in out
+    both = tool(CONFIGS, "--bootstrap-server", gw.kafka_bootstrap, "--command-config", props(gw, ADMIN, ADMIN_PW),
+                "--alter", "--entity-type", "users", "--entity-name", "carol",
+                "--add-config", "SCRAM-SHA-256=[password=carol-pw],SCRAM-SHA-512=[password=carol-pw]")
+    assert ("DuplicateResourceException: A user credential cannot be altered twice in the same request"
+            in both.stdout + both.stderr)  # as Kafka 4.x: one mechanism per request
+    for mechanism in ("SCRAM-SHA-256=[iterations=8192,password=carol-pw]", "SCRAM-SHA-512=[password=carol-pw]"):
+        out = admin(gw, CONFIGS, "--alter", "--entity-type", "users", "--entity-name", "carol",
+                    "--add-config", mechanism)
+        assert "Completed updating config for user carol." in out
     admin(gw, ACLS, "--add", "--allow-principal", "User:carol", "--operation", "Write", "--operation", "Read",
           "--operation", "Create", "--topic", "carol-topic")
     admin(gw, ACLS, "--add", "--allow-principal", "User:carol", "--operation", "Read", "--group", "carol-group")
