@@ -633,8 +633,23 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(key=51, name="AlterUserScramCredentials", ver
     F("results", [F("user", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")]),
 ])
 
+# No quotas are enforced; an empty answer lets `kafka-configs --describe --entity-type users` go on to
+# the SCRAM credentials.
+DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1", flexible="1+", request=[
+    F("components", [F("entity_type", "str"), F("match_type", "i8"), F("match", "str", nullable="0+")]),
+    F("strict", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("entries", [
+        F("entity", [F("entity_type", "str"), F("entity_name", "str", nullable="0+")]),
+        F("values", [F("key", "str"), F("value", "f64")]),
+    ], nullable="0+"),
+])
+
 SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
-                 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS]
+                 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_CLIENT_QUOTAS]
 
 TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
 

@@ -198,7 +198,7 @@ def _filter_offset_fetch(ctx, body: dict) -> None:
 
 
 # ------------------------------------------------------------ entry point
-OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 36, 50, 51))  # Metadata, SASL, ACL and user APIs check themselves
+OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 36, 48, 50, 51))  # Metadata, SASL, ACL and user APIs check themselves
 AFTER = frozenset((9, 10, 15, 16, 32, 60))
 GROUP_DELETE = 42
 

@@ -145,3 +145,37 @@ def test_mtls_principal_and_remoting_tls(tmp_path, certs):
             assert raw.recv(4096)[:1] in (b"", b"\x15")  # EOF, or a TLS alert record
     finally:
         gw.stop()
+
+
+def test_garbage_on_tls_and_sasl_ports_is_closed_and_the_gateway_keeps_serving(tmp_path, certs):
+    """Random bytes, a truncated ClientHello, a plaintext Kafka request on the TLS port, and a Metadata
+    request before SASL authentication: each connection is closed; real clients still get through."""
+    from confluent_kafka import Producer
+
+    from security.credentials import CredentialStore
+    data = str(tmp_path / "data")
+    CredentialStore(os.path.join(data, "config")).set_password("u", "pw")
+    gw = GatewayProcess(data, extra_args=["--kafka-security-protocol", "SASL_SSL", "--tls-cert", certs.server_cert,
+                                          "--tls-key", certs.server_key, "--authorizer", "acl",
+                                          "--super-users", "User:u"]).start()
+    try:
+        hello = bytes.fromhex("160301020001")  # a TLS record header announcing more than is sent
+        for junk in (os.urandom(4096), hello + os.urandom(40), protocol.request_frame(3, 1, 1, {"topics": None})):
+            with socket.create_connection(("127.0.0.1", gw.kafka_port), timeout=15) as raw:
+                raw.sendall(junk)
+                raw.shutdown(socket.SHUT_WR)
+                assert raw.recv(4096)[:1] in (b"", b"\x15")  # closed, at most a TLS alert
+        with socket.create_connection(("127.0.0.1", gw.kafka_port), timeout=15) as raw:
+            with client_context(certs, False).wrap_socket(raw, server_hostname="localhost") as tls:
+                tls.sendall(protocol.request_frame(3, 1, 1, {"topics": None}))  # Metadata before SASL
+                assert tls.recv(4096) == b""
+        delivered = []
+        p = Producer({"bootstrap.servers": gw.kafka_bootstrap, "security.protocol": "SASL_SSL",
+                      "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "pw",
+                      "ssl.ca.location": certs.ca})
+        p.produce("after-garbage", b"v", callback=lambda err, m: delivered.append(err))
+        p.flush(20)
+        assert delivered == [None]
+        assert "Traceback" not in gw.log()
+    finally:
+        gw.stop()

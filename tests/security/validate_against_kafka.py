@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import types
 import uuid
 
@@ -107,14 +108,16 @@ def main() -> int:
         handler.emit = lambda r: setattr(log_text, "text", log_text.text + r.getMessage() + "\n")
         logging.getLogger().addHandler(handler)
         logging.getLogger().setLevel(logging.INFO)
-        checks.append((lambda gw, caplog: tests.test_kafka_python_matrix(gw, caplog), (log_text,)))
+        checks.insert(0, (tests.test_kafka_python_matrix, (log_text,)))
         for fn, args in checks:
             try:
                 fn(broker, *args)
-                print("PASS", getattr(fn, "__name__", "kafka_python"), *args[:3] if args and args[0] is not log_text else ())
+                print("PASS", fn.__name__, *(a for a in args if a is not log_text))
             except Exception as exc:  # noqa: BLE001 - report every check
                 failed += 1
-                print("FAIL", getattr(fn, "__name__", "kafka_python"), repr(exc)[:800])
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                print("FAIL", fn.__name__, f"line {where.lineno}: {where.line}",
+                      repr(exc)[:800])
     finally:
         proc.terminate()
         proc.wait(60)
