@@ -74,13 +74,14 @@ def test_librdkafka_denied_topic(gw):
         (KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed")]
 
 
-def consume_one(conf: dict, group: str, topic: str):
+def consume_one(conf: dict, group: str, topic: str, wanted: bytes = b"value"):
+    """`wanted` once a message with that value arrives, or the first error the consumer reports."""
     c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest"})
     try:
         c.subscribe([topic])
         for _ in range(20):
             m = c.poll(1)
-            if m is not None:
+            if m is not None and (m.error() or m.value() == wanted):
                 return m.error() or m.value()
     finally:
         c.close()
