@@ -179,3 +179,26 @@ def test_garbage_on_tls_and_sasl_ports_is_closed_and_the_gateway_keeps_serving(t
         assert "Traceback" not in gw.log()
     finally:
         gw.stop()
+
+
+def test_mqadmin_with_tls_enable_on_a_remoting_tls_port(tmp_path, certs):
+    """The Java remoting client with `-Dtls.enable=true` (RocketMQ's TLS switch; its default test mode
+    does not verify the server certificate) works against --remoting-tls; without it, it cannot."""
+    from compat.jvm import MQADMIN, java_command
+    if not shutil.which("java"):
+        pytest.skip("needs java")
+    gw = GatewayProcess(str(tmp_path / "data"), extra_args=["--remoting-tls", "--tls-cert", certs.server_cert,
+                                                            "--tls-key", certs.server_key]).start()
+    try:
+        def mqadmin(topic: str, tls: bool) -> subprocess.CompletedProcess:
+            cmd = java_command("rocketmqtools", MQADMIN, ["updateTopic", "-n", gw.namesrv, "-c", "DefaultCluster",
+                                                          "-t", topic], str(tmp_path))
+            if tls:
+                cmd.insert(cmd.index("-cp"), "-Dtls.enable=true")
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+        ok = mqadmin("tls-topic", True)
+        assert f"create topic to {gw.namesrv} success." in ok.stdout, ok.stdout + ok.stderr
+        plain = mqadmin("plain-topic", False)
+        assert "success" not in plain.stdout and "RemotingSendRequestException" in plain.stdout + plain.stderr
+    finally:
+        gw.stop()
