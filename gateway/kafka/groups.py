@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gateway.kafka.errors as errors
 from codec.kafka import apis
+from gateway.kafka.metadata import broker_list
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
@@ -16,7 +17,8 @@ MAX_EPOCH = 32767
 
 @handler(apis.FIND_COORDINATOR)
 async def find_coordinator(ctx: RequestContext):
-    host, port = ctx.app.config.advertised, ctx.local_port
+    broker = broker_list(ctx)[0]  # the address the client's listener advertises
+    host, port = broker["host"], broker["port"]
     if ctx.version >= 4:
         return {"coordinators": [{"key": k, "node_id": NODE_ID, "host": host, "port": port,
                                   "error_code": errors.NONE} for k in ctx.request["coordinator_keys"]]}

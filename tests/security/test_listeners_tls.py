@@ -202,3 +202,29 @@ def test_mqadmin_with_tls_enable_on_a_remoting_tls_port(tmp_path, certs):
         assert "success" not in plain.stdout and "RemotingSendRequestException" in plain.stdout + plain.stderr
     finally:
         gw.stop()
+
+
+def test_a_listeners_advertised_address_in_find_coordinator():
+    """FindCoordinator answers with the address Metadata advertises (metadata.broker_list)."""
+    import types
+
+    import trio
+
+    from codec.kafka import apis
+    from gateway.kafka import handlers
+
+    lst = parse_listener("EXT=SASL_SSL://0.0.0.0:9094,kafka.example.com:443")
+    app = types.SimpleNamespace(config=types.SimpleNamespace(advertised="10.1.2.3"))
+    conn = types.SimpleNamespace(app=app, client_id="c", peer_host="127.0.0.1", local_port=9094, listener=lst)
+
+    def call(api, version, body):
+        frame = protocol.request_frame(api.key, version, 5, body)[4:]
+        out = trio.run(handlers.handle, conn, protocol.parse_header(frame), frame)
+        return protocol.decode_response(api.key, version, bytes(out)[4:])[1]
+
+    assert call(apis.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})["host"] == "kafka.example.com"
+    found = call(apis.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})["coordinators"][0]
+    assert (found["host"], found["port"]) == ("kafka.example.com", 443)
+    conn.listener = None
+    found = call(apis.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})["coordinators"][0]
+    assert (found["host"], found["port"]) == ("10.1.2.3", 9094)
