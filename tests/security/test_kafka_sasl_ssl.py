@@ -147,3 +147,46 @@ def test_plaintext_loopback_listener_is_anonymous(gw):
     """The LOCAL listener serves without authentication, as User:ANONYMOUS: ACLs still apply."""
     conf = {"bootstrap.servers": f"127.0.0.1:{gw.plain_port}"}
     assert produce(conf, "orders") == [(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed")]
+
+
+def _error_code(fut) -> int | None:
+    try:
+        fut.result(20)
+    except KafkaException as exc:
+        return exc.args[0].code()
+    return None
+
+
+def test_admin_apis_as_a_user_without_rights(gw):
+    """CreateTopics, DeleteTopics, DescribeConfigs, DeleteGroups, DescribeGroups, ListGroups as alice
+    (who may only read/write `orders` and read groups `alice-*`)."""
+    from confluent_kafka.admin import ConfigResource
+
+    admin = AdminClient(kg.librdkafka(gw, ADMIN, ADMIN_PW))
+    alice = AdminClient(kg.librdkafka(gw, ALICE, ALICE_PW))
+    assert produce(kg.librdkafka(gw, ALICE, ALICE_PW), "orders") == [(None, None)]
+    assert consume_one(kg.librdkafka(gw, ALICE, ALICE_PW), "alice-admin", "orders") == b"value"
+    assert consume_one(kg.librdkafka(gw, ADMIN, ADMIN_PW), "admins-only", "orders") == b"value"
+
+    assert _error_code(alice.create_topics([NewTopic("alice-new", 1)])["alice-new"]) == \
+        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert _error_code(alice.delete_topics(["secret"])["secret"]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    res = ConfigResource(ConfigResource.Type.TOPIC, "secret")
+    assert _error_code(alice.describe_configs([res])[res]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert _error_code(alice.delete_consumer_groups(["admins-only"])["admins-only"]) == \
+        KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert _error_code(alice.describe_consumer_groups(["admins-only"])["admins-only"]) == \
+        KafkaError.GROUP_AUTHORIZATION_FAILED
+    listed = {g.group_id for g in alice.list_consumer_groups().result(20).valid}
+    assert "alice-admin" in listed and "admins-only" not in listed
+    assert "admins-only" in {g.group_id for g in admin.list_consumer_groups().result(20).valid}
+
+
+def test_transactional_and_idempotent_producers(gw):
+    """Idempotence needs WRITE on some topic (alice has it); a transactional id needs WRITE on it."""
+    conf = kg.librdkafka(gw, ALICE, ALICE_PW)
+    assert produce({**conf, "enable.idempotence": True}, "orders") == [(None, None)]
+    p = Producer({**conf, "transactional.id": "alice-tx"})
+    with pytest.raises(KafkaException) as info:
+        p.init_transactions(20)
+    assert info.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED

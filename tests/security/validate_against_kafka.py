@@ -100,6 +100,8 @@ def main() -> int:
                                        tests.test_librdkafka_denied_topic, tests.test_librdkafka_allowed_and_denied_groups,
                                        tests.test_metadata_lists_only_described_topics,
                                        tests.test_acls_need_alter_on_the_cluster,
+                                       tests.test_admin_apis_as_a_user_without_rights,
+                                       tests.test_transactional_and_idempotent_producers,
                                        java_tests.test_acls_add_list_remove,
                                        java_tests.test_configs_add_scram_user_then_java_clients)]
         log_text = types.SimpleNamespace(text="", clear=lambda: None)  # kafka-python's log, as caplog
