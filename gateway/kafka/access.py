@@ -27,9 +27,9 @@ class Refused(Exception):
     """An API without an authorization rule, asked by a principal that may not alter the cluster."""
 
 
-def _partitions(parts, code: int, index: str = "partition_index", error: str = "error_code", **extra) -> list:
-    return [{index: p if isinstance(p, int) else p[index if index in p else "index"], error: code, **extra}
-            for p in parts]
+def _partitions(parts, code: int, error: str = "error_code") -> list:
+    """Error entries for request partitions given as indexes or as {"partition_index": ...}."""
+    return [{"partition_index": p if isinstance(p, int) else p["partition_index"], error: code} for p in parts]
 
 
 # ------------------------------------------------------------ per-topic splits
