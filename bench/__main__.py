@@ -1,14 +1,15 @@
 """`python -m bench [--quick]`: the side-by-side comparison of the gateway with Apache Kafka and Apache
 RocketMQ on this machine. Writes docs/performance.md, docs/img/performance-<plan>.png and
-bench/results/*.json.
+bench/results/*.json. `python -m bench --compare-gateway OTHER_CHECKOUT` compares this tree's gateway
+with another checkout's instead (for refactors); it rewrites only its own section of the page.
 
-Systems run one at a time (2 shared cores), each scenario at least 3 times; the report gives the
-median and the spread (min–max) and the ratio gateway / reference of the medians.
+Every system of a phase runs at once; each scenario warms every system up once, then alternates them
+round by round (bench.interleave) and reports the median of the per-round ratios, its spread and a
+verdict (bench.rounds), so that load from other jobs on the 2 shared cores hits both sides alike.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import os
@@ -17,63 +18,35 @@ import sys
 import tempfile
 import time
 
-from bench import report
+from bench import limits, report
 from bench import scenarios as sc
 from bench.brokers import ROOT, BrokerError, Gateway, KafkaBroker, RocketMQBroker
+from bench.procstat import cpu_used
+from bench.interleave import Interleaver
+from bench.plans import PLANS, Plan
 from bench.scenarios import Unavailable
 
-
-@dataclasses.dataclass
-class Plan:
-    name: str
-    budget_s: float                     # wall-clock budget of the whole run
-    seconds: float                      # one time-bound librdkafka produce run
-    produce_cases: list                 # (size, acks) with librdkafka
-    java_cases: list                    # (size, acks) with ProducerPerformance
-    java_seconds: float                 # target duration of a ProducerPerformance run
-    consume_records: int
-    consume_java: bool                  # also ConsumerPerformance
-    consume_sizes: list                 # record sizes of the pre-filled topics read back
-    latency_seconds: float
-    partitions: list
-    native_seconds: float
-    native_warmup: float
-    durable_records: int
-    recovery_bytes: list
-    phases: list                        # (kind, system, share of the budget), in run order
-    reps: int = 3
-
-
-ALL_CASES = [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]
-# Share of the time budget per phase (the gateway first: its max rate sets the latency rate); a phase
-# that overruns its share marks its remaining rows n/a.
-FULL_PHASES = [("main", "gateway", 0.23), ("main", "kafka", 0.29), ("main", "rocketmq", 0.08),
-               ("durable", "gateway", 0.03), ("durable", "kafka", 0.04), ("durable", "rocketmq", 0.05),
-               ("recovery", "gateway", 0.06), ("recovery", "kafka", 0.12), ("recovery", "rocketmq", 0.10)]
-QUICK_PHASES = [("main", "gateway", 0.40), ("main", "kafka", 0.30), ("main", "rocketmq", 0.30)]
-PLANS = {
-    "quick": Plan("quick", 175, seconds=0.7, produce_cases=[(100, "1"), (1024, "all")], java_cases=[],
-                  java_seconds=1.5, consume_records=100_000, consume_java=False, consume_sizes=[100, 1024], latency_seconds=1.0,
-                  partitions=[1, 100], native_seconds=1.0, native_warmup=6.0,
-                  durable_records=5_000, recovery_bytes=[], phases=QUICK_PHASES),
-    "full": Plan("full", 1150, seconds=2.0, produce_cases=ALL_CASES, java_cases=ALL_CASES, java_seconds=2.0,
-                 consume_records=500_000, consume_java=True, consume_sizes=[100, 1024], latency_seconds=3.0,
-                 partitions=[1, 100, 1000, 10000], native_seconds=3.0, native_warmup=8.0,
-                 durable_records=20_000, recovery_bytes=[1 << 30, 5 << 30], phases=FULL_PHASES),
-}
 LATENCY_RATE_CAP = 20_000  # the Python latency client keeps its schedule up to about this rate
 CLASSES = {"gateway": Gateway, "kafka": KafkaBroker, "rocketmq": RocketMQBroker}
-KAFKA_PROTOCOL = ("gateway", "kafka")
-REMOTING = ("gateway", "rocketmq")
+OTHER = "other"  # the other checkout's gateway in --compare-gateway
 
 
 class Runner:
-    def __init__(self, plan: Plan, systems: set[str]):
-        self.plan = plan
-        self.systems = systems
-        self.results = report.Results()
+    """The phases of a run. `kafka_pair` / `remoting_pair`: the systems compared on each protocol,
+    subject first (the gateway of this tree)."""
+
+    def __init__(self, plan: Plan, systems: list[str], other_tree: str | None = None):
+        self.plan, self.other_tree = plan, other_tree
+        if other_tree:
+            self.names = ["gateway", OTHER]
+            self.kafka_pair = self.remoting_pair = ("gateway", OTHER)
+            self.results = report.Results("gateway", (OTHER,))
+        else:
+            self.names = [n for n in CLASSES if n in systems]
+            self.kafka_pair, self.remoting_pair = ("gateway", "kafka"), ("gateway", "rocketmq")
+            self.results = report.Results()
         self.deadline = time.monotonic() + plan.budget_s
-        self.gateway_rate: float | None = None
+        self.rounds = Interleaver(self.results, plan.rounds, self.over_budget)
 
     def over_budget(self) -> bool:
         return time.monotonic() > self.deadline
@@ -81,124 +54,120 @@ class Runner:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def measure(self, scenario: str, system: str, fn, reps: int | None = None, better=None) -> list[dict]:
-        """Run `fn` reps times (each call returns one repetition's metrics)."""
-        def one_by_one():
-            for _ in range(reps or self.plan.reps):
-                if self.over_budget():
-                    raise Unavailable("time budget exhausted")
-                yield fn()
-        return self._record(scenario, system, one_by_one(), better)
-
-    def measure_batch(self, scenario: str, system: str, fn, better=None) -> list[dict]:
-        """`fn(reps)` returns every repetition's metrics at once (one JVM for all of them)."""
-        def batch():
-            if self.over_budget():
-                raise Unavailable("time budget exhausted")
-            yield from fn(self.plan.reps)
-        return self._record(scenario, system, batch(), better)
-
-    def _record(self, scenario: str, system: str, runs, better) -> list[dict]:
-        """Record each repetition; a failure marks the row n/a for this system with the reason."""
+    def measure_batch(self, scenario: str, system: str, fn, check_budget: bool = True) -> list[dict]:
+        """`fn(reps)` returns every repetition's metrics at once (one process for all of them); a
+        failure marks the row n/a for this system with the reason."""
         out = []
         try:
-            for metrics in runs:
+            if check_budget and self.over_budget():
+                raise Unavailable("time budget exhausted")
+            for metrics in fn(self.plan.rounds):
                 for metric, value in metrics.items():
-                    self.results.add(scenario, metric, system, value, better)
+                    self.results.add(scenario, metric, system, value)
                 out.append(metrics)
         except Exception as e:  # noqa: BLE001 - one failed measurement must not end the run
             reason = str(e) if isinstance(e, Unavailable) else f"{type(e).__name__}: {e}"
             self.results.na(scenario, system, reason)
             print(f"  {scenario} [{system}]: n/a ({reason})", flush=True)
-        if out:
-            print(f"  {scenario} [{system}]: " + ", ".join(
-                f"{k}={report.fmt(report.median([m[k] for m in out]))}" for k in out[0]), flush=True)
         return out
 
-    def start(self, name: str, workdir: str, **kw):
+    def start(self, name: str, workdir: str, flush: str = "async", timed: bool = True):
+        """Start one system; `timed`: record its start-up time (an empty store, async flush)."""
         t0 = time.perf_counter()
         try:
-            s = CLASSES[name](workdir, **kw).start()
+            if name == OTHER:
+                s = Gateway(workdir, flush=flush, tree=self.other_tree).start()
+            else:
+                s = CLASSES[name](workdir, flush=flush).start()
         except (BrokerError, OSError, RuntimeError) as e:
             print(f"{name}: failed to start:\n{e}", flush=True)
             self.results.failed_start(name, str(e))
             return None
-        if not kw:
+        if timed and flush == "async":
             self.results.add("start-up (empty store)", "s", name, time.perf_counter() - t0, "lower")
         return s
 
+    def start_all(self, tmp: str, flush: str, names: list[str]) -> dict:
+        started = {}
+        for name in names:
+            s = self.start(name, os.path.join(tmp, f"{name}-{flush}"), flush)
+            if s is not None:
+                started[name] = s
+        return started
+
     def run(self, tmp: str) -> None:
-        phases = [(k, n, w) for k, n, w in self.plan.phases if n in self.systems]
-        total = sum(w for _, _, w in phases)
-        for kind, name, weight in phases:
+        total = sum(w for _, w in self.plan.phases)
+        for kind, weight in self.plan.phases:
             t0 = time.monotonic()
             self.deadline = t0 + self.plan.budget_s * weight / total
-            getattr(self, f"phase_{kind}")(name, tmp)
-            print(f"   ({kind} {name}: {time.monotonic() - t0:.0f}s of {self.deadline - t0:.0f}s)", flush=True)
+            getattr(self, f"phase_{kind}")(tmp)
+            print(f"   ({kind}: {time.monotonic() - t0:.0f}s of {self.deadline - t0:.0f}s)", flush=True)
+
+    def pairs(self, pair: tuple[str, str], started: dict) -> dict:
+        return {n: started[n] for n in pair if n in started}
 
     # -- phases --------------------------------------------------------------------------------
-    def phase_main(self, name: str, tmp: str) -> None:
-        """Async flush: throughput, latency, native TPS, memory, then partitions."""
-        print(f"== {name} (async flush)", flush=True)
-        s = self.start(name, os.path.join(tmp, f"{name}-async"))
-        if s is None:
-            return
+    def phase_main(self, tmp: str) -> None:
+        """Async flush, every system running: throughput, latency, native TPS, memory, partitions."""
+        print(f"== {', '.join(self.names)} (async flush, interleaved rounds)", flush=True)
+        started = self.start_all(tmp, "async", self.names)
         try:
-            kafka_reason = self.kafka_ready(s.bootstrap) if name in KAFKA_PROTOCOL else None
-            if kafka_reason:
-                self.results.na_all_kafka(name, kafka_reason)
-            elif name in KAFKA_PROTOCOL:
-                self.kafka_protocol(name, s.bootstrap)
-            if name in REMOTING:
-                self.native(name, s.namesrv, python_client=(name == "gateway"))
-            self.memory(name, s)
-            if name in KAFKA_PROTOCOL and not kafka_reason:
-                self.partitions(name, s.bootstrap)
+            kafka = self.kafka_ready(self.pairs(self.kafka_pair, started))
+            if kafka:
+                self.kafka_protocol(kafka)
+            remoting = self.pairs(self.remoting_pair, started)
+            if remoting:
+                self.native(remoting)
+            if self.plan.python_client and "gateway" in started:
+                self.python_client(started["gateway"].namesrv)
+            if self.plan.memory:
+                self.memory(started)
+            if kafka and self.plan.partitions:
+                self.partitions(kafka)
         finally:
-            s.kill9()  # the data is thrown away: no need to wait for a graceful shutdown
+            for s in started.values():
+                s.kill9()  # the data is thrown away: no need to wait for a graceful shutdown
 
-    def phase_recovery(self, name: str, tmp: str) -> None:
-        """A fresh async instance, so that the stored volume is exactly what the fill wrote."""
-        print(f"== {name} (recovery after kill -9)", flush=True)
-        s = self.start(name, os.path.join(tmp, f"{name}-recovery"), flush="async")
-        if s is None:
-            return
-        try:
-            self.recovery(name, s, self.kafka_ready(s.bootstrap) if name in KAFKA_PROTOCOL else None)
-        finally:
-            s.kill9()
-
-    def phase_durable(self, name: str, tmp: str) -> None:
-        """Sync flush (fsync before the acknowledgement) on every system."""
-        print(f"== {name} (sync flush)", flush=True)
-        s = self.start(name, os.path.join(tmp, f"{name}-sync"), flush="sync")
-        if s is None:
-            return
+    def phase_durable(self, tmp: str) -> None:
+        """Sync flush (fsync before the acknowledgement) on every system, interleaved."""
+        print("== durable (sync flush, interleaved rounds)", flush=True)
+        started = self.start_all(tmp, "sync", self.names)
         p = self.plan
         try:
-            if name in KAFKA_PROTOCOL:
-                reason = self.kafka_ready(s.bootstrap)
-                scen = "durable produce 1 KiB acks=all + fsync (ProducerPerformance)"
-                scen_lat = "durable produce 1 KiB acks=all + fsync at 500 rec/s (ProducerPerformance)"
-                if reason:
-                    self.results.na(scen, name, reason)
-                    self.results.na(scen_lat, name, reason)
-                else:
-                    self.measure(scen, name, lambda: sc.java_produce(s.bootstrap, 1024, "all", p.durable_records,
-                                                                     timeout=120))
-                    self.measure(scen_lat, name, lambda: sc.java_produce(
-                        s.bootstrap, 1024, "all", int(500 * p.java_seconds), timeout=90, rate=500),
-                        better="lower")
-            if name in REMOTING:
-                topic = sc.new_topic("d")
-                self.measure_batch("durable native send 128 B, SYNC_FLUSH (Java RmqBench)", name,
-                                   lambda reps: [_without(r, "sent") for r in sc.rmq_produce_reps(
-                                       s.namesrv, topic, p.native_seconds, reps, warmup=p.native_warmup)])
+            kafka = self.kafka_ready(self.pairs(self.kafka_pair, started))
+            if kafka:
+                boot = {n: s.bootstrap for n, s in kafka.items()}
+                self.rounds.run("durable produce 1 KiB acks=all + fsync (ProducerPerformance)", kafka,
+                                lambda n: sc.java_produce(boot[n], 1024, "all", p.durable_records, timeout=120))
+                self.rounds.run("durable produce 1 KiB acks=all + fsync at 500 rec/s (ProducerPerformance)", kafka,
+                                lambda n: sc.java_produce(boot[n], 1024, "all", int(500 * p.java_seconds),
+                                                          timeout=90, rate=500), better="lower")
+            remoting = self.pairs(self.remoting_pair, started)
+            if remoting:
+                self.native_send(remoting, "durable native send 128 B, SYNC_FLUSH (Java RmqBench)")
         finally:
-            s.kill9()  # the data is thrown away: no need to wait for a graceful shutdown
+            for s in started.values():
+                s.kill9()
+
+    def phase_recovery(self, tmp: str) -> None:
+        """One system at a time (restart times are seconds apart, far above the noise): a fresh async
+        instance each, so that the stored volume is exactly what the fill wrote."""
+        end = self.deadline
+        for i, name in enumerate(self.names):
+            self.deadline = time.monotonic() + (end - time.monotonic()) / (len(self.names) - i)
+            print(f"== {name} (recovery after kill -9)", flush=True)
+            s = self.start(name, os.path.join(tmp, f"{name}-recovery"), timed=False)
+            if s is None:
+                continue
+            try:
+                kafka_reason = self.kafka_reason(s.bootstrap) if name in self.kafka_pair else None
+                self.recovery(name, s, kafka_reason)
+            finally:
+                s.kill9()
+        self.deadline = end
 
     # -- Kafka protocol ------------------------------------------------------------------------
-    def kafka_ready(self, bootstrap: str) -> str | None:
+    def kafka_reason(self, bootstrap: str) -> str | None:
         """None if one record can be produced, else the reason (an unfinished gateway layer)."""
         try:
             r = sc.kafka_client(60, cmd="produce", bootstrap=bootstrap, topic=sc.new_topic("probe"), size=10,
@@ -207,100 +176,152 @@ class Runner:
             return f"Kafka produce not available: {e}"
         return None if r["records"] == 1 else f"Kafka produce not available: {r['errors']}"
 
-    def kafka_protocol(self, system: str, bootstrap: str) -> None:
+    def kafka_ready(self, systems: dict) -> dict:
+        """The systems that can take a Kafka produce; the others get every Kafka row n/a."""
+        ready = {}
+        for name, s in systems.items():
+            reason = self.kafka_reason(s.bootstrap)
+            if reason:
+                self.results.na_all_kafka(name, reason)
+            else:
+                ready[name] = s
+        return ready
+
+    def kafka_protocol(self, systems: dict) -> None:
         p = self.plan
+        boot = {n: s.bootstrap for n, s in systems.items()}
         rates = {}
         for size, acks in p.produce_cases:
-            res = self.measure(f"produce {size} B acks={acks} (librdkafka)", system,
-                               lambda: sc.librdkafka_produce(bootstrap, size, acks, p.seconds))
-            if res:
-                rates[(size, acks)] = report.median([r["rec/s"] for r in res])
+            runs = self.rounds.run(f"produce {size} B acks={acks} (librdkafka)", systems,
+                                   lambda n: sc.librdkafka_produce(boot[n], size, acks, p.seconds))
+            if runs.get("gateway"):
+                rates[(size, acks)] = report.median([r["rec/s"] for r in runs["gateway"]])
+        if len(systems) == 2 and p.slices:
+            self.produce_slices(boot, *p.produce_cases[0])
         for size, acks in p.java_cases:
             guess = rates.get((size, acks)) or max(rates.values(), default=20_000)
             records = int(min(5_000_000, max(20_000, guess * p.java_seconds * 2)))
-            self.measure(f"produce {size} B acks={acks} (ProducerPerformance)", system,
-                         lambda: sc.java_produce(bootstrap, size, acks, records, timeout=p.java_seconds * 8 + 60))
-        consumers = ["librdkafka"] + (["ConsumerPerformance"] if p.consume_java else [])
+            self.rounds.run(f"produce {size} B acks={acks} (ProducerPerformance)", systems,
+                            lambda n: sc.java_produce(boot[n], size, acks, records, timeout=p.java_seconds * 8 + 60))
         for size in p.consume_sizes:
-            try:
-                topic = sc.prefill(bootstrap, p.consume_records, size)
-            except Unavailable as e:
-                for client in consumers:
-                    self.results.na(f"consume {size} B (pre-filled, {client})", system, f"pre-fill: {e}")
-                continue
-            self.measure(f"consume {size} B (pre-filled, librdkafka)", system,
-                         lambda: sc.librdkafka_consume(bootstrap, topic, p.consume_records))
-            if p.consume_java:
-                self.measure(f"consume {size} B (pre-filled, ConsumerPerformance)", system,
-                             lambda: sc.java_consume(bootstrap, topic, p.consume_records))
-        rate = self.latency_rate(rates.get((100, "1")), system)
-        self.measure(f"end-to-end latency 100 B at {rate:,.0f} rec/s (librdkafka)", system,
-                     lambda: sc.e2e_latency(bootstrap, rate, p.latency_seconds), better="lower")
+            self.consume(systems, size)
+        if p.latency_seconds:
+            rate = min(LATENCY_RATE_CAP, round(rates[(100, "1")] / 2, -2)) if rates.get((100, "1")) else 5_000.0
+            self.rounds.run(f"end-to-end latency 100 B at {rate:,.0f} rec/s (librdkafka)", systems,
+                            lambda n: sc.e2e_latency(boot[n], rate, p.latency_seconds), better="lower")
 
-    def partitions(self, system: str, bootstrap: str) -> None:
-        p = self.plan
-        for n in p.partitions:
-            scen = f"produce 100 B over {n} partitions (librdkafka)"
+    def produce_slices(self, boot: dict, size: int, acks: str) -> None:
+        """The finest alternation: one client process produces to each system in turn in 0.25 s
+        slices, so the two halves of a pair are well under a second apart."""
+        scen = f"produce {size} B acks={acks} (librdkafka, one client alternating 0.25 s slices)"
+        try:
             if self.over_budget():
-                self.results.na(scen, system, "time budget exhausted")
-                continue
-            try:
-                spread, created = sc.create_partitions(bootstrap, n, timeout=max(10.0, self.remaining() - 20))
-            except Unavailable as e:
-                self.results.na(scen, system, f"create topics: {e}")
-                continue
-            self.results.add(f"create {n} partitions (topics of ≤100)", "s", system, created, "lower")
-            self.measure(scen, system, lambda: sc.partition_produce(bootstrap, spread, p.seconds))
+                raise Unavailable("time budget exhausted")
+            self.rounds.record(scen, "rec/s", sc.librdkafka_produce_slices(boot, size, acks, self.plan.slices))
+        except Unavailable as e:
+            for name in boot:
+                self.results.na(scen, name, str(e))
 
-    def latency_rate(self, measured: float | None, system: str) -> float:
-        """Half the gateway's max produce rate (the gateway runs first); capped for the client."""
-        if system == "gateway" and measured:
-            self.gateway_rate = min(LATENCY_RATE_CAP, round(measured / 2, -2))
-        return self.gateway_rate or 5_000.0
+    def consume(self, systems: dict, size: int) -> None:
+        """Every system gets its own pre-filled topic; each round reads it all from the start."""
+        p = self.plan
+        clients = ["librdkafka"] + (["ConsumerPerformance"] if p.consume_java else [])
+        topics, filled = {}, {}
+        for name, s in systems.items():
+            try:
+                topics[name] = sc.prefill(s.bootstrap, p.consume_records, size)
+                filled[name] = s
+            except Unavailable as e:
+                for client in clients:
+                    self.results.na(f"consume {size} B (pre-filled, {client})", name, f"pre-fill: {e}")
+        if not filled:
+            return
+        boot = {n: s.bootstrap for n, s in filled.items()}
+        self.rounds.run(f"consume {size} B (pre-filled, librdkafka)", filled,
+                        lambda n: sc.librdkafka_consume(boot[n], topics[n], p.consume_records))
+        if p.consume_java:
+            self.rounds.run(f"consume {size} B (pre-filled, ConsumerPerformance)", filled,
+                            lambda n: sc.java_consume(boot[n], topics[n], p.consume_records))
+
+    def partitions(self, systems: dict) -> None:
+        for n_parts in self.plan.partitions:
+            scen = f"produce 100 B over {n_parts} partitions (librdkafka)"
+            spreads = {}
+            for name, s in systems.items():
+                if self.over_budget():
+                    self.results.na(scen, name, "time budget exhausted")
+                    continue
+                try:
+                    spreads[name], created = sc.create_partitions(s.bootstrap, n_parts,
+                                                                  timeout=max(10.0, self.remaining() - 20))
+                except Unavailable as e:
+                    self.results.na(scen, name, f"create topics: {e}")
+                    continue
+                self.results.add(f"create {n_parts} partitions (topics of ≤100)", "s", name, created, "lower")
+            ready = {n: s for n, s in systems.items() if n in spreads}
+            if ready:
+                self.rounds.run(scen, ready, lambda n: sc.partition_produce(
+                    systems[n].bootstrap, spreads[n], self.plan.seconds))
 
     # -- RocketMQ remoting ---------------------------------------------------------------------
-    def native(self, system: str, namesrv: str, python_client: bool) -> None:
+    def native_send(self, systems: dict, scenario: str) -> dict[str, tuple[str, int]]:
+        """RmqBench send rounds, a topic per system; returns (topic, messages sent) per system. Each
+        run is a new JVM: the warm-up run is long (broker JIT), each counted run has a short warm-up."""
         p = self.plan
-        topic = sc.new_topic("n")
-        sent = []
+        topics = {n: sc.new_topic("n") for n in systems}
+        sent = {n: 0 for n in systems}
 
-        def produce(reps: int) -> list[dict]:
-            runs = sc.rmq_produce_reps(namesrv, topic, p.native_seconds, reps, warmup=p.native_warmup)
-            sent.extend(r.pop("sent") for r in runs)
-            return runs
+        def send(name: str, warmup: float) -> dict:
+            r = sc.rmq_produce(systems[name].namesrv, topics[name], p.native_seconds, warmup=warmup)
+            sent[name] += r.pop("sent")
+            return r
 
-        self.measure_batch("native send 128 B, 16 threads (Java RmqBench)", system, produce)
-        if sent:
-            self.measure_batch("native consume 128 B (Java push consumer)", system,
-                               lambda reps: sc.rmq_consume_reps(namesrv, topic, sum(sent), reps))
+        self.rounds.run(scenario, systems, lambda n: send(n, p.native_round_warmup),
+                        warm_fn=lambda n: send(n, p.native_warmup))
+        return {n: (topics[n], sent[n]) for n in systems}
+
+    def native(self, systems: dict) -> None:
+        sent = self.native_send(systems, "native send 128 B, 16 threads (Java RmqBench)")
+        scen = "native consume 128 B (Java push consumer)"
+        readable = {n: s for n, s in systems.items() if sent[n][1]}
+        for name in systems:
+            if name not in readable:
+                self.results.na(scen, name, "nothing was sent")
+        if readable:
+            self.rounds.run(scen, readable, lambda n: sc.rmq_consume_reps(
+                systems[n].namesrv, sent[n][0], sent[n][1], 1)[0])
+
+    def python_client(self, namesrv: str) -> None:
+        """The project's own client against the gateway only: nothing to interleave with."""
+        send_scen = "native send 128 B (Python client/, 16 tasks)"
+        read_scen = "native consume 128 B (Python client/, lite pull)"
+        for scen in (send_scen, read_scen):
+            self.results.na(scen, "rocketmq", "gateway only (the project's own client)")
+        reads = []
+
+        def python_client_runs(reps: int) -> list[dict]:
+            sends, consumed = sc.python_native_reps(namesrv, self.plan.native_seconds, reps)
+            reads.extend(consumed)
+            return sends
+
+        self.measure_batch(send_scen, "gateway", python_client_runs)
+        if reads:  # measured with the sends: recorded whatever the time budget says now
+            self.measure_batch(read_scen, "gateway", lambda reps: sc.python_consume_tps(reads), check_budget=False)
         else:
-            self.results.na("native consume 128 B (Java push consumer)", system, "nothing was sent")
-        if python_client:
-            send_scen = "native send 128 B (Python client/, 16 tasks)"
-            read_scen = "native consume 128 B (Python client/, lite pull)"
-            reads = []
-
-            def python_client_runs(reps: int) -> list[dict]:
-                sends, consumed = sc.python_native_reps(namesrv, p.native_seconds, reps)
-                reads.extend(consumed)
-                return sends
-
-            for scen in (send_scen, read_scen):
-                self.results.na(scen, "rocketmq", "gateway only (the project's own client)")
-            self.measure_batch(send_scen, system, python_client_runs)
-            if reads:  # measured with the sends: recorded whatever the time budget says now
-
-                def read_rows():
-                    yield from sc.python_consume_tps(reads)
-                self._record(read_scen, system, read_rows(), None)
-            else:
-                self.results.na(read_scen, system, "the send windows did not finish")
+            self.results.na(read_scen, "gateway", "the send windows did not finish")
 
     # -- process-level -------------------------------------------------------------------------
-    def memory(self, system: str, s) -> None:
+    def memory(self, started: dict) -> None:
+        """Memory, and the CPU each system burns while idle (what it takes from the others' rounds)."""
+        cpu0 = {name: s.cpu_sample() for name, s in started.items()}
+        t0 = time.monotonic()
         time.sleep(2.0)
-        self.results.add("private memory (async run)", "peak MiB", system, s.peak_memory / 2**20, "lower")
-        self.results.add("private memory (async run)", "steady MiB", system, s.memory() / 2**20, "lower")
+        idle = time.monotonic() - t0
+        for name, s in started.items():
+            self.results.add("idle after the rounds (2 s)", "CPU % of a core", name,
+                             100 * cpu_used(cpu0[name], s.cpu_sample()) / idle, "lower")
+            self.results.add("private memory (async run)", "peak MiB", name, s.peak_memory / 2**20, "lower")
+            self.results.add("private memory (async run)", "steady MiB", name, s.memory() / 2**20, "lower")
 
     def recovery(self, name: str, s, kafka_reason: str | None) -> None:
         """Fill the (fresh) store up to each size, kill -9, time the restart; the on-disk size is recorded.
@@ -326,7 +347,7 @@ class Runner:
                 self.results.na(scen, name, f"fill: {e}")
                 continue
             self.results.add(scen, "GiB on disk", name, sc.dir_bytes(s.data_dir) / 2**30)
-            self.measure(scen, name, lambda: {"s": sc.timed_restart(s, probe)}, better="lower")
+            self.measure_batch(scen, name, lambda reps: [{"s": sc.timed_restart(s, probe)} for _ in range(3)])
 
     def probe_kafka(self, bootstrap: str, topic: str) -> dict:
         r = sc.kafka_client(60, cmd="produce", bootstrap=bootstrap, topic=topic, size=10, acks="all",
@@ -336,13 +357,12 @@ class Runner:
         return r
 
 
-def _without(d: dict, key: str) -> dict:
-    return {k: v for k, v in d.items() if k != key}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="short runs, fewer cases (about 3 minutes)")
+    ap.add_argument("--quick", action="store_true", help="short runs, fewer cases (up to 12 minutes)")
+    ap.add_argument("--compare-gateway", metavar="CHECKOUT",
+                    help="gateway of this tree vs the gateway of another checkout (started with cwd = it)")
+    ap.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default: the plan's, 5)")
     ap.add_argument("--systems", default="gateway,kafka,rocketmq", help="comma-separated subset")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp data dirs")
@@ -351,28 +371,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         with open(args.render) as f:
             saved = json.load(f)
-        report.write_docs(report.Results.from_json(saved["results"]), saved["meta"])
+        results = report.Results.from_json(saved["results"])
+        (report.write_compare_section if "other_tree" in saved["meta"] else report.write_docs)(results, saved["meta"])
         return 0
-    plan = PLANS["quick" if args.quick else "full"]
-    runner = Runner(plan, set(args.systems.split(",")))
+    other = os.path.abspath(args.compare_gateway) if args.compare_gateway else None
+    if other and not os.path.isfile(os.path.join(other, "gateway", "__main__.py")):
+        ap.error(f"{other} is not a checkout with gateway/__main__.py")
+    plan = PLANS["compare" if other else "quick" if args.quick else "full"]
+    if args.rounds:
+        plan.rounds = args.rounds
+    runner = Runner(plan, args.systems.split(","), other)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="rocketgate-bench-")
-    print(f"bench ({plan.name}) data under {tmp}", flush=True)
+    print(f"bench ({plan.name}, {plan.rounds} rounds) data under {tmp}", flush=True)
+    measured = {}
     try:
+        measured["before"] = limits.measure(tmp)
         runner.run(tmp)
+        measured["after"] = limits.measure(tmp)
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     elapsed = time.monotonic() - started
-    meta = report.machine(plan.name, elapsed)
-    table = runner.results.markdown()
-    print(table)
+    meta = {**report.machine(plan.name, elapsed), "rounds": plan.rounds, "limits": measured}
+    if other:
+        meta.update(other_tree=other, this_head=report.git_head(ROOT), other_head=report.git_head(other))
+    print(runner.results.markdown())
+    print("\n".join(report.limits_lines(runner.results, measured)))
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     with open(os.path.join(ROOT, "bench", "results", f"{stamp}-{plan.name}.json"), "w") as f:
         json.dump({"meta": meta, "results": runner.results.to_json()}, f, indent=1)
     if not args.no_docs:
-        report.write_docs(runner.results, meta)
+        (report.write_compare_section if other else report.write_docs)(runner.results, meta)
     print(f"done in {elapsed:.0f}s", flush=True)
     return 0
 

@@ -23,6 +23,8 @@ import threading
 import time
 import uuid
 
+from bench.procstat import thread_cpu_ns
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JARS = os.path.join(ROOT, "bench", "jars")
 # The brokers share 2 cores and 24 GiB with the load generators: 2 GiB heap each.
@@ -172,8 +174,8 @@ class System:
         raise NotImplementedError
 
     # -- common -----------------------------------------------------------------------------
-    def _spawn(self, name: str, cmd: list[str], env: dict | None = None) -> _Process:
-        p = _Process(name, cmd, os.path.join(self.workdir, f"{name}.log"), env=env)
+    def _spawn(self, name: str, cmd: list[str], env: dict | None = None, cwd: str = ROOT) -> _Process:
+        p = _Process(name, cmd, os.path.join(self.workdir, f"{name}.log"), env=env, cwd=cwd)
         p.start()
         self.processes.append(p)
         return p
@@ -212,6 +214,14 @@ class System:
     def memory(self) -> int:
         """Current private memory, summed over the system's processes."""
         return sum(private_memory(pid) for pid in self.pids())
+
+    def cpu_sample(self) -> dict[int, int]:
+        """CPU ns per thread over all the system's processes (tids are unique across processes);
+        `procstat.cpu_used(a, b)` turns two samples into the seconds used in between."""
+        sample = {}
+        for pid in self.pids():
+            sample.update(thread_cpu_ns(pid))
+        return sample
 
     def _start_sampler(self) -> None:
         self._sampling = True
@@ -398,14 +408,16 @@ class RocketMQBroker(System):
 
 
 class Gateway(System):
-    """The rocketgate server, `python -m gateway`, with the same flush policy as the reference."""
+    """The rocketgate server, `python -m gateway`, with the same flush policy as the reference. `tree`
+    is the checkout whose code runs: the process starts with cwd = tree, which precedes the editable
+    install on sys.path (so another checkout can be compared with this one in the same venv)."""
 
     name = "gateway"
     start_timeout = 60.0
 
-    def __init__(self, workdir: str, flush: str = "async", extra_args: list[str] | None = None):
+    def __init__(self, workdir: str, flush: str = "async", extra_args: list[str] | None = None, tree: str = ROOT):
         super().__init__(workdir)
-        self.flush, self.extra_args = flush, extra_args or []
+        self.flush, self.extra_args, self.tree = flush, extra_args or [], os.path.abspath(tree)
         self.kafka_port = free_port()
         self.remoting_port = free_port()
         self.data_dir = os.path.join(self.workdir, "data")
@@ -422,7 +434,7 @@ class Gateway(System):
         cmd = [sys.executable, "-m", "gateway", "--data-dir", self.data_dir, "--host", "127.0.0.1",
                "--kafka-port", str(self.kafka_port), "--remoting-port", str(self.remoting_port),
                "--flush", self.flush, "--log-level", "WARNING", *self.extra_args]
-        p = self._spawn("gateway", cmd)
+        p = self._spawn("gateway", cmd, cwd=self.tree)
         self._wait(p, lambda: _port_open(self.kafka_port) and _port_open(self.remoting_port), "listen ports")
 
 

@@ -1,7 +1,7 @@
 """Kafka load generators on librdkafka (confluent-kafka), run as a separate process so the client's
 CPU is not the harness's:  python -m bench.kafka_client '{"cmd": "produce", ...}'  -> one JSON line.
 
-Commands: produce (time-bounded, batching on), consume (assign all partitions from the beginning
+Commands: produce (time-bounded, batching on), produce_slices (two brokers in turn, short slices), consume (assign all partitions from the beginning
 until N records), latency (fixed-rate produce + consume, end-to-end percentiles), create (topics).
 """
 from __future__ import annotations
@@ -197,7 +197,43 @@ def create(bootstrap: str, topics: list[str], partitions: int, timeout: float = 
     return {"seconds": time.perf_counter() - start}
 
 
-COMMANDS = {"produce": produce, "consume": consume, "latency": latency, "create": create}
+def produce_slices(bootstraps: list[str], size: int, acks: str = "1", slices: int = 10, seconds: float = 0.25,
+                   partitions: int = 4) -> dict:
+    """One producer per bootstrap, used in turn for short slices (A B, B A, ...) from this one process:
+    per-slice rec/s of each, so paired slices are well under a second apart (no process start between)."""
+    topic = f"slices-{time.monotonic_ns()}"
+    value = b"x" * size
+    producers, errors = [], []
+
+    def on_error(err, msg):
+        errors.append(str(err))
+
+    for bootstrap in bootstraps:
+        globals()["create"](bootstrap, [topic], partitions)
+        p = _producer(bootstrap, acks, {"delivery.report.only.error": True,
+                                        "error_cb": lambda e: errors.append(str(e))})
+        p.produce(topic, value)  # warm-up: metadata and connections before the clock starts
+        if p.flush(30) != 0:
+            return {"error": f"warm-up not delivered on {bootstrap}"}
+        producers.append(p)
+    rates: list[list[float]] = [[] for _ in bootstraps]
+    for i in range(slices):
+        for k in (range(len(bootstraps)) if i % 2 == 0 else reversed(range(len(bootstraps)))):
+            p, n = producers[k], 0
+            start = time.perf_counter()
+            while (n & 1023) or time.perf_counter() - start < seconds:
+                try:
+                    p.produce(topic, value, on_delivery=on_error)
+                    n += 1
+                except BufferError:
+                    p.poll(0.01)
+            left = p.flush(60)
+            rates[k].append((n - left) / (time.perf_counter() - start))
+    return {"rps": rates, "errors": errors[:3]}
+
+
+COMMANDS = {"produce": produce, "consume": consume, "latency": latency, "create": create,
+            "produce_slices": produce_slices}
 
 
 def main() -> None:

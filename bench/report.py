@@ -9,6 +9,8 @@ import re
 import subprocess
 import sys
 
+from bench import limits, rounds
+from bench.page_text import INTRO, METHOD, SEQUENTIAL_NOTE, STORE_PLACEHOLDER, USAGE
 from bench.brokers import ROOT
 
 DOC = os.path.join(ROOT, "docs", "performance.md")
@@ -16,10 +18,7 @@ REFERENCES = ("kafka", "rocketmq")
 LOWER_IS_BETTER = ("ms", "MiB", "s")
 
 
-def median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+median = rounds.median
 
 
 def fmt(x: float) -> str:
@@ -35,9 +34,13 @@ def size(n: int) -> str:
 
 
 class Results:
-    """rows[(scenario, metric)] = {system: [values]}; n/a reasons per (scenario, system)."""
+    """rows[(scenario, metric)] = {system: [values]}; n/a reasons per (scenario, system). Scenarios in
+    `paired` were run in interleaved rounds: value i of every system is from round i, and the ratio
+    subject / reference is the median of the per-round ratios (bench.rounds), with a verdict."""
 
-    def __init__(self):
+    def __init__(self, subject: str = "gateway", references: tuple[str, ...] = REFERENCES):
+        self.subject, self.references = subject, tuple(references)
+        self.paired: set[str] = set()
         self.rows: dict[tuple[str, str], dict[str, list[float]]] = {}
         self.better: dict[tuple[str, str], str] = {}
         self.reasons: dict[tuple[str, str], str] = {}
@@ -73,38 +76,54 @@ class Results:
             return f"{fmt(vals[0])} (n=1)"
         return f"{fmt(median(vals))} ({fmt(min(vals))}–{fmt(max(vals))})"
 
+    def compare(self, scenario: str, metric: str, ref: str) -> rounds.Comparison | None:
+        """The per-round comparison subject / ref of a paired scenario, else None."""
+        by_system = self.rows.get((scenario, metric), {})
+        g, rv = by_system.get(self.subject), by_system.get(ref)
+        if scenario not in self.paired or not g or not rv or len(g) != len(rv):
+            return None
+        return rounds.compare(rounds.per_round_ratios(g, rv), self.better[(scenario, metric)], self.subject, ref)
+
     def comparisons(self):
-        """(scenario, metric, reference, ref values, gateway values, ratio or None) per table row."""
+        """(scenario, metric, reference, ratio or None, Comparison or None) per table row: the median of
+        the per-round ratios for paired scenarios, else the ratio of the medians."""
         for (scenario, metric), by_system in self.rows.items():
-            refs = [r for r in REFERENCES if r in by_system or (scenario, r) in self.reasons]
+            refs = [r for r in self.references if r in by_system or (scenario, r) in self.reasons]
             if not refs:  # the reference never ran this row (e.g. it failed to start): say which
-                refs = ["rocketmq" if "native" in scenario else "kafka"]
+                refs = [self._default_reference(scenario)]
             for ref in refs:
-                g = by_system.get("gateway")
-                rv = by_system.get(ref) if ref else None
-                ratio = median(g) / median(rv) if g and rv and median(rv) else None
-                yield scenario, metric, ref, ratio
+                cmp = self.compare(scenario, metric, ref)
+                g, rv = by_system.get(self.subject), by_system.get(ref)
+                ratio = cmp.median if cmp else (median(g) / median(rv) if g and rv and median(rv) else None)
+                yield scenario, metric, ref, ratio, cmp
+
+    def _default_reference(self, scenario: str) -> str:
+        if len(self.references) == 1:
+            return self.references[0]
+        return "rocketmq" if "native" in scenario else "kafka"
 
     def markdown(self) -> str:
-        lines = ["| scenario | metric | reference | reference: median (min–max) | gateway: median (min–max) "
-                 "| gateway / reference |", "|---|---|---|---|---|---|"]
-        for scenario, metric, ref, ratio in self.comparisons():
+        s = self.subject
+        lines = [f"| scenario | metric | reference | reference: median (min–max) | {s}: median (min–max) "
+                 f"| {s} / reference: median of rounds (min–max; CI of the median) | verdict |", "|---|---|---|---|---|---|---|"]
+        for scenario, metric, ref, ratio, cmp in self.comparisons():
             ref_cell = self._cell(scenario, metric, ref) if ref else "—"
             lines.append(f"| {scenario} | {metric} | {ref or '—'} | {ref_cell} | "
-                         f"{self._cell(scenario, metric, 'gateway')} | {f'{ratio:.2f}×' if ratio else '—'} |")
+                         f"{self._cell(scenario, metric, s)} | {ratio_cell(ratio, cmp)} | "
+                         f"{cmp.verdict if cmp else '—'} |")
         # scenarios where no system produced a number still get a line, with the reasons
         seen = {s for s, _ in self.rows}
         for (scenario, system) in self.reasons:
             if scenario not in seen:
                 seen.add(scenario)
                 cells = "; ".join(f"{sy}: {_short(r)}" for (sc, sy), r in self.reasons.items() if sc == scenario)
-                lines.append(f"| {scenario} | — | — | n/a | n/a | — ({cells}) |")
+                lines.append(f"| {scenario} | — | — | n/a | n/a | — ({cells}) | — |")
         return "\n".join(lines)
 
     def chart(self, path: str) -> bool:
         """Horizontal bars of gateway / reference per row (log scale); green where the gateway is
         better. False when there is no ratio to draw."""
-        rows = [(f"{s} · {m} vs {r}", ratio, self.better[(s, m)]) for s, m, r, ratio in self.comparisons()
+        rows = [(f"{s} · {m} vs {r}", ratio, self.better[(s, m)]) for s, m, r, ratio, _ in self.comparisons()
                 if ratio and m not in ("MB/s", "GiB on disk")]  # MB/s: same ratio as rec/s
         if not rows:
             return False
@@ -124,7 +143,7 @@ class Results:
         ax.set_xscale("log")
         lo, hi = min(ratios + [1.0]), max(ratios + [1.0])
         ax.set_xlim(lo / 2.5, hi * 2.5)
-        ax.set_xlabel("gateway / reference (median of runs; green = gateway better)")
+        ax.set_xlabel("gateway / reference (median of per-round ratios; green = gateway better)")
         ax.tick_params(axis="y", labelsize=7)
         fig.tight_layout()
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -134,7 +153,8 @@ class Results:
 
     @classmethod
     def from_json(cls, data: dict) -> "Results":
-        r = cls()
+        r = cls(data.get("subject", "gateway"), tuple(data.get("references", REFERENCES)))
+        r.paired.update(data.get("paired", []))
         for row in data["rows"]:
             for system, values in row["values"].items():
                 for v in values:
@@ -149,7 +169,21 @@ class Results:
         return {"rows": [{"scenario": s, "metric": m, "values": v, "better": self.better[(s, m)]}
                          for (s, m), v in self.rows.items()],
                 "na": [{"scenario": s, "system": sy, "reason": r} for (s, sy), r in self.reasons.items()],
-                "systems_failed": self.system_reasons, "kafka_na": self.kafka_reasons}
+                "systems_failed": self.system_reasons, "kafka_na": self.kafka_reasons,
+                "subject": self.subject, "references": list(self.references), "paired": sorted(self.paired)}
+
+
+def ratio_cell(ratio: float | None, cmp: rounds.Comparison | None) -> str:
+    """`0.93× (0.80–1.01 = 94% CI)` for paired rounds (min–max, and the confidence interval of the
+    median where it is narrower), `0.93×` for a ratio of medians, `—` for none."""
+    if ratio is None:
+        return "—"
+    if cmp is None:
+        return f"{ratio:.2f}×"
+    spread = f"{cmp.low:.2f}–{cmp.high:.2f}"
+    if (cmp.ci_low, cmp.ci_high) == (cmp.low, cmp.high):
+        return f"{ratio:.2f}× ({spread} = {cmp.coverage:.0%} CI)"
+    return f"{ratio:.2f}× ({spread}; {cmp.coverage:.0%} CI {cmp.ci_low:.2f}–{cmp.ci_high:.2f})"
 
 
 def _short(text: str, n: int = 140) -> str:
@@ -195,67 +229,6 @@ def machine(plan: str, elapsed: float) -> dict:
     }
 
 
-INTRO = """# Performance
-
-Side-by-side measurements of the gateway (`python -m gateway`) against Apache Kafka and Apache
-RocketMQ started from their Maven Central jars on the same machine, one system at a time, with the same
-clients. Produced by `python -m bench` (`make bench`; `--quick` for the short run). Numbers from these
-shared 2-core machines vary from run to run: every scenario runs at least three times; cells give the
-median and the spread (min–max), the last column the ratio of the medians, gateway / reference. Only
-the ratios mean anything; they hold for this machine and this run.
-"""
-
-METHOD = """## How it is measured
-
-- **Systems.** Kafka: one KRaft node (broker + controller), default durability: an acknowledged write
-  is in the page cache, not fsynced (`log.flush.interval.messages` unbounded); the durable rows set
-  `log.flush.interval.messages=1`. RocketMQ: name server + one master broker, `ASYNC_FLUSH`
-  (`SYNC_FLUSH` for the durable rows). The gateway: `--flush async` / `--flush sync`. JVM heaps are
-  2 GiB per broker (512 MiB for the name server). Data lives in a temp dir; everything is on loopback.
-- **Clients.** librdkafka (confluent-kafka) in a separate process, batching on (`linger.ms=5`, no
-  compression); the Kafka perf tools `org.apache.kafka.tools.ProducerPerformance` /
-  `ConsumerPerformance` from the Kafka jars. RocketMQ's `rocketmq-example` Benchmark classes are not on
-  Maven Central for 5.x, so native TPS uses `bench/java/.../RmqBench.java` (same method: 16 threads of
-  synchronous sends of 128 B bodies for a fixed time, after an uncounted warm-up that lets the JIT of
-  client and broker settle; a push consumer with a new group reading the topic back). Its repetitions
-  run in one JVM, so JVM start-up is never measured. The Python rows use the project's own client
-  (`client/`, gateway only): 16 concurrent sends on one trio loop, then a lite pull consumer of a
-  new group reading everything sent back from the first offset.
-- **Latency** is end to end (send → receive in a consumer) at a fixed rate: half the gateway's maximum
-  librdkafka rate (capped at 20 000 rec/s, the Python client's limit).
-- **Partitions** rows (Kafka protocol) spread 100 B records round-robin over N partitions in topics of
-  ≤ 100 each; the topics are created once (the "create" row, one value) and written three times.
-- **Start-up** is one value per system: from spawning the process(es) to passing the health check
-  (Kafka: metadata answers; RocketMQ: the broker is registered in the name server, which it does
-  about 10 s after it boots; the gateway: both ports accept).
-- **Recovery** is the time from restarting a `kill -9`ed system until it passes its start health check
-  (as for start-up), with the given volume on disk; after each restart one acks=all write must succeed
-  (not timed: its client's start-up would be counted).
-- **Memory** is private anonymous resident memory (`RssAnon` from `/proc/PID/status`: heap, stacks,
-  malloc — not page cache of mapped store files), summed over the system's processes: the peak over
-  the async run and the value after it idled 2 s.
-"""
-
-USAGE = """## Running it
-
-- `make bench` (full plan, about 20 minutes) or `.venv/bin/python -m bench --quick` (about 3 minutes:
-  no Java perf-tool rows, no durable or recovery rows). `--systems gateway,kafka` runs a subset;
-  `--no-docs` leaves this page alone; raw figures go to `bench/results/*.json`.
-- The reference brokers' jars come from Maven Central through `bench/java/pom.xml` (`make bench-jars`,
-  part of `make setup`) into `bench/jars/` (not committed). Kafka {kafka} and RocketMQ {rocketmq} are
-  pinned there.
-- Other tests and benchmarks get the same systems from `bench.brokers`:
-  `with KafkaBroker(tmpdir) as k: k.bootstrap`, `with RocketMQBroker(tmpdir) as r: r.namesrv`,
-  `with Gateway(tmpdir, flush="async") as g: g.bootstrap, g.namesrv` (also `kill9()`, `start()`,
-  `memory()`, `peak_memory`). A system that fails to start raises `BrokerError` with its log tail.
-- Rows that a system cannot run (an unfinished gateway feature, a client error, the time budget) say
-  `n/a (reason)` instead of stopping the run.
-"""
-
-STORE_PLACEHOLDER = """## Store
-
-(Figures of the store benchmark, `python -m bench.store`, go here.)
-"""
 PLANS = ("full", "quick")
 
 
@@ -270,18 +243,86 @@ def run_section(results: Results, meta: dict, img_rel: str | None) -> str:
     text = (f"## Latest run ({m['plan']} plan)\n\n{m['date']}, {m['elapsed_s']} s. Machine: {m['cpu']}, "
             f"{m['memory']} RAM, {m['os']}; Python {m['python']}, {m['java']}; Apache Kafka {m['kafka']}, "
             f"Apache RocketMQ {m['rocketmq']}, librdkafka {m['librdkafka']}.\n\n{results.markdown()}\n")
+    lines = limits_lines(results, m.get("limits", {}))
+    if lines:
+        text += "\n" + "\n".join(f"- {line}" for line in lines) + "\n"
     if img_rel:
         text += f"\n![gateway / reference per scenario, {m['plan']} plan]({img_rel})\n"
     return text
 
 
-GENERATED_HEADINGS = ("Latest run (", "How it is measured", "Running it")
+_LOAD = "load average"
+
+
+def limits_lines(results: Results, measured: dict) -> list[str]:
+    """The physical limits measured before/after the run and each system's best MB/s as a share."""
+    if not measured:
+        return []
+    cells = []
+    for key in ("disk write MB/s", "loopback MB/s", _LOAD):
+        values = [measured[when][key] for when in ("before", "after") if key in measured.get(when, {})]
+        if values:
+            cells.append(f"{key} " + " / ".join(f"{v:.2f}" if key == _LOAD else f"{v:,.0f}" for v in values))
+    out = ["Physical limits and load in this run (before / after the systems): " + "; ".join(cells)]
+    best: dict[str, dict[str, float]] = {}
+    for (scenario, metric), by_system in results.rows.items():
+        direction = scenario.split()[0]
+        if metric != "MB/s" or direction not in ("produce", "consume"):
+            continue
+        for system, values in by_system.items():
+            slot = best.setdefault(system, {})
+            slot[direction] = max(slot.get(direction, 0.0), median(values))
+    top = {k: max(v[k] for v in measured.values() if k in v) for k in ("disk write MB/s", "loopback MB/s")
+           if any(k in v for v in measured.values())}
+    return out + limits.shares(top, best)
+
+
+GENERATED_HEADINGS = ("Latest run (", "How it is measured", "Running it", "Gateway vs gateway")
 
 
 def _kept_sections(old: str) -> list[str]:
     """The page's own sections that no run writes (Store, Semantics, Spark, ...), in page order."""
     found = re.findall(r"^## .*?(?=^## |\Z)", old, flags=re.S | re.M)
     return [sec.rstrip() + "\n" for sec in found if not sec[3:].startswith(GENERATED_HEADINGS)]
+
+
+COMPARE_HEADING = "Gateway vs gateway (latest --compare-gateway run)"
+
+
+def git_head(tree: str) -> str:
+    """Short commit of a checkout, `+dirty` if its work tree has changes."""
+    try:
+        head = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    if head.returncode != 0:
+        return "not a git checkout"
+    dirty = _cmd(["git", "-C", tree, "status", "--porcelain", "--untracked-files=no"])
+    return head.stdout.strip() + ("+dirty" if dirty and dirty != "?" else "")
+
+
+def write_compare_section(results: Results, meta: dict, doc: str = DOC) -> None:
+    """Replace (or add, before the method) the page's gateway-vs-gateway section; the rest stays."""
+    m = meta
+    section = (f"## {COMPARE_HEADING}\n\n{m['date']}, {m['elapsed_s']} s, {m['rounds']} rounds. `gateway` is "
+               f"this tree ({m['this_head']}), `{results.references[0]}` the checkout {m['other_tree']} "
+               f"({m['other_head']}). When both are the same code, every ratio should be 1.0: the spread "
+               f"and the verdicts show the noise floor of the method on this machine at that time.\n\n"
+               f"{results.markdown()}\n")
+    lines = limits_lines(results, m.get("limits", {}))
+    if lines:
+        section += "\n" + "\n".join(f"- {line}" for line in lines) + "\n"
+    old = open(doc).read() if os.path.exists(doc) else INTRO
+    found = _section(old, COMPARE_HEADING)
+    if found:
+        new = old.replace(found, section)
+    elif "\n## How it is measured" in old:
+        new = old.replace("\n## How it is measured", "\n" + section + "\n## How it is measured", 1)
+    else:
+        new = old.rstrip() + "\n\n" + section
+    with open(doc, "w") as f:
+        f.write(new)
 
 
 def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
@@ -294,10 +335,17 @@ def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
     for other in PLANS:
         if other != plan:
             kept = _section(old, f"Latest run ({other} plan)")
+            if kept and "median of rounds" not in kept and SEQUENTIAL_NOTE not in kept:  # sequential method
+                heading, rest = kept.split("\n", 1)
+                kept = f"{heading}\n\n{SEQUENTIAL_NOTE}\n{rest}"
             if kept:
                 sections[other] = kept
     parts = [INTRO] + [sections[p] for p in PLANS if p in sections]
-    parts += [METHOD, USAGE.format(**meta), *(_kept_sections(old) or [STORE_PLACEHOLDER])]
+    compare = _section(old, COMPARE_HEADING)
+    if compare:
+        parts.append(compare)
+    parts += [METHOD.format(rounds=meta.get("rounds", 5)), USAGE.format(**meta),
+              *(_kept_sections(old) or [STORE_PLACEHOLDER])]
     os.makedirs(os.path.dirname(doc), exist_ok=True)
     with open(doc, "w") as f:
         f.write("\n".join(parts))

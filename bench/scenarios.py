@@ -15,6 +15,11 @@ import uuid
 from bench.brokers import ROOT, java_classpath
 
 
+# Key of the payload bytes a run moved: not a metric of its own; bench.interleave turns it into the
+# broker's CPU seconds per GB of the run.
+BYTES = "_bytes"
+
+
 class Unavailable(Exception):
     """This measurement cannot be made on this system now; the message says why."""
 
@@ -71,7 +76,18 @@ def librdkafka_produce(bootstrap: str, size: int, acks: str, seconds: float, par
                      acks=acks, seconds=seconds, create=partitions)
     if r["failed"]:
         raise Unavailable(f"{r['failed']} records failed: {r['errors']}")
-    return {"rec/s": r["rps"], "MB/s": r["mbps"]}
+    return {"rec/s": r["rps"], "MB/s": r["mbps"], BYTES: r["records"] * size}
+
+
+def librdkafka_produce_slices(bootstraps: dict[str, str], size: int, acks: str, slices: int,
+                              seconds: float = 0.25) -> dict[str, list[float]]:
+    """Per-slice rec/s of each system, from one client process that alternates between them."""
+    names = list(bootstraps)
+    r = kafka_client(slices * len(names) * (seconds + 60) + 120, cmd="produce_slices",
+                     bootstraps=[bootstraps[n] for n in names], size=size, acks=acks, slices=slices, seconds=seconds)
+    if r["errors"]:
+        raise Unavailable(f"delivery errors: {r['errors']}")
+    return dict(zip(names, r["rps"]))
 
 
 _PERF = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
@@ -113,7 +129,7 @@ def librdkafka_consume(bootstrap: str, topic: str, records: int) -> dict:
     r = kafka_client(150, cmd="consume", bootstrap=bootstrap, topic=topic, records=records, timeout=120)
     if not r["complete"]:
         raise Unavailable(f"read {r['records']} of {records}")
-    return {"rec/s": r["rps"], "MB/s": r["mbps"]}
+    return {"rec/s": r["rps"], "MB/s": r["mbps"], BYTES: r["mbps"] * r["seconds"] * 1e6}
 
 
 def java_consume(bootstrap: str, topic: str, records: int) -> dict:
@@ -169,7 +185,7 @@ def rmq_produce_reps(namesrv: str, topic: str, seconds: float, reps: int, thread
                      warmup: float = 0.0) -> list[dict]:
     """`reps` consecutive windows in one JVM (its start-up is not measured and costs seconds here)."""
     out = _java("rocketmq", RMQ_BENCH, ["produce", namesrv, topic, str(seconds), str(threads), str(size),
-                                        str(warmup), str(reps)], (seconds + 10) * reps + warmup + 90)
+                                        str(warmup), str(reps)], (seconds + 10) * reps + warmup + 60)
     windows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if not windows:
         raise Unavailable(f"no result: {_tail(out)}")

@@ -16,16 +16,20 @@
 Broker refusals raise `MQBrokerError` (`.code`, `.remark`); transport problems `MQClientError`.
 `serialize_type=ROCKETMQ` switches the request headers to the binary form (JSON by default)."""
 from client.admin import AsyncAdmin
-from client.consumer import AsyncLitePullConsumer, AsyncPushConsumer, allocate_averagely
 from client.errors import MQBrokerError, MQClientError, RequestTimeout
+from client.lite_pull_consumer import AsyncLitePullConsumer
 from client.model import (ConsumeFrom, ConsumeStatus, Message, MessageExt, MessageModel, MessageQueue,
                           SendResult, SendStatus, TransactionState)
 from client.producer import AsyncProducer, AsyncTransactionProducer
+from client.push_consumer import AsyncPushConsumer
+from client.rebalance import allocate_averagely
+from client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
 from client.sync import Admin, LitePullConsumer, Producer, PushConsumer, TransactionProducer
 from codec.remoting import JSON, ROCKETMQ
 
-__all__ = ["Admin", "AsyncAdmin", "AsyncLitePullConsumer", "AsyncProducer", "AsyncPushConsumer", "ConsumeFrom",
+__all__ = ["Admin", "AsyncAdmin", "AsyncLitePullConsumer", "AsyncProducer", "AsyncPushConsumer", "AsyncSimpleConsumer",
+           "ConsumeFrom",
            "ConsumeStatus", "JSON", "LitePullConsumer", "MQBrokerError", "MQClientError", "Message", "MessageExt",
            "MessageModel", "MessageQueue", "Producer", "PushConsumer", "ROCKETMQ", "RequestTimeout", "SendResult",
-           "SendStatus", "TransactionProducer", "TransactionState", "AsyncTransactionProducer",
+           "SendStatus", "SimpleConsumer", "TransactionProducer", "TransactionState", "AsyncTransactionProducer",
            "allocate_averagely"]

@@ -165,6 +165,10 @@ class ClientInstance:
             raise MQClientError(f"broker {broker_name} not found")
         return addr
 
+    async def queue_broker(self, mq: MessageQueue) -> str:
+        """The address of the broker holding `mq`."""
+        return await self.broker_addr(mq.broker_name, mq.topic)
+
     # ------------------------------------------------------------ heartbeat
     def heartbeat_data(self) -> dict:
         return {"clientID": self.client_id,

@@ -9,8 +9,9 @@ import threading
 import trio
 
 from client.admin import AsyncAdmin
-from client.consumer import AsyncLitePullConsumer, AsyncPushConsumer
+from client.lite_pull_consumer import AsyncLitePullConsumer
 from client.producer import AsyncProducer, AsyncTransactionProducer
+from client.push_consumer import AsyncPushConsumer
 
 log = logging.getLogger("rocketgate.client")
 

@@ -13,11 +13,13 @@ from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.kafka.state import KafkaState
 from gateway.longpoll import ArrivalHub
+from gateway.remoting.common import PopRemotingState
 from gateway.remoting.end_transaction import send_transaction_check
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
 from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
+from semantics.pop import PopEngine
 from semantics.rocketmq_clients import ClientRegistry
 from semantics.routing import DelayLevels, ensure_system_topics
 from semantics.transactions import Transactions, register_checker
@@ -47,6 +49,8 @@ class App:
     views: Views
     rocketmq_clients: ClientRegistry  # registered producers/consumers of the remoting side
     flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
+    pop: PopEngine  # per-message consumption (RocketMQ POP; Kafka share groups later)
+    pop_remoting: PopRemotingState
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
     kafka: KafkaState = dataclasses.field(init=False)
@@ -109,10 +113,11 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     views = Views(st)  # a dispatcher too: registered before the replay, which rebuilds view units
     st.recover()
     ensure_system_topics(st, levels)
+    offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     app = App(
         config=config, clock=clock, store=st, durability=durability, arrivals=arrivals,
         config_writer=writer,
-        offsets=OffsetTable(st, durable=sync, writer=writer, clock=clock),
+        offsets=offsets,
         delay_levels=levels,
         delay=DelayScheduler(st, levels, clock=clock, durable=durability.durable, writer=writer),
         transactions=Transactions(
@@ -122,6 +127,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         views=views,
         rocketmq_clients=ClientRegistry(),
         flow=flow,
+        pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms),
+        pop_remoting=PopRemotingState(),
         security=security.from_config(config, os.path.join(st.path, "config")),
     )
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.

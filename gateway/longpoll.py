@@ -22,6 +22,12 @@ class ArrivalHub:
             if event is not None:
                 event.set()
 
+    def notify(self, topic: str, queue_id: int) -> None:
+        """Wake the waiters of one queue (a record available again without a new entry: POP)."""
+        event = self._events.pop((topic, queue_id), None)
+        if event is not None:
+            event.set()
+
     def event(self, topic: str, queue_id: int) -> trio.Event:
         key = (topic, queue_id)
         event = self._events.get(key)

@@ -23,7 +23,7 @@ import enum
 import json
 import os
 
-from store.config import atomic_write
+from store.config import atomic_write, read_json
 
 FILE = "acls.json"
 CLUSTER_NAME = "kafka-cluster"  # Kafka's one CLUSTER resource name
@@ -196,12 +196,11 @@ class Authorizer:
         """(Re)read the file: what another process (the `python -m security` tool) wrote wins."""
         self._acls, self.extra, self._index = [], {}, {}
         try:
-            with open(self.path, "rb") as f:
-                doc = json.loads(f.read())
-        except FileNotFoundError:
-            return
+            doc = read_json(self.path)
         except ValueError as exc:
             raise AclError(f"{self.path} is not valid JSON: {exc}") from None
+        if doc is None:
+            return
         try:
             self._acls = [AclBinding.from_json(d) for d in doc.get("acls") or []]
             self.extra = {k: v for k, v in doc.items() if k not in ("acls", "version")}

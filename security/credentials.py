@@ -20,7 +20,7 @@ import os
 
 import scramp
 
-from store.config import atomic_write
+from store.config import atomic_write, read_json
 
 log = logging.getLogger("rocketgate.security")
 
@@ -115,12 +115,11 @@ class CredentialStore:
         """(Re)read the file: what another process (the `python -m security` tool) wrote wins."""
         self._users, self._keys = {}, {}
         try:
-            with open(self.path, "rb") as f:
-                doc = json.loads(f.read())
-        except FileNotFoundError:
-            return
+            doc = read_json(self.path)
         except ValueError as exc:
             raise CredentialError(f"{self.path} is not valid JSON: {exc}") from None
+        if doc is None:
+            return
         try:
             for user, mechs in (doc.get("users") or {}).items():
                 self._users[user] = {m: ScramCredential.from_json(c) for m, c in (mechs.get("scram") or {}).items()}

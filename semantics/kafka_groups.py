@@ -2,16 +2,20 @@
 
 One coordinator per gateway (this broker coordinates every group). Groups live in memory; their
 committed offsets live in the shared offset table, so a restart only forces a rebalance.
-Timeouts are enforced lazily and by the waiting requests themselves: a member whose session
-expired is dropped when any request touches its group, and a rebalance completes when every
-member rejoined or when the rebalance timeout passes (the waiting JoinGroup calls time it).
+Sessions are timed by the coordinator's own timer task (a trio system task started on first use):
+a member that vanished without LeaveGroup is dropped once its session timeout passes, which
+completes a waiting rebalance; requests that touch a group check too. A rebalance completes when
+every member rejoined or when the rebalance timeout passes (the waiting JoinGroup calls time it).
 """
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 
 import trio
+
+log = logging.getLogger(__name__)
 
 NONE = 0
 ILLEGAL_GENERATION = 22
@@ -27,6 +31,7 @@ INVALID_GROUP_ID = 24
 
 MIN_SESSION_MS = 1_000
 MAX_SESSION_MS = 30 * 60_000
+EXPIRY_TICK_S = 0.25  # how often the session timer looks (sessions are >= MIN_SESSION_MS)
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 
@@ -75,6 +80,18 @@ class Coordinator:
             g = self.groups[group_id] = Group(group_id)
         return g
 
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The session timer (a service of the App): expire members whose session ran out, in every
+        group, whether or not a request comes."""
+        task_status.started()
+        while True:
+            await trio.sleep(EXPIRY_TICK_S)
+            for g in list(self.groups.values()):
+                try:
+                    self._expire(g)
+                except Exception:  # noqa: BLE001 - a bug in one group must not end the gateway's services
+                    log.exception("expiring members of group %r", g.group_id)
+
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id or 'member'}-{uuid.uuid4()}"
 
@@ -86,6 +103,8 @@ class Coordinator:
             self._remove(g, m)
         if dead and g.state in (STABLE, COMPLETING):
             self._start_rebalance(g)
+        if dead:
+            self._maybe_complete(g)  # the members still waiting in JoinGroup need not wait for the dead
 
     def _remove(self, g: Group, m: Member) -> None:
         g.members.pop(m.member_id, None)
@@ -146,10 +165,15 @@ class Coordinator:
             votes[first] = votes.get(first, 0) + 1
         return max(votes, key=lambda n: votes[n])
 
-    def _join_response(self, g: Group, m: Member, members: list, error: int = NONE) -> dict:
+    def _join_response(self, g: Group, m: Member, members: list, error: int = NONE,
+                       skip_assignment: bool = False) -> dict:
         return {"error_code": error, "generation_id": g.generation, "protocol_type": g.protocol_type,
                 "protocol_name": g.protocol, "leader": g.leader or "", "member_id": m.member_id,
-                "members": members}
+                "members": members, "skip_assignment": skip_assignment}
+
+    def _current_members(self, g: Group) -> list[dict]:
+        return [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                 "metadata": dict(m.protocols).get(g.protocol, b"")} for m in g.members.values()]
 
     # ------------------------------------------------------------ requests
 
@@ -189,8 +213,12 @@ class Coordinator:
                 if g.leader == old_id:
                     g.leader = member_id
                 m.last_seen = trio.current_time()
-                if g.state == STABLE and dict(m.protocols) == dict(protocols) and g.leader != member_id:
-                    return self._join_response(g, m, [])
+                if g.state == STABLE and dict(m.protocols) == dict(protocols):
+                    # KIP-814: no rebalance; a restarted leader gets the members but skips assignment
+                    # (its SyncGroup returns the assignment it had).
+                    leader = g.leader == member_id
+                    return self._join_response(g, m, self._current_members(g) if leader else [],
+                                               skip_assignment=leader)
                 m.protocols = protocols
             g.static[instance_id] = member_id
         elif not member_id:
@@ -297,11 +325,23 @@ class Coordinator:
             self._maybe_complete(g)
         return codes
 
-    def check_commit(self, group_id: str, generation: int, member_id: str) -> int:
-        """Error code for an OffsetCommit from this member (generation -1: a simple consumer)."""
+    def check_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                     has_offsets: bool) -> int:
+        """Error code for an OffsetCommit (generation -1 and no member: a simple consumer), as Kafka's
+        classic group answers: only a member of the current generation may commit to a live group, so
+        a revoked or expired member cannot overwrite the group's offsets. `has_offsets`: the group
+        has committed offsets (it exists, Empty, even without a coordinator record)."""
         g = self.groups.get(group_id)
-        if generation < 0 or g is None or not g.members:
-            return NONE
+        if g is not None:
+            self._expire(g)
+        if g is None or not g.members:
+            if generation < 0:
+                return NONE
+            return UNKNOWN_MEMBER_ID if g is not None or has_offsets else GROUP_ID_NOT_FOUND
+        if generation < 0 and not member_id and instance_id is None:
+            return UNKNOWN_MEMBER_ID  # a simple commit to a group with members
+        if instance_id is not None and g.static.get(instance_id) not in (None, member_id):
+            return FENCED_INSTANCE_ID
         m = g.members.get(member_id)
         if m is None:
             return UNKNOWN_MEMBER_ID
@@ -328,6 +368,19 @@ class Coordinator:
                              "member_metadata": dict(m.protocols).get(g.protocol, b""),
                              "member_assignment": m.assignment} for m in g.members.values()]}
 
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        """Topics the members of a consumer group subscribe to (from their protocol metadata)."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return set()
+        self._expire(g)
+        out: set[str] = set()
+        if g.protocol_type == "consumer":
+            for m in g.members.values():
+                out |= subscription_topics(dict(m.protocols).get(g.protocol) or next(
+                    (meta for _, meta in m.protocols), b""))
+        return out
+
     def listing(self) -> list[tuple[str, str, str]]:
         """(group_id, protocol_type, state) of every group with a coordinator record."""
         out = []
@@ -338,7 +391,26 @@ class Coordinator:
 
     def delete(self, group_id: str) -> int:
         g = self.groups.get(group_id)
+        if g is not None:
+            self._expire(g)
         if g is not None and g.members:
             return NON_EMPTY_GROUP
         self.groups.pop(group_id, None)
         return NONE
+
+
+def subscription_topics(metadata: bytes) -> set[str]:
+    """The topics of a ConsumerProtocolSubscription (version i16, then an array of i16-length
+    strings; every version starts so); empty when the bytes are not one."""
+    try:
+        count = int.from_bytes(metadata[2:6], "big", signed=True)
+        pos, out = 6, set()
+        for _ in range(max(count, 0)):
+            size = int.from_bytes(metadata[pos:pos + 2], "big", signed=True)
+            if size < 0 or pos + 2 + size > len(metadata):
+                return set()
+            out.add(metadata[pos + 2:pos + 2 + size].decode())
+            pos += 2 + size
+        return out
+    except (UnicodeDecodeError, ValueError):
+        return set()

@@ -1,6 +1,7 @@
 """Consumer offsets for both protocols in one table, persisted as config/consumerOffset.json in
-RocketMQ's layout `{"offsetTable": {"topic@group": {"0": 12}}}`; Kafka commit metadata is kept next
-to it under "metadataTable" in the same shape (RocketMQ ignores keys it does not know)."""
+RocketMQ's layout `{"offsetTable": {"topic@group": {"0": 12}}}`; Kafka commit metadata and committed
+leader epochs are kept next to it under "metadataTable" and "leaderEpochTable" in the same shape
+(RocketMQ ignores keys it does not know)."""
 from __future__ import annotations
 
 import trio
@@ -26,26 +27,30 @@ class OffsetTable:
         self._submitted = 0  # number of the newest submission to the writer
         self._offsets: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> qid -> offset
         self._meta: dict[tuple[str, str], dict[int, str]] = {}
+        self._epochs: dict[tuple[str, str], dict[int, int]] = {}  # committed leader epochs other than -1
         self._dirty = False
         doc = store.read_config(FILE, {}) or {}
         for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
-                                    (doc.get("metadataTable") or {}, self._meta, str)):
+                                    (doc.get("metadataTable") or {}, self._meta, str),
+                                    (doc.get("leaderEpochTable") or {}, self._epochs, int)):
             for key, queues in table.items():
                 topic, sep, group = key.partition("@")  # topics never contain '@'; groups may
                 if not sep:
                     continue
                 target[(group, topic)] = {int(q): conv(v) for q, v in queues.items()}
 
-    def commit(self, group: str, topic: str, queue_id: int, offset: int, metadata: str = "") -> None:
-        """Set an offset; the same offset and metadata again change nothing (nothing to write)."""
-        if self.fetch(group, topic, queue_id) == int(offset) and self.metadata(group, topic, queue_id) == metadata:
+    def commit(self, group: str, topic: str, queue_id: int, offset: int, metadata: str = "",
+               leader_epoch: int = -1) -> None:
+        """Set an offset; the same offset, metadata and epoch again change nothing (nothing to write)."""
+        if (self.fetch(group, topic, queue_id) == int(offset) and self.metadata(group, topic, queue_id) == metadata
+                and self.leader_epoch(group, topic, queue_id) == leader_epoch):
             return
         self._offsets.setdefault((group, topic), {})[queue_id] = int(offset)
-        meta = self._meta.get((group, topic))
-        if metadata:
-            self._meta.setdefault((group, topic), {})[queue_id] = metadata
-        elif meta and queue_id in meta:
-            del meta[queue_id]
+        for table, value, unset in ((self._meta, metadata, ""), (self._epochs, leader_epoch, -1)):
+            if value != unset:
+                table.setdefault((group, topic), {})[queue_id] = value
+            else:
+                table.get((group, topic), {}).pop(queue_id, None)
         self._dirty = True
         if self.durable:
             self.persist()
@@ -56,6 +61,20 @@ class OffsetTable:
     def metadata(self, group: str, topic: str, queue_id: int) -> str:
         return self._meta.get((group, topic), {}).get(queue_id, "")
 
+    def leader_epoch(self, group: str, topic: str, queue_id: int) -> int:
+        """The leader epoch a Kafka client committed with the offset (-1: none)."""
+        return self._epochs.get((group, topic), {}).get(queue_id, -1)
+
+    def delete(self, group: str, topic: str, queue_id: int) -> None:
+        """Forget one partition's committed offset (Kafka OffsetDelete)."""
+        for table in (self._offsets, self._meta, self._epochs):
+            queues = table.get((group, topic))
+            if queues is not None and queues.pop(queue_id, None) is not None and not queues:
+                del table[(group, topic)]
+        self._dirty = True
+        if self.durable:
+            self.persist()
+
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return {(topic, q): off for (g, topic), queues in self._offsets.items() if g == group
                 for q, off in queues.items()}
@@ -64,7 +83,7 @@ class OffsetTable:
         return sorted({g for g, _ in self._offsets})
 
     def delete_group(self, group: str) -> None:
-        for table in (self._offsets, self._meta):
+        for table in (self._offsets, self._meta, self._epochs):
             for key in [k for k in table if k[0] == group]:
                 del table[key]
         self._dirty = True
@@ -94,6 +113,8 @@ class OffsetTable:
                             for (g, t), queues in self._offsets.items()},
             "metadataTable": {f"{t}@{g}": {str(q): m for q, m in queues.items()}
                               for (g, t), queues in self._meta.items() if queues},
+            "leaderEpochTable": {f"{t}@{g}": {str(q): e for q, e in queues.items()}
+                                 for (g, t), queues in self._epochs.items() if queues},
         }
         if self._writer is None:
             self.store.write_config(FILE, doc)

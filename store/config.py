@@ -14,6 +14,15 @@ from dataclasses import dataclass, field
 log = logging.getLogger("rocketgate.store")
 
 
+def read_json(path: str):
+    """The JSON document in `path`, None if there is no such file; ValueError if it is not JSON."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return None
+
+
 def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
     """Replace `path` with `data` so that a crash leaves either the old or the new content
     (`mode`: the new file's permissions, e.g. 0o600 for secrets)."""
@@ -59,10 +68,8 @@ class ConfigDir:
         """The document, or `default` if there is none; an unreadable one is moved aside (logged)."""
         path = self.path(name)
         try:
-            with open(path, "rb") as f:
-                return json.loads(f.read())
-        except FileNotFoundError:
-            return default
+            doc = read_json(path)
+            return default if doc is None else doc
         except ValueError as exc:
             log.error("config %s is not valid JSON (%s): moved to %s.corrupt", path, exc, path)
             os.replace(path, path + ".corrupt")

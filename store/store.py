@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
 from typing import Sequence
@@ -36,6 +37,7 @@ from store.flush import Flusher
 from store.indexfile import IndexService
 
 log = logging.getLogger("rocketgate.store")
+LOG_STARTS = "logStartOffsets"  # config/logStartOffsets.json: {topic: {queue id: first readable offset}}
 
 
 def _raise_fd_limit() -> None:
@@ -92,6 +94,7 @@ class Store:
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
             self._flusher.derived = self.recovered = True
+            self._apply_log_starts()
 
     def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
         """Feed requests that need no CommitLog write (units of a filtered view, pointing at entries
@@ -300,9 +303,38 @@ class Store:
     def read_config(self, name: str, default=None):
         return self._cfg.read(name, default)
 
+    # ------------------------------------------------------------------ log start offsets
+
+    def delete_records(self, topic: str, queue_id: int, offset: int) -> int:
+        """Kafka DeleteRecords: offsets below `offset` (at most max_offset) stop being readable; the
+        queue's min offset moves up to it. Recorded in config/logStartOffsets.json (re-applied when
+        the store recovers; the entries themselves go with retention). Returns the new min offset."""
+        with self._lock:
+            cq = self.consume_queues.create((topic, queue_id))
+            cq.min_offset = max(cq.min_offset, min(offset, cq.max_offset))
+            start = cq.min_offset
+        table = self.read_config(LOG_STARTS, {}) or {}
+        table.setdefault(topic, {})[str(queue_id)] = start
+        self.write_config(LOG_STARTS, table)
+        return start
+
+    def _apply_log_starts(self) -> None:
+        for topic, queues in (self.read_config(LOG_STARTS, {}) or {}).items():
+            for qid, start in queues.items():
+                cq = self.consume_queues.queues.get((topic, int(qid)))
+                if cq is not None:
+                    cq.min_offset = max(cq.min_offset, min(int(start), cq.max_offset))
+
     def _drop_topic(self, topic: str) -> None:
-        with self._flusher.sync_lock, self._lock:
-            self.consume_queues.drop_topic(topic)
+        table = self.read_config(LOG_STARTS, {}) or {}
+        if table.pop(topic, None) is not None:
+            self.write_config(LOG_STARTS, table)
+        # As retention does: detach under the store lock (a moment), remove with no lock held, and let
+        # the flusher close the queues if it is fsyncing one of them right now.
+        with self._lock:
+            queues, directory = self.consume_queues.detach_topic(topic)
+        shutil.rmtree(directory, ignore_errors=True)
+        self._flusher.retire([cq.seg.close for cq in queues])  # their buffered units go with the topic
 
     # ------------------------------------------------------------------ durability and retention
 

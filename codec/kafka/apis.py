@@ -331,12 +331,14 @@ DESCRIBE_GROUPS = Api(key=15, name="DescribeGroups", versions="0-5", flexible="5
     ]),
 ])
 
-LIST_GROUPS = Api(key=16, name="ListGroups", versions="0-4", flexible="3+", request=[
+LIST_GROUPS = Api(key=16, name="ListGroups", versions="0-5", flexible="3+", request=[
     F("states_filter", "[str]", "4+"),
+    F("types_filter", "[str]", "5+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16"),
-    F("groups", [F("group_id", "str"), F("protocol_type", "str"), F("group_state", "str", "4+")]),
+    F("groups", [F("group_id", "str"), F("protocol_type", "str"), F("group_state", "str", "4+"),
+                 F("group_type", "str", "5+")]),
 ])
 
 API_VERSIONS = Api(key=18, name="ApiVersions", versions="0-4", flexible="3+", request=[
@@ -472,6 +474,111 @@ DESCRIBE_CLUSTER = Api(key=60, name="DescribeCluster", versions="0-1", flexible=
         F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+"),
     ]),
     F("cluster_authorized_operations", "i32", default=NO_AUTH_OPS),
+])
+
+DELETE_RECORDS = Api(key=21, name="DeleteRecords", versions="0-2", flexible="2+", request=[
+    F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("offset", "i64")])]),
+    F("timeout_ms", "i32"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [F("partition_index", "i32"), F("low_watermark", "i64"), F("error_code", "i16")]),
+    ]),
+])
+
+_ALTER_CONFIGS_RESPONSE = [
+    F("throttle_time_ms", "i32"),
+    F("responses", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+    ]),
+]
+
+ALTER_CONFIGS = Api(key=33, name="AlterConfigs", versions="0-2", flexible="2+", request=[
+    F("resources", [
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("configs", [F("name", "str"), F("value", "str", nullable="0+")]),
+    ]),
+    F("validate_only", "bool"),
+], response=_ALTER_CONFIGS_RESPONSE)
+
+INCREMENTAL_ALTER_CONFIGS = Api(key=44, name="IncrementalAlterConfigs", versions="0-1", flexible="1+", request=[
+    F("resources", [
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("configs", [F("name", "str"), F("config_operation", "i8"), F("value", "str", nullable="0+")]),
+    ]),
+    F("validate_only", "bool"),
+], response=_ALTER_CONFIGS_RESPONSE)
+
+# Kafka: flexibleVersions "none" (v1 does not exist, so "1+" means never).
+OFFSET_DELETE = Api(key=47, name="OffsetDelete", versions="0", flexible="1+", request=[
+    F("group_id", "str"),
+    F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32")])]),
+], response=[
+    F("error_code", "i16"),
+    F("throttle_time_ms", "i32"),
+    F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
+])
+
+_TOPIC_PARTITIONS = [F("topic_id", "uuid"), F("partitions", "[i32]")]
+
+CONSUMER_GROUP_HEARTBEAT = Api(key=68, name="ConsumerGroupHeartbeat", versions="0-1", flexible="0+", request=[
+    F("group_id", "str"),
+    F("member_id", "str"),
+    F("member_epoch", "i32"),
+    F("instance_id", "str", nullable="0+"),
+    F("rack_id", "str", nullable="0+"),
+    F("rebalance_timeout_ms", "i32", default=-1),
+    F("subscribed_topic_names", "[str]", nullable="0+"),
+    F("subscribed_topic_regex", "str", "1+", nullable="1+"),
+    F("server_assignor", "str", nullable="0+"),
+    F("topic_partitions", _TOPIC_PARTITIONS, nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("member_id", "str", nullable="0+"),
+    F("member_epoch", "i32"),
+    F("heartbeat_interval_ms", "i32"),
+    F("assignment", Struct([F("topic_partitions", _TOPIC_PARTITIONS)]), nullable="0+"),  # int8 marker first
+])
+
+_DESCRIBED_ASSIGNMENT = Struct([F("topic_partitions", [F("topic_id", "uuid"), F("topic_name", "str"),
+                                                       F("partitions", "[i32]")])])
+
+CONSUMER_GROUP_DESCRIBE = Api(key=69, name="ConsumerGroupDescribe", versions="0-1", flexible="0+", request=[
+    F("group_ids", "[str]"),
+    F("include_authorized_operations", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("groups", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("group_id", "str"),
+        F("group_state", "str"),
+        F("group_epoch", "i32"),
+        F("assignment_epoch", "i32"),
+        F("assignor_name", "str"),
+        F("members", [
+            F("member_id", "str"),
+            F("instance_id", "str", nullable="0+"),
+            F("rack_id", "str", nullable="0+"),
+            F("member_epoch", "i32"),
+            F("client_id", "str"),
+            F("client_host", "str"),
+            F("subscribed_topic_names", "[str]"),
+            F("subscribed_topic_regex", "str", nullable="0+"),
+            F("assignment", _DESCRIBED_ASSIGNMENT),
+            F("target_assignment", _DESCRIBED_ASSIGNMENT),
+            F("member_type", "i8", "1+", default=-1),
+        ]),
+        F("authorized_operations", "i32", default=NO_AUTH_OPS),
+    ]),
 ])
 
 ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-3", flexible="3+", request=[
@@ -656,5 +763,6 @@ TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFS
 ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
-       *TRANSACTION_APIS, *SECURITY_APIS]
+       DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
+       CONSUMER_GROUP_DESCRIBE, *TRANSACTION_APIS, *SECURITY_APIS]
 BY_KEY = {api.key: api for api in ALL}

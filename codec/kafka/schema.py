@@ -308,6 +308,8 @@ def _field_codec(f: F, version: int, flexible: bool):
     t = f.type
     if isinstance(t, Struct):
         rd, wr, default = _compile(t.fields, version, flexible)
+        if f.nullable_in(version):
+            rd, wr, default = _nullable_struct(rd, wr)
     elif isinstance(t, list):
         srd, swr, _ = _compile(t, version, flexible)
         rd, wr = _array(srd, swr, flexible)
@@ -323,6 +325,23 @@ def _field_codec(f: F, version: int, flexible: bool):
     if f.default is not None:
         default = f.default
     return rd, wr, default
+
+
+def _nullable_struct(rd, wr):
+    """A nullable struct is an int8 marker (-1: null, 1: present) before the struct, as Kafka's
+    generated code writes it."""
+    marker_rd, marker_wr = _fixed(I8)
+
+    def read(buf, pos):
+        marker, pos = marker_rd(buf, pos)
+        return (None, pos) if marker < 0 else rd(buf, pos)
+
+    def write(out, v):
+        marker_wr(out, -1 if v is None else 1)
+        if v is not None:
+            wr(out, v)
+
+    return read, write, None
 
 
 def _compile(fields: list[F], version: int, flexible: bool):

@@ -59,6 +59,15 @@ class RequestCode:
     QUERY_TOPICS_BY_CONSUMER = 343
     GET_TOPIC_CONFIG = 351
     LITE_PULL_MESSAGE = 361  # 5.x lite pull consumer: PULL_MESSAGE's header and answers
+    QUERY_ASSIGNMENT = 400  # 5.x POP: broker-side rebalance and the request mode (gateway/remoting/pop*)
+    SET_MESSAGE_REQUEST_MODE = 401
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
     # rocketgate's own admin call (no RocketMQ code does this): put a dead letter back on its original
     # topic. Header: commitLogOffset (of the %DLQ% entry), optional queueId. Answer: msgId, queueId,
     # queueOffset; SYSTEM_ERROR when the offset is not a dead letter.
@@ -83,8 +92,12 @@ class ResponseCode:
     QUERY_NOT_FOUND = 22
     SUBSCRIPTION_PARSE_FAILED = 23
     SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    INVALID_PARAMETER = 29
     CONSUMER_NOT_ONLINE = 206
     NO_MESSAGE = 208
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
 
 
 class PullSysFlag:

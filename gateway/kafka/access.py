@@ -66,6 +66,8 @@ SPLITS = {
     8: ("topics", "name", "topics", Op.READ, _offsets_entry),
     19: ("topics", "name", "topics", Op.CREATE, _named_error),
     20: ("topic_names", None, "responses", Op.DELETE, _named_error),
+    21: ("topics", "name", "topics", Op.DELETE, _offsets_entry),  # DeleteRecords
+    47: ("topics", "name", "topics", Op.READ, _offsets_entry),  # OffsetDelete
     24: ("topics", "name", "results", Op.WRITE, _add_partitions_entry),
     28: ("topics", "name", "topics", Op.READ, _offsets_entry),
     37: ("topics", "name", "results", Op.ALTER, _named_error),
@@ -116,6 +118,10 @@ def _before(ctx, key: int):
         return {"responses": [_produce_entry(t, TXN_DENIED) for t in req["topic_data"]]}
     if key in (11, 12, 13, 14) and authz.group_error(ctx, Op.READ, req["group_id"]):
         return {"error_code": GROUP_DENIED, "members": []}
+    if key == 68 and authz.group_error(ctx, Op.READ, req["group_id"]):
+        return {"error_code": GROUP_DENIED, "error_message": authz.MESSAGES[GROUP_DENIED]}
+    if key == 47 and authz.group_error(ctx, Op.DELETE, req["group_id"]):
+        return {"error_code": GROUP_DENIED}
     if key in (8, 28) and authz.group_error(ctx, Op.READ, req["group_id"]):
         return _denied_offsets(ctx, GROUP_DENIED)
     if key in (24, 25, 26, 28) and authz.txn_error(ctx, Op.WRITE, req["transactional_id"]):
@@ -163,14 +169,44 @@ def _after(ctx, key: int, body: dict) -> dict:
                 c.update(error_code=denied, error_message=authz.MESSAGES[denied], node_id=-1, host="", port=-1)
     elif key == 32:
         for r in body["results"]:
-            topic = r["resource_type"] == Res.TOPIC
-            if not authz.allowed(ctx, Op.DESCRIBE_CONFIGS, Res.TOPIC if topic else Res.CLUSTER,
-                                 r["resource_name"] if topic else "kafka-cluster"):
-                code = TOPIC_DENIED if topic else CLUSTER_DENIED
+            res, name, code = _config_resource(r)
+            if not authz.allowed(ctx, Op.DESCRIBE_CONFIGS, res, name):
                 r.update(error_code=code, error_message=authz.MESSAGES[code], configs=[])
+    elif key == 69:
+        for g in body["groups"]:
+            if authz.group_error(ctx, Op.DESCRIBE, g["group_id"]):
+                g.update(error_code=GROUP_DENIED, error_message=authz.MESSAGES[GROUP_DENIED], members=[])
+            g["authorized_operations"] = authz.operations(ctx, Res.GROUP, g["group_id"],
+                                                          req.get("include_authorized_operations", False))
     elif key == 60:
         body["cluster_authorized_operations"] = authz.operations(
             ctx, Res.CLUSTER, wanted=req.get("include_cluster_authorized_operations", False))
+    return body
+
+
+CONFIG_TOPIC, CONFIG_GROUP = 2, 32  # ConfigResource types; the others (brokers, loggers) are the cluster's
+
+
+def _config_resource(r: dict):
+    """(resource type, name, refusal code) a config resource is authorized on."""
+    if r["resource_type"] == CONFIG_TOPIC:
+        return Res.TOPIC, r["resource_name"], TOPIC_DENIED
+    if r["resource_type"] == CONFIG_GROUP:
+        return Res.GROUP, r["resource_name"], GROUP_DENIED
+    return Res.CLUSTER, "kafka-cluster", CLUSTER_DENIED
+
+
+async def _alter_configs(ctx, fn):
+    """AlterConfigs / IncrementalAlterConfigs: ALTER_CONFIGS on each resource; the denied are answered here."""
+    allowed, denied = [], []
+    for r in ctx.request["resources"]:
+        res, name, code = _config_resource(r)
+        (allowed if authz.allowed(ctx, Op.ALTER_CONFIGS, res, name) else denied).append((r, code))
+    ctx.request["resources"] = [r for r, _ in allowed]
+    body = await fn(ctx) if allowed else {"responses": []}
+    body["responses"] = list(body["responses"]) + [
+        {"error_code": code, "error_message": authz.MESSAGES[code], "resource_type": r["resource_type"],
+         "resource_name": r["resource_name"]} for r, code in denied]
     return body
 
 
@@ -199,7 +235,7 @@ def _filter_offset_fetch(ctx, body: dict) -> None:
 
 # ------------------------------------------------------------ entry point
 OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 36, 48, 50, 51))  # Metadata, SASL, ACL and user APIs check themselves
-AFTER = frozenset((9, 10, 15, 16, 32, 60))
+AFTER = frozenset((9, 10, 15, 16, 32, 60, 69))
 GROUP_DELETE = 42
 
 
@@ -212,9 +248,11 @@ async def guarded(key: int, fn, ctx):
         return refusal
     if key == GROUP_DELETE:
         return await _delete_groups(ctx, fn)
+    if key in (33, 44):
+        return await _alter_configs(ctx, fn)
     if key in SPLITS:
         return await _split(ctx, key, fn)
-    if key in AFTER or key in (11, 12, 13, 14, 22, 25, 26):
+    if key in AFTER or key in (11, 12, 13, 14, 22, 25, 26, 68):
         body = await fn(ctx)
         return body if body is None or key not in AFTER else _after(ctx, key, body)
     if not authz.allowed(ctx, Op.ALTER, Res.CLUSTER):

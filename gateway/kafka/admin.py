@@ -1,6 +1,7 @@
-"""Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs, DescribeCluster."""
+"""Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster (configs: `configs`)."""
 from __future__ import annotations
 
+import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
@@ -9,29 +10,8 @@ from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics import views
 
-RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
-SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
-TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_BOOLEAN, TYPE_LIST = 2, 3, 5, 1, 7
-CONFIG_TYPES = {"cleanup.policy": TYPE_LIST, "retention.ms": TYPE_LONG, "retention.bytes": TYPE_LONG,
-                "segment.bytes": TYPE_INT, "max.message.bytes": TYPE_INT, "min.insync.replicas": TYPE_INT}
 MAX_PARTITIONS = 10_000  # a sanity bound: Metadata lists every partition of a topic
-CLEANUP_POLICIES = {"delete", "compact", "compact,delete", "delete,compact"}
-
-
-def _validate_configs(configs: dict) -> str | None:
-    policy = configs.get("cleanup.policy")
-    if policy is not None and policy.replace(" ", "") not in CLEANUP_POLICIES:
-        return f"invalid cleanup.policy {policy!r}"
-    for key in ("retention.ms", "retention.bytes", "max.message.bytes", "segment.bytes"):
-        if key in configs:
-            try:
-                int(configs[key])
-            except ValueError:
-                return f"invalid {key} {configs[key]!r}"
-    ts_type = configs.get("message.timestamp.type")
-    if ts_type is not None and ts_type not in ("CreateTime", "LogAppendTime"):
-        return f"invalid message.timestamp.type {ts_type!r}"
-    return None
+VIEW_CONFIGS = (views.ATTR_SOURCE, views.ATTR_EXPRESSION)  # checked by semantics.views
 
 
 @handler(apis.CREATE_TOPICS)
@@ -40,7 +20,7 @@ async def create_topics(ctx: RequestContext):
     out = []
     for t in req["topics"]:
         name = t["name"]
-        configs = {c["name"]: c["value"] for c in t["configs"] if c["value"] is not None}
+        configs = {c["name"]: c["value"] for c in t["configs"]}
         n = t["num_partitions"]
         if n == -1:
             n = len(t["assignments"]) or app.config.default_partitions
@@ -50,7 +30,7 @@ async def create_topics(ctx: RequestContext):
                 n = topics.partition_count(base)
         rf = t["replication_factor"]
         entry = {"name": name, "num_partitions": n, "replication_factor": 1}
-        problem = _validate_configs(configs)
+        problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS)
         if not topics.legal_name(name):
             entry.update(error_code=errors.INVALID_TOPIC_EXCEPTION, error_message=f"illegal topic name {name!r}")
         elif app.store.topics.get(name) is not None:
@@ -77,7 +57,9 @@ async def create_topics(ctx: RequestContext):
             elif not req.get("validate_only"):
                 cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
-                entry["configs"] = _config_entries(app, cfg, None, ctx.version)
+                entry["configs"] = [{"name": e.name, "value": e.value, "read_only": e.read_only,
+                                     "config_source": e.source, "is_sensitive": False}
+                                    for e in config_apis.topic_entries(app, cfg)]
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
@@ -135,55 +117,6 @@ async def create_partitions(ctx: RequestContext):
             cfg.read_queues = cfg.write_queues = t["count"]
             app.store.topics.update(cfg)
         out.append({"name": name, "error_code": errors.NONE})
-    return {"results": out}
-
-
-def _config_entries(app, cfg, keys, version: int) -> list[dict]:
-    out = []
-    for name, (value, is_default) in sorted(topics.configs(app, cfg).items()):
-        if keys is not None and name not in keys:
-            continue
-        source = SOURCE_DEFAULT if is_default else SOURCE_DYNAMIC_TOPIC
-        out.append({"name": name, "value": value, "read_only": False, "is_default": is_default,
-                    "config_source": source, "is_sensitive": False,
-                    "synonyms": [{"name": name, "value": value, "source": source}],
-                    "config_type": CONFIG_TYPES.get(name, TYPE_STRING), "documentation": None})
-    return out
-
-
-def _broker_configs(app) -> dict[str, str]:
-    c = app.config
-    return {"broker.id": str(NODE_ID), "message.max.bytes": str(c.max_message_bytes),
-            "auto.create.topics.enable": str(c.auto_create_topics).lower(),
-            "num.partitions": str(c.default_partitions), "socket.request.max.bytes": str(c.max_frame_bytes),
-            "log.retention.hours": "72", "default.replication.factor": "1",
-            "offsets.topic.replication.factor": "1"}
-
-
-@handler(apis.DESCRIBE_CONFIGS)
-async def describe_configs(ctx: RequestContext):
-    app = ctx.app
-    out = []
-    for r in ctx.request["resources"]:
-        keys = set(r["configuration_keys"]) if r["configuration_keys"] is not None else None
-        entry = {"resource_type": r["resource_type"], "resource_name": r["resource_name"], "configs": []}
-        if r["resource_type"] == RESOURCE_TOPIC:
-            cfg = app.store.topics.get(r["resource_name"])
-            if cfg is None:
-                entry.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic")
-            else:
-                entry.update(error_code=errors.NONE, configs=_config_entries(app, cfg, keys, ctx.version))
-        elif r["resource_type"] == RESOURCE_BROKER:
-            entry["error_code"] = errors.NONE
-            entry["configs"] = [
-                {"name": k, "value": v, "read_only": True, "is_default": False,
-                 "config_source": SOURCE_STATIC_BROKER, "is_sensitive": False,
-                 "synonyms": [{"name": k, "value": v, "source": SOURCE_STATIC_BROKER}],
-                 "config_type": TYPE_STRING}
-                for k, v in sorted(_broker_configs(app).items()) if keys is None or k in keys]
-        else:
-            entry.update(error_code=errors.INVALID_REQUEST, error_message="unsupported resource type")
-        out.append(entry)
     return {"results": out}
 
 

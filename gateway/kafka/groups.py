@@ -1,4 +1,5 @@
-"""Group and producer-id APIs: coordinator lookup, classic group membership, offsets, InitProducerId.
+"""Group and producer-id APIs: coordinator lookup, classic group membership, offsets (commit, fetch,
+delete), InitProducerId.
 
 Membership is `semantics.kafka_groups.Coordinator`; committed offsets go to `app.offsets`, the one
 offset table RocketMQ groups use too.
@@ -6,13 +7,17 @@ offset table RocketMQ groups use too.
 from __future__ import annotations
 
 import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
 
 MAX_EPOCH = 32767
+TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
+CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups v5 group types
 
 
 @handler(apis.FIND_COORDINATOR)
@@ -27,6 +32,9 @@ async def find_coordinator(ctx: RequestContext):
 
 @handler(apis.JOIN_GROUP)
 async def join_group(ctx: RequestContext):
+    live = consumer_groups(ctx.app).groups.get(ctx.request["group_id"])
+    if live is not None and live.members:  # one protocol per group id (no online migration)
+        return {"error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "member_id": ctx.request["member_id"]}
     return await kafka_state(ctx.app).coordinator.join(ctx.request, ctx.version, ctx.client_id, "/" + ctx.peer_host)
 
 
@@ -57,16 +65,23 @@ async def leave_group(ctx: RequestContext):
 async def offset_commit(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     group = req["group_id"]
-    code = kafka_state(app).coordinator.check_commit(group, req.get("generation_id_or_member_epoch", -1),
-                                                     req.get("member_id", ""))
+    epoch = req.get("generation_id_or_member_epoch", -1)
+    code = consumer_groups(app).check_commit(group, req.get("member_id", ""), epoch)  # KIP-848 groups
+    if code is None:
+        code = kafka_state(app).coordinator.check_commit(group, epoch, req.get("member_id", ""),
+                                                         req.get("group_instance_id"),
+                                                         bool(app.offsets.group_offsets(group)))
     out = []
     for t in req["topics"]:
+        cfg = topics.existing(app, t["name"])
         parts = []
         for p in t["partitions"]:
-            if code == errors.NONE:
-                app.offsets.commit(group, t["name"], p["partition_index"], p["committed_offset"],
-                                   p["committed_metadata"] or "")
-            parts.append({"partition_index": p["partition_index"], "error_code": code})
+            index = p["partition_index"]
+            part_code = code if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
+            if part_code == errors.NONE:
+                app.offsets.commit(group, t["name"], index, p["committed_offset"], p["committed_metadata"] or "",
+                                   p.get("committed_leader_epoch", -1))
+            parts.append({"partition_index": index, "error_code": part_code})
         out.append({"name": t["name"], "partitions": parts})
     # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
     await app.offsets.wait_durable()
@@ -86,7 +101,7 @@ def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
         for qid in t["partition_indexes"]:
             offset = app.offsets.fetch(group, t["name"], qid)
             parts.append({"partition_index": qid, "committed_offset": -1 if offset is None else offset,
-                          "committed_leader_epoch": -1,
+                          "committed_leader_epoch": app.offsets.leader_epoch(group, t["name"], qid),
                           "metadata": app.offsets.metadata(group, t["name"], qid) if offset is not None else "",
                           "error_code": errors.NONE})
         out.append({"name": t["name"], "partitions": parts})
@@ -97,24 +112,33 @@ def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
 async def offset_fetch(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     if ctx.version >= 8:
-        return {"groups": [{"group_id": g["group_id"], "error_code": errors.NONE,
-                            "topics": _fetch_group_offsets(app, g["group_id"], g["topics"])}
-                           for g in req["groups"]]}
+        out = []
+        for g in req["groups"]:
+            code = errors.NONE
+            if g.get("member_id") is not None:  # v9: a KIP-848 member fetches with its epoch
+                code = consumer_groups(app).check_commit(g["group_id"], g["member_id"], g["member_epoch"])
+            out.append({"group_id": g["group_id"], "error_code": code or errors.NONE,
+                        "topics": _fetch_group_offsets(app, g["group_id"], g["topics"]) if not code else []})
+        return {"groups": out}
     return {"error_code": errors.NONE, "topics": _fetch_group_offsets(app, req["group_id"], req["topics"])}
 
 
 @handler(apis.LIST_GROUPS)
 async def list_groups(ctx: RequestContext):
     app = ctx.app
-    states = set(ctx.request.get("states_filter") or [])
+    states = {s.lower() for s in ctx.request.get("states_filter") or []}
+    types = {s.lower() for s in ctx.request.get("types_filter") or []}
     seen = {}
+    for group_id, state in consumer_groups(app).listing():
+        seen[group_id] = ("consumer", state, CONSUMER)
     for group_id, ptype, state in kafka_state(app).coordinator.listing():
-        seen[group_id] = (ptype, state)
+        seen.setdefault(group_id, (ptype, state, CLASSIC))
     for group_id in app.offsets.groups():
-        seen.setdefault(group_id, ("", "Empty"))
+        seen.setdefault(group_id, ("", "Empty", CLASSIC))
     return {"error_code": errors.NONE, "groups": [
-        {"group_id": g, "protocol_type": ptype, "group_state": state}
-        for g, (ptype, state) in sorted(seen.items()) if not states or state in states]}
+        {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": gtype}
+        for g, (ptype, state, gtype) in sorted(seen.items())
+        if (not states or state.lower() in states) and (not types or gtype in types)]}
 
 
 def _rocketmq_members(app, group_id: str) -> int:
@@ -129,7 +153,8 @@ async def describe_groups(ctx: RequestContext):
     out = []
     for group_id in ctx.request["groups"]:
         d = coordinator.describe(group_id)
-        if d["group_state"] == "Dead" and group_id in set(app.offsets.groups()):
+        consumer_group = group_id in consumer_groups(app).groups  # not a classic group: Dead, as Kafka says
+        if d["group_state"] == "Dead" and not consumer_group and group_id in set(app.offsets.groups()):
             d["group_state"] = "Empty"
         if d["group_state"] in ("Dead", "Empty") and _rocketmq_members(app, group_id):
             d["group_state"] = "Stable"  # live RocketMQ consumers use these offsets: not resettable now
@@ -145,7 +170,9 @@ async def delete_groups(ctx: RequestContext):
     out = []
     for group_id in ctx.request["groups_names"]:
         known = group_id in coordinator.groups or group_id in set(app.offsets.groups())
-        code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
+        code = consumer_groups(app).delete(group_id)
+        if code is None:
+            code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:
             app.offsets.delete_group(group_id)
             await app.offsets.wait_durable()
@@ -153,10 +180,39 @@ async def delete_groups(ctx: RequestContext):
     return {"results": out}
 
 
+@handler(apis.OFFSET_DELETE)
+async def offset_delete(ctx: RequestContext):
+    """Forget committed offsets of partitions the group's live members do not subscribe to."""
+    app, group = ctx.app, ctx.request["group_id"]
+    coordinator = kafka_state(app).coordinator
+    if group not in coordinator.groups and not app.offsets.group_offsets(group):
+        return {"error_code": errors.GROUP_ID_NOT_FOUND, "topics": []}
+    subscribed = coordinator.subscribed_topics(group)
+    out = []
+    for t in ctx.request["topics"]:
+        cfg = topics.existing(app, t["name"])
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition_index"]
+            if not topics.has_partition(cfg, index):
+                code = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif t["name"] in subscribed:
+                code = errors.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                app.offsets.delete(group, t["name"], index)
+                code = errors.NONE
+            parts.append({"partition_index": index, "error_code": code})
+        out.append({"name": t["name"], "partitions": parts})
+    app.offsets.persist()
+    return {"error_code": errors.NONE, "topics": out}
+
+
 @handler(apis.INIT_PRODUCER_ID)
 async def init_producer_id(ctx: RequestContext):
     req = ctx.request
     if req.get("transactional_id"):
+        if not 0 < req["transaction_timeout_ms"] <= TRANSACTION_MAX_TIMEOUT_MS:
+            return {"error_code": errors.INVALID_TRANSACTION_TIMEOUT}
         return await init_transactional(ctx.app, req["transactional_id"], req["transaction_timeout_ms"])
     producers = kafka_state(ctx.app).producers
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)

@@ -9,6 +9,8 @@ import gateway.kafka.access as access
 import gateway.kafka.errors as errors
 from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
+import gateway.kafka.configs  # noqa: F401
+import gateway.kafka.consumer_groups  # noqa: F401
 import gateway.kafka.fetch  # noqa: F401
 import gateway.kafka.groups  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401

@@ -1,4 +1,5 @@
-"""ListOffsets: earliest, latest, max-timestamp and by-time offsets of a partition."""
+"""ListOffsets (earliest, latest, max-timestamp and by-time offsets of a partition) and DeleteRecords
+(the log start offset)."""
 from __future__ import annotations
 
 import gateway.kafka.errors as errors
@@ -72,5 +73,31 @@ async def list_offsets(ctx: RequestContext):
             offset, ts = list_offset(app, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": -1})
+        out.append({"name": name, "partitions": parts})
+    return {"topics": out}
+
+
+@handler(apis.DELETE_RECORDS)
+async def delete_records(ctx: RequestContext):
+    """Move each partition's log start offset up to the requested offset (-1: the high watermark);
+    ListOffsets EARLIEST, Fetch and Produce's log_start_offset then start there."""
+    app = ctx.app
+    out = []
+    for t in ctx.request["topics"]:
+        name = t["name"]
+        cfg = topics.existing(app, name)
+        parts = []
+        for p in t["partitions"]:
+            index, offset = p["partition_index"], p["offset"]
+            entry = {"partition_index": index, "low_watermark": -1}
+            high = app.store.max_offset(name, index) if topics.has_partition(cfg, index) else None
+            if high is None:
+                entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif offset == LATEST or 0 <= offset <= high:
+                entry.update(error_code=errors.NONE, low_watermark=app.store.delete_records(
+                    name, index, high if offset == LATEST else offset))
+            else:
+                entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
+            parts.append(entry)
         out.append({"name": name, "partitions": parts})
     return {"topics": out}

@@ -24,7 +24,8 @@ def broker_list(ctx: RequestContext) -> list[dict]:
 def topic_metadata(name: str, cfg, error: int) -> dict:
     if cfg is None:
         return {"error_code": error, "name": name, "partitions": []}
-    return {"error_code": errors.NONE, "name": name, "is_internal": False, "partitions": [
+    return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name), "is_internal": False,
+            "partitions": [
         {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
          "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []}
         for p in range(topics.partition_count(cfg))]}
@@ -44,6 +45,12 @@ async def metadata(ctx: RequestContext):
         auto = req.get("allow_auto_topic_creation", True)
         for t in wanted:
             name = t["name"]
+            if name is None:  # v10+: a topic asked for by id
+                name = topics.name_of_topic_id(app, t["topic_id"])
+                if name is None:
+                    out.append({"error_code": errors.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t["topic_id"],
+                                "partitions": []})
+                    continue
             if not authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
                 out.append(topic_metadata(name, None, authz.TOPIC_AUTHORIZATION_FAILED))
                 continue
@@ -54,7 +61,7 @@ async def metadata(ctx: RequestContext):
             out.append(topic_metadata(name, cfg, err))
     include_ops = req.get("include_topic_authorized_operations", False)
     for t in out:
-        t["topic_authorized_operations"] = authz.operations(ctx, Res.TOPIC, t["name"], include_ops)
+        t["topic_authorized_operations"] = authz.operations(ctx, Res.TOPIC, t["name"] or "", include_ops)
     cluster_ops = authz.operations(ctx, Res.CLUSTER, wanted=req.get("include_cluster_authorized_operations", False))
     return {"brokers": broker_list(ctx), "cluster_id": CLUSTER_ID, "controller_id": NODE_ID, "topics": out,
             "cluster_authorized_operations": cluster_ops}

@@ -1,16 +1,31 @@
 """Kafka-side shared state of one gateway process: group coordinator, producer ids, transactions."""
 from __future__ import annotations
 
+import gateway.kafka.topics as topics
 from semantics import transactions
+from semantics.kafka_consumer_groups import ConsumerGroups
 from semantics.kafka_groups import Coordinator
 from semantics.producer_state import ProducerState, TransactionalProducers
+
+
+SYSTEM = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102", "%")  # RocketMQ's own topics: no regex matches them
 
 
 class KafkaState:
     """Made with the App (`app.kafka`); registers the "kafka" transaction checker."""
 
     def __init__(self, app) -> None:
-        self.coordinator = Coordinator()
+        self.coordinator = Coordinator()  # classic groups
+
+        def partition_count(name: str) -> int:
+            cfg = topics.existing(app, name)
+            return topics.partition_count(cfg) if cfg is not None else 0
+
+        def regex_candidates() -> list[str]:
+            """Kafka topics a regex subscription may match: not RocketMQ's system topics."""
+            return [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
+
+        self.consumer_groups = ConsumerGroups(partition_count, regex_candidates)  # KIP-848 groups
         self.producers = ProducerState(app.store)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)

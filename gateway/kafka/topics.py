@@ -1,23 +1,25 @@
-"""Topic lookups shared by the Kafka handlers: name rules, auto-creation, partition counts, configs."""
+"""Topic lookups shared by the Kafka handlers: name rules, auto-creation, partition counts, the
+configs produce enforces (their definitions and validation: `semantics.topic_configs`)."""
 from __future__ import annotations
 
 import re
+import uuid
 
 import gateway.kafka.errors as errors
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
+_TOPIC_IDS = uuid.UUID("6b1f5c8e-4d0a-4e53-9a6f-2f6d1c3b7a90")  # namespace of the name-derived topic ids
 
-# Kafka topic configs we report, with the defaults this gateway applies.
-DEFAULT_CONFIGS = {
-    "cleanup.policy": "delete",
-    "retention.ms": str(72 * 3600 * 1000),  # the store keeps CommitLog files 72 h by default
-    "retention.bytes": "-1",
-    "segment.bytes": str(1 << 30),
-    "message.timestamp.type": "CreateTime",
-    "compression.type": "producer",
-    "min.insync.replicas": "1",
-}
 
+def topic_id(name: str) -> bytes:
+    """The topic's id (Metadata v10+, KIP-848 assignments): derived from its name, so stable across
+    restarts without being stored (a re-created topic gets the same id)."""
+    return uuid.uuid5(_TOPIC_IDS, name).bytes
+
+
+def name_of_topic_id(app, tid: bytes) -> str | None:
+    """The existing topic whose id is `tid`, or None."""
+    return next((n for n in app.store.topics.names() if topic_id(n) == bytes(tid)), None)
 
 def legal_name(name: str | None) -> bool:
     """Whether Kafka may create a topic of this name; existing topics are served whatever their name
@@ -53,15 +55,6 @@ def lookup(app, name: str, auto_create: bool):
     if auto_create and app.config.auto_create_topics:
         return create(app, name, app.config.default_partitions), errors.NONE
     return None, errors.UNKNOWN_TOPIC_OR_PARTITION
-
-
-def configs(app, cfg) -> dict[str, tuple[str, bool]]:
-    """name -> (value, is_default) of every config we report for a topic."""
-    out = {k: (v, True) for k, v in DEFAULT_CONFIGS.items()}
-    out["max.message.bytes"] = (str(app.config.max_message_bytes), True)
-    for k, v in (cfg.attributes or {}).items():
-        out[k] = (str(v), False)
-    return out
 
 
 def max_message_bytes(app, cfg) -> int:

@@ -5,6 +5,7 @@ imports all processor modules once, and the connection looks requests up in HAND
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -26,6 +27,15 @@ def handles(*codes: int):
             HANDLERS[code] = fn
         return fn
     return register
+
+
+@dataclasses.dataclass(slots=True)
+class PopRemotingState:
+    """The remoting side's POP state of one process: waiting pops per polling key, and the consume
+    mode of each (topic, group) (SET_MESSAGE_REQUEST_MODE), loaded on first use."""
+
+    polling: dict = dataclasses.field(default_factory=dict)
+    modes: dict | None = None
 
 
 def registry(app) -> ClientRegistry:

@@ -8,6 +8,7 @@ import gateway.remoting.admin  # noqa: F401  (each fills HANDLERS)
 import gateway.remoting.consumer_manage  # noqa: F401
 import gateway.remoting.end_transaction  # noqa: F401
 import gateway.remoting.nameserver  # noqa: F401
+import gateway.remoting.pop  # noqa: F401
 import gateway.remoting.pull  # noqa: F401
 import gateway.remoting.query  # noqa: F401
 import gateway.remoting.reset_offset  # noqa: F401

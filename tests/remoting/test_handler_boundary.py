@@ -42,7 +42,7 @@ def test_handlers(monkeypatch):
 def _exchange(requests: list[int]) -> tuple[list[RemotingCommand], list[BaseException]]:
     """Send `requests` on one connection; the answers received until the server closed it (or
     answered them all), and what the server's connection task raised."""
-    app = types.SimpleNamespace(config=None, rocketmq_clients=ClientRegistry())
+    app = types.SimpleNamespace(config=None, rocketmq_clients=ClientRegistry(), security=None)
     raised: list[BaseException] = []
 
     async def serve(stream):

@@ -1,0 +1,185 @@
+"""Config APIs: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topics, the broker, groups).
+
+Topic configs live in the topic's `TopicConfig.attributes` (validated by `semantics.topic_configs`);
+attributes that are not Kafka topic configs (a view's `filter.*`, RocketMQ's own) are reported
+read-only and cannot be altered. The broker's and groups' configs are the gateway's start-up
+settings: described, never changed at run time (docs/mapping.md).
+"""
+from __future__ import annotations
+
+import gateway.kafka.errors as errors
+from codec.kafka import apis
+from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
+from gateway.kafka.registry import NODE_ID, RequestContext, handler
+from semantics import topic_configs as tc
+
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
+SHORT = 4  # ConfigType SHORT (the other types are named in semantics.topic_configs)
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
+# Consumer-group configs (Kafka's GroupConfig) with the values this gateway's coordinator uses.
+GROUP_CONFIGS = {"consumer.heartbeat.interval.ms": ("5000", "group.consumer.heartbeat.interval.ms"),
+                 "consumer.session.timeout.ms": ("45000", "group.consumer.session.timeout.ms")}
+
+
+def topic_entries(app, cfg) -> list[tc.Entry]:
+    attrs = cfg.attributes or {}
+    extras = tuple(sorted(k for k in attrs if k not in tc.TOPIC_CONFIGS))
+    return tc.describe(attrs, app.config.max_message_bytes, app.config.commitlog_file_size, extras)
+
+
+def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
+    """The INVALID_CONFIG message for CreateTopics configs (names in `fixed` are checked elsewhere)."""
+    for name, value in configs.items():
+        if value is None or name not in fixed:
+            why = tc.problem(name, value, app.config.max_message_bytes)
+            if why:
+                return why
+    return None
+
+
+def _broker_entries(app) -> list[tc.Entry]:
+    """The broker's settings (all fixed at start: read-only, STATIC_BROKER_CONFIG)."""
+    c = app.config
+    values = [("auto.create.topics.enable", str(c.auto_create_topics).lower(), tc.BOOLEAN),
+              ("broker.id", str(NODE_ID), tc.INT),
+              ("default.replication.factor", "1", tc.INT),
+              ("log.retention.hours", "72", tc.INT),
+              ("log.segment.bytes", str(c.commitlog_file_size), tc.INT),
+              ("message.max.bytes", str(c.max_message_bytes), tc.INT),
+              ("num.partitions", str(c.default_partitions), tc.INT),
+              ("offsets.topic.replication.factor", "1", SHORT),
+              ("socket.request.max.bytes", str(c.max_frame_bytes), tc.INT),
+              ("transaction.max.timeout.ms", str(TRANSACTION_MAX_TIMEOUT_MS), tc.INT)]
+    return [tc.Entry(name, value, tc.SOURCE_STATIC_BROKER, ctype, True, ((name, value, tc.SOURCE_STATIC_BROKER),))
+            for name, value, ctype in values]
+
+
+def _group_entries() -> list[tc.Entry]:
+    return [tc.Entry(name, value, tc.SOURCE_DEFAULT, tc.INT, True, ((synonym, value, tc.SOURCE_DEFAULT),))
+            for name, (value, synonym) in sorted(GROUP_CONFIGS.items())]
+
+
+def _broker_name_problem(name: str) -> str | None:
+    if name in ("", str(NODE_ID)):
+        return None
+    return f"Unexpected broker id, expected {NODE_ID} or empty string, but received {name}"
+
+
+def _describe_entry(e: tc.Entry, synonyms: bool) -> dict:
+    return {"name": e.name, "value": e.value, "read_only": e.read_only, "is_default": e.source == tc.SOURCE_DEFAULT,
+            "config_source": e.source, "is_sensitive": False,
+            "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in e.synonyms] if synonyms else [],
+            "config_type": e.type, "documentation": None}
+
+
+def _describe_resource(app, rtype: int, name: str) -> tuple[int, str | None, list[tc.Entry]]:
+    if rtype == RESOURCE_TOPIC:
+        cfg = app.store.topics.get(name)
+        if cfg is None:
+            return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.", []
+        return errors.NONE, None, topic_entries(app, cfg)
+    if rtype == RESOURCE_BROKER:
+        why = _broker_name_problem(name)
+        if why:
+            return errors.INVALID_REQUEST, why, []
+        # The cluster-wide default resource ("") lists dynamic defaults only, and there are none.
+        return errors.NONE, None, _broker_entries(app) if name else []
+    if rtype == RESOURCE_GROUP:
+        return errors.NONE, None, _group_entries()
+    return errors.INVALID_REQUEST, f"Unsupported resource type {rtype}", []
+
+
+@handler(apis.DESCRIBE_CONFIGS)
+async def describe_configs(ctx: RequestContext):
+    out = []
+    for r in ctx.request["resources"]:
+        keys = r["configuration_keys"]
+        code, message, entries = _describe_resource(ctx.app, r["resource_type"], r["resource_name"])
+        out.append({"error_code": code, "error_message": message, "resource_type": r["resource_type"],
+                    "resource_name": r["resource_name"],
+                    "configs": [_describe_entry(e, ctx.request.get("include_synonyms", False)) for e in entries
+                                if not keys or e.name in keys]})  # Kafka: empty = all
+    return {"results": out}
+
+
+def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace: bool,
+                 validate_only: bool) -> tuple[int, str | None]:
+    """Apply (name, operation, value) changes to a topic's configs; `replace` (AlterConfigs) first
+    drops every Kafka config the request does not name."""
+    if not name:
+        return errors.INVALID_REQUEST, "Default topic resources are not allowed."
+    cfg = app.store.topics.get(name)
+    if cfg is None:
+        return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+    names = [n for n, _, _ in ops]
+    if len(set(names)) != len(names):
+        return errors.INVALID_REQUEST, "Error due to duplicate config keys"
+    for n, op, value in ops:
+        if op not in (SET, DELETE, APPEND, SUBTRACT):
+            return errors.INVALID_REQUEST, f"Unknown config operation {op} for {n}"
+        if op == SET and value is None:
+            return errors.INVALID_REQUEST, f"Null value not supported for : {n}"
+        if n not in tc.TOPIC_CONFIGS:
+            fixed = n in (cfg.attributes or {})
+            return errors.INVALID_CONFIG, (f"{n} is fixed when the topic is created" if fixed
+                                           else f"Unknown topic config name: {n}")
+    current = dict(cfg.attributes or {})
+    if replace:
+        current = {k: v for k, v in current.items() if k not in tc.TOPIC_CONFIGS}
+    changed, why = tc.incremental(current, ops)
+    if why:
+        return errors.INVALID_CONFIG, why
+    for n in set(names):
+        if n in changed:
+            why = tc.problem(n, changed[n], app.config.max_message_bytes)
+            if why:
+                return errors.INVALID_CONFIG, why
+            changed[n] = changed[n].strip()
+    if not validate_only:
+        cfg.attributes = changed
+        app.store.topics.update(cfg)
+    return errors.NONE, None
+
+
+def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: bool) -> tuple[int, str | None]:
+    if rtype == RESOURCE_TOPIC:
+        return _alter_topic(app, name, ops, replace, validate_only)
+    if rtype == RESOURCE_BROKER:
+        why = _broker_name_problem(name)
+        if why:
+            return errors.INVALID_REQUEST, why
+        names = sorted({n for n, _, _ in ops})
+        if names:
+            return errors.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(names)}] " \
+                                           "(the gateway's settings are fixed at start)"
+        return errors.NONE, None
+    if rtype == RESOURCE_GROUP:
+        return errors.INVALID_REQUEST, "Group configs cannot be changed on this gateway"
+    return errors.INVALID_REQUEST, f"Unknown resource type {rtype}"
+
+
+def _alter_response(results: list) -> dict:
+    return {"responses": [{"error_code": code, "error_message": message, "resource_type": rtype,
+                           "resource_name": name} for rtype, name, code, message in results]}
+
+
+@handler(apis.ALTER_CONFIGS)
+async def alter_configs(ctx: RequestContext):
+    validate_only = ctx.request["validate_only"]
+    results = []
+    for r in ctx.request["resources"]:
+        ops = [(c["name"], SET, c["value"]) for c in r["configs"]]
+        code, message = _alter(ctx.app, r["resource_type"], r["resource_name"], ops, True, validate_only)
+        results.append((r["resource_type"], r["resource_name"], code, message))
+    return _alter_response(results)
+
+
+@handler(apis.INCREMENTAL_ALTER_CONFIGS)
+async def incremental_alter_configs(ctx: RequestContext):
+    validate_only = ctx.request["validate_only"]
+    results = []
+    for r in ctx.request["resources"]:
+        ops = [(c["name"], c["config_operation"], c["value"]) for c in r["configs"]]
+        code, message = _alter(ctx.app, r["resource_type"], r["resource_name"], ops, False, validate_only)
+        results.append((r["resource_type"], r["resource_name"], code, message))
+    return _alter_response(results)

@@ -1,0 +1,317 @@
+"""One pop engine for RocketMQ 5 POP consumption (and, later, Kafka share groups).
+
+A consumer acquires records of a queue without owning it; each record is leased to it until a
+deadline (RocketMQ's invisible time, Kafka's lock duration). `ack` finishes a record, `release`
+makes it available again now, `reject` finishes it through a dead-letter sink (RocketMQ:
+`%DLQ%<group>`; Kafka archives), `renew` moves its deadline. A record whose lease runs out is
+delivered again (in place: same topic, queue and offset) with its delivery count raised; once a
+record has been delivered `max_deliveries` times it is rejected instead.
+
+Receipts name (group, topic, queue, offset, pop time): the pop time is unique per delivery, so a
+receipt of an earlier delivery, of another group or of a finished record names nothing and
+changes nothing. The group's first unfinished offset is its committed offset in the one offset
+table, so offset tools show POP progress. State is logged (`semantics.pop_log`) before it
+changes; after kill -9 only records in flight at the crash can be delivered twice.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Callable
+
+import trio
+
+from semantics.clock import WALL_CLOCK
+from semantics.pop_log import PopLog
+from semantics.pop_state import QueueState
+
+INIT_MIN, INIT_MAX = 0, 1  # RocketMQ ConsumeInitMode: start at the first or at the next message
+DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and next new record
+DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
+SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
+SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    group: str
+    topic: str
+    queue_id: int
+    offset: int
+    pop_time: int
+
+
+@dataclass
+class Delivery:
+    offset: int
+    message: object  # store.StoredMessage (for an inner batch: the whole entry)
+    count: int  # 1 on the first delivery
+
+
+@dataclass
+class Acquired:
+    pop_time: int
+    deadline: int
+    deliveries: list[Delivery] = field(default_factory=list)
+    rest: int = 0  # records left in the queue (not delivered, or available again)
+    end_offset: int = 0  # CommitLog end of the logged op (0: nothing logged)
+
+
+def _ranges(offsets: list[int]) -> list[list[int]]:
+    """Ascending offsets as [first, end) ranges (a filtered queue skips long runs)."""
+    out: list[list[int]] = []
+    for offset in offsets:
+        if out and out[-1][1] == offset:
+            out[-1][1] += 1
+        else:
+            out.append([offset, offset + 1])
+    return out
+
+
+class PopEngine:
+    def __init__(self, store, offsets=None, *, notify: Callable[[str, int], None] | None = None,
+                 max_window: int = DEFAULT_MAX_WINDOW, clock: Callable[[], int] = WALL_CLOCK.now_ms) -> None:
+        self.store, self.offsets, self.notify = store, offsets, notify
+        self.max_window, self.clock = max_window, clock
+        self._log = PopLog(store)
+        self._states = self._log.load()
+        self._last_pop_time = max((lease.pop_time for s in self._states.values() for lease in s.leases.values()),
+                                  default=0)
+        self._ops_since_snapshot = 0
+        self._unsnapped_since: int | None = None  # time of the first op not in the snapshot
+        self._timers: list[tuple[int, str, int]] = []  # (deadline, topic, queue id), stale ones allowed
+        self._wake = trio.Event()
+        for (_, topic, qid), state in self._states.items():
+            deadline = state.next_deadline(0)
+            if deadline:
+                self._timers.append((deadline, topic, qid))
+        heapq.heapify(self._timers)
+
+    # ---- acquiring ------------------------------------------------------------------------
+    def acquire(self, group: str, topic: str, qid: int, max_n: int, invisible_ms: int, *,
+                tag_filter: Callable[[int], bool] | None = None, keep: Callable[[object, int], bool] | None = None,
+                init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
+                dead_letter: Callable[[str, object, int], int | None] | None = None,
+                pop_time: int | None = None) -> Acquired:
+        """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
+        `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
+        a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
+        offset)` (returns a CommitLog end offset or None) and is finished. One pop over several
+        queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time)."""
+        now = self.clock()
+        state = self._state(group, topic, qid, init_mode)
+        if pop_time is None:
+            pop_time = self.new_pop_time()
+        result = Acquired(pop_time, now + invisible_ms)
+        again, dead = [], []
+        for offset in state.available(now):
+            if len(again) >= max_n:
+                break
+            (dead if state.leases[offset].count >= max_deliveries else again).append(offset)
+        if dead:
+            result.end_offset = self._dead_letter(state, group, topic, qid, dead, dead_letter)
+        for offset in again:
+            message = self._message(topic, qid, offset)
+            if message is None:  # gone with retention
+                continue
+            result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
+        skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), tag_filter, keep, result)
+        offsets = [d.offset for d in result.deliveries]
+        if offsets or skipped or new_next != state.next:
+            op = {"k": "pop", "o": offsets, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
+            result.end_offset = self._do(group, topic, qid, state, op)
+            if offsets:
+                self._arm(result.deadline, topic, qid)
+        result.deliveries.sort(key=lambda d: d.offset)
+        result.rest = max(0, self.store.max_offset(topic, qid) - state.next) + len(state.available(now))
+        return result
+
+    def new_pop_time(self) -> int:
+        """Now in epoch ms, but strictly above any pop time given before (also before a restart)."""
+        self._last_pop_time = max(self.clock(), self._last_pop_time + 1)
+        return self._last_pop_time
+
+    def _read_new(self, state, topic, qid, want, tag_filter, keep, result) -> tuple[list[int], int]:
+        """Lease new records from `state.next` on; returns (offsets skipped by the filters, new next)."""
+        skipped, position = [], state.next
+        limit = state.start + self.max_window
+        while want > 0 and position < limit:
+            read = self.store.read(topic, qid, position, max_count=min(want, limit - position, 256),
+                                   tag_filter=tag_filter)
+            if read.next_offset <= position:
+                break
+            end = min(read.next_offset, limit)
+            at = {}
+            for first, message in read.entries:
+                for offset in range(max(first, position), min(first + max(1, message.batch_count), end)):
+                    at[offset] = message
+            for offset in range(position, end):
+                message = at.get(offset)
+                if message is None or (keep is not None and not keep(message, offset)):
+                    skipped.append(offset)
+                elif want == 0:
+                    return skipped, offset
+                else:
+                    result.deliveries.append(Delivery(offset, message, 1))
+                    want -= 1
+            position = end
+        return skipped, position
+
+    # ---- receipts -------------------------------------------------------------------------
+    def ack(self, receipts: list[Receipt]) -> tuple[int, int]:
+        """Finish the records the receipts name. Returns (how many were valid, log end offset);
+        invalid receipts (unknown, stale, expired, finished, other group) change nothing."""
+        return self._finish(receipts)
+
+    def reject(self, receipts: list[Receipt], dead_letter=None) -> tuple[int, int]:
+        """Finish through the dead-letter sink (never delivered again)."""
+        return self._finish(receipts, dead_letter, reject=True)
+
+    def release(self, receipts: list[Receipt]) -> tuple[int, int]:
+        """Make the records available again now (the delivery still counts)."""
+        valid, end = self._valid(receipts), 0
+        for (group, topic, qid), offsets in valid.items():
+            state = self._states[(group, topic, qid)]
+            end = self._do(group, topic, qid, state, {"k": "rel", "o": offsets})
+            if self.notify is not None:
+                self.notify(topic, qid)
+        return sum(len(o) for o in valid.values()), end
+
+    def renew(self, receipt: Receipt, invisible_ms: int) -> tuple[int, int] | None:
+        """Change the invisible time: the record stays leased until now + invisible_ms. Returns
+        (new deadline, log end offset), or None for an invalid receipt."""
+        if not self._valid([receipt]):
+            return None
+        key = (receipt.group, receipt.topic, receipt.queue_id)
+        deadline = self.clock() + invisible_ms
+        end = self._do(*key, self._states[key], {"k": "chg", "o": receipt.offset, "d": deadline})
+        self._arm(deadline, receipt.topic, receipt.queue_id)
+        return deadline, end
+
+    def lease(self, receipt: Receipt):
+        state = self._states.get((receipt.group, receipt.topic, receipt.queue_id))
+        return None if state is None else state.lease_for(receipt.offset, receipt.pop_time)
+
+    def _valid(self, receipts) -> dict[tuple, list[int]]:
+        now, out = self.clock(), {}
+        for r in receipts:
+            lease = self.lease(r)
+            if lease is not None and lease.deadline > now and r.offset not in out.get((r.group, r.topic, r.queue_id), ()):
+                out.setdefault((r.group, r.topic, r.queue_id), []).append(r.offset)
+        return out
+
+    def _finish(self, receipts, dead_letter=None, reject=False) -> tuple[int, int]:
+        valid, end = self._valid(receipts), 0
+        for (group, topic, qid), offsets in valid.items():
+            state = self._states[(group, topic, qid)]
+            if reject:
+                end = self._dead_letter(state, group, topic, qid, offsets, dead_letter)
+            else:
+                end = self._do(group, topic, qid, state, {"k": "ack", "o": offsets})
+        return sum(len(o) for o in valid.values()), end
+
+    def _dead_letter(self, state, group, topic, qid, offsets, dead_letter) -> int:
+        end = 0
+        if dead_letter is not None:
+            for offset in offsets:
+                message = self._message(topic, qid, offset)
+                if message is not None:
+                    end = max(end, dead_letter(group, message, offset) or 0)
+        return max(end, self._do(group, topic, qid, state, {"k": "ack", "o": offsets, "dead": True}))
+
+    # ---- views ----------------------------------------------------------------------------
+    def state(self, group: str, topic: str, qid: int) -> QueueState | None:
+        return self._states.get((group, topic, qid))
+
+    def start_offset(self, group: str, topic: str, qid: int) -> int:
+        """The group's first unfinished offset; for a queue it never popped, where a pop would start
+        (committed offset, else the queue's start). Changes nothing."""
+        state = self._states.get((group, topic, qid))
+        if state is not None:
+            return state.start
+        committed = self.offsets.fetch(group, topic, qid) if self.offsets is not None else None
+        return max(committed or 0, self.store.min_offset(topic, qid))
+
+    def has_available(self, group: str, topic: str, qid: int) -> bool:
+        """Whether a pop could lease something now (new records in the window, or records back)."""
+        state = self._states.get((group, topic, qid))
+        if state is None:
+            return self.store.max_offset(topic, qid) > self.start_offset(group, topic, qid)
+        return (self.store.max_offset(topic, qid) > state.next and state.next < state.start + self.max_window) \
+            or bool(state.available(self.clock()))
+
+    # ---- internals ------------------------------------------------------------------------
+    def _state(self, group, topic, qid, init_mode) -> QueueState:
+        key = (group, topic, qid)
+        state = self._states.get(key)
+        lo = self.store.min_offset(topic, qid)
+        if state is None:
+            committed = self.offsets.fetch(group, topic, qid) if self.offsets is not None else None
+            if committed is not None:
+                start = committed
+            elif init_mode == INIT_MIN or topic.startswith("%RETRY%"):
+                start = lo
+            else:
+                start = self.store.max_offset(topic, qid)
+            start = max(start, lo)
+            self._log.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            state = self._states[key] = QueueState(start)
+        elif state.start < lo:
+            self._do(group, topic, qid, state, {"k": "move", "s": lo})
+        return state
+
+    def _do(self, group, topic, qid, state: QueueState, op: dict) -> int:
+        """Log the op, then apply it: the one way state changes."""
+        end = self._log.append({**op, "g": group, "t": topic, "q": qid})
+        before = state.start
+        state.apply(op)
+        if state.start != before and self.offsets is not None:
+            self.offsets.commit(group, topic, qid, state.start)
+        self._ops_since_snapshot += 1
+        if self._unsnapped_since is None:
+            self._unsnapped_since = self.clock()
+            self._wake.set()  # the timer task schedules the snapshot
+        if self._ops_since_snapshot >= SNAPSHOT_EVERY:
+            self.snapshot()
+        return end
+
+    def snapshot(self) -> None:
+        self._ops_since_snapshot, self._unsnapped_since = 0, None
+        self._log.snapshot(self._states)
+
+    def _message(self, topic, qid, offset):
+        read = self.store.read(topic, qid, offset, max_count=1)
+        for first, message in read.entries:
+            if first <= offset < first + max(1, message.batch_count):
+                return message
+        return None
+
+    # ---- timers ---------------------------------------------------------------------------
+    def _arm(self, deadline: int, topic: str, qid: int) -> None:
+        earliest = self._timers[0][0] if self._timers else None
+        heapq.heappush(self._timers, (deadline, topic, qid))
+        if earliest is None or deadline < earliest:
+            self._wake.set()
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Sleep until the next lease deadline, then wake the queue's waiters (long-polling pops)
+        so the record is delivered again; also write the snapshot SNAPSHOT_AFTER_MS after the
+        first op it lacks. No polling in between."""
+        task_status.started()
+        while True:
+            self._wake = trio.Event()
+            now = self.clock()
+            while self._timers and self._timers[0][0] <= now:
+                _, topic, qid = heapq.heappop(self._timers)
+                if self.notify is not None:
+                    self.notify(topic, qid)
+            if self._unsnapped_since is not None and now >= self._unsnapped_since + SNAPSHOT_AFTER_MS:
+                self.snapshot()
+            wake_at = [t for t in (self._timers[0][0] if self._timers else None,
+                                   None if self._unsnapped_since is None else self._unsnapped_since + SNAPSHOT_AFTER_MS)
+                       if t is not None]
+            if wake_at:
+                with trio.move_on_after(max(0, min(wake_at) - now) / 1000.0):
+                    await self._wake.wait()
+            else:
+                await self._wake.wait()

@@ -1,0 +1,48 @@
+"""The broker a Kafka conformance test talks to: a fresh gateway, or a real Apache Kafka 4.x.
+
+Every conformance test is first run against real Kafka (a `bench.brokers.KafkaBroker`, started from
+bench/jars) by pointing KAFKA_REFERENCE_BOOTSTRAP=host:port at it, so a failure against the gateway
+is the gateway's bug. Tests of what only the gateway does are marked `gateway_only`.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from gateway_process import GatewayProcess
+from kafka_raw import RawClient
+
+REFERENCE = os.environ.get("KAFKA_REFERENCE_BOOTSTRAP")
+gateway_only = pytest.mark.skipif(REFERENCE is not None, reason="behaviour of the gateway only")
+
+
+class Target:
+    def __init__(self, bootstrap: str, gateway: GatewayProcess | None) -> None:
+        self.bootstrap = bootstrap
+        self.gateway = gateway  # None against the reference Kafka
+
+    def raw(self) -> RawClient:
+        return RawClient(self.bootstrap, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory):
+    if REFERENCE:
+        yield Target(REFERENCE, None)
+        return
+    g = GatewayProcess(str(tmp_path_factory.mktemp("target") / "data")).start()
+    yield Target(g.kafka_bootstrap, g)
+    g.stop()
+
+
+def eventually(fn, timeout: float = 15.0):
+    """fn() once it stops raising (Kafka applies a new topic's metadata asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except Exception:  # noqa: BLE001 - retried until the deadline, then raised
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
