@@ -190,3 +190,12 @@ def test_transactional_and_idempotent_producers(gw):
     with pytest.raises(KafkaException) as info:
         p.init_transactions(20)
     assert info.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_kip848_consumer_groups(gw):
+    """group.protocol=consumer (ConsumerGroupHeartbeat): READ on the group, as for classic groups."""
+    conf = {**kg.librdkafka(gw, ALICE, ALICE_PW), "group.protocol": "consumer"}
+    assert produce(kg.librdkafka(gw, ALICE, ALICE_PW), "orders") == [(None, None)]
+    assert consume_one(conf, "alice-848", "orders") == b"value"
+    err = consume_one(conf, "other-848", "orders")
+    assert err is not None and err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED, err

@@ -102,6 +102,7 @@ def main() -> int:
                                        tests.test_acls_need_alter_on_the_cluster,
                                        tests.test_admin_apis_as_a_user_without_rights,
                                        tests.test_transactional_and_idempotent_producers,
+                                       tests.test_kip848_consumer_groups,
                                        java_tests.test_acls_add_list_remove,
                                        java_tests.test_configs_add_scram_user_then_java_clients)]
         log_text = types.SimpleNamespace(text="", clear=lambda: None)  # kafka-python's log, as caplog
