@@ -7,6 +7,8 @@ import dataclasses
 import logging
 import sys
 
+from gateway.listeners import PROTOCOLS, ListenerError, check, parse_listener
+
 
 @dataclasses.dataclass
 class GatewayConfig:
@@ -38,6 +40,14 @@ class GatewayConfig:
     authorizer: str = "none"
     super_users: str = ""  # comma-separated principals, e.g. "User:admin"
     allow_everyone_if_no_acl_found: bool = False
+    # Listeners and TLS (gateway/listeners.py, gateway/tls.py).
+    kafka_security_protocol: str = "PLAINTEXT"
+    listeners: tuple = ()  # more Kafka listeners (gateway.listeners.Listener)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_ca: str | None = None  # set: TLS clients must present a certificate it signed
+    remoting_tls: bool = False
+    allow_anonymous: bool = False  # serve a non-loopback address without authentication
 
     @property
     def advertised(self) -> str:
@@ -82,6 +92,13 @@ _port = _int_between(0, 65535, "port (0-65535; 0 picks a free one)")
 _positive_int = _int_between(1, None, "value (a positive integer)")
 
 
+def _listener(text: str):
+    try:
+        return parse_listener(text)
+    except ListenerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 # The store refuses smaller CommitLog files (store.Store); say so here, as a usage error.
 MIN_COMMITLOG_FILE_SIZE = 4096
 
@@ -119,10 +136,26 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--super-users", default=d.super_users, help="principals allowed everything, e.g. User:admin")
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="a resource no ACL names is open to every authenticated principal")
+    p.add_argument("--kafka-security-protocol", type=str.upper, choices=PROTOCOLS, default=d.kafka_security_protocol,
+                   help="security of the --kafka-port listener")
+    p.add_argument("--listener", dest="listeners", action="append", type=_listener, default=[],
+                   metavar="NAME=PROTOCOL://HOST:PORT[,ADVERTISED_HOST[:PORT]]", help="one more Kafka listener")
+    p.add_argument("--tls-cert", default=None, help="PEM certificate (chain) of every TLS listener")
+    p.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    p.add_argument("--tls-ca", default=None, help="PEM CA: TLS clients must present a certificate it signed")
+    p.add_argument("--remoting-tls", action="store_true", help="the remoting port accepts TLS only")
+    p.add_argument("--allow-anonymous", action="store_true",
+                   help="allow serving a non-loopback address without authentication")
     ns = p.parse_args(argv)
+    ns.listeners = tuple(ns.listeners)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "
                 f"(at least {MIN_COMMITLOG_FILE_SIZE})")
     if not isinstance(logging.getLevelName(ns.log_level.upper()), int):
         p.error(f"argument --log-level: unknown level {ns.log_level!r} (DEBUG, INFO, WARNING, ERROR, CRITICAL)")
-    return GatewayConfig(**vars(ns))
+    config = GatewayConfig(**vars(ns))
+    try:
+        check(config)
+    except ListenerError as exc:
+        p.error(str(exc))
+    return config

@@ -12,7 +12,9 @@ import trio
 
 from gateway.app import App, StartupError, build_app
 from gateway.config import GatewayConfig
+from gateway.listeners import endpoints
 from gateway.ops.http import HttpService, bind_http
+from gateway.tls import TlsError, TlsFiles, accept as accept_tls
 from gateway.services import start_services, write_left
 
 log = logging.getLogger("rocketgate")
@@ -43,11 +45,13 @@ class _Connection:
     request bytes arrive until an answer is sent and the handler waits for the next request
     (a request without an answer keeps it busy until the shutdown deadline)."""
 
-    __slots__ = ("_stream", "_all", "receiving", "unanswered")
+    __slots__ = ("_stream", "_all", "receiving", "unanswered", "socket", "listener")
 
-    def __init__(self, stream: trio.SocketStream, connections: _Connections) -> None:
-        self._stream = stream
+    def __init__(self, stream, connections: _Connections, socket, listener) -> None:
+        self._stream = stream  # the SocketStream, or the SSLStream over it
         self._all = connections
+        self.socket = socket
+        self.listener = listener  # gateway.listeners.Listener
         self.receiving = False
         self.unanswered = False
 
@@ -75,15 +79,15 @@ class _Connection:
         return self.receiving and not self.unanswered
 
 
-async def _bind(config: GatewayConfig, name: str, port: int) -> list[trio.socket.SocketType]:
-    """Bound (not yet listening) sockets for `port` on every address of --host, as
+async def _bind(host: str, name: str, port: int) -> list[trio.socket.SocketType]:
+    """Bound (not yet listening) sockets for `port` on every address of `host`, as
     trio.open_tcp_listeners binds them. Connecting is refused until _listen; a bind error is a
     StartupError (not an OSError in an ExceptionGroup: this runs before any nursery)."""
     tsocket = trio.socket
     socks: list[trio.socket.SocketType] = []
     try:
         for family, type_, proto, _, sockaddr in await tsocket.getaddrinfo(
-                config.host, port, type=tsocket.SOCK_STREAM, flags=tsocket.AI_PASSIVE):
+                host, port, type=tsocket.SOCK_STREAM, flags=tsocket.AI_PASSIVE):
             sock = tsocket.socket(family, type_, proto)
             socks.append(sock)
             sock.setsockopt(tsocket.SOL_SOCKET, tsocket.SO_REUSEADDR, 1)
@@ -94,22 +98,33 @@ async def _bind(config: GatewayConfig, name: str, port: int) -> list[trio.socket
         for sock in socks:
             sock.close()
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
-        raise StartupError(f"cannot listen for {name} on {config.host}:{port}: {reason}") from None
+        raise StartupError(f"cannot listen for {name} on {host}:{port}: {reason}") from None
     return socks
 
 
-async def _bind_both(config: GatewayConfig) -> dict[str, list]:
-    kafka = await _bind(config, "kafka", config.kafka_port)
+async def _bind_all(config: GatewayConfig) -> dict:
+    """Listener (gateway.listeners) -> its bound sockets, for every port of the config."""
+    bound = {}
     try:
-        remoting = await _bind(config, "remoting", config.remoting_port)
+        for listener in endpoints(config):
+            name = listener.kind if listener.kind == "remoting" else f"kafka ({listener.name})"
+            bound[listener] = await _bind(listener.host, name, listener.port)
     except StartupError:
-        for sock in kafka:
-            sock.close()
+        _close_all(bound)
         raise
-    return {"kafka": kafka, "remoting": remoting}
+    return bound
 
 
-def _close_all(bound: dict[str, list]) -> None:
+def _tls_files(config: GatewayConfig) -> TlsFiles | None:
+    if not any(listener.tls for listener in endpoints(config)):
+        return None
+    try:
+        return TlsFiles(config.tls_cert, config.tls_key, config.tls_ca)
+    except TlsError as exc:
+        raise StartupError(str(exc)) from None
+
+
+def _close_all(bound: dict) -> None:
     for socks in bound.values():
         for sock in socks:
             sock.close()
@@ -121,7 +136,7 @@ def _listen(socks: list) -> list[trio.SocketListener]:
     return [trio.SocketListener(sock) for sock in socks]
 
 
-async def _serve(app: App, bound: dict[str, list] | None = None, http=None) -> None:
+async def _serve(app: App, bound: dict | None = None, http=None) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let busy connections finish their request
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
@@ -130,7 +145,8 @@ async def _serve(app: App, bound: dict[str, list] | None = None, http=None) -> N
     handlers = {"kafka": kafka_handler, "remoting": remoting_handler}
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         if bound is None:
-            bound = await _bind_both(app.config)
+            bound = await _bind_all(app.config)
+        tls = _tls_files(app.config)
         connections = _Connections()
         async with trio.open_nursery() as services:
             await start_services(app, services)
@@ -138,13 +154,15 @@ async def _serve(app: App, bound: dict[str, list] | None = None, http=None) -> N
                 await services.start(HttpService(app, http).run)
             async with trio.open_nursery() as conns:
                 accepting = []  # one cancel scope per listener: a scope is entered once
-                for name, socks in bound.items():
+                for listener, socks in bound.items():
                     listeners = _listen(socks)
                     accepting.append(trio.CancelScope())
-                    conns.start_soon(_accept, accepting[-1], listeners,
-                                     _serve_one(app, name, handlers[name], connections), conns)
-                    log.info("%s listener ready on %s:%d", name, app.config.host,
-                             listeners[0].socket.getsockname()[1])
+                    serve_one = _serve_one(app, listener, handlers[listener.kind], connections,
+                                           tls if listener.tls else None)
+                    conns.start_soon(_accept, accepting[-1], listeners, serve_one, conns)
+                    log.info("%s listener ready on %s:%d%s", listener.kind, listener.host,
+                             listeners[0].socket.getsockname()[1],
+                             "" if listener.protocol == "PLAINTEXT" else f" ({listener.name}, {listener.protocol})")
                 app.stats.listeners_up = True
                 async for signum in signals:
                     log.info("received %s, shutting down", signal.Signals(signum).name)
@@ -164,21 +182,29 @@ async def _accept(scope: trio.CancelScope, listeners, serve_one, conns: trio.Nur
         await trio.serve_listeners(serve_one, listeners, handler_nursery=conns)
 
 
-def _serve_one(app: App, name: str, handler, connections: _Connections):
+def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsFiles | None):
+    name = listener.kind
+
     async def serve_one(stream: trio.SocketStream) -> None:
-        conn = _Connection(stream, connections)
-        connections.open.add(conn)
+        conn = None
         try:
+            secured = stream if tls is None else await accept_tls(stream, tls)
+            if secured is None:
+                return
+            conn = _Connection(secured, connections, stream.socket, listener)
+            connections.open.add(conn)
             await handler(conn, app)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         except Exception:  # a bug in one connection must not take the server down
             log.exception("%s connection failed", name)
         finally:
-            connections.open.discard(conn)
+            if conn is not None:
+                connections.open.discard(conn)
             connections.changed()
             with trio.move_on_after(1):
-                await stream.aclose()
+                # TLS: close_notify first, so the peer reads our last answer before the close
+                await (conn._stream if conn is not None else stream).aclose()
 
     return serve_one
 
@@ -208,8 +234,9 @@ def main(config: GatewayConfig) -> int:
 async def _run(config: GatewayConfig) -> int:
     # Bind first: a port in use is reported before store recovery runs (and logs); the ports
     # refuse connections until everything is ready (they listen in _serve).
-    bound = await _bind_both(config)
+    bound = await _bind_all(config)
     try:
+        _tls_files(config)  # a certificate that cannot be loaded stops the start here
         http = bind_http(config)  # --http-port (gateway.ops); None when off
         app = build_app(config)
     except BaseException:

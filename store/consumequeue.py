@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import struct
 
 from store.errors import StoreError
@@ -172,10 +171,11 @@ class ConsumeQueueTable:
             detached += cq.advance_min(commitlog_min)
         return detached
 
-    def drop_topic(self, topic: str) -> None:
-        for key in [k for k in self.queues if k[0] == topic]:
-            self.queues.pop(key).close()
-        shutil.rmtree(os.path.join(self.dir, topic_dir(topic)), ignore_errors=True)
+    def detach_topic(self, topic: str) -> tuple[list[ConsumeQueue], str]:
+        """Forget a topic's queues (called under the store lock); the caller removes the returned
+        directory and closes the returned queues without holding it."""
+        return [self.queues.pop(k) for k in [k for k in self.queues if k[0] == topic]], \
+            os.path.join(self.dir, topic_dir(topic))
 
     def drain(self) -> list[ConsumeQueue]:
         """Write every queue's buffered units; the queues (to sync outside the store lock)."""

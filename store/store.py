@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
 from typing import Sequence
@@ -328,8 +329,12 @@ class Store:
         table = self.read_config(LOG_STARTS, {}) or {}
         if table.pop(topic, None) is not None:
             self.write_config(LOG_STARTS, table)
-        with self._flusher.sync_lock, self._lock:
-            self.consume_queues.drop_topic(topic)
+        # As retention does: detach under the store lock (a moment), remove with no lock held, and let
+        # the flusher close the queues if it is fsyncing one of them right now.
+        with self._lock:
+            queues, directory = self.consume_queues.detach_topic(topic)
+        shutil.rmtree(directory, ignore_errors=True)
+        self._flusher.retire([cq.seg.close for cq in queues])  # their buffered units go with the topic
 
     # ------------------------------------------------------------------ durability and retention
 

@@ -22,7 +22,7 @@ class Api:
                  served: str | None = None) -> None:
         self.key, self.name = key, name
         self.min_version, self.max_version = version_range(versions)
-        self.flexible_from = version_range(flexible)[0]
+        self.flexible_from = version_range(flexible)[0] if flexible != "none" else 1 << 30
         self.served_from = version_range(served)[0] if served else self.min_version
         self.request, self.response = request, response
 
@@ -639,11 +639,130 @@ TXN_OFFSET_COMMIT = Api(key=28, name="TxnOffsetCommit", versions="0-3", flexible
     ]),
 ])
 
+# Security (gateway/kafka/sasl.py, gateway/kafka/security_admin.py). SaslHandshake v0 (raw SASL tokens
+# after the handshake, no SaslAuthenticate) is not offered: every maintained client uses v1.
+SASL_HANDSHAKE = Api(key=17, name="SaslHandshake", versions="1", flexible="none", request=[
+    F("mechanism", "str"),
+], response=[
+    F("error_code", "i16"),
+    F("mechanisms", "[str]"),
+])
+
+SASL_AUTHENTICATE = Api(key=36, name="SaslAuthenticate", versions="0-2", flexible="2+", request=[
+    F("auth_bytes", "bytes"),
+], response=[
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("auth_bytes", "bytes"),
+    F("session_lifetime_ms", "i64", "1+"),
+])
+
+_ACL_FILTER = [
+    F("resource_type_filter", "i8"),
+    F("resource_name_filter", "str", nullable="0+"),
+    F("pattern_type_filter", "i8", "1+", default=3),
+    F("principal_filter", "str", nullable="0+"),
+    F("host_filter", "str", nullable="0+"),
+    F("operation", "i8"),
+    F("permission_type", "i8"),
+]
+
+DESCRIBE_ACLS = Api(key=29, name="DescribeAcls", versions="1-3", flexible="2+", request=_ACL_FILTER, response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("resources", [
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("pattern_type", "i8", "1+", default=3),
+        F("acls", [F("principal", "str"), F("host", "str"), F("operation", "i8"), F("permission_type", "i8")]),
+    ]),
+])
+
+CREATE_ACLS = Api(key=30, name="CreateAcls", versions="1-3", flexible="2+", request=[
+    F("creations", [
+        F("resource_type", "i8"),
+        F("resource_name", "str"),
+        F("resource_pattern_type", "i8", "1+", default=3),
+        F("principal", "str"),
+        F("host", "str"),
+        F("operation", "i8"),
+        F("permission_type", "i8"),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [F("error_code", "i16"), F("error_message", "str", nullable="0+")]),
+])
+
+DELETE_ACLS = Api(key=31, name="DeleteAcls", versions="1-3", flexible="2+", request=[
+    F("filters", _ACL_FILTER),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("filter_results", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("matching_acls", [
+            F("error_code", "i16"),
+            F("error_message", "str", nullable="0+"),
+            F("resource_type", "i8"),
+            F("resource_name", "str"),
+            F("pattern_type", "i8", "1+", default=3),
+            F("principal", "str"),
+            F("host", "str"),
+            F("operation", "i8"),
+            F("permission_type", "i8"),
+        ]),
+    ]),
+])
+
+DESCRIBE_USER_SCRAM_CREDENTIALS = Api(key=50, name="DescribeUserScramCredentials", versions="0", flexible="0+",
+                                      request=[
+    F("users", [F("name", "str")], nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("results", [
+        F("user", "str"),
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("credential_infos", [F("mechanism", "i8"), F("iterations", "i32")]),
+    ]),
+])
+
+ALTER_USER_SCRAM_CREDENTIALS = Api(key=51, name="AlterUserScramCredentials", versions="0", flexible="0+",
+                                   request=[
+    F("deletions", [F("name", "str"), F("mechanism", "i8")]),
+    F("upsertions", [F("name", "str"), F("mechanism", "i8"), F("iterations", "i32"), F("salt", "bytes"),
+                     F("salted_password", "bytes")]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [F("user", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")]),
+])
+
+# No quotas are enforced; an empty answer lets `kafka-configs --describe --entity-type users` go on to
+# the SCRAM credentials.
+DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1", flexible="1+", request=[
+    F("components", [F("entity_type", "str"), F("match_type", "i8"), F("match", "str", nullable="0+")]),
+    F("strict", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("entries", [
+        F("entity", [F("entity_type", "str"), F("entity_name", "str", nullable="0+")]),
+        F("values", [F("key", "str"), F("value", "f64")]),
+    ], nullable="0+"),
+])
+
+SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
+                 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_CLIENT_QUOTAS]
+
 TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
 
 ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
-       CONSUMER_GROUP_DESCRIBE, *TRANSACTION_APIS]
+       CONSUMER_GROUP_DESCRIBE, *TRANSACTION_APIS, *SECURITY_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -5,21 +5,35 @@ order pipelined idempotent producers rely on. What the client gets wrong (a fram
 [10, max_frame_bytes], a request that does not decode) closes this connection with one warning;
 an exception from a handler is our bug: it is logged with its traceback and closes this
 connection only.
+
+On a SASL listener only ApiVersions, SaslHandshake and SaslAuthenticate are served until the client
+has authenticated; anything else, and a failed handshake or authentication, closes the connection
+(as Kafka's broker does). `principal` is the SASL user, the client certificate's subject (mTLS),
+else User:ANONYMOUS.
 """
 from __future__ import annotations
 
 import logging
+import os
 import time
+
+import trio
 
 from codec.kafka.apis import BY_KEY
 from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
 from codec.kafka.schema import DecodeError
+import gateway.kafka.access as access
 import gateway.kafka.handlers as handlers
 from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_frame, send_parts
+from gateway.tls import subject_principal
+from security.sasl import SaslSession
 
 log = logging.getLogger("rocketgate.kafka")
 RECV_CHUNK = 1 << 18
+ANONYMOUS = "User:ANONYMOUS"
+FAILED_AUTHENTICATION_DELAY_S = 0.1
+PRE_AUTH_APIS = frozenset((17, 18, 36))  # SaslHandshake, ApiVersions, SaslAuthenticate
 _API_NAMES = {key: api.name for key, api in BY_KEY.items()}  # metric labels
 
 
@@ -37,6 +51,21 @@ class Connection:
         except OSError:
             self.peer_host = ""
         self.client_id = ""
+        self.listener = getattr(stream, "listener", None)  # gateway.listeners.Listener (None in unit tests)
+        self.tls = bool(self.listener and self.listener.tls)
+        peer_cert = stream.getpeercert() if self.tls else None
+        self.principal = subject_principal(peer_cert) or ANONYMOUS
+        self.sasl = None
+        if self.listener is not None and self.listener.sasl:
+            sec = app.security
+            self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials)
+
+    def admitted(self, api_key: int) -> bool:
+        """May this request be served now (SASL: only the handshake before authentication)?"""
+        return self.sasl is None or self.sasl.authenticated or api_key in PRE_AUTH_APIS
+
+    def authenticated(self, principal: str) -> None:
+        self.principal = principal
 
 
 async def handle_connection(stream, app) -> None:
@@ -65,11 +94,19 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
     """Handle one request and send its response; False when the connection must close."""
     header = request.header
     conn.client_id = header.client_id or ""
+    if not conn.admitted(header.api_key):
+        log.warning("closing kafka connection from %s: api %d before SASL authentication", conn.peer_host,
+                    header.api_key)
+        return False
     began = time.perf_counter()
     stats = conn.stats
     api = _API_NAMES.get(header.api_key) or str(header.api_key)
     try:
         frame = await handlers.handle(conn, header, request.payload)
+    except access.Refused as exc:
+        stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)
+        log.warning("closing kafka connection from %s (%s): %s", conn.peer_host, conn.principal, exc)
+        return False
     except DecodeError as exc:
         stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)
         log.warning("closing kafka connection from %s: malformed %s v%d request: %s", conn.peer_host,
@@ -87,9 +124,23 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         return known
     try:
         parts = wire.send(frame)
-        await send_parts(conn.stream, parts)
+        await send_parts(conn.stream, _read_ranges(parts) if conn.tls else parts)
     finally:
         close_frame(frame)
     stats.bytes_out["kafka"] += sum(p.count if type(p) is FileRange else len(p) for p in parts)
     stats.requests.observe("kafka", api, time.perf_counter() - began)
+    if conn.sasl is not None and conn.sasl.failed:
+        # Kafka's connection.failed.authentication.delay.ms: the client reads the answer first, and
+        # a password guesser waits a little per attempt
+        await trio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+        return False
     return True
+
+
+def _read_ranges(parts):
+    """The parts with each FileRange read into memory: sendfile would bypass TLS."""
+    for part in parts:
+        if type(part) is FileRange:
+            yield os.pread(part.fd, part.count, part.offset)
+        else:
+            yield part

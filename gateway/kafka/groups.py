@@ -10,6 +10,7 @@ import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.consumer_groups import consumer_groups
+from gateway.kafka.metadata import broker_list
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
@@ -21,7 +22,8 @@ CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups v5 group types
 
 @handler(apis.FIND_COORDINATOR)
 async def find_coordinator(ctx: RequestContext):
-    host, port = ctx.app.config.advertised, ctx.local_port
+    broker = broker_list(ctx)[0]  # the address the client's listener advertises
+    host, port = broker["host"], broker["port"]
     if ctx.version >= 4:
         return {"coordinators": [{"key": k, "node_id": NODE_ID, "host": host, "port": port,
                                   "error_code": errors.NONE} for k in ctx.request["coordinator_keys"]]}

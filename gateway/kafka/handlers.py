@@ -5,6 +5,7 @@ in `HANDLERS`, filled by the per-family modules imported below.
 """
 from __future__ import annotations
 
+import gateway.kafka.access as access
 import gateway.kafka.errors as errors
 from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
@@ -15,6 +16,8 @@ import gateway.kafka.groups  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401
 import gateway.kafka.metadata  # noqa: F401
 import gateway.kafka.produce  # noqa: F401
+import gateway.kafka.sasl  # noqa: F401
+import gateway.kafka.security_admin  # noqa: F401
 import gateway.kafka.txn  # noqa: F401
 from gateway.kafka.registry import HANDLERS, RequestContext
 
@@ -35,8 +38,8 @@ async def handle(conn, header, payload) -> bytes | None:
         return protocol.response_frame(key, clamped, header.correlation_id,
                                        {"error_code": errors.UNSUPPORTED_VERSION})
     ctx = RequestContext(conn.app, version, protocol.decode_request(header, payload), conn.client_id,
-                         conn.peer_host, conn.local_port)
-    body = await fn(ctx)
+                         conn.peer_host, conn.local_port, getattr(conn, "principal", "User:ANONYMOUS"), conn)
+    body = await access.guarded(key, fn, ctx)
     if body is None:
         return None
     return protocol.response_frame(key, version, header.correlation_id, body)

@@ -1,16 +1,24 @@
-"""Metadata: this broker leads every partition of every topic (auto-creating topics when allowed)."""
+"""Metadata: this broker leads every partition of every topic (auto-creating topics when allowed).
+
+With --authorizer acl (as Kafka): a listing shows only the topics the principal may DESCRIBE; a named
+topic it may not describe is TOPIC_AUTHORIZATION_FAILED; auto-creation needs CREATE on the cluster
+or the topic; the *_authorized_operations fields are filled when asked for."""
 from __future__ import annotations
 
+import gateway.kafka.authz as authz
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
+from security.acl import Operation as Op, ResourceType as Res
 
 
 def broker_list(ctx: RequestContext) -> list[dict]:
-    """This broker, at the address and port the client reached it on."""
-    return [{"node_id": NODE_ID, "broker_id": NODE_ID, "host": ctx.app.config.advertised,
-             "port": ctx.local_port, "rack": None}]
+    """This broker, at the address and port the client reached it on (or its listener's advertised one)."""
+    listener = getattr(ctx.conn, "listener", None)
+    host = (listener and listener.advertised_host) or ctx.app.config.advertised
+    port = (listener and listener.advertised_port) or ctx.local_port
+    return [{"node_id": NODE_ID, "broker_id": NODE_ID, "host": host, "port": port, "rack": None}]
 
 
 def topic_metadata(name: str, cfg, error: int) -> dict:
@@ -31,7 +39,7 @@ async def metadata(ctx: RequestContext):
     if wanted is None or (ctx.version == 0 and not wanted):
         for name in sorted(app.store.topics.names()):
             cfg = app.store.topics.get(name)
-            if cfg is not None:
+            if cfg is not None and authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name, log=False):
                 out.append(topic_metadata(name, cfg, errors.NONE))
     else:
         auto = req.get("allow_auto_topic_creation", True)
@@ -43,6 +51,17 @@ async def metadata(ctx: RequestContext):
                     out.append({"error_code": errors.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t["topic_id"],
                                 "partitions": []})
                     continue
-            cfg, err = topics.lookup(app, name, auto)
+            if not authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
+                out.append(topic_metadata(name, None, authz.TOPIC_AUTHORIZATION_FAILED))
+                continue
+            may_create = auto and (app.store.topics.get(name) is not None
+                                   or authz.allowed(ctx, Op.CREATE, Res.CLUSTER, log=False)
+                                   or authz.allowed(ctx, Op.CREATE, Res.TOPIC, name))
+            cfg, err = topics.lookup(app, name, may_create)
             out.append(topic_metadata(name, cfg, err))
-    return {"brokers": broker_list(ctx), "cluster_id": CLUSTER_ID, "controller_id": NODE_ID, "topics": out}
+    include_ops = req.get("include_topic_authorized_operations", False)
+    for t in out:
+        t["topic_authorized_operations"] = authz.operations(ctx, Res.TOPIC, t["name"] or "", include_ops)
+    cluster_ops = authz.operations(ctx, Res.CLUSTER, wanted=req.get("include_cluster_authorized_operations", False))
+    return {"brokers": broker_list(ctx), "cluster_id": CLUSTER_ID, "controller_id": NODE_ID, "topics": out,
+            "cluster_authorized_operations": cluster_ops}

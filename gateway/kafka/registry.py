@@ -21,6 +21,8 @@ class RequestContext:
     client_id: str
     peer_host: str  # the client's address
     local_port: int  # the port the client connected to (advertised back to it)
+    principal: str = "User:ANONYMOUS"  # who the client authenticated as (SASL, mTLS)
+    conn: object = None  # the connection (gateway.kafka.connection.Connection): SASL state, listener
 
 
 def handler(api):

@@ -7,12 +7,11 @@ Expectations were checked against Apache RocketMQ 5.5.0 (same scenario, same ass
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
 from compat.harness import start_gateway
-from compat.jvm import JAVA_DIR, CompatError, ScenarioRun, classpath
+from compat.jvm import JAVA_DIR, ScenarioRun
 from compat.tools import mqadmin
 from codec.remoting import RequestCode as RC
 from remoting.wire import Peer
@@ -22,22 +21,10 @@ N = 24
 
 
 def pop_classes(tmp_path) -> str:
-    """compat.RocketPop compiled by `make compat-jars`, or compiled here against the same classpath."""
-    try:
-        cp = classpath("rocketmq5")
-    except CompatError as exc:
-        pytest.skip(str(exc))
-    built = os.path.join(JAVA_DIR, "rocketmq5", "target", "classes")
-    if os.path.exists(os.path.join(built, "compat", "RocketPop.class")):
-        return "rocketmq5"
-    out = tmp_path / "classes"
-    src = os.path.join(JAVA_DIR, "src")
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", cp, os.path.join(src, "rocketmq", "compat", "RocketPop.java"),
-                    os.path.join(src, "common", "compat", "Out.java")], check=True, capture_output=True)
-    module = tmp_path / "module"
-    (module / "target").mkdir(parents=True)
-    (module / "target" / "classpath.txt").write_text(f"{out}:{cp}")
-    return str(module)  # an absolute path: os.path.join(JAVA_DIR, module) keeps it
+    """The module whose classes hold compat.RocketPop (built by `make compat-jars`)."""
+    built = os.path.join(JAVA_DIR, "rocketmq5", "target", "classes", "compat", "RocketPop.class")
+    assert os.path.exists(built), "compat.RocketPop is not built: run make compat-jars"
+    return "rocketmq5"
 
 
 def run_scenario(module, namesrv, scenario, log_dir, create_topic) -> tuple[dict, str]:

@@ -1,0 +1,174 @@
+"""ACLs and SCRAM users through the Kafka admin API (so `kafka-acls` and `kafka-configs --entity-type
+users` work): CreateAcls (30), DescribeAcls (29), DeleteAcls (31) on `security.acl.Authorizer`;
+DescribeUserScramCredentials (50), AlterUserScramCredentials (51) on `security.credentials`.
+
+As Kafka: changing ACLs needs ALTER on the cluster, reading them DESCRIBE; users likewise; without
+`--authorizer acl` the ACL APIs answer SECURITY_DISABLED.
+"""
+from __future__ import annotations
+
+import gateway.kafka.authz as authz
+from codec.kafka import apis
+from gateway.kafka.registry import RequestContext, handler
+from security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
+from security.credentials import SCRAM_MECHANISMS, CredentialError, credential_from_salted_password
+
+INVALID_REQUEST = 42
+RESOURCE_NOT_FOUND = 91
+UNSUPPORTED_SASL_MECHANISM = 33
+DUPLICATE_RESOURCE = 92
+UNACCEPTABLE_CREDENTIAL = 93
+DISABLED = "the gateway runs without --authorizer acl"
+# Kafka's ScramMechanism type codes on the wire.
+MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+CODE_OF = {name: code for code, name in MECHANISM_CODES.items()}
+
+
+def _enum(cls, value: int):
+    try:
+        return cls(value)
+    except ValueError:
+        return cls.UNKNOWN
+
+
+def _filter(d: dict) -> AclFilter:
+    return AclFilter(_enum(ResourceType, d["resource_type_filter"]), d["resource_name_filter"],
+                     _enum(PatternType, d.get("pattern_type_filter", 3)), d["principal_filter"], d["host_filter"],
+                     _enum(Operation, d["operation"]), _enum(Permission, d["permission_type"]))
+
+
+def _entry(b: AclBinding) -> dict:
+    return {"principal": b.principal, "host": b.host, "operation": int(b.operation),
+            "permission_type": int(b.permission)}
+
+
+def _refused(ctx, operation: Operation):
+    """None, or (error code, message) when the request must be refused as a whole."""
+    if ctx.app.security is None:
+        return authz.SECURITY_DISABLED, DISABLED
+    ctx.app.security.refresh()  # what `python -m security` wrote meanwhile is not overwritten
+    if authz.cluster_error(ctx, operation):
+        return authz.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return None
+
+
+@handler(apis.CREATE_ACLS)
+async def create_acls(ctx: RequestContext):
+    creations = ctx.request["creations"]
+    refused = _refused(ctx, Operation.ALTER)
+    if refused:
+        return {"results": [{"error_code": refused[0], "error_message": refused[1]} for _ in creations]}
+    bindings = [AclBinding(_enum(ResourceType, c["resource_type"]), c["resource_name"],
+                           _enum(PatternType, c.get("resource_pattern_type", 3)), c["principal"], c["host"],
+                           _enum(Operation, c["operation"]), _enum(Permission, c["permission_type"]))
+                for c in creations]
+    results = ctx.app.security.authorizer.create(bindings)
+    return {"results": [{"error_code": INVALID_REQUEST if err else 0, "error_message": str(err) if err else None}
+                        for err in results]}
+
+
+@handler(apis.DESCRIBE_ACLS)
+async def describe_acls(ctx: RequestContext):
+    refused = _refused(ctx, Operation.DESCRIBE)
+    if refused:
+        return {"error_code": refused[0], "error_message": refused[1], "resources": []}
+    flt = _filter(ctx.request)
+    if flt.invalid:
+        return {"error_code": INVALID_REQUEST, "error_message": "the filter has an UNKNOWN field", "resources": []}
+    resources: dict = {}
+    for b in ctx.app.security.authorizer.describe(flt):
+        resources.setdefault((b.resource_type, b.name, b.pattern_type), []).append(_entry(b))
+    return {"error_code": 0, "error_message": None, "resources": [
+        {"resource_type": int(t), "resource_name": n, "pattern_type": int(p), "acls": acls}
+        for (t, n, p), acls in resources.items()]}
+
+
+@handler(apis.DELETE_ACLS)
+async def delete_acls(ctx: RequestContext):
+    filters = ctx.request["filters"]
+    refused = _refused(ctx, Operation.ALTER)
+    if refused:
+        return {"filter_results": [{"error_code": refused[0], "error_message": refused[1], "matching_acls": []}
+                                   for _ in filters]}
+    parsed = [_filter(f) for f in filters]
+    removed = ctx.app.security.authorizer.delete([f for f in parsed if not f.invalid])
+    results, it = [], iter(removed)
+    for f in parsed:
+        if f.invalid:
+            results.append({"error_code": INVALID_REQUEST, "error_message": "the filter has an UNKNOWN field",
+                            "matching_acls": []})
+            continue
+        results.append({"error_code": 0, "error_message": None, "matching_acls": [
+            {"error_code": 0, "error_message": None, "resource_type": int(b.resource_type), "resource_name": b.name,
+             "pattern_type": int(b.pattern_type), **_entry(b)} for b in next(it)]})
+    return {"filter_results": results}
+
+
+@handler(apis.DESCRIBE_USER_SCRAM_CREDENTIALS)
+async def describe_user_scram_credentials(ctx: RequestContext):
+    refused = _refused(ctx, Operation.DESCRIBE)
+    if refused:
+        return {"error_code": refused[0], "error_message": refused[1], "results": []}
+    store = ctx.app.security.credentials
+    users = ctx.request["users"]
+    names = store.users() if not users else [u["name"] for u in users]
+    if len(set(names)) != len(names):
+        return {"error_code": DUPLICATE_RESOURCE, "error_message": "a user is named twice", "results": []}
+    results = []
+    for name in names:
+        infos = [{"mechanism": CODE_OF[m], "iterations": i} for m, i in store.describe(name) if m in CODE_OF]
+        if infos:
+            results.append({"user": name, "error_code": 0, "error_message": None, "credential_infos": infos})
+        else:
+            results.append({"user": name, "error_code": RESOURCE_NOT_FOUND,
+                            "error_message": f"Attempt to describe a user credential that does not exist: {name}",
+                            "credential_infos": []})
+    return {"error_code": 0, "error_message": None, "results": results}
+
+
+@handler(apis.DESCRIBE_CLIENT_QUOTAS)
+async def describe_client_quotas(ctx: RequestContext):
+    """No quotas: an empty list (DESCRIBE_CONFIGS on the cluster, as Kafka, when ACLs are on)."""
+    if ctx.app.security is not None and authz.cluster_error(ctx, Operation.DESCRIBE_CONFIGS):
+        return {"error_code": authz.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed.",
+                "entries": None}
+    return {"error_code": 0, "error_message": None, "entries": []}
+
+
+@handler(apis.ALTER_USER_SCRAM_CREDENTIALS)
+async def alter_user_scram_credentials(ctx: RequestContext):
+    req = ctx.request
+    names = list(dict.fromkeys([d["name"] for d in req["deletions"]] + [u["name"] for u in req["upsertions"]]))
+    refused = _refused(ctx, Operation.ALTER)
+    if refused:
+        return {"results": [{"user": n, "error_code": refused[0], "error_message": refused[1]} for n in names]}
+    store = ctx.app.security.credentials
+    every = [d["name"] for d in req["deletions"]] + [u["name"] for u in req["upsertions"]]
+    # As Kafka: a user named twice in one request (e.g. two mechanisms) is refused, the others go on
+    errors: dict[str, tuple[int, str]] = {
+        n: (DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+        for n in names if every.count(n) > 1}
+    for d in req["deletions"]:
+        if d["name"] in errors:
+            continue
+        mech = MECHANISM_CODES.get(d["mechanism"])
+        if mech is None:
+            errors.setdefault(d["name"], (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"))
+        elif not store.delete_scram(d["name"], mech):
+            errors.setdefault(d["name"], (RESOURCE_NOT_FOUND,
+                                          "Attempt to delete a user credential that does not exist"))
+    for u in req["upsertions"]:
+        if u["name"] in errors:
+            continue
+        mech = MECHANISM_CODES.get(u["mechanism"])
+        if mech is None or mech not in SCRAM_MECHANISMS:
+            errors.setdefault(u["name"], (UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"))
+            continue
+        try:
+            cred = credential_from_salted_password(mech, bytes(u["salt"]), bytes(u["salted_password"]),
+                                                   u["iterations"])
+            store.set_scram(u["name"], mech, cred)
+        except CredentialError as exc:
+            errors.setdefault(u["name"], (UNACCEPTABLE_CREDENTIAL, str(exc)))
+    return {"results": [{"user": n, "error_code": errors.get(n, (0, None))[0],
+                         "error_message": errors.get(n, (0, None))[1]} for n in names]}

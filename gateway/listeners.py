@@ -1,0 +1,111 @@
+"""The ports the gateway listens on and how each one is secured (docs/config.md, docs/security.md).
+
+The Kafka port (`--kafka-port`, `--kafka-security-protocol`) is the first Kafka listener;
+`--listener NAME=PROTOCOL://HOST:PORT[,ADVERTISED_HOST[:PORT]]` adds more (e.g. a loopback PLAINTEXT
+listener for local tools next to a SASL_SSL one for the network). The remoting port is one more
+endpoint, TLS-only with `--remoting-tls`. PROTOCOL is Kafka's name: PLAINTEXT, SSL, SASL_PLAINTEXT
+or SASL_SSL.
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+class ListenerError(ValueError):
+    """A --listener value or a combination of flags that cannot work; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """One port: `kind` "kafka" or "remoting"; `protocol` one of PROTOCOLS (remoting: PLAINTEXT or SSL);
+    `advertised_host`/`advertised_port` what Kafka Metadata tells clients (None: --advertised-host and
+    the port the client reached)."""
+    name: str
+    protocol: str
+    host: str
+    port: int
+    kind: str = "kafka"
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.protocol}://{self.host}:{self.port}"
+
+
+def _host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ListenerError(f"{what} {text!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
+
+
+def parse_listener(text: str) -> Listener:
+    """`NAME=PROTOCOL://HOST:PORT[,ADVERTISED_HOST[:PORT]]` (HOST empty: every address, as Kafka)."""
+    name, sep, rest = text.partition("=")
+    protocol, sep2, address = rest.partition("://")
+    if not sep or not sep2 or not name:
+        raise ListenerError(f"listener {text!r}: expected NAME=PROTOCOL://HOST:PORT")
+    protocol = protocol.upper()
+    if protocol not in PROTOCOLS:
+        raise ListenerError(f"listener {text!r}: protocol must be one of {', '.join(PROTOCOLS)}")
+    address, _, advertised = address.partition(",")
+    host, port = _host_port(address, f"listener {text!r}:")
+    adv_host, adv_port = None, None
+    if advertised:
+        if ":" in advertised:
+            adv_host, adv_port = _host_port(advertised, f"listener {text!r} advertised address")
+        else:
+            adv_host = advertised
+    return Listener(name, protocol, host or "0.0.0.0", port, "kafka", adv_host, adv_port)
+
+
+def endpoints(config) -> list[Listener]:
+    """Every port to bind: the Kafka port, the extra Kafka listeners, the remoting port."""
+    main = Listener(config.kafka_security_protocol, config.kafka_security_protocol, config.host, config.kafka_port)
+    remoting = Listener("REMOTING", "SSL" if config.remoting_tls else "PLAINTEXT", config.host,
+                        config.remoting_port, "remoting")
+    return [main, *config.listeners, remoting]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+def authenticates(listener: Listener, config) -> bool:
+    """Does this port know who its clients are? SASL, TLS with client certificates, or the remoting
+    port with `--authorizer acl` (signed requests)."""
+    if listener.kind == "remoting":
+        return config.authorizer == "acl"
+    return listener.sasl or (listener.protocol == "SSL" and bool(config.tls_ca))
+
+
+def check(config) -> None:
+    """Refuse flag combinations that cannot work or that would open the store to a network."""
+    seen = set()
+    for lst in endpoints(config):
+        if lst.name in seen:
+            raise ListenerError(f"listener name {lst.name} is used twice")
+        seen.add(lst.name)
+        if lst.tls and not (config.tls_cert and config.tls_key):
+            raise ListenerError(f"listener {lst} needs --tls-cert and --tls-key")
+        if lst.sasl and config.authorizer != "acl":
+            raise ListenerError(f"listener {lst} needs --authorizer acl (the user store)")
+        if not is_loopback(lst.host) and not authenticates(lst, config) and not config.allow_anonymous:
+            raise ListenerError(f"refusing to serve {lst.kind} on {lst.host}:{lst.port} without authentication "
+                                f"(use SASL, --tls-ca, --authorizer acl, or --allow-anonymous)")
