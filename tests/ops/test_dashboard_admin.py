@@ -13,9 +13,9 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
 
-from client import ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer
+from client import (Admin, ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, MessageQueue, Producer,
+                    PushConsumer)
 import chromium
 from gateway_process import GatewayProcess, free_port
 from security.credentials import CredentialStore
@@ -90,14 +90,21 @@ def test_changes_are_refused_without_admin_token_or_origin(gw):
 
 
 def _populate(gw) -> None:
-    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})  # the Kafka port is not checked yet
-    for i in range(4):
-        p.produce("dash-acl", value=b"v%d" % i, partition=0)
-    assert p.flush(20) == 0
-    c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "acl-billing"})
-    c.commit(offsets=[TopicPartition("dash-acl", 0, 3)], asynchronous=False)
-    c.close()
+    """Through the remoting port, signed as the admin: 4 messages on a 1-queue topic, a group
+    committed at 3 (then gone), and a dead letter."""
     creds = {"access_key": ADMIN[0], "secret_key": ADMIN[1]}
+    with Admin(gw.namesrv, **creds) as admin:
+        admin.create_topic("dash-acl", queues=1)
+        admin.create_topic("dash-acl-native", queues=1)
+    with Producer("acl-pg", gw.namesrv, **creds) as prod:
+        for i in range(4):
+            prod.send(Message("dash-acl", b"v%d" % i))
+    committer = LitePullConsumer("acl-billing", gw.namesrv, auto_commit=False, **creds)
+    committer.start()
+    try:
+        committer.commit({MessageQueue("dash-acl", "broker-a", 0): 3})
+    finally:
+        committer.shutdown()
     seen = []
 
     def reject(msgs):
@@ -139,7 +146,7 @@ def test_admin_changes_in_the_browser(gw):
 
         browser.get(base + "/groups/acl-billing")
         browser.find_element(By.CSS_SELECTOR, "form[method=post] button").click()  # to earliest
-        expected = "reset acl-billing on dash-acl to {0: 0, 1: 0, 2: 0, 3: 0}"
+        expected = "reset acl-billing on dash-acl to {0: 0}"
         assert expected in chromium.main_text(browser, expected)
         browser.get(base + "/groups/acl-billing")
         chromium.main_text(browser, "Lag per queue")
