@@ -72,6 +72,7 @@ class Store:
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
         self._dispatchers: list = list(self._builtin)
         self._write_observer = None
+        self._flush_observer = None
         self._replay_from = load(self.commitlog, self.consume_queues, self.index)
         self.recovered = False
 
@@ -344,7 +345,14 @@ class Store:
 
     def flush(self) -> None:
         """fdatasync the CommitLog (and periodically the derived data and checkpoints); thread-safe."""
+        began = time.monotonic()
         self._flusher.flush()
+        if self._flush_observer is not None:
+            self._flush_observer(time.monotonic() - began)
+
+    def set_flush_observer(self, observe) -> None:
+        """`observe(seconds)` after every `flush()` (on the flushing thread): metrics."""
+        self._flush_observer = observe
 
     def delete_expired(self, now_ms: int | None = None) -> int:
         """Retention (store.retention); returns the number of CommitLog files deleted."""

@@ -95,14 +95,7 @@ class GatewayStats:
             writes.observe(ended - began)
 
         st.set_write_observer(observe)
-        flush, flushes = st.flush, self.store_flushes
-
-        def timed_flush() -> None:
-            began = time.monotonic()
-            flush()
-            flushes.observe(time.monotonic() - began)
-
-        st.flush = timed_flush  # the flush services look it up on every flush
+        st.set_flush_observer(self.store_flushes.observe)
 
     # -- health ----------------------------------------------------------------------------------
     def ready(self) -> bool:
