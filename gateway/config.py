@@ -23,6 +23,10 @@ class GatewayConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     commitlog_file_size: int = 1 << 30
     file_reserved_hours: float = 72  # retention (RocketMQ's fileReservedTime); no flag yet
+    # Disk space (RocketMQ's diskMaxUsedSpaceRatio, %; clamped to 10..95): refuse writes above it.
+    disk_max_used_space_ratio: int = 75
+    index_slots: int = 5_000_000  # IndexFile size (hidden flags, for tests on a small filesystem)
+    index_entries: int = 20_000_000
     log_level: str = "INFO"
     # RocketMQ semantics (defaults are RocketMQ's broker defaults).
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -99,6 +103,11 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--max-frame-bytes", type=_size, default=d.max_frame_bytes)
     p.add_argument("--max-message-bytes", type=_size, default=d.max_message_bytes)
     p.add_argument("--commitlog-file-size", type=_size, default=d.commitlog_file_size)
+    p.add_argument("--disk-max-used-space-ratio", type=_int_between(1, 100, "percentage (1-100)"),
+                   default=d.disk_max_used_space_ratio,
+                   help="refuse writes while the data dir's filesystem is fuller than this (%%; 10..95 applies)")
+    p.add_argument("--index-slots", type=_positive_int, default=d.index_slots, help=argparse.SUPPRESS)
+    p.add_argument("--index-entries", type=_positive_int, default=d.index_entries, help=argparse.SUPPRESS)
     p.add_argument("--log-level", default=d.log_level)
     p.add_argument("--message-delay-level", default=d.message_delay_level,
                    help="the 18 (or more) delay levels, e.g. '1s 5s 10s 30s 1m ... 2h' (units s/m/h/d)")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
 
 from codec.remoting import message as M
-from store.errors import MessageTooLarge, StoreError  # noqa: F401 - part of the API
+from store.errors import MessageTooLarge, StoreError, StoreFull  # noqa: F401 - part of the API
 
 if TYPE_CHECKING:
     from store.config import TopicTable
@@ -23,6 +23,7 @@ class StoreConfig:
     file_reserved_hours: float = 72
     max_message_size: int = 4 << 20
     store_host: tuple = ("127.0.0.1", 10911)
+    disk_max_used_space_ratio: float = 0.75  # refuse writes (StoreFull) above this (clamped to 10..95 %)
     write_delay_ms: int = 0  # tests and benchmarks only: every write sleeps this long (a throttled disk)
 
 

@@ -14,6 +14,7 @@ mmap here (not in the CommitLog): slot updates are small random writes all over 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -49,12 +50,23 @@ class IndexFile:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             if create:
-                os.ftruncate(fd, self.size)
+                try:
+                    os.posix_fallocate(fd, 0, self.size)  # real blocks: a full disk fails here, not as SIGBUS
+                except OSError as exc:
+                    if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL):
+                        os.ftruncate(fd, self.size)
+                    else:
+                        os.close(fd)
+                        fd = -1
+                        with contextlib.suppress(OSError):
+                            os.unlink(path)
+                        raise
             else:
                 self.size = os.fstat(fd).st_size
             self.mm = mmap.mmap(fd, self.size)
         finally:
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         (self.begin_ts, self.end_ts, self.begin_phys, self.end_phys, self.used_slots,
          self.count) = HEADER.unpack_from(self.mm, 0)
         if create or self.count <= 0:
@@ -130,8 +142,10 @@ class IndexFile:
 class IndexService:
     """The index directory: files in creation order, the last one written to."""
 
-    def __init__(self, directory: str, slots: int, entries: int) -> None:
+    def __init__(self, directory: str, slots: int, entries: int, on_space_error=None) -> None:
         self.dir = directory
+        self._on_space_error = on_space_error  # called with the OSError when a new file cannot be allocated
+        self._skipped = 0
         self.slot_num = slots
         self.entry_num = entries
         os.makedirs(directory, exist_ok=True)
@@ -157,10 +171,24 @@ class IndexService:
         return f
 
     def put(self, keys, phys: int, store_ts: int) -> None:
+        """Index `keys` of the entry at `phys`. When a new file cannot be allocated (disk full) the
+        keys are not indexed (the entry itself is stored and readable; queries by key miss it),
+        logged once per run of failures, and the store is told so that it refuses writes."""
         f = self.files[-1] if self.files else None
         for key in keys:
             if f is None or f.full:
-                f = self._new_file(store_ts)
+                try:
+                    f = self._new_file(store_ts)
+                except OSError as exc:
+                    if not self._skipped:
+                        log.error("index: cannot allocate a new index file (%s): keys are not indexed", exc)
+                    self._skipped += 1
+                    if self._on_space_error is not None:
+                        self._on_space_error(exc)
+                    return
+                if self._skipped:
+                    log.warning("index: indexing again (%d entries were not indexed)", self._skipped)
+                    self._skipped = 0
             f.put(key, phys, store_ts)
 
     def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int) -> list[int]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import bisect
 import os
 
+from store.space import reserve
+
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 _VECTOR_MIN = 4096  # average part size from which pwritev beats joining
@@ -32,14 +34,28 @@ class Segments:
         os.makedirs(directory, exist_ok=True)
         for name in sorted(os.listdir(directory)):
             if len(name) == 20 and name.isdigit():
-                self._open(int(name))
+                self._open(int(name), new=False)
         if self.starts:
             last = self.starts[-1]
             self.end = last + os.fstat(self.fds[last]).st_size
             self.synced = self.end
 
-    def _open(self, start: int) -> int:
-        fd = os.open(os.path.join(self.dir, file_name(start)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    def _open(self, start: int, new: bool = True) -> int:
+        """Open (or create) the file at `start`; a new one gets its blocks allocated first (a full
+        disk raises OSError(ENOSPC) here and leaves no file behind)."""
+        path = os.path.join(self.dir, file_name(start))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        if new:
+            try:
+                reserve(fd, self.file_size)
+            except OSError:
+                os.close(fd)
+                try:
+                    if os.path.getsize(path) == 0:
+                        os.unlink(path)
+                except OSError:
+                    pass
+                raise
         bisect.insort(self.starts, start)
         self.fds[start] = fd
         return fd

@@ -34,6 +34,7 @@ from store.consumequeue import UNIT, ConsumeQueueTable
 from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
 from store.flush import Flusher
 from store.indexfile import IndexService
+from store.space import DiskGuard, is_space_error
 
 log = logging.getLogger("rocketgate.store")
 
@@ -60,11 +61,13 @@ class Store:
             raise ValueError("commitlog_file_size too small")
         os.makedirs(path, exist_ok=True)
         self._lock = threading.RLock()
+        self.space = DiskGuard(path, config.disk_max_used_space_ratio)
         self._cfg = ConfigDir(os.path.join(path, "config"))
         self.topics = TopicTable(self._cfg, on_delete=self._drop_topic)
         self.commitlog = CommitLog(os.path.join(path, "commitlog"), config)
         self.consume_queues = ConsumeQueueTable(os.path.join(path, "consumequeue"), config.cq_units_per_file)
-        self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries)
+        self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries,
+                                  on_space_error=self.space.allocation_failed)
         self._flusher = Flusher(self.commitlog, self.consume_queues, self.index, self._lock)
         self._index_dispatcher = IndexDispatcher(self.index)
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
@@ -123,11 +126,17 @@ class Store:
         if not isinstance(msgs, (list, tuple)):
             msgs = list(msgs)
         with self._lock:
+            self.space.check(self.commitlog.end)  # raises StoreFull while the disk is (too) full
             began = time.monotonic()
             try:
                 if self.config.write_delay_ms:
                     time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
-                results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
+                try:
+                    results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
+                except StoreError as exc:
+                    if is_space_error(exc.__cause__):
+                        raise self.space.allocation_failed(exc.__cause__) from exc
+                    raise
                 self._feed(self._dispatchers, requests)
             finally:
                 if self._write_observer is not None:
@@ -315,7 +324,9 @@ class Store:
         self._flusher.flush()
 
     def delete_expired(self, now_ms: int | None = None) -> int:
-        """Retention (store.retention); returns the number of CommitLog files deleted."""
+        """Retention (store.retention); returns the number of CommitLog files deleted. Also writes
+        the topic table again if its last write failed."""
+        self.topics.persist_if_dirty()
         return delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
                                         self._flusher, self.config.file_reserved_hours, now_ms)
 
