@@ -25,6 +25,7 @@ class GatewayConfig:
     file_reserved_hours: float = 72  # retention (RocketMQ's fileReservedTime); no flag yet
     # Disk space (RocketMQ's diskMaxUsedSpaceRatio, %; clamped to 10..95): refuse writes above it.
     disk_max_used_space_ratio: int = 75
+    verify: bool = False  # at start, check every CommitLog entry's body CRC (quarantine corrupt ones)
     index_slots: int = 5_000_000  # IndexFile size (hidden flags, for tests on a small filesystem)
     index_entries: int = 20_000_000
     log_level: str = "INFO"
@@ -106,6 +107,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--disk-max-used-space-ratio", type=_int_between(1, 100, "percentage (1-100)"),
                    default=d.disk_max_used_space_ratio,
                    help="refuse writes while the data dir's filesystem is fuller than this (%%; 10..95 applies)")
+    p.add_argument("--verify", action="store_true",
+                   help="at start, walk the whole CommitLog checking body CRCs; corrupt entries are quarantined")
     p.add_argument("--index-slots", type=_positive_int, default=d.index_slots, help=argparse.SUPPRESS)
     p.add_argument("--index-entries", type=_positive_int, default=d.index_entries, help=argparse.SUPPRESS)
     p.add_argument("--log-level", default=d.log_level)

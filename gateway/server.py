@@ -206,6 +206,9 @@ async def _run(config: GatewayConfig) -> int:
     bound = await _bind_both(config)
     try:
         app = build_app(config)
+        if config.verify:
+            checked = app.store.verify()
+            log.info("verify: checked %d CommitLog entries, %d quarantined", checked, len(app.store.quarantined()))
     except BaseException:
         _close_all(bound)
         raise

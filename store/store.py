@@ -34,6 +34,7 @@ from store.consumequeue import UNIT, ConsumeQueueTable
 from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
 from store.flush import Flusher
 from store.indexfile import IndexService
+from store.quarantine import Quarantine, verify
 from store.space import DiskGuard, is_space_error
 
 log = logging.getLogger("rocketgate.store")
@@ -65,6 +66,7 @@ class Store:
         self._cfg = ConfigDir(os.path.join(path, "config"))
         self.topics = TopicTable(self._cfg, on_delete=self._drop_topic)
         self.commitlog = CommitLog(os.path.join(path, "commitlog"), config)
+        self.quarantine = self.commitlog.quarantine = Quarantine(self._cfg)
         self.consume_queues = ConsumeQueueTable(os.path.join(path, "consumequeue"), config.cq_units_per_file)
         self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries,
                                   on_space_error=self.space.allocation_failed)
@@ -167,8 +169,22 @@ class Store:
         return self.commitlog.open_entry_range(phys, size)
 
     def get(self, phys: int) -> M.StoredMessage | None:
-        """Decode the entry at CommitLog offset `phys`, None if there is none."""
+        """Decode the entry at CommitLog offset `phys`, None if there is none (or it is quarantined)."""
         return self.commitlog.get(phys)
+
+    def is_quarantined(self, phys: int) -> bool:
+        return phys in self.quarantine
+
+    def quarantined(self) -> dict[int, str]:
+        """CommitLog offset -> why, of every corrupt entry found (served to no client)."""
+        return dict(self.quarantine.entries)
+
+    def verify(self) -> int:
+        """Walk the whole CommitLog, checking every entry's body CRC; corrupt ones are quarantined.
+        Returns the number of entries checked (`--verify` at start)."""
+        with self._lock:
+            upto = self.commitlog.end
+        return verify(self.commitlog, self.quarantine, upto)
 
     # ------------------------------------------------------------------ reading by queue
 
@@ -327,8 +343,11 @@ class Store:
         """Retention (store.retention); returns the number of CommitLog files deleted. Also writes
         the topic table again if its last write failed."""
         self.topics.persist_if_dirty()
-        return delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
-                                        self._flusher, self.config.file_reserved_hours, now_ms)
+        deleted = delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
+                                 self._flusher, self.config.file_reserved_hours, now_ms)
+        if deleted:
+            self.quarantine.forget_below(self.commitlog.begin)
+        return deleted
 
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""

@@ -35,10 +35,11 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
     for b in batches:
         if len(b.data) > limit:
             return _partition_error(index, errors.MESSAGE_TOO_LARGE), 0
-        if b.record_count < 1 or b.last_offset_delta != b.record_count - 1:
-            return _partition_error(index, errors.INVALID_RECORD, "bad record count"), 0
-        if not b.crc_ok():
-            return _partition_error(index, errors.CORRUPT_MESSAGE, "CRC mismatch"), 0
+        problem = b.problem()
+        if problem is not None:
+            kind, why = problem
+            return _partition_error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE,
+                                    why), 0
     append_time = topics.log_append_time(cfg)
     base = None
     end = 0
