@@ -64,6 +64,7 @@ class MessageStore(Protocol):
 
     topics: TopicTable
     flushed_offset: int
+    trusted_from: int
 
     # lifecycle and dispatch
     def recover(self) -> None: ...

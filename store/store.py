@@ -75,6 +75,7 @@ class Store:
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
         self._dispatchers: list = list(self._builtin)
         self._write_observer = None
+        self.trusted_from = 0  # set by recover()
         self._replay_from = load(self.commitlog, self.consume_queues, self.index)
         self.recovered = False
 
@@ -94,6 +95,7 @@ class Store:
             cq_start, index_start = self._replay_from
             replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
                             list(self._dispatchers), self._feed)
+            self.trusted_from = self.commitlog.end  # entries from here on are written by this process
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
             self._flusher.derived = self.recovered = True
