@@ -25,6 +25,11 @@ class GatewayConfig:
     file_reserved_hours: float = 72  # retention (RocketMQ's fileReservedTime); no flag yet
     # Disk space (RocketMQ's diskMaxUsedSpaceRatio, %; clamped to 10..95): refuse writes above it.
     disk_max_used_space_ratio: int = 75
+    # Connection pressure (docs/robustness.md): a cap on open connections (both ports together) and
+    # idle timeouts: Kafka's connections.max.idle.ms, RocketMQ's serverChannelMaxIdleTimeSeconds.
+    max_connections: int = 50_000
+    connections_max_idle_ms: int = 600_000
+    remoting_channel_max_idle_seconds: int = 120
     verify: bool = False  # at start, check every CommitLog entry's body CRC (quarantine corrupt ones)
     index_slots: int = 5_000_000  # IndexFile size (hidden flags, for tests on a small filesystem)
     index_entries: int = 20_000_000
@@ -107,6 +112,13 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--disk-max-used-space-ratio", type=_int_between(1, 100, "percentage (1-100)"),
                    default=d.disk_max_used_space_ratio,
                    help="refuse writes while the data dir's filesystem is fuller than this (%%; 10..95 applies)")
+    p.add_argument("--max-connections", type=_positive_int, default=d.max_connections,
+                   help="refuse (close at once) connections beyond this many open ones")
+    p.add_argument("--connections-max-idle-ms", type=_positive_int, default=d.connections_max_idle_ms,
+                   help="close a Kafka connection idle this long (Kafka's connections.max.idle.ms)")
+    p.add_argument("--remoting-channel-max-idle-seconds", type=_positive_int,
+                   default=d.remoting_channel_max_idle_seconds,
+                   help="close a RocketMQ connection idle this long (serverChannelMaxIdleTimeSeconds)")
     p.add_argument("--verify", action="store_true",
                    help="at start, walk the whole CommitLog checking body CRCs; corrupt entries are quarantined")
     p.add_argument("--index-slots", type=_positive_int, default=d.index_slots, help=argparse.SUPPRESS)

@@ -18,6 +18,7 @@ log = logging.getLogger("rocketgate")
 
 # On SIGTERM, connections busy with a request get this long to answer it; idle ones close at once.
 SHUTDOWN_GRACE = 1.0
+IDLE_SWEEP_PERIOD = 1.0  # how often idle connections are looked for
 
 
 class _Connections:
@@ -25,6 +26,7 @@ class _Connections:
 
     def __init__(self) -> None:
         self.open: set[_Connection] = set()
+        self.refused = 0  # connections closed at once since the cap was reached
         self._idle: trio.Event | None = None  # set up by wait_idle
 
     def changed(self) -> None:
@@ -42,13 +44,16 @@ class _Connection:
     request bytes arrive until an answer is sent and the handler waits for the next request
     (a request without an answer keeps it busy until the shutdown deadline)."""
 
-    __slots__ = ("_stream", "_all", "receiving", "unanswered")
+    __slots__ = ("_stream", "_all", "receiving", "unanswered", "active_at", "max_idle", "scope")
 
-    def __init__(self, stream: trio.SocketStream, connections: _Connections) -> None:
+    def __init__(self, stream: trio.SocketStream, connections: _Connections, max_idle: float) -> None:
         self._stream = stream
         self._all = connections
         self.receiving = False
         self.unanswered = False
+        self.active_at = trio.current_time()  # last byte received or sent
+        self.max_idle = max_idle  # seconds idle before the sweeper closes it
+        self.scope: trio.CancelScope | None = None  # the handler's: cancelled to close the connection
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         self.receiving = True
@@ -59,11 +64,13 @@ class _Connection:
             self.receiving = False
         if data:
             self.unanswered = True
+            self.active_at = trio.current_time()
         return data
 
     async def send_all(self, data) -> None:
         await self._stream.send_all(data)
         self.unanswered = False
+        self.active_at = trio.current_time()
         self._all.changed()
 
     def __getattr__(self, name: str):
@@ -72,6 +79,9 @@ class _Connection:
     def idle(self) -> bool:
         """Waiting for a request, every request it read answered."""
         return self.receiving and not self.unanswered
+
+    def idle_too_long(self, now: float) -> bool:
+        return self.idle() and now - self.active_at > self.max_idle
 
 
 async def _bind(config: GatewayConfig, name: str, port: int) -> list[trio.socket.SocketType]:
@@ -134,6 +144,7 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
         async with trio.open_nursery() as services:
             await start_services(app, services)
             async with trio.open_nursery() as conns:
+                conns.start_soon(_sweep_idle, connections, IDLE_SWEEP_PERIOD)
                 accepting = []  # one cancel scope per listener: a scope is entered once
                 for name, socks in bound.items():
                     listeners = _listen(socks)
@@ -156,15 +167,72 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
 
 async def _accept(scope: trio.CancelScope, listeners, serve_one, conns: trio.Nursery) -> None:
     with scope:
-        await trio.serve_listeners(serve_one, listeners, handler_nursery=conns)
+        async with trio.open_nursery() as loops:
+            for listener in listeners:
+                loops.start_soon(_accept_loop, listener, serve_one, conns)
+
+
+# accept() failing for want of resources: wait and try again (the kernel keeps the backlog).
+_ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+ACCEPT_RETRY_DELAY = 0.1
+
+
+async def _accept_loop(listener: trio.SocketListener, serve_one, conns: trio.Nursery) -> None:
+    """trio.serve_listeners, but at the descriptor limit (EMFILE) it logs once per episode, not
+    every retry: new connections wait in the backlog, the open ones keep being served."""
+    starved = 0
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                raise
+            if not starved:
+                log.error("accept failed (%s): not accepting new connections until descriptors free up", exc)
+            starved += 1
+            await trio.sleep(ACCEPT_RETRY_DELAY)
+            continue
+        if starved:
+            log.warning("accepting connections again (after %d failed tries)", starved)
+            starved = 0
+        conns.start_soon(serve_one, stream)
+
+
+async def _sweep_idle(connections: _Connections, period: float) -> None:
+    """Close connections idle longer than their limit (Kafka's connections.max.idle.ms)."""
+    while True:
+        await trio.sleep(period)
+        now = trio.current_time()
+        for conn in list(connections.open):
+            if conn.scope is not None and conn.idle_too_long(now):
+                conn.scope.cancel()
+
+
+def _max_idle(config: GatewayConfig, name: str) -> float:
+    if name == "kafka":
+        return config.connections_max_idle_ms / 1000
+    return float(config.remoting_channel_max_idle_seconds)
 
 
 def _serve_one(app: App, name: str, handler, connections: _Connections):
+    max_idle = _max_idle(app.config, name)
+    limit = app.config.max_connections
+
     async def serve_one(stream: trio.SocketStream) -> None:
-        conn = _Connection(stream, connections)
+        if len(connections.open) >= limit:
+            connections.refused += 1
+            if connections.refused == 1:
+                log.warning("%d connections open (--max-connections): refusing new ones", limit)
+            await _close(stream)
+            return
+        if connections.refused:
+            log.warning("accepting connections again (%d refused at the cap)", connections.refused)
+            connections.refused = 0
+        conn = _Connection(stream, connections, max_idle)
         connections.open.add(conn)
         try:
-            await handler(conn, app)
+            with trio.CancelScope() as conn.scope:
+                await handler(conn, app)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         except Exception:  # a bug in one connection must not take the server down
@@ -172,10 +240,14 @@ def _serve_one(app: App, name: str, handler, connections: _Connections):
         finally:
             connections.open.discard(conn)
             connections.changed()
-            with trio.move_on_after(1):
-                await stream.aclose()
+            await _close(stream)
 
     return serve_one
+
+
+async def _close(stream) -> None:
+    with trio.move_on_after(1):
+        await stream.aclose()
 
 
 def main(config: GatewayConfig) -> int:

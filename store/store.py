@@ -141,6 +141,10 @@ class Store:
                     if is_space_error(exc.__cause__):
                         raise self.space.allocation_failed(exc.__cause__) from exc
                     raise
+                except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
+                    if is_space_error(exc):
+                        raise self.space.allocation_failed(exc) from exc
+                    raise StoreError(f"cannot store message: {exc}") from exc
                 self._feed(self._dispatchers, requests)
             finally:
                 if self._write_observer is not None:
