@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import signal
+import struct
 import sys
 
 import trio
@@ -18,6 +19,7 @@ log = logging.getLogger("rocketgate")
 
 # On SIGTERM, connections busy with a request get this long to answer it; idle ones close at once.
 SHUTDOWN_GRACE = 1.0
+_SIZE = struct.Struct(">i")  # the frame size prefix of both protocols
 IDLE_SWEEP_PERIOD = 1.0  # how often idle connections are looked for
 
 
@@ -44,7 +46,7 @@ class _Connection:
     request bytes arrive until an answer is sent and the handler waits for the next request
     (a request without an answer keeps it busy until the shutdown deadline)."""
 
-    __slots__ = ("_stream", "_all", "receiving", "unanswered", "active_at", "max_idle", "scope")
+    __slots__ = ("_stream", "_all", "receiving", "unanswered", "active_at", "max_idle", "scope", "frames")
 
     def __init__(self, stream: trio.SocketStream, connections: _Connections, max_idle: float) -> None:
         self._stream = stream
@@ -54,6 +56,7 @@ class _Connection:
         self.active_at = trio.current_time()  # last byte received or sent
         self.max_idle = max_idle  # seconds idle before the sweeper closes it
         self.scope: trio.CancelScope | None = None  # the handler's: cancelled to close the connection
+        self.frames = FrameTracker()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         self.receiving = True
@@ -65,6 +68,7 @@ class _Connection:
         if data:
             self.unanswered = True
             self.active_at = trio.current_time()
+            self.frames.received(data, self.active_at)
         return data
 
     async def send_all(self, data) -> None:
@@ -82,6 +86,60 @@ class _Connection:
 
     def idle_too_long(self, now: float) -> bool:
         return self.idle() and now - self.active_at > self.max_idle
+
+    def too_slow(self, now: float, deadline: float) -> bool:
+        """Waiting for the rest of a request that began more than `deadline` ago (a slowloris)."""
+        return self.receiving and self.frames.partial_since(now) > deadline
+
+
+class FrameTracker:
+    """Where the byte stream stands among frames (both protocols frame with a 4-byte big-endian size
+    prefix): `partial_since(now)` is how long a frame has been partly received (0 at a boundary).
+    One step per frame, no copy of the data."""
+
+    __slots__ = ("_left", "_head", "_started")
+
+    def __init__(self) -> None:
+        self._left = 0  # bytes of the current frame's body still to come
+        self._head = b""  # bytes of a size prefix received so far
+        self._started = None  # when the current frame's first byte came
+
+    def received(self, data, now: float) -> None:
+        end = len(data)
+        left = self._left
+        if left >= end:  # inside one frame's body
+            self._left = left - end
+            if not self._left:
+                self._started = None
+            return
+        i = left
+        began_here = True  # whether the last frame seen began in this read
+        if self._head:  # a size prefix split over reads
+            need = 4 - len(self._head)
+            self._head += bytes(data[i:i + need])
+            if len(self._head) < 4:
+                return
+            i += need + max(_SIZE.unpack(self._head)[0], 0)
+            self._head = b""
+            began_here = False
+        unpack = _SIZE.unpack_from
+        while end - i >= 4:
+            i += 4 + max(unpack(data, i)[0], 0)  # a bad size: the codec closes the connection
+            began_here = True
+        if i > end:  # a frame goes on in the next read
+            self._left = i - end
+            if began_here or self._started is None:
+                self._started = now
+        elif i < end:  # part of a size prefix
+            self._left = 0
+            self._head = bytes(data[i:end])
+            self._started = now
+        else:
+            self._left = 0
+            self._started = None
+
+    def partial_since(self, now: float) -> float:
+        return 0.0 if self._started is None else now - self._started
 
 
 async def _bind(config: GatewayConfig, name: str, port: int) -> list[trio.socket.SocketType]:
@@ -144,7 +202,8 @@ async def _serve(app: App, bound: dict[str, list] | None = None) -> None:
         async with trio.open_nursery() as services:
             await start_services(app, services)
             async with trio.open_nursery() as conns:
-                conns.start_soon(_sweep_idle, connections, IDLE_SWEEP_PERIOD)
+                conns.start_soon(_sweep_idle, connections, IDLE_SWEEP_PERIOD,
+                                 app.config.request_deadline_ms / 1000)
                 accepting = []  # one cancel scope per listener: a scope is entered once
                 for name, socks in bound.items():
                     listeners = _listen(socks)
@@ -198,14 +257,28 @@ async def _accept_loop(listener: trio.SocketListener, serve_one, conns: trio.Nur
         conns.start_soon(serve_one, stream)
 
 
-async def _sweep_idle(connections: _Connections, period: float) -> None:
-    """Close connections idle longer than their limit (Kafka's connections.max.idle.ms)."""
+async def _sweep_idle(connections: _Connections, period: float, request_deadline: float) -> None:
+    """Close connections idle longer than their limit (Kafka's connections.max.idle.ms) and those
+    that take longer than `request_deadline` to send one request (slowloris)."""
     while True:
         await trio.sleep(period)
         now = trio.current_time()
         for conn in list(connections.open):
-            if conn.scope is not None and conn.idle_too_long(now):
+            if conn.scope is None:
+                continue
+            if conn.idle_too_long(now):
                 conn.scope.cancel()
+            elif conn.too_slow(now, request_deadline):
+                log.warning("closing a connection from %s: a request took over %.0f s to arrive",
+                            _peer(conn), request_deadline)
+                conn.scope.cancel()
+
+
+def _peer(conn) -> str:
+    try:
+        return str(conn.socket.getpeername()[0])
+    except (OSError, AttributeError, IndexError):
+        return "?"
 
 
 def _max_idle(config: GatewayConfig, name: str) -> float:

@@ -86,3 +86,30 @@ def test_descriptor_limit_is_survived_and_logged_once(gateway_factory):
     finally:
         p.shutdown()
     assert "Traceback" not in g.log()
+
+
+def test_slowloris_connections_are_dropped_after_the_request_deadline(gateway_factory):
+    g = gateway_factory(extra_args=["--request-deadline-ms", "1500"])
+    idle = connect(g.kafka_port)  # nothing sent: only the idle timeout (10 min) applies
+    half_prefix = connect(g.remoting_port)
+    half_prefix.sendall(b"\x00\x00")
+    trickle = connect(g.kafka_port)
+    frame = b"\x00\x00\x00\x20" + bytes(32)
+    start = time.monotonic()
+    closed = False
+    for byte in frame:  # one byte every 0.2 s: never a whole request within the deadline
+        try:
+            trickle.sendall(bytes([byte]))
+        except OSError:
+            closed = True
+            break
+        if closed_by_server(trickle, 0.2):
+            closed = True
+            break
+    assert closed and time.monotonic() - start < 6
+    assert closed_by_server(half_prefix, 3)
+    assert not closed_by_server(idle, 0.5)
+    for s in (idle, half_prefix, trickle):
+        s.close()
+    assert "took over 2 s to arrive" in g.log() or "took over 1 s to arrive" in g.log()
+    assert "Traceback" not in g.log()
