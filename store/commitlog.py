@@ -24,7 +24,7 @@ _STORED_SYSFLAG = ~(M.BORNHOST_V6_FLAG | M.STOREHOSTADDRESS_V6_FLAG)  # hosts ar
 
 class CommitLog(Segments):
     def __init__(self, directory: str, config: StoreConfig) -> None:
-        super().__init__(directory, config.commitlog_file_size)
+        super().__init__(directory, config.commitlog_file_size, preallocate=True)
         self.host = (config.store_host[0], int(config.store_host[1]))
         self._host_ip = M._ip4(self.host[0])
         self._max_body = config.max_message_size

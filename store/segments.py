@@ -24,9 +24,10 @@ class Segments:
 
     Not thread-safe by itself: the store serializes writers; `sync` may run on another thread."""
 
-    def __init__(self, directory: str, file_size: int) -> None:
+    def __init__(self, directory: str, file_size: int, preallocate: bool = False) -> None:
         self.dir = directory
         self.file_size = file_size
+        self.preallocate = preallocate  # reserve a new file's blocks when it is created (the CommitLog)
         self.starts: list[int] = []  # sorted
         self.fds: dict[int, int] = {}
         self.end = 0  # one past the last byte written
@@ -45,7 +46,7 @@ class Segments:
         disk raises OSError(ENOSPC) here and leaves no file behind)."""
         path = os.path.join(self.dir, file_name(start))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        if new:
+        if new and self.preallocate:
             try:
                 reserve(fd, self.file_size)
             except OSError:

@@ -3,8 +3,10 @@ the store's filesystem is fuller than `disk_max_used_space_ratio` or since a fil
 allocated; both are looked at again at most every CHECK_INTERVAL, so writes resume by themselves
 once retention or an operator frees space (no restart).
 
-Files are allocated for real before they are written or mapped (`reserve`), so a full disk is an
-OSError on allocation, never a SIGBUS on a mapped page nor a half-written entry.
+CommitLog files are allocated for real when created (`reserve`; IndexFiles with posix_fallocate
+before they are mapped), so a full disk is an OSError on allocation, never a SIGBUS on a mapped
+page nor a half-written entry. ConsumeQueue files stay sparse (one per queue: reserving them would
+cost 6 MB a queue); their pwrite fails cleanly.
 """
 from __future__ import annotations
 
