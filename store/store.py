@@ -178,6 +178,14 @@ class Store:
         """Decode the entry at CommitLog offset `phys`, None if there is none (or it is quarantined)."""
         return self.commitlog.get(phys)
 
+    def disk_status(self) -> tuple[float, bool]:
+        """(used ratio of the data dir's filesystem, whether writes are refused for space)."""
+        try:
+            used = self.space.used_ratio()
+        except OSError:
+            used = 0.0
+        return used, self.space.full
+
     def is_quarantined(self, phys: int) -> bool:
         return phys in self.quarantine
 

@@ -4,7 +4,9 @@ below the checkpoint are skipped by every reader (librdkafka, the native client)
 the consumers read everything around them; the gateway logs no traceback."""
 from __future__ import annotations
 
+import json
 import os
+import socket
 import time
 
 import pytest
@@ -13,7 +15,7 @@ from confluent_kafka import Consumer, Producer as KafkaProducer
 import store
 from client import ConsumeFrom, LitePullConsumer
 from codec.kafka import records
-from codec.remoting import message as M
+from codec.remoting import FrameReader, RemotingCommand, RequestCode, encode, message as M
 from gateway_process import GatewayProcess
 from interop.inner_batch import entry_message, index_info
 
@@ -63,6 +65,16 @@ def native_read_all(g, topic: str, want: int, timeout: float = 30.0) -> list[byt
     return got
 
 
+def runtime_info(g) -> dict:
+    """GET_BROKER_RUNTIME_INFO's table (our robustness counters are in it)."""
+    with socket.create_connection(("127.0.0.1", g.remoting_port), timeout=10) as sock:
+        sock.sendall(encode(RemotingCommand(code=RequestCode.GET_BROKER_RUNTIME_INFO, opaque=7)))
+        reader = FrameReader()
+        while (resp := reader.next_command()) is None:
+            reader.feed(sock.recv(65536))
+    return json.loads(resp.body)["table"]
+
+
 def gateway_log_is_clean(g) -> str:
     log = g.log()
     assert "Traceback" not in log
@@ -99,6 +111,7 @@ def test_poison_inner_batch_is_skipped_by_every_reader(tmp_path, gw_factory):
     assert native_read_all(g, TOPIC, len(want)) == want
     log = gateway_log_is_clean(g)
     assert log.count("skipped entry at CommitLog offset") == 1  # one line per entry, not per request
+    assert int(runtime_info(g)["skippedEntries"]) >= 2  # counted per skip (two readers)
     assert g.proc.poll() is None
 
 
@@ -132,6 +145,7 @@ def test_byte_flip_below_the_checkpoint_is_quarantined(tmp_path, gw_factory):
     assert native_read_all(g, "FlipT", len(want)) == want
     log = gateway_log_is_clean(g)
     assert "quarantined the entry at CommitLog offset %d" % victim.physical_offset in log
+    assert runtime_info(g)["quarantinedEntries"] == "1"
     g.stop()
 
     # --verify finds it at start, before any reader looks (and keeps it across restarts).
