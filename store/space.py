@@ -22,6 +22,7 @@ from store.errors import StoreFull
 log = logging.getLogger("rocketgate.store")
 
 CHECK_INTERVAL = 1.0  # seconds between statvfs calls
+RETRY_FREED = 1 << 20  # after a failed allocation, try again once this much more space is free
 MIN_RATIO, MAX_RATIO = 0.10, 0.95  # RocketMQ clamps diskMaxUsedSpaceRatio to [10, 95] %
 SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _FALLOC_FL_KEEP_SIZE = 1
@@ -66,6 +67,8 @@ class DiskGuard:
         self._checked_at = float("-inf")
         self._used = 0.0
         self._alloc_failed = False
+        self._avail = 0  # bytes available at the last look
+        self._avail_at_failure = 0
         self._headroom = 0  # bytes that could be written at the last look before passing the ratio
         self._written_at = 0
         self.full = False
@@ -75,7 +78,8 @@ class DiskGuard:
         also notes how many bytes may still be written before the ratio is reached."""
         st = os.statvfs(self.path)
         used = (st.f_blocks - st.f_bfree) * st.f_frsize
-        usable = used + st.f_bavail * st.f_frsize
+        self._avail = st.f_bavail * st.f_frsize
+        usable = used + self._avail
         self._headroom = max(0, int(usable * self.ratio) - used)
         return used / usable if usable > 0 else 0.0
 
@@ -97,15 +101,21 @@ class DiskGuard:
             except OSError:
                 pass
             over = self._used > self.ratio
-            if self._alloc_failed and not over:
-                self._alloc_failed = False  # try allocating again: space may have come back
+            if self._alloc_failed and not over and self._avail > self._avail_at_failure + RETRY_FREED:
+                self._alloc_failed = False  # space was freed since the failure: try allocating again
             self._set_full(over or self._alloc_failed)
         if self.full:
             raise StoreFull(self.remark())
 
     def allocation_failed(self, exc: OSError) -> StoreFull:
-        """Refuse writes from now until the next check finds the disk below the ratio."""
+        """Refuse writes from now until a look finds the disk below the ratio and more space free
+        than at the failure (so a disk that stays full is not retried and logged every second)."""
         self._alloc_failed = True
+        try:
+            self.used_ratio()
+        except OSError:
+            pass
+        self._avail_at_failure = self._avail
         self._checked_at = self.clock()
         self._set_full(True, exc)
         return StoreFull(self.remark())
