@@ -13,6 +13,7 @@ from store.space import reserve
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 _VECTOR_MIN = 4096  # average part size from which pwritev beats joining
+RESERVE_AHEAD = 4 << 20  # blocks reserved ahead of the write position (preallocate)
 
 
 def file_name(start: int) -> str:
@@ -27,7 +28,8 @@ class Segments:
     def __init__(self, directory: str, file_size: int, preallocate: bool = False) -> None:
         self.dir = directory
         self.file_size = file_size
-        self.preallocate = preallocate  # reserve a new file's blocks when it is created (the CommitLog)
+        self.preallocate = preallocate  # reserve blocks ahead of the writes (the CommitLog)
+        self._reserved: dict[int, int] = {}  # file start -> in-file position reserved up to
         self.starts: list[int] = []  # sorted
         self.fds: dict[int, int] = {}
         self.end = 0  # one past the last byte written
@@ -42,24 +44,21 @@ class Segments:
             self.synced = self.end
 
     def _open(self, start: int, new: bool = True) -> int:
-        """Open (or create) the file at `start`; a new one gets its blocks allocated first (a full
-        disk raises OSError(ENOSPC) here and leaves no file behind)."""
         path = os.path.join(self.dir, file_name(start))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        if new and self.preallocate:
-            try:
-                reserve(fd, self.file_size)
-            except OSError:
-                os.close(fd)
-                try:
-                    if os.path.getsize(path) == 0:
-                        os.unlink(path)
-                except OSError:
-                    pass
-                raise
         bisect.insort(self.starts, start)
         self.fds[start] = fd
         return fd
+
+    def _reserve(self, start: int, fd: int, upto: int) -> None:
+        """With `preallocate`, make sure the file at `start` has real blocks up to `upto` (in-file
+        position), reserving RESERVE_AHEAD more at a time: a full disk is an OSError(ENOSPC) here,
+        before anything is written, and the writes themselves never run out of space."""
+        if self.preallocate and upto > self._reserved.get(start, 0):
+            done = self._reserved.get(start, 0)
+            target = min(self.file_size, upto + RESERVE_AHEAD)
+            reserve(fd, done, target - done)
+            self._reserved[start] = target
 
     @property
     def begin(self) -> int:
@@ -78,6 +77,7 @@ class Segments:
             if fd is None:
                 fd = self._open(start)
             n = min(len(mv), start + self.file_size - pos)
+            self._reserve(start, fd, pos - start + n)
             os.pwrite(fd, mv[:n], pos - start)
             pos += n
             mv = mv[n:]
@@ -93,6 +93,7 @@ class Segments:
             fd = self.fds.get(start)
             if fd is None:
                 fd = self._open(start)
+            self._reserve(start, fd, pos - start + total)
             done = os.pwritev(fd, parts, pos - start)
             if done < total:  # a short write: finish the rest the plain way
                 os.pwrite(fd, b"".join(parts)[done:], pos - start + done)
@@ -134,11 +135,13 @@ class Segments:
             self._remove(start)
         start = self.file_start(pos)
         if start in self.fds:
-            os.ftruncate(self.fds[start], pos - start)
+            os.ftruncate(self.fds[start], pos - start)  # frees the blocks reserved past it too
+            self._reserved[start] = min(self._reserved.get(start, 0), pos - start)
         self.end = pos
         self.synced = min(self.synced, pos)
 
     def _remove(self, start: int) -> None:
+        self._reserved.pop(start, None)
         os.close(self.fds.pop(start))
         self.starts.remove(start)
         try:
@@ -158,6 +161,7 @@ class Segments:
         gone = []
         for start in [s for s in self.starts[:-1] if s + self.file_size <= pos]:
             self.starts.remove(start)
+            self._reserved.pop(start, None)
             gone.append((start, self.fds.pop(start), os.path.join(self.dir, file_name(start))))
         return gone
 

@@ -3,8 +3,8 @@ the store's filesystem is fuller than `disk_max_used_space_ratio` or since a fil
 allocated; both are looked at again at most every CHECK_INTERVAL, so writes resume by themselves
 once retention or an operator frees space (no restart).
 
-CommitLog files are allocated for real when created (`reserve`; IndexFiles with posix_fallocate
-before they are mapped), so a full disk is an OSError on allocation, never a SIGBUS on a mapped
+CommitLog blocks are allocated for real ahead of the writes (`reserve`, 4 MB ahead; IndexFiles
+with posix_fallocate before they are mapped), so a full disk is an OSError on allocation, never a SIGBUS on a mapped
 page nor a half-written entry. ConsumeQueue files stay sparse (one per queue: reserving them would
 cost 6 MB a queue); their pwrite fails cleanly.
 """
@@ -38,14 +38,14 @@ def is_space_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in SPACE_ERRNOS
 
 
-def reserve(fd: int, size: int) -> None:
-    """Allocate `size` bytes of blocks for `fd` without changing its length (fallocate with
-    FALLOC_FL_KEEP_SIZE: the length stays the written end, which recovery relies on). Raises
+def reserve(fd: int, offset: int, length: int) -> None:
+    """Allocate blocks for `length` bytes at `offset` of `fd` without changing its length (fallocate
+    with FALLOC_FL_KEEP_SIZE: the length stays the written end, which recovery relies on). Raises
     OSError(ENOSPC) when the disk cannot hold them; a filesystem without fallocate is left as is
     (its writes still fail with ENOSPC, as pwrite does)."""
-    if _fallocate is None:
+    if _fallocate is None or length <= 0:
         return
-    if _fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) != 0:
+    if _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) != 0:
         err = ctypes.get_errno()
         if err in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
             return
