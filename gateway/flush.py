@@ -10,6 +10,25 @@ import trio
 log = logging.getLogger("rocketgate.flush")
 
 ASYNC_FLUSH_INTERVAL = 0.5
+RETRY_DELAY = 0.1  # after a failed fdatasync (EINTR, EIO, ...): reported, retried, never fatal
+
+
+_failures = [0]  # consecutive failed flushes: the first is logged, and the recovery
+
+
+async def flush_once(store) -> bool:
+    """One store flush off the event loop; a failure is logged and False returned (the caller retries)."""
+    try:
+        await trio.to_thread.run_sync(store.flush)
+    except OSError as exc:
+        _failures[0] += 1
+        if _failures[0] == 1:
+            log.error("flush failed (%s); retrying", exc)
+        return False
+    if _failures[0]:
+        log.warning("flush works again after %d failed tries", _failures[0])
+        _failures[0] = 0
+    return True
 
 
 class GroupCommit:
@@ -32,8 +51,10 @@ class GroupCommit:
             await self._wanted.wait()
             self._wanted = trio.Event()
             done, self._done = self._done, trio.Event()
-            await trio.to_thread.run_sync(self.store.flush)
-            done.set()
+            ok = await flush_once(self.store)
+            done.set()  # waiters not yet durable ask again
+            if not ok:
+                await trio.sleep(RETRY_DELAY)
 
 
 class AsyncFlush:
@@ -50,4 +71,4 @@ class AsyncFlush:
         task_status.started()
         while True:
             await self.clock.sleep(ASYNC_FLUSH_INTERVAL)
-            await trio.to_thread.run_sync(self.store.flush)
+            await flush_once(self.store)

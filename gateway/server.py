@@ -6,6 +6,7 @@ import errno
 import logging
 import os
 import signal
+import struct
 import sys
 
 import trio
@@ -21,6 +22,8 @@ log = logging.getLogger("rocketgate")
 
 # On SIGTERM, connections busy with a request get this long to answer it; idle ones close at once.
 SHUTDOWN_GRACE = 1.0
+_SIZE = struct.Struct(">i")  # the frame size prefix of both protocols
+IDLE_SWEEP_PERIOD = 1.0  # how often idle connections are looked for
 
 
 class _Connections:
@@ -28,6 +31,7 @@ class _Connections:
 
     def __init__(self) -> None:
         self.open: set[_Connection] = set()
+        self.refused = 0  # connections closed at once since the cap was reached
         self._idle: trio.Event | None = None  # set up by wait_idle
 
     def changed(self) -> None:
@@ -45,15 +49,20 @@ class _Connection:
     request bytes arrive until an answer is sent and the handler waits for the next request
     (a request without an answer keeps it busy until the shutdown deadline)."""
 
-    __slots__ = ("_stream", "_all", "receiving", "unanswered", "socket", "listener")
+    __slots__ = ("_stream", "_all", "receiving", "unanswered", "socket", "listener", "active_at", "max_idle",
+                 "scope", "frames")
 
-    def __init__(self, stream, connections: _Connections, socket, listener) -> None:
+    def __init__(self, stream, connections: _Connections, socket, listener, max_idle: float) -> None:
         self._stream = stream  # the SocketStream, or the SSLStream over it
         self._all = connections
         self.socket = socket
         self.listener = listener  # gateway.listeners.Listener
         self.receiving = False
         self.unanswered = False
+        self.active_at = trio.current_time()  # last byte received or sent
+        self.max_idle = max_idle  # seconds idle before the sweeper closes it
+        self.scope: trio.CancelScope | None = None  # the handler's: cancelled to close the connection
+        self.frames = FrameTracker()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         self.receiving = True
@@ -64,11 +73,14 @@ class _Connection:
             self.receiving = False
         if data:
             self.unanswered = True
+            self.active_at = trio.current_time()
+            self.frames.received(data, self.active_at)
         return data
 
     async def send_all(self, data) -> None:
         await self._stream.send_all(data)
         self.unanswered = False
+        self.active_at = trio.current_time()
         self._all.changed()
 
     def __getattr__(self, name: str):
@@ -77,6 +89,63 @@ class _Connection:
     def idle(self) -> bool:
         """Waiting for a request, every request it read answered."""
         return self.receiving and not self.unanswered
+
+    def idle_too_long(self, now: float) -> bool:
+        return self.idle() and now - self.active_at > self.max_idle
+
+    def too_slow(self, now: float, deadline: float) -> bool:
+        """Waiting for the rest of a request that began more than `deadline` ago (a slowloris)."""
+        return self.receiving and self.frames.partial_since(now) > deadline
+
+
+class FrameTracker:
+    """Where the byte stream stands among frames (both protocols frame with a 4-byte big-endian size
+    prefix): `partial_since(now)` is how long a frame has been partly received (0 at a boundary).
+    One step per frame, no copy of the data."""
+
+    __slots__ = ("_left", "_head", "_started")
+
+    def __init__(self) -> None:
+        self._left = 0  # bytes of the current frame's body still to come
+        self._head = b""  # bytes of a size prefix received so far
+        self._started = None  # when the current frame's first byte came
+
+    def received(self, data, now: float) -> None:
+        end = len(data)
+        left = self._left
+        if left >= end:  # inside one frame's body
+            self._left = left - end
+            if not self._left:
+                self._started = None
+            return
+        i = left
+        began_here = True  # whether the last frame seen began in this read
+        if self._head:  # a size prefix split over reads
+            need = 4 - len(self._head)
+            self._head += bytes(data[i:i + need])
+            if len(self._head) < 4:
+                return
+            i += need + max(_SIZE.unpack(self._head)[0], 0)
+            self._head = b""
+            began_here = False
+        unpack = _SIZE.unpack_from
+        while end - i >= 4:
+            i += 4 + max(unpack(data, i)[0], 0)  # a bad size: the codec closes the connection
+            began_here = True
+        if i > end:  # a frame goes on in the next read
+            self._left = i - end
+            if began_here or self._started is None:
+                self._started = now
+        elif i < end:  # part of a size prefix
+            self._left = 0
+            self._head = bytes(data[i:end])
+            self._started = now
+        else:
+            self._left = 0
+            self._started = None
+
+    def partial_since(self, now: float) -> float:
+        return 0.0 if self._started is None else now - self._started
 
 
 async def _bind(host: str, name: str, port: int) -> list[trio.socket.SocketType]:
@@ -153,6 +222,8 @@ async def _serve(app: App, bound: dict | None = None, http=None) -> None:
             if http is not None:  # --http-port: /readyz answers 503 until the listeners are up
                 await services.start(HttpService(app, http).run)
             async with trio.open_nursery() as conns:
+                conns.start_soon(_sweep_idle, connections, IDLE_SWEEP_PERIOD,
+                                 app.config.request_deadline_ms / 1000)
                 accepting = []  # one cancel scope per listener: a scope is entered once
                 for listener, socks in bound.items():
                     listeners = _listen(socks)
@@ -179,21 +250,91 @@ async def _serve(app: App, bound: dict | None = None, http=None) -> None:
 
 async def _accept(scope: trio.CancelScope, listeners, serve_one, conns: trio.Nursery) -> None:
     with scope:
-        await trio.serve_listeners(serve_one, listeners, handler_nursery=conns)
+        async with trio.open_nursery() as loops:
+            for listener in listeners:
+                loops.start_soon(_accept_loop, listener, serve_one, conns)
+
+
+# accept() failing for want of resources: wait and try again (the kernel keeps the backlog).
+_ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+ACCEPT_RETRY_DELAY = 0.1
+
+
+async def _accept_loop(listener: trio.SocketListener, serve_one, conns: trio.Nursery) -> None:
+    """trio.serve_listeners, but at the descriptor limit (EMFILE) it logs once per episode, not
+    every retry: new connections wait in the backlog, the open ones keep being served."""
+    starved = 0
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                raise
+            if not starved:
+                log.error("accept failed (%s): not accepting new connections until descriptors free up", exc)
+            starved += 1
+            await trio.sleep(ACCEPT_RETRY_DELAY)
+            continue
+        if starved:
+            log.warning("accepting connections again (after %d failed tries)", starved)
+            starved = 0
+        conns.start_soon(serve_one, stream)
+
+
+async def _sweep_idle(connections: _Connections, period: float, request_deadline: float) -> None:
+    """Close connections idle longer than their limit (Kafka's connections.max.idle.ms) and those
+    that take longer than `request_deadline` to send one request (slowloris)."""
+    while True:
+        await trio.sleep(period)
+        now = trio.current_time()
+        for conn in list(connections.open):
+            if conn.scope is None:
+                continue
+            if conn.idle_too_long(now):
+                conn.scope.cancel()
+            elif conn.too_slow(now, request_deadline):
+                log.warning("closing a connection from %s: a request took over %.0f s to arrive",
+                            _peer(conn), request_deadline)
+                conn.scope.cancel()
+
+
+def _peer(conn) -> str:
+    try:
+        return str(conn.socket.getpeername()[0])
+    except (OSError, AttributeError, IndexError):
+        return "?"
+
+
+def _max_idle(config: GatewayConfig, name: str) -> float:
+    if name == "kafka":
+        return config.connections_max_idle_ms / 1000
+    return float(config.remoting_channel_max_idle_seconds)
 
 
 def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsFiles | None):
     name = listener.kind
+    max_idle = _max_idle(app.config, name)
+    limit = app.config.max_connections
 
     async def serve_one(stream: trio.SocketStream) -> None:
+        if len(connections.open) >= limit:
+            connections.refused += 1
+            if connections.refused == 1:
+                log.warning("%d connections open (--max-connections): refusing new ones", limit)
+            await _close(stream)
+            return
+        if connections.refused:
+            log.warning("accepting connections again (%d refused at the cap)", connections.refused)
+            connections.refused = 0
         conn = None
         try:
             secured = stream if tls is None else await accept_tls(stream, tls)
             if secured is None:
                 return
-            conn = _Connection(secured, connections, stream.socket, listener)
+            conn = _Connection(secured, connections, stream.socket, listener, max_idle)
             connections.open.add(conn)
-            await handler(conn, app)
+            with trio.CancelScope() as conn.scope:
+                await handler(conn, app)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         except Exception:  # a bug in one connection must not take the server down
@@ -202,11 +343,15 @@ def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsF
             if conn is not None:
                 connections.open.discard(conn)
             connections.changed()
-            with trio.move_on_after(1):
-                # TLS: close_notify first, so the peer reads our last answer before the close
-                await (conn._stream if conn is not None else stream).aclose()
+            # TLS: close_notify first, so the peer reads our last answer before the close
+            await _close(conn._stream if conn is not None else stream)
 
     return serve_one
+
+
+async def _close(stream) -> None:
+    with trio.move_on_after(1):
+        await stream.aclose()
 
 
 def main(config: GatewayConfig) -> int:
@@ -239,6 +384,9 @@ async def _run(config: GatewayConfig) -> int:
         _tls_files(config)  # a certificate that cannot be loaded stops the start here
         http = bind_http(config)  # --http-port (gateway.ops); None when off
         app = build_app(config)
+        if config.verify:
+            checked = app.store.verify()
+            log.info("verify: checked %d CommitLog entries, %d quarantined", checked, len(app.store.quarantined()))
     except BaseException:
         _close_all(bound)
         raise

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import struct
 
 from codec.kafka import records
+from codec.kafka.schema import DecodeError
 from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, SYSFLAG_AT, Message
+from interop.damaged import DAMAGED
 from interop.headers import KEYS, ROUTING_HEADERS, TAGS, tag_code
 
 # Header keys as they appear on the wire (zigzag varint length + name): a batch whose first record
@@ -110,11 +113,19 @@ def producer_fields(raw) -> tuple[int, int, int, int] | None:
 
 
 def record_timestamps(msg) -> list[tuple[int, int]]:
-    """(offset delta, timestamp) of each logical message of a stored entry."""
+    """(offset delta, timestamp) of each logical message of a stored entry; a batch that cannot be
+    decoded counts as one message at its store timestamp (reported once: interop.damaged)."""
     if msg.sys_flag & INNER_BATCH_FLAG:
-        b = records.parse_batches(msg.body)[0]
-        if b.attributes & records.TIMESTAMP_LOG_APPEND:
-            return [(i, b.max_timestamp) for i in range(b.record_count)]
-        return [(r.offset_delta, b.base_timestamp + r.timestamp_delta)
-                for r in records.decode_records(b.records_bytes(), b.record_count)]
+        try:
+            problem = records.stored_batch_problem(msg.body, 0, len(msg.body))
+            if problem is not None:
+                raise DecodeError(problem)
+            b = records.parse_batches(msg.body)[0]
+            if b.attributes & records.TIMESTAMP_LOG_APPEND:
+                return [(i, b.max_timestamp) for i in range(b.record_count)]
+            return [(r.offset_delta, b.base_timestamp + r.timestamp_delta)
+                    for r in records.decode_records(b.records_bytes(), b.record_count)]
+        except (DecodeError, struct.error, ValueError, IndexError) as exc:
+            DAMAGED.skip(msg.physical_offset, msg.topic, msg.queue_id, f"inner batch cannot be decoded: {exc}")
+            return [(0, msg.store_timestamp)]
     return [(0, msg.born_timestamp)]

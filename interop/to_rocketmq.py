@@ -10,9 +10,13 @@ can find that one record again.
 """
 from __future__ import annotations
 
-from codec.kafka.records import decode_records, parse_batches
+import struct
+
+from codec.kafka.records import decode_records, parse_batches, stored_batch_problem
+from codec.kafka.schema import DecodeError
 from codec.remoting import message as smsg
 from codec.remoting.message import INNER_BATCH_FLAG, NEED_UNWRAP_FLAG, Message
+from interop.damaged import DAMAGED
 from interop.headers import KEYS, record_properties
 
 __all__ = ["INNER_BATCH_FLAG", "record_uniq_key", "records_as_messages", "expand", "expand_matching_key",
@@ -25,7 +29,19 @@ def record_uniq_key(physical_offset: int, index: int) -> str:
 
 
 def records_as_messages(m) -> list[Message]:
-    """The logical messages of an inner-batch StoredMessage."""
+    """The logical messages of an inner-batch StoredMessage; none when its body is not a sound
+    record batch (skipped and reported once: interop.damaged)."""
+    try:
+        return _records_as_messages(m)
+    except (DecodeError, struct.error, ValueError, IndexError, UnicodeDecodeError) as exc:
+        DAMAGED.skip(m.physical_offset, m.topic, m.queue_id, f"inner batch cannot be decoded: {exc}")
+        return []
+
+
+def _records_as_messages(m) -> list[Message]:
+    problem = stored_batch_problem(m.body, 0, len(m.body))
+    if problem is not None:
+        raise DecodeError(problem)
     batch = parse_batches(m.body)[0]
     out = []
     for i, rec in enumerate(decode_records(batch.records_bytes(), batch.record_count)):

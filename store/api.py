@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
 
 from codec.remoting import message as M
-from store.errors import MessageTooLarge, StoreError  # noqa: F401 - part of the API
+from store.errors import MessageTooLarge, StoreError, StoreFull  # noqa: F401 - part of the API
 
 if TYPE_CHECKING:
     from store.config import TopicTable
@@ -23,6 +23,7 @@ class StoreConfig:
     file_reserved_hours: float = 72
     max_message_size: int = 4 << 20
     store_host: tuple = ("127.0.0.1", 10911)
+    disk_max_used_space_ratio: float = 0.75  # refuse writes (StoreFull) above this (clamped to 10..95 %)
     write_delay_ms: int = 0  # tests and benchmarks only: every write sleeps this long (a throttled disk)
 
 
@@ -63,6 +64,7 @@ class MessageStore(Protocol):
 
     topics: TopicTable
     flushed_offset: int
+    trusted_from: int
 
     # lifecycle and dispatch
     def recover(self) -> None: ...
@@ -88,6 +90,10 @@ class MessageStore(Protocol):
     def read_entry(self, phys: int, size: int) -> bytes: ...
     def open_entry_range(self, phys: int, size: int) -> tuple[int, int] | None: ...
     def get(self, phys: int) -> M.StoredMessage | None: ...
+    def disk_status(self) -> tuple[float, bool]: ...
+    def is_quarantined(self, phys: int) -> bool: ...
+    def quarantined(self) -> dict[int, str]: ...
+    def verify(self) -> int: ...
 
     # reading by queue
     def min_offset(self, topic: str, queue_id: int) -> int: ...

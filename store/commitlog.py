@@ -24,11 +24,12 @@ _STORED_SYSFLAG = ~(M.BORNHOST_V6_FLAG | M.STOREHOSTADDRESS_V6_FLAG)  # hosts ar
 
 class CommitLog(Segments):
     def __init__(self, directory: str, config: StoreConfig) -> None:
-        super().__init__(directory, config.commitlog_file_size)
+        super().__init__(directory, config.commitlog_file_size, preallocate=True)
         self.host = (config.store_host[0], int(config.store_host[1]))
         self._host_ip = M._ip4(self.host[0])
         self._max_body = config.max_message_size
         self.last_ts = 0  # store timestamps never go backwards
+        self.quarantine = None  # store.quarantine.Quarantine, set by the store: corrupt entries
 
     # ------------------------------------------------------------------ appending
 
@@ -121,16 +122,33 @@ class CommitLog(Segments):
                 return None
             if size > len(buf):
                 buf = self.read(phys, size)
-            return M.decode(buf[:size] if len(buf) > size else buf)
-        except (OSError, M.MessageFormatError):
+            return self._checked(phys, buf[:size] if len(buf) > size else buf)
+        except OSError:
             return None
 
     def decode_at(self, phys: int, size: int) -> M.StoredMessage | None:
-        """Decode an entry whose size a ConsumeQueue unit gave (one pread)."""
-        try:
-            return M.decode(self.read_entry(phys, size))
-        except M.MessageFormatError:
+        """Decode an entry whose size a ConsumeQueue unit gave (one pread); None if it is not there
+        or is corrupt (quarantined)."""
+        return self._checked(phys, self.read_entry(phys, size), size)
+
+    def _checked(self, phys: int, buf, size: int | None = None) -> M.StoredMessage | None:
+        """The decoded entry, its body CRC verified (zlib's crc32: ~0.15 ms per MiB, measured, a few
+        per cent of a read); a corrupt entry is quarantined and None returned."""
+        q = self.quarantine
+        if q is not None and phys in q:
             return None
+        try:
+            msg = M.decode(buf)
+        except M.MessageFormatError as exc:
+            if q is not None and size is not None and len(buf) == size:
+                q.add(phys, str(exc))
+            return None
+        if msg.physical_offset != phys or M.body_crc(msg.body) != msg.body_crc:
+            if q is not None:
+                q.add(phys, "body CRC mismatch" if msg.physical_offset == phys
+                      else f"entry says it is at {msg.physical_offset}")
+            return None
+        return msg
 
     def store_timestamp_at(self, phys: int) -> int | None:
         raw = self.read(phys + M.STORE_TS_AT, 8)

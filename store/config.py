@@ -145,6 +145,7 @@ class TopicTable:
         self._on_delete = on_delete
         self._topics: dict[str, TopicConfig] = {}
         self._version = 0
+        self._dirty = False  # the last write failed
         doc = config.read(self.FILE, {}) or {}
         for name, t in (doc.get("topicConfigTable") or {}).items():
             self._topics[name] = TopicConfig(
@@ -182,8 +183,27 @@ class TopicTable:
     def data_version(self) -> dict:
         return {"counter": self._version, "timestamp": int(time.time() * 1000)}
 
+    def persist_if_dirty(self) -> None:
+        """Write the table again if the last write failed (retention calls this every minute)."""
+        if self._dirty:
+            self._persist()
+
     def _persist(self) -> None:
+        """Write the table; a failure (ENOSPC, EMFILE, ...) keeps the change in memory, is logged and
+        tried again with the next change or `persist_if_dirty` (the old file stays whole)."""
         self._version += 1
+        try:
+            self._write()
+        except OSError as exc:
+            if not self._dirty:
+                log.error("topics: writing %s failed (%s); kept in memory, retrying later", self.FILE, exc)
+            self._dirty = True
+            return
+        if self._dirty:
+            log.warning("topics: %s written again", self.FILE)
+        self._dirty = False
+
+    def _write(self) -> None:
         self._config.write(self.FILE, {
             "topicConfigTable": {
                 t.name: {"topicName": t.name, "readQueueNums": t.read_queues, "writeQueueNums": t.write_queues,

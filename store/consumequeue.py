@@ -39,7 +39,10 @@ class ConsumeQueue:
         self.pending += units
         self.max_offset += count
         if len(self.pending) >= DRAIN_AT:
-            self.drain()
+            try:
+                self.drain()
+            except OSError as exc:  # disk full: the units stay buffered (and readable) for the next drain
+                log.warning("consumequeue %s-%d: write failed (%s); kept in memory", self.topic, self.queue_id, exc)
 
     def start_at(self, offset: int) -> None:
         """Make an empty queue begin at logical `offset` (rebuilding after its files were deleted)."""
@@ -178,9 +181,16 @@ class ConsumeQueueTable:
             os.path.join(self.dir, topic_dir(topic))
 
     def drain(self) -> list[ConsumeQueue]:
-        """Write every queue's buffered units; the queues (to sync outside the store lock)."""
+        """Write every queue's buffered units; the queues (to sync outside the store lock). Raises the
+        first OSError after trying every queue (a failed queue keeps its units buffered)."""
+        failure = None
         for cq in self.queues.values():
-            cq.drain()
+            try:
+                cq.drain()
+            except OSError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
         return list(self.queues.values())
 
     def close(self) -> None:

@@ -7,3 +7,9 @@ class StoreError(Exception):
 
 class MessageTooLarge(StoreError):
     """Body larger than `max_message_size`."""
+
+
+class StoreFull(StoreError):
+    """Writes are refused for disk space: usage passed `disk_max_used_space_ratio`, or a file could
+    not be allocated (ENOSPC, EDQUOT). Reads keep working; writes resume once space returns.
+    `str(exc)` is RocketMQ's SERVICE_NOT_AVAILABLE remark."""

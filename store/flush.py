@@ -12,11 +12,14 @@ while a fsync runs. The store lock guards the ConsumeQueue buffers and the Commi
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 import threading
 import time
 
 from store.config import atomic_write
+
+log = logging.getLogger("rocketgate.store")
 
 DERIVED_FLUSH_INTERVAL = 0.5  # seconds between ConsumeQueue/IndexFile flushes + checkpoints
 CHECKPOINT = ".checkpoint"
@@ -43,6 +46,7 @@ class Flusher:
         self.closed = False
         self._last_derived = 0.0
         self._retired: list = []  # close() callables of detached files
+        self.derived_failures = 0  # consecutive failed checkpoint writes
 
     def flush(self) -> None:
         """fdatasync the CommitLog up to everything written (one call serves all waiters); every
@@ -52,8 +56,25 @@ class Flusher:
                 return
             self.flushed_offset = self.commitlog.sync()
             if self.derived and time.monotonic() - self._last_derived >= DERIVED_FLUSH_INTERVAL:
-                self._flush_derived()
+                self._try_flush_derived()
             self._close_retired()
+
+    def _try_flush_derived(self) -> None:
+        """The derived data and its checkpoints; a failure for a transient reason (EMFILE, ENOSPC,
+        EINTR, ...) is reported once per run of failures and tried again next interval: the
+        checkpoints stay where they were (recovery replays a little more), nothing is half-written."""
+        try:
+            self._flush_derived()
+        except OSError as exc:
+            self._last_derived = time.monotonic()
+            self.derived_failures += 1
+            if self.derived_failures == 1:
+                log.error("flush: ConsumeQueue/index checkpoint write failed (%s); retrying every %.1f s",
+                          exc, DERIVED_FLUSH_INTERVAL)
+            return
+        if self.derived_failures:
+            log.warning("flush: checkpoint written again after %d failed tries", self.derived_failures)
+            self.derived_failures = 0
 
     def _flush_derived(self) -> None:
         """Called with sync_lock held."""
@@ -87,7 +108,7 @@ class Flusher:
                 return
             self.flushed_offset = self.commitlog.sync()
             if self.derived:
-                self._flush_derived()
+                self._try_flush_derived()
             self.closed = True
             self._close_retired()
             with self.lock:

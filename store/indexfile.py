@@ -14,6 +14,7 @@ mmap here (not in the CommitLog): slot updates are small random writes all over 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -29,6 +30,7 @@ HEADER_SIZE = 40
 SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
 ENTRY_SIZE = 20
+RESERVE_AHEAD = 1 << 20  # entry bytes allocated ahead of the writes
 
 
 def key_hash(key: str) -> int:
@@ -46,25 +48,23 @@ class IndexFile:
     def __init__(self, path: str, slots: int, entries: int, create: bool) -> None:
         self.path = path
         self.size = HEADER_SIZE + slots * SLOT.size + entries * ENTRY_SIZE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             if create:
-                os.ftruncate(fd, self.size)
+                os.ftruncate(self.fd, self.size)
             else:
-                self.size = os.fstat(fd).st_size
-            self.mm = mmap.mmap(fd, self.size)
-        finally:
-            os.close(fd)
+                self.size = os.fstat(self.fd).st_size
+            self.mm = mmap.mmap(self.fd, self.size)
+        except BaseException:
+            os.close(self.fd)
+            raise
         (self.begin_ts, self.end_ts, self.begin_phys, self.end_phys, self.used_slots,
          self.count) = HEADER.unpack_from(self.mm, 0)
         if create or self.count <= 0:
             self.count = 1  # entry 0 is never used: slot value 0 means empty
             self.used_slots = 0
-            self.slots = slots
-            self.entries = entries
-        else:
-            self.slots = slots
-            self.entries = entries
+        self.slots = slots
+        self.entries = entries
         self.entries_at = HEADER_SIZE + self.slots * SLOT.size
         # A file written with other sizes: derive its entry capacity from its length.
         cap = (self.size - self.entries_at) // ENTRY_SIZE
@@ -72,12 +72,37 @@ class IndexFile:
             self.entries = max(cap, 0)
         self.count = min(self.count, self.entries)
         self.dirty = False
+        # Blocks are allocated for real before any page of the mapping is written (the header and
+        # slots now, entries RESERVE_AHEAD at a time), so a full disk is an OSError here or in
+        # `put`, never a SIGBUS. The file stays sparse past what is reserved.
+        self._reserved = 0
+        try:
+            self._reserve(self.entries_at + (self.count + 1) * ENTRY_SIZE)
+        except OSError:
+            if create:
+                self.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                raise
+            log.warning("index: cannot allocate %s: it is read-only from now on", path)
+            self.count = self.entries  # full: never written again
+
+    def _reserve(self, upto: int) -> None:
+        if upto > self._reserved:
+            target = min(self.size, upto + RESERVE_AHEAD)
+            try:
+                os.posix_fallocate(self.fd, self._reserved, target - self._reserved)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+            self._reserved = target
 
     @property
     def full(self) -> bool:
         return self.count >= self.entries
 
     def put(self, key: str, phys: int, store_ts: int) -> None:
+        self._reserve(self.entries_at + (self.count + 1) * ENTRY_SIZE)  # OSError (disk full) before writing
         h = key_hash(key)
         slot_at = HEADER_SIZE + (h % self.slots) * SLOT.size
         mm = self.mm
@@ -125,13 +150,16 @@ class IndexFile:
 
     def close(self) -> None:
         self.mm.close()
+        os.close(self.fd)
 
 
 class IndexService:
     """The index directory: files in creation order, the last one written to."""
 
-    def __init__(self, directory: str, slots: int, entries: int) -> None:
+    def __init__(self, directory: str, slots: int, entries: int, on_space_error=None) -> None:
         self.dir = directory
+        self._on_space_error = on_space_error  # called with the OSError when a new file cannot be allocated
+        self._skipped = 0
         self.slot_num = slots
         self.entry_num = entries
         os.makedirs(directory, exist_ok=True)
@@ -157,11 +185,25 @@ class IndexService:
         return f
 
     def put(self, keys, phys: int, store_ts: int) -> None:
+        """Index `keys` of the entry at `phys`. When a new file cannot be allocated (disk full) the
+        keys are not indexed (the entry itself is stored and readable; queries by key miss it),
+        logged once per run of failures, and the store is told so that it refuses writes."""
         f = self.files[-1] if self.files else None
-        for key in keys:
-            if f is None or f.full:
-                f = self._new_file(store_ts)
-            f.put(key, phys, store_ts)
+        try:
+            for key in keys:
+                if f is None or f.full:
+                    f = self._new_file(store_ts)
+                f.put(key, phys, store_ts)
+        except OSError as exc:
+            if not self._skipped:
+                log.error("index: cannot allocate index space (%s): keys are not indexed", exc)
+            self._skipped += 1
+            if self._on_space_error is not None:
+                self._on_space_error(exc)
+            return
+        if self._skipped:
+            log.warning("index: indexing again (%d entries were not indexed)", self._skipped)
+            self._skipped = 0
 
     def lookup(self, key: str, begin_ms: int, end_ms: int, limit: int) -> list[int]:
         out = []

@@ -8,9 +8,12 @@ from __future__ import annotations
 import bisect
 import os
 
+from store.space import reserve
+
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 _VECTOR_MIN = 4096  # average part size from which pwritev beats joining
+RESERVE_AHEAD = 4 << 20  # blocks reserved ahead of the write position (preallocate)
 
 
 def file_name(start: int) -> str:
@@ -22,9 +25,11 @@ class Segments:
 
     Not thread-safe by itself: the store serializes writers; `sync` may run on another thread."""
 
-    def __init__(self, directory: str, file_size: int) -> None:
+    def __init__(self, directory: str, file_size: int, preallocate: bool = False) -> None:
         self.dir = directory
         self.file_size = file_size
+        self.preallocate = preallocate  # reserve blocks ahead of the writes (the CommitLog)
+        self._reserved: dict[int, int] = {}  # file start -> in-file position reserved up to
         self.starts: list[int] = []  # sorted
         self.fds: dict[int, int] = {}
         self.end = 0  # one past the last byte written
@@ -32,17 +37,28 @@ class Segments:
         os.makedirs(directory, exist_ok=True)
         for name in sorted(os.listdir(directory)):
             if len(name) == 20 and name.isdigit():
-                self._open(int(name))
+                self._open(int(name), new=False)
         if self.starts:
             last = self.starts[-1]
             self.end = last + os.fstat(self.fds[last]).st_size
             self.synced = self.end
 
-    def _open(self, start: int) -> int:
-        fd = os.open(os.path.join(self.dir, file_name(start)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    def _open(self, start: int, new: bool = True) -> int:
+        path = os.path.join(self.dir, file_name(start))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         bisect.insort(self.starts, start)
         self.fds[start] = fd
         return fd
+
+    def _reserve(self, start: int, fd: int, upto: int) -> None:
+        """With `preallocate`, make sure the file at `start` has real blocks up to `upto` (in-file
+        position), reserving RESERVE_AHEAD more at a time: a full disk is an OSError(ENOSPC) here,
+        before anything is written, and the writes themselves never run out of space."""
+        if self.preallocate and upto > self._reserved.get(start, 0):
+            done = self._reserved.get(start, 0)
+            target = min(self.file_size, upto + RESERVE_AHEAD)
+            reserve(fd, done, target - done)
+            self._reserved[start] = target
 
     @property
     def begin(self) -> int:
@@ -61,6 +77,7 @@ class Segments:
             if fd is None:
                 fd = self._open(start)
             n = min(len(mv), start + self.file_size - pos)
+            self._reserve(start, fd, pos - start + n)
             os.pwrite(fd, mv[:n], pos - start)
             pos += n
             mv = mv[n:]
@@ -76,6 +93,7 @@ class Segments:
             fd = self.fds.get(start)
             if fd is None:
                 fd = self._open(start)
+            self._reserve(start, fd, pos - start + total)
             done = os.pwritev(fd, parts, pos - start)
             if done < total:  # a short write: finish the rest the plain way
                 os.pwrite(fd, b"".join(parts)[done:], pos - start + done)
@@ -117,11 +135,13 @@ class Segments:
             self._remove(start)
         start = self.file_start(pos)
         if start in self.fds:
-            os.ftruncate(self.fds[start], pos - start)
+            os.ftruncate(self.fds[start], pos - start)  # frees the blocks reserved past it too
+            self._reserved[start] = min(self._reserved.get(start, 0), pos - start)
         self.end = pos
         self.synced = min(self.synced, pos)
 
     def _remove(self, start: int) -> None:
+        self._reserved.pop(start, None)
         os.close(self.fds.pop(start))
         self.starts.remove(start)
         try:
@@ -141,6 +161,7 @@ class Segments:
         gone = []
         for start in [s for s in self.starts[:-1] if s + self.file_size <= pos]:
             self.starts.remove(start)
+            self._reserved.pop(start, None)
             gone.append((start, self.fds.pop(start), os.path.join(self.dir, file_name(start))))
         return gone
 

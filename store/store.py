@@ -35,6 +35,8 @@ from store.consumequeue import UNIT, ConsumeQueueTable
 from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
 from store.flush import Flusher
 from store.indexfile import IndexService
+from store.quarantine import Quarantine, verify
+from store.space import DiskGuard, is_space_error
 
 log = logging.getLogger("rocketgate.store")
 LOG_STARTS = "logStartOffsets"  # config/logStartOffsets.json: {topic: {queue id: first readable offset}}
@@ -62,17 +64,21 @@ class Store:
             raise ValueError("commitlog_file_size too small")
         os.makedirs(path, exist_ok=True)
         self._lock = threading.RLock()
+        self.space = DiskGuard(path, config.disk_max_used_space_ratio)
         self._cfg = ConfigDir(os.path.join(path, "config"))
         self.topics = TopicTable(self._cfg, on_delete=self._drop_topic)
         self.commitlog = CommitLog(os.path.join(path, "commitlog"), config)
+        self.quarantine = self.commitlog.quarantine = Quarantine(self._cfg)
         self.consume_queues = ConsumeQueueTable(os.path.join(path, "consumequeue"), config.cq_units_per_file)
-        self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries)
+        self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries,
+                                  on_space_error=self.space.allocation_failed)
         self._flusher = Flusher(self.commitlog, self.consume_queues, self.index, self._lock)
         self._index_dispatcher = IndexDispatcher(self.index)
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
         self._dispatchers: list = list(self._builtin)
         self._write_observer = None
         self._flush_observer = None
+        self.trusted_from = 0  # set by recover()
         self._replay_from = load(self.commitlog, self.consume_queues, self.index)
         self.recovered = False
 
@@ -92,6 +98,7 @@ class Store:
             cq_start, index_start = self._replay_from
             replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
                             list(self._dispatchers), self._feed)
+            self.trusted_from = self.commitlog.end  # entries from here on are written by this process
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
             self._flusher.derived = self.recovered = True
@@ -127,11 +134,21 @@ class Store:
         if not isinstance(msgs, (list, tuple)):
             msgs = list(msgs)
         with self._lock:
+            self.space.check(self.commitlog.end)  # raises StoreFull while the disk is (too) full
             began = time.monotonic()
             try:
                 if self.config.write_delay_ms:
                     time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
-                results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
+                try:
+                    results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
+                except StoreError as exc:
+                    if is_space_error(exc.__cause__):
+                        raise self.space.allocation_failed(exc.__cause__) from exc
+                    raise
+                except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
+                    if is_space_error(exc):
+                        raise self.space.allocation_failed(exc) from exc
+                    raise StoreError(f"cannot store message: {exc}") from exc
                 self._feed(self._dispatchers, requests)
             finally:
                 if self._write_observer is not None:
@@ -162,8 +179,30 @@ class Store:
         return self.commitlog.open_entry_range(phys, size)
 
     def get(self, phys: int) -> M.StoredMessage | None:
-        """Decode the entry at CommitLog offset `phys`, None if there is none."""
+        """Decode the entry at CommitLog offset `phys`, None if there is none (or it is quarantined)."""
         return self.commitlog.get(phys)
+
+    def disk_status(self) -> tuple[float, bool]:
+        """(used ratio of the data dir's filesystem, whether writes are refused for space)."""
+        try:
+            used = self.space.used_ratio()
+        except OSError:
+            used = 0.0
+        return used, self.space.full
+
+    def is_quarantined(self, phys: int) -> bool:
+        return phys in self.quarantine
+
+    def quarantined(self) -> dict[int, str]:
+        """CommitLog offset -> why, of every corrupt entry found (served to no client)."""
+        return dict(self.quarantine.entries)
+
+    def verify(self) -> int:
+        """Walk the whole CommitLog, checking every entry's body CRC; corrupt ones are quarantined.
+        Returns the number of entries checked (`--verify` at start)."""
+        with self._lock:
+            upto = self.commitlog.end
+        return verify(self.commitlog, self.quarantine, upto)
 
     # ------------------------------------------------------------------ reading by queue
 
@@ -355,9 +394,14 @@ class Store:
         self._flush_observer = observe
 
     def delete_expired(self, now_ms: int | None = None) -> int:
-        """Retention (store.retention); returns the number of CommitLog files deleted."""
-        return delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
-                                        self._flusher, self.config.file_reserved_hours, now_ms)
+        """Retention (store.retention); returns the number of CommitLog files deleted. Also writes
+        the topic table again if its last write failed."""
+        self.topics.persist_if_dirty()
+        deleted = delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
+                                 self._flusher, self.config.file_reserved_hours, now_ms)
+        if deleted:
+            self.quarantine.forget_below(self.commitlog.begin)
+        return deleted
 
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""

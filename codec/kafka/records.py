@@ -67,6 +67,20 @@ class Batch:
     def crc_ok(self) -> bool:
         return crc32c(memoryview(self.data)[CRC_START:]) == self.crc
 
+    def problem(self) -> tuple[str, str] | None:
+        """What a broker refuses in a produced batch, checked before it is stored: ("invalid", why)
+        for INVALID_RECORD (record count vs. lastOffsetDelta, a control batch from a client),
+        ("corrupt", why) for CORRUPT_MESSAGE (unknown compression codec, CRC mismatch); None if fine."""
+        if self.record_count < 1 or self.last_offset_delta != self.record_count - 1:
+            return "invalid", "bad record count"
+        if self.attributes & CONTROL:
+            return "invalid", "control batches are written by the broker, not produced"
+        if self.compression > ZSTD:
+            return "corrupt", f"unknown compression codec {self.compression}"
+        if not self.crc_ok():
+            return "corrupt", "CRC mismatch"
+        return None
+
     def records_bytes(self) -> bytes:
         """The (decompressed) records section."""
         return decompress(self.compression, memoryview(self.data)[HEADER_SIZE:])
@@ -89,6 +103,23 @@ def parse_batches(data) -> list[Batch]:
         batches.append(Batch(bytes(data[pos:pos + size]), *fields[:1], *fields[2:]))
         pos += size
     return batches
+
+
+def stored_batch_problem(buf, at: int, length: int) -> str | None:
+    """Why the `length` bytes at `at` (a stored inner-batch entry's body; `buf` holds at least its
+    header) are not one servable RecordBatch, None if its header is sound (no CRC): a poison or
+    damaged entry is skipped by readers instead of being served or failing the request."""
+    if length < HEADER_SIZE or at + HEADER_SIZE > len(buf):
+        return f"body of {length} bytes cannot hold a record batch"
+    fields = BATCH_HEADER.unpack_from(buf, at)
+    if fields[3] != 2:
+        return f"record batch magic {fields[3]}"
+    if fields[1] + LENGTH_OVERHEAD != length:
+        return f"record batch length {fields[1]} does not match the body ({length} bytes)"
+    count = fields[12]
+    if count < 1 or fields[6] != count - 1:
+        return f"record count {count} with lastOffsetDelta {fields[6]}"
+    return None
 
 
 def with_base_offset(batch: bytes, base_offset: int) -> bytes:

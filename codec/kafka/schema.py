@@ -217,7 +217,14 @@ def _len_rw(flexible: bool):
     return rlen, wlen
 
 
-def _primitive(t: str, flexible: bool):
+def _null(nullable: bool, pos: int):
+    """A null string/bytes: None where the field is nullable, else refused as Kafka refuses it."""
+    if not nullable:
+        raise DecodeError("non-nullable field was serialized as null")
+    return None, pos
+
+
+def _primitive(t: str, flexible: bool, nullable: bool = True):
     """(reader, writer, default when not nullable) for a primitive type name."""
     if t in _FIXED:
         rd, wr = _FIXED[t]
@@ -231,7 +238,7 @@ def _primitive(t: str, flexible: bool):
         def rd(buf, pos):
             n, pos = rlen(buf, pos, False)
             if n < 0:
-                return None, pos
+                return _null(nullable, pos)
             end = pos + n
             if end > len(buf):
                 raise DecodeError("truncated string")
@@ -252,7 +259,7 @@ def _primitive(t: str, flexible: bool):
         def rd(buf, pos):
             n, pos = rlen(buf, pos, True)
             if n < 0:
-                return None, pos
+                return _null(nullable, pos)
             end = pos + n
             if end > len(buf):
                 raise DecodeError("truncated bytes")
@@ -274,12 +281,14 @@ def _primitive(t: str, flexible: bool):
 _FIXED = {"i8": _fixed(I8), "i16": _fixed(I16), "i32": _fixed(I32), "i64": _fixed(I64), "f64": _fixed(F64)}
 
 
-def _array(item_rd, item_wr, flexible: bool):
+def _array(item_rd, item_wr, flexible: bool, nullable: bool = True):
     rlen, wlen = _len_rw(flexible)
 
     def rd(buf, pos):
         n, pos = rlen(buf, pos, True)
         if n < 0:
+            if not nullable:  # as Kafka's generated readers: "non-nullable field ... was serialized as null"
+                raise DecodeError("non-nullable array was serialized as null")
             return None, pos
         if n > len(buf) - pos:  # every element takes at least one byte: refuse absurd counts early
             raise DecodeError("array count out of range")
@@ -312,14 +321,14 @@ def _field_codec(f: F, version: int, flexible: bool):
             rd, wr, default = _nullable_struct(rd, wr)
     elif isinstance(t, list):
         srd, swr, _ = _compile(t, version, flexible)
-        rd, wr = _array(srd, swr, flexible)
+        rd, wr = _array(srd, swr, flexible, f.nullable_in(version))
         default = []
     elif t.startswith("["):
-        prd, pwr, _ = _primitive(t[1:-1], flexible)
-        rd, wr = _array(prd, pwr, flexible)
+        prd, pwr, _ = _primitive(t[1:-1], flexible, False)
+        rd, wr = _array(prd, pwr, flexible, f.nullable_in(version))
         default = []
     else:
-        rd, wr, default = _primitive(t, flexible)
+        rd, wr, default = _primitive(t, flexible, f.nullable_in(version))
         if t in NULL_WHEN_NULLABLE and f.nullable_in(version):
             default = None
     if f.default is not None:

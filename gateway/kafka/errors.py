@@ -1,4 +1,5 @@
 """Kafka error codes the gateway returns (numbers from Kafka's Errors enum)."""
+import store
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -26,4 +27,18 @@ INCONSISTENT_GROUP_PROTOCOL = 23
 GROUP_SUBSCRIBED_TO_TOPIC = 86
 UNKNOWN_TOPIC_ID = 100
 GROUP_ID_NOT_FOUND = 69
+KAFKA_STORAGE_ERROR = 56
 UNKNOWN_SERVER_ERROR = -1
+
+
+def for_store_error(exc) -> int:
+    """The Kafka code for a store refusal: a full disk or a failed write is KAFKA_STORAGE_ERROR
+    (retriable: the producer retries and the write goes through once space is back), a too-large
+    entry MESSAGE_TOO_LARGE, a message the store cannot encode INVALID_RECORD."""
+    if isinstance(exc, store.MessageTooLarge):
+        return MESSAGE_TOO_LARGE
+    if isinstance(exc, store.StoreFull) or isinstance(exc.__cause__, OSError):
+        return KAFKA_STORAGE_ERROR
+    if str(exc).startswith("cannot store message"):
+        return INVALID_RECORD
+    return KAFKA_STORAGE_ERROR

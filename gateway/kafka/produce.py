@@ -35,10 +35,11 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
     for b in batches:
         if len(b.data) > limit:
             return _partition_error(index, errors.MESSAGE_TOO_LARGE), 0
-        if b.record_count < 1 or b.last_offset_delta != b.record_count - 1:
-            return _partition_error(index, errors.INVALID_RECORD, "bad record count"), 0
-        if not b.crc_ok():
-            return _partition_error(index, errors.CORRUPT_MESSAGE, "CRC mismatch"), 0
+        problem = b.problem()
+        if problem is not None:
+            kind, why = problem
+            return _partition_error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE,
+                                    why), 0
     append_time = topics.log_append_time(cfg)
     base = None
     end = 0
@@ -72,9 +73,11 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
         for piece in pieces or [b]:
             if pieces:
                 entry = index_info(piece)
-            res = _append_batch(app, topic, index, piece, entry, extra, now, append_time)
-            if res is None:
-                return _partition_error(index, errors.MESSAGE_TOO_LARGE), end
+            try:
+                res = _append_batch(app, topic, index, piece, entry, extra, now, append_time)
+            except store.StoreError as exc:
+                code = errors.for_store_error(exc)
+                return _partition_error(index, code, None if code == errors.MESSAGE_TOO_LARGE else str(exc)), end
             if txn is not None:
                 txn.halves.append(res.queue_offset)
             first = first or res
@@ -92,15 +95,12 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
 def _append_batch(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, extra: dict, now: int,
                   append_time: bool):
     """Store one RecordBatch as an inner-batch entry (routed first when it carries routing or
-    transaction properties); the AppendResult, None when it is too large."""
+    transaction properties); the AppendResult (raises store.StoreError)."""
     props = dict(entry.routing, **extra)
     msg = entry_message(topic, index, b, entry, props, now, append_time)
     if props:  # a delayed batch goes to the schedule topic first, a transactional one to the half topic
         msg = routing.route(msg, now, app.delay_levels)
-    try:
-        return app.store.append(msg)
-    except store.MessageTooLarge:
-        return None
+    return app.store.append(msg)
 
 
 @handler(apis.PRODUCE)
@@ -129,8 +129,8 @@ async def produce(ctx: RequestContext):
                     continue
                 try:
                     resp, e = produce_partition(app, st, name, cfg, index, p["records"])
-                except store.StoreError:
-                    resp, e = _partition_error(index, errors.UNKNOWN_SERVER_ERROR), 0
+                except store.StoreError as exc:
+                    resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)
                 end = max(end, e)
         responses.append({"name": name, "partition_responses": parts})

@@ -7,6 +7,7 @@ from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, Re
 from codec.remoting.bodies import dumps, dumps_mq_map
 from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
+from interop.damaged import DAMAGED
 
 VERSION_DESC = "V4_9_8"
 
@@ -193,9 +194,12 @@ def broker_runtime_info(channel, req):
              "msgPutTotalTodayMorning": "0", "msgGetTotalTodayMorning": "0",
              "putTps": "0.0 0.0 0.0", "getTransferedTps": "0.0 0.0 0.0",
              "commitLogMaxOffset": str(s.max_physical_offset), "commitLogMinOffset": "0",
-             "commitLogDiskRatio": "0.0", "pageCacheLockTimeMills": "0", "earliestMessageTimeStamp": "0",
-             "dispatchBehindBytes": "0", "bootTimestamp": str(int(time.time() * 1000)),
-             "brokerName": BROKER_NAME, "clusterName": CLUSTER_NAME}
+             "commitLogDiskRatio": f"{s.disk_status()[0]:.4f}", "pageCacheLockTimeMills": "0",
+             "earliestMessageTimeStamp": "0", "dispatchBehindBytes": "0",
+             "bootTimestamp": str(int(time.time() * 1000)), "brokerName": BROKER_NAME, "clusterName": CLUSTER_NAME,
+             # ours (docs/robustness.md): corrupt entries served to no client, undecodable ones skipped
+             "quarantinedEntries": str(len(s.quarantined())), "skippedEntries": str(DAMAGED.skipped),
+             "diskFull": str(s.disk_status()[1]).lower()}
     return req.response(body=dumps({"table": table}))
 
 

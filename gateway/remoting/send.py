@@ -106,7 +106,7 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
         now, levels = now_ms(), delay_levels(app)
         msgs = [routing.route(m, now, levels) for m in msgs]
     except store.StoreError as exc:
-        return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        return append_error(req, exc)
     return PreparedSend(req, msgs, qid)
 
 
@@ -125,6 +125,8 @@ def append_error(req, exc: Exception) -> RemotingCommand:
     """The answer to a send whose append failed."""
     if isinstance(exc, store.MessageTooLarge):
         return req.response(ResponseCode.MESSAGE_ILLEGAL, remark=str(exc))
+    if isinstance(exc, store.StoreFull):  # the remark is RocketMQ's "the broker's disk is full [...]"
+        return req.response(ResponseCode.SERVICE_NOT_AVAILABLE, remark=str(exc))
     return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
 
 

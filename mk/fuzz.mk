@@ -1,0 +1,6 @@
+# `make fuzz`: the seeded fuzzer of tests/robustness/test_fuzz.py, longer (FUZZ_FRAMES per port).
+FUZZ_FRAMES ?= 200000
+FUZZ_SEED ?= 18
+.PHONY: fuzz
+fuzz: install
+	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest tests/robustness/test_fuzz.py -q
