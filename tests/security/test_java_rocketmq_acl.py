@@ -9,13 +9,14 @@ Java producer retries a NO_PERMISSION send, then throws MQClientException with t
 and the broker's MQBrokerException (the remark) as its cause.
 """
 import os
+import time
 
 import pytest
 
 from compat.harness import run_on_gateway
 from compat.jvm import ROCKETMQ_CLIENTS
 from compat.validate_acl import REFUSALS, STEPS, check, mqadmin_as
-from security import rocketmq_perms
+from security import RELOAD_CHECK_S, rocketmq_perms
 from security.acl import Authorizer
 from security.credentials import CredentialStore
 
@@ -31,6 +32,7 @@ def _users(gw):
     creds.set_access_key("alice", "SK-alice")
     rocketmq_perms.grant(acls, "alice", "topic", "acl-orders", "PUB|SUB")
     rocketmq_perms.grant(acls, "alice", "group", "acl-cg", "SUB")
+    time.sleep(RELOAD_CHECK_S + 0.2)  # a running gateway takes file changes in within RELOAD_CHECK_S
 
 
 @pytest.fixture(scope="module", params=sorted(ROCKETMQ_CLIENTS))
