@@ -37,13 +37,17 @@ NAMESRV_CODES = frozenset((
     RC.GET_KVLIST_BY_NAMESPACE, RC.DELETE_TOPIC_IN_NAMESRV))
 ADMIN_ALTER_CODES = frozenset((
     RC.UPDATE_AND_CREATE_TOPIC, RC.DELETE_TOPIC_IN_BROKER, RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-    RC.DELETE_SUBSCRIPTIONGROUP, RC.RESEND_DLQ_MESSAGE, RC.INVOKE_BROKER_TO_RESET_OFFSET, UPDATE_BROKER_CONFIG))
+    RC.DELETE_SUBSCRIPTIONGROUP, RC.RESEND_DLQ_MESSAGE, RC.INVOKE_BROKER_TO_RESET_OFFSET, UPDATE_BROKER_CONFIG,
+    RC.SET_MESSAGE_REQUEST_MODE))
 ADMIN_DESCRIBE_CODES = frozenset((
     RC.GET_ALL_TOPIC_CONFIG, RC.GET_TOPIC_CONFIG_LIST, RC.GET_TOPIC_CONFIG, RC.GET_TOPIC_STATS_INFO,
     RC.GET_CONSUME_STATS, RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, RC.GET_ALL_CONSUMER_OFFSET, RC.GET_CONSUMER_CONNECTION_LIST,
     RC.GET_PRODUCER_CONNECTION_LIST, RC.QUERY_TOPIC_CONSUME_BY_WHO, RC.QUERY_TOPICS_BY_CONSUMER,
     RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, RC.GET_BROKER_RUNTIME_INFO, RC.GET_BROKER_CONFIG,
     RC.GET_CONSUMER_RUNNING_INFO, RC.VIEW_MESSAGE_BY_ID, RC.GET_ALL_DELAY_OFFSET, RC.QUERY_BROKER_OFFSET))
+# POP (5.x): the consumer group and topic are header fields, as on a pull.
+_POP_HEADER_CODES = frozenset((RC.POP_MESSAGE, RC.ACK_MESSAGE, RC.PEEK_MESSAGE, RC.CHANGE_MESSAGE_INVISIBLETIME,
+                               RC.NOTIFICATION, RC.POLLING_INFO))
 _LOOKUP_CODES = frozenset((RC.GET_MAX_OFFSET, RC.GET_MIN_OFFSET, RC.SEARCH_OFFSET_BY_TIMESTAMP,
                            RC.GET_EARLIEST_MSG_STORETIME))
 _TYPE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group", ResourceType.CLUSTER: "Cluster"}
@@ -110,8 +114,17 @@ def needs(req: RemotingCommand) -> list[Need]:
         return _topic_or_group(f.get("topic"), Operation.WRITE)
     if code == RC.CONSUMER_SEND_MSG_BACK:
         return _group(f.get("group"), Operation.READ)
-    if code in (RC.PULL_MESSAGE, RC.LITE_PULL_MESSAGE, RC.UPDATE_CONSUMER_OFFSET):
+    if code in (RC.PULL_MESSAGE, RC.LITE_PULL_MESSAGE, RC.UPDATE_CONSUMER_OFFSET) or code in _POP_HEADER_CODES:
         return _group(f.get("consumerGroup"), Operation.READ) + _topic_or_group(f.get("topic"), Operation.READ)
+    if code == RC.BATCH_ACK_MESSAGE:
+        out: list[Need] = []
+        for ack in _objects(_json(req).get("acks")):
+            out += _group(_str(ack.get("c")), Operation.READ) + _topic_or_group(_str(ack.get("t")), Operation.READ)
+        return out
+    if code == RC.QUERY_ASSIGNMENT:
+        body = _json(req)
+        return (_group(_str(body.get("consumerGroup")), Operation.READ)
+                + _topic_or_group(_str(body.get("topic")), Operation.READ))
     if code == RC.QUERY_CONSUMER_OFFSET:
         return _group(f.get("consumerGroup"), Operation.DESCRIBE) + _topic_or_group(f.get("topic"), Operation.DESCRIBE)
     if code == RC.QUERY_MESSAGE:

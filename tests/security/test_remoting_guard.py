@@ -63,7 +63,7 @@ def test_every_handled_code_is_classified():
     for code in HANDLERS:
         if code in NAMESRV_CODES or code in ADMIN_ALTER_CODES or code in ADMIN_DESCRIBE_CODES:
             continue
-        if code in (RC.HEART_BEAT, RC.UNREGISTER_CLIENT):
+        if code in (RC.HEART_BEAT, RC.UNREGISTER_CLIENT, RC.BATCH_ACK_MESSAGE):
             continue  # what they touch is in the body / optional
         req = RemotingCommand(code=code, ext_fields={"topic": "t", "b": "t", "consumerGroup": "g", "group": "g"},
                               body=b'{"consumerGroup":"g","mqSet":[]}')
@@ -94,6 +94,16 @@ def test_every_handled_code_is_classified():
     (RC.LOCK_BATCH_MQ, {},
      b'{"consumerGroup":"cg","clientId":"c","mqSet":[{"topic":"t","brokerName":"b","queueId":0}]}',
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.POP_MESSAGE, {"topic": "t", "consumerGroup": "cg"}, b"",
+     [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.ACK_MESSAGE, {"topic": "t", "consumerGroup": "cg"}, b"",
+     [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.BATCH_ACK_MESSAGE, {}, b'{"acks":[{"c":"cg","t":"t","r":"0"}]}',
+     [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.QUERY_ASSIGNMENT, {}, b'{"topic":"t","consumerGroup":"cg"}',
+     [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.SET_MESSAGE_REQUEST_MODE, {}, b'{"topic":"t","consumerGroup":"cg"}',
+     [(Op.ALTER, RT.CLUSTER, "kafka-cluster")]),
     (RC.UPDATE_AND_CREATE_TOPIC, {"topic": "t"}, b"", [(Op.ALTER, RT.CLUSTER, "kafka-cluster")]),
     (RC.RESEND_DLQ_MESSAGE, {"commitLogOffset": "0"}, b"", [(Op.ALTER, RT.CLUSTER, "kafka-cluster")]),
     (RC.GET_TOPIC_STATS_INFO, {"topic": "t"}, b"", [(Op.DESCRIBE, RT.CLUSTER, "kafka-cluster")]),
