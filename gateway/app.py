@@ -69,6 +69,13 @@ class App:
         """In sync mode wait until the CommitLog is on disk up to `end_offset`; no-op in async mode."""
         await self.durability.durable(end_offset)
 
+    async def topics_written(self) -> None:
+        """Wait until the topic table's newest change is on disk; a failed write (ENOSPC...) ends
+        the wait too: the change is kept in memory and written again by the writer service."""
+        topics = self.store.topics
+        if topics.submission:
+            await self.config_writer.written(topics.FILE, topics.submission, until_failure=True)
+
 
 def open_store(config: GatewayConfig) -> store.Store:
     return store.open(
@@ -117,6 +124,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.add_dispatcher(arrivals)
     views = Views(st)  # a dispatcher too: registered before the replay, which rebuilds view units
     st.recover()
+    st.topics.use_writer(writer)  # topics.json is written off the loop from now on
     ensure_system_topics(st, levels)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     app = App(
@@ -132,7 +140,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         views=views,
         rocketmq_clients=ClientRegistry(),
         flow=flow,
-        pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms),
+        pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
         pop_remoting=PopRemotingState(),
         security=security.from_config(config, os.path.join(st.path, "config")),
     )

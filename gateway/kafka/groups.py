@@ -218,4 +218,6 @@ async def init_producer_id(ctx: RequestContext):
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return {"error_code": errors.NONE, "producer_id": pid, "producer_epoch": epoch + 1}
-    return {"error_code": errors.NONE, "producer_id": producers.allocate(), "producer_epoch": 0}
+    pid = producers.allocate()
+    await producers.reserved()  # never handed out twice, even across a crash
+    return {"error_code": errors.NONE, "producer_id": pid, "producer_epoch": 0}

@@ -96,6 +96,7 @@ def after_durable(channel, req, end_offset: int, resp):
 
     async def wait_durable():
         await app.durable(end_offset)
+        await app.topics_written()  # an auto-created topic is on disk before its first send is acked
         return resp
     channel.spawn(req, wait_durable)
     return DEFERRED

@@ -138,6 +138,7 @@ class Channel:
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     guard = app.security  # None unless --authorizer acl
+    topics = app.store.topics
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
@@ -153,6 +154,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 reader.feed(data)
                 answers = []  # the answers to every request in this read go out in one write
                 sends = []  # prepared sends not yet appended
+                topics_before = topics.submission
                 while (req := reader.next_command()) is not None:
                     if req.is_response:
                         channel.resolve(req)
@@ -173,6 +175,8 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                     _answer(channel, req, resp, answers)
                 if sends:
                     _append_sends(channel, sends, answers)
+                if topics.submission != topics_before:  # a topic was created or changed: durable first
+                    await app.topics_written()
                 if answers:
                     await channel.write(b"".join(answers))
         except ProtocolError as exc:
