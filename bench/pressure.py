@@ -17,9 +17,10 @@ import sys
 import tempfile
 import time
 
-from bench import rounds
+from bench import report, rounds
 from bench import scenarios as sc
 from bench.brokers import ROOT, Gateway
+from bench.procstat import cpu_used
 
 IDLE, SLOWLORIS = 5000, 200
 SIZE, ACKS = 100, "1"
@@ -83,21 +84,28 @@ class Pressure:
 # ---------------------------------------------------------------- measuring
 
 def measure(gateway: Gateway, n_rounds: int, seconds: float, say=print) -> dict[str, dict[str, list[float]]]:
-    """{"produce": {"quiet": [...], "pressured": [...]}, "consume": {...}} in rec/s, paired by round."""
+    """{"produce rec/s": {"quiet": [...], "pressured": [...]}, "produce CPU s/GB": ..., "consume rec/s": ...,
+    "consume CPU s/GB": ...}, paired by round (CPU: the gateway's, per GB of payload moved)."""
     topic = sc.prefill(gateway.bootstrap, 100_000, SIZE)
-    out = {"produce": {"quiet": [], "pressured": []}, "consume": {"quiet": [], "pressured": []}}
+    out: dict[str, dict[str, list[float]]] = {}
+
+    def timed(what: str, state: str, fn) -> float:
+        cpu0 = gateway.cpu_sample()
+        r = fn()
+        cpu = cpu_used(cpu0, gateway.cpu_sample())
+        out.setdefault(f"{what} rec/s", {"quiet": [], "pressured": []})[state].append(r["rec/s"])
+        out.setdefault(f"{what} CPU s/GB", {"quiet": [], "pressured": []})[state].append(cpu / (r[sc.BYTES] / 1e9))
+        return r["rec/s"]
 
     def run(state: str) -> None:
-        p = sc.librdkafka_produce(gateway.bootstrap, SIZE, ACKS, seconds)["rec/s"]
-        c = sc.librdkafka_consume(gateway.bootstrap, topic, 100_000)["rec/s"]
-        out["produce"][state].append(p)
-        out["consume"][state].append(c)
+        p = timed("produce", state, lambda: sc.librdkafka_produce(gateway.bootstrap, SIZE, ACKS, seconds))
+        c = timed("consume", state, lambda: sc.librdkafka_consume(gateway.bootstrap, topic, 100_000))
         say(f"  {state}: produce {p:,.0f} rec/s, consume {c:,.0f} rec/s")
 
     run("quiet")  # warm-up, not counted
-    for k in out.values():
-        for v in k.values():
-            v.clear()
+    for by_state in out.values():
+        for vals in by_state.values():
+            vals.clear()
     for i in range(n_rounds):
         for state in rounds.order(i, ("quiet", "pressured")):
             if state == "quiet":
@@ -110,43 +118,46 @@ def measure(gateway: Gateway, n_rounds: int, seconds: float, say=print) -> dict[
 
 def rows(runner, gateway: Gateway) -> None:
     """The bench rows (gateway only): recorded on the runner's results."""
-    scen = f"{{}} {SIZE} B (librdkafka) with {IDLE} idle + {SLOWLORIS} slowloris connections open"
+    held = f"with {IDLE} idle + {SLOWLORIS} slowloris connections open"
     try:
         if runner.over_budget():
             raise sc.Unavailable("time budget exhausted")
         measured = measure(gateway, runner.plan.rounds, runner.plan.seconds)
     except sc.Unavailable as e:
         for what in ("produce", "consume"):
-            runner.results.na(scen.format(what), "gateway", str(e))
+            runner.results.na(f"{what} {SIZE} B (librdkafka) {held}", "gateway", str(e))
         return
-    for what, by_state in measured.items():
+    for key, by_state in measured.items():
+        what, metric = key.split(" ", 1)
         for state, vals in by_state.items():
-            name = scen.format(what) if state == "pressured" else f"{what} {SIZE} B (librdkafka), same rounds, quiet"
+            name = f"{what} {SIZE} B (librdkafka) " + (held if state == "pressured" else "(same rounds, quiet)")
             for v in vals:
-                runner.results.add(name, "rec/s", "gateway", v, "higher")
+                runner.results.add(name, metric, "gateway", v)
             for ref in ("kafka", "rocketmq"):
                 runner.results.na(name, ref, "gateway only (connection pressure)")
 
 
 def markdown(measured: dict, n_rounds: int, seconds: float) -> str:
-    lines = [f"Latest `python -m bench.pressure` ({time.strftime('%Y-%m-%d', time.gmtime())}, {n_rounds} rounds, "
+    lines = [f"Latest `make bench-pressure` ({time.strftime('%Y-%m-%d', time.gmtime())}, {n_rounds} rounds, "
              f"produce runs of {seconds:g} s, consume reads 100 000 pre-filled records): librdkafka with "
              f"{IDLE} idle and {SLOWLORIS} slowloris connections held open by another process, next to the same "
-             "gateway without them.", "",
-             "| rec/s, median (min–max) | quiet | pressured | pressured / quiet, median of per-round ratios "
-             "(min–max) |", "|---|---|---|---|"]
-    for what, by_state in measured.items():
+             "gateway without them. CPU: the gateway's, per GB of payload.", "",
+             "| 100 B records | quiet: median (min–max) | pressured: median (min–max) | pressured / quiet: median "
+             "of per-round ratios (min–max; CI) |", "|---|---|---|---|"]
+    for key, by_state in measured.items():
         q, p = by_state["quiet"], by_state["pressured"]
-        cmp = rounds.compare(rounds.per_round_ratios(p, q), "higher", "pressured", "quiet")
-        cell = "n/a" if cmp is None else f"{cmp.median:.2f} ({cmp.low:.2f}–{cmp.high:.2f}): {cmp.verdict}"
-        lines.append(f"| {what} {SIZE} B | {_spread(q)} | {_spread(p)} | {cell} |")
+        better = "lower" if key.endswith("s/GB") else "higher"
+        cmp = rounds.compare(rounds.per_round_ratios(p, q), better, "pressured", "quiet")
+        cell = "n/a" if cmp is None else (f"{cmp.median:.2f} ({cmp.low:.2f}–{cmp.high:.2f}; "
+                                          f"{cmp.ci_low:.2f}–{cmp.ci_high:.2f}): {cmp.verdict}")
+        lines.append(f"| {key} | {_spread(q)} | {_spread(p)} | {cell} |")
     return "\n".join(lines)
 
 
 def _spread(vals: list[float]) -> str:
     if not vals:
         return "n/a"
-    return f"{rounds.median(vals):,.0f} ({min(vals):,.0f}–{max(vals):,.0f})"
+    return f"{report.fmt(rounds.median(vals))} ({report.fmt(min(vals))}–{report.fmt(max(vals))})"
 
 
 def write_docs(text: str) -> None:

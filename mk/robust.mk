@@ -10,7 +10,7 @@ soak: install
 # `make bench-pressure`: librdkafka produce/consume throughput with 5 000 idle and 200 slowloris
 # connections held open, against the same gateway without them (bench/pressure.py; also rows of the
 # full `make bench`); writes its figures to docs/robustness.md.
-PRESSURE_ROUNDS ?= 5
+PRESSURE_ROUNDS ?= 9
 .PHONY: bench-pressure
 bench-pressure: setup
 	$(PY) -m bench.pressure --rounds $(PRESSURE_ROUNDS) --write-docs
