@@ -79,6 +79,7 @@ class Pressure:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
+            time.sleep(3.0)  # the gateway closes its ends (about 1 s of CPU): not in the next run
 
 
 # ---------------------------------------------------------------- measuring

@@ -29,6 +29,7 @@ class RequestBytes:
         self.pauses = 0  # reads that had to wait for room
         self.leader: Connection | None = None
         self._lot = trio.lowlevel.ParkingLot()
+        self._queue: list[Connection] = []  # connections in wait(), in the order they came
         self._logged_at = -PAUSE_LOG_PERIOD
 
     def change(self, delta: int) -> None:
@@ -42,8 +43,10 @@ class RequestBytes:
         if self.total < self.cap or self.leader is conn:
             return True
         if self.leader is None and conn.frames.partial_bytes:
-            self.leader = conn  # mid-frame: finish this one frame even over the cap
-            return True
+            first = next((c for c in self._queue if c.frames.partial_bytes), conn)
+            if first is conn:  # mid-frame and first in line: finish this one frame even over the cap
+                self.leader = conn
+                return True
         return False
 
     def frame_done(self, conn: Connection) -> None:
@@ -61,8 +64,12 @@ class RequestBytes:
             self._logged_at = now
             log.warning("%d request bytes buffered (--max-buffered-request-bytes %d): pausing reads",
                         self.total, self.cap)
-        while not self.may_read(conn):
-            await self._lot.park()
+        self._queue.append(conn)
+        try:
+            while not self.may_read(conn):
+                await self._lot.park()
+        finally:
+            self._queue.remove(conn)
 
 
 class Connections:

@@ -10,7 +10,10 @@ import threading
 import time
 import urllib.request
 
-from gateway.connections import FrameTracker
+import trio
+import trio.testing
+
+from gateway.connections import Connection, Connections, FrameTracker
 from codec.kafka import records
 from tests.gateway_process import GatewayProcess, free_port
 
@@ -46,6 +49,46 @@ def test_frame_tracker_counts_partial_and_ended_bytes():
             assert tracker.ended_bytes == expected_ended
             assert tracker.partial_bytes == at - last_end
             assert (tracker.partial_since(1.0) > 0) == (at != last_end)
+
+
+def test_connections_caught_mid_frame_at_the_cap_finish_one_at_a_time():
+    """Three connections each hold part of a 200-byte frame, over a 150-byte cap: the first to ask
+    reads on (the leader), the others wait even though their bytes are there; each finished frame
+    lets the next waiter lead, so they never all wait for each other."""
+    async def main() -> list[int]:
+        conns = Connections(150)
+        budget = conns.request_bytes
+        pairs = [trio.testing.memory_stream_pair() for _ in range(3)]
+        server = [Connection(s, conns, None, None, 60.0) for s, _ in pairs]
+        for _, client in pairs:
+            await client.send_all(struct.pack(">i", 196) + bytes(60))
+        for conn in server:
+            assert len(await conn.receive_some(1000)) == 64
+        assert budget.total == 192
+        finished = []
+
+        async def finish(i: int) -> None:
+            got = 64
+            while got < 200:
+                got += len(await server[i].receive_some(1000))
+            finished.append(i)
+
+        async with trio.open_nursery() as nursery:
+            for i in range(3):
+                nursery.start_soon(finish, i)
+                await trio.testing.wait_all_tasks_blocked()
+            assert budget.leader is server[0] and budget.pauses == 2
+            for i in (2, 1, 0):  # the rest arrives last for the leader
+                await pairs[i][1].send_all(bytes(136))
+                await trio.testing.wait_all_tasks_blocked()
+                if i:
+                    assert finished == []  # waiting for room, not for bytes
+        for conn in server:
+            conns.closed(conn)
+        assert budget.total == 0 and budget.leader is None
+        return finished
+
+    assert trio.run(main) == [0, 1, 2]
 
 
 def metrics(port: int) -> dict[str, float]:
