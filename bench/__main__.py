@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from bench import limits, report
+from bench import limits, pressure, report
 from bench import scenarios as sc
 from bench.brokers import ROOT, BrokerError, Gateway, KafkaBroker, RocketMQBroker
 from bench.procstat import cpu_used
@@ -122,6 +122,8 @@ class Runner:
                 self.python_client(started["gateway"].namesrv)
             if self.plan.memory:
                 self.memory(started)
+            if self.plan.pressure and "gateway" in kafka:
+                pressure.rows(self, started["gateway"])  # 5 000 idle + 200 slowloris connections
             if kafka and self.plan.partitions:
                 self.partitions(kafka)
         finally:

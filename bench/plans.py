@@ -28,6 +28,7 @@ class Plan:
     python_client: bool = True          # the gateway-only rows of the project's own client
     memory: bool = True
     slices: int = 20                    # slice pairs of 0.25 s of one client alternating (0: no such row)
+    pressure: bool = False              # produce/consume with 5 000 idle + 200 slowloris connections (bench.pressure)
 
 
 ALL_CASES = [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]
@@ -41,7 +42,7 @@ PLANS = {
     "full": Plan("full", 2400, seconds=2.0, produce_cases=ALL_CASES, java_cases=ALL_CASES, java_seconds=2.0,
                  consume_records=500_000, consume_java=True, consume_sizes=[100, 1024], latency_seconds=3.0,
                  partitions=[1, 100, 1000, 10000], native_seconds=3.0, native_warmup=8.0,
-                 durable_records=20_000, recovery_bytes=[1 << 30, 5 << 30], phases=FULL_PHASES),
+                 durable_records=20_000, recovery_bytes=[1 << 30, 5 << 30], phases=FULL_PHASES, pressure=True),
     # gateway(this tree) vs gateway(other tree), for refactors: the main Kafka-protocol and remoting rows
     "compare": Plan("compare", 420, seconds=0.7, produce_cases=[(100, "1"), (1024, "1")], java_cases=[],
                     java_seconds=1.5, consume_records=100_000, consume_java=False, consume_sizes=[100, 1024],

@@ -34,6 +34,7 @@ class GatewayConfig:
     connections_max_idle_ms: int = 600_000
     remoting_channel_max_idle_seconds: int = 120
     request_deadline_ms: int = 30_000  # a request (one frame) must arrive whole within this (slowloris)
+    max_buffered_request_bytes: int = 256 * 1024 * 1024  # request bytes read but not yet handled, all connections
     verify: bool = False  # at start, check every CommitLog entry's body CRC (quarantine corrupt ones)
     index_slots: int = 5_000_000  # IndexFile size (hidden flags, for tests on a small filesystem)
     index_entries: int = 20_000_000
@@ -142,6 +143,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    help="close a RocketMQ connection idle this long (serverChannelMaxIdleTimeSeconds)")
     p.add_argument("--request-deadline-ms", type=_positive_int, default=d.request_deadline_ms,
                    help="close a connection whose request (one frame) takes longer than this to arrive")
+    p.add_argument("--max-buffered-request-bytes", type=_size, default=d.max_buffered_request_bytes,
+                   help="pause reading requests while all connections together hold this many unhandled bytes")
     p.add_argument("--verify", action="store_true",
                    help="at start, walk the whole CommitLog checking body CRCs; corrupt entries are quarantined")
     p.add_argument("--index-slots", type=_positive_int, default=d.index_slots, help=argparse.SUPPRESS)

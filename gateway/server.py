@@ -6,13 +6,13 @@ import errno
 import logging
 import os
 import signal
-import struct
 import sys
 
 import trio
 
 from gateway.app import App, StartupError, build_app
 from gateway.config import GatewayConfig
+from gateway.connections import Connection, Connections
 from gateway.listeners import endpoints
 from gateway.ops.http import HttpService, bind_http
 from gateway.tls import TlsError, TlsFiles, accept as accept_tls
@@ -22,130 +22,7 @@ log = logging.getLogger("rocketgate")
 
 # On SIGTERM, connections busy with a request get this long to answer it; idle ones close at once.
 SHUTDOWN_GRACE = 1.0
-_SIZE = struct.Struct(">i")  # the frame size prefix of both protocols
 IDLE_SWEEP_PERIOD = 1.0  # how often idle connections are looked for
-
-
-class _Connections:
-    """The open connections; `wait_idle()` returns once none is busy with a request."""
-
-    def __init__(self) -> None:
-        self.open: set[_Connection] = set()
-        self.refused = 0  # connections closed at once since the cap was reached
-        self._idle: trio.Event | None = None  # set up by wait_idle
-
-    def changed(self) -> None:
-        if self._idle is not None and all(c.idle() for c in self.open):
-            self._idle.set()
-
-    async def wait_idle(self) -> None:
-        self._idle = trio.Event()
-        self.changed()
-        await self._idle.wait()
-
-
-class _Connection:
-    """The stream a connection handler gets: the trio SocketStream, marked busy from the moment
-    request bytes arrive until an answer is sent and the handler waits for the next request
-    (a request without an answer keeps it busy until the shutdown deadline)."""
-
-    __slots__ = ("_stream", "_all", "receiving", "unanswered", "socket", "listener", "active_at", "max_idle",
-                 "scope", "frames")
-
-    def __init__(self, stream, connections: _Connections, socket, listener, max_idle: float) -> None:
-        self._stream = stream  # the SocketStream, or the SSLStream over it
-        self._all = connections
-        self.socket = socket
-        self.listener = listener  # gateway.listeners.Listener
-        self.receiving = False
-        self.unanswered = False
-        self.active_at = trio.current_time()  # last byte received or sent
-        self.max_idle = max_idle  # seconds idle before the sweeper closes it
-        self.scope: trio.CancelScope | None = None  # the handler's: cancelled to close the connection
-        self.frames = FrameTracker()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        self.receiving = True
-        self._all.changed()
-        try:
-            data = await self._stream.receive_some(max_bytes)
-        finally:
-            self.receiving = False
-        if data:
-            self.unanswered = True
-            self.active_at = trio.current_time()
-            self.frames.received(data, self.active_at)
-        return data
-
-    async def send_all(self, data) -> None:
-        await self._stream.send_all(data)
-        self.unanswered = False
-        self.active_at = trio.current_time()
-        self._all.changed()
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-    def idle(self) -> bool:
-        """Waiting for a request, every request it read answered."""
-        return self.receiving and not self.unanswered
-
-    def idle_too_long(self, now: float) -> bool:
-        return self.idle() and now - self.active_at > self.max_idle
-
-    def too_slow(self, now: float, deadline: float) -> bool:
-        """Waiting for the rest of a request that began more than `deadline` ago (a slowloris)."""
-        return self.receiving and self.frames.partial_since(now) > deadline
-
-
-class FrameTracker:
-    """Where the byte stream stands among frames (both protocols frame with a 4-byte big-endian size
-    prefix): `partial_since(now)` is how long a frame has been partly received (0 at a boundary).
-    One step per frame, no copy of the data."""
-
-    __slots__ = ("_left", "_head", "_started")
-
-    def __init__(self) -> None:
-        self._left = 0  # bytes of the current frame's body still to come
-        self._head = b""  # bytes of a size prefix received so far
-        self._started = None  # when the current frame's first byte came
-
-    def received(self, data, now: float) -> None:
-        end = len(data)
-        left = self._left
-        if left >= end:  # inside one frame's body
-            self._left = left - end
-            if not self._left:
-                self._started = None
-            return
-        i = left
-        began_here = True  # whether the last frame seen began in this read
-        if self._head:  # a size prefix split over reads
-            need = 4 - len(self._head)
-            self._head += bytes(data[i:i + need])
-            if len(self._head) < 4:
-                return
-            i += need + max(_SIZE.unpack(self._head)[0], 0)
-            self._head = b""
-            began_here = False
-        unpack = _SIZE.unpack_from
-        while end - i >= 4:
-            i += 4 + max(unpack(data, i)[0], 0)  # a bad size: the codec closes the connection
-            began_here = True
-        if i > end:  # a frame goes on in the next read
-            self._left = i - end
-            if began_here or self._started is None:
-                self._started = now
-        elif i < end:  # part of a size prefix
-            self._left = 0
-            self._head = bytes(data[i:end])
-            self._started = now
-        else:
-            self._left = 0
-            self._started = None
-
-    def partial_since(self, now: float) -> float:
-        return 0.0 if self._started is None else now - self._started
 
 
 async def _bind(host: str, name: str, port: int) -> list[trio.socket.SocketType]:
@@ -216,7 +93,8 @@ async def _serve(app: App, bound: dict | None = None, http=None) -> None:
         if bound is None:
             bound = await _bind_all(app.config)
         tls = _tls_files(app.config)
-        connections = _Connections()
+        connections = Connections(app.config.max_buffered_request_bytes)
+        app.stats.request_bytes = connections.request_bytes
         async with trio.open_nursery() as services:
             await start_services(app, services)
             if http is not None:  # --http-port: /readyz answers 503 until the listeners are up
@@ -281,7 +159,7 @@ async def _accept_loop(listener: trio.SocketListener, serve_one, conns: trio.Nur
         conns.start_soon(serve_one, stream)
 
 
-async def _sweep_idle(connections: _Connections, period: float, request_deadline: float) -> None:
+async def _sweep_idle(connections: Connections, period: float, request_deadline: float) -> None:
     """Close connections idle longer than their limit (Kafka's connections.max.idle.ms) and those
     that take longer than `request_deadline` to send one request (slowloris)."""
     while True:
@@ -311,7 +189,7 @@ def _max_idle(config: GatewayConfig, name: str) -> float:
     return float(config.remoting_channel_max_idle_seconds)
 
 
-def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsFiles | None):
+def _serve_one(app: App, listener, handler, connections: Connections, tls: TlsFiles | None):
     name = listener.kind
     max_idle = _max_idle(app.config, name)
     limit = app.config.max_connections
@@ -331,7 +209,7 @@ def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsF
             secured = stream if tls is None else await accept_tls(stream, tls)
             if secured is None:
                 return
-            conn = _Connection(secured, connections, stream.socket, listener, max_idle)
+            conn = Connection(secured, connections, stream.socket, listener, max_idle)
             connections.open.add(conn)
             with trio.CancelScope() as conn.scope:
                 await handler(conn, app)
@@ -341,8 +219,9 @@ def _serve_one(app: App, listener, handler, connections: _Connections, tls: TlsF
             log.exception("%s connection failed", name)
         finally:
             if conn is not None:
-                connections.open.discard(conn)
-            connections.changed()
+                connections.closed(conn)
+            else:
+                connections.changed()
             # TLS: close_notify first, so the peer reads our last answer before the close
             await _close(conn._stream if conn is not None else stream)
 

@@ -9,10 +9,14 @@ every client fault the codec reports) or `LocalProtocolError` (our side broke th
 A frame is buffered once: one whole frame inside a received chunk is handed out as a view of that
 chunk, and a frame spread over several chunks is copied into one buffer of its announced size,
 allocated only after the size passed the limits (so memory stays near one copy of the frame).
+A large frame's buffer is an anonymous mapping of its own: its pages become resident only as the
+bytes arrive (a client announcing 100 MiB and sending little holds little), and it goes back to
+the system when the request is done (heap blocks of that size would keep the process larger).
 """
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import struct
 
 from codec.kafka.protocol import RequestHeader, parse_header
@@ -20,6 +24,7 @@ from codec.kafka.schema import DecodeError
 
 SIZE = struct.Struct(">i")
 MIN_FRAME = 10  # api_key, api_version, correlation_id and the client id length
+MAPPED_FRAME = 1 << 20  # frames from this size on are assembled in an anonymous mapping
 
 
 class RemoteProtocolError(DecodeError):
@@ -58,7 +63,7 @@ class ServerConnection:
         self._chunks: list[memoryview] = []  # received bytes not yet taken, oldest first
         self._buffered = 0
         self._size = -1  # announced size of the frame being assembled, -1 until its prefix is read
-        self._frame: bytearray | None = None  # a frame that spans chunks, filled up to `_filled`
+        self._frame: bytearray | mmap.mmap | None = None  # a frame that spans chunks, filled up to `_filled`
         self._filled = 0
         self._eof = False
         self._unanswered: list[int] = []  # correlation ids of requests taken but not yet answered
@@ -107,7 +112,7 @@ class ServerConnection:
         if self._frame is None:
             if self._chunks and len(self._chunks[0]) >= size:
                 return self._take(size)
-            self._frame = bytearray(size)
+            self._frame = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE) if size >= MAPPED_FRAME else bytearray(size)
             self._filled = 0
         frame = memoryview(self._frame)
         while self._chunks and self._filled < size:

@@ -33,7 +33,7 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
         return _partition_error(index, errors.CORRUPT_MESSAGE, "no record batch"), 0
     limit = topics.max_message_bytes(app, cfg)
     for b in batches:
-        if len(b.data) > limit:
+        if b.size > limit:
             return _partition_error(index, errors.MESSAGE_TOO_LARGE), 0
         problem = b.problem()
         if problem is not None:

@@ -70,6 +70,14 @@ class AppCollector:
                      (((p,), n) for p, n in stats.connections.items()))
         yield _counter("connections_accepted", "Client connections accepted per listener.", ("protocol",),
                        (((p,), n) for p, n in stats.connections_accepted.items()))
+        if stats.request_bytes is not None:
+            budget = stats.request_bytes
+            yield _gauge("buffered_request_bytes", "Request bytes read and not yet handled (all connections).",
+                         samples=[((), budget.total)])
+            yield _gauge("buffered_request_bytes_peak", "The most request bytes buffered at once since the start.",
+                         samples=[((), budget.peak)])
+            yield _counter("read_pauses", "Reads that waited for --max-buffered-request-bytes room.",
+                           samples=[((), budget.pauses)])
         yield _counter("messages_appended", "Logical messages stored per topic (both protocols; a Kafka "
                        "record counts once).", ("topic",), (((t,), n) for t, n in stats.appended.items()))
         yield _gauge("up_seconds", "Seconds since the gateway started.", samples=[((), time.time() - stats.started)])

@@ -63,6 +63,7 @@ class GatewayStats:
         self.bytes_out = {"kafka": 0, "remoting": 0}
         self.connections = {"kafka": 0, "remoting": 0}
         self.connections_accepted = {"kafka": 0, "remoting": 0}
+        self.request_bytes = None  # gateway.connections.RequestBytes, set by the server
         self.appended: dict[str, int] = {}  # messages stored per topic (both protocols)
         self.store_writes = Histogram()
         self.store_flushes = Histogram()

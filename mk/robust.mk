@@ -1,0 +1,16 @@
+# `make soak`: 50 cycles of kill -9 under Kafka (idempotent, acks=all) and RocketMQ (SYNC) produce
+# load (tests/robustness/soak.py); writes its report to docs/robustness.md. Not part of `make test`
+# (tests/robustness/test_soak.py runs 3 cycles there).
+SOAK_CYCLES ?= 50
+SOAK_SEED ?= 18
+.PHONY: soak
+soak: install
+	$(PY) -m tests.robustness.soak --cycles $(SOAK_CYCLES) --seed $(SOAK_SEED) --write-docs
+
+# `make bench-pressure`: librdkafka produce/consume throughput with 5 000 idle and 200 slowloris
+# connections held open, against the same gateway without them (bench/pressure.py; also rows of the
+# full `make bench`); writes its figures to docs/robustness.md.
+PRESSURE_ROUNDS ?= 9
+.PHONY: bench-pressure
+bench-pressure: setup
+	$(PY) -m bench.pressure --rounds $(PRESSURE_ROUNDS) --write-docs
