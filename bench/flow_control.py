@@ -6,7 +6,7 @@ retries) against each system; a refused send (SYSTEM_BUSY) counts as failed. Ref
 failed / (sent + failed); p99 is over the sends that succeeded; ok MB/s = succeeded sends x body.
 
 The throttled disk (bench/throttled_disk.py): each system's store on a fresh ext4 loop device whose
-writes the kernel holds to THROTTLE_BPS (cgroup v1 blkio throttle) with a small dirty page cache
+writes the kernel holds to a byte rate (cgroup v1 blkio throttle) with a small dirty page cache
 limit, so both brokers block in the kernel the way a slow disk blocks them, with their default flow
 control thresholds (osPageCacheBusyTimeOutMills 1000 ms, waitTimeMillsInSendQueue 200 ms). Where
 that cannot be made (no root, no cgroup v1 blkio), those rows say why and only the fallback rows run:
@@ -28,17 +28,19 @@ from bench.scenarios import Unavailable
 from bench.throttled_disk import measure_write_rate, throttled_disk, why_unavailable
 
 BODY = 1024
-THROTTLE_BPS = 2 << 20
+MB = 1 << 20
 DELAYED = ["--store-write-delay-ms", "20", "--os-page-cache-busy-timeout-ms", "10"]
 NO_FLOW_CONTROL = ["--os-page-cache-busy-timeout-ms", "3600000", "--wait-time-mills-in-send-queue", "3600000"]
-# (system, condition, gateway args, on the throttled disk)
-CASES = [("gateway", "page cache (no throttle)", [], False),
-         ("rocketmq", "page cache (no throttle)", None, False),
-         ("gateway", "throttled disk, default flow control", [], True),
-         ("rocketmq", "throttled disk, default flow control", None, True),
-         ("gateway", "throttled disk, flow control off", NO_FLOW_CONTROL, True),
-         ("gateway", "fallback shim: 20 ms per store write, busy limit 10 ms", DELAYED, False),
-         ("gateway", "fallback shim: 20 ms per store write, flow control off", DELAYED[:2] + NO_FLOW_CONTROL, False)]
+# (system, condition, gateway args, throttled disk's write bytes/s or None: the page cache of /tmp)
+CASES = [("gateway", "page cache (no throttle)", [], None),
+         ("rocketmq", "page cache (no throttle)", None, None),
+         ("gateway", "throttled disk 2 MiB/s, default flow control", [], 2 * MB),
+         ("rocketmq", "throttled disk 2 MiB/s, default flow control", None, 2 * MB),
+         ("gateway", "throttled disk 2 MiB/s, flow control off", NO_FLOW_CONTROL, 2 * MB),
+         ("gateway", "throttled disk 0.5 MiB/s, default flow control", [], MB // 2),
+         ("rocketmq", "throttled disk 0.5 MiB/s, default flow control", None, MB // 2),
+         ("gateway", "fallback shim: 20 ms per store write, busy limit 10 ms", DELAYED, None),
+         ("gateway", "fallback shim: 20 ms per store write, flow control off", DELAYED[:2] + NO_FLOW_CONTROL, None)]
 _REFUSED = re.compile(r"refused so far: (\{[^}]*\})")
 
 
@@ -83,10 +85,10 @@ def measure(system: str, args: list[str] | None, seconds: float, base: str) -> d
             "failed": w["failed"], "refusals": kinds, "peak MiB": round(peak_mib)}
 
 
-def run_case(system: str, args, on_throttled_disk: bool, seconds: float) -> dict:
-    if not on_throttled_disk:
+def run_case(system: str, args, throttle_bps: int | None, seconds: float) -> dict:
+    if not throttle_bps:
         return measure(system, args, seconds, tempfile.gettempdir())
-    with throttled_disk(THROTTLE_BPS) as mnt:
+    with throttled_disk(throttle_bps) as mnt:
         return measure(system, args, seconds, mnt)
 
 
@@ -102,10 +104,10 @@ def main(argv: list[str]) -> int:
         print(rows[-1], flush=True)
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "flow_control.json"), "w") as f:
-        json.dump({"seconds": seconds, "threads": 16, "body": BODY, "throttle_bps": THROTTLE_BPS,
+        json.dump({"seconds": seconds, "threads": 16, "body": BODY,
                    "throttled_disk": why_unavailable() or "loop device, cgroup v1 blkio throttle", "rows": rows},
                   f, indent=1)
-    print(f"{seconds:.0f} s per row, 16 threads, {BODY} B bodies, throttle {THROTTLE_BPS / 1e6:.1f} MB/s\n")
+    print(f"{seconds:.0f} s per row, 16 threads of sync sends, {BODY} B bodies\n")
     print("| system | condition | disk MB/s (probe) | ok sends/s | ok MB/s | p99 ms (ok sends) | refused % "
           "| SYSTEM_BUSY remarks | peak MiB |\n|---|---|---|---|---|---|---|---|---|")
     for r in rows:
