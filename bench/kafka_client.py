@@ -16,6 +16,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 _TS = struct.Struct(">d")
+# Merged into every client's config: a command's "client_conf" (security.protocol, sasl.*, ssl.*).
+CLIENT_CONF: dict = {}
 
 
 def _producer(bootstrap: str, acks: str, extra: dict | None = None) -> Producer:
@@ -32,7 +34,7 @@ def _producer(bootstrap: str, acks: str, extra: dict | None = None) -> Producer:
         "compression.type": "none",
     }
     conf.update(extra or {})
-    return Producer(conf)
+    return Producer({**conf, **CLIENT_CONF})
 
 
 def produce(bootstrap: str, topic: str, size: int, acks: str = "1", seconds: float = 3.0,
@@ -88,7 +90,7 @@ def produce(bootstrap: str, topic: str, size: int, acks: str = "1", seconds: flo
 
 
 def _all_partitions(bootstrap: str, topic: str) -> list[TopicPartition]:
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    md = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_CONF}).list_topics(topic, timeout=10)
     return [TopicPartition(topic, pid, -2) for pid in md.topics[topic].partitions]  # -2: beginning
 
 
@@ -96,7 +98,7 @@ def consume(bootstrap: str, topic: str, records: int, timeout: float = 60.0) -> 
     """Read `records` from the beginning of every partition (no group: assign), as fast as possible."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
                   "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 8 << 20,
-                  "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100})
+                  "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100, **CLIENT_CONF})
     c.assign(_all_partitions(bootstrap, topic))
     n = nbytes = 0
     first = None
@@ -178,7 +180,7 @@ def latency(bootstrap: str, topic: str, rate: float, seconds: float = 3.0, size:
 
 def create(bootstrap: str, topics: list[str], partitions: int, timeout: float = 300.0) -> dict:
     """Create topics (and wait until their metadata shows every partition)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_CONF})
     start = time.perf_counter()
     deadline = start + timeout
     for i in range(0, len(topics), 50):
@@ -238,6 +240,7 @@ COMMANDS = {"produce": produce, "consume": consume, "latency": latency, "create"
 
 def main() -> None:
     args = json.loads(sys.argv[1])
+    CLIENT_CONF.update(args.pop("client_conf", None) or {})
     cmd = COMMANDS[args.pop("cmd")]
     print(json.dumps(cmd(**args)), flush=True)
 

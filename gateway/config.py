@@ -33,6 +33,7 @@ class GatewayConfig:
     max_connections: int = 50_000
     connections_max_idle_ms: int = 600_000
     remoting_channel_max_idle_seconds: int = 120
+    remoting_max_parked_requests: int = 10_000  # per connection: long polls etc. beyond it get SYSTEM_BUSY
     request_deadline_ms: int = 30_000  # a request (one frame) must arrive whole within this (slowloris)
     max_buffered_request_bytes: int = 256 * 1024 * 1024  # request bytes read but not yet handled, all connections
     verify: bool = False  # at start, check every CommitLog entry's body CRC (quarantine corrupt ones)
@@ -141,6 +142,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--remoting-channel-max-idle-seconds", type=_positive_int,
                    default=d.remoting_channel_max_idle_seconds,
                    help="close a RocketMQ connection idle this long (serverChannelMaxIdleTimeSeconds)")
+    p.add_argument("--remoting-max-parked-requests", type=_positive_int, default=d.remoting_max_parked_requests,
+                   help="per remoting connection: requests waiting in a task (long polls); more get SYSTEM_BUSY")
     p.add_argument("--request-deadline-ms", type=_positive_int, default=d.request_deadline_ms,
                    help="close a connection whose request (one frame) takes longer than this to arrive")
     p.add_argument("--max-buffered-request-bytes", type=_size, default=d.max_buffered_request_bytes,

@@ -84,7 +84,7 @@ def offsets_on_disk(channel, req, resp):
     async def on_disk():
         await channel.app.offsets.wait_durable()
         return resp
-    channel.spawn(req, on_disk)
+    channel.spawn(req, on_disk, after_effects=True)
     return DEFERRED
 
 
@@ -98,5 +98,5 @@ def after_durable(channel, req, end_offset: int, resp):
         await app.durable(end_offset)
         await app.topics_written()  # an auto-created topic is on disk before its first send is acked
         return resp
-    channel.spawn(req, wait_durable)
+    channel.spawn(req, wait_durable, after_effects=True)
     return DEFERRED

@@ -3,7 +3,9 @@
 Requests are handled in arrival order, except the ones that may wait (long-polled pulls, sends
 waiting for a sync flush), whose handlers continue in their own task, so one client connection
 can carry pulls, sends and heartbeats at once (the Java client shares one connection for all).
-Malformed input closes this connection only.
+The requests parked that way are capped per connection (`--remoting-max-parked-requests`): beyond
+the cap a new one is answered SYSTEM_BUSY at once, as a RocketMQ broker answers when its request
+queue is full, instead of holding one more task. Malformed input closes this connection only.
 
 Error policy at the handler boundary: a handler raises RequestError (gateway.remoting.headers) for
 a request the client got wrong; that request gets the error answer and the connection goes on. Any
@@ -32,6 +34,8 @@ _COALESCED_SENDS = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE
 # Metric labels: a request code's name (RocketMQ's RequestCode), else its number.
 _CODE_NAMES = {v: k for k, v in vars(RequestCode).items() if k.isupper() and isinstance(v, int)}
 # Answers that are not errors: a pull or query that found nothing (yet) is the normal case.
+# RocketMQ's answer when a request finds its processor's queue full (NettyRemotingAbstract).
+OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
 _NOT_ERRORS = frozenset((ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
                          ResponseCode.PULL_OFFSET_MOVED, ResponseCode.QUERY_NOT_FOUND))
 
@@ -49,6 +53,8 @@ class Channel:
         self._next_opaque = 0
         self.closed = False
         self.read_at: float | None = None
+        self.parked = 0  # requests whose handler continues in a task of its own (spawn)
+        self.overloaded = 0  # requests refused because `parked` was at the cap
         try:
             peer = stream.socket.getpeername()
             self.address = (peer[0], peer[1])
@@ -114,13 +120,34 @@ class Channel:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
 
-    def spawn(self, req: RemotingCommand, coro_fn) -> None:
-        """Finish a request in its own task: `coro_fn()` returns the response (or None)."""
+    def spawn(self, req: RemotingCommand, coro_fn, *, after_effects: bool = False) -> None:
+        """Finish a request in its own task: `coro_fn()` returns the response (or None).
+
+        With the connection's cap of parked requests reached, a request that has done nothing yet
+        is answered SYSTEM_BUSY (`OVERLOAD`) instead; `after_effects=True` (a send already stored,
+        waiting for its flush) is always parked, since refusing it would make the client resend."""
+        limit = self.app.config.remoting_max_parked_requests
+        if not after_effects and self.parked >= limit:
+            self.overloaded += 1
+            if self.overloaded == 1 or self.overloaded % 1000 == 0:  # not one line per refusal
+                log.warning("remoting connection from %s has %d parked requests (--remoting-max-parked-requests): "
+                            "answering SYSTEM_BUSY (%d so far)", self.address, self.parked, self.overloaded)
+            busy = req.response(ResponseCode.SYSTEM_BUSY, remark=OVERLOAD)
+            self.nursery.start_soon(self._refuse, req, busy, self.read_at)
+            return
+        self.parked += 1
         self.nursery.start_soon(self._finish, req, coro_fn, self.read_at)
+
+    async def _refuse(self, req: RemotingCommand, resp: RemotingCommand, read_at: float | None) -> None:
+        _observe(self, req, resp, read_at)
+        await self.reply(req, resp)
 
     async def _finish(self, req: RemotingCommand, coro_fn, read_at: float | None = None) -> None:
         try:
-            resp = await coro_fn()
+            try:
+                resp = await coro_fn()
+            finally:
+                self.parked -= 1
         except Exception as exc:
             resp = _mistake_answer(req, exc)
         _observe(self, req, resp, read_at)
