@@ -1,6 +1,6 @@
 """`make compat-report`: third-party clients' own suites, first against the real brokers, then a fresh gateway.
 
-    .venv/bin/python -m compat.report [franz-go] [java] [matrix]      # default: all
+    .venv/bin/python -m compat.report [franz-go] [java] [matrix] [librdkafka]      # default: all
 
 Results merge into docs/compat-report.json (per suite and system), from which docs/compat-report.md is
 rewritten, so one suite can be re-run alone. Not part of `make test`: a full run takes about half an hour.
@@ -14,7 +14,7 @@ import time
 
 from bench.brokers import Gateway, KafkaBroker, RocketMQBroker
 from compat.jvm import KAFKA_CLIENTS, ROCKETMQ_CLIENTS, ROOT
-from compat.report import franzgo, java_scenarios, markdown, matrix
+from compat.report import franzgo, java_scenarios, librdkafka, markdown, matrix
 from compat.report.notes import NOTES
 
 JSON_PATH = os.path.join(ROOT, "docs", "compat-report.json")
@@ -64,7 +64,23 @@ def run_matrix(tmp: str) -> tuple[list, dict]:
     return [real, ours], {"cross-protocol matrix": meta}
 
 
-SUITES = {"franz-go": run_franzgo, "java": run_java, "matrix": run_matrix}
+def run_librdkafka(tmp: str) -> tuple[list, dict]:
+    if not librdkafka.available():
+        raise SystemExit("librdkafka's test-runner is not built: run `make compat-report-librdkafka`")
+    tests = librdkafka.broker_tests()
+    runs = []
+    for system_class in (KafkaBroker, Gateway):
+        with system_class(os.path.join(tmp, f"rd-{system_class.name}")) as system:
+            runs.append(librdkafka.run(tests, system.bootstrap, system.name, os.path.join(tmp, "rd-logs")))
+    meta = {"source": f"librdkafka {librdkafka.source_version()} tests/, from the node-rdkafka npm package "
+                      "(deps/librdkafka)",
+            "selection": f"the {len(tests)} broker tests of test.c (no TEST_F_LOCAL, no manual 8xxx tests)",
+            "settings": f"`test-runner -Q -L -p1 -E` per test (quick mode, no sockem), TEST_KAFKA_VERSION="
+                        f"{librdkafka.KAFKA_VERSION}, test.timeout.multiplier=2, {librdkafka.TEST_TIMEOUT_S} s per test"}
+    return runs, {"librdkafka tests": meta}
+
+
+SUITES = {"franz-go": run_franzgo, "java": run_java, "matrix": run_matrix, "librdkafka": run_librdkafka}
 
 
 def main(argv: list[str]) -> int:
