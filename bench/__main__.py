@@ -370,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare-gateway", metavar="CHECKOUT",
                     help="gateway of this tree vs the gateway of another checkout (started with cwd = it)")
     ap.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default: the plan's, 5)")
-    ap.add_argument("--systems", default="gateway,kafka,rocketmq", help="comma-separated subset")
+    ap.add_argument("--systems", help="comma-separated subset (default: gateway,kafka,rocketmq; gateway,kafka "
+                                      "with --partitions)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp data dirs")
     ap.add_argument("--render", metavar="JSON", help="only rewrite the docs from a saved bench/results file")
@@ -387,7 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = PLANS["compare" if other else "quick" if args.quick else "partitions" if args.partitions else "full"]
     if args.rounds:
         plan.rounds = args.rounds
-    runner = Runner(plan, args.systems.split(","), other)
+    systems = args.systems or ("gateway,kafka" if args.partitions else "gateway,kafka,rocketmq")
+    runner = Runner(plan, systems.split(","), other)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="rocketgate-bench-")
     print(f"bench ({plan.name}, {plan.rounds} rounds) data under {tmp}", flush=True)
