@@ -69,13 +69,16 @@ def run_librdkafka(tmp: str) -> tuple[list, dict]:
         raise SystemExit("librdkafka's test-runner is not built: run `make compat-report-librdkafka`")
     tests = librdkafka.broker_tests()
     runs = []
-    for system_class in (KafkaBroker, Gateway):
-        with system_class(os.path.join(tmp, f"rd-{system_class.name}")) as system:
+    # the suite's own environment (trivup) auto-creates topics with 4 partitions, as the gateway does
+    kafka = KafkaBroker(os.path.join(tmp, "rd-kafka"), extra={"num.partitions": "4"})
+    for system in (kafka, Gateway(os.path.join(tmp, "rd-gateway"))):
+        with system:
             runs.append(librdkafka.run(tests, system.bootstrap, system.name, os.path.join(tmp, "rd-logs")))
     meta = {"source": f"librdkafka {librdkafka.source_version()} tests/, from the node-rdkafka npm package "
                       "(deps/librdkafka)",
             "selection": f"the {len(tests)} broker tests of test.c (no TEST_F_LOCAL, no manual 8xxx tests)",
-            "settings": f"`test-runner -Q -L -p1 -E` per test (quick mode, no sockem), TEST_KAFKA_VERSION="
+            "settings": "Kafka with num.partitions=4 (the suite's trivup default, the gateway's default too); "
+                        f"`test-runner -Q -L -p1 -E` per test (quick mode, no sockem), TEST_KAFKA_VERSION="
                         f"{librdkafka.KAFKA_VERSION}, test.timeout.multiplier=2, {librdkafka.TEST_TIMEOUT_S} s per test"}
     return runs, {"librdkafka tests": meta}
 
