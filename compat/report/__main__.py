@@ -1,6 +1,6 @@
 """`make compat-report`: third-party clients' own suites, first against the real brokers, then a fresh gateway.
 
-    .venv/bin/python -m compat.report [franz-go] [java] [matrix] [librdkafka]      # default: all
+    .venv/bin/python -m compat.report [franz-go] [java] [matrix] [librdkafka] [kafka-python]   # default: all
 
 Results merge into docs/compat-report.json (per suite and system), from which docs/compat-report.md is
 rewritten, so one suite can be re-run alone. Not part of `make test`: a full run takes about half an hour.
@@ -14,7 +14,7 @@ import time
 
 from bench.brokers import Gateway, KafkaBroker, RocketMQBroker
 from compat.jvm import KAFKA_CLIENTS, ROCKETMQ_CLIENTS, ROOT
-from compat.report import franzgo, java_scenarios, librdkafka, markdown, matrix
+from compat.report import franzgo, java_scenarios, kafka_python, librdkafka, markdown, matrix
 from compat.report.notes import NOTES
 
 JSON_PATH = os.path.join(ROOT, "docs", "compat-report.json")
@@ -83,7 +83,22 @@ def run_librdkafka(tmp: str) -> tuple[list, dict]:
     return runs, {"librdkafka tests": meta}
 
 
-SUITES = {"franz-go": run_franzgo, "java": run_java, "matrix": run_matrix, "librdkafka": run_librdkafka}
+def run_kafka_python(tmp: str) -> tuple[list, dict]:
+    if not kafka_python.available():
+        raise SystemExit("kafka-python's sdist is not unpacked: run `make compat-report-kafka-python`")
+    runs = []
+    for system_class in (KafkaBroker, Gateway):
+        with system_class(os.path.join(tmp, f"kp-{system_class.name}")) as system:
+            runs.append(kafka_python.run(system.bootstrap, system.name, os.path.join(tmp, "kp-logs")))
+    meta = {"source": f"kafka-python {kafka_python.installed_version()} sdist, test/integration",
+            "selection": "the admin, consumer and producer modules (SASL and SSL need their own listeners)",
+            "settings": f"KAFKA_URI=PLAINTEXT://<system>, KAFKA_VERSION={kafka_python.KAFKA_VERSION}; the sdist lacks "
+                        "test/service.py (the broker spawner), so the runner adds an external-broker stand-in"}
+    return runs, {"kafka-python integration tests": meta}
+
+
+SUITES = {"franz-go": run_franzgo, "java": run_java, "matrix": run_matrix, "librdkafka": run_librdkafka,
+          "kafka-python": run_kafka_python}
 
 
 def main(argv: list[str]) -> int:
