@@ -36,10 +36,16 @@ def _counts(run: dict) -> str:
 
 
 def render(data: dict, notes: dict, intro: str) -> str:
-    out = [intro, "", "## Summary", "", "| suite | system | passed / failed / skipped | seconds |", "|---|---|---|---|"]
+    out = [intro, "", "## Summary", "",
+           "| suite | system | passed / failed / skipped | fail here, pass on the real broker | seconds |",
+           "|---|---|---|---|---|"]
     for suite, entry in data.items():
+        reference = next((r for s, r in entry["runs"].items() if s != "gateway"), None)
         for system, run in sorted(entry["runs"].items(), key=lambda kv: kv[0] == "gateway"):
-            out.append(f"| {suite} | {system} | {_counts(run)} | {run['seconds']} |")
+            regressions = "—" if system != "gateway" or reference is None else str(sum(
+                1 for t, (s, _) in run["results"].items()
+                if s == FAIL and reference["results"].get(t, (None,))[0] == PASS))
+            out.append(f"| {suite} | {system} | {_counts(run)} | {regressions} | {run['seconds']} |")
     for suite, entry in data.items():
         runs = entry["runs"]
         reference = next((s for s in runs if s != "gateway"), None)

@@ -42,7 +42,7 @@ def test_render_compares_with_the_reference_and_prints_notes(tmp_path):
     gateway.add("TestC", FAIL, "no such API")
     data = markdown.store(str(tmp_path / "r.json"), [kafka, gateway], {"s": {"version": "1.0"}})
     text = markdown.render(data, {"s": {"TestC": "not claimed"}}, "# intro")
-    assert "| s | kafka | 2 / 0 / 1 |" in text and "| s | gateway | 1 / 2 / 0 |" in text
+    assert "| s | kafka | 2 / 0 / 1 | — |" in text and "| s | gateway | 1 / 2 / 0 | 1 |" in text
     assert "- `TestB` (on kafka: pass): boom" in text
     assert "- `TestC` (on kafka: skip): no such API — *not claimed*" in text
     assert "| `TestA` | pass | pass |  |" in text
