@@ -25,7 +25,12 @@ Written by `make compat-report` (compat/report/, `python -m compat.report`): eac
 the real broker (Apache Kafka 4.x in KRaft mode, Apache RocketMQ 5.x namesrv + broker, both from the Maven
 jars of bench/brokers.py) and then against a fresh gateway; a test is a gateway bug only where it passes on
 the real broker and fails here. Notes in *italics* (compat/report/notes.py) say why a failure is expected.
-Raw results: docs/compat-report.json; per-test logs stay in the run's temporary directory."""
+Raw results: docs/compat-report.json; per-test logs stay in the run's temporary directory.
+
+Not in this report: Spark in the matrix (tests/spark reads the gateway with the stock connector), the RocketMQ
+semantics scenarios (they need short delay levels and check intervals that the real broker would have to be
+configured with; tests/compat/test_java_rocketmq_semantics.py runs them on the gateway), and a Go RocketMQ client
+(the project has none)."""
 
 
 def run_franzgo(tmp: str) -> tuple[list, dict]:
