@@ -234,8 +234,51 @@ def produce_slices(bootstraps: list[str], size: int, acks: str = "1", slices: in
     return {"rps": rates, "errors": errors[:3]}
 
 
+def metadata(bootstrap: str, reps: int = 5) -> dict:
+    """The median time of a Metadata request for every topic (what a client does at start and on each
+    refresh), over `reps` requests after one uncounted, on one connection."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.list_topics(timeout=60)
+    times, partitions = [], 0
+    for _ in range(reps):
+        start = time.perf_counter()
+        md = admin.list_topics(timeout=60)
+        times.append(time.perf_counter() - start)
+        partitions = sum(len(t.partitions) for t in md.topics.values())
+    return {"ms": 1000 * sorted(times)[len(times) // 2], "partitions": partitions}
+
+
+def fetch_spread(bootstrap: str, spread_topics: list[str], spread_per: int, timeout: float = 120.0) -> dict:
+    """Read every partition of the spread from the beginning to its end (assign, no group); records/s from
+    the first record to the last partition's end."""
+    parts = [TopicPartition(t, p, -2) for t in spread_topics for p in range(spread_per)]
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    c.assign(parts)
+    ended: set[tuple[str, int]] = set()
+    n = nbytes = 0
+    first = None
+    deadline = time.perf_counter() + timeout
+    while len(ended) < len(parts) and time.perf_counter() < deadline:
+        for m in c.consume(num_messages=10000, timeout=0.5):
+            if m.error():
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    raise SystemExit(json.dumps({"error": str(m.error())}))
+                ended.add((m.topic(), m.partition()))
+                continue
+            if first is None:
+                first = time.perf_counter()
+            n += 1
+            nbytes += len(m.value())
+    end = time.perf_counter()
+    c.close()
+    span = end - first if first else 0.0
+    return {"records": n, "bytes": nbytes, "rps": n / span if span else 0.0, "ended": len(ended),
+            "partitions": len(parts)}
+
+
 COMMANDS = {"produce": produce, "consume": consume, "latency": latency, "create": create,
-            "produce_slices": produce_slices}
+            "produce_slices": produce_slices, "metadata": metadata, "fetch_spread": fetch_spread}
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ from codec.remoting import message as stored
 from codec.remoting.message import (BODY_AT, BODY_CRC_AT, BODY_LENGTH_AT, INNER_BATCH_FLAG as INNER_BATCH, INT32 as _I32,
                                     INT64 as _I64, QUEUE_OFFSET_AT, SYSFLAG_AT)
 from gateway.kafka.registry import RequestContext, handler
+from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_spliced
 from interop.damaged import DAMAGED
 from interop.to_kafka import native_batch, view_batch
@@ -231,6 +232,7 @@ async def fetch(ctx: RequestContext):
         responses, total, failed = _fetch_once(app, req, max_bytes)
         remaining = deadline - trio.current_time()
         if total >= min_bytes or failed or remaining <= 0 or not keys:
+            stats_of(app).fetch_response(responses)
             return {"responses": responses, "session_id": 0}
         release(responses)
         await app.arrivals.wait_any(keys, remaining)

@@ -22,7 +22,7 @@ import trio
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
-from gateway.ops.stats import stats_of
+from gateway.ops.stats import remoting_principal, stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
@@ -233,6 +233,7 @@ def _observe(channel: Channel, req: RemotingCommand, resp: RemotingCommand | Non
     seconds = time.monotonic() - read_at if read_at is not None else 0.0
     name = _CODE_NAMES.get(req.code) or str(req.code)
     channel.stats.requests.observe("remoting", name, seconds, resp is not None and resp.code not in _NOT_ERRORS)
+    channel.stats.principal_request("remoting", remoting_principal(channel.app, req))
 
 
 def _guarded(req: RemotingCommand, fn, *args):
