@@ -15,6 +15,7 @@ from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
 from semantics import routing, transactions, views
+from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 
 
@@ -110,6 +111,7 @@ async def produce(ctx: RequestContext):
     acks = req["acks"]
     responses = []
     end = 0
+    replicated = []
     for t in req["topic_data"]:
         name = t["name"]
         parts = []
@@ -127,15 +129,25 @@ async def produce(ctx: RequestContext):
                 if not topics.has_partition(cfg, index):
                     parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if app.replication.write_refusal(name, index):  # a replica here: clients refresh metadata
+                    parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+                    continue
                 try:
                     resp, e = produce_partition(app, st, name, cfg, index, p["records"])
                 except store.StoreError as exc:
                     resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)
                 end = max(end, e)
+                if acks == -1 and resp["error_code"] == errors.NONE:
+                    replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
         return None
     if end:
         await app.durable(end)
+    for name, index, queue_end, resp in replicated:  # acks=all: the in-sync replicas have it too
+        try:
+            await app.replicated(name, index, queue_end)
+        except NotLeader:
+            resp.update(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
     return {"responses": responses, "throttle_time_ms": app.flow.throttle_ms()}
