@@ -1,8 +1,9 @@
 """Replication over the remoting port: private request codes a follower sends its leader, and the
 role request the cluster layer (or a test) sends to set a queue's role without etcd.
 
-- REPLICA_FETCH (topic, queueId, offset, epoch, replica, maxBytes, maxWaitMs): long-polled like a
-  pull; the answer's body is the entries from `offset` in the stored layout (codec.remoting.message,
+- REPLICA_FETCH (topic, queueId, offset, epoch, replica, maxBytes, maxWaitMs, highWatermark):
+  long-polled like a pull until there are entries past `offset` or the leader's high watermark
+  is above the follower's; the answer's body is the entries from `offset` in the stored layout (codec.remoting.message,
   what PULL_MESSAGE returns), each recording its queue offset; ext fields error, epoch,
   highWatermark, logEnd and epochs (the leader's epoch table, JSON).
 - REPLICA_EPOCH_END (topic, queueId, epoch, replica): OffsetsForLeaderEpoch, answers error, epoch,
@@ -38,7 +39,8 @@ MAX_WAIT_MS = 5000
 def fetch_command(r: FetchRequest) -> RemotingCommand:
     return RemotingCommand(code=REPLICA_FETCH, ext_fields={
         "topic": r.topic, "queueId": str(r.queue_id), "offset": str(r.offset), "epoch": str(r.epoch),
-        "replica": r.replica, "maxBytes": str(r.max_bytes), "maxWaitMs": str(r.max_wait_ms)})
+        "replica": r.replica, "maxBytes": str(r.max_bytes), "maxWaitMs": str(r.max_wait_ms),
+        "highWatermark": str(r.high_watermark)})
 
 
 def fetch_answer(resp: RemotingCommand) -> FetchAnswer:
@@ -64,7 +66,8 @@ def _fetch_request(req) -> FetchRequest:
     return FetchRequest(optional_str(req, "topic"), queue_id(req), max(optional_long(req, "offset", 0), 0),
                         optional_int(req, "epoch", -1), optional_str(req, "replica"),
                         min(optional_int(req, "maxBytes", 1 << 20, 1), MAX_FETCH_BYTES),
-                        min(optional_int(req, "maxWaitMs", 500, 0), MAX_WAIT_MS))
+                        min(optional_int(req, "maxWaitMs", 500, 0), MAX_WAIT_MS),
+                        optional_long(req, "highWatermark", 0))
 
 
 @handles(REPLICA_FETCH)
@@ -78,7 +81,7 @@ def replica_fetch(channel, req):
             error, role = app.replication.on_fetch(fr)
             end = app.store.max_offset(fr.topic, fr.queue_id)
             remaining = deadline - trio.current_time()
-            if error != NONE or fr.offset < end or remaining <= 0:
+            if error != NONE or fr.offset < end or remaining <= 0 or role.high_watermark > fr.high_watermark:
                 return _fetch_response(app, req, fr, error, role, end)
             await app.arrivals.wait_any([(fr.topic, fr.queue_id)], remaining)
     channel.spawn(req, long_poll)

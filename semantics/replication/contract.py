@@ -38,6 +38,7 @@ class FetchRequest:
     replica: NodeAddress  # the follower's own address (its id in the ISR)
     max_bytes: int = 1 << 20
     max_wait_ms: int = 500
+    high_watermark: int = 0  # the follower's: the leader answers at once when its own is higher
 
 
 @dataclasses.dataclass(slots=True)

@@ -98,7 +98,7 @@ class Follower:
         m, store = self.manager, self.manager.store
         offset = store.max_offset(topic, queue_id)
         answer = await self.transport.fetch(r.leader, FetchRequest(
-            topic, queue_id, offset, r.epoch, m.self_id, FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS))
+            topic, queue_id, offset, r.epoch, m.self_id, FETCH_MAX_BYTES, FETCH_MAX_WAIT_MS, r.high_watermark))
         if self._current((topic, queue_id), generation) is not r:
             return
         if answer.error == OFFSET_OUT_OF_RANGE and answer.epoch == r.epoch:
