@@ -18,18 +18,16 @@ import json
 
 import trio
 
-from codec.remoting import RemotingCommand, ResponseCode
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as M
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.headers import RequestError, optional_int, optional_long, optional_str, queue_id
 from semantics.replication import FetchAnswer, FetchRequest, StaleEpoch
 from semantics.replication.contract import NONE
 
-# Private request codes (not RocketMQ's; a RocketMQ client never sends them).
-REPLICA_FETCH = 9201
-REPLICA_EPOCH_END = 9202
-REPLICA_ROLE = 9203
-REPLICA_STATE = 9204
+# Private request codes (codec.remoting.RequestCode; a RocketMQ client never sends them).
+REPLICA_FETCH, REPLICA_EPOCH_END = RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END
+REPLICA_ROLE, REPLICA_STATE = RC.REPLICA_ROLE, RC.REPLICA_STATE
 MAX_FETCH_BYTES = 8 << 20  # inside the 16 MiB frame cap
 MAX_WAIT_MS = 5000
 
