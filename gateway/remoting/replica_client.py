@@ -59,8 +59,9 @@ class RemotingReplicaTransport:
                                 request.max_wait_ms / 1000 + ANSWER_SLACK_S)
         return fetch_answer(resp)
 
-    async def epoch_end(self, leader: str, topic: str, queue_id: int, epoch: int, replica: str) -> tuple[str, int, int]:
-        resp = await self._call((leader, topic, queue_id), leader, epoch_end_command(topic, queue_id, epoch, replica),
-                                ANSWER_SLACK_S)
+    async def epoch_end(self, leader: str, topic: str, queue_id: int, epoch: int, replica: str,
+                        current_epoch: int) -> tuple[str, int, int]:
+        cmd = epoch_end_command(topic, queue_id, epoch, replica, current_epoch)
+        resp = await self._call((leader, topic, queue_id), leader, cmd, ANSWER_SLACK_S)
         f = resp.ext_fields
         return f.get("error", "UNKNOWN"), int(f.get("epoch", -1)), int(f.get("endOffset", -1))

@@ -6,8 +6,8 @@ role request the cluster layer (or a test) sends to set a queue's role without e
   is above the follower's; the answer's body is the entries from `offset` in the stored layout (codec.remoting.message,
   what PULL_MESSAGE returns), each recording its queue offset; ext fields error, epoch,
   highWatermark, logEnd and epochs (the leader's epoch table, JSON).
-- REPLICA_EPOCH_END (topic, queueId, epoch, replica): OffsetsForLeaderEpoch, answers error, epoch,
-  endOffset.
+- REPLICA_EPOCH_END (topic, queueId, epoch, replica, currentEpoch): OffsetsForLeaderEpoch, answers
+  error, epoch, endOffset (an error, and fencing, when currentEpoch is not the leader's, as a fetch).
 - REPLICA_ROLE (JSON body {topic, queueId, role: leader|follower|none, epoch, replicas, isr,
   leader, queues}): the hook the cluster layer drives (ReplicaManager.become_leader / ...).
 - REPLICA_STATE (topic, queueId): the queue's role, epoch, ISR, high watermark and log end (JSON).
@@ -53,9 +53,10 @@ def fetch_answer(resp: RemotingCommand) -> FetchAnswer:
                        int(f.get("logEnd", 0)), entries, json.loads(f.get("epochs", "[]")))
 
 
-def epoch_end_command(topic: str, qid: int, epoch: int, replica: str) -> RemotingCommand:
+def epoch_end_command(topic: str, qid: int, epoch: int, replica: str, current_epoch: int) -> RemotingCommand:
     return RemotingCommand(code=REPLICA_EPOCH_END, ext_fields={
-        "topic": topic, "queueId": str(qid), "epoch": str(epoch), "replica": replica})
+        "topic": topic, "queueId": str(qid), "epoch": str(epoch), "replica": replica,
+        "currentEpoch": str(current_epoch)})
 
 
 # ---------------------------------------------------------------------- the leader's handlers
@@ -102,10 +103,9 @@ def _fetch_response(app, req, fr: FetchRequest, error: str, role, end: int) -> R
 def replica_epoch_end(channel, req):
     app = channel.app
     topic, qid, epoch = optional_str(req, "topic"), queue_id(req), optional_int(req, "epoch", -1)
-    r = app.replication.role(topic, qid)
-    if r is None or r.role != "leader":
-        return req.response(ResponseCode.SYSTEM_ERROR, {"error": "NOT_LEADER_OR_FOLLOWER", "epoch": -1,
-                                                        "endOffset": -1})
+    error = app.replication.check_leader_epoch(topic, qid, optional_int(req, "currentEpoch", -1))
+    if error != NONE:
+        return req.response(ResponseCode.SYSTEM_ERROR, {"error": error, "epoch": -1, "endOffset": -1})
     found, end = app.replication.epochs.end_offset(topic, qid, epoch, app.store.max_offset(topic, qid))
     return req.response(ResponseCode.SUCCESS, {"error": NONE, "epoch": found, "endOffset": end})
 

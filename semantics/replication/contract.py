@@ -57,6 +57,7 @@ class ReplicaTransport(Protocol):
     async def fetch(self, leader: NodeAddress, request: FetchRequest) -> FetchAnswer: ...
 
     async def epoch_end(self, leader: NodeAddress, topic: str, queue_id: int, epoch: int,
-                        replica: NodeAddress) -> tuple[str, int, int]:
-        """(error, epoch, end offset): OffsetsForLeaderEpoch for one queue."""
+                        replica: NodeAddress, current_epoch: int) -> tuple[str, int, int]:
+        """(error, epoch, end offset): OffsetsForLeaderEpoch for one queue; `current_epoch` is the
+        asker's (a leader in another epoch answers an error, as for a fetch)."""
         ...

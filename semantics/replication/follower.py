@@ -74,9 +74,10 @@ class Follower:
         m, store = self.manager, self.manager.store
         asked = m.epochs.latest_epoch(topic, queue_id)
         while asked != UNDEFINED and self._current((topic, queue_id), generation) is not None:
-            error, epoch, end = await self.transport.epoch_end(r.leader, topic, queue_id, asked, m.self_id)
+            error, epoch, end = await self.transport.epoch_end(r.leader, topic, queue_id, asked, m.self_id,
+                                                               r.epoch)
             if error != NONE:
-                log.info("%s/%d: epoch end from %s: %s; retrying", topic, queue_id, r.leader, error)
+                log.debug("%s/%d: epoch end from %s: %s; retrying", topic, queue_id, r.leader, error)
                 await trio.sleep(RETRY_S)
                 continue
             ours = m.epochs.end_offset(topic, queue_id, asked, store.max_offset(topic, queue_id))[1]

@@ -149,22 +149,31 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ the leader's side of a fetch
 
+    def check_leader_epoch(self, topic: str, queue_id: int, epoch: int) -> str:
+        """NONE if this node leads the queue in `epoch` (a replica's request); else the error. A
+        newer epoch means a newer leader exists: this one is fenced and refuses writes from now on."""
+        r = self.roles.get((topic, queue_id))
+        if r is None or r.role != LEADER:
+            return NOT_LEADER
+        if epoch < r.epoch:
+            return FENCED_LEADER_EPOCH
+        if epoch > r.epoch:
+            if not r.fenced:
+                log.warning("%s/%d: a replica asks in epoch %d > ours (%d): fenced, refusing writes",
+                            topic, queue_id, epoch, r.epoch)
+                r.fenced = True
+                event, r.progress = r.progress, trio.Event()
+                event.set()
+            return UNKNOWN_LEADER_EPOCH
+        return NONE
+
     def on_fetch(self, req: FetchRequest) -> tuple[str, QueueRole | None]:
         """Validate a follower's fetch and record its position; (error, role)."""
         key = (req.topic, req.queue_id)
         r = self.roles.get(key)
-        if r is None or r.role != LEADER:
-            return NOT_LEADER, r
-        if req.epoch < r.epoch:
-            return FENCED_LEADER_EPOCH, r
-        if req.epoch > r.epoch:  # a newer leader exists: this one must stop taking writes
-            if not r.fenced:
-                log.warning("%s/%d: a replica fetches in epoch %d > ours (%d): fenced, refusing writes",
-                            req.topic, req.queue_id, req.epoch, r.epoch)
-                r.fenced = True
-                r.progress.set()
-                r.progress = trio.Event()
-            return UNKNOWN_LEADER_EPOCH, r
+        error = self.check_leader_epoch(req.topic, req.queue_id, req.epoch)
+        if error != NONE:
+            return error, r
         end = self.store.max_offset(*key)
         if req.offset > end:
             return OFFSET_OUT_OF_RANGE, r
