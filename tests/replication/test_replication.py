@@ -9,10 +9,10 @@ import time
 import uuid
 
 import pytest
-from replicas import (LAG_MS, Kafka, batch, fetched_values, follow, lead, node, queue_entries, set_role, state,
-                      wait_until)
+from replicas import (LAG_MS, Kafka, batch, fetched_values, follow, lead, node, queue_entries, remoting, set_role,
+                      state, wait_until)
 
-from codec.remoting import RemotingCommand, RequestCode
+from codec.remoting import RemotingCommand, RequestCode, ResponseCode
 from codec.remoting.message import properties_to_string
 
 NOT_LEADER_OR_FOLLOWER = 6
@@ -99,6 +99,10 @@ def test_readers_see_only_up_to_the_high_watermark(nodes):
         part = k.fetch(topic, 0)
         assert part["high_watermark"] == 1
         assert [v for _, v in fetched_values(k, topic)] == [b"a"]
+        pull = remoting(leader, RequestCode.PULL_MESSAGE, {
+            "consumerGroup": "g", "topic": topic, "queueId": "0", "queueOffset": "1", "maxMsgNums": "32",
+            "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0"})
+        assert (pull.code, pull.ext_fields["maxOffset"]) == (ResponseCode.PULL_NOT_FOUND, "1")
     finally:
         os.kill(follower.proc.pid, signal.SIGCONT)
     wait_until(lambda: k.fetch(topic, 0)["high_watermark"] == 2, what="high watermark after resume")
@@ -107,7 +111,6 @@ def test_readers_see_only_up_to_the_high_watermark(nodes):
 def test_sync_master_send_waits_for_the_follower(nodes):
     topic = _topic()
     leader, follower = _pair(nodes, topic, flush="sync")
-    from replicas import remoting
     send = RemotingCommand(code=RequestCode.SEND_MESSAGE_V2, ext_fields={
         "a": "pg", "b": topic, "c": "TBW102", "d": "1", "e": "0", "f": "0", "g": str(int(time.time() * 1000)),
         "h": "0", "i": properties_to_string({"KEYS": "k1"}), "j": "0", "k": "false"})
