@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import trio
+
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 import store
@@ -138,16 +140,21 @@ async def produce(ctx: RequestContext):
                     resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)
                 end = max(end, e)
-                if acks == -1 and resp["error_code"] == errors.NONE:
+                if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
         return None
     if end:
         await app.durable(end)
-    for name, index, queue_end, resp in replicated:  # acks=all: the in-sync replicas have it too
-        try:
-            await app.replicated(name, index, queue_end)
-        except NotLeader:
-            resp.update(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+    with trio.move_on_after(max(req["timeout_ms"], 0) / 1000):
+        while replicated:  # acks=all: the in-sync replicas have it too (within the request's timeout)
+            name, index, queue_end, resp = replicated[0]
+            try:
+                await app.replicated(name, index, queue_end)
+            except NotLeader:
+                resp.update(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+            replicated.pop(0)
+    for _name, index, _end, resp in replicated:
+        resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
     return {"responses": responses, "throttle_time_ms": app.flow.throttle_ms()}

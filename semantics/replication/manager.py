@@ -114,6 +114,10 @@ class ReplicaManager:
     def role(self, topic: str, queue_id: int) -> QueueRole | None:
         return self.roles.get((topic, queue_id))
 
+    def replicates(self, topic: str, queue_id: int) -> bool:
+        """Whether the queue has a role here (the hooks below do something for it)."""
+        return bool(self.roles) and (topic, queue_id) in self.roles
+
     # ------------------------------------------------------------------ hooks of the write and read paths
 
     def write_refusal(self, topic: str, queue_id: int) -> str | None:

@@ -93,9 +93,10 @@ class Kafka:
             out += chunk
         return bytes(out)
 
-    def produce(self, topic: str, batch: bytes, acks: int = -1, partition: int = 0) -> tuple[int, int]:
+    def produce(self, topic: str, batch: bytes, acks: int = -1, partition: int = 0,
+                timeout_ms: int = 30000) -> tuple[int, int]:
         """(error code, base offset)."""
-        resp = self.call(PRODUCE, 9, {"acks": acks, "timeout_ms": 30000, "topic_data": [
+        resp = self.call(PRODUCE, 9, {"acks": acks, "timeout_ms": timeout_ms, "topic_data": [
             {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]})
         p = resp["responses"][0]["partition_responses"][0]
         return p["error_code"], p["base_offset"]

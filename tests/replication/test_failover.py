@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 
-from replicas import LAG_MS, Kafka, batch, fetched_values, follow, lead, node, state, wait_until
+from replicas import LAG_MS, Kafka, batch, fetched_values, follow, lead, state, wait_until
 
 NOT_LEADER_OR_FOLLOWER = 6
 FAILOVERS = int(os.environ.get("REPL_FAILOVERS", "3"))

@@ -15,7 +15,7 @@ from replicas import (LAG_MS, Kafka, batch, fetched_values, follow, lead, node, 
 from codec.remoting import RemotingCommand, RequestCode, ResponseCode
 from codec.remoting.message import properties_to_string
 
-NOT_LEADER_OR_FOLLOWER = 6
+NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 6, 7
 
 
 def _topic() -> str:
@@ -72,18 +72,19 @@ def test_acks_all_waits_for_a_paused_follower_until_it_leaves_the_isr(nodes):
     os.kill(follower.proc.pid, signal.SIGSTOP)
     try:
         assert k.produce(topic, batch([b"acks1"]), acks=1) == (0, 1)  # the leader alone
+        assert k.produce(topic, batch([b"timed-out"]), timeout_ms=300)[0] == REQUEST_TIMED_OUT  # stored, not acked
         began = time.monotonic()
-        assert k.produce(topic, batch([b"acks-all"])) == (0, 2)
+        assert k.produce(topic, batch([b"acks-all"])) == (0, 3)
         held = time.monotonic() - began
         assert held >= LAG_MS / 1000 * 0.9, held  # held until the follower left the ISR
         assert state(leader, topic)["isr"] == [node(leader)]
         # Readers saw nothing past the high watermark meanwhile; now it is the log end.
-        assert [v for _, v in fetched_values(k, topic)] == [b"warm", b"acks1", b"acks-all"]
+        assert [v for _, v in fetched_values(k, topic)] == [b"warm", b"acks1", b"timed-out", b"acks-all"]
     finally:
         os.kill(follower.proc.pid, signal.SIGCONT)
     wait_until(lambda: state(leader, topic)["isr"] == sorted([node(leader), node(follower)]), what="ISR rejoin")
     began = time.monotonic()
-    assert k.produce(topic, batch([b"again"])) == (0, 3)
+    assert k.produce(topic, batch([b"again"])) == (0, 4)
     assert time.monotonic() - began < LAG_MS / 1000
 
 
