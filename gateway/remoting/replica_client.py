@@ -18,8 +18,13 @@ class _Connection:
         self.stream = stream
         self.reader = FrameReader()
         self.opaque = 0
+        self.lock = trio.Lock()  # one request at a time (a re-set role's task may overlap the old one's)
 
     async def call(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        async with self.lock:
+            return await self._call(cmd, timeout)
+
+    async def _call(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         self.opaque += 1
         cmd.opaque = self.opaque
         with trio.fail_after(timeout):
@@ -50,7 +55,8 @@ class RemotingReplicaTransport:
         try:
             return await conn.call(cmd, timeout)
         except BaseException:
-            self._connections.pop(key, None)  # a failed or cancelled call leaves the stream unusable
+            if self._connections.get(key) is conn:  # a failed or cancelled call leaves the stream unusable
+                del self._connections[key]
             await trio.aclose_forcefully(conn.stream)
             raise
 

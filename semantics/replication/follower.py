@@ -69,6 +69,9 @@ class Follower:
             except (ReplicaGap, MessageFormatError) as exc:
                 log.warning("%s/%d: replication from %s: %s; fetching again", topic, queue_id, r.leader, exc)
                 await trio.sleep(RETRY_S)
+            except Exception:  # a bug here must not end the gateway: logged, retried a second later
+                log.exception("%s/%d: replication from %s failed", topic, queue_id, r.leader)
+                await trio.sleep(1.0)
 
     async def _truncate_by_epoch(self, topic: str, queue_id: int, r, generation: int) -> None:
         m, store = self.manager, self.manager.store
