@@ -16,11 +16,13 @@ from gateway.longpoll import ArrivalHub
 from gateway.ops.stats import GatewayStats
 from gateway.remoting.common import PopRemotingState
 from gateway.remoting.end_transaction import send_transaction_check
+from gateway.remoting.replica_client import RemotingReplicaTransport
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
 from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine
+from semantics.replication import Follower, ReplicaManager
 from semantics.rocketmq_clients import ClientRegistry
 from semantics.routing import DelayLevels, ensure_system_topics
 from semantics.transactions import Transactions, register_checker
@@ -52,6 +54,7 @@ class App:
     flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
     pop: PopEngine  # per-message consumption (RocketMQ POP; Kafka share groups later)
     pop_remoting: PopRemotingState
+    replication: ReplicaManager  # roles of replicated queues, ISR, high watermarks (docs/internals.md)
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
@@ -75,6 +78,10 @@ class App:
         topics = self.store.topics
         if topics.submission:
             await self.config_writer.written(topics.FILE, topics.submission, until_failure=True)
+    async def replicated(self, topic: str, queue_id: int, end_queue_offset: int) -> None:
+        """acks=all / SYNC_MASTER: wait until the queue's in-sync replicas hold every offset below
+        `end_queue_offset`; no-op for a queue that is not replicated. Raises NotLeader."""
+        await self.replication.wait_replicated(topic, queue_id, end_queue_offset)
 
 
 def open_store(config: GatewayConfig) -> store.Store:
@@ -142,8 +149,19 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         flow=flow,
         pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
         pop_remoting=PopRemotingState(),
+        replication=_replication(config, st, arrivals),
         security=security.from_config(config, os.path.join(st.path, "config")),
     )
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))
+    # A queue this node starts leading may hold batches it copied: rebuild their producer state.
+    app.replication.on_leader = lambda topic, _qid: app.kafka.producers.forget_topic(topic)
     return app
+
+
+def _replication(config: GatewayConfig, st: store.Store, arrivals: ArrivalHub) -> ReplicaManager:
+    """The replica manager, named by this node's remoting address, with its follower side."""
+    manager = ReplicaManager(st, f"{config.advertised}:{config.remoting_port}",
+                             config.replica_lag_time_max_ms, notify=arrivals.notify)
+    Follower(manager, RemotingReplicaTransport())
+    return manager

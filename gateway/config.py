@@ -49,6 +49,8 @@ class GatewayConfig:
     os_page_cache_busy_timeout_ms: int = 1000
     wait_time_mills_in_send_queue: int = 200
     store_write_delay_ms: int = 0  # tests/benchmarks only: every store write sleeps this long
+    # Replication (semantics/replication): a follower this long behind leaves the in-sync set.
+    replica_lag_time_max_ms: int = 30_000
     # Security (docs/security.md): "acl" checks every remoting request's signature and permissions.
     authorizer: str = "none"
     super_users: str = ""  # comma-separated principals, e.g. "User:admin"
@@ -164,6 +166,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    default=d.wait_time_mills_in_send_queue, help="refuse a send that waited this long to be stored")
     p.add_argument("--store-write-delay-ms", type=_int_between(0, None, "value (0 or more)"),
                    default=d.store_write_delay_ms, help=argparse.SUPPRESS)  # a throttled disk, for tests
+    p.add_argument("--replica-lag-time-max-ms", type=_positive_int, default=d.replica_lag_time_max_ms,
+                   help="a replica that has not caught up for this long leaves the in-sync set")
     p.add_argument("--authorizer", choices=["none", "acl"], default=d.authorizer,
                    help="acl: authenticate and authorize requests (docs/security.md)")
     p.add_argument("--super-users", default=d.super_users, help="principals allowed everything, e.g. User:admin")

@@ -255,7 +255,7 @@ def _fetch_once(app, req, max_bytes: int):
                 failed = True
                 continue
             low = app.store.min_offset(name, index)
-            high = app.store.max_offset(name, index)
+            high = app.replication.readable_end(name, index, app.store.max_offset(name, index))
             offset = p["fetch_offset"]
             entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": high,
                      "log_start_offset": low, "records": b""}

@@ -76,7 +76,7 @@ def pull_message(channel, req):
 
 def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> RemotingCommand:
     s = app.store
-    lo, hi = s.min_offset(topic, qid), s.max_offset(topic, qid)
+    lo, hi = s.min_offset(topic, qid), app.replication.readable_end(topic, qid, s.max_offset(topic, qid))
 
     def answer(code, next_offset, body=b""):
         return req.response(code, {"suggestWhichBrokerId": 0, "nextBeginOffset": next_offset,
