@@ -78,6 +78,7 @@ class App:
         topics = self.store.topics
         if topics.submission:
             await self.config_writer.written(topics.FILE, topics.submission, until_failure=True)
+
     async def replicated(self, topic: str, queue_id: int, end_queue_offset: int) -> None:
         """acks=all / SYNC_MASTER: wait until the queue's in-sync replicas hold every offset below
         `end_queue_offset`; no-op for a queue that is not replicated. Raises NotLeader."""
