@@ -206,7 +206,7 @@ def run(systems: dict, log_dir: str) -> SuiteRun:
         for c_name, consume in pairs:
             cell = f"{p_name} → {c_name}"
             try:
-                got = consume(systems[c_proto], topic, len(sent), log_dir)
+                got = consume(systems[p_proto], topic, len(sent), log_dir)
                 if sorted(got) == sorted(sent):
                     result.add(cell, PASS)
                 else:
