@@ -65,7 +65,8 @@ def run_matrix(tmp: str) -> tuple[list, dict]:
     with Gateway(os.path.join(tmp, "mx-gateway")) as gw:
         ours = matrix.run({"kafka": gw, "rocketmq": gw}, os.path.join(tmp, "mx-logs-gateway"))
     meta = {"cell": "3 records (key, value, tag or TAGS header), read from the start by a new group; values and "
-                    "keys must match", "real brokers": "same-protocol cells only (two separate systems)"}
+                    "keys must match. A RocketMQ producer's topic is created first (4 queues, native Admin); a Kafka "
+                    "producer's is auto-created", "real brokers": "same-protocol cells only (two separate systems)"}
     return [real, ours], {"cross-protocol matrix": meta}
 
 

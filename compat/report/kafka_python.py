@@ -11,7 +11,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from compat.jvm import ROOT
-from compat.report.suite import FAIL, PASS, SKIP, SuiteRun
+from compat.report.suite import FAIL, PASS, SKIP, SuiteRun, one_line
 
 BUILD = os.path.join(ROOT, "compat", "report", "build")
 MODULES = ["test/integration/test_admin_integration.py", "test/integration/test_consumer_integration.py",
@@ -82,8 +82,13 @@ def run(bootstrap: str, system: str, log_dir: str) -> SuiteRun:
     started = time.monotonic()
     with open(os.path.join(log_dir, f"kafka-python-{system}.log"), "w") as log:
         subprocess.run([sys.executable, "-m", "pytest", *MODULES, "-p", "no:cacheprovider", "-q", "-o", "addopts=",
-                        f"--timeout={TEST_TIMEOUT_S}", "--timeout-method=thread", f"--junitxml={xml_path}"],
+                        f"--timeout={TEST_TIMEOUT_S}", "--timeout-method=signal", f"--junitxml={xml_path}"],
                        cwd=sdist_dir(), env=env, stdout=log, stderr=subprocess.STDOUT, timeout=3600)
+    result.seconds = time.monotonic() - started
+    if not os.path.exists(xml_path):
+        with open(os.path.join(log_dir, f"kafka-python-{system}.log")) as log:
+            result.error = one_line(log.read().strip().splitlines()[-1] if log else "no output")
+        return result
     for case in ET.parse(xml_path).getroot().iter("testcase"):
         name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
         failure = case.find("failure")
