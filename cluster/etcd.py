@@ -9,11 +9,13 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import logging
 from urllib.parse import urlparse
 
 import httpx
 
 REQUEST_TIMEOUT = 5.0
+logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per etcd request otherwise
 
 
 class EtcdError(Exception):

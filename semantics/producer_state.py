@@ -48,9 +48,13 @@ class ProducerState:
         # (pid, real topic, real partition) -> [(epoch, first_seq, last_seq, queue offset)] of the
         # batches in the side topics' tails, read once (at the first rebuild)
         self._side: dict[tuple[int, str, int], list] | None = None
+        self.id_source = None  # a cluster member takes ids from its block in etcd instead
+
 
     def allocate(self) -> int:
         """A fresh producer id, durable before it is returned."""
+        if self.id_source is not None:
+            return self.id_source()
         pid = self._next_id
         self._next_id += 1
         self.store.write_config(CONFIG_NAME, {"next": self._next_id})

@@ -143,6 +143,7 @@ class TopicTable:
     def __init__(self, config: ConfigDir, on_delete=None) -> None:
         self._config = config
         self._on_delete = on_delete
+        self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
         self._topics: dict[str, TopicConfig] = {}
         self._version = 0
         self._dirty = False  # the last write failed
@@ -167,6 +168,8 @@ class TopicTable:
         cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}))
         self._topics[name] = cfg
         self._persist()
+        if self.on_create is not None:
+            self.on_create(cfg)
         return cfg
 
     def update(self, cfg: TopicConfig) -> None:

@@ -127,6 +127,9 @@ async def produce(ctx: RequestContext):
                 if not topics.has_partition(cfg, index):
                     parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if not app.ownership.owns(name, index):
+                    parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+                    continue
                 try:
                     resp, e = produce_partition(app, st, name, cfg, index, p["records"])
                 except store.StoreError as exc:
