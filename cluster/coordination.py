@@ -10,7 +10,7 @@ import logging
 import trio
 
 from cluster import model
-from cluster.etcd import (Etcd, EtcdError, compare_mod_revision, compare_version, op_get, op_put)
+from cluster.etcd import (Etcd, EtcdError, compare_mod_revision, compare_version, op_delete, op_get, op_put)
 from cluster.model import Member, QueueAssignment, TopicRecord
 
 log = logging.getLogger("rocketgate.cluster")
@@ -57,10 +57,11 @@ class Coordination:
         await self.etcd.lease_revoke(lease)
 
     # --- reading ---
-    async def load(self) -> tuple[dict, dict, dict, int]:
-        """(members by id, TopicRecord by topic, QueueAssignment by (topic, queue id), revision)."""
+    async def load(self) -> tuple[dict, dict, dict, dict, int]:
+        """(members by id, TopicRecord by topic, QueueAssignment by (topic, queue id), committed
+        offsets by (group, topic, queue id), revision)."""
         kvs, revision = await self.etcd.get_prefix(model.PREFIX)
-        members, topics, queues = {}, {}, {}
+        members, topics, queues, offsets = {}, {}, {}, {}
         for kv in kvs:
             if kv.key.startswith(model.MEMBERS):
                 m = Member.from_json(kv.value)
@@ -69,7 +70,17 @@ class Coordination:
                 topics[kv.key[len(model.TOPICS):].decode()] = TopicRecord.from_json(kv.value)
             elif kv.key.startswith(model.QUEUES):
                 queues[model.parse_queue_key(kv.key)] = QueueAssignment.from_json(kv.value)
-        return members, topics, queues, revision
+            elif kv.key.startswith(model.OFFSETS):
+                offsets[model.parse_offset_key(kv.key)] = json.loads(kv.value)
+        return members, topics, queues, offsets, revision
+
+    # --- offsets ---
+    async def write_offsets(self, changes: dict) -> None:
+        """Put (value dict) or delete (None) committed offsets, keyed (group, topic, queue id)."""
+        ops = [op_put(model.offset_key(*k), json.dumps(v).encode()) if v is not None
+               else op_delete(model.offset_key(*k)) for k, v in changes.items()]
+        for i in range(0, len(ops), MAX_TXN_OPS):
+            await self.etcd.txn([], ops[i:i + MAX_TXN_OPS])
 
     # --- topics and queues ---
     async def create_topic(self, topic: str, record: TopicRecord, assignments: list[QueueAssignment]) -> bool:

@@ -8,6 +8,7 @@ Keys (under PREFIX):
   topics/<topic>             {"queues": n, "perm": p, "attributes": {...}}
   queues/<topic>/<queue id>  {"leader": id, "replicas": [ids], "isr": [ids], "epoch": e}
   producer-ids               {"next": n}: the next unallocated Kafka producer id
+  offsets/["group","topic",q]  {"offset": o, "metadata": m, "epoch": e}: the cluster's one offset table
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ MEMBERS = PREFIX + b"members/"
 TOPICS = PREFIX + b"topics/"
 QUEUES = PREFIX + b"queues/"
 PRODUCER_IDS = PREFIX + b"producer-ids"
+OFFSETS = PREFIX + b"offsets/"
 FIRST_PRODUCER_ID = 1000
 
 
@@ -93,6 +95,19 @@ def queue_key(topic: str, queue_id: int) -> bytes:
 def parse_queue_key(key: bytes) -> tuple[str, int]:
     topic, _, qid = key[len(QUEUES):].rpartition(b"/")
     return topic.decode(), int(qid)
+
+
+def offset_key(group: str, topic: str, queue_id: int) -> bytes:
+    return OFFSETS + json.dumps([group, topic, queue_id]).encode()
+
+
+def group_offsets_prefix(group: str) -> bytes:
+    return OFFSETS + json.dumps([group]).encode()[:-1] + b","
+
+
+def parse_offset_key(key: bytes) -> tuple[str, str, int]:
+    group, topic, qid = json.loads(key[len(OFFSETS):])
+    return group, topic, int(qid)
 
 
 def _hash(*parts) -> int:

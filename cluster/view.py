@@ -5,9 +5,11 @@ Readers on the event loop see a consistent dict snapshot; subscribers hear about
   on_assignment(topic, queue_id, leader, replicas, isr, epoch)  a queue's assignment is new or changed
   on_topic(topic, TopicRecord)                                  a topic appeared or changed
   on_members(members)                                           the set of live members changed
+  on_offset(group, topic, queue_id, value dict or None)         a committed offset changed (None: deleted)
 """
 from __future__ import annotations
 
+import json
 import logging
 
 import trio
@@ -31,6 +33,7 @@ class ClusterView:
         self._on_assignment: list = []
         self._on_topic: list = []
         self._on_members: list = []
+        self._on_offset: list = []
 
     # --- subscriptions ---
     def on_assignment(self, fn) -> None:
@@ -42,6 +45,9 @@ class ClusterView:
     def on_members(self, fn) -> None:
         self._on_members.append(fn)
 
+    def on_offset(self, fn) -> None:
+        self._on_offset.append(fn)
+
     def live(self) -> list[int]:
         return sorted(self.members)
 
@@ -51,13 +57,15 @@ class ClusterView:
 
     # --- keeping current ---
     async def load(self) -> None:
-        members, topics, queues, revision = await self.coordination.load()
+        members, topics, queues, offsets, revision = await self.coordination.load()
         old_members = set(self.members)
         self.members, self.revision = members, revision
         for name, record in topics.items():
             self._set_topic(name, record)
         for (topic, qid), a in queues.items():
             self._set_queue(topic, qid, a)
+        for (group, topic, qid), value in offsets.items():
+            self._offset(group, topic, qid, value)
         if set(members) != old_members:
             self._members_changed()
 
@@ -92,6 +100,8 @@ class ClusterView:
             elif key.startswith(model.QUEUES) and not deleted:
                 topic, qid = model.parse_queue_key(key)
                 self._set_queue(topic, qid, QueueAssignment.from_json(e.kv.value))
+            elif key.startswith(model.OFFSETS):
+                self._offset(*model.parse_offset_key(key), None if deleted else json.loads(e.kv.value))
         if members_changed:
             self._members_changed()
 
@@ -108,6 +118,10 @@ class ClusterView:
         self.queues[(topic, qid)] = a
         for fn in self._on_assignment:
             fn(topic, qid, a.leader, list(a.replicas), list(a.isr), a.epoch)
+
+    def _offset(self, group: str, topic: str, qid: int, value: dict | None) -> None:
+        for fn in self._on_offset:
+            fn(group, topic, qid, value)
 
     def _members_changed(self) -> None:
         log.info("cluster: live members %s", self.live())

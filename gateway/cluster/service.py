@@ -13,6 +13,7 @@ from cluster.coordination import Coordination, NodeIdTaken
 from cluster.etcd import Etcd, EtcdError
 from cluster.model import Member
 from cluster.view import ClusterView
+from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 
 log = logging.getLogger("rocketgate.cluster")
@@ -89,6 +90,10 @@ class ClusterService:
                 for name, record in list(node.view.topics.items()):
                     self._make_local(name, record)
                 self._publish_unassigned()
+                mirror = OffsetMirror(self.app.offsets, node.coordination, node.view)
+                mirror.install()
+                await node.view.load()  # again, now that the offsets are heard
+                await nursery.start(mirror.run)
                 await nursery.start(node.view.run)
                 nursery.start_soon(lambda: node.coordination.keep_alive(node.lease, ttl, on_lost=self._rejoin))
                 task_status.started()

@@ -20,6 +20,7 @@ import trio
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
+from gateway.cluster import remoting_queues
 from gateway.ops.stats import stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
@@ -129,6 +130,8 @@ class Channel:
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
         if resp is None or req.is_oneway:
             return
+        if self.app.ownership.clustered:
+            remoting_queues.restore(self.app, req, resp)
         resp.opaque = req.opaque
         try:
             await self.send(resp)
@@ -138,6 +141,7 @@ class Channel:
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     guard = app.security  # None unless --authorizer acl
+    clustered = app.ownership.clustered  # queue ids are broker-local (gateway.cluster.remoting_queues)
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
@@ -159,6 +163,9 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                         continue
                     if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
                         _answer(channel, req, refusal, answers)  # not authenticated or not allowed
+                        continue
+                    if clustered and (refusal := remoting_queues.translate(app, req)):
+                        _answer(channel, req, refusal, answers)  # a queue this gateway does not lead
                         continue
                     if req.code in _COALESCED_SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
@@ -192,6 +199,8 @@ def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None
     if resp is None or resp is DEFERRED:  # a deferred answer is counted by Channel._finish
         return
     _observe(channel, req, resp, channel.read_at)
+    if channel.app.ownership.clustered:
+        remoting_queues.restore(channel.app, req, resp)
     if not req.is_oneway:
         resp.opaque = req.opaque
         answers.append(encode(resp))

@@ -38,7 +38,7 @@ def test_create_topic_first_creator_wins(etcd_server):
         a1 = place("t", 3, [1, 2], 1)
         assert await c.create_topic("t", TopicRecord(3), a1)
         assert not await c.create_topic("t", TopicRecord(5), place("t", 5, [3], 1))
-        _, topics, queues, _ = await c.load()
+        _, topics, queues, _, _ = await c.load()
         assert topics["t"].queues == 3 and [queues[("t", q)] for q in range(3)] == a1
     run(etcd_server, fn)
 
