@@ -29,6 +29,7 @@ class SingleNode:
 
     clustered = False
     node_id = 0
+    broker_name = None  # the remoting side's own (broker-a)
 
     def owns(self, topic: str, queue_id: int) -> bool:
         return True
@@ -52,6 +53,7 @@ class ClusterNode:
     def __init__(self, member: Member, coordination, view, default_replication_factor: int) -> None:
         self.member = member
         self.node_id = member.node_id
+        self.broker_name = f"broker-{member.node_id}"  # as gateway.cluster.routes names it
         self.coordination = coordination
         self.view = view
         self.default_replication_factor = default_replication_factor

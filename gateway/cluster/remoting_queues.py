@@ -3,11 +3,14 @@
 (the Kafka partition). A gateway's broker-local queue i is the i-th of the topic's queues it leads,
 in order (the route advertises that many, `gateway.cluster.routes`); requests are translated local ->
 cluster queue id before their handler, and a send's answer back. Local topics (retry, DLQ, system)
-keep their ids. A local id beyond what this gateway leads (a stale route) is refused with
-NO_PERMISSION, which the RocketMQ producer retries on another broker."""
+keep their ids. A send to a local id beyond what this gateway leads (a stale route, or the default
+topic's route a producer uses before its topic exists: the topic is created first) goes to one of
+the queues it leads, as a send to any queue of the broker would; a gateway that leads none of the
+topic's queues refuses it with NO_PERMISSION, which the producer retries on another broker."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
+from gateway.remoting.common import ensure_topic
 
 # (topic field, queue id field) by request code: the V2 sends use one-letter names
 _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
@@ -33,9 +36,13 @@ def translate(app, req):
         index = int(local)
     except ValueError:
         return None  # the handler reports it
+    if req.code in _SENDS and topic not in app.store.topics:
+        ensure_topic(app, topic)  # placed across the cluster now, so the send lands on a led queue
     led = led_queues(app.ownership, topic)
     if led is None or index < 0:
         return None
+    if req.code in _SENDS and led and index >= len(led):
+        index %= len(led)
     if index >= len(led):
         return req.response(ResponseCode.NO_PERMISSION,
                             remark=f"broker-{app.ownership.node_id} does not lead queue {index} of {topic} "
