@@ -44,6 +44,11 @@ class SingleNode:
 SINGLE_NODE = SingleNode()
 
 
+def clustered(app) -> bool:
+    """Whether `app` is a cluster member (an app made without an ownership, as some tests build, is not)."""
+    return getattr(getattr(app, "ownership", SINGLE_NODE), "clustered", False)
+
+
 class ClusterNode:
     """This gateway as a cluster member. Reads are synchronous, from the watched view; writes
     to etcd run as tasks in the cluster service's nursery (`gateway.cluster.service`)."""

@@ -10,6 +10,7 @@ import gateway.cluster.routes as routes
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.cluster.ownership import clustered
 from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
 from gateway.kafka.registry import RequestContext, handler
@@ -24,7 +25,7 @@ CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups v5 group types
 @handler(apis.FIND_COORDINATOR)
 async def find_coordinator(ctx: RequestContext):
     """This broker; in a cluster the live gateway the key hashes to (docs/cluster.md)."""
-    if ctx.app.ownership.clustered:
+    if clustered(ctx.app):
         keys = ctx.request["coordinator_keys"] if ctx.version >= 4 else [ctx.request["key"]]
         found = [(k, routes.kafka_broker(ctx.app.ownership.coordinator(k))) for k in keys]
     else:

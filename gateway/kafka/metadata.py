@@ -10,6 +10,7 @@ import gateway.kafka.authz as authz
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.cluster.ownership import clustered
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from security.acl import Operation as Op, ResourceType as Res
 
@@ -17,7 +18,7 @@ from security.acl import Operation as Op, ResourceType as Res
 def broker_list(ctx: RequestContext) -> list[dict]:
     """This broker, at the address and port the client reached it on (or its listener's advertised one);
     in a cluster every live gateway at its registered address."""
-    if ctx.app.ownership.clustered:
+    if clustered(ctx.app):
         return routes.kafka_brokers(ctx.app)
     listener = getattr(ctx.conn, "listener", None)
     host = (listener and listener.advertised_host) or ctx.app.config.advertised

@@ -21,6 +21,7 @@ import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
 from gateway.cluster import remoting_queues
+from gateway.cluster.ownership import clustered
 from gateway.ops.stats import stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
@@ -50,6 +51,8 @@ class Channel:
         self._next_opaque = 0
         self.closed = False
         self.read_at: float | None = None
+        # a cluster member: queue ids are broker-local (gateway.cluster.remoting_queues)
+        self.clustered = clustered(app)
         try:
             peer = stream.socket.getpeername()
             self.address = (peer[0], peer[1])
@@ -130,7 +133,7 @@ class Channel:
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
         if resp is None or req.is_oneway:
             return
-        if self.app.ownership.clustered:
+        if self.clustered:
             remoting_queues.restore(self.app, req, resp)
         resp.opaque = req.opaque
         try:
@@ -141,7 +144,6 @@ class Channel:
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     guard = app.security  # None unless --authorizer acl
-    clustered = app.ownership.clustered  # queue ids are broker-local (gateway.cluster.remoting_queues)
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
@@ -164,7 +166,7 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                     if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
                         _answer(channel, req, refusal, answers)  # not authenticated or not allowed
                         continue
-                    if clustered and (refusal := remoting_queues.translate(app, req)):
+                    if channel.clustered and (refusal := remoting_queues.translate(app, req)):
                         _answer(channel, req, refusal, answers)  # a queue this gateway does not lead
                         continue
                     if req.code in _COALESCED_SENDS:
@@ -199,7 +201,7 @@ def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None
     if resp is None or resp is DEFERRED:  # a deferred answer is counted by Channel._finish
         return
     _observe(channel, req, resp, channel.read_at)
-    if channel.app.ownership.clustered:
+    if channel.clustered:
         remoting_queues.restore(channel.app, req, resp)
     if not req.is_oneway:
         resp.opaque = req.opaque
