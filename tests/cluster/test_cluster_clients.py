@@ -100,11 +100,11 @@ def test_kafka_python_and_confluent_across_leaders(three):
     assert [tp.offset for tp in committed] == [10] * 6
 
 
-def test_a_non_leader_answers_not_leader_or_follower(three):
+def test_a_non_replica_answers_not_leader_or_follower(three):
     _, gws = three
     md = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap}).list_topics("spread", timeout=10)
-    leader = md.topics["spread"].partitions[0].leader
-    other = next(n for n in NODES if n != leader)
+    replicas = md.topics["spread"].partitions[0].replicas
+    other = next(n for n in NODES if n not in replicas)  # not even a follower (Kafka serves those fetches)
     raw = KafkaRaw("127.0.0.1", gws[other].kafka_port)
     try:
         assert raw.produce_error("spread", 0, b"x") == 6  # NOT_LEADER_OR_FOLLOWER
