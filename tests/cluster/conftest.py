@@ -1,5 +1,5 @@
 """Cluster fixtures: a real etcd (Debian's etcd-server, `make setup` installs it) on free loopback
-ports with a temp data dir, and gateways started as members of it."""
+ports with a temp data dir."""
 from __future__ import annotations
 
 import shutil
@@ -7,8 +7,7 @@ import shutil
 import pytest
 
 from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
-
+from gateway_process import free_port
 
 
 @pytest.fixture
@@ -18,20 +17,3 @@ def etcd_server(tmp_path):
     server = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
     yield server
     server.stop()
-
-
-@pytest.fixture
-def cluster_factory(tmp_path, etcd_server):
-    """make(node_id, extra_args=[]) starts a gateway that joins the fixture's etcd."""
-    started: list[GatewayProcess] = []
-
-    def make(node_id: int, extra_args: list[str] | None = None, start: bool = True) -> GatewayProcess:
-        args = ["--cluster", etcd_server.url, "--node-id", str(node_id), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3", *(extra_args or [])]
-        g = GatewayProcess(str(tmp_path / f"node{node_id}"), extra_args=args)
-        started.append(g)
-        return g.start() if start else g
-
-    yield make
-    for g in started:
-        g.stop()
