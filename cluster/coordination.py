@@ -10,7 +10,8 @@ import logging
 import trio
 
 from cluster import model
-from cluster.etcd import (Etcd, EtcdError, compare_mod_revision, compare_version, op_delete, op_get, op_put)
+from cluster.etcd import (Etcd, EtcdError, compare_mod_revision, compare_version, op_delete, op_get, op_put,
+                          prefix_end)
 from cluster.model import Member, QueueAssignment, TopicRecord
 
 log = logging.getLogger("rocketgate.cluster")
@@ -100,6 +101,11 @@ class Coordination:
         ops += [op_put(model.queue_key(topic, q), a.to_json()) for q, a in sorted(new.items())]
         for i in range(0, len(ops), MAX_TXN_OPS):
             await self.etcd.txn([], ops[i:i + MAX_TXN_OPS])
+
+    async def delete_topic(self, topic: str) -> None:
+        """The topic's record and every queue assignment, in one transaction."""
+        queues = model.QUEUES + topic.encode() + b"/"
+        await self.etcd.txn([], [op_delete(model.topic_key(topic)), op_delete(queues, prefix_end(queues))])
 
     async def queue(self, topic: str, queue_id: int) -> tuple[QueueAssignment | None, int]:
         kv = await self.etcd.get(model.queue_key(topic, queue_id))

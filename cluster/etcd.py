@@ -95,8 +95,11 @@ def op_get(key: bytes) -> dict:
     return {"request_range": {"key": _b64(key)}}
 
 
-def op_delete(key: bytes) -> dict:
-    return {"request_delete_range": {"key": _b64(key)}}
+def op_delete(key: bytes, range_end: bytes | None = None) -> dict:
+    body = {"key": _b64(key)}
+    if range_end is not None:
+        body["range_end"] = _b64(range_end)
+    return {"request_delete_range": body}
 
 
 class Etcd:

@@ -3,7 +3,7 @@ once and then kept current by a watch on the whole prefix (re-loaded after the w
 Readers on the event loop see a consistent dict snapshot; subscribers hear about changes:
 
   on_assignment(topic, queue_id, leader, replicas, isr, epoch)  a queue's assignment is new or changed
-  on_topic(topic, TopicRecord)                                  a topic appeared or changed
+  on_topic(topic, TopicRecord or None)                          a topic appeared, changed or went (None)
   on_members(members)                                           the set of live members changed
   on_offset(group, topic, queue_id, value dict or None)         a committed offset changed (None: deleted)
 """
@@ -60,6 +60,8 @@ class ClusterView:
         members, topics, queues, offsets, revision = await self.coordination.load()
         old_members = set(self.members)
         self.members, self.revision = members, revision
+        for name in set(self.topics) - set(topics):
+            self._drop_topic(name)
         for name, record in topics.items():
             self._set_topic(name, record)
         for (topic, qid), a in queues.items():
@@ -95,8 +97,12 @@ class ClusterView:
                 else:
                     members_changed |= self.members.get(node_id) != (m := Member.from_json(e.kv.value))
                     self.members[node_id] = m
-            elif key.startswith(model.TOPICS) and not deleted:
-                self._set_topic(key[len(model.TOPICS):].decode(), TopicRecord.from_json(e.kv.value))
+            elif key.startswith(model.TOPICS):
+                name = key[len(model.TOPICS):].decode()
+                if deleted:
+                    self._drop_topic(name)
+                else:
+                    self._set_topic(name, TopicRecord.from_json(e.kv.value))
             elif key.startswith(model.QUEUES) and not deleted:
                 topic, qid = model.parse_queue_key(key)
                 self._set_queue(topic, qid, QueueAssignment.from_json(e.kv.value))
@@ -111,6 +117,15 @@ class ClusterView:
         self.topics[name] = record
         for fn in self._on_topic:
             fn(name, record)
+
+    def _drop_topic(self, name: str) -> None:
+        record = self.topics.pop(name, None)
+        if record is None:
+            return
+        for q in [k for k in self.queues if k[0] == name]:
+            del self.queues[q]
+        for fn in self._on_topic:
+            fn(name, None)
 
     def _set_queue(self, topic: str, qid: int, a: QueueAssignment) -> None:
         if self.queues.get((topic, qid)) == a:

@@ -142,6 +142,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     )
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created
+        st.topics.on_deleted = ownership.topic_deleted
         app.kafka.producers.id_source = ownership.next_producer_id
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))

@@ -144,6 +144,7 @@ class TopicTable:
         self._config = config
         self._on_delete = on_delete
         self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
+        self.on_deleted = None  # called with each deleted topic's name (likewise)
         self._topics: dict[str, TopicConfig] = {}
         self._version = 0
         self._dirty = False  # the last write failed
@@ -181,6 +182,8 @@ class TopicTable:
             self._persist()
         if self._on_delete is not None:
             self._on_delete(name)
+        if self.on_deleted is not None:
+            self.on_deleted(name)
 
     @property
     def data_version(self) -> dict:

@@ -37,6 +37,9 @@ class SingleNode:
     def expect_topic(self, name: str, replication_factor: int) -> None:
         return None
 
+    def topic_grown(self, cfg) -> None:
+        return None
+
     async def reserve_producer_ids(self) -> None:
         return None
 
@@ -110,6 +113,31 @@ class ClusterNode:
         for q, a in enumerate(assignments):
             self.view.queues[(name, q)] = a
         self._spawn(self._publish, name, record, assignments)
+
+    def topic_deleted(self, name: str) -> None:
+        """A topic was deleted from the local store: delete it cluster-wide (the others follow the watch)."""
+        if is_local_topic(name) or name not in self.view.topics:
+            return
+        self.view.topics.pop(name)
+        for key in [k for k in self.view.queues if k[0] == name]:
+            del self.view.queues[key]
+        self._spawn(self.coordination.delete_topic, name)
+
+    def topic_grown(self, cfg) -> None:
+        """A topic got more queues here (CreatePartitions, RocketMQ topic update): place the new ones."""
+        record = self.view.topics.get(cfg.name)
+        queues = max(cfg.read_queues, cfg.write_queues)
+        if record is None or queues <= record.queues:
+            return
+        first = self.view.queues.get((cfg.name, 0))
+        rf = len(first.replicas) if first is not None else self.default_replication_factor
+        placed = model.place(cfg.name, queues, self.view.live() or [self.node_id], rf)
+        new = {q: placed[q] for q in range(record.queues, queues)}
+        grown = TopicRecord(queues, record.perm, record.attributes)
+        self.view.topics[cfg.name] = grown
+        for q, a in new.items():
+            self.view.queues[(cfg.name, q)] = a
+        self._spawn(self.coordination.add_queues, cfg.name, grown, new)
 
     async def _publish(self, name: str, record: TopicRecord, assignments: list) -> None:
         if not await self.coordination.create_topic(name, record, assignments):

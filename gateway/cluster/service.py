@@ -121,10 +121,13 @@ class ClusterService:
 
     def _make_local(self, name: str, record) -> None:
         """A topic of the cluster exists in this gateway's store too (its queues' files are only
-        written by their owners); a grown queue count is followed."""
+        written by their owners); a grown queue count and a deletion are followed."""
         topics = self.app.store.topics
         cfg = topics.get(name)
-        if cfg is None:
+        if record is None:  # deleted in the cluster
+            if cfg is not None:
+                topics.delete(name)
+        elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes)
         elif max(cfg.read_queues, cfg.write_queues) < record.queues:

@@ -119,6 +119,7 @@ async def create_partitions(ctx: RequestContext):
         if not ctx.request.get("validate_only"):
             cfg.read_queues = cfg.write_queues = t["count"]
             app.store.topics.update(cfg)
+            app.ownership.topic_grown(cfg)  # a cluster places the new partitions
         out.append({"name": name, "error_code": errors.NONE})
     return {"results": out}
 

@@ -227,6 +227,23 @@ def test_admin_reassign_moves_a_partition_and_fences_the_old_leader(three):
     assert main(["cluster", "reassign", "--etcd", etcd.url, "moving", "0", "--replicas", "7"]) == 1  # not live
 
 
+def test_grown_and_deleted_topics_follow_on_every_gateway(three):
+    _, gws = three
+    from confluent_kafka.admin import NewPartitions
+    admin = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap})
+    admin.create_topics([NewTopic("grows", num_partitions=2, replication_factor=1)])["grows"].result(10)
+    admin.create_partitions([NewPartitions("grows", 6)])["grows"].result(10)
+    for g in gws.values():
+        md = wait_for(lambda: (m := AdminClient({"bootstrap.servers": g.kafka_bootstrap}).list_topics("grows", timeout=10))
+                      and len(m.topics["grows"].partitions) == 6 and m, what="6 partitions")
+        assert {p.leader for p in md.topics["grows"].partitions.values()} == set(NODES)
+    other = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})  # kept alive until the future is done
+    other.delete_topics(["grows"])["grows"].result(10)
+    for g in gws.values():
+        assert wait_for(lambda: "grows" not in AdminClient({"bootstrap.servers": g.kafka_bootstrap}).list_topics(
+            timeout=10).topics, what="the topic gone everywhere")
+
+
 def test_a_killed_gateway_leaves_metadata_and_routes(three):
     """Last in this module: kill -9 node 3; its lease (3 s) expires and every view drops it. Without
     replication (the other half of issue 13) its partitions have no leader until it comes back."""
