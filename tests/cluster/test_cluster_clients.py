@@ -248,9 +248,16 @@ def test_a_killed_gateway_leaves_metadata_and_routes(three):
     """Last in this module: kill -9 node 3; its lease (3 s) expires and every view drops it. Without
     replication (the other half of issue 13) its partitions have no leader until it comes back."""
     _, gws = three
+    from client.model import Message
+    from client.sync import Producer
     led = led_by(gws, "spread")
-    gws[3].kill9()
-    started = time.monotonic()
+    with Producer("fault-pg", f"{gws[1].namesrv};{gws[2].namesrv}", latency_fault_enable=True) as producer:
+        assert len({q.broker_name for q in producer.queues("spread")}) == 3  # the route still has broker-3
+        gws[3].kill9()
+        started = time.monotonic()
+        # before its lease expires: sends that pick broker-3 fail and are retried on another broker
+        results = [producer.send(Message("spread", f"fault-{i}".encode())) for i in range(30)]
+    assert {r.queue.broker_name for r in results} <= {"broker-1", "broker-2"} and len(results) == 30
     admin = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap})
     md = wait_for(lambda: (m := admin.list_topics("spread", timeout=10)) and sorted(m.brokers) == [1, 2] and m,
                   what="broker 3 to leave")
