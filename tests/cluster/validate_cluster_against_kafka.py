@@ -3,7 +3,7 @@ Kafka KRaft cluster (kafka_2.13 from Maven, the bench's pom), so a failure there
 wrong test. Not part of `make test`:
 
     mvn -q -o -f bench/java/kafka/pom.xml dependency:build-classpath -Dmdep.outputFile=/tmp/kafka-cp.txt
-    python tests/cluster/validate_against_kafka.py /tmp/kafka-cp.txt
+    python tests/cluster/validate_cluster_against_kafka.py /tmp/kafka-cp.txt
 """
 from __future__ import annotations
 
