@@ -9,6 +9,7 @@ import os
 
 import security
 import store
+from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.kafka.state import KafkaState
@@ -56,6 +57,8 @@ class App:
     pop_remoting: PopRemotingState
     replication: ReplicaManager  # roles of replicated queues, ISR, high watermarks (docs/internals.md)
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
+    # which queues this gateway serves: all of them alone, its own in a cluster (docs/cluster.md)
+    ownership: object = SINGLE_NODE
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
@@ -103,7 +106,7 @@ def open_store(config: GatewayConfig) -> store.Store:
     )
 
 
-def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
+def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SINGLE_NODE) -> App:
     """Open the store and build the App; StartupError for a bad setting or an unusable store."""
     try:
         levels = DelayLevels(config.message_delay_level)
@@ -114,7 +117,7 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
     except (OSError, ValueError) as exc:
         raise StartupError(f"cannot open store in {config.data_dir!r}: {exc}") from None
     try:
-        return _assemble(config, clock, st, levels)
+        return _assemble(config, clock, st, levels, ownership)
     except BaseException as exc:
         st.close()
         if isinstance(exc, (OSError, ValueError)):
@@ -122,7 +125,7 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
         raise
 
 
-def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels) -> App:
+def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership) -> App:
     sync = config.flush == "sync"
     durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
     writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
@@ -152,7 +155,12 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         pop_remoting=PopRemotingState(),
         replication=_replication(config, st, arrivals),
         security=security.from_config(config, os.path.join(st.path, "config")),
+        ownership=ownership,
     )
+    if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
+        st.topics.on_create = ownership.topic_created
+        st.topics.on_deleted = ownership.topic_deleted
+        app.kafka.producers.id_source = ownership.next_producer_id
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))
     # A queue this node starts leading may hold batches it copied: rebuild their producer state.

@@ -63,6 +63,11 @@ class GatewayConfig:
     tls_ca: str | None = None  # set: TLS clients must present a certificate it signed
     remoting_tls: bool = False
     allow_anonymous: bool = False  # serve a non-loopback address without authentication
+    # Cluster (docs/cluster.md): None runs one process alone, as before.
+    cluster: str | None = None  # etcd://HOST:PORT[,HOST:PORT]
+    node_id: int = 0
+    default_replication_factor: int = 1  # of RocketMQ-created and auto-created topics
+    cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
 
     @property
     def advertised(self) -> str:
@@ -183,7 +188,15 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--remoting-tls", action="store_true", help="the remoting port accepts TLS only")
     p.add_argument("--allow-anonymous", action="store_true",
                    help="allow serving a non-loopback address without authentication")
+    p.add_argument("--cluster", default=None, metavar="etcd://HOST:PORT[,HOST:PORT]",
+                   help="join the cluster coordinated by this etcd (docs/cluster.md)")
+    p.add_argument("--node-id", type=_int_between(0, 2**31 - 1, "node id"), default=d.node_id)
+    p.add_argument("--default-replication-factor", type=_positive_int, default=d.default_replication_factor)
+    p.add_argument("--cluster-lease-ttl", type=_int_between(2, 3600, "lease TTL (2-3600 s)"),
+                   default=d.cluster_lease_ttl, help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
+    if ns.cluster is not None and not ns.cluster.startswith("etcd://"):
+        p.error(f"argument --cluster: {ns.cluster!r} is not etcd://HOST:PORT[,HOST:PORT]")
     ns.listeners = tuple(ns.listeners)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "

@@ -7,6 +7,7 @@ import logging
 
 import trio
 
+from gateway.cluster.service import ClusterService
 from store.config import ConfigWriter
 
 log = logging.getLogger("rocketgate")
@@ -106,8 +107,10 @@ class Retention:
 
 
 def background_services(app) -> list:
-    """In start order: the config writer first (the others submit to it while starting)."""
-    return [app.config_writer, app.durability, Retention(app.store, app.clock),
+    """In start order: the config writer first (the others submit to it while starting), the
+    cluster service (a member's lease and watch) before those that create topics."""
+    cluster = [ClusterService(app)] if app.ownership.clustered else []
+    return [app.config_writer, *cluster, app.durability, Retention(app.store, app.clock),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
             app.replication]
 

@@ -53,11 +53,14 @@ class ProducerState:
         # (pid, real topic, real partition) -> [(epoch, first_seq, last_seq, queue offset)] of the
         # batches in the side topics' tails, read once (at the first rebuild)
         self._side: dict[tuple[int, str, int], list] | None = None
+        self.id_source = None  # a cluster member takes ids from its block in etcd instead
 
     def allocate(self) -> int:
         """A fresh producer id. Ids are reserved on disk a block at a time (one write per
         ID_BLOCK ids): in place, or through the writer, whose `reservation` the caller waits for
-        before handing the id out."""
+        before handing the id out. A cluster member takes ids from its etcd block (`id_source`)."""
+        if self.id_source is not None:
+            return self.id_source()
         pid = self._next_id
         self._next_id += 1
         if self._next_id > self._reserved_to:

@@ -147,6 +147,8 @@ class TopicTable:
         self._on_delete = on_delete
         self._writer = None  # has `submit(name, document) -> number` (the gateway's writer service)
         self.submission = 0  # the writer's number of the newest submitted table (0: none)
+        self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
+        self.on_deleted = None  # called with each deleted topic's name (likewise)
         self._topics: dict[str, TopicConfig] = {}
         self._version = 0
         self._dirty = False  # the last write failed
@@ -171,6 +173,8 @@ class TopicTable:
         cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}))
         self._topics[name] = cfg
         self._persist()
+        if self.on_create is not None:
+            self.on_create(cfg)
         return cfg
 
     def update(self, cfg: TopicConfig) -> None:
@@ -182,6 +186,8 @@ class TopicTable:
             self._persist()
         if self._on_delete is not None:
             self._on_delete(name)
+        if self.on_deleted is not None:
+            self.on_deleted(name)
 
     @property
     def data_version(self) -> dict:

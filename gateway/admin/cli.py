@@ -6,6 +6,7 @@ import os
 import sys
 
 import gateway.admin.commands as commands
+import gateway.cluster.admin as cluster_admin
 from gateway.admin.endpoints import SECURITY_PROTOCOLS, AdminError
 from gateway.admin.output import emit
 
@@ -104,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     which = resend.add_mutually_exclusive_group(required=True)
     which.add_argument("--msg-id", help="the dead letter's offsetMsgId")
     which.add_argument("--all", action="store_true", help="every dead letter of the group")
+    cluster_admin.add_commands(nouns, _command, _Parser, env)
     return p
 
 

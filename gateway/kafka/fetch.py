@@ -249,9 +249,10 @@ def _fetch_once(app, req, max_bytes: int):
         parts = []
         for p in t["partitions"]:
             index = p["partition"]
-            if not topics.has_partition(cfg, index):
-                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
-                              "high_watermark": -1, "records": b""})
+            if not topics.has_partition(cfg, index) or not app.ownership.owns(name, index):
+                code = (errors.NOT_LEADER_OR_FOLLOWER if topics.has_partition(cfg, index)
+                        else errors.UNKNOWN_TOPIC_OR_PARTITION)
+                parts.append({"partition_index": index, "error_code": code, "high_watermark": -1, "records": b""})
                 failed = True
                 continue
             low = app.store.min_offset(name, index)

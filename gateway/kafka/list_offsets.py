@@ -70,6 +70,9 @@ async def list_offsets(ctx: RequestContext):
             if not topics.has_partition(cfg, index):
                 parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
                 continue
+            if not app.ownership.owns(name, index):
+                parts.append({"partition_index": index, "error_code": errors.NOT_LEADER_OR_FOLLOWER})
+                continue
             offset, ts = list_offset(app, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": -1})

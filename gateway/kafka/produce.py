@@ -131,7 +131,7 @@ async def produce(ctx: RequestContext):
                 if not topics.has_partition(cfg, index):
                     parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
-                if app.replication.write_refusal(name, index):  # a replica here: clients refresh metadata
+                if not app.ownership.owns(name, index) or app.replication.write_refusal(name, index):
                     parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
                     continue
                 try:

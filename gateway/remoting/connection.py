@@ -22,6 +22,8 @@ import trio
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
+from gateway.cluster import remoting_queues
+from gateway.cluster.ownership import clustered
 from gateway.ops.stats import remoting_principal, stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
@@ -55,6 +57,8 @@ class Channel:
         self.read_at: float | None = None
         self.parked = 0  # requests whose handler continues in a task of its own (spawn)
         self.overloaded = 0  # requests refused because `parked` was at the cap
+        # a cluster member: queue ids are broker-local (gateway.cluster.remoting_queues)
+        self.clustered = clustered(app)
         try:
             peer = stream.socket.getpeername()
             self.address = (peer[0], peer[1])
@@ -156,6 +160,8 @@ class Channel:
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
         if resp is None or req.is_oneway:
             return
+        if self.clustered:
+            remoting_queues.restore(self.app, req, resp)
         resp.opaque = req.opaque
         try:
             await self.send(resp)
@@ -188,6 +194,9 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                         continue
                     if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
                         _answer(channel, req, refusal, answers)  # not authenticated or not allowed
+                        continue
+                    if channel.clustered and (refusal := remoting_queues.translate(app, req)):
+                        _answer(channel, req, refusal, answers)  # a queue this gateway does not lead
                         continue
                     if req.code in _COALESCED_SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
@@ -223,6 +232,8 @@ def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None
     if resp is None or resp is DEFERRED:  # a deferred answer is counted by Channel._finish
         return
     _observe(channel, req, resp, channel.read_at)
+    if channel.clustered:
+        remoting_queues.restore(channel.app, req, resp)
     if not req.is_oneway:
         resp.opaque = req.opaque
         answers.append(encode(resp))
