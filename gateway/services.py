@@ -7,6 +7,7 @@ import logging
 
 import trio
 
+from semantics.retention import TopicRetention
 from store.config import ConfigWriter
 
 log = logging.getLogger("rocketgate")
@@ -97,6 +98,7 @@ class Retention:
 def background_services(app) -> list:
     """In start order: the config writer first (the others submit to it while starting)."""
     return [app.config_writer, app.durability, Retention(app.store, app.clock),
+            TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups]
 
 
