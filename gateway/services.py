@@ -7,6 +7,7 @@ import logging
 
 import trio
 
+from semantics.compaction import Compactor
 from semantics.retention import TopicRetention
 from store.config import ConfigWriter
 
@@ -99,6 +100,7 @@ def background_services(app) -> list:
     """In start order: the config writer first (the others submit to it while starting)."""
     return [app.config_writer, app.durability, Retention(app.store, app.clock),
             TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
+            Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups]
 
 

@@ -27,9 +27,9 @@ UNITS_PER_READ = 4096
 DEFAULT_CHECK_INTERVAL_MS = 60_000
 
 
-def entry_sizes(store, topic: str, queue_id: int, start: int, end: int):
-    """(first offset, bytes) of each CommitLog entry the queue's units [start, end) point at (the
-    units of an inner batch share one entry)."""
+def entry_units(store, topic: str, queue_id: int, start: int, end: int):
+    """(first offset, phys, bytes) of each CommitLog entry the queue's units [start, end) point at
+    (the units of an inner batch share one entry)."""
     offset = start
     last_phys = None
     while offset < end:
@@ -39,8 +39,14 @@ def entry_sizes(store, topic: str, queue_id: int, start: int, end: int):
         for i, (phys, size, _code) in enumerate(units):
             if phys != last_phys:
                 last_phys = phys
-                yield offset + i, size
+                yield offset + i, phys, size
         offset += len(units)
+
+
+def entry_sizes(store, topic: str, queue_id: int, start: int, end: int):
+    """(first offset, bytes) of each CommitLog entry of the queue's units [start, end)."""
+    for first, _phys, size in entry_units(store, topic, queue_id, start, end):
+        yield first, size
 
 
 def partition_bytes(store, topic: str, queue_id: int) -> int:

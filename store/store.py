@@ -27,12 +27,12 @@ from typing import Sequence
 
 from codec.remoting import message as M
 from store.recovery import load, replay
-from store.retention import delete_expired
+from store.retention import delete_expired, expiry_cut
 from store.api import AppendResult, ReadResult, StoreConfig, StoreError
 from store.commitlog import CommitLog
 from store.config import ConfigDir, TopicTable
 from store.consumequeue import UNIT, ConsumeQueueTable
-from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
+from store.dispatch import REWRITE, ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
 from store.flush import Flusher
 from store.indexfile import IndexService
 from store.quarantine import Quarantine, verify
@@ -97,7 +97,7 @@ class Store:
                 return
             cq_start, index_start = self._replay_from
             replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
-                            list(self._dispatchers), self._feed)
+                   list(self._dispatchers), self._replay_feed)
             self.trusted_from = self.commitlog.end  # entries from here on are written by this process
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
@@ -139,21 +139,58 @@ class Store:
             try:
                 if self.config.write_delay_ms:
                     time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
-                try:
-                    results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
-                except StoreError as exc:
-                    if is_space_error(exc.__cause__):
-                        raise self.space.allocation_failed(exc.__cause__) from exc
-                    raise
-                except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
-                    if is_space_error(exc):
-                        raise self.space.allocation_failed(exc) from exc
-                    raise StoreError(f"cannot store message: {exc}") from exc
+                results, requests = self._write(msgs, self.consume_queues.next_offset)
                 self._feed(self._dispatchers, requests)
             finally:
                 if self._write_observer is not None:
                     self._write_observer(began, time.monotonic())
         return results
+
+    def _write(self, msgs, next_offset):
+        """The CommitLog write of an append (under the store lock): space errors become StoreFull."""
+        try:
+            return self.commitlog.append(msgs, next_offset)
+        except StoreError as exc:
+            if is_space_error(exc.__cause__):
+                raise self.space.allocation_failed(exc.__cause__) from exc
+            raise
+        except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
+            if is_space_error(exc):
+                raise self.space.allocation_failed(exc) from exc
+            raise StoreError(f"cannot store message: {exc}") from exc
+
+    def rewrite(self, topic: str, queue_id: int, start: int, end: int, body: bytes) -> AppendResult:
+        """Compaction: append `body` (the inner batch that now serves offsets [start, end) of the
+        queue) as an entry that takes no new queue offsets, and point those units at it. The entry
+        records queue offset `start`, `end - start` messages and property REWRITE, so a recovery
+        replay points them again; no other dispatcher sees it (it is no new message)."""
+        if self._flusher.closed or not self.recovered:
+            raise StoreError("store is closed or not recovered yet")
+        msg = M.Message(topic, queue_id, body, sys_flag=M.INNER_BATCH_FLAG, batch_count=end - start,
+                        properties={REWRITE: "1"})
+        with self._lock:
+            cq = self.consume_queues.queues.get((topic, queue_id))
+            if cq is None or not cq.min_offset <= start < end <= cq.max_offset:
+                raise StoreError(f"no offsets [{start}, {end}) in {topic}-{queue_id} to rewrite")
+            self.space.check(self.commitlog.end)
+            results, requests = self._write((msg,), lambda _key: start)
+            self._builtin[0].rewrite(requests[0])
+        return results[0]
+
+    def _replay_feed(self, dispatchers, requests) -> None:
+        """The recovery replay's feed: rewrite entries go to the ConsumeQueue dispatcher alone."""
+        plain = []
+        for r in requests:
+            if r.properties and REWRITE in r.properties:
+                if plain:
+                    self._feed(dispatchers, plain)
+                plain = []
+                if self._builtin[0] in dispatchers:
+                    self._builtin[0].rewrite(r)
+            else:
+                plain.append(r)
+        if plain:
+            self._feed(dispatchers, plain)
 
     def set_write_observer(self, observe) -> None:
         """`observe(began, ended)` (monotonic seconds) after every write, under the store lock: how long
@@ -402,6 +439,13 @@ class Store:
         if deleted:
             self.quarantine.forget_below(self.commitlog.begin)
         return deleted
+
+    def expiring_before(self, now_ms: int, within_ms: int) -> int:
+        """The CommitLog offset below which retention deletes files within `within_ms` of `now_ms`
+        (what compaction must carry forward first); `min_physical_offset` when none."""
+        with self._lock:
+            cut = expiry_cut(self.commitlog, self.config.file_reserved_hours, now_ms + within_ms)
+        return self.commitlog.begin if cut is None else cut
 
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""
