@@ -26,7 +26,7 @@ import time
 from typing import Sequence
 
 from codec.remoting import message as M
-from store.recovery import load, replay
+from store.recovery import load, replay, rewrites_apart
 from store.retention import delete_expired, expiry_cut
 from store.api import AppendResult, ReadResult, StoreConfig, StoreError
 from store.commitlog import CommitLog
@@ -97,7 +97,7 @@ class Store:
                 return
             cq_start, index_start = self._replay_from
             replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
-                   list(self._dispatchers), self._replay_feed)
+                   list(self._dispatchers), rewrites_apart(self._feed, self._builtin[0]))
             self.trusted_from = self.commitlog.end  # entries from here on are written by this process
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
@@ -160,37 +160,17 @@ class Store:
             raise StoreError(f"cannot store message: {exc}") from exc
 
     def rewrite(self, topic: str, queue_id: int, start: int, end: int, body: bytes) -> AppendResult:
-        """Compaction: append `body` (the inner batch that now serves offsets [start, end) of the
-        queue) as an entry that takes no new queue offsets, and point those units at it. The entry
-        records queue offset `start`, `end - start` messages and property REWRITE, so a recovery
-        replay points them again; no other dispatcher sees it (it is no new message)."""
-        if self._flusher.closed or not self.recovered:
-            raise StoreError("store is closed or not recovered yet")
+        """Compaction: `body` now serves offsets [start, end) of the queue (docs/internals.md)."""
         msg = M.Message(topic, queue_id, body, sys_flag=M.INNER_BATCH_FLAG, batch_count=end - start,
                         properties={REWRITE: "1"})
         with self._lock:
             cq = self.consume_queues.queues.get((topic, queue_id))
-            if cq is None or not cq.min_offset <= start < end <= cq.max_offset:
+            if self._flusher.closed or cq is None or not cq.min_offset <= start < end <= cq.max_offset:
                 raise StoreError(f"no offsets [{start}, {end}) in {topic}-{queue_id} to rewrite")
             self.space.check(self.commitlog.end)
             results, requests = self._write((msg,), lambda _key: start)
             self._builtin[0].rewrite(requests[0])
         return results[0]
-
-    def _replay_feed(self, dispatchers, requests) -> None:
-        """The recovery replay's feed: rewrite entries go to the ConsumeQueue dispatcher alone."""
-        plain = []
-        for r in requests:
-            if r.properties and REWRITE in r.properties:
-                if plain:
-                    self._feed(dispatchers, plain)
-                plain = []
-                if self._builtin[0] in dispatchers:
-                    self._builtin[0].rewrite(r)
-            else:
-                plain.append(r)
-        if plain:
-            self._feed(dispatchers, plain)
 
     def set_write_observer(self, observe) -> None:
         """`observe(began, ended)` (monotonic seconds) after every write, under the store lock: how long
@@ -441,11 +421,9 @@ class Store:
         return deleted
 
     def expiring_before(self, now_ms: int, within_ms: int) -> int:
-        """The CommitLog offset below which retention deletes files within `within_ms` of `now_ms`
-        (what compaction must carry forward first); `min_physical_offset` when none."""
+        """The CommitLog offset below which retention deletes files within `within_ms` of `now_ms`."""
         with self._lock:
-            cut = expiry_cut(self.commitlog, self.config.file_reserved_hours, now_ms + within_ms)
-        return self.commitlog.begin if cut is None else cut
+            return expiry_cut(self.commitlog, self.config.file_reserved_hours, now_ms + within_ms) or self.commitlog.begin
 
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""
