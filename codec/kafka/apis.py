@@ -114,7 +114,7 @@ FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
     ]),
 ])
 
-LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-7", flexible="6+", request=[
+LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-11", flexible="6+", request=[
     F("replica_id", "i32"),
     F("isolation_level", "i8", "2+"),
     F("topics", [
@@ -126,6 +126,7 @@ LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-7", flexible="6+", req
             F("max_num_offsets", "i32", "0"),
         ]),
     ]),
+    F("timeout_ms", "i32", "10+", default=0),
 ], response=[
     F("throttle_time_ms", "i32", "2+"),
     F("topics", [
