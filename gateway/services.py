@@ -7,6 +7,7 @@ import logging
 
 import trio
 
+from gateway.kafka.describe_producers import ProducerExpiry
 from semantics.compaction import Compactor
 from semantics.retention import TopicRetention
 from store.config import ConfigWriter
@@ -101,6 +102,7 @@ def background_services(app) -> list:
     return [app.config_writer, app.durability, Retention(app.store, app.clock),
             TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
             Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),
+            ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups]
 
 
