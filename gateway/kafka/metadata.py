@@ -10,6 +10,7 @@ import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
+from gateway.kafka.state import SYSTEM
 from security.acl import Operation as Op, ResourceType as Res
 
 
@@ -24,7 +25,8 @@ def broker_list(ctx: RequestContext) -> list[dict]:
 def topic_metadata(name: str, cfg, error: int) -> dict:
     if cfg is None:
         return {"error_code": error, "name": name, "partitions": []}
-    return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name), "is_internal": False,
+    return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
+            "is_internal": name.startswith(SYSTEM),  # RocketMQ's own topics, as Kafka's __consumer_offsets
             "partitions": [
         {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
          "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []}

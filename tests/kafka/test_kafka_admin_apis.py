@@ -165,3 +165,21 @@ def test_log_dirs_report_sizes(target, logs):
     assert result["total_bytes"] >= result["usable_bytes"] > 0
     assert [p["partition_index"] for t in result["topics"] for p in t["partitions"]] == [0]
     c.close()
+
+
+def test_internal_topics_are_marked(target, open_txn):
+    """Kafka marks its own topics (__transaction_state) internal; the gateway marks RocketMQ's
+    (RMQ_SYS_*, SCHEDULE_TOPIC_XXXX, %RETRY%/%DLQ% groups, TBW102)."""
+    topic, _tid, _p = open_txn
+    internal = "__transaction_state" if REFERENCE else "RMQ_SYS_TRANS_HALF_TOPIC"
+    c = target.raw()
+    body = {"topics": [{"name": n, "topic_id": bytes(16)} for n in (topic, internal)],
+            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+
+    def listing() -> dict:
+        out = {t["name"]: (t["error_code"], t["is_internal"]) for t in c.call(3, 12, body)["topics"]}
+        assert all(code == 0 for code, _internal in out.values()), out  # until Kafka's metadata has both
+        return out
+    listed = eventually(listing)
+    c.close()
+    assert listed == {topic: (0, False), internal: (0, True)}
