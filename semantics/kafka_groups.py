@@ -32,6 +32,7 @@ INVALID_GROUP_ID = 24
 MIN_SESSION_MS = 1_000
 MAX_SESSION_MS = 30 * 60_000
 EXPIRY_TICK_S = 0.25  # how often the session timer looks (sessions are >= MIN_SESSION_MS)
+STALL_S = 1.0  # a session check later than this (beyond the tick) means the event loop was stalled
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 
@@ -71,6 +72,7 @@ class Group:
 class Coordinator:
     def __init__(self) -> None:
         self.groups: dict[str, Group] = {}
+        self._looked_at = None  # trio time of the last session check (a stalled loop leaves a gap)
 
     # ------------------------------------------------------------ helpers
 
@@ -86,6 +88,7 @@ class Coordinator:
         task_status.started()
         while True:
             await trio.sleep(EXPIRY_TICK_S)
+            self._forgive_stall(trio.current_time())
             for g in list(self.groups.values()):
                 try:
                     self._expire(g)
@@ -95,9 +98,23 @@ class Coordinator:
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id or 'member'}-{uuid.uuid4()}"
 
+    def _forgive_stall(self, now: float) -> None:
+        """While the event loop was stalled (a loaded machine: no session check for longer than
+        STALL_S, where the timer looks every EXPIRY_TICK_S), heartbeats waited unread in the
+        sockets: that time does not count against sessions, or the first request served after the
+        stall would expire members whose heartbeats are next in line (a needless rebalance)."""
+        gap = 0.0 if self._looked_at is None else now - self._looked_at - EXPIRY_TICK_S
+        self._looked_at = now
+        if gap > STALL_S:
+            for g in self.groups.values():
+                for m in g.members.values():
+                    m.last_seen += gap
+            log.warning("event loop stalled %.1f s: member sessions extended by it", gap)
+
     def _expire(self, g: Group) -> None:
         """Drop members whose session ran out (members waiting in a rebalance are timed by it)."""
         now = trio.current_time()
+        self._forgive_stall(now)
         dead = [m for m in g.members.values() if not m.joining and now - m.last_seen > m.session_ms / 1000]
         for m in dead:
             self._remove(g, m)
