@@ -319,7 +319,10 @@ class Coordinator:
             return UNKNOWN_MEMBER_ID
         m.last_seen = trio.current_time()
         if g.state == PREPARING:
-            return REBALANCE_IN_PROGRESS
+            # A member already waiting in JoinGroup is told nothing new: a REBALANCE_IN_PROGRESS
+            # read after its JoinGroup completes makes some clients (kafka-python) rejoin at once,
+            # and a leader's rejoin starts yet another rebalance (seen as minutes of churn).
+            return NONE if m.joining else REBALANCE_IN_PROGRESS
         if req["generation_id"] != g.generation:
             return ILLEGAL_GENERATION
         return NONE
