@@ -26,6 +26,9 @@ class GatewayConfig:
     max_message_bytes: int = 4 * 1024 * 1024
     commitlog_file_size: int = 1 << 30
     file_reserved_hours: float = 72  # retention (RocketMQ's fileReservedTime); no flag yet
+    log_retention_check_interval_ms: int = 60_000  # per-topic retention.ms/bytes (semantics.retention)
+    log_cleaner_backoff_ms: int = 15_000  # between compaction passes (semantics.compaction)
+    producer_id_expiration_ms: int = 86_400_000  # Kafka's producer.id.expiration.ms
     # Disk space (RocketMQ's diskMaxUsedSpaceRatio, %; clamped to 10..95): refuse writes above it.
     disk_max_used_space_ratio: int = 75
     # Connection pressure (docs/robustness.md): a cap on open connections (both ports together) and
@@ -165,6 +168,12 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms)
     p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
     p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)
+    p.add_argument("--log-retention-check-interval-ms", type=_positive_int,
+                   default=d.log_retention_check_interval_ms, help="how often topic retention.ms/bytes are applied")
+    p.add_argument("--log-cleaner-backoff-ms", type=_positive_int, default=d.log_cleaner_backoff_ms,
+                   help="pause between compaction passes over compacted topics")
+    p.add_argument("--producer-id-expiration-ms", type=_positive_int, default=d.producer_id_expiration_ms,
+                   help="idle producers' idempotence state is forgotten after this (Kafka producer.id.expiration.ms)")
     p.add_argument("--os-page-cache-busy-timeout-ms", type=_positive_int, default=d.os_page_cache_busy_timeout_ms,
                    help="refuse sends (SYSTEM_BUSY) after a store write held the store this long")
     p.add_argument("--wait-time-mills-in-send-queue", type=_int_between(0, None, "value (0 or more)"),

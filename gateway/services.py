@@ -8,6 +8,9 @@ import logging
 import trio
 
 from gateway.cluster.service import ClusterService
+from gateway.kafka.describe_producers import ProducerExpiry
+from semantics.compaction import Compactor
+from semantics.retention import TopicRetention
 from store.config import ConfigWriter
 
 log = logging.getLogger("rocketgate")
@@ -111,6 +114,9 @@ def background_services(app) -> list:
     cluster service (a member's lease and watch) before those that create topics."""
     cluster = [ClusterService(app)] if app.ownership.clustered else []
     return [app.config_writer, *cluster, app.durability, Retention(app.store, app.clock),
+            TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
+            Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),
+            ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
             app.replication]
 

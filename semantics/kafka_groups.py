@@ -10,12 +10,14 @@ every member rejoined or when the rebalance timeout passes (the waiting JoinGrou
 from __future__ import annotations
 
 import dataclasses
+import logging
 import uuid
 
 import trio
 
 from semantics.session_timer import expire_every
 
+log = logging.getLogger(__name__)
 
 NONE = 0
 ILLEGAL_GENERATION = 22
@@ -32,6 +34,7 @@ INVALID_GROUP_ID = 24
 MIN_SESSION_MS = 1_000
 MAX_SESSION_MS = 30 * 60_000
 EXPIRY_TICK_S = 0.25  # how often the session timer looks (sessions are >= MIN_SESSION_MS)
+STALL_S = 1.0  # a session check later than this (beyond the tick) means the event loop was stalled
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 
@@ -71,6 +74,7 @@ class Group:
 class Coordinator:
     def __init__(self) -> None:
         self.groups: dict[str, Group] = {}
+        self._looked_at = None  # trio time of the last session check (a stalled loop leaves a gap)
 
     # ------------------------------------------------------------ helpers
 
@@ -84,14 +88,29 @@ class Coordinator:
         """The session timer (a service of the App): expire members whose session ran out, in every
         group, whether or not a request comes."""
         await expire_every(EXPIRY_TICK_S, lambda: list(self.groups.values()), self._expire, "group",
+                           on_tick=self._forgive_stall,
                            task_status=task_status)
 
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id or 'member'}-{uuid.uuid4()}"
 
+    def _forgive_stall(self, now: float) -> None:
+        """While the event loop was stalled (a loaded machine: no session check for longer than
+        STALL_S, where the timer looks every EXPIRY_TICK_S), heartbeats waited unread in the
+        sockets: that time does not count against sessions, or the first request served after the
+        stall would expire members whose heartbeats are next in line (a needless rebalance)."""
+        gap = 0.0 if self._looked_at is None else now - self._looked_at - EXPIRY_TICK_S
+        self._looked_at = now
+        if gap > STALL_S:
+            for g in self.groups.values():
+                for m in g.members.values():
+                    m.last_seen += gap
+            log.warning("event loop stalled %.1f s: member sessions extended by it", gap)
+
     def _expire(self, g: Group) -> None:
         """Drop members whose session ran out (members waiting in a rebalance are timed by it)."""
         now = trio.current_time()
+        self._forgive_stall(now)
         dead = [m for m in g.members.values() if not m.joining and now - m.last_seen > m.session_ms / 1000]
         for m in dead:
             self._remove(g, m)
@@ -296,7 +315,10 @@ class Coordinator:
             return UNKNOWN_MEMBER_ID
         m.last_seen = trio.current_time()
         if g.state == PREPARING:
-            return REBALANCE_IN_PROGRESS
+            # A member already waiting in JoinGroup is told nothing new: a REBALANCE_IN_PROGRESS
+            # read after its JoinGroup completes makes some clients (kafka-python) rejoin at once,
+            # and a leader's rejoin starts yet another rebalance (seen as minutes of churn).
+            return NONE if m.joining else REBALANCE_IN_PROGRESS
         if req["generation_id"] != g.generation:
             return ILLEGAL_GENERATION
         return NONE

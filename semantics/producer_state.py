@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import time
 
-from codec.remoting.message import INT64, QUEUE_OFFSET_AT, MessageFormatError, decode
+from codec.kafka.records import MAX_TS_AT
+from codec.remoting.message import BODY_AT, INT64, QUEUE_OFFSET_AT, MessageFormatError, decode
 from interop.inner_batch import producer_fields
 from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
 
@@ -39,6 +41,7 @@ class _Entry:
     epoch: int
     # (first_seq, last_seq, base_offset) of the last batches, newest last
     batches: collections.deque
+    last_ms: int = 0  # wall time of its last batch (producer.id.expiration.ms)
 
 
 class ProducerState:
@@ -104,6 +107,23 @@ class ProducerState:
         if entry is None or entry.epoch != epoch:
             entry = self._by_partition[key] = _Entry(epoch, collections.deque(maxlen=CACHED_BATCHES))
         entry.batches.append((first_seq, _add(first_seq, count - 1), base_offset))
+        entry.last_ms = int(time.time() * 1000)
+
+    def expire(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for `expiration_ms` (Kafka's producer.id.expiration.ms): their next
+        batch is accepted at any sequence. Returns how many (producer, partition) states went."""
+        idle = [k for k, e in self._by_partition.items() if e.last_ms and now_ms - e.last_ms >= expiration_ms]
+        for key in idle:
+            del self._by_partition[key]
+        return len(idle)
+
+    def describe(self, topic: str, partition: int) -> dict[int, tuple[int, int, int]]:
+        """producer id -> (epoch, last sequence, last batch's max timestamp) of the producers whose
+        batches are in the partition's tail, as stored (DescribeProducers)."""
+        out = {}
+        for pid, epoch, _first, last, _offset, raw in self._tail(topic, partition, None):
+            out[pid] = (epoch, last, INT64.unpack_from(raw, BODY_AT + MAX_TS_AT)[0])
+        return out
 
     def _rebuild(self, pid: int, topic: str, partition: int) -> _Entry | None:
         """The producer's last batches, from the partition's stored tail and the side topics (None
@@ -189,6 +209,9 @@ class Txn:
     started_ms: int | None = None  # None: no transaction in progress
     halves: list = dataclasses.field(default_factory=list)  # half offsets, in produce order
     offsets: list = dataclasses.field(default_factory=list)  # (group, topic, partition, offset, metadata)
+    partitions: set = dataclasses.field(default_factory=set)  # (topic, partition) added to the transaction
+    state: str = "Empty"  # Kafka's TransactionState name (DescribeTransactions / ListTransactions)
+    last_start_ms: int = -1  # start of the current or last transaction (-1 after InitProducerId)
 
 
 class TransactionalProducers:
@@ -247,6 +270,7 @@ class TransactionalProducers:
             ends = self.finish(txn, commit=False)
             txn.epoch += 1
         txn.timeout_ms = timeout_ms
+        txn.state, txn.last_start_ms = "Empty", -1
         self._index(txn)
         self._persist()
         return NONE_ERR, txn.producer_id, txn.epoch, ends
@@ -262,7 +286,8 @@ class TransactionalProducers:
 
     def begin(self, txn: Txn, now_ms: int) -> None:
         if txn.started_ms is None:
-            txn.started_ms = now_ms
+            txn.started_ms = txn.last_start_ms = now_ms
+            txn.state = "Ongoing"
 
     def for_batch(self, pid: int, epoch: int, now_ms: int) -> tuple[int, Txn | None]:
         """(error, txn) for a transactional record batch about to be stored as a half message."""
@@ -286,7 +311,9 @@ class TransactionalProducers:
                 self.app.offsets.commit(group, topic, partition, offset, metadata)
             if txn.offsets:
                 self.app.offsets.persist()
-        txn.started_ms, txn.halves, txn.offsets = None, [], []
+        if txn.started_ms is not None:
+            txn.state = "CompleteCommit" if commit else "CompleteAbort"
+        txn.started_ms, txn.halves, txn.offsets, txn.partitions = None, [], [], set()
         return ends
 
     async def check(self, producer_group: str, half, body: bytes) -> bool:

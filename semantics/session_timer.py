@@ -10,12 +10,16 @@ log = logging.getLogger(__name__)
 
 
 async def expire_every(tick_s: float, groups: Callable[[], list], expire: Callable, kind: str, *,
+                       on_tick: Callable[[float], None] | None = None,
                        task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Every `tick_s`, call `expire(group)` for each of `groups()`, whether or not a request comes;
-    a bug in one group is logged with its traceback and does not end the gateway's services."""
+    """Every `tick_s`, call `on_tick(now)` if given, then `expire(group)` for each of `groups()`,
+    whether or not a request comes; a bug in one group is logged with its traceback and does not
+    end the gateway's services."""
     task_status.started()
     while True:
         await trio.sleep(tick_s)
+        if on_tick is not None:
+            on_tick(trio.current_time())
         for group in groups():
             try:
                 expire(group)

@@ -17,6 +17,7 @@ log = logging.getLogger("rocketgate.store")
 UNIT = struct.Struct(">qiq")
 UNIT_SIZE = UNIT.size  # 20
 DRAIN_AT = 64 * 1024
+TRUNCATE_SCAN = 4096  # units read per step of truncate_phys
 
 
 class ConsumeQueue:
@@ -84,10 +85,33 @@ class ConsumeQueue:
                 lo = mid + 1
         return lo
 
-    def truncate_phys(self, phys: int) -> int:
-        """Drop units pointing at CommitLog offsets >= `phys` (recovery); returns how many went."""
+    def replace(self, start: int, end: int, phys: int, size: int) -> None:
+        """Point units [start, end) (within the queue) at the entry (phys, size), keeping their tags
+        codes: a compacted copy of their entries (`Store.rewrite`)."""
+        start, end = max(start, self.min_offset), min(end, self.max_offset)
+        if start >= end:
+            return
         self.drain()
-        cut = self.first_at_or_after(self.min_offset, self.max_offset, lambda p, s, c: p >= phys)
+        old = self.raw(start, end - start)
+        self.seg.write(start * UNIT_SIZE, b"".join(UNIT.pack(phys, size, code)
+                                                   for _p, _s, code in UNIT.iter_unpack(old)))
+        self.seg.synced = min(self.seg.synced, start * UNIT_SIZE)  # the next sync covers this file
+
+    def truncate_phys(self, phys: int) -> int:
+        """Drop the trailing units pointing at CommitLog offsets >= `phys` (recovery); returns how
+        many went. A scan back from the end, not a binary search: compacted units (`replace`) point
+        past older units of the queue."""
+        self.drain()
+        cut = self.max_offset
+        while cut > self.min_offset:
+            lo = max(self.min_offset, cut - TRUNCATE_SCAN)
+            units = list(UNIT.iter_unpack(self.raw(lo, cut - lo)))
+            keep = len(units)
+            while keep and units[keep - 1][0] >= phys:
+                keep -= 1
+            cut = lo + keep
+            if keep:
+                break
         dropped = self.max_offset - cut
         if dropped:
             self.seg.truncate(cut * UNIT_SIZE)

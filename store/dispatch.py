@@ -20,6 +20,7 @@ from store.consumequeue import UNIT, UNIT_SIZE, ConsumeQueueTable
 from store.indexfile import IndexService
 
 log = logging.getLogger("rocketgate.store")
+REWRITE = "REWRITE"  # property of an entry that re-serves existing queue offsets (Store.rewrite: compaction)
 
 
 @dataclass(slots=True)
@@ -87,6 +88,20 @@ class ConsumeQueueDispatcher:
             cq = queues.get(key) or create(key)
             if r.queue_offset == cq.max_offset or self._align(cq, r):
                 cq.put(pack_units(r), r.count)
+
+    def rewrite(self, r: DispatchRequest) -> None:
+        """A rewrite entry (`Store.rewrite`, live or in a replay): units [queue_offset, + count) point
+        at it; those a recovery cut are put again (tags code 0), as a plain entry's would be."""
+        key = (r.topic, r.queue_id)
+        cq = self.queues.queues.get(key) or self.queues.create(key)
+        start, end = r.queue_offset, r.queue_offset + r.count
+        have = cq.max_offset
+        if end > have:
+            lost = DispatchRequest(r.topic, r.queue_id, max(start, have), end - max(start, have), r.physical_offset,
+                                   r.size, r.store_timestamp, r.sys_flag, None, None, {})
+            if lost.queue_offset == have or self._align(cq, lost):
+                cq.put(pack_units(lost), lost.count)
+        cq.replace(start, min(end, have), r.physical_offset, r.size)
 
     @staticmethod
     def _align(cq, r: DispatchRequest) -> bool:

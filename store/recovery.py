@@ -15,7 +15,7 @@ import logging
 
 from codec.remoting import message as M
 from store.commitlog import BLANK_MIN, SIZE_MAGIC, CommitLog
-from store.dispatch import request_of
+from store.dispatch import REWRITE, request_of
 from store.flush import read_checkpoint
 from store.segments import release
 
@@ -111,3 +111,23 @@ def replay(cl: CommitLog, cq_start: int, index_start: int, index_dispatcher, dis
         cl.end = pos
     if scanned:
         log.info("recovery: validated %d entries from offset %d", scanned, start)
+
+
+def rewrites_apart(feed, cq_dispatcher):
+    """The replay's feed: a rewrite entry (`Store.rewrite`, property REWRITE) takes no new offsets
+    and is no new message, so only the ConsumeQueue dispatcher gets it (`rewrite`); the others go on
+    to `feed(dispatchers, requests)` in order."""
+    def split(dispatchers, requests) -> None:
+        plain = []
+        for r in requests:
+            if r.properties and REWRITE in r.properties:
+                if plain:
+                    feed(dispatchers, plain)
+                plain = []
+                if cq_dispatcher in dispatchers:
+                    cq_dispatcher.rewrite(r)
+            else:
+                plain.append(r)
+        if plain:
+            feed(dispatchers, plain)
+    return split

@@ -20,14 +20,8 @@ log = logging.getLogger("rocketgate.store")
 def delete_expired(commitlog, queues, index, lock, flusher, reserved_hours: float, now_ms: int | None = None) -> int:
     """Returns how many CommitLog files were deleted."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    keep_ms = reserved_hours * 3600_000
     with lock:
-        cut = None
-        for start in commitlog.starts[:-1]:
-            if commitlog.mtime(start) * 1000 + keep_ms < now_ms:
-                cut = start + commitlog.file_size
-            else:
-                break
+        cut = expiry_cut(commitlog, reserved_hours, now_ms)
         if cut is None:
             return 0
         files = commitlog.detach_before(cut)
@@ -40,6 +34,19 @@ def delete_expired(commitlog, queues, index, lock, flusher, reserved_hours: floa
     flusher.retire([_closer(fd) for _start, fd, _path in files] + [f.close for f in index_files])
     log.info("retention: deleted %d CommitLog files, now starting at %d", gone, commitlog.begin)
     return gone
+
+
+def expiry_cut(commitlog, reserved_hours: float, now_ms: int) -> int | None:
+    """The end of the expired files at `now_ms` (oldest first, never the one being written), None
+    when none has expired."""
+    keep_ms = reserved_hours * 3600_000
+    cut = None
+    for start in commitlog.starts[:-1]:
+        if commitlog.mtime(start) * 1000 + keep_ms < now_ms:
+            cut = start + commitlog.file_size
+        else:
+            break
+    return cut
 
 
 def _closer(fd: int):

@@ -27,8 +27,9 @@ from typing import Sequence
 
 from codec.remoting import message as M
 from store.replica import append_replicated, truncate_queue
-from store.recovery import load, replay
-from store.retention import delete_expired
+from store.rewrite import rewrite
+from store.recovery import load, replay, rewrites_apart
+from store.retention import delete_expired, expiry_cut
 from store.api import AppendResult, ReadResult, StoreConfig, StoreError
 from store.commitlog import CommitLog
 from store.config import ConfigDir, TopicTable
@@ -98,7 +99,7 @@ class Store:
                 return
             cq_start, index_start = self._replay_from
             replay(self.commitlog, cq_start, index_start, self._index_dispatcher,
-                            list(self._dispatchers), self._feed)
+                   list(self._dispatchers), rewrites_apart(self._feed, self._builtin[0]))
             self.trusted_from = self.commitlog.end  # entries from here on are written by this process
             self.commitlog.synced = self.commitlog.begin
             self._flusher.flushed_offset = self.commitlog.sync()
@@ -140,16 +141,7 @@ class Store:
             try:
                 if self.config.write_delay_ms:
                     time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
-                try:
-                    results, requests = self.commitlog.append(msgs, self.consume_queues.next_offset)
-                except StoreError as exc:
-                    if is_space_error(exc.__cause__):
-                        raise self.space.allocation_failed(exc.__cause__) from exc
-                    raise
-                except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
-                    if is_space_error(exc):
-                        raise self.space.allocation_failed(exc) from exc
-                    raise StoreError(f"cannot store message: {exc}") from exc
+                results, requests = self._write(msgs, self.consume_queues.next_offset)
                 self._feed(self._dispatchers, requests)
             finally:
                 if self._write_observer is not None:
@@ -163,6 +155,23 @@ class Store:
     def truncate_queue(self, topic: str, queue_id: int, offset: int) -> int:
         """Cut a queue back to end at `offset` (a replica's diverged suffix; store.replica)."""
         return truncate_queue(self, topic, queue_id, offset)
+
+    def _write(self, msgs, next_offset):
+        """The CommitLog write of an append (under the store lock): space errors become StoreFull."""
+        try:
+            return self.commitlog.append(msgs, next_offset)
+        except StoreError as exc:
+            if is_space_error(exc.__cause__):
+                raise self.space.allocation_failed(exc.__cause__) from exc
+            raise
+        except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
+            if is_space_error(exc):
+                raise self.space.allocation_failed(exc) from exc
+            raise StoreError(f"cannot store message: {exc}") from exc
+
+    def rewrite(self, topic: str, queue_id: int, start: int, end: int, body: bytes) -> AppendResult:
+        """Compaction: `body` now serves offsets [start, end) of the queue (store.rewrite)."""
+        return rewrite(self, topic, queue_id, start, end, body)
 
     def set_write_observer(self, observe) -> None:
         """`observe(began, ended)` (monotonic seconds) after every write, under the store lock: how long
@@ -344,15 +353,13 @@ class Store:
                     break
         return out
 
-    # ------------------------------------------------------------------ config
+    # ------------------------------------------------------------------ config, log start offsets
 
     def write_config(self, name: str, obj) -> None:
         self._cfg.write(name, obj)
 
     def read_config(self, name: str, default=None):
         return self._cfg.read(name, default)
-
-    # ------------------------------------------------------------------ log start offsets
 
     def delete_records(self, topic: str, queue_id: int, offset: int) -> int:
         """Kafka DeleteRecords: offsets below `offset` (at most max_offset) stop being readable; the
@@ -411,6 +418,11 @@ class Store:
         if deleted:
             self.quarantine.forget_below(self.commitlog.begin)
         return deleted
+
+    def expiring_before(self, now_ms: int, within_ms: int) -> int:
+        """The CommitLog offset below which retention deletes files within `within_ms` of `now_ms`."""
+        with self._lock:
+            return expiry_cut(self.commitlog, self.config.file_reserved_hours, now_ms + within_ms) or self.commitlog.begin
 
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""

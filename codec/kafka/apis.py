@@ -114,7 +114,7 @@ FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
     ]),
 ])
 
-LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-7", flexible="6+", request=[
+LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-11", flexible="6+", request=[
     F("replica_id", "i32"),
     F("isolation_level", "i8", "2+"),
     F("topics", [
@@ -126,6 +126,7 @@ LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-7", flexible="6+", req
             F("max_num_offsets", "i32", "0"),
         ]),
     ]),
+    F("timeout_ms", "i32", "10+", default=0),
 ], response=[
     F("throttle_time_ms", "i32", "2+"),
     F("topics", [
@@ -525,6 +526,74 @@ OFFSET_DELETE = Api(key=47, name="OffsetDelete", versions="0", flexible="1+", re
     F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
 ])
 
+DESCRIBE_LOG_DIRS = Api(key=35, name="DescribeLogDirs", versions="1-4", flexible="2+", request=[
+    F("topics", [F("topic", "str"), F("partitions", "[i32]")], nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16", "3+"),
+    F("results", [
+        F("error_code", "i16"),
+        F("log_dir", "str"),
+        F("topics", [
+            F("name", "str"),
+            F("partitions", [F("partition_index", "i32"), F("partition_size", "i64"), F("offset_lag", "i64"),
+                             F("is_future_key", "bool")]),
+        ]),
+        F("total_bytes", "i64", "4+", default=-1),
+        F("usable_bytes", "i64", "4+", default=-1),
+    ]),
+])
+
+DESCRIBE_PRODUCERS = Api(key=61, name="DescribeProducers", versions="0", flexible="0+", request=[
+    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("error_code", "i16"),
+            F("error_message", "str", nullable="0+", default=None),
+            F("active_producers", [
+                F("producer_id", "i64"),
+                F("producer_epoch", "i32"),
+                F("last_sequence", "i32", default=-1),
+                F("last_timestamp", "i64", default=-1),
+                F("coordinator_epoch", "i32"),
+                F("current_txn_start_offset", "i64", default=-1),
+            ]),
+        ]),
+    ]),
+])
+
+DESCRIBE_TRANSACTIONS = Api(key=65, name="DescribeTransactions", versions="0", flexible="0+", request=[
+    F("transactional_ids", "[str]"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("transaction_states", [
+        F("error_code", "i16"),
+        F("transactional_id", "str"),
+        F("transaction_state", "str"),
+        F("transaction_timeout_ms", "i32"),
+        F("transaction_start_time_ms", "i64"),
+        F("producer_id", "i64"),
+        F("producer_epoch", "i16"),
+        F("topics", [F("topic", "str"), F("partitions", "[i32]")]),
+    ]),
+])
+
+LIST_TRANSACTIONS = Api(key=66, name="ListTransactions", versions="0-2", flexible="0+", request=[
+    F("state_filters", "[str]"),
+    F("producer_id_filters", "[i64]"),
+    F("duration_filter", "i64", "1+", default=-1),
+    F("transactional_id_pattern", "str", "2+", nullable="2+", default=None),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("unknown_state_filters", "[str]"),
+    F("transaction_states", [F("transactional_id", "str"), F("producer_id", "i64"), F("transaction_state", "str")]),
+])
+
 _TOPIC_PARTITIONS = [F("topic_id", "uuid"), F("partitions", "[i32]")]
 
 CONSUMER_GROUP_HEARTBEAT = Api(key=68, name="ConsumerGroupHeartbeat", versions="0-1", flexible="0+", request=[
@@ -764,5 +833,6 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
-       CONSUMER_GROUP_DESCRIBE, *TRANSACTION_APIS, *SECURITY_APIS]
+       CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
+       *TRANSACTION_APIS, *SECURITY_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -128,7 +128,7 @@ def stored_batch_problem(buf, at: int, length: int) -> str | None:
     if fields[1] + LENGTH_OVERHEAD != length:
         return f"record batch length {fields[1]} does not match the body ({length} bytes)"
     count = fields[12]
-    if count < 1 or fields[6] != count - 1:
+    if count < 0 or fields[6] < count - 1:  # fewer records than offsets: a compacted batch
         return f"record count {count} with lastOffsetDelta {fields[6]}"
     return None
 
@@ -319,19 +319,21 @@ def encode_record(out: bytearray, offset_delta: int, timestamp_delta: int, key, 
 def build_batch(records, base_offset: int = 0, base_timestamp: int = 0, compression: int = NONE,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                 leader_epoch: int = -1, log_append_time: bool = False, max_timestamp: int | None = None,
-                transactional: bool = False) -> bytes:
-    """A magic-2 batch from (timestamp, key, value, headers) tuples (offset deltas 0..n-1)."""
+                transactional: bool = False, offset_deltas=None, last_offset_delta: int | None = None) -> bytes:
+    """A magic-2 batch from (timestamp, key, value, headers) tuples (offset deltas 0..n-1, or
+    `offset_deltas` with `last_offset_delta` for a compacted batch, which may hold no record)."""
     payload = bytearray()
     max_ts = base_timestamp
     for i, (ts, key, value, headers) in enumerate(records):
-        encode_record(payload, i, ts - base_timestamp, key, value, headers)
+        encode_record(payload, i if offset_deltas is None else offset_deltas[i], ts - base_timestamp, key, value,
+                      headers)
         max_ts = max(max_ts, ts)
     if max_timestamp is not None:
         max_ts = max_timestamp
     body = compress(compression, bytes(payload))
     attrs = compression | (TIMESTAMP_LOG_APPEND if log_append_time else 0) | (TRANSACTIONAL if transactional else 0)
     n = len(records)
-    tail = struct.pack(">hiqqqhii", attrs, n - 1, base_timestamp, max_ts, producer_id, producer_epoch,
+    tail = struct.pack(">hiqqqhii", attrs, n - 1 if last_offset_delta is None else last_offset_delta, base_timestamp, max_ts, producer_id, producer_epoch,
                        base_sequence, n) + body
     head = struct.pack(">qiib", base_offset, len(tail) + 9, leader_epoch, 2)
     return head + struct.pack(">I", crc32c(tail)) + tail

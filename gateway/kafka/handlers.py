@@ -11,13 +11,16 @@ from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
 import gateway.kafka.configs  # noqa: F401
 import gateway.kafka.consumer_groups  # noqa: F401
+import gateway.kafka.describe_producers  # noqa: F401
 import gateway.kafka.fetch  # noqa: F401
 import gateway.kafka.groups  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401
+import gateway.kafka.log_dirs  # noqa: F401
 import gateway.kafka.metadata  # noqa: F401
 import gateway.kafka.produce  # noqa: F401
 import gateway.kafka.sasl  # noqa: F401
 import gateway.kafka.security_admin  # noqa: F401
+import gateway.kafka.transactions_admin  # noqa: F401
 import gateway.kafka.txn  # noqa: F401
 from gateway.kafka.registry import HANDLERS, RequestContext
 

@@ -2,59 +2,110 @@
 (the log start offset)."""
 from __future__ import annotations
 
+import dataclasses
+
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
-from codec.kafka import apis
+from codec.kafka import apis, records
+from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, INT64, SYSFLAG_AT
 from gateway.kafka.registry import RequestContext, handler
 from interop.inner_batch import record_timestamps
+from semantics.retention import entry_units
 
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
-TIME_SCAN_LIMIT = 10_000  # entries scanned forward for a CreateTime match
-
-
-def batch_at(app, topic: str, partition: int, offset: int):
-    """(first offset, stored entry) of the entry holding `offset`, or (None, None)."""
-    units = app.store.units(topic, partition, offset, 1)
-    if not units:
-        return None, None
-    msg = app.store.get(units[0][0])
-    return (msg.queue_offset, msg) if msg is not None else (None, None)
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+TIME_SCAN_LIMIT = 200_000  # entries whose batch header is read looking for a timestamp
+DEFAULT_AFTER_MAX_MS = 3_600_000  # message.timestamp.after.max.ms: how far a CreateTime may lead the store
+_HEAD = BODY_AT + records.HEADER_SIZE
+_MAX_TS: dict = {}  # (id(store), topic, partition) -> MaxTimestamp, the running answer to MAX_TIMESTAMP
 
 
-def offset_for_time(app, topic: str, partition: int, ts: int) -> tuple[int, int]:
-    """(offset, timestamp) of the first record with timestamp >= ts, or (-1, -1).
+def entry_max_timestamp(app, phys: int, size: int) -> int | None:
+    """The largest record timestamp of the entry at `phys` from its batch header alone (a native
+    message: its born time); None when it cannot be read."""
+    head = app.store.read_entry(phys, min(size, _HEAD))
+    if len(head) < BODY_AT:
+        return None
+    if not INT32.unpack_from(head, SYSFLAG_AT)[0] & INNER_BATCH_FLAG or len(head) < _HEAD:
+        msg = app.store.get(phys)
+        return None if msg is None else max(ts for _d, ts in record_timestamps(msg))
+    return INT64.unpack_from(head, BODY_AT + records.MAX_TS_AT)[0]
 
-    The store finds the first entry stored at or after ts; record timestamps are not later than
-    the store time, so no earlier entry can match and we scan forward from there."""
-    high = app.store.max_offset(topic, partition)
-    offset = max(app.store.offset_for_timestamp(topic, partition, ts), app.store.min_offset(topic, partition))
-    for _ in range(TIME_SCAN_LIMIT):
-        if offset >= high:
+
+def first_record_at_or_after(app, phys: int, start: int, ts: int) -> tuple[int, int] | None:
+    """(offset, timestamp) of the entry's first record at offset >= start with timestamp >= ts."""
+    msg = app.store.get(phys)
+    if msg is None:
+        return None
+    for delta, rts in record_timestamps(msg):
+        if msg.queue_offset + delta >= start and rts >= ts:
+            return msg.queue_offset + delta, rts
+    return None
+
+
+def offset_for_time(app, cfg, topic: str, partition: int, ts: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record (by offset) whose timestamp is >= ts, or (-1, -1), as
+    Kafka's time index answers. A record's CreateTime leads its store time by at most
+    message.timestamp.after.max.ms, so no record stored before ts minus that can match: the batch
+    headers are read from there (decoding only a batch whose max timestamp reaches ts)."""
+    try:
+        lead = int((cfg.attributes or {}).get("message.timestamp.after.max.ms", DEFAULT_AFTER_MAX_MS))
+    except ValueError:
+        lead = DEFAULT_AFTER_MAX_MS
+    s = app.store
+    low, high = s.min_offset(topic, partition), s.max_offset(topic, partition)
+    start = max(s.offset_for_timestamp(topic, partition, max(ts - lead, 0)), low)
+    for n, (first, phys, size) in enumerate(entry_units(s, topic, partition, start, high)):
+        if n >= TIME_SCAN_LIMIT:
             break
-        first, msg = batch_at(app, topic, partition, offset)
-        if msg is None:
-            break
-        for delta, rts in record_timestamps(msg):
-            if first + delta >= offset and rts >= ts:
-                return first + delta, rts
-        offset = first + max(msg.batch_count, 1)
+        top = entry_max_timestamp(app, phys, size)
+        if top is not None and top >= ts:
+            found = first_record_at_or_after(app, phys, max(first, low), ts)
+            if found is not None:
+                return found
     return -1, -1
 
 
-def list_offset(app, topic: str, partition: int, ts: int) -> tuple[int, int]:
+@dataclasses.dataclass
+class MaxTimestamp:
+    scanned_to: int = 0  # entries before this offset are in the answer
+    ts: int = -1
+    first: int = -1  # the entry holding the answer: its first offset and phys
+    phys: int = -1
+
+
+def max_timestamp(app, topic: str, partition: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record with the largest timestamp in the partition, or
+    (-1, -1); the batch headers are read once, from where the last answer's scan stopped (again from
+    the start when the entry holding the answer is gone: log start moved, compaction)."""
+    s = app.store
+    low, high = s.min_offset(topic, partition), s.max_offset(topic, partition)
+    key = (id(s), topic, partition)
+    state = _MAX_TS.get(key)
+    if state is None or state.scanned_to > high or (state.first >= 0 and (
+            state.first < low or [u[0] for u in s.units(topic, partition, state.first, 1)] != [state.phys])):
+        state = _MAX_TS[key] = MaxTimestamp(scanned_to=low)
+    for first, phys, size in entry_units(s, topic, partition, max(state.scanned_to, low), high):
+        top = entry_max_timestamp(app, phys, size)
+        if top is not None and top > state.ts:
+            state.ts, state.first, state.phys = top, first, phys
+    state.scanned_to = high
+    if state.first < 0:
+        return -1, -1
+    found = first_record_at_or_after(app, state.phys, max(state.first, low), state.ts)
+    return found if found is not None else (-1, -1)
+
+
+def list_offset(app, cfg, topic: str, partition: int, ts: int) -> tuple[int, int]:
     """(offset, timestamp) ListOffsets answers for one partition and one requested timestamp."""
     if ts == LATEST:  # the high watermark on a replicated partition
         return app.replication.readable_end(topic, partition, app.store.max_offset(topic, partition)), -1
-    if ts == EARLIEST:
+    if ts in (EARLIEST, EARLIEST_LOCAL):  # no tiered storage: the local log is the whole log
         return app.store.min_offset(topic, partition), -1
     if ts == MAX_TIMESTAMP:
-        high = app.store.max_offset(topic, partition)
-        if high <= app.store.min_offset(topic, partition):
-            return -1, -1
-        first, msg = batch_at(app, topic, partition, high - 1)
-        best = max(record_timestamps(msg), key=lambda r: r[1])
-        return first + best[0], best[1]
-    return offset_for_time(app, topic, partition, ts)
+        return max_timestamp(app, topic, partition)
+    if ts < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD: nothing is tiered
+        return -1, -1
+    return offset_for_time(app, cfg, topic, partition, ts)
 
 
 @handler(apis.LIST_OFFSETS)
@@ -73,7 +124,7 @@ async def list_offsets(ctx: RequestContext):
             if not app.ownership.owns(name, index):
                 parts.append({"partition_index": index, "error_code": errors.NOT_LEADER_OR_FOLLOWER})
                 continue
-            offset, ts = list_offset(app, name, index, p["timestamp"])
+            offset, ts = list_offset(app, cfg, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": -1})
         out.append({"name": name, "partitions": parts})

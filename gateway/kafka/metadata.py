@@ -12,6 +12,7 @@ import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.cluster.ownership import clustered
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
+from gateway.kafka.state import SYSTEM
 from security.acl import Operation as Op, ResourceType as Res
 
 
@@ -30,9 +31,10 @@ def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
     if cfg is None:
         return {"error_code": error, "name": name, "partitions": []}
     if app is not None and app.ownership.clustered:
-        return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name), "is_internal": False,
-                "partitions": routes.kafka_partitions(app, name, topics.partition_count(cfg))}
-    return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name), "is_internal": False,
+        return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
+                "is_internal": name.startswith(SYSTEM), "partitions": routes.kafka_partitions(app, name, topics.partition_count(cfg))}
+    return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
+            "is_internal": name.startswith(SYSTEM),  # RocketMQ's own topics, as Kafka's __consumer_offsets
             "partitions": [
         {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
          "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []}

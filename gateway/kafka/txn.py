@@ -42,6 +42,7 @@ async def add_partitions_to_txn(ctx: RequestContext):
     code, txn = _txn(ctx)
     if txn is not None:
         kafka_state(ctx.app).txns.begin(txn, _now())
+        txn.partitions.update((t["name"], p) for t in ctx.request["topics"] for p in t["partitions"])
     return {"results": [{"name": t["name"], "results": [
         {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
         for t in ctx.request["topics"]]}
