@@ -116,7 +116,7 @@ class Runner:
             if kafka:
                 self.kafka_protocol(kafka)
             remoting = self.pairs(self.remoting_pair, started)
-            if remoting:
+            if remoting and self.plan.native:
                 self.native(remoting)
             if self.plan.python_client and "gateway" in started:
                 self.python_client(started["gateway"].namesrv)
@@ -264,6 +264,11 @@ class Runner:
             if ready:
                 self.rounds.run(scen, ready, lambda n: sc.partition_produce(
                     systems[n].bootstrap, spreads[n], self.plan.seconds))
+            if ready and self.plan.partition_reads:
+                self.rounds.run(f"Metadata of every topic ({n_parts} partitions, librdkafka)", ready,
+                                lambda n: sc.partition_metadata(systems[n].bootstrap, n_parts), better="lower")
+                self.rounds.run(f"fetch 100 B from {n_parts} partitions, each read to its end (librdkafka)", ready,
+                                lambda n: sc.partition_fetch(systems[n].bootstrap, spreads[n]))
 
     # -- RocketMQ remoting ---------------------------------------------------------------------
     def native_send(self, systems: dict, scenario: str) -> dict[str, tuple[str, int]]:
@@ -362,10 +367,13 @@ class Runner:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short runs, fewer cases (up to 12 minutes)")
+    ap.add_argument("--partitions", action="store_true",
+                    help="10 000 partitions: create, Metadata, produce, fetch; gateway vs Kafka (up to 30 minutes)")
     ap.add_argument("--compare-gateway", metavar="CHECKOUT",
                     help="gateway of this tree vs the gateway of another checkout (started with cwd = it)")
     ap.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default: the plan's, 5)")
-    ap.add_argument("--systems", default="gateway,kafka,rocketmq", help="comma-separated subset")
+    ap.add_argument("--systems", help="comma-separated subset (default: gateway,kafka,rocketmq; gateway,kafka "
+                                      "with --partitions)")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp data dirs")
     ap.add_argument("--render", metavar="JSON", help="only rewrite the docs from a saved bench/results file")
@@ -379,10 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     other = os.path.abspath(args.compare_gateway) if args.compare_gateway else None
     if other and not os.path.isfile(os.path.join(other, "gateway", "__main__.py")):
         ap.error(f"{other} is not a checkout with gateway/__main__.py")
-    plan = PLANS["compare" if other else "quick" if args.quick else "full"]
+    plan = PLANS["compare" if other else "quick" if args.quick else "partitions" if args.partitions else "full"]
     if args.rounds:
         plan.rounds = args.rounds
-    runner = Runner(plan, args.systems.split(","), other)
+    systems = args.systems or ("gateway,kafka" if args.partitions else "gateway,kafka,rocketmq")
+    runner = Runner(plan, systems.split(","), other)
     started = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="rocketgate-bench-")
     print(f"bench ({plan.name}, {plan.rounds} rounds) data under {tmp}", flush=True)

@@ -286,9 +286,11 @@ class KafkaBroker(System):
 
     name = "kafka"
 
-    def __init__(self, workdir: str, flush: str = "async", heap: str = JVM_HEAP, extra: dict | None = None):
+    def __init__(self, workdir: str, flush: str = "async", heap: str = JVM_HEAP, extra: dict | None = None,
+                 format_args: list[str] | None = None):
         super().__init__(workdir)
         self.flush, self.heap, self.extra = flush, heap, extra or {}
+        self.format_args = format_args or []  # e.g. --add-scram (SCRAM users exist from the start)
         self.port = free_port()
         self.controller_port = free_port()
         self.config_path = os.path.join(self.workdir, "server.properties")
@@ -330,7 +332,7 @@ class KafkaBroker(System):
             f.writelines(f"{k}={v}\n" for k, v in props.items())
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         cmd = [*_java("256m"), "-cp", java_classpath("kafka"), "kafka.tools.StorageTool", "format",
-               f"--cluster-id={cluster_id}", "-c", self.config_path]
+               f"--cluster-id={cluster_id}", "-c", self.config_path, *self.format_args]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise BrokerError(f"kafka storage format failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-3000:]}")

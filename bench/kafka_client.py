@@ -16,6 +16,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 _TS = struct.Struct(">d")
+# Merged into every client's config: a command's "client_conf" (security.protocol, sasl.*, ssl.*).
+CLIENT_CONF: dict = {}
 
 
 def _producer(bootstrap: str, acks: str, extra: dict | None = None) -> Producer:
@@ -32,7 +34,7 @@ def _producer(bootstrap: str, acks: str, extra: dict | None = None) -> Producer:
         "compression.type": "none",
     }
     conf.update(extra or {})
-    return Producer(conf)
+    return Producer({**conf, **CLIENT_CONF})
 
 
 def produce(bootstrap: str, topic: str, size: int, acks: str = "1", seconds: float = 3.0,
@@ -88,7 +90,7 @@ def produce(bootstrap: str, topic: str, size: int, acks: str = "1", seconds: flo
 
 
 def _all_partitions(bootstrap: str, topic: str) -> list[TopicPartition]:
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    md = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_CONF}).list_topics(topic, timeout=10)
     return [TopicPartition(topic, pid, -2) for pid in md.topics[topic].partitions]  # -2: beginning
 
 
@@ -96,7 +98,7 @@ def consume(bootstrap: str, topic: str, records: int, timeout: float = 60.0) -> 
     """Read `records` from the beginning of every partition (no group: assign), as fast as possible."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
                   "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 8 << 20,
-                  "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100})
+                  "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100, **CLIENT_CONF})
     c.assign(_all_partitions(bootstrap, topic))
     n = nbytes = 0
     first = None
@@ -178,7 +180,7 @@ def latency(bootstrap: str, topic: str, rate: float, seconds: float = 3.0, size:
 
 def create(bootstrap: str, topics: list[str], partitions: int, timeout: float = 300.0) -> dict:
     """Create topics (and wait until their metadata shows every partition)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **CLIENT_CONF})
     start = time.perf_counter()
     deadline = start + timeout
     for i in range(0, len(topics), 50):
@@ -232,12 +234,56 @@ def produce_slices(bootstraps: list[str], size: int, acks: str = "1", slices: in
     return {"rps": rates, "errors": errors[:3]}
 
 
+def metadata(bootstrap: str, reps: int = 5) -> dict:
+    """The median time of a Metadata request for every topic (what a client does at start and on each
+    refresh), over `reps` requests after one uncounted, on one connection."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.list_topics(timeout=60)
+    times, partitions = [], 0
+    for _ in range(reps):
+        start = time.perf_counter()
+        md = admin.list_topics(timeout=60)
+        times.append(time.perf_counter() - start)
+        partitions = sum(len(t.partitions) for t in md.topics.values())
+    return {"ms": 1000 * sorted(times)[len(times) // 2], "partitions": partitions}
+
+
+def fetch_spread(bootstrap: str, spread_topics: list[str], spread_per: int, timeout: float = 120.0) -> dict:
+    """Read every partition of the spread from the beginning to its end (assign, no group); records/s from
+    the first record to the last partition's end."""
+    parts = [TopicPartition(t, p, -2) for t in spread_topics for p in range(spread_per)]
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "fetch.wait.max.ms": 100})
+    c.assign(parts)
+    ended: set[tuple[str, int]] = set()
+    n = nbytes = 0
+    first = None
+    deadline = time.perf_counter() + timeout
+    while len(ended) < len(parts) and time.perf_counter() < deadline:
+        for m in c.consume(num_messages=10000, timeout=0.5):
+            if m.error():
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    raise SystemExit(json.dumps({"error": str(m.error())}))
+                ended.add((m.topic(), m.partition()))
+                continue
+            if first is None:
+                first = time.perf_counter()
+            n += 1
+            nbytes += len(m.value())
+    end = time.perf_counter()
+    c.close()
+    span = end - first if first else 0.0
+    return {"records": n, "bytes": nbytes, "rps": n / span if span else 0.0, "ended": len(ended),
+            "partitions": len(parts)}
+
+
 COMMANDS = {"produce": produce, "consume": consume, "latency": latency, "create": create,
-            "produce_slices": produce_slices}
+            "produce_slices": produce_slices, "metadata": metadata, "fetch_spread": fetch_spread}
 
 
 def main() -> None:
     args = json.loads(sys.argv[1])
+    CLIENT_CONF.update(args.pop("client_conf", None) or {})
     cmd = COMMANDS[args.pop("cmd")]
     print(json.dumps(cmd(**args)), flush=True)
 

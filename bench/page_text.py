@@ -95,6 +95,9 @@ USAGE = """## Running it
   no Java perf-tool rows, no durable or recovery rows). `--systems gateway,kafka` runs a subset;
   `--rounds N` changes the number of rounds (5 by default; fewer give "too few rounds");
   `--no-docs` leaves this page alone; raw figures go to `bench/results/*.json`.
+- `make bench BENCH_ARGS=--partitions` (up to 30 minutes): 10 000 partitions in 100
+  topics of 100 — creation time, a Metadata request for every topic, produce round-robin over every
+  partition, and a fetch of every partition from its start to its end, gateway vs Kafka, interleaved.
 - `.venv/bin/python -m bench --compare-gateway /path/to/other/checkout` (up to 7 minutes) compares
   two builds of the gateway for a refactor: ratio this tree / other tree, with the same verdicts.
 - The reference brokers' jars come from Maven Central through `bench/java/pom.xml` (`make bench-jars`,

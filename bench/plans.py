@@ -1,5 +1,6 @@
 """What a bench run measures and how long it may take: the full plan (`make bench`), the quick plan
-(`--quick`) and the gateway-vs-gateway plan (`--compare-gateway`)."""
+(`--quick`), the 10 000-partition plan (`--partitions`: metadata, produce and fetch over 10 000 partitions,
+gateway vs Kafka) and the gateway-vs-gateway plan (`--compare-gateway`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -29,6 +30,8 @@ class Plan:
     memory: bool = True
     slices: int = 20                    # slice pairs of 0.25 s of one client alternating (0: no such row)
     pressure: bool = False              # produce/consume with 5 000 idle + 200 slowloris connections (bench.pressure)
+    native: bool = True                 # the remoting send/consume rows
+    partition_reads: bool = False       # after each partitions produce row: full Metadata and a fetch of every partition
 
 
 ALL_CASES = [(100, "1"), (100, "all"), (1024, "1"), (1024, "all")]
@@ -43,6 +46,11 @@ PLANS = {
                  consume_records=500_000, consume_java=True, consume_sizes=[100, 1024], latency_seconds=3.0,
                  partitions=[1, 100, 1000, 10000], native_seconds=3.0, native_warmup=8.0,
                  durable_records=20_000, recovery_bytes=[1 << 30, 5 << 30], phases=FULL_PHASES, pressure=True),
+    # gateway vs Kafka with 10 000 partitions (100 topics of 100): create, Metadata, produce, fetch
+    "partitions": Plan("partitions", 1800, seconds=3.0, produce_cases=[], java_cases=[], java_seconds=0,
+                       consume_records=0, consume_java=False, consume_sizes=[], latency_seconds=0,
+                       partitions=[10000], native_seconds=0, native_warmup=0, durable_records=0, recovery_bytes=[],
+                       phases=[("main", 1.0)], python_client=False, slices=0, native=False, partition_reads=True),
     # gateway(this tree) vs gateway(other tree), for refactors: the main Kafka-protocol and remoting rows
     "compare": Plan("compare", 420, seconds=0.7, produce_cases=[(100, "1"), (1024, "1")], java_cases=[],
                     java_seconds=1.5, consume_records=100_000, consume_java=False, consume_sizes=[100, 1024],

@@ -229,7 +229,7 @@ def machine(plan: str, elapsed: float) -> dict:
     }
 
 
-PLANS = ("full", "quick")
+PLANS = ("full", "quick", "partitions")
 
 
 def _section(old: str, heading: str) -> str | None:

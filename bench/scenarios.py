@@ -176,6 +176,23 @@ def partition_produce(bootstrap: str, spread: dict, seconds: float) -> dict:
     return {"rec/s": r["rps"]}
 
 
+def partition_metadata(bootstrap: str, total: int) -> dict:
+    """A Metadata request for every topic, with at least `total` partitions in the cluster."""
+    r = kafka_client(600, cmd="metadata", bootstrap=bootstrap)
+    if r["partitions"] < total:
+        raise Unavailable(f"metadata lists {r['partitions']} partitions, fewer than {total}")
+    return {"ms": r["ms"]}
+
+
+def partition_fetch(bootstrap: str, spread: dict, timeout: float = 300.0) -> dict:
+    """Read every partition of the spread (filled by partition_produce) from its start to its end."""
+    r = kafka_client(timeout + 60, cmd="fetch_spread", bootstrap=bootstrap, timeout=timeout, **spread)
+    if r["ended"] < r["partitions"]:
+        raise Unavailable(f"{r['partitions'] - r['ended']} of {r['partitions']} partitions not read to the end "
+                          f"in {timeout:.0f}s ({r['records']} records)")
+    return {"rec/s": r["rps"], BYTES: r["bytes"]}
+
+
 # -- RocketMQ remoting ---------------------------------------------------------------------------
 
 RMQ_BENCH = "rocketgate.bench.RmqBench"

@@ -9,6 +9,7 @@ import os
 
 import security
 import store
+from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.kafka.state import KafkaState
@@ -16,11 +17,13 @@ from gateway.longpoll import ArrivalHub
 from gateway.ops.stats import GatewayStats
 from gateway.remoting.common import PopRemotingState
 from gateway.remoting.end_transaction import send_transaction_check
+from gateway.remoting.replica_client import RemotingReplicaTransport
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
 from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine
+from semantics.replication import Follower, ReplicaManager
 from semantics.rocketmq_clients import ClientRegistry
 from semantics.routing import DelayLevels, ensure_system_topics
 from semantics.transactions import Transactions, register_checker
@@ -52,7 +55,10 @@ class App:
     flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
     pop: PopEngine  # per-message consumption (RocketMQ POP; Kafka share groups later)
     pop_remoting: PopRemotingState
+    replication: ReplicaManager  # roles of replicated queues, ISR, high watermarks (docs/internals.md)
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
+    # which queues this gateway serves: all of them alone, its own in a cluster (docs/cluster.md)
+    ownership: object = SINGLE_NODE
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
@@ -68,6 +74,18 @@ class App:
     async def durable(self, end_offset: int) -> None:
         """In sync mode wait until the CommitLog is on disk up to `end_offset`; no-op in async mode."""
         await self.durability.durable(end_offset)
+
+    async def topics_written(self) -> None:
+        """Wait until the topic table's newest change is on disk; a failed write (ENOSPC...) ends
+        the wait too: the change is kept in memory and written again by the writer service."""
+        topics = self.store.topics
+        if topics.submission:
+            await self.config_writer.written(topics.FILE, topics.submission, until_failure=True)
+
+    async def replicated(self, topic: str, queue_id: int, end_queue_offset: int) -> None:
+        """acks=all / SYNC_MASTER: wait until the queue's in-sync replicas hold every offset below
+        `end_queue_offset`; no-op for a queue that is not replicated. Raises NotLeader."""
+        await self.replication.wait_replicated(topic, queue_id, end_queue_offset)
 
 
 def open_store(config: GatewayConfig) -> store.Store:
@@ -88,7 +106,7 @@ def open_store(config: GatewayConfig) -> store.Store:
     )
 
 
-def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
+def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SINGLE_NODE) -> App:
     """Open the store and build the App; StartupError for a bad setting or an unusable store."""
     try:
         levels = DelayLevels(config.message_delay_level)
@@ -99,7 +117,7 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
     except (OSError, ValueError) as exc:
         raise StartupError(f"cannot open store in {config.data_dir!r}: {exc}") from None
     try:
-        return _assemble(config, clock, st, levels)
+        return _assemble(config, clock, st, levels, ownership)
     except BaseException as exc:
         st.close()
         if isinstance(exc, (OSError, ValueError)):
@@ -107,7 +125,7 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK) -> App:
         raise
 
 
-def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels) -> App:
+def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership) -> App:
     sync = config.flush == "sync"
     durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
     writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
@@ -117,6 +135,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.add_dispatcher(arrivals)
     views = Views(st)  # a dispatcher too: registered before the replay, which rebuilds view units
     st.recover()
+    st.topics.use_writer(writer)  # topics.json is written off the loop from now on
     ensure_system_topics(st, levels)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     app = App(
@@ -132,10 +151,26 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         views=views,
         rocketmq_clients=ClientRegistry(),
         flow=flow,
-        pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms),
+        pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
         pop_remoting=PopRemotingState(),
+        replication=_replication(config, st, arrivals),
         security=security.from_config(config, os.path.join(st.path, "config")),
+        ownership=ownership,
     )
+    if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
+        st.topics.on_create = ownership.topic_created
+        st.topics.on_deleted = ownership.topic_deleted
+        app.kafka.producers.id_source = ownership.next_producer_id
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))
+    # A queue this node starts leading may hold batches it copied: rebuild their producer state.
+    app.replication.on_leader = lambda topic, _qid: app.kafka.producers.forget_topic(topic)
     return app
+
+
+def _replication(config: GatewayConfig, st: store.Store, arrivals: ArrivalHub) -> ReplicaManager:
+    """The replica manager, named by this node's remoting address, with its follower side."""
+    manager = ReplicaManager(st, f"{config.advertised}:{config.remoting_port}",
+                             config.replica_lag_time_max_ms, notify=arrivals.notify)
+    Follower(manager, RemotingReplicaTransport())
+    return manager

@@ -33,6 +33,7 @@ class GatewayConfig:
     max_connections: int = 50_000
     connections_max_idle_ms: int = 600_000
     remoting_channel_max_idle_seconds: int = 120
+    remoting_max_parked_requests: int = 10_000  # per connection: long polls etc. beyond it get SYSTEM_BUSY
     request_deadline_ms: int = 30_000  # a request (one frame) must arrive whole within this (slowloris)
     max_buffered_request_bytes: int = 256 * 1024 * 1024  # request bytes read but not yet handled, all connections
     verify: bool = False  # at start, check every CommitLog entry's body CRC (quarantine corrupt ones)
@@ -48,6 +49,8 @@ class GatewayConfig:
     os_page_cache_busy_timeout_ms: int = 1000
     wait_time_mills_in_send_queue: int = 200
     store_write_delay_ms: int = 0  # tests/benchmarks only: every store write sleeps this long
+    # Replication (semantics/replication): a follower this long behind leaves the in-sync set.
+    replica_lag_time_max_ms: int = 30_000
     # Security (docs/security.md): "acl" checks every remoting request's signature and permissions.
     authorizer: str = "none"
     super_users: str = ""  # comma-separated principals, e.g. "User:admin"
@@ -60,6 +63,11 @@ class GatewayConfig:
     tls_ca: str | None = None  # set: TLS clients must present a certificate it signed
     remoting_tls: bool = False
     allow_anonymous: bool = False  # serve a non-loopback address without authentication
+    # Cluster (docs/cluster.md): None runs one process alone, as before.
+    cluster: str | None = None  # etcd://HOST:PORT[,HOST:PORT]
+    node_id: int = 0
+    default_replication_factor: int = 1  # of RocketMQ-created and auto-created topics
+    cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
 
     @property
     def advertised(self) -> str:
@@ -141,6 +149,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--remoting-channel-max-idle-seconds", type=_positive_int,
                    default=d.remoting_channel_max_idle_seconds,
                    help="close a RocketMQ connection idle this long (serverChannelMaxIdleTimeSeconds)")
+    p.add_argument("--remoting-max-parked-requests", type=_positive_int, default=d.remoting_max_parked_requests,
+                   help="per remoting connection: requests waiting in a task (long polls); more get SYSTEM_BUSY")
     p.add_argument("--request-deadline-ms", type=_positive_int, default=d.request_deadline_ms,
                    help="close a connection whose request (one frame) takes longer than this to arrive")
     p.add_argument("--max-buffered-request-bytes", type=_size, default=d.max_buffered_request_bytes,
@@ -161,6 +171,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    default=d.wait_time_mills_in_send_queue, help="refuse a send that waited this long to be stored")
     p.add_argument("--store-write-delay-ms", type=_int_between(0, None, "value (0 or more)"),
                    default=d.store_write_delay_ms, help=argparse.SUPPRESS)  # a throttled disk, for tests
+    p.add_argument("--replica-lag-time-max-ms", type=_positive_int, default=d.replica_lag_time_max_ms,
+                   help="a replica that has not caught up for this long leaves the in-sync set")
     p.add_argument("--authorizer", choices=["none", "acl"], default=d.authorizer,
                    help="acl: authenticate and authorize requests (docs/security.md)")
     p.add_argument("--super-users", default=d.super_users, help="principals allowed everything, e.g. User:admin")
@@ -176,7 +188,15 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--remoting-tls", action="store_true", help="the remoting port accepts TLS only")
     p.add_argument("--allow-anonymous", action="store_true",
                    help="allow serving a non-loopback address without authentication")
+    p.add_argument("--cluster", default=None, metavar="etcd://HOST:PORT[,HOST:PORT]",
+                   help="join the cluster coordinated by this etcd (docs/cluster.md)")
+    p.add_argument("--node-id", type=_int_between(0, 2**31 - 1, "node id"), default=d.node_id)
+    p.add_argument("--default-replication-factor", type=_positive_int, default=d.default_replication_factor)
+    p.add_argument("--cluster-lease-ttl", type=_int_between(2, 3600, "lease TTL (2-3600 s)"),
+                   default=d.cluster_lease_ttl, help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
+    if ns.cluster is not None and not ns.cluster.startswith("etcd://"):
+        p.error(f"argument --cluster: {ns.cluster!r} is not etcd://HOST:PORT[,HOST:PORT]")
     ns.listeners = tuple(ns.listeners)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "

@@ -11,6 +11,8 @@ import sys
 import trio
 
 from gateway.app import App, StartupError, build_app
+from gateway.cluster.ownership import SINGLE_NODE
+from gateway.cluster.service import JoinError, join
 from gateway.config import GatewayConfig
 from gateway.connections import Connection, Connections
 from gateway.listeners import endpoints
@@ -255,6 +257,16 @@ def main(config: GatewayConfig) -> int:
         return 2
 
 
+async def _join(config: GatewayConfig):
+    """With --cluster: this gateway's membership (gateway.cluster); alone: it owns everything."""
+    if config.cluster is None:
+        return SINGLE_NODE
+    try:
+        return await join(config)
+    except JoinError as exc:
+        raise StartupError(f"cannot join the cluster: {exc}") from None
+
+
 async def _run(config: GatewayConfig) -> int:
     # Bind first: a port in use is reported before store recovery runs (and logs); the ports
     # refuse connections until everything is ready (they listen in _serve).
@@ -262,7 +274,7 @@ async def _run(config: GatewayConfig) -> int:
     try:
         _tls_files(config)  # a certificate that cannot be loaded stops the start here
         http = bind_http(config)  # --http-port (gateway.ops); None when off
-        app = build_app(config)
+        app = build_app(config, ownership=await _join(config))
         if config.verify:
             checked = app.store.verify()
             log.info("verify: checked %d CommitLog entries, %d quarantined", checked, len(app.store.quarantined()))

@@ -7,6 +7,7 @@ import logging
 
 import trio
 
+from gateway.cluster.service import ClusterService
 from store.config import ConfigWriter
 
 log = logging.getLogger("rocketgate")
@@ -26,7 +27,8 @@ class ConfigWriterService:
     def __init__(self, writer: ConfigWriter) -> None:
         self.writer = writer
         self._wake = trio.Event()
-        self._progress = trio.Event()  # set (and replaced) after every successful batch
+        self._progress = trio.Event()  # set (and replaced) after every batch
+        self._failed_batch: trio.Event | None = None  # the progress event of the last failed batch
         self._running = False
 
     def submit(self, name: str, obj) -> int:
@@ -34,14 +36,22 @@ class ConfigWriterService:
         self._wake.set()
         return number
 
-    async def written(self, name: str, number: int) -> None:
+    async def written(self, name: str, number: int, until_failure: bool = False) -> None:
         """Wait until submission `number` of `name` is on disk (written in place when the service
-        is not running)."""
+        is not running). With `until_failure`, also return when a write attempt fails: the
+        document stays pending and is retried, the caller goes on with it kept in memory."""
         while not self.writer.is_written(name, number):
             if not self._running:
-                self.writer.write_pending()
+                try:
+                    self.writer.write_pending()
+                except OSError:
+                    if not until_failure:
+                        raise
                 return
-            await self._progress.wait()
+            progress = self._progress
+            await progress.wait()
+            if until_failure and self._failed_batch is progress:
+                return
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         writer = self.writer
@@ -59,6 +69,8 @@ class ConfigWriterService:
                 except OSError as exc:
                     failed = exc
                 done, self._progress = self._progress, trio.Event()
+                if failed is not None:
+                    self._failed_batch = done
                 done.set()  # for the documents that were written
                 if failed is not None:
                     log.warning("config write failed (%s); trying again in %.0f s", failed, WRITE_RETRY_DELAY)
@@ -95,9 +107,12 @@ class Retention:
 
 
 def background_services(app) -> list:
-    """In start order: the config writer first (the others submit to it while starting)."""
-    return [app.config_writer, app.durability, Retention(app.store, app.clock),
-            app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups]
+    """In start order: the config writer first (the others submit to it while starting), the
+    cluster service (a member's lease and watch) before those that create topics."""
+    cluster = [ClusterService(app)] if app.ownership.clustered else []
+    return [app.config_writer, *cluster, app.durability, Retention(app.store, app.clock),
+            app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
+            app.replication]
 
 
 async def start_services(app, nursery: trio.Nursery) -> None:

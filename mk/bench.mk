@@ -13,3 +13,13 @@ $(BENCH_JARS_STAMP): $(BENCH_JAVA_SOURCES)
 	touch $@
 
 SETUP_TARGETS += bench-jars
+
+# Single-row benchmarks with their own docs sections (docs/performance.md). bench-flow-control needs
+# root for its throttled disk (a loop device with a cgroup v1 blkio limit); without it only the
+# fallback rows run.
+FLOW_SECONDS ?= 20
+.PHONY: bench-flow-control bench-tls
+bench-flow-control: setup
+	$(PY) -m bench.flow_control $(FLOW_SECONDS)
+bench-tls: setup
+	$(PY) -m bench.tls $(TLS_BENCH_ARGS)

@@ -12,13 +12,13 @@ member that does not give up revoked partitions within its rebalance timeout is 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 import uuid
 
 import trio
 
-log = logging.getLogger(__name__)
+from semantics.session_timer import expire_every
+
 
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
 UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP = 112, 113, 69, 68
@@ -140,14 +140,8 @@ class ConsumerGroups:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """The session timer (a service of the App): expire members whether or not a request comes."""
-        task_status.started()
-        while True:
-            await trio.sleep(TICK_S)
-            for g in list(self.groups.values()):
-                try:
-                    self.expire(g)
-                except Exception:  # noqa: BLE001 - a bug in one group must not end the gateway's services
-                    log.exception("expiring members of consumer group %r", g.group_id)
+        await expire_every(TICK_S, lambda: list(self.groups.values()), self.expire, "consumer group",
+                           task_status=task_status)
 
     def expire(self, g: Group) -> None:
         """Drop members whose session ran out or who kept revoked partitions past their rebalance timeout."""

@@ -10,12 +10,12 @@ every member rejoined or when the rebalance timeout passes (the waiting JoinGrou
 from __future__ import annotations
 
 import dataclasses
-import logging
 import uuid
 
 import trio
 
-log = logging.getLogger(__name__)
+from semantics.session_timer import expire_every
+
 
 NONE = 0
 ILLEGAL_GENERATION = 22
@@ -83,14 +83,8 @@ class Coordinator:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """The session timer (a service of the App): expire members whose session ran out, in every
         group, whether or not a request comes."""
-        task_status.started()
-        while True:
-            await trio.sleep(EXPIRY_TICK_S)
-            for g in list(self.groups.values()):
-                try:
-                    self._expire(g)
-                except Exception:  # noqa: BLE001 - a bug in one group must not end the gateway's services
-                    log.exception("expiring members of group %r", g.group_id)
+        await expire_every(EXPIRY_TICK_S, lambda: list(self.groups.values()), self._expire, "group",
+                           task_status=task_status)
 
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id or 'member'}-{uuid.uuid4()}"

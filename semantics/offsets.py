@@ -29,6 +29,9 @@ class OffsetTable:
         self._meta: dict[tuple[str, str], dict[int, str]] = {}
         self._epochs: dict[tuple[str, str], dict[int, int]] = {}  # committed leader epochs other than -1
         self._dirty = False
+        # called (group, topic, queue id, offset or None when deleted) on every change: a cluster
+        # member mirrors its commits to the others through etcd (gateway.cluster.offsets)
+        self.observer = None
         doc = store.read_config(FILE, {}) or {}
         for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
                                     (doc.get("metadataTable") or {}, self._meta, str),
@@ -51,9 +54,14 @@ class OffsetTable:
                 table.setdefault((group, topic), {})[queue_id] = value
             else:
                 table.get((group, topic), {}).pop(queue_id, None)
+        self._changed(group, topic, queue_id, int(offset))
+
+    def _changed(self, group: str, topic: str, queue_id: int, offset: int | None) -> None:
         self._dirty = True
         if self.durable:
             self.persist()
+        if self.observer is not None:
+            self.observer(group, topic, queue_id, offset)
 
     def fetch(self, group: str, topic: str, queue_id: int) -> int | None:
         return self._offsets.get((group, topic), {}).get(queue_id)
@@ -71,9 +79,7 @@ class OffsetTable:
             queues = table.get((group, topic))
             if queues is not None and queues.pop(queue_id, None) is not None and not queues:
                 del table[(group, topic)]
-        self._dirty = True
-        if self.durable:
-            self.persist()
+        self._changed(group, topic, queue_id, None)
 
     def group_offsets(self, group: str) -> dict[tuple[str, int], int]:
         return {(topic, q): off for (g, topic), queues in self._offsets.items() if g == group
@@ -89,6 +95,8 @@ class OffsetTable:
         return sorted({g for g, _ in self._offsets})
 
     def delete_group(self, group: str) -> None:
+        for topic, q in self.group_offsets(group) if self.observer is not None else ():
+            self.observer(group, topic, q, None)
         for table in (self._offsets, self._meta, self._epochs):
             for key in [k for k in table if k[0] == group]:
                 del table[key]

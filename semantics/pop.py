@@ -70,10 +70,11 @@ def _ranges(offsets: list[int]) -> list[list[int]]:
 
 class PopEngine:
     def __init__(self, store, offsets=None, *, notify: Callable[[str, int], None] | None = None,
-                 max_window: int = DEFAULT_MAX_WINDOW, clock: Callable[[], int] = WALL_CLOCK.now_ms) -> None:
+                 max_window: int = DEFAULT_MAX_WINDOW, clock: Callable[[], int] = WALL_CLOCK.now_ms,
+                 writer=None) -> None:
         self.store, self.offsets, self.notify = store, offsets, notify
         self.max_window, self.clock = max_window, clock
-        self._log = PopLog(store)
+        self._log = PopLog(store, writer)
         self._states = self._log.load()
         self._last_pop_time = max((lease.pop_time for s in self._states.values() for lease in s.leases.values()),
                                   default=0)

@@ -24,8 +24,9 @@ Key = tuple  # (group, topic, queue id)
 
 
 class PopLog:
-    def __init__(self, store) -> None:
+    def __init__(self, store, writer=None) -> None:
         self.store = store
+        self.writer = writer  # the off-loop config writer (the gateway's); None: write in place
         ensure_topic(store, LOG_TOPIC, 1)
 
     def append(self, op: dict) -> int:
@@ -60,7 +61,13 @@ class PopLog:
         return states
 
     def snapshot(self, states: dict[Key, QueueState]) -> None:
-        self.store.write_config(SNAPSHOT_FILE, {
+        """Write (or submit to the writer) the state with the log position it covers; a snapshot
+        not yet on disk at a crash costs nothing: the older one plus the log cover the same state."""
+        doc = {
             "logNext": self.store.max_offset(LOG_TOPIC, 0),
             "queues": [{"g": g, "t": t, "q": q, **state.to_json()} for (g, t, q), state in states.items()],
-        })
+        }
+        if self.writer is None:
+            self.store.write_config(SNAPSHOT_FILE, doc)
+        else:
+            self.writer.submit(SNAPSHOT_FILE, doc)

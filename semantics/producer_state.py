@@ -1,7 +1,8 @@
 """Idempotent-producer state: producer id allocation and per-partition sequence dedup.
 
-Producer ids are allocated from a counter persisted with `store.write_config`, so a restart never
-hands out an id twice. Sequence state lives in memory and is re-derived after a restart from the
+Producer ids are allocated from a counter reserved on disk a block at a time (through the App's
+off-loop config writer, or `store.write_config` without one), so a restart never hands out an id
+twice. Sequence state lives in memory and is re-derived after a restart from the
 data itself, as Kafka rebuilds it from its log: the first time a (producer, partition) is seen, the
 RecordBatch headers (producer id, epoch, base sequence, count) of the partition's last
 `TAIL_UNITS` ConsumeQueue units are read back, so a retry of a batch stored before the restart is
@@ -24,6 +25,7 @@ from interop.inner_batch import producer_fields
 from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
 
 CONFIG_NAME = "kafkaProducerIds"
+ID_BLOCK = 1000  # producer ids reserved on disk per write
 CACHED_BATCHES = 5  # Kafka keeps the metadata of the last five batches per producer and partition
 TAIL_UNITS = 2000  # how far back a partition's tail is read to rebuild state after a restart
 # Where a partition's batches also wait: delayed runs, transactional halves (aborted ones stay).
@@ -40,21 +42,40 @@ class _Entry:
 
 
 class ProducerState:
-    def __init__(self, store) -> None:
+    def __init__(self, store, writer=None) -> None:
         self.store = store
-        self._next_id = int(store.read_config(CONFIG_NAME, {"next": 1000}).get("next", 1000))
+        # ids below `_reserved_to` are reserved on disk: a restart starts there, so no id is reused
+        self._next_id = self._reserved_to = int(store.read_config(CONFIG_NAME, {"next": 1000}).get("next", 1000))
+        self._writer = writer
+        self.reservation = 0  # the writer's number of the newest reservation (0: none)
         self._by_partition: dict[tuple[int, str, int], _Entry] = {}
         self._rebuilt: set[tuple[int, str, int]] = set()  # keys whose stored tail was read
         # (pid, real topic, real partition) -> [(epoch, first_seq, last_seq, queue offset)] of the
         # batches in the side topics' tails, read once (at the first rebuild)
         self._side: dict[tuple[int, str, int], list] | None = None
+        self.id_source = None  # a cluster member takes ids from its block in etcd instead
 
     def allocate(self) -> int:
-        """A fresh producer id, durable before it is returned."""
+        """A fresh producer id. Ids are reserved on disk a block at a time (one write per
+        ID_BLOCK ids): in place, or through the writer, whose `reservation` the caller waits for
+        before handing the id out. A cluster member takes ids from its etcd block (`id_source`)."""
+        if self.id_source is not None:
+            return self.id_source()
         pid = self._next_id
         self._next_id += 1
-        self.store.write_config(CONFIG_NAME, {"next": self._next_id})
+        if self._next_id > self._reserved_to:
+            self._reserved_to = pid + ID_BLOCK
+            doc = {"next": self._reserved_to}
+            if self._writer is None:
+                self.store.write_config(CONFIG_NAME, doc)
+            else:
+                self.reservation = self._writer.submit(CONFIG_NAME, doc)
         return pid
+
+    async def reserved(self) -> None:
+        """Wait until every id handed out so far is reserved on disk."""
+        if self._writer is not None and self.reservation:
+            await self._writer.written(CONFIG_NAME, self.reservation)
 
     def check(self, pid: int, epoch: int, topic: str, partition: int, first_seq: int, count: int):
         """(verdict, base_offset_of_duplicate) for a batch about to be appended."""
@@ -183,6 +204,7 @@ class TransactionalProducers:
         self.producers = producers
         self.by_id: dict[str, Txn] = {}
         self.by_pid: dict[int, Txn] = {}
+        self.submission = 0  # the writer's number of the newest submitted table (0: none)
         for tid, rec in (app.store.read_config(TXN_CONFIG, {}) or {}).items():
             self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000))))
         # A transaction left open by the previous process lost its in-memory half list (and its
@@ -199,9 +221,17 @@ class TransactionalProducers:
         self.by_pid[txn.producer_id] = txn
 
     def _persist(self) -> None:
-        self.app.store.write_config(TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch,
-                                                            "timeout": t.timeout_ms}
-                                                 for t in self.by_id.values()})
+        """Submit the (transactional id -> producer id, epoch) table to the off-loop writer."""
+        self.submission = self.app.config_writer.submit(
+            TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch, "timeout": t.timeout_ms}
+                         for t in self.by_id.values()})
+
+    async def persisted(self) -> None:
+        """Wait until the table's newest change (an epoch bump that fences, a new producer id) and
+        the producer ids handed out are on disk."""
+        await self.producers.reserved()
+        if self.submission:
+            await self.app.config_writer.written(TXN_CONFIG, self.submission)
 
     def init(self, txn_id: str, timeout_ms: int) -> tuple[int, int, int, list]:
         """InitProducerId with a transactional.id: abort what is in progress, bump the epoch (a new

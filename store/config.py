@@ -136,13 +136,19 @@ class TopicConfig:
 
 
 class TopicTable:
-    """Topic configs, persisted on every change to config/topics.json."""
+    """Topic configs, persisted on every change to config/topics.json: written in place, or, once
+    `use_writer` hands them to the gateway's off-loop ConfigWriter, submitted there (`submission`
+    numbers the newest one, for callers that answer only once it is on disk)."""
 
     FILE = "topics.json"
 
     def __init__(self, config: ConfigDir, on_delete=None) -> None:
         self._config = config
         self._on_delete = on_delete
+        self._writer = None  # has `submit(name, document) -> number` (the gateway's writer service)
+        self.submission = 0  # the writer's number of the newest submitted table (0: none)
+        self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
+        self.on_deleted = None  # called with each deleted topic's name (likewise)
         self._topics: dict[str, TopicConfig] = {}
         self._version = 0
         self._dirty = False  # the last write failed
@@ -167,6 +173,8 @@ class TopicTable:
         cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}))
         self._topics[name] = cfg
         self._persist()
+        if self.on_create is not None:
+            self.on_create(cfg)
         return cfg
 
     def update(self, cfg: TopicConfig) -> None:
@@ -178,10 +186,17 @@ class TopicTable:
             self._persist()
         if self._on_delete is not None:
             self._on_delete(name)
+        if self.on_deleted is not None:
+            self.on_deleted(name)
 
     @property
     def data_version(self) -> dict:
         return {"counter": self._version, "timestamp": int(time.time() * 1000)}
+
+    def use_writer(self, writer) -> None:
+        """From now on, changes are submitted to `writer.submit(name, document)`, which returns the
+        submission's number and has a worker thread write it."""
+        self._writer = writer
 
     def persist_if_dirty(self) -> None:
         """Write the table again if the last write failed (retention calls this every minute)."""
@@ -192,6 +207,9 @@ class TopicTable:
         """Write the table; a failure (ENOSPC, EMFILE, ...) keeps the change in memory, is logged and
         tried again with the next change or `persist_if_dirty` (the old file stays whole)."""
         self._version += 1
+        if self._writer is not None:
+            self.submission = self._writer.submit(self.FILE, self._document())
+            return
         try:
             self._write()
         except OSError as exc:
@@ -204,11 +222,15 @@ class TopicTable:
         self._dirty = False
 
     def _write(self) -> None:
-        self._config.write(self.FILE, {
+        self._config.write(self.FILE, self._document())
+
+    def _document(self) -> dict:
+        """The table as RocketMQ lays out topics.json (a copy: a worker thread may serialise it)."""
+        return {
             "topicConfigTable": {
                 t.name: {"topicName": t.name, "readQueueNums": t.read_queues, "writeQueueNums": t.write_queues,
                          "perm": t.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
-                         "attributes": t.attributes}
+                         "attributes": dict(t.attributes)}
                 for t in self._topics.values()},
             "dataVersion": self.data_version,
-        })
+        }

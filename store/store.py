@@ -26,6 +26,7 @@ import time
 from typing import Sequence
 
 from codec.remoting import message as M
+from store.replica import append_replicated, truncate_queue
 from store.recovery import load, replay
 from store.retention import delete_expired
 from store.api import AppendResult, ReadResult, StoreConfig, StoreError
@@ -154,6 +155,14 @@ class Store:
                 if self._write_observer is not None:
                     self._write_observer(began, time.monotonic())
         return results
+
+    def append_replicated(self, topic: str, queue_id: int, queue_offset: int, entries) -> list[AppendResult]:
+        """Entries copied from a leader, at the queue offsets it gave them (store.replica)."""
+        return append_replicated(self, topic, queue_id, queue_offset, entries)
+
+    def truncate_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        """Cut a queue back to end at `offset` (a replica's diverged suffix; store.replica)."""
+        return truncate_queue(self, topic, queue_id, offset)
 
     def set_write_observer(self, observe) -> None:
         """`observe(began, ended)` (monotonic seconds) after every write, under the store lock: how long

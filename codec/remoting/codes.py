@@ -59,6 +59,12 @@ class RequestCode:
     QUERY_TOPICS_BY_CONSUMER = 343
     GET_TOPIC_CONFIG = 351
     LITE_PULL_MESSAGE = 361  # 5.x lite pull consumer: PULL_MESSAGE's header and answers
+    # Private to rocketgate (replication between gateways; gateway.remoting.replica_fetch): no
+    # RocketMQ client sends them.
+    REPLICA_FETCH = 9201
+    REPLICA_EPOCH_END = 9202
+    REPLICA_ROLE = 9203
+    REPLICA_STATE = 9204
     QUERY_ASSIGNMENT = 400  # 5.x POP: broker-side rebalance and the request mode (gateway/remoting/pop*)
     SET_MESSAGE_REQUEST_MODE = 401
     POP_MESSAGE = 200050

@@ -6,7 +6,8 @@ import os
 import sys
 
 import gateway.admin.commands as commands
-from gateway.admin.endpoints import AdminError
+import gateway.cluster.admin as cluster_admin
+from gateway.admin.endpoints import SECURITY_PROTOCOLS, AdminError
 from gateway.admin.output import emit
 
 
@@ -24,6 +25,29 @@ def _command(sub, name: str, fn, help: str) -> argparse.ArgumentParser:
     return p
 
 
+def _security_options(p: argparse.ArgumentParser, env) -> None:
+    """Credentials for a secured gateway (docs/admin.md, "A secured gateway")."""
+    g = p.add_argument_group("a secured gateway (docs/security.md)")
+    g.add_argument("--security-protocol", type=str.upper, choices=SECURITY_PROTOCOLS,
+                   default=env("ROCKETGATE_SECURITY_PROTOCOL"),
+                   help="of the Kafka listener (default: SASL_SSL/SASL_PLAINTEXT with --sasl-username, "
+                        "SSL with --tls-ca, else PLAINTEXT)")
+    g.add_argument("--sasl-mechanism", default=env("ROCKETGATE_SASL_MECHANISM", "SCRAM-SHA-256"),
+                   choices=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
+    g.add_argument("--sasl-username", default=env("ROCKETGATE_SASL_USERNAME"))
+    g.add_argument("--sasl-password", default=env("ROCKETGATE_SASL_PASSWORD"),
+                   help="better given as ROCKETGATE_SASL_PASSWORD (a flag shows in ps)")
+    g.add_argument("--tls-ca", default=env("ROCKETGATE_TLS_CA"), help="PEM CA that signed the gateway's certificate")
+    g.add_argument("--tls-cert", default=env("ROCKETGATE_TLS_CERT"), help="PEM client certificate (mTLS)")
+    g.add_argument("--tls-key", default=env("ROCKETGATE_TLS_KEY"), help="PEM key of --tls-cert")
+    g.add_argument("--access-key", default=env("ROCKETGATE_ACCESS_KEY"),
+                   help="RocketMQ access key that signs remoting requests")
+    g.add_argument("--secret-key", default=env("ROCKETGATE_SECRET_KEY"),
+                   help="its secret; better given as ROCKETGATE_SECRET_KEY")
+    g.add_argument("--remoting-tls", action="store_true", default=bool(env("ROCKETGATE_REMOTING_TLS")),
+                   help="the remoting listener speaks TLS (the gateway's --remoting-tls)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rocketgate", description="Operate a running rocketgate gateway (docs/admin.md).")
     env = os.environ.get
@@ -34,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--http", default=env("ROCKETGATE_HTTP"),
                    help="the gateway's HTTP port, HOST:PORT (its --http-port; env ROCKETGATE_HTTP)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    _security_options(p, env)
     nouns = p.add_subparsers(dest="noun", required=True, parser_class=_Parser)
 
     topics = nouns.add_parser("topics", help="list, create, delete, describe topics").add_subparsers(
@@ -80,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     which = resend.add_mutually_exclusive_group(required=True)
     which.add_argument("--msg-id", help="the dead letter's offsetMsgId")
     which.add_argument("--all", action="store_true", help="every dead letter of the group")
+    cluster_admin.add_commands(nouns, _command, _Parser, env)
     return p
 
 

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from codec.remoting import RequestCode, ResponseCode
 from codec.remoting.message import parse_msg_id
-from gateway.admin.endpoints import AdminError, Http, kafka_admin, remoting_call, wait
+from gateway.admin.endpoints import AdminError, Http, kafka_admin, metadata, remoting_call, wait
 from gateway.admin.output import Progress
 
 # Topics the gateway keeps for itself; `topics list` shows them with --all.
@@ -16,7 +16,7 @@ SYSTEM_TOPICS = ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_", "TBW102")
 
 # ---- topics (Kafka AdminClient) ----------------------------------------------------------------
 def topics_list(args):
-    meta = kafka_admin(args.bootstrap).list_topics(timeout=10)
+    meta = metadata(kafka_admin(args))
     rows = [{"topic": name, "partitions": len(t.partitions)} for name, t in sorted(meta.topics.items())
             if args.all or not name.startswith(SYSTEM_TOPICS)]
     return rows, ["topic", "partitions"]
@@ -26,13 +26,13 @@ def topics_create(args):
     from confluent_kafka.admin import NewTopic
     configs = dict(_key_value(c) for c in args.config)
     topic = NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1, config=configs)
-    admin = kafka_admin(args.bootstrap)  # kept alive until the future is done
+    admin = kafka_admin(args)  # kept alive until the future is done
     wait(admin.create_topics([topic])[args.topic], f"cannot create topic {args.topic!r}")
     return {"created": args.topic, "partitions": args.partitions, "config": configs}, None
 
 
 def topics_delete(args):
-    admin = kafka_admin(args.bootstrap)  # kept alive until the future is done
+    admin = kafka_admin(args)  # kept alive until the future is done
     wait(admin.delete_topics([args.topic])[args.topic], f"cannot delete topic {args.topic!r}")
     return {"deleted": args.topic}, None
 
@@ -40,7 +40,7 @@ def topics_delete(args):
 def topics_describe(args):
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
-    admin = kafka_admin(args.bootstrap)
+    admin = kafka_admin(args)
     partitions = _partitions(admin, args.topic)
     ends = {}
     for name, spec in (("first", OffsetSpec.earliest()), ("end", OffsetSpec.latest())):
@@ -52,7 +52,7 @@ def topics_describe(args):
 
 
 def _partitions(admin, topic: str) -> list[int]:
-    meta = admin.list_topics(timeout=10)  # all topics: asking for one by name would auto-create it
+    meta = metadata(admin)
     t = meta.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:
         raise AdminError(f"topic {topic!r} does not exist")
@@ -80,7 +80,7 @@ def groups_describe(args):
 def offsets_reset(args):
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import OffsetSpec
-    admin = kafka_admin(args.bootstrap)
+    admin = kafka_admin(args)
     spec = _offset_spec(args.to, OffsetSpec)
     futures = admin.list_offsets({TopicPartition(args.topic, p): spec for p in _partitions(admin, args.topic)})
     targets = sorted((tp.partition, wait(f, f"cannot list offsets of {args.topic!r}").offset)
@@ -138,14 +138,14 @@ def dlq_list(args):
 
 def dlq_resend(args):
     if args.msg_id:
-        return [_resend(args.remoting, args.msg_id)], ["msg_id", "topic", "queue", "offset", "new_msg_id"]
+        return [_resend(args, args.msg_id)], ["msg_id", "topic", "queue", "offset", "new_msg_id"]
     letters = _all_dead_letters(Http(args.http), args.group)
     if not letters:
         raise AdminError(f"group {args.group!r} has no dead letters")
     rows = []
     with Progress(len(letters), f"resending {args.group}") as bar:
         for letter in letters:
-            rows.append(_resend(args.remoting, letter["msg_id"]))
+            rows.append(_resend(args, letter["msg_id"]))
             bar.advance()
     return rows, ["msg_id", "topic", "queue", "offset", "new_msg_id"]
 
@@ -160,12 +160,12 @@ def _all_dead_letters(http: Http, group: str) -> list[dict]:
         start = page["next"]
 
 
-def _resend(remoting: str, msg_id: str) -> dict:
+def _resend(args, msg_id: str) -> dict:
     try:
         _host, _port, offset = parse_msg_id(msg_id)
     except ValueError:
         raise AdminError(f"{msg_id!r} is not a msgId", 2) from None
-    resp = remoting_call(remoting, RequestCode.RESEND_DLQ_MESSAGE, {"commitLogOffset": offset})
+    resp = remoting_call(args, RequestCode.RESEND_DLQ_MESSAGE, {"commitLogOffset": offset})
     if resp.code != ResponseCode.SUCCESS:
         raise AdminError(f"cannot resend {msg_id}: {resp.remark or f'error {resp.code}'}")
     return {"msg_id": msg_id, "topic": resp.get_str("topic"), "queue": resp.get_int("queueId", -1),

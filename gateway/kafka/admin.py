@@ -1,6 +1,7 @@
 """Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster (configs: `configs`)."""
 from __future__ import annotations
 
+import gateway.cluster.routes as routes
 import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
@@ -29,7 +30,8 @@ async def create_topics(ctx: RequestContext):
             if base is not None:
                 n = topics.partition_count(base)
         rf = t["replication_factor"]
-        entry = {"name": name, "num_partitions": n, "replication_factor": 1}
+        brokers = len(app.ownership.live()) if app.ownership.clustered else 1
+        entry = {"name": name, "num_partitions": n, "replication_factor": max(rf, 1)}
         problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS)
         if not topics.legal_name(name):
             entry.update(error_code=errors.INVALID_TOPIC_EXCEPTION, error_message=f"illegal topic name {name!r}")
@@ -38,9 +40,9 @@ async def create_topics(ctx: RequestContext):
         elif not 0 < n <= MAX_PARTITIONS:
             entry.update(error_code=errors.INVALID_PARTITIONS,
                          error_message=f"number of partitions must be in 1..{MAX_PARTITIONS}")
-        elif rf not in (-1, 1):
+        elif rf not in (-1, *range(1, brokers + 1)):
             entry.update(error_code=errors.INVALID_REPLICATION_FACTOR,
-                         error_message="replication factor above the broker count (1)")
+                         error_message=f"replication factor above the broker count ({brokers})")
         elif problem:
             entry.update(error_code=errors.INVALID_CONFIG, error_message=problem)
         else:
@@ -55,6 +57,7 @@ async def create_topics(ctx: RequestContext):
                 if cfg is not None:
                     entry["num_partitions"] = topics.partition_count(cfg)
             elif not req.get("validate_only"):
+                app.ownership.expect_topic(name, rf)  # a cluster places its R replicas
                 cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
                 entry["configs"] = [{"name": e.name, "value": e.value, "read_only": e.read_only,
@@ -116,11 +119,13 @@ async def create_partitions(ctx: RequestContext):
         if not ctx.request.get("validate_only"):
             cfg.read_queues = cfg.write_queues = t["count"]
             app.store.topics.update(cfg)
+            app.ownership.topic_grown(cfg)  # a cluster places the new partitions
         out.append({"name": name, "error_code": errors.NONE})
     return {"results": out}
 
 
 @handler(apis.DESCRIBE_CLUSTER)
 async def describe_cluster(ctx: RequestContext):
-    return {"error_code": errors.NONE, "cluster_id": CLUSTER_ID, "controller_id": NODE_ID,
+    controller = routes.controller_id(ctx.app) if ctx.app.ownership.clustered else NODE_ID
+    return {"error_code": errors.NONE, "cluster_id": CLUSTER_ID, "controller_id": controller,
             "brokers": broker_list(ctx)}

@@ -101,6 +101,7 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
     began = time.perf_counter()
     stats = conn.stats
     api = _API_NAMES.get(header.api_key) or str(header.api_key)
+    stats.principal_request("kafka", conn.principal)
     try:
         frame = await handlers.handle(conn, header, request.payload)
     except access.Refused as exc:

@@ -21,6 +21,7 @@ from codec.remoting import message as stored
 from codec.remoting.message import (BODY_AT, BODY_CRC_AT, BODY_LENGTH_AT, INNER_BATCH_FLAG as INNER_BATCH, INT32 as _I32,
                                     INT64 as _I64, QUEUE_OFFSET_AT, SYSFLAG_AT)
 from gateway.kafka.registry import RequestContext, handler
+from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_spliced
 from interop.damaged import DAMAGED
 from interop.to_kafka import native_batch, view_batch
@@ -231,6 +232,7 @@ async def fetch(ctx: RequestContext):
         responses, total, failed = _fetch_once(app, req, max_bytes)
         remaining = deadline - trio.current_time()
         if total >= min_bytes or failed or remaining <= 0 or not keys:
+            stats_of(app).fetch_response(responses)
             return {"responses": responses, "session_id": 0}
         release(responses)
         await app.arrivals.wait_any(keys, remaining)
@@ -247,13 +249,14 @@ def _fetch_once(app, req, max_bytes: int):
         parts = []
         for p in t["partitions"]:
             index = p["partition"]
-            if not topics.has_partition(cfg, index):
-                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
-                              "high_watermark": -1, "records": b""})
+            if not topics.has_partition(cfg, index) or not app.ownership.owns(name, index):
+                code = (errors.NOT_LEADER_OR_FOLLOWER if topics.has_partition(cfg, index)
+                        else errors.UNKNOWN_TOPIC_OR_PARTITION)
+                parts.append({"partition_index": index, "error_code": code, "high_watermark": -1, "records": b""})
                 failed = True
                 continue
             low = app.store.min_offset(name, index)
-            high = app.store.max_offset(name, index)
+            high = app.replication.readable_end(name, index, app.store.max_offset(name, index))
             offset = p["fetch_offset"]
             entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": high,
                      "log_start_offset": low, "records": b""}

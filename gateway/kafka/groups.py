@@ -6,12 +6,14 @@ offset table RocketMQ groups use too.
 """
 from __future__ import annotations
 
+import gateway.cluster.routes as routes
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.cluster.ownership import clustered
 from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
-from gateway.kafka.registry import NODE_ID, RequestContext, handler
+from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
 
@@ -22,12 +24,18 @@ CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups v5 group types
 
 @handler(apis.FIND_COORDINATOR)
 async def find_coordinator(ctx: RequestContext):
-    broker = broker_list(ctx)[0]  # the address the client's listener advertises
-    host, port = broker["host"], broker["port"]
+    """This broker; in a cluster the live gateway the key hashes to (docs/cluster.md)."""
+    if clustered(ctx.app):
+        keys = ctx.request["coordinator_keys"] if ctx.version >= 4 else [ctx.request["key"]]
+        found = [(k, routes.kafka_broker(ctx.app.ownership.coordinator(k))) for k in keys]
+    else:
+        broker = broker_list(ctx)[0]  # the address the client's listener advertises
+        found = [(k, broker) for k in (ctx.request["coordinator_keys"] if ctx.version >= 4 else [None])]
     if ctx.version >= 4:
-        return {"coordinators": [{"key": k, "node_id": NODE_ID, "host": host, "port": port,
-                                  "error_code": errors.NONE} for k in ctx.request["coordinator_keys"]]}
-    return {"error_code": errors.NONE, "node_id": NODE_ID, "host": host, "port": port}
+        return {"coordinators": [{"key": k, "node_id": b["node_id"], "host": b["host"], "port": b["port"],
+                                  "error_code": errors.NONE} for k, b in found]}
+    b = found[0][1]
+    return {"error_code": errors.NONE, "node_id": b["node_id"], "host": b["host"], "port": b["port"]}
 
 
 @handler(apis.JOIN_GROUP)
@@ -210,6 +218,7 @@ async def offset_delete(ctx: RequestContext):
 @handler(apis.INIT_PRODUCER_ID)
 async def init_producer_id(ctx: RequestContext):
     req = ctx.request
+    await ctx.app.ownership.reserve_producer_ids()  # a cluster member's block from etcd
     if req.get("transactional_id"):
         if not 0 < req["transaction_timeout_ms"] <= TRANSACTION_MAX_TIMEOUT_MS:
             return {"error_code": errors.INVALID_TRANSACTION_TIMEOUT}
@@ -218,4 +227,6 @@ async def init_producer_id(ctx: RequestContext):
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return {"error_code": errors.NONE, "producer_id": pid, "producer_epoch": epoch + 1}
-    return {"error_code": errors.NONE, "producer_id": producers.allocate(), "producer_epoch": 0}
+    pid = producers.allocate()
+    await producers.reserved()  # never handed out twice, even across a crash
+    return {"error_code": errors.NONE, "producer_id": pid, "producer_epoch": 0}

@@ -39,7 +39,11 @@ async def handle(conn, header, payload) -> bytes | None:
                                        {"error_code": errors.UNSUPPORTED_VERSION})
     ctx = RequestContext(conn.app, version, protocol.decode_request(header, payload), conn.client_id,
                          conn.peer_host, conn.local_port, getattr(conn, "principal", "User:ANONYMOUS"), conn)
+    topics = conn.app.store.topics
+    changed_before = topics.submission
     body = await access.guarded(key, fn, ctx)
+    if topics.submission != changed_before:  # a topic was created, changed or deleted: durable first
+        await conn.app.topics_written()
     if body is None:
         return None
     return protocol.response_frame(key, version, header.correlation_id, body)

@@ -43,8 +43,8 @@ def offset_for_time(app, topic: str, partition: int, ts: int) -> tuple[int, int]
 
 def list_offset(app, topic: str, partition: int, ts: int) -> tuple[int, int]:
     """(offset, timestamp) ListOffsets answers for one partition and one requested timestamp."""
-    if ts == LATEST:
-        return app.store.max_offset(topic, partition), -1
+    if ts == LATEST:  # the high watermark on a replicated partition
+        return app.replication.readable_end(topic, partition, app.store.max_offset(topic, partition)), -1
     if ts == EARLIEST:
         return app.store.min_offset(topic, partition), -1
     if ts == MAX_TIMESTAMP:
@@ -69,6 +69,9 @@ async def list_offsets(ctx: RequestContext):
             index = p["partition_index"]
             if not topics.has_partition(cfg, index):
                 parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
+                continue
+            if not app.ownership.owns(name, index):
+                parts.append({"partition_index": index, "error_code": errors.NOT_LEADER_OR_FOLLOWER})
                 continue
             offset, ts = list_offset(app, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,

@@ -5,25 +5,33 @@ topic it may not describe is TOPIC_AUTHORIZATION_FAILED; auto-creation needs CRE
 or the topic; the *_authorized_operations fields are filled when asked for."""
 from __future__ import annotations
 
+import gateway.cluster.routes as routes
 import gateway.kafka.authz as authz
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.cluster.ownership import clustered
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from security.acl import Operation as Op, ResourceType as Res
 
 
 def broker_list(ctx: RequestContext) -> list[dict]:
-    """This broker, at the address and port the client reached it on (or its listener's advertised one)."""
+    """This broker, at the address and port the client reached it on (or its listener's advertised one);
+    in a cluster every live gateway at its registered address."""
+    if clustered(ctx.app):
+        return routes.kafka_brokers(ctx.app)
     listener = getattr(ctx.conn, "listener", None)
     host = (listener and listener.advertised_host) or ctx.app.config.advertised
     port = (listener and listener.advertised_port) or ctx.local_port
     return [{"node_id": NODE_ID, "broker_id": NODE_ID, "host": host, "port": port, "rack": None}]
 
 
-def topic_metadata(name: str, cfg, error: int) -> dict:
+def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
     if cfg is None:
         return {"error_code": error, "name": name, "partitions": []}
+    if app is not None and app.ownership.clustered:
+        return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name), "is_internal": False,
+                "partitions": routes.kafka_partitions(app, name, topics.partition_count(cfg))}
     return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name), "is_internal": False,
             "partitions": [
         {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
@@ -40,7 +48,7 @@ async def metadata(ctx: RequestContext):
         for name in sorted(app.store.topics.names()):
             cfg = app.store.topics.get(name)
             if cfg is not None and authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name, log=False):
-                out.append(topic_metadata(name, cfg, errors.NONE))
+                out.append(topic_metadata(name, cfg, errors.NONE, app))
     else:
         auto = req.get("allow_auto_topic_creation", True)
         for t in wanted:
@@ -58,10 +66,11 @@ async def metadata(ctx: RequestContext):
                                    or authz.allowed(ctx, Op.CREATE, Res.CLUSTER, log=False)
                                    or authz.allowed(ctx, Op.CREATE, Res.TOPIC, name))
             cfg, err = topics.lookup(app, name, may_create)
-            out.append(topic_metadata(name, cfg, err))
+            out.append(topic_metadata(name, cfg, err, app))
     include_ops = req.get("include_topic_authorized_operations", False)
     for t in out:
         t["topic_authorized_operations"] = authz.operations(ctx, Res.TOPIC, t["name"] or "", include_ops)
     cluster_ops = authz.operations(ctx, Res.CLUSTER, wanted=req.get("include_cluster_authorized_operations", False))
-    return {"brokers": broker_list(ctx), "cluster_id": CLUSTER_ID, "controller_id": NODE_ID, "topics": out,
+    controller = routes.controller_id(app) if app.ownership.clustered else NODE_ID
+    return {"brokers": broker_list(ctx), "cluster_id": CLUSTER_ID, "controller_id": controller, "topics": out,
             "cluster_authorized_operations": cluster_ops}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import trio
+
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 import store
@@ -15,6 +17,7 @@ from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
 from semantics import routing, transactions, views
+from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 
 
@@ -110,6 +113,7 @@ async def produce(ctx: RequestContext):
     acks = req["acks"]
     responses = []
     end = 0
+    replicated = []
     for t in req["topic_data"]:
         name = t["name"]
         parts = []
@@ -127,15 +131,30 @@ async def produce(ctx: RequestContext):
                 if not topics.has_partition(cfg, index):
                     parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
+                if not app.ownership.owns(name, index) or app.replication.write_refusal(name, index):
+                    parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+                    continue
                 try:
                     resp, e = produce_partition(app, st, name, cfg, index, p["records"])
                 except store.StoreError as exc:
                     resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)
                 end = max(end, e)
+                if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
+                    replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "partition_responses": parts})
     if acks == 0:
         return None
     if end:
         await app.durable(end)
+    with trio.move_on_after(max(req["timeout_ms"], 0) / 1000):
+        while replicated:  # acks=all: the in-sync replicas have it too (within the request's timeout)
+            name, index, queue_end, resp = replicated[0]
+            try:
+                await app.replicated(name, index, queue_end)
+            except NotLeader:
+                resp.update(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+            replicated.pop(0)
+    for _name, index, _end, resp in replicated:
+        resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
     return {"responses": responses, "throttle_time_ms": app.flow.throttle_ms()}

@@ -26,7 +26,7 @@ class KafkaState:
             return [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
 
         self.consumer_groups = ConsumerGroups(partition_count, regex_candidates)  # KIP-848 groups
-        self.producers = ProducerState(app.store)
+        self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)
 

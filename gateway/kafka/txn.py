@@ -33,6 +33,7 @@ async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
     txns.expire_due(_now())
     code, pid, epoch, ends = txns.init(txn_id, timeout_ms)
     await _durable(app, ends)
+    await txns.persisted()  # the new epoch fences older producers after a restart too
     return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
 
 

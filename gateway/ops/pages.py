@@ -120,7 +120,9 @@ def routes(app, throughput: Throughput) -> list[Route]:
     async def topics(request):
         if request.method == "POST":
             async def create(f):
-                return actions.create_topic(app, f.get("name", ""), f.get("queues", "4"))
+                done = actions.create_topic(app, f.get("name", ""), f.get("queues", "4"))
+                await app.topics_written()
+                return done
             return await change(request, "Topics", "/topics", create)
         rows, nav = _paged(request, inspect.topics(app), "/topics")
         user = actions.admin_user(app, request)

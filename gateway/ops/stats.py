@@ -65,6 +65,9 @@ class GatewayStats:
         self.connections_accepted = {"kafka": 0, "remoting": 0}
         self.request_bytes = None  # gateway.connections.RequestBytes, set by the server
         self.appended: dict[str, int] = {}  # messages stored per topic (both protocols)
+        self.fetched_bytes: dict[tuple[str, str], int] = {}  # (protocol, topic) -> message bytes served
+        self.fetches: dict[tuple[str, str], int] = {}  # (protocol, topic) -> answers that carried messages
+        self.principal_requests: dict[tuple[str, str], int] = {}  # (protocol, principal) -> requests
         self.store_writes = Histogram()
         self.store_flushes = Histogram()
         self.listeners_up = False
@@ -76,6 +79,23 @@ class GatewayStats:
         """The connection loop decrements `connections[protocol]` when it ends."""
         self.connections[protocol] += 1
         self.connections_accepted[protocol] += 1
+
+    def fetched(self, protocol: str, topic: str, nbytes: int) -> None:
+        """One answer (a Kafka partition, a RocketMQ pull) served `nbytes` of `topic`'s messages."""
+        key = (protocol, topic)
+        self.fetched_bytes[key] = self.fetched_bytes.get(key, 0) + nbytes
+        self.fetches[key] = self.fetches.get(key, 0) + 1
+
+    def fetch_response(self, responses: list) -> None:
+        """Counts a Kafka Fetch response's non-empty partitions per topic (what the client receives)."""
+        for topic in responses:
+            for part in topic["partitions"]:
+                if len(part["records"]):
+                    self.fetched("kafka", topic["topic"], len(part["records"]))
+
+    def principal_request(self, protocol: str, principal: str) -> None:
+        key = (protocol, principal)
+        self.principal_requests[key] = self.principal_requests.get(key, 0) + 1
 
     # -- store hooks ---------------------------------------------------------------------------
     def dispatch(self, requests) -> None:
@@ -106,6 +126,18 @@ class GatewayStats:
         """The gateway is shutting down: not ready any more; the HTTP server ends."""
         self.stopping = True
         self.shutdown.set()
+
+
+def remoting_principal(app, req) -> str:
+    """The principal of a remoting request: User:<the AccessKey's user> (the same name as that user's
+    Kafka principal), UNKNOWN for a key the gateway does not know (one label, however many keys are
+    tried), User:ANONYMOUS without a key."""
+    key = req.ext_fields.get("AccessKey")
+    if not key:
+        return "User:ANONYMOUS"
+    security = getattr(app, "security", None)
+    found = security.credentials.access_key(key) if security is not None else None
+    return f"User:{found.user}" if found is not None else "UNKNOWN"
 
 
 def stats_of(app) -> GatewayStats:

@@ -38,6 +38,7 @@ def create_topic(channel, req):
     else:
         cfg.read_queues, cfg.write_queues, cfg.perm = read_q, write_q, perm
         topics.update(cfg)
+        channel.app.ownership.topic_grown(cfg)  # a cluster places the new queues
     return req.response()
 
 

@@ -139,7 +139,7 @@ def check_client_config(channel, req):
     return req.response()
 
 
-def _lock_body(req, what: str) -> tuple[str, str, list[tuple[str, int]]]:
+def _lock_body(req, what: str, broker: str) -> tuple[str, str, list[tuple[str, int]]]:
     """A LockBatchRequestBody / UnlockBatchRequestBody: group, client id, and this broker's queues."""
     body = _json_body(req, what)
     group, client_id = _text(body, "consumerGroup", what, True), _text(body, "clientId", what, True)
@@ -148,21 +148,22 @@ def _lock_body(req, what: str) -> tuple[str, str, list[tuple[str, int]]]:
         topic, qid = _text(mq, "topic", what, True), mq.get("queueId")
         if type(qid) is not int or not 0 <= qid <= INT_MAX:
             raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad {what}: queueId {qid!r} is illegal")
-        if mq.get("brokerName", BROKER_NAME) == BROKER_NAME:
+        if mq.get("brokerName", broker) == broker:
             mqs.append((topic, qid))
     return group, client_id, mqs
 
 
 @handles(RC.LOCK_BATCH_MQ)
 def lock_batch(channel, req):
-    group, client_id, mqs = _lock_body(req, "lock")
+    broker = channel.app.ownership.broker_name or BROKER_NAME  # broker-<node id> in a cluster
+    group, client_id, mqs = _lock_body(req, "lock", broker)
     granted = registry(channel.app).lock(group, client_id, mqs)
-    mqs = [{"brokerName": BROKER_NAME, "queueId": q, "topic": t} for t, q in granted]
+    mqs = [{"brokerName": broker, "queueId": q, "topic": t} for t, q in granted]
     return req.response(body=dumps({"lockOKMQSet": mqs}))
 
 
 @handles(RC.UNLOCK_BATCH_MQ)
 def unlock_batch(channel, req):
-    group, client_id, mqs = _lock_body(req, "unlock")
+    group, client_id, mqs = _lock_body(req, "unlock", channel.app.ownership.broker_name or BROKER_NAME)
     registry(channel.app).unlock(group, client_id, mqs)
     return req.response()

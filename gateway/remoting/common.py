@@ -9,6 +9,8 @@ import dataclasses
 import re
 import time
 
+from codec.remoting import ResponseCode
+from semantics.replication import NotLeader
 from semantics.rocketmq_clients import ClientRegistry
 
 BROKER_NAME = "broker-a"
@@ -84,18 +86,25 @@ def offsets_on_disk(channel, req, resp):
     async def on_disk():
         await channel.app.offsets.wait_durable()
         return resp
-    channel.spawn(req, on_disk)
+    channel.spawn(req, on_disk, after_effects=True)
     return DEFERRED
 
 
-def after_durable(channel, req, end_offset: int, resp):
-    """Answer now in async-flush mode; in sync mode only once the CommitLog is on disk."""
+def after_durable(channel, req, end_offset: int, resp, replicated: tuple | None = None):
+    """Answer now in async-flush mode; in sync mode only once the CommitLog is on disk, and (SYNC_MASTER)
+    once the in-sync replicas hold `replicated` = (topic, queue id, end queue offset) if given."""
     app = channel.app
     if not app.sync_flush:
         return resp
 
     async def wait_durable():
         await app.durable(end_offset)
+        await app.topics_written()  # an auto-created topic is on disk before its first send is acked
+        if replicated is not None:
+            try:
+                await app.replicated(*replicated)
+            except NotLeader as exc:  # stored here, but not known to be replicated
+                resp.code, resp.remark = ResponseCode.FLUSH_SLAVE_TIMEOUT, str(exc)
         return resp
-    channel.spawn(req, wait_durable)
+    channel.spawn(req, wait_durable, after_effects=True)
     return DEFERRED

@@ -3,7 +3,9 @@
 Requests are handled in arrival order, except the ones that may wait (long-polled pulls, sends
 waiting for a sync flush), whose handlers continue in their own task, so one client connection
 can carry pulls, sends and heartbeats at once (the Java client shares one connection for all).
-Malformed input closes this connection only.
+The requests parked that way are capped per connection (`--remoting-max-parked-requests`): beyond
+the cap a new one is answered SYSTEM_BUSY at once, as a RocketMQ broker answers when its request
+queue is full, instead of holding one more task. Malformed input closes this connection only.
 
 Error policy at the handler boundary: a handler raises RequestError (gateway.remoting.headers) for
 a request the client got wrong; that request gets the error answer and the connection goes on. Any
@@ -20,7 +22,9 @@ import trio
 import store
 from codec.remoting import ProtocolError, RemotingCommand, RequestCode, ResponseCode, encode
 from codec.remoting.command import FrameReader, Outbox
-from gateway.ops.stats import stats_of
+from gateway.cluster import remoting_queues
+from gateway.cluster.ownership import clustered
+from gateway.ops.stats import remoting_principal, stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
@@ -32,6 +36,8 @@ _COALESCED_SENDS = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE
 # Metric labels: a request code's name (RocketMQ's RequestCode), else its number.
 _CODE_NAMES = {v: k for k, v in vars(RequestCode).items() if k.isupper() and isinstance(v, int)}
 # Answers that are not errors: a pull or query that found nothing (yet) is the normal case.
+# RocketMQ's answer when a request finds its processor's queue full (NettyRemotingAbstract).
+OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
 _NOT_ERRORS = frozenset((ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
                          ResponseCode.PULL_OFFSET_MOVED, ResponseCode.QUERY_NOT_FOUND))
 
@@ -49,6 +55,10 @@ class Channel:
         self._next_opaque = 0
         self.closed = False
         self.read_at: float | None = None
+        self.parked = 0  # requests whose handler continues in a task of its own (spawn)
+        self.overloaded = 0  # requests refused because `parked` was at the cap
+        # a cluster member: queue ids are broker-local (gateway.cluster.remoting_queues)
+        self.clustered = clustered(app)
         try:
             peer = stream.socket.getpeername()
             self.address = (peer[0], peer[1])
@@ -114,13 +124,34 @@ class Channel:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
 
-    def spawn(self, req: RemotingCommand, coro_fn) -> None:
-        """Finish a request in its own task: `coro_fn()` returns the response (or None)."""
+    def spawn(self, req: RemotingCommand, coro_fn, *, after_effects: bool = False) -> None:
+        """Finish a request in its own task: `coro_fn()` returns the response (or None).
+
+        With the connection's cap of parked requests reached, a request that has done nothing yet
+        is answered SYSTEM_BUSY (`OVERLOAD`) instead; `after_effects=True` (a send already stored,
+        waiting for its flush) is always parked, since refusing it would make the client resend."""
+        limit = self.app.config.remoting_max_parked_requests
+        if not after_effects and self.parked >= limit:
+            self.overloaded += 1
+            if self.overloaded == 1 or self.overloaded % 1000 == 0:  # not one line per refusal
+                log.warning("remoting connection from %s has %d parked requests (--remoting-max-parked-requests): "
+                            "answering SYSTEM_BUSY (%d so far)", self.address, self.parked, self.overloaded)
+            busy = req.response(ResponseCode.SYSTEM_BUSY, remark=OVERLOAD)
+            self.nursery.start_soon(self._refuse, req, busy, self.read_at)
+            return
+        self.parked += 1
         self.nursery.start_soon(self._finish, req, coro_fn, self.read_at)
+
+    async def _refuse(self, req: RemotingCommand, resp: RemotingCommand, read_at: float | None) -> None:
+        _observe(self, req, resp, read_at)
+        await self.reply(req, resp)
 
     async def _finish(self, req: RemotingCommand, coro_fn, read_at: float | None = None) -> None:
         try:
-            resp = await coro_fn()
+            try:
+                resp = await coro_fn()
+            finally:
+                self.parked -= 1
         except Exception as exc:
             resp = _mistake_answer(req, exc)
         _observe(self, req, resp, read_at)
@@ -129,6 +160,8 @@ class Channel:
     async def reply(self, req: RemotingCommand, resp: RemotingCommand | None) -> None:
         if resp is None or req.is_oneway:
             return
+        if self.clustered:
+            remoting_queues.restore(self.app, req, resp)
         resp.opaque = req.opaque
         try:
             await self.send(resp)
@@ -138,6 +171,7 @@ class Channel:
 
 async def handle_connection(stream: trio.SocketStream, app) -> None:
     guard = app.security  # None unless --authorizer acl
+    topics = app.store.topics
     reader = FrameReader()
     async with trio.open_nursery() as nursery:
         channel = Channel(stream, app, nursery)
@@ -153,12 +187,16 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 reader.feed(data)
                 answers = []  # the answers to every request in this read go out in one write
                 sends = []  # prepared sends not yet appended
+                topics_before = topics.submission
                 while (req := reader.next_command()) is not None:
                     if req.is_response:
                         channel.resolve(req)
                         continue
                     if guard is not None and (refusal := guard.check_remoting(req, channel.address[0])):
                         _answer(channel, req, refusal, answers)  # not authenticated or not allowed
+                        continue
+                    if channel.clustered and (refusal := remoting_queues.translate(app, req)):
+                        _answer(channel, req, refusal, answers)  # a queue this gateway does not lead
                         continue
                     if req.code in _COALESCED_SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
@@ -173,6 +211,8 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                     _answer(channel, req, resp, answers)
                 if sends:
                     _append_sends(channel, sends, answers)
+                if topics.submission != topics_before:  # a topic was created or changed: durable first
+                    await app.topics_written()
                 if answers:
                     await channel.write(b"".join(answers))
         except ProtocolError as exc:
@@ -192,6 +232,8 @@ def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None
     if resp is None or resp is DEFERRED:  # a deferred answer is counted by Channel._finish
         return
     _observe(channel, req, resp, channel.read_at)
+    if channel.clustered:
+        remoting_queues.restore(channel.app, req, resp)
     if not req.is_oneway:
         resp.opaque = req.opaque
         answers.append(encode(resp))
@@ -202,6 +244,7 @@ def _observe(channel: Channel, req: RemotingCommand, resp: RemotingCommand | Non
     seconds = time.monotonic() - read_at if read_at is not None else 0.0
     name = _CODE_NAMES.get(req.code) or str(req.code)
     channel.stats.requests.observe("remoting", name, seconds, resp is not None and resp.code not in _NOT_ERRORS)
+    channel.stats.principal_request("remoting", remoting_principal(channel.app, req))
 
 
 def _guarded(req: RemotingCommand, fn, *args):

@@ -11,6 +11,7 @@ import gateway.remoting.nameserver  # noqa: F401
 import gateway.remoting.pop  # noqa: F401
 import gateway.remoting.pull  # noqa: F401
 import gateway.remoting.query  # noqa: F401
+import gateway.remoting.replica_fetch  # noqa: F401
 import gateway.remoting.reset_offset  # noqa: F401
 import gateway.remoting.send  # noqa: F401
 import gateway.remoting.send_back  # noqa: F401

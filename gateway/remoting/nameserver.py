@@ -1,6 +1,8 @@
-"""NameServer role: this gateway is the only broker (`broker-a`, id 0) of cluster DefaultCluster."""
+"""NameServer role: this gateway is the only broker (`broker-a`, id 0) of cluster DefaultCluster; in
+a cluster (--cluster) every gateway answers with the whole cluster's routes (gateway.cluster.routes)."""
 from __future__ import annotations
 
+import gateway.cluster.routes as routes
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps
 from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, TBW102, ensure_topic, handles
@@ -19,6 +21,8 @@ def route_info(channel, req):
     if cfg is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST,
                             remark=f"No topic route info in name server for the topic: {topic}")
+    if app.ownership.clustered:  # every live gateway, each with the queues it leads
+        return req.response(body=dumps(routes.rocketmq_route(app, topic, cfg)))
     body = {"brokerDatas": [broker_data(channel)], "filterServerTable": {},
             "queueDatas": [{"brokerName": BROKER_NAME, "perm": cfg.perm, "readQueueNums": cfg.read_queues,
                             "topicSysFlag": 0, "writeQueueNums": cfg.write_queues}]}
@@ -27,6 +31,8 @@ def route_info(channel, req):
 
 @handles(RC.GET_BROKER_CLUSTER_INFO)
 def cluster_info(channel, req):
+    if channel.app.ownership.clustered:
+        return req.response(body=dumps(routes.cluster_info(channel.app)))
     body = {"brokerAddrTable": {BROKER_NAME: broker_data(channel)},
             "clusterAddrTable": {CLUSTER_NAME: [BROKER_NAME]}}
     return req.response(body=dumps(body))

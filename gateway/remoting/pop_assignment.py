@@ -9,10 +9,11 @@ group's consumers (AllocateMessageQueueAveragely, whatever strategy is named).
 """
 from __future__ import annotations
 
+import copy
 import json
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from gateway.remoting.common import BROKER_NAME, handles, registry
+from gateway.remoting.common import BROKER_NAME, DEFERRED, handles, registry
 from gateway.remoting.headers import RequestError
 
 MODE_FILE = "messageRequestMode.json"
@@ -55,8 +56,13 @@ def set_message_request_mode(channel, req):
     modes = request_modes(app)
     modes.setdefault(topic, {})[group] = {"topic": topic, "consumerGroup": group, "mode": mode,
                                           "popShareQueueNum": share}
-    app.store.write_config(MODE_FILE, {"messageRequestModeMap": modes})
-    return req.response(ResponseCode.SUCCESS)
+    number = app.config_writer.submit(MODE_FILE, {"messageRequestModeMap": copy.deepcopy(modes)})
+
+    async def answer_when_written():
+        await app.config_writer.written(MODE_FILE, number)
+        return req.response(ResponseCode.SUCCESS)
+    channel.spawn(req, answer_when_written)
+    return DEFERRED
 
 
 @handles(RC.QUERY_ASSIGNMENT)

@@ -9,6 +9,7 @@ import trio
 
 import interop.to_rocketmq as inner_batch
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.ops.stats import stats_of
 from gateway.remoting.common import DEFERRED, handles, offsets_on_disk, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, queue_id,
                                       required_long)
@@ -75,7 +76,7 @@ def pull_message(channel, req):
 
 def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> RemotingCommand:
     s = app.store
-    lo, hi = s.min_offset(topic, qid), s.max_offset(topic, qid)
+    lo, hi = s.min_offset(topic, qid), app.replication.readable_end(topic, qid, s.max_offset(topic, qid))
 
     def answer(code, next_offset, body=b""):
         return req.response(code, {"suggestWhichBrokerId": 0, "nextBeginOffset": next_offset,
@@ -103,7 +104,9 @@ def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> Remoting
         elif matches is None or matches(m.properties):
             parts.append(m.raw)
     if parts:
-        return answer(ResponseCode.SUCCESS, result.next_offset, b"".join(parts))
+        body = b"".join(parts)
+        stats_of(app).fetched("remoting", topic, len(body))
+        return answer(ResponseCode.SUCCESS, result.next_offset, body)
     if result.next_offset > offset:
         return answer(ResponseCode.PULL_RETRY_IMMEDIATELY, result.next_offset)
     return answer(ResponseCode.PULL_NOT_FOUND, offset)

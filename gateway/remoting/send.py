@@ -72,6 +72,9 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
         if not cfg.perm & 2:
             return req.response(ResponseCode.NO_PERMISSION, remark=f"the topic[{topic}] sending is forbidden")
         qid = _queue_for(req, cfg, h.int("queueId", -1))
+        if app.replication.write_refusal(topic, qid):  # a replica: only the queue's leader takes writes
+            return req.response(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                remark=f"queue {qid} of topic[{topic}] is a replica here, send to its leader")
         raw_props = h.str("properties")
         if len(raw_props) > MAX_PROPERTIES_CHARS and len(raw_props.encode()) > MAX_PROPERTIES_CHARS:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, remark="the message properties are too long")
@@ -140,8 +143,10 @@ def finish_send(channel, p: PreparedSend, results):
     uniq = msgs[0].properties.get("UNIQ_KEY") if len(msgs) == 1 else None
     if uniq:
         fields["transactionId"] = uniq
-    return after_durable(channel, p.req, results[-1].end_offset,
-                         RemotingCommand(code=0, ext_fields=fields, opaque=p.req.opaque, flag=FLAG_RESPONSE))
+    last = results[-1]
+    return after_durable(channel, p.req, last.end_offset,
+                         RemotingCommand(code=0, ext_fields=fields, opaque=p.req.opaque, flag=FLAG_RESPONSE),
+                         (msgs[-1].topic, msgs[-1].queue_id, last.queue_offset + last.count))
 
 
 @handles(RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)

@@ -1,5 +1,6 @@
 """The SASL_SSL client matrix of tests/security against a real Apache Kafka 4.x broker (bench/jars/kafka),
-so a difference is the gateway's bug: `python -m tests.security.validate_against_kafka`.
+so a difference is the gateway's bug: `python -m tests.security.validate_against_kafka [WORD...]` (only the
+checks whose name contains one of the words, if given).
 
 One KRaft node: a SASL_SSL listener (SCRAM-SHA-256/512 users admin and alice made at format time,
 PLAIN from the JAAS config), StandardAuthorizer with super user admin, the same test certificates.
@@ -24,6 +25,7 @@ from compat.jvm import JVM_FLAGS
 from tests.gateway_process import free_port, wait_port
 from tests.security import kafka_gateway as kg
 from tests.security import test_kafka_java_sasl_ssl as java_tests
+from tests.security import test_kafka_matrix_cells as cells
 from tests.security import test_kafka_sasl_ssl as tests
 from tests.security.certs import make_certs
 
@@ -75,7 +77,7 @@ def start_kafka(work: str, certs) -> tuple[subprocess.Popen, int]:
     return proc, port
 
 
-def main() -> int:
+def main(words: list[str]) -> int:
     work = tempfile.mkdtemp(prefix="kafka-sasl-ssl-")
     certs = make_certs(os.path.join(work, "certs"))
     proc, port = start_kafka(work, certs)
@@ -105,13 +107,22 @@ def main() -> int:
                                        tests.test_kip848_consumer_groups,
                                        java_tests.test_acls_add_list_remove,
                                        java_tests.test_configs_add_scram_user_then_java_clients)]
-        log_text = types.SimpleNamespace(text="", clear=lambda: None)  # kafka-python's log, as caplog
+        log_text = types.SimpleNamespace(text="", clear=lambda: setattr(log_text, "text", ""),
+                                         set_level=lambda *_a, **_k: None)  # kafka-python's log, as caplog
         import logging
         handler = logging.Handler()
         handler.emit = lambda r: setattr(log_text, "text", log_text.text + r.getMessage() + "\n")
         logging.getLogger().addHandler(handler)
         logging.getLogger().setLevel(logging.INFO)
         checks.insert(0, (tests.test_kafka_python_matrix, (log_text,)))
+        checks += [(fn, ()) for fn in (cells.test_java_plain_wrong_password_and_unknown_user,
+                                       cells.test_java_without_sasl_times_out,
+                                       cells.test_java_cluster_authorization_denied,
+                                       cells.test_kafka_python_without_sasl_cannot_bootstrap,
+                                       cells.test_kafka_python_cluster_authorization_denied)]
+        checks.append((cells.test_kafka_python_plain_wrong_password_and_unknown_user, (log_text,)))
+        if words:
+            checks = [c for c in checks if any(w in c[0].__module__ + "." + c[0].__name__ for w in words)]
         for fn, args in checks:
             try:
                 fn(broker, *args)
@@ -128,4 +139,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

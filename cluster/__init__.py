@@ -1,0 +1,1 @@
+"""A cluster of gateways coordinated by etcd (docs/cluster.md): the etcd client and the cluster model."""

@@ -1,0 +1,159 @@
+"""The cluster's writes to etcd, each one transaction: a member's registration under its lease,
+a topic's creation with its queue assignments, a queue's reassignment, ISR change or leader
+election (compare-and-swap on the queue key's revision after checking the epoch, so a writer
+holding a stale epoch is fenced), and producer-id blocks (compare-and-swap on the counter)."""
+from __future__ import annotations
+
+import json
+import logging
+
+import trio
+
+from cluster import model
+from cluster.etcd import (Etcd, EtcdError, compare_mod_revision, compare_version, op_delete, op_get, op_put,
+                          prefix_end)
+from cluster.model import Member, QueueAssignment, TopicRecord
+
+log = logging.getLogger("rocketgate.cluster")
+
+MAX_TXN_OPS = 100  # etcd's --max-txn-ops defaults to 128
+
+
+class NodeIdTaken(Exception):
+    """Another live gateway is registered with this node id."""
+
+
+class Coordination:
+    def __init__(self, etcd: Etcd) -> None:
+        self.etcd = etcd
+
+    # --- membership ---
+    async def register(self, member: Member, ttl: int) -> int:
+        """Register `member` under a fresh lease of `ttl` seconds; returns the lease id.
+        NodeIdTaken when a live gateway holds the id (its key exists: its lease has not expired)."""
+        lease = await self.etcd.lease_grant(ttl)
+        key = model.member_key(member.node_id)
+        ok, resp = await self.etcd.txn([compare_version(key, 0)], [op_put(key, member.to_json(), lease)], [op_get(key)])
+        if not ok:
+            await self.etcd.lease_revoke(lease)
+            holder = resp[0][0].value.decode(errors="replace") if resp and resp[0] else "?"
+            raise NodeIdTaken(f"node id {member.node_id} is held by a live gateway ({holder})")
+        return lease
+
+    async def keep_alive(self, lease: int, ttl: int, *, on_lost) -> None:
+        """Refresh `lease` every ttl/3 s until cancelled; `await on_lost()` when etcd says it has
+        expired (it was unreachable for longer than the TTL). Unreachable etcd is logged and retried."""
+        while True:
+            await trio.sleep(max(ttl / 3, 0.2))
+            try:
+                left = await self.etcd.lease_keepalive(lease)
+            except EtcdError as exc:
+                log.warning("cluster: lease keep-alive failed: %s", exc)
+                continue
+            if left <= 0:
+                log.error("cluster: lease %x expired (etcd unreachable longer than %d s)", lease, ttl)
+                lease = await on_lost()
+
+    async def deregister(self, lease: int) -> None:
+        await self.etcd.lease_revoke(lease)
+
+    # --- reading ---
+    async def load(self) -> tuple[dict, dict, dict, dict, int]:
+        """(members by id, TopicRecord by topic, QueueAssignment by (topic, queue id), committed
+        offsets by (group, topic, queue id), revision)."""
+        kvs, revision = await self.etcd.get_prefix(model.PREFIX)
+        members, topics, queues, offsets = {}, {}, {}, {}
+        for kv in kvs:
+            if kv.key.startswith(model.MEMBERS):
+                m = Member.from_json(kv.value)
+                members[m.node_id] = m
+            elif kv.key.startswith(model.TOPICS):
+                topics[kv.key[len(model.TOPICS):].decode()] = TopicRecord.from_json(kv.value)
+            elif kv.key.startswith(model.QUEUES):
+                queues[model.parse_queue_key(kv.key)] = QueueAssignment.from_json(kv.value)
+            elif kv.key.startswith(model.OFFSETS):
+                offsets[model.parse_offset_key(kv.key)] = json.loads(kv.value)
+        return members, topics, queues, offsets, revision
+
+    # --- offsets ---
+    async def write_offsets(self, changes: dict) -> None:
+        """Put (value dict) or delete (None) committed offsets, keyed (group, topic, queue id)."""
+        ops = [op_put(model.offset_key(*k), json.dumps(v).encode()) if v is not None
+               else op_delete(model.offset_key(*k)) for k, v in changes.items()]
+        for i in range(0, len(ops), MAX_TXN_OPS):
+            await self.etcd.txn([], ops[i:i + MAX_TXN_OPS])
+
+    # --- topics and queues ---
+    async def create_topic(self, topic: str, record: TopicRecord, assignments: list[QueueAssignment]) -> bool:
+        """Create the topic with its assignments unless it exists (then False: the first creator
+        anywhere in the cluster wins)."""
+        key = model.topic_key(topic)
+        puts = [op_put(model.queue_key(topic, q), a.to_json()) for q, a in enumerate(assignments)]
+        ok, _ = await self.etcd.txn([compare_version(key, 0)], [op_put(key, record.to_json())] + puts[:MAX_TXN_OPS - 1])
+        if ok:
+            for i in range(MAX_TXN_OPS - 1, len(puts), MAX_TXN_OPS):
+                await self.etcd.txn([], puts[i:i + MAX_TXN_OPS])
+        return ok
+
+    async def add_queues(self, topic: str, record: TopicRecord, new: dict[int, QueueAssignment]) -> None:
+        """A topic grown (CreatePartitions / a bigger RocketMQ queue count): the record and the new queues."""
+        ops = [op_put(model.topic_key(topic), record.to_json())]
+        ops += [op_put(model.queue_key(topic, q), a.to_json()) for q, a in sorted(new.items())]
+        for i in range(0, len(ops), MAX_TXN_OPS):
+            await self.etcd.txn([], ops[i:i + MAX_TXN_OPS])
+
+    async def delete_topic(self, topic: str) -> None:
+        """The topic's record and every queue assignment, in one transaction."""
+        queues = model.QUEUES + topic.encode() + b"/"
+        await self.etcd.txn([], [op_delete(model.topic_key(topic)), op_delete(queues, prefix_end(queues))])
+
+    async def queue(self, topic: str, queue_id: int) -> tuple[QueueAssignment | None, int]:
+        kv = await self.etcd.get(model.queue_key(topic, queue_id))
+        return (QueueAssignment.from_json(kv.value), kv.mod_revision) if kv else (None, 0)
+
+    async def swap_queue(self, topic: str, queue_id: int, expected_epoch: int, change) -> QueueAssignment | None:
+        """Replace the queue's assignment by `change(current)` if its epoch is still
+        `expected_epoch` and nobody wrote it meanwhile; the new assignment, or None (fenced)."""
+        current, revision = await self.queue(topic, queue_id)
+        if current is None or current.epoch != expected_epoch:
+            return None
+        new = change(current)
+        key = model.queue_key(topic, queue_id)
+        ok, _ = await self.etcd.txn([compare_mod_revision(key, revision)], [op_put(key, new.to_json())])
+        return new if ok else None
+
+    async def update_isr(self, topic: str, queue_id: int, isr: list[int], expected_epoch: int):
+        """Shrink or grow the in-sync set (the leader stays; the epoch does not change)."""
+        return await self.swap_queue(topic, queue_id, expected_epoch,
+                                     lambda a: QueueAssignment(a.leader, a.replicas, tuple(isr), a.epoch))
+
+    async def elect_leader(self, topic: str, queue_id: int, leader: int, expected_epoch: int):
+        """Make `leader` (an in-sync replica) the leader with the epoch bumped."""
+        def change(a: QueueAssignment) -> QueueAssignment:
+            if leader not in a.isr:
+                raise ValueError(f"node {leader} is not in the in-sync set {list(a.isr)}")
+            return QueueAssignment(leader, a.replicas, a.isr, a.epoch + 1)
+        return await self.swap_queue(topic, queue_id, expected_epoch, change)
+
+    async def reassign(self, topic: str, queue_id: int, replicas: list[int]) -> QueueAssignment:
+        """An operator's move (admin command): the first of `replicas` leads, epoch bumped."""
+        while True:
+            current, _ = await self.queue(topic, queue_id)
+            if current is None:
+                raise KeyError(f"{topic}/{queue_id} has no assignment")
+            new = await self.swap_queue(topic, queue_id, current.epoch, lambda a: QueueAssignment(
+                replicas[0], tuple(replicas), tuple(replicas), a.epoch + 1))
+            if new is not None:
+                return new
+
+    # --- producer ids ---
+    async def allocate_producer_ids(self, count: int) -> range:
+        """A block of `count` producer ids no other gateway (and no earlier run) ever gets."""
+        key = model.PRODUCER_IDS
+        while True:
+            kv = await self.etcd.get(key)
+            start = json.loads(kv.value)["next"] if kv else model.FIRST_PRODUCER_ID
+            cond = compare_mod_revision(key, kv.mod_revision) if kv else compare_version(key, 0)
+            ok, _ = await self.etcd.txn([cond], [op_put(key, json.dumps({"next": start + count}).encode())])
+            if ok:
+                return range(start, start + count)

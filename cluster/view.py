@@ -1,0 +1,144 @@
+"""A gateway's live copy of the cluster state in etcd: members, topics, queue assignments, loaded
+once and then kept current by a watch on the whole prefix (re-loaded after the watch breaks).
+Readers on the event loop see a consistent dict snapshot; subscribers hear about changes:
+
+  on_assignment(topic, queue_id, leader, replicas, isr, epoch)  a queue's assignment is new or changed
+  on_topic(topic, TopicRecord or None)                          a topic appeared, changed or went (None)
+  on_members(members)                                           the set of live members changed
+  on_offset(group, topic, queue_id, value dict or None)         a committed offset changed (None: deleted)
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+import trio
+
+from cluster import model
+from cluster.etcd import EtcdError, WatchEvent
+from cluster.model import Member, QueueAssignment, TopicRecord
+
+log = logging.getLogger("rocketgate.cluster")
+
+WATCH_RETRY_DELAY = 1.0
+
+
+class ClusterView:
+    def __init__(self, coordination) -> None:
+        self.coordination = coordination
+        self.members: dict[int, Member] = {}
+        self.topics: dict[str, TopicRecord] = {}
+        self.queues: dict[tuple[str, int], QueueAssignment] = {}
+        self.revision = 0
+        self._on_assignment: list = []
+        self._on_topic: list = []
+        self._on_members: list = []
+        self._on_offset: list = []
+
+    # --- subscriptions ---
+    def on_assignment(self, fn) -> None:
+        self._on_assignment.append(fn)
+
+    def on_topic(self, fn) -> None:
+        self._on_topic.append(fn)
+
+    def on_members(self, fn) -> None:
+        self._on_members.append(fn)
+
+    def on_offset(self, fn) -> None:
+        self._on_offset.append(fn)
+
+    def live(self) -> list[int]:
+        return sorted(self.members)
+
+    def queues_of(self, topic: str) -> list[QueueAssignment | None]:
+        record = self.topics.get(topic)
+        return [self.queues.get((topic, q)) for q in range(record.queues)] if record else []
+
+    # --- keeping current ---
+    async def load(self) -> None:
+        members, topics, queues, offsets, revision = await self.coordination.load()
+        old_members = set(self.members)
+        self.members, self.revision = members, revision
+        for name in set(self.topics) - set(topics):
+            self._drop_topic(name)
+        for name, record in topics.items():
+            self._set_topic(name, record)
+        for (topic, qid), a in queues.items():
+            self._set_queue(topic, qid, a)
+        for (group, topic, qid), value in offsets.items():
+            self._offset(group, topic, qid, value)
+        if set(members) != old_members:
+            self._members_changed()
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Watch etcd from the loaded revision on, until cancelled."""
+        task_status.started()
+        while True:
+            try:
+                await self.coordination.etcd.watch(model.PREFIX, self.revision + 1, self._apply)
+            except EtcdError as exc:
+                log.warning("cluster: watch: %s; reloading in %.0f s", exc, WATCH_RETRY_DELAY)
+            await trio.sleep(WATCH_RETRY_DELAY)
+            try:
+                await self.load()
+            except EtcdError as exc:
+                log.warning("cluster: reload failed: %s", exc)
+
+    async def _apply(self, events: list[WatchEvent]) -> None:
+        members_changed = False
+        for e in events:
+            key, deleted = e.kv.key, e.kind == "DELETE"
+            self.revision = max(self.revision, e.kv.mod_revision)
+            if key.startswith(model.MEMBERS):
+                node_id = int(key[len(model.MEMBERS):])
+                if deleted:
+                    members_changed |= self.members.pop(node_id, None) is not None
+                else:
+                    members_changed |= self.members.get(node_id) != (m := Member.from_json(e.kv.value))
+                    self.members[node_id] = m
+            elif key.startswith(model.TOPICS):
+                name = key[len(model.TOPICS):].decode()
+                if deleted:
+                    self._drop_topic(name)
+                else:
+                    self._set_topic(name, TopicRecord.from_json(e.kv.value))
+            elif key.startswith(model.QUEUES) and not deleted:
+                topic, qid = model.parse_queue_key(key)
+                self._set_queue(topic, qid, QueueAssignment.from_json(e.kv.value))
+            elif key.startswith(model.OFFSETS):
+                self._offset(*model.parse_offset_key(key), None if deleted else json.loads(e.kv.value))
+        if members_changed:
+            self._members_changed()
+
+    def _set_topic(self, name: str, record: TopicRecord) -> None:
+        if self.topics.get(name) == record:
+            return
+        self.topics[name] = record
+        for fn in self._on_topic:
+            fn(name, record)
+
+    def _drop_topic(self, name: str) -> None:
+        record = self.topics.pop(name, None)
+        if record is None:
+            return
+        for q in [k for k in self.queues if k[0] == name]:
+            del self.queues[q]
+        for fn in self._on_topic:
+            fn(name, None)
+
+    def _set_queue(self, topic: str, qid: int, a: QueueAssignment) -> None:
+        if self.queues.get((topic, qid)) == a:
+            return
+        self.queues[(topic, qid)] = a
+        for fn in self._on_assignment:
+            fn(topic, qid, a.leader, list(a.replicas), list(a.isr), a.epoch)
+
+    def _offset(self, group: str, topic: str, qid: int, value: dict | None) -> None:
+        for fn in self._on_offset:
+            fn(group, topic, qid, value)
+
+    def _members_changed(self) -> None:
+        log.info("cluster: live members %s", self.live())
+        for fn in self._on_members:
+            fn(dict(self.members))

@@ -1,0 +1,1 @@
+"""`make compat-report`: third-party clients' own suites against real Kafka/RocketMQ and the gateway."""

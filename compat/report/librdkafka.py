@@ -1,0 +1,85 @@
+"""librdkafka's own regression tests (tests/ of the librdkafka source that the node-rdkafka npm package ships
+under deps/librdkafka; `make compat-report-librdkafka` builds it and its test-runner, see mk/report.mk).
+
+Each broker test (not TEST_F_LOCAL, not manual) runs alone: `TESTS=<name> test-runner -Q -L` with a test.conf
+that points at the system under test, in its own process with a timeout, so one hang costs only itself.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+
+from compat.jvm import ROOT
+from compat.report.suite import FAIL, PASS, SKIP, SuiteRun
+
+TESTS_DIR = os.path.join(ROOT, "compat", "report", "build", "librdkafka", "tests")
+TEST_TIMEOUT_S = int(os.environ.get("COMPAT_RDKAFKA_TEST_TIMEOUT", "150"))
+KAFKA_VERSION = "4.0.0"  # what the tests may assume of the broker (TEST_KAFKA_VERSION); the reference is 4.x
+_DECL = re.compile(r"_TEST\(\s*(\w+)\s*,\s*([^,)]*)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_STATE = re.compile(r"\|\s*(\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|NOT STARTED)\s*\|")
+
+
+def source_version() -> str:
+    """librdkafka's version from its rdkafka.h (RD_KAFKA_VERSION, 0xMMmmrrxx)."""
+    with open(os.path.join(TESTS_DIR, "..", "src", "rdkafka.h")) as f:
+        v = int(re.search(r"#define RD_KAFKA_VERSION\s+(0x[0-9a-fA-F]+)", f.read()).group(1), 16)
+    return f"{v >> 24}.{(v >> 16) & 0xff}.{(v >> 8) & 0xff}"
+
+
+def available() -> bool:
+    return os.path.isfile(os.path.join(TESTS_DIR, "test-runner"))
+
+
+def broker_tests() -> list[str]:
+    """The tests of test.c's table that need a broker (flags without TEST_F_LOCAL or TEST_F_MANUAL)."""
+    with open(os.path.join(TESTS_DIR, "test.c")) as f:
+        table = f.read().split("struct test tests[] = {", 1)[1]
+    return [name for name, flags in _DECL.findall(table)
+            if "TEST_F_LOCAL" not in flags and "TEST_F_MANUAL" not in flags and not name.startswith("8")]
+
+
+def _reason(output: str, test: str) -> str:
+    for line in output.splitlines():
+        if "TEST FAILURE" in line or "Test FAILED" in line or ": FAIL" in line:
+            following = output.split(line, 1)[1].strip().splitlines()
+            detail = next((x for x in following if x.strip() and "###" not in x), "")
+            return f"{line.strip()} {detail.strip()}"
+    skip = re.search(r"SKIPP?(?:ING|ED)[^\n]*", output)
+    return skip.group(0) if skip else ""
+
+
+def run(tests: list[str], bootstrap: str, system: str, work_dir: str) -> SuiteRun:
+    result = SuiteRun("librdkafka tests", system)
+    os.makedirs(work_dir, exist_ok=True)
+    conf = os.path.join(work_dir, f"test-{system}.conf")
+    with open(conf, "w") as f:
+        f.write(f"bootstrap.servers={bootstrap}\ntest.timeout.multiplier=2\ntest.topic.random=true\n")
+    lib = os.path.join(TESTS_DIR, "..", "src")
+    env = {**os.environ, "RDKAFKA_TEST_CONF": conf, "TEST_KAFKA_VERSION": KAFKA_VERSION,
+           "LD_LIBRARY_PATH": f"{lib}:{lib}-cpp", "TEST_LEVEL": "1"}
+    started = time.monotonic()
+    for test in tests:
+        try:
+            p = subprocess.run(["./test-runner", "-Q", "-L", "-p1", "-E"], cwd=TESTS_DIR, capture_output=True,
+                               text=True, errors="replace", timeout=TEST_TIMEOUT_S, env={**env, "TESTS": test})
+            output = _ANSI.sub("", p.stdout + p.stderr)
+            states = dict(_STATE.findall(output))
+            state = states.get(test, "FAILED" if p.returncode else "NOT STARTED")
+        except subprocess.TimeoutExpired as e:
+            output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            state, output = "TIMEOUT", output + f"\nkilled after {TEST_TIMEOUT_S}s"
+        with open(os.path.join(work_dir, f"{system}-{test}.log"), "w") as f:
+            f.write(output)
+        if state == "PASSED":
+            result.add(test, PASS)
+        elif state == "SKIPPED":
+            result.add(test, SKIP, _reason(output, test) or "skipped by the test")
+        elif state == "TIMEOUT":
+            result.add(test, FAIL, f"no result within {TEST_TIMEOUT_S} s")
+        else:
+            result.add(test, FAIL, _reason(output, test) or f"{state} (exit {p.returncode})")
+    result.seconds = time.monotonic() - started
+    return result

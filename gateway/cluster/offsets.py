@@ -1,0 +1,69 @@
+"""The cluster's one offset table: every gateway keeps the whole table (semantics.offsets, its own
+files) and mirrors it through etcd. A commit on any gateway (Kafka OffsetCommit on the group's
+coordinator, RocketMQ UPDATE_CONSUMER_OFFSET on a queue's broker) is put to etcd (batched, within
+FLUSH_DELAY); the watch brings every commit to every gateway, so either protocol reads a group's
+offsets on any of them. etcd is where they are durable cluster-wide (last writer wins)."""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from cluster.etcd import EtcdError
+
+log = logging.getLogger("rocketgate.cluster")
+
+FLUSH_DELAY = 0.05  # commits within this window go to etcd in one transaction
+RETRY_DELAY = 1.0
+
+
+class OffsetMirror:
+    def __init__(self, offsets, coordination, view) -> None:
+        self.offsets = offsets
+        self.coordination = coordination
+        self.view = view
+        self._pending: dict[tuple[str, str, int], dict | None] = {}
+        self._wake = trio.Event()
+        self._applying = False  # a change from etcd: not sent back
+
+    def install(self) -> None:
+        self.offsets.observer = self._local_change
+        self.view.on_offset(self._remote_change)
+
+    def _local_change(self, group: str, topic: str, qid: int, offset: int | None) -> None:
+        if self._applying:
+            return
+        value = None if offset is None else {
+            "offset": offset, "metadata": self.offsets.metadata(group, topic, qid),
+            "epoch": self.offsets.leader_epoch(group, topic, qid)}
+        self._pending[(group, topic, qid)] = value
+        self._wake.set()
+
+    def _remote_change(self, group: str, topic: str, qid: int, value: dict | None) -> None:
+        if (group, topic, qid) in self._pending:
+            return  # a newer local commit is on its way to etcd
+        self._applying = True
+        try:
+            if value is None:
+                if self.offsets.fetch(group, topic, qid) is not None:
+                    self.offsets.delete(group, topic, qid)
+            else:
+                self.offsets.commit(group, topic, qid, int(value["offset"]), value.get("metadata", ""),
+                                    int(value.get("epoch", -1)))
+        finally:
+            self._applying = False
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await self._wake.wait()
+            await trio.sleep(FLUSH_DELAY)
+            self._wake = trio.Event()
+            batch, self._pending = self._pending, {}
+            try:
+                await self.coordination.write_offsets(batch)
+            except EtcdError as exc:
+                log.warning("cluster: offsets not written to etcd (%s); retrying", exc)
+                self._pending = {**batch, **self._pending}
+                self._wake.set()
+                await trio.sleep(RETRY_DELAY)

@@ -1,0 +1,166 @@
+"""Which queues this gateway serves (`app.ownership`): `SingleNode` (no --cluster: it owns
+everything, the handlers' single-process paths stay as they were) or `ClusterNode` (a member of an
+etcd-coordinated cluster: it owns the queues whose leader it is, per `cluster.view`).
+
+Local topics: RocketMQ's own topics (schedule, transaction half/op, TBW102, `%RETRY%`/`%DLQ%`
+of every group, RMQ_SYS_*) are not assigned in etcd; every gateway has its own copy and serves it,
+as every RocketMQ broker has its own (docs/cluster.md)."""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from cluster import model
+from cluster.model import Member, QueueAssignment, TopicRecord
+
+log = logging.getLogger("rocketgate.cluster")
+
+LOCAL_PREFIXES = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102", "%RETRY%", "%DLQ%", "rmq_sys_", "__")
+PRODUCER_ID_BLOCK = 1000
+
+
+def is_local_topic(name: str) -> bool:
+    return name.startswith(LOCAL_PREFIXES)
+
+
+class SingleNode:
+    """One process, no cluster: this gateway leads every queue."""
+
+    clustered = False
+    node_id = 0
+    broker_name = None  # the remoting side's own (broker-a)
+
+    def owns(self, topic: str, queue_id: int) -> bool:
+        return True
+
+    def expect_topic(self, name: str, replication_factor: int) -> None:
+        return None
+
+    def topic_grown(self, cfg) -> None:
+        return None
+
+    async def reserve_producer_ids(self) -> None:
+        return None
+
+
+SINGLE_NODE = SingleNode()
+
+
+def clustered(app) -> bool:
+    """Whether `app` is a cluster member (an app made without an ownership, as some tests build, is not)."""
+    return getattr(getattr(app, "ownership", SINGLE_NODE), "clustered", False)
+
+
+class ClusterNode:
+    """This gateway as a cluster member. Reads are synchronous, from the watched view; writes
+    to etcd run as tasks in the cluster service's nursery (`gateway.cluster.service`)."""
+
+    clustered = True
+
+    def __init__(self, member: Member, coordination, view, default_replication_factor: int) -> None:
+        self.member = member
+        self.node_id = member.node_id
+        self.broker_name = f"broker-{member.node_id}"  # as gateway.cluster.routes names it
+        self.coordination = coordination
+        self.view = view
+        self.default_replication_factor = default_replication_factor
+        self.nursery: trio.Nursery | None = None  # set by the cluster service
+        self.lease = 0  # this member's etcd lease (gateway.cluster.service)
+        self._requested_rf: dict[str, int] = {}
+        self.pending: list = []  # etcd writes asked for before the cluster service started
+        self._producer_ids: list[int] = []  # the rest of this gateway's block, in reverse
+
+    # --- reads (handlers) ---
+    def assignment(self, topic: str, queue_id: int) -> QueueAssignment | None:
+        return self.view.queues.get((topic, queue_id))
+
+    def assigned(self, topic: str) -> bool:
+        return topic in self.view.topics
+
+    def owns(self, topic: str, queue_id: int) -> bool:
+        a = self.view.queues.get((topic, queue_id))
+        if a is None:
+            return topic not in self.view.topics  # a local topic
+        return a.leader == self.node_id
+
+    def live(self) -> dict[int, Member]:
+        return self.view.members
+
+    def coordinator(self, key: str) -> Member:
+        """The member that coordinates group / transactional id `key` (this one when alone)."""
+        node = model.coordinator_of(key, self.view.live())
+        return self.view.members.get(node, self.member)
+
+    # --- topic creation ---
+    def expect_topic(self, name: str, replication_factor: int) -> None:
+        """The topic about to be created asked for this replication factor (Kafka CreateTopics)."""
+        if replication_factor > 0:
+            self._requested_rf[name] = replication_factor
+
+    def topic_created(self, cfg, replication_factor: int | None = None, members: list[int] | None = None) -> None:
+        """A topic was created in the local store (any protocol); publish its placement unless it is
+        a local topic or already in etcd. The view has it at once; etcd gets it in the background
+        (if another gateway created it first, the watch brings the winner's assignment)."""
+        name = cfg.name
+        if is_local_topic(name) or name in self.view.topics:
+            return
+        queues = max(cfg.read_queues, cfg.write_queues)
+        rf = replication_factor or self._requested_rf.pop(name, None) or self.default_replication_factor
+        record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}))
+        assignments = model.place(name, queues, members or self.view.live() or [self.node_id], rf)
+        self.view.topics[name] = record
+        for q, a in enumerate(assignments):
+            self.view.queues[(name, q)] = a
+        self._spawn(self._publish, name, record, assignments)
+
+    def topic_deleted(self, name: str) -> None:
+        """A topic was deleted from the local store: delete it cluster-wide (the others follow the watch)."""
+        if is_local_topic(name) or name not in self.view.topics:
+            return
+        self.view.topics.pop(name)
+        for key in [k for k in self.view.queues if k[0] == name]:
+            del self.view.queues[key]
+        self._spawn(self.coordination.delete_topic, name)
+
+    def topic_grown(self, cfg) -> None:
+        """A topic got more queues here (CreatePartitions, RocketMQ topic update): place the new ones."""
+        record = self.view.topics.get(cfg.name)
+        queues = max(cfg.read_queues, cfg.write_queues)
+        if record is None or queues <= record.queues:
+            return
+        first = self.view.queues.get((cfg.name, 0))
+        rf = len(first.replicas) if first is not None else self.default_replication_factor
+        placed = model.place(cfg.name, queues, self.view.live() or [self.node_id], rf)
+        new = {q: placed[q] for q in range(record.queues, queues)}
+        grown = TopicRecord(queues, record.perm, record.attributes)
+        self.view.topics[cfg.name] = grown
+        for q, a in new.items():
+            self.view.queues[(cfg.name, q)] = a
+        self._spawn(self.coordination.add_queues, cfg.name, grown, new)
+
+    async def _publish(self, name: str, record: TopicRecord, assignments: list) -> None:
+        if not await self.coordination.create_topic(name, record, assignments):
+            log.info("cluster: topic %s was created elsewhere first; following its assignment", name)
+            await self.view.load()
+
+    def _spawn(self, fn, *args) -> None:
+        """Run `fn(*args)` in the cluster service (kept until it starts)."""
+        if self.nursery is None:
+            self.pending.append((fn, args))
+        else:
+            self.nursery.start_soon(fn, *args)
+
+    # --- producer ids ---
+    async def reserve_producer_ids(self) -> None:
+        """Make sure `next_producer_id` has an id at hand (a block from etcd when out)."""
+        if not self._producer_ids:
+            block = await self.coordination.allocate_producer_ids(PRODUCER_ID_BLOCK)
+            self._producer_ids = list(reversed(block))
+
+    def next_producer_id(self) -> int:
+        """The ProducerState's id source: an id of this gateway's block, never handed out twice in
+        the cluster (a restart takes a new block; the rest of the old one is never used)."""
+        if not self._producer_ids:
+            raise RuntimeError("no producer id reserved (reserve_producer_ids first)")
+        return self._producer_ids.pop()

@@ -1,0 +1,61 @@
+"""RocketMQ queue ids in a cluster. A RocketMQ client numbers each broker's queues of a topic from
+0 (`MessageQueue(topic, brokerName, queueId)`), while the cluster numbers a topic's queues once
+(the Kafka partition). A gateway's broker-local queue i is the i-th of the topic's queues it leads,
+in order (the route advertises that many, `gateway.cluster.routes`); requests are translated local ->
+cluster queue id before their handler, and a send's answer back. Local topics (retry, DLQ, system)
+keep their ids. A send to a local id beyond what this gateway leads (a stale route, or the default
+topic's route a producer uses before its topic exists: the topic is created first) goes to one of
+the queues it leads, as a send to any queue of the broker would; a gateway that leads none of the
+topic's queues refuses it with NO_PERMISSION, which the producer retries on another broker."""
+from __future__ import annotations
+
+from codec.remoting import RequestCode as RC, ResponseCode
+from gateway.remoting.common import ensure_topic
+
+# (topic field, queue id field) by request code: the V2 sends use one-letter names
+_COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
+_SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
+
+
+def led_queues(node, topic: str) -> list[int] | None:
+    """The cluster queue ids of `topic` this gateway leads, in order; None for a local topic."""
+    if not node.assigned(topic):
+        return None
+    return [q for q, a in enumerate(node.view.queues_of(topic)) if a is not None and a.leader == node.node_id]
+
+
+def translate(app, req):
+    """Rewrite the request's broker-local queue id to the cluster's; a refusal answer when this
+    gateway does not lead that many queues of the topic, else None."""
+    topic_field, qid_field = _COMPACT.get(req.code, ("topic", "queueId"))
+    fields = req.ext_fields
+    topic, local = fields.get(topic_field), fields.get(qid_field)
+    if not topic or local is None:
+        return None
+    try:
+        index = int(local)
+    except ValueError:
+        return None  # the handler reports it
+    if req.code in _SENDS and topic not in app.store.topics:
+        ensure_topic(app, topic)  # placed across the cluster now, so the send lands on a led queue
+    led = led_queues(app.ownership, topic)
+    if led is None or index < 0:
+        return None
+    if req.code in _SENDS and led and index >= len(led):
+        index %= len(led)
+    if index >= len(led):
+        return req.response(ResponseCode.NO_PERMISSION,
+                            remark=f"broker-{app.ownership.node_id} does not lead queue {index} of {topic} "
+                                   f"(it leads {len(led)}); refresh the route")
+    fields[qid_field] = str(led[index])
+    return None
+
+
+def restore(app, req, resp) -> None:
+    """A send's answer names the broker-local queue id the client asked for."""
+    if req.code not in _SENDS or resp is None or "queueId" not in resp.ext_fields:
+        return
+    topic = req.ext_fields.get(_COMPACT.get(req.code, ("topic",))[0])
+    led = led_queues(app.ownership, topic) if topic else None
+    if led is not None and int(resp.ext_fields["queueId"]) in led:
+        resp.ext_fields["queueId"] = str(led.index(int(resp.ext_fields["queueId"])))

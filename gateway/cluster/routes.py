@@ -1,0 +1,77 @@
+"""What a cluster member tells clients about the whole cluster: Kafka's brokers and partition
+leaders (Metadata, FindCoordinator) and RocketMQ's NameServer routes (one BrokerData per live
+gateway, QueueData for the queues it leads). Only used with --cluster (`app.ownership.clustered`)."""
+from __future__ import annotations
+
+from cluster.model import Member
+
+NONE, LEADER_NOT_AVAILABLE = 0, 5
+BROKER_NAME = "broker-{}"  # one RocketMQ broker name per gateway: broker-<node id>
+CLUSTER_NAME = "DefaultCluster"
+
+
+def kafka_broker(member: Member) -> dict:
+    return {"node_id": member.node_id, "broker_id": member.node_id, "host": member.host,
+            "port": member.kafka_port, "rack": None}
+
+
+def kafka_brokers(app) -> list[dict]:
+    return [kafka_broker(m) for _, m in sorted(app.ownership.live().items())]
+
+
+def controller_id(app) -> int:
+    return min(app.ownership.live(), default=app.ownership.node_id)
+
+
+def kafka_partitions(app, name: str, count: int) -> list[dict]:
+    """Each partition's leader, replicas, in-sync set and leader epoch; a partition whose leader is
+    not alive is LEADER_NOT_AVAILABLE (leader -1) until it has one again."""
+    node = app.ownership
+    live = node.live()
+    out = []
+    for p in range(count):
+        a = node.assignment(name, p)
+        if a is None:  # a local topic: this gateway serves its own copy
+            out.append({"error_code": NONE, "partition_index": p, "leader_id": node.node_id, "leader_epoch": -1,
+                        "replica_nodes": [node.node_id], "isr_nodes": [node.node_id], "offline_replicas": []})
+            continue
+        up = a.leader in live
+        out.append({"error_code": NONE if up else LEADER_NOT_AVAILABLE, "partition_index": p,
+                    "leader_id": a.leader if up else -1, "leader_epoch": a.epoch,
+                    "replica_nodes": list(a.replicas), "isr_nodes": [n for n in a.isr if n in live],
+                    "offline_replicas": [n for n in a.replicas if n not in live]})
+    return out
+
+
+def broker_name(node_id: int) -> str:
+    return BROKER_NAME.format(node_id)
+
+
+def broker_data(member: Member) -> dict:
+    return {"brokerAddrs": {"0": member.remoting_addr}, "brokerName": broker_name(member.node_id),
+            "cluster": CLUSTER_NAME, "enableActingMaster": False}
+
+
+def rocketmq_route(app, topic: str, cfg) -> dict:
+    """The topic's route: every live gateway's BrokerData; QueueData per broker leading queues of
+    it, with as many queues as it leads (RocketMQ numbers a broker's queues from 0: a member's
+    queue ids are its rank among the topic's queues it leads, see `local_queue_id`)."""
+    node = app.ownership
+    live = node.live()
+    if not node.assigned(topic):  # a local topic: every gateway has all its queues
+        leaders = {n: max(cfg.read_queues, cfg.write_queues) for n in live}
+    else:
+        leaders = {}
+        for a in node.view.queues_of(topic):
+            if a is not None and a.leader in live:
+                leaders[a.leader] = leaders.get(a.leader, 0) + 1
+    queue_datas = [{"brokerName": broker_name(n), "perm": cfg.perm, "readQueueNums": count, "writeQueueNums": count,
+                    "topicSysFlag": 0} for n, count in sorted(leaders.items())]
+    return {"brokerDatas": [broker_data(m) for _, m in sorted(live.items())], "filterServerTable": {},
+            "queueDatas": queue_datas}
+
+
+def cluster_info(app) -> dict:
+    live = app.ownership.live()
+    return {"brokerAddrTable": {broker_name(n): broker_data(m) for n, m in sorted(live.items())},
+            "clusterAddrTable": {CLUSTER_NAME: [broker_name(n) for n in sorted(live)]}}

@@ -1,0 +1,142 @@
+"""Joining the cluster at start (`join`, before the store opens: a node id held by a live gateway
+or a data dir of another node id stops the start) and the cluster service of a member: lease
+keep-alive, the view's watch, topics created elsewhere made in the local store, the lease
+revoked at shutdown so the others see this gateway leave at once."""
+from __future__ import annotations
+
+import logging
+import os
+
+import trio
+
+from cluster.coordination import Coordination, NodeIdTaken
+from cluster.etcd import Etcd, EtcdError
+from cluster.model import Member
+from cluster.view import ClusterView
+from gateway.cluster.offsets import OffsetMirror
+from gateway.cluster.ownership import ClusterNode, is_local_topic
+
+log = logging.getLogger("rocketgate.cluster")
+
+NODE_ID_FILE = "cluster-node-id"
+LEAVE_TIMEOUT = 3.0
+
+
+class JoinError(Exception):
+    """The gateway may not join (the message says why)."""
+
+
+def check_data_dir(data_dir: str, node_id: int) -> None:
+    """The data dir belongs to one node id: written at the first start, checked at every other."""
+    path = os.path.join(data_dir, NODE_ID_FILE)
+    try:
+        with open(path, encoding="ascii") as f:
+            owner = int(f.read().strip())
+    except FileNotFoundError:
+        owner = None
+    except (OSError, ValueError) as exc:
+        raise JoinError(f"cannot read {path}: {exc}") from None
+    if owner is not None and owner != node_id:
+        raise JoinError(f"data dir {data_dir!r} belongs to node id {owner}, not {node_id}")
+
+
+def claim_data_dir(data_dir: str, node_id: int) -> None:
+    path = os.path.join(data_dir, NODE_ID_FILE)
+    if not os.path.exists(path):
+        with open(path + ".tmp", "w", encoding="ascii") as f:
+            f.write(f"{node_id}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+
+
+async def join(config) -> ClusterNode:
+    """Register this gateway (its advertised address and ports) under a lease and load the cluster
+    state; JoinError when it may not."""
+    check_data_dir(config.data_dir, config.node_id)
+    etcd = Etcd.from_url(config.cluster)
+    coordination = Coordination(etcd)
+    member = Member(config.node_id, config.advertised, config.kafka_port, config.remoting_port)
+    try:
+        lease = await coordination.register(member, config.cluster_lease_ttl)
+        view = ClusterView(coordination)
+        await view.load()
+    except (NodeIdTaken, EtcdError) as exc:
+        await etcd.aclose()
+        raise JoinError(str(exc)) from None
+    claim_data_dir(config.data_dir, config.node_id)
+    node = ClusterNode(member, coordination, view, config.default_replication_factor)
+    node.lease = lease
+    log.info("cluster: joined as node %d (%s), live members %s", member.node_id, config.cluster, view.live())
+    return node
+
+
+class ClusterService:
+    """The background service of a member (after `join`)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.node: ClusterNode = app.ownership
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        node, ttl = self.node, self.app.config.cluster_lease_ttl
+        try:
+            async with trio.open_nursery() as nursery:
+                node.nursery = nursery
+                for fn, args in node.pending:
+                    nursery.start_soon(fn, *args)
+                node.pending.clear()
+                node.view.on_topic(self._make_local)
+                for name, record in list(node.view.topics.items()):
+                    self._make_local(name, record)
+                self._publish_unassigned()
+                mirror = OffsetMirror(self.app.offsets, node.coordination, node.view)
+                mirror.install()
+                await node.view.load()  # again, now that the offsets are heard
+                await nursery.start(mirror.run)
+                await nursery.start(node.view.run)
+                nursery.start_soon(lambda: node.coordination.keep_alive(node.lease, ttl, on_lost=self._rejoin))
+                task_status.started()
+        finally:
+            node.nursery = None
+            with trio.CancelScope(shield=True), trio.move_on_after(LEAVE_TIMEOUT):
+                try:
+                    await node.coordination.deregister(node.lease)
+                    log.info("cluster: node %d left", node.node_id)
+                except EtcdError as exc:
+                    log.warning("cluster: leaving failed (%s); the lease expires in %d s", exc, ttl)
+                await node.coordination.etcd.aclose()
+
+    async def _rejoin(self) -> int:
+        """The lease expired (etcd unreachable too long): register again, retrying until it works."""
+        node = self.node
+        while True:
+            try:
+                node.lease = await node.coordination.register(node.member, self.app.config.cluster_lease_ttl)
+                log.warning("cluster: node %d registered again", node.node_id)
+                return node.lease
+            except (NodeIdTaken, EtcdError) as exc:
+                log.error("cluster: cannot register again: %s", exc)
+                await trio.sleep(1.0)
+
+    def _make_local(self, name: str, record) -> None:
+        """A topic of the cluster exists in this gateway's store too (its queues' files are only
+        written by their owners); a grown queue count and a deletion are followed."""
+        topics = self.app.store.topics
+        cfg = topics.get(name)
+        if record is None:  # deleted in the cluster
+            if cfg is not None:
+                topics.delete(name)
+        elif cfg is None:
+            topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
+                          attributes=record.attributes)
+        elif max(cfg.read_queues, cfg.write_queues) < record.queues:
+            cfg.read_queues = cfg.write_queues = record.queues
+            topics.update(cfg)
+
+    def _publish_unassigned(self) -> None:
+        """Topics of this data dir that etcd does not know (made before joining): this node owns them."""
+        for name in self.app.store.topics.names():
+            cfg = self.app.store.topics.get(name)
+            if not is_local_topic(name) and name not in self.node.view.topics:
+                self.node.topic_created(cfg, replication_factor=1, members=[self.node.node_id])

@@ -1,0 +1,17 @@
+# A cluster of gateways (docs/cluster.md) keeps membership and queue assignment in etcd: Debian's
+# etcd-server, used by tests/cluster (a private etcd per test on free loopback ports) and by
+# `make local-cluster`. CI runs as root.
+.PHONY: cluster-etcd local-cluster cluster-long
+cluster-etcd:
+	@command -v etcd >/dev/null || { apt-get update -q && apt-get install -y -q etcd-server; }
+
+SETUP_TARGETS += cluster-etcd
+
+# N gateways + one etcd on this machine (CLUSTER_NODES, default 2), until Ctrl-C.
+CLUSTER_NODES ?= 2
+local-cluster: install cluster-etcd
+	$(PY) -m gateway.local_cluster --nodes $(CLUSTER_NODES)
+
+# The long cluster scenarios: Java Kafka and RocketMQ clients against 3 gateways.
+cluster-long: setup
+	CLUSTER_LONG=1 $(PY) -m pytest tests/cluster -q

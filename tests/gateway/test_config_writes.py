@@ -1,0 +1,118 @@
+"""The topic table, producer ids and the transactional-id table are written by the App's off-loop
+config writer: a change is not written on the event loop, and the calls that answer clients wait
+until it is on disk (or, for topics, until a write attempt failed: kept in memory and retried)."""
+import errno
+import json
+
+import store
+from gateway.kafka.txn import init_transactional
+from semantics.producer_state import CONFIG_NAME, ID_BLOCK, TXN_CONFIG
+from store.config import ConfigDir
+from tests.gateway.test_app_inprocess import run_app
+
+
+def _doc(tmp_path, name):
+    path = tmp_path / "data" / "config" / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _topics_on_disk(tmp_path):
+    return set((_doc(tmp_path, "topics.json") or {}).get("topicConfigTable", {}))
+
+
+def test_created_topic_is_written_off_loop_and_on_disk_when_topics_written_returns(tmp_path):
+    async def body(app):
+        await app.topics_written()  # the system topics of the first start
+        app.store.topics.create("Fresh", read_queues=3, write_queues=3)
+        during = _topics_on_disk(tmp_path)  # no await since the create: the loop did not write it
+        await app.topics_written()
+        return during, _topics_on_disk(tmp_path)
+
+    during, after = run_app(tmp_path, body)
+    assert "Fresh" not in during
+    assert "Fresh" in after
+
+
+def test_a_failed_topic_write_ends_the_wait_and_is_retried(tmp_path, monkeypatch):
+    real_write = ConfigDir.write
+    failures = []
+
+    def flaky_write(self, name, obj):
+        if name == "topics.json" and "Full" in obj["topicConfigTable"] and not failures:
+            failures.append(name)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(self, name, obj)
+
+    monkeypatch.setattr(ConfigDir, "write", flaky_write)
+
+    async def body(app):
+        app.store.topics.create("Full")
+        await app.topics_written()  # returns after the failed attempt: the topic stays in memory
+        failed = "Full" in _topics_on_disk(tmp_path)
+        app.store.topics.create("Later")
+        await app.topics_written()
+        return failed, _topics_on_disk(tmp_path), app.store.topics.get("Full") is not None
+
+    failed, after, in_memory = run_app(tmp_path, body)
+    assert failures == ["topics.json"]
+    assert not failed and in_memory
+    assert {"Full", "Later"} <= after
+
+
+def test_producer_ids_are_reserved_a_block_at_a_time_and_never_reused_after_a_restart(tmp_path):
+    async def first(app):
+        producers = app.kafka.producers
+        ids = [producers.allocate() for _ in range(3)]
+        await producers.reserved()
+        return ids, _doc(tmp_path, CONFIG_NAME + ".json")
+
+    ids, reserved = run_app(tmp_path, first)
+    assert ids == [ids[0], ids[0] + 1, ids[0] + 2]
+    assert reserved == {"next": ids[0] + ID_BLOCK}
+
+    async def second(app):
+        return app.kafka.producers.allocate()
+
+    assert run_app(tmp_path, second) == ids[0] + ID_BLOCK
+
+
+def test_init_transactional_answers_once_the_epoch_is_on_disk(tmp_path):
+    async def body(app):
+        first = await init_transactional(app, "tx-a", 60_000)
+        second = await init_transactional(app, "tx-a", 60_000)
+        return first, second, _doc(tmp_path, TXN_CONFIG + ".json")
+
+    first, second, table = run_app(tmp_path, body)
+    assert second["producer_id"] == first["producer_id"]
+    assert second["producer_epoch"] == first["producer_epoch"] + 1
+    assert table["tx-a"]["epoch"] == second["producer_epoch"]
+
+
+def test_a_store_opened_without_the_app_writes_topics_in_place(tmp_path):
+    st = store.open(str(tmp_path / "data"))
+    try:
+        st.topics.create("Direct")
+        assert "Direct" in _topics_on_disk(tmp_path)
+    finally:
+        st.close()
+
+
+def test_topics_created_through_both_protocols_survive_kill_9_right_after_the_answer(gateway_factory):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from client import Admin
+
+    g = gateway_factory(flush="sync")
+    kafka = AdminClient({"bootstrap.servers": f"127.0.0.1:{g.kafka_port}"})
+    for future in kafka.create_topics([NewTopic("ByKafka", 3, 1)]).values():
+        future.result(10)
+    admin = Admin(g.namesrv).start()
+    try:
+        admin.create_topic("ByRemoting", queues=2)
+    finally:
+        admin.shutdown()
+    g.kill9()
+    g.start()
+    kafka_topics = AdminClient({"bootstrap.servers": f"127.0.0.1:{g.kafka_port}"}).list_topics(timeout=10).topics
+    assert len(kafka_topics["ByKafka"].partitions) == 3
+    assert "ByRemoting" in kafka_topics
