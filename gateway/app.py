@@ -11,6 +11,8 @@ import security
 import store
 from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
+from gateway.grpc.common import GrpcState
+from gateway.grpc.telemetry import check_transaction as grpc_transaction_check
 from gateway.kafka.state import KafkaState
 from gateway.longpoll import ArrivalHub
 from gateway.ops.stats import GatewayStats
@@ -52,6 +54,7 @@ class App:
     flow: SendFlowControl  # send flow control: refuses (remoting) or throttles (Kafka) when the store is slow
     pop: PopEngine  # per-message consumption (RocketMQ POP; Kafka share groups later)
     pop_remoting: PopRemotingState
+    grpc: GrpcState = dataclasses.field(default_factory=GrpcState)  # gRPC clients' settings and telemetry streams
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
@@ -138,4 +141,5 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     )
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))
+    register_checker(app, "grpc", functools.partial(grpc_transaction_check, app))
     return app
