@@ -20,6 +20,7 @@ from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
 from gateway.grpc.route import topic_config
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
+from semantics import routing
 from semantics.pop import Receipt
 from semantics.retry import DEFAULT_MAX_RECONSUME_TIMES
 from semantics.sql92 import FilterSyntaxError, subscription_filter
@@ -112,7 +113,8 @@ class _Receive:
         m = delivery.message
         handle = receipt_handle(topic, qid, delivery.offset, pop_time)
         common = dict(topic=self.topic, receipt_handle=handle, invisible_ms=self.invisible,
-                      attempt=delivery.count, queue_offset=delivery.offset)
+                      attempt=delivery.count, queue_offset=delivery.offset,
+                      deliver_at=scheduled_at(self.app, m.properties))
         if m.sys_flag & INNER_BATCH_FLAG:
             records = inner_batch.records_as_messages(m)
             index = delivery.offset - m.queue_offset
@@ -121,6 +123,27 @@ class _Receive:
             record = records[index]
             return to_pb(m, body=record.body, properties=record.properties, **common)
         return to_pb(m, **common)
+
+
+def scheduled_at(app, props: dict) -> int:
+    """When a message that went through the schedule topic was due (epoch ms; 0: not delayed).
+    The delivered copy names its schedule entry (SCHEDULE_OFFSET), which holds the due time."""
+    where = props.get(routing.PROPERTY_SCHEDULE_OFFSET)
+    if not where:
+        return 0
+    q, _, offset = where.partition(":")
+    try:
+        read = app.store.read(routing.SCHEDULE_TOPIC, int(q), int(offset), max_count=1)
+    except ValueError:
+        return 0
+    for _, entry in read.entries:
+        due = entry.properties.get(routing.PROPERTY_START_DELIVER_TIME)
+        if due and due.isdigit():
+            return int(due)
+        level = entry.properties.get(routing.PROPERTY_DELAY)
+        if level and level.isdigit() and int(level) > 0:
+            return entry.store_timestamp + app.delay_levels.delay_ms(int(level))
+    return 0
 
 
 def _held(engine, receipts) -> bool:

@@ -36,7 +36,7 @@ def _prepare(ctx, msgs):
     cfg = topic_config(app, topic)
     if not cfg.perm & 2:
         raise RpcError(Code.FORBIDDEN, f"the topic[{topic}] sending is forbidden")
-    limit, born, out = app.config.max_message_bytes, _peer(ctx), []
+    limit, born, out, now = app.config.max_message_bytes, _peer(ctx), [], app.clock.now_ms()
     for m in msgs:
         if len(m.body) > limit:
             raise RpcError(Code.MESSAGE_BODY_TOO_LARGE, f"the message body size {len(m.body)} is over the limit {limit}")
@@ -44,8 +44,7 @@ def _prepare(ctx, msgs):
             raise RpcError(Code.MESSAGE_BODY_EMPTY, "the message body is empty")
         sp = m.system_properties
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
-        out.append(to_store(m, qid % cfg.write_queues, born))
-    now = app.clock.now_ms()
+        out.append(to_store(m, qid % cfg.write_queues, born, now))
     return [routing.route(m, now, app.delay_levels) for m in out]
 
 

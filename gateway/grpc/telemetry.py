@@ -113,7 +113,7 @@ async def check_transaction(app, producer_group: str, half, body: bytes) -> bool
     except ValueError:
         qid = 0
     message = to_pb(half, topic=topic, queue_id=qid)
-    command = s.TelemetryCommand(recover_orphaned_transaction_command=d.RecoverOrphanedTransactionCommand(
+    command = s.TelemetryCommand(recover_orphaned_transaction_command=s.RecoverOrphanedTransactionCommand(
         message=message, transaction_id=f"{half.queue_offset}:{half.physical_offset}"))
     try:
         random.choice(sessions).commands.send_nowait(command)
