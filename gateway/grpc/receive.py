@@ -179,6 +179,9 @@ async def receive_message(ctx, req, send):
     await send(s.ReceiveMessageResponse(status=ok()))
     for message in messages:
         await send(s.ReceiveMessageResponse(message=message))
+    sent_at = s.ReceiveMessageResponse()  # the SDKs measure delivery latency from it
+    sent_at.delivery_timestamp.FromMilliseconds(ctx.app.clock.now_ms())
+    await send(sent_at)
 
 
 @rpc("AckMessage")

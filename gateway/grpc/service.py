@@ -66,10 +66,20 @@ def _wrap(app, kind: str, fn, method):
     return serve
 
 
+# The SDKs export their client metrics (OpenTelemetry OTLP) to the endpoints the Settings name.
+OTLP_METRICS_EXPORT = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+
+
+async def drop_metrics(call) -> None:
+    """Accept an OTLP metrics export and drop it (an empty ExportMetricsServiceResponse)."""
+    await call.receive_one()
+    await call.send(b"")
+
+
 def methods(app) -> dict:
     """"/apache.rocketmq.v2.MessagingService/<Name>" -> transport handler."""
     service = s.DESCRIPTOR.services_by_name["MessagingService"]
-    table = {}
+    table = {OTLP_METRICS_EXPORT: drop_metrics}
     for method in service.methods:
         entry = RPCS.get(method.name)
         if entry is not None:

@@ -12,6 +12,7 @@ import trio
 from google.protobuf.message import DecodeError
 
 from codec.grpc import StatusCode
+from gateway.grpc import route
 from gateway.grpc.common import TELEMETRY_QUEUE, d, ok, rpc, s
 from gateway.grpc.messages import to_pb
 from gateway.grpc.transport import CallEnded
@@ -34,10 +35,14 @@ def _decode(payload: bytes):
     return command
 
 
-def applied_settings(app, client):
-    """The client's Settings completed with what the gateway applies."""
+def applied_settings(app, client, endpoints):
+    """The client's Settings completed with what the gateway applies. Metrics are on, exported to
+    the gateway itself (which drops them, gateway.grpc.service): the Python SDK's push consumer
+    needs a metrics provider."""
     out = d.Settings()
     out.CopyFrom(client)
+    out.metric.on = True
+    out.metric.endpoints.CopyFrom(endpoints)
     producer = client.client_type == d.ClientType.PRODUCER
     if not out.HasField("backoff_policy") or not out.backoff_policy.WhichOneof("strategy"):
         policy = out.backoff_policy
@@ -69,13 +74,13 @@ async def telemetry(ctx, call):
         first = _decode(payload)
     if first is None or first.WhichOneof("command") != "settings":
         raise CallEnded(StatusCode.INVALID_ARGUMENT, "the Telemetry stream must begin with the client's Settings")
-    await _on_command(app, session, call, first)
+    await _on_command(ctx, session, call, first)
     session.commands = commands
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_write_commands, call, outbound)
             while (payload := await call.receive()) is not None:
-                await _on_command(app, session, call, _decode(payload))
+                await _on_command(ctx, session, call, _decode(payload))
             nursery.cancel_scope.cancel()
     finally:
         if session.commands is commands:  # the client's last stream: forget it
@@ -88,13 +93,15 @@ async def _write_commands(call, outbound) -> None:
         await call.send(command.SerializeToString())
 
 
-async def _on_command(app, session, call, command) -> None:
+async def _on_command(ctx, session, call, command) -> None:
+    app = ctx.app
     kind = command.WhichOneof("command")
     if kind == "settings":
+        endpoints = route.endpoints(ctx, command.settings.access_point if command.settings.HasField("access_point") else None)
         session.settings = command.settings
         if command.settings.HasField("subscription"):
             session.group = command.settings.subscription.group.name
-        reply = s.TelemetryCommand(status=ok(), settings=applied_settings(app, command.settings))
+        reply = s.TelemetryCommand(status=ok(), settings=applied_settings(app, command.settings, endpoints))
         await call.send(reply.SerializeToString())
     elif kind is not None:
         log.debug("telemetry %s from client %s", kind, session.client_id)
