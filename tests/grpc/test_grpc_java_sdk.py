@@ -1,0 +1,63 @@
+"""The stock Java gRPC SDK rocketmq-client-java 5.x (compat/java/rocketmqgrpc, RocketGrpc) against
+the gateway's --grpc-port: producer (normal, FIFO, delay, transactions with a checker),
+SimpleConsumer receive / ack / change invisible duration, PushConsumer with a retry.
+The same program ran against Apache RocketMQ 5.5's proxy (tests/grpc/real_proxy.py) with these results."""
+import os
+
+import pytest
+
+from compat.jvm import ScenarioRun
+from grpc_sdk import GATEWAY_ARGS, GrpcGateway
+
+SCENARIOS = os.environ.get("GRPC_JAVA_SCENARIOS", "normal fifo delay transaction invisible push").split()
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("java-grpc")
+    gw = GrpcGateway(str(directory / "data"), GATEWAY_ARGS).start()
+    try:
+        yield ScenarioRun("rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jg", *SCENARIOS],
+                          os.path.join(str(directory), "logs"))
+    finally:
+        gw.stop()
+
+
+def test_normal_with_tags_keys_properties(java):
+    r = java["normal"]
+    assert sorted(m["body"] for m in r["received"]) == [f"m{i}" for i in range(0, 10, 2)]
+    for m in r["received"]:
+        n = int(m["body"][1:])
+        assert m["tag"] == "TA" and m["keys"] == [f"k{n}"] and m["id_matches"] and m["attempt"] == 1
+    assert r["after_ack"] == 0
+
+
+def test_fifo_in_order(java):
+    r = java["fifo"]
+    assert r["bodies"] == [str(i) for i in range(20)]
+    assert r["group"] == "order-1"
+
+
+def test_delay(java):
+    r = java["delay"]
+    assert r["early"] == 0 and r["bodies"] == ["later"] and r["on_time"] and r["delivery_timestamp_matches"]
+
+
+def test_transactions_with_check_back(java):
+    r = java["transaction"]
+    assert r["half_visible"] == 0
+    assert r["bodies"] == ["checked", "committed"]
+    assert r["checked"] == ["checked"]
+    assert r["after"] == []
+
+
+def test_change_invisible_duration(java):
+    r = java["invisible"]
+    assert r["first"] == 2 and r["again"] == ["y"] and r["again_attempt"] == 2 and r["more"] == 0
+
+
+def test_push_consumer_with_a_retry(java):
+    seen = java["push"]["seen"]
+    assert seen.pop("retry-me") >= 2
+    assert seen == {f"p{i}": 1 for i in range(5)}
