@@ -27,6 +27,7 @@ from semantics.sql92 import FilterSyntaxError, subscription_filter
 
 MAX_BATCH = 32
 AUTO_RENEW_INVISIBLE_MS = 60_000  # push consumers ask the server to renew; they get a long lease instead
+MIN_INVISIBLE_MS = 10_000  # the RocketMQ proxy's minInvisibleTimeMillsForRecv
 DEADLINE_MARGIN = 0.3  # seconds: answer a long poll this long before the call's deadline
 MAX_POLL_S = 30.0
 
@@ -77,9 +78,10 @@ class _Receive:
         self.invisible = _millis(req.invisible_duration) if req.HasField("invisible_duration") else 0
         if req.auto_renew and self.invisible <= 0:
             self.invisible = AUTO_RENEW_INVISIBLE_MS
-        if not 0 < self.invisible <= MAX_INVISIBLE_MS:
-            raise RpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {self.invisible} ms is out of "
-                                                        f"range (0, {MAX_INVISIBLE_MS}]")
+        if self.invisible < MIN_INVISIBLE_MS:
+            raise RpcError(Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is too small. min is {MIN_INVISIBLE_MS}")
+        if self.invisible > MAX_INVISIBLE_MS:
+            raise RpcError(Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is too large. max is {MAX_INVISIBLE_MS}")
         self.subscription = _filter(req.filter_expression)
         self.poll_s = min(_millis(req.long_polling_timeout) / 1000, MAX_POLL_S)
 

@@ -115,7 +115,10 @@ class GrpcConnection:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
                 while not self.closed:
-                    data = await self.stream.receive_some(READ_SIZE)
+                    try:
+                        data = await self.stream.receive_some(READ_SIZE)
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        break
                     if not data:
                         break
                     try:
@@ -230,7 +233,8 @@ class GrpcConnection:
                 except CallEnded as exc:
                     status, message = exc.status, exc.message
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    raise
+                    self._lost()
+                    return
                 except Exception as exc:  # a bug in one method must not end the connection
                     log.exception("gRPC method %s failed", call.path)
                     status, message = StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
@@ -280,6 +284,16 @@ class GrpcConnection:
     async def flush(self) -> None:
         async with self._send_lock:
             data = self.h2.data_to_send()
-            if data:
-                await self.stream.send_all(data)
+            if data and not self.closed:
+                try:
+                    await self.stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._lost()
+
+    def _lost(self) -> None:
+        """The peer is gone: end the connection (every call with it)."""
+        self.closed = True
+        nursery = getattr(self, "nursery", None)
+        if nursery is not None:
+            nursery.cancel_scope.cancel()
 

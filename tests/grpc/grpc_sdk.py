@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from gateway_process import GatewayProcess, free_port, wait_port
@@ -23,6 +24,17 @@ class GrpcGateway(GatewayProcess):
         super().start()
         wait_port(self.grpc_port)
         return self
+
+
+def start_target(data_dir: str, topics: dict, fifo_groups=()):
+    """The gateway with --grpc-port; with GRPC_TARGET=proxy, Apache RocketMQ's own proxy instead (to
+    check a test against the real thing), with `topics` (name -> message type) created first."""
+    if os.environ.get("GRPC_TARGET") == "proxy":
+        from real_proxy import RealProxy
+        proxy = RealProxy(data_dir).start()
+        proxy.create_topics(topics, fifo_groups)
+        return proxy
+    return GrpcGateway(data_dir, GATEWAY_ARGS).start()
 
 
 def config(endpoints: str):

@@ -8,16 +8,21 @@ import time
 
 import pytest
 
-from grpc_sdk import GATEWAY_ARGS, GrpcGateway, config, message, receive_all
+from grpc_sdk import config, message, receive_all, start_target
 
 rocketmq = pytest.importorskip("rocketmq")
 from rocketmq import (ConsumeResult, FilterExpression, MessageListener, Producer, PushConsumer,  # noqa: E402
                       SimpleConsumer, TransactionChecker, TransactionResolution)
 
 
+TOPICS = {"py-normal": "NORMAL", "py-fifo": "FIFO", "py-fifo-hold": "FIFO", "py-delay": "DELAY",
+          "py-invisible": "NORMAL", "py-tx": "TRANSACTION", "py-push": "NORMAL"}
+
+
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory):
-    g = GrpcGateway(str(tmp_path_factory.mktemp("grpc") / "data"), GATEWAY_ARGS).start()
+    g = start_target(str(tmp_path_factory.mktemp("grpc") / "data"), TOPICS,
+                     ["py-fifo-g", "py-fifo-hold-g"])
     yield g
     g.stop()
 
@@ -107,9 +112,9 @@ def test_change_invisible_duration_and_redelivery(gw):
     try:
         p.send(message("py-invisible", b"x"))
         p.send(message("py-invisible", b"y"))
-        got = {m.body: m for m in receive_all(c, 2, invisible=2, ack=False)}
-        c.change_invisible_duration(got[b"x"], 60)  # x stays invisible; y comes back after 2 s
-        again = receive_all(c, 1, invisible=30, timeout=15)
+        got = {m.body: m for m in receive_all(c, 2, invisible=10, ack=False)}
+        c.change_invisible_duration(got[b"x"], 60)  # x stays invisible; y comes back after 10 s (the least)
+        again = receive_all(c, 1, invisible=30, timeout=25)
         assert [m.body for m in again] == [b"y"]
         assert again[0].delivery_attempt == 2
         time.sleep(1)
