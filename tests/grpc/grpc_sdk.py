@@ -7,8 +7,8 @@ import time
 
 from gateway_process import GatewayProcess, free_port, wait_port
 
-# Quick transaction check-back for the checker tests (the SDK's first check comes after these).
-GATEWAY_ARGS = ["--transaction-timeout-ms", "4000", "--transaction-check-interval-ms", "1000"]
+# A quick transaction check-back for the checker tests, but after a receive's long poll ends.
+GATEWAY_ARGS = ["--transaction-timeout-ms", "8000", "--transaction-check-interval-ms", "1000"]
 
 
 class GrpcGateway(GatewayProcess):

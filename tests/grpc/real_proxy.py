@@ -47,7 +47,7 @@ class RealProxy:
                   "namesrvAddr": f"127.0.0.1:{self.namesrv_port}", "storePathRootDir": store,
                   "storePathCommitLog": os.path.join(store, "commitlog"), "autoCreateTopicEnable": "true",
                   "autoCreateSubscriptionGroup": "true", "defaultTopicQueueNums": "4",
-                  "transactionTimeOut": "4000", "transactionCheckInterval": "1000",
+                  "transactionTimeOut": "8000", "transactionCheckInterval": "1000",
                   "diskMaxUsedSpaceRatio": "95", "enablePropertyFilter": "true"}
         with open(os.path.join(w, "broker.conf"), "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in broker.items())

@@ -94,7 +94,6 @@ def test_delay_by_delivery_timestamp(gw):
     try:
         due_s = int(time.time()) + 3
         p.send(message("py-delay", b"later", deliver_at=due_s))
-        assert c.receive(16, 30) == []
         got = receive_all(c, 1, timeout=20)
         assert [m.body for m in got] == [b"later"]
         assert time.time() >= due_s
