@@ -209,7 +209,7 @@ async def _serve(app: App, bound: dict | None = None, http=None) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let busy connections finish their request
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
-    from gateway.grpc import handle_connection as grpc_handler
+    from gateway.grpc.connection import handle_connection as grpc_handler
     from gateway.remoting import handle_connection as remoting_handler
 
     handlers = {"kafka": kafka_handler, "remoting": remoting_handler, "grpc": grpc_handler}

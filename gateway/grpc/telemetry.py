@@ -12,9 +12,9 @@ import trio
 from google.protobuf.message import DecodeError
 
 from codec.grpc import StatusCode
-from gateway.grpc import route
 from gateway.grpc.common import TELEMETRY_QUEUE, d, ok, rpc, s
 from gateway.grpc.messages import to_pb
+from gateway.grpc.route import endpoints as endpoints_of
 from gateway.grpc.transport import CallEnded
 from semantics import routing
 
@@ -97,7 +97,7 @@ async def _on_command(ctx, session, call, command) -> None:
     app = ctx.app
     kind = command.WhichOneof("command")
     if kind == "settings":
-        endpoints = route.endpoints(ctx, command.settings.access_point if command.settings.HasField("access_point") else None)
+        endpoints = endpoints_of(ctx, command.settings.access_point if command.settings.HasField("access_point") else None)
         session.settings = command.settings
         if command.settings.HasField("subscription"):
             session.group = command.settings.subscription.group.name

@@ -141,3 +141,19 @@ def test_oversized_request_is_resource_exhausted(server):
 def test_many_concurrent_calls(server):
     futures = [server.unary_unary("/t.T/echo").future(str(i).encode(), timeout=20) for i in range(200)]
     assert [f.result() for f in futures] == [str(i).encode() for i in range(200)]
+
+
+def test_http2_frame_tracker_sees_partial_frames():
+    from gateway.grpc.connection import Http2FrameTracker
+    t = Http2FrameTracker()
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+    data = b"\x00\x00\x05\x00\x00\x00\x00\x00\x01hello"
+    t.received(preface + settings, 1.0)
+    assert t.partial_since(5.0) == 0.0
+    t.received(data[:7], 2.0)  # half a frame header
+    assert t.partial_since(5.0) == 3.0
+    t.received(data[7:12], 3.0)  # the header whole, part of the payload
+    assert t.partial_since(5.0) == 3.0
+    t.received(data[12:], 4.0)
+    assert t.partial_since(5.0) == 0.0
