@@ -51,6 +51,7 @@ def _wrap(app, kind: str, fn, method):
         return bidi
 
     async def serve(call):
+        call.defer_flush = True
         request = _decode(req_cls, await call.receive_one())
         ctx = Context(app, call)
         try:

@@ -55,6 +55,9 @@ class Call:
         self.arrived = trio.Event()
         self.window = trio.Event()
         self.headers_sent = False
+        # Unary and server-streaming methods leave their responses to the flush that sends the
+        # trailers: one write per call (two small writes would meet Nagle and delayed ACKs).
+        self.defer_flush = False
         self.closed = False  # trailers sent or stream reset
         self.scope = trio.CancelScope()
 
@@ -279,7 +282,8 @@ class GrpcConnection:
                 continue
             h.send_data(call.stream_id, bytes(view[:window]))
             view = view[window:]
-        await self.flush()
+        if not call.defer_flush:
+            await self.flush()
 
     async def flush(self) -> None:
         async with self._send_lock:

@@ -30,7 +30,7 @@ def start_target(data_dir: str, topics: dict, fifo_groups=()):
     """The gateway with --grpc-port; with GRPC_TARGET=proxy, Apache RocketMQ's own proxy instead (to
     check a test against the real thing), with `topics` (name -> message type) created first."""
     if os.environ.get("GRPC_TARGET") == "proxy":
-        from real_proxy import RealProxy
+        from bench.grpc_proxy import RealProxy
         proxy = RealProxy(data_dir).start()
         proxy.create_topics(topics, fifo_groups)
         return proxy

@@ -1,7 +1,7 @@
 """The stock Java gRPC SDK rocketmq-client-java 5.x (compat/java/rocketmqgrpc, RocketGrpc) against
 the gateway's --grpc-port: producer (normal, FIFO, delay, transactions with a checker),
 SimpleConsumer receive / ack / change invisible duration, PushConsumer with a retry.
-The same program ran against Apache RocketMQ 5.5's proxy (tests/grpc/real_proxy.py) with these results."""
+The same program ran against Apache RocketMQ 5.5's proxy (bench/grpc_proxy.py, GRPC_TARGET=proxy) with these results."""
 import os
 
 import pytest

@@ -11,6 +11,7 @@ import pytest
 from grpc_sdk import config, message, receive_all, start_target
 
 rocketmq = pytest.importorskip("rocketmq")
+pytestmark = pytest.mark.timeout(900)  # the module fixture may start a real proxy (GRPC_TARGET=proxy)
 from rocketmq import (ConsumeResult, FilterExpression, MessageListener, Producer, PushConsumer,  # noqa: E402
                       SimpleConsumer, TransactionChecker, TransactionResolution)
 

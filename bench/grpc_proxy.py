@@ -1,6 +1,6 @@
 """Apache RocketMQ 5.x name server + proxy in local mode (the broker inside the proxy), from the
 Maven-resolved classpath of compat/java/rocketmqproxy: the real gRPC endpoint the SDK tests were
-validated against (GRPC_TARGET=proxy) and the gRPC benchmark compares with."""
+validated against (tests/grpc with GRPC_TARGET=proxy) and the gRPC benchmark compares with."""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,16 @@ import signal
 import subprocess
 import time
 
+from bench.brokers import _port_open, free_port
 from compat.jvm import classpath
-from gateway_process import free_port, wait_port
+
+
+def wait_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not _port_open(port):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"port {port} did not open")
+        time.sleep(0.2)
 
 
 class RealProxy:
