@@ -82,6 +82,11 @@ class RealProxy:
             r = run_tool("rocketmqtools", MQADMIN, ["updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", topic,
                                                     "-r", "4", "-w", "4", "-a", f"+message.type={kind}"], logs)
             assert r.returncode == 0, r.stdout + r.stderr
+        for topic in topics:  # the broker registers the new topic with the name server a little later
+            deadline = time.monotonic() + 90
+            while run_tool("rocketmqtools", MQADMIN, ["topicRoute", "-n", ns, "-t", topic], logs).returncode != 0:
+                assert time.monotonic() < deadline, f"topic {topic} never got a route"
+                time.sleep(2)
         for group in [f"{t}-g" for t in topics]:
             r = run_tool("rocketmqtools", MQADMIN, ["updateSubGroup", "-n", ns, "-c", "DefaultCluster", "-g", group,
                                                     "-o", "true" if group in fifo_groups else "false"], logs)
