@@ -51,7 +51,8 @@ def report(results: dict, args) -> str:
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {args.messages} messages of "
              f"{args.body_bytes} bytes, {args.threads} sending threads (synchronous sends), then one "
              "SimpleConsumer receiving batches of 32 and acknowledging asynchronously. Same machine "
-             "(2 cores) for the server and the client; async flush on both.", "",
+             "(2 cores, shared with other work, so figures vary between runs) for the server and the client; "
+             "async flush on both.", "",
              "| server | send TPS | send p50 ms | send p99 ms | receive TPS | received | send failures |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in results.items():
