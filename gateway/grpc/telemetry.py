@@ -36,13 +36,14 @@ def _decode(payload: bytes):
 
 
 def applied_settings(app, client, endpoints):
-    """The client's Settings completed with what the gateway applies. Metrics are on, exported to
-    the gateway itself (which drops them, gateway.grpc.service): the Python SDK's push consumer
-    needs a metrics provider."""
+    """The client's Settings completed with what the gateway applies. Push consumers get metrics
+    on, exported to the gateway itself (which drops them, gateway.grpc.service): the Python SDK's
+    push consumer fails without a metrics provider."""
     out = d.Settings()
     out.CopyFrom(client)
-    out.metric.on = True
-    out.metric.endpoints.CopyFrom(endpoints)
+    if client.client_type in (d.ClientType.PUSH_CONSUMER, d.ClientType.LITE_PUSH_CONSUMER):
+        out.metric.on = True
+        out.metric.endpoints.CopyFrom(endpoints)
     producer = client.client_type == d.ClientType.PRODUCER
     if not out.HasField("backoff_policy") or not out.backoff_policy.WhichOneof("strategy"):
         policy = out.backoff_policy
