@@ -92,9 +92,7 @@ def test_long_poll_answers_before_the_deadline(stub):
                                   message_queue=d.MessageQueue(topic=d.Resource(name="bad-poll"), id=-1), batch_size=1)
     req.invisible_duration.FromSeconds(30)
     req.long_polling_timeout.FromSeconds(20)
-    start = time.monotonic()
-    got = list(stub.ReceiveMessage(req, timeout=2))
-    assert time.monotonic() - start < 2
+    got = list(stub.ReceiveMessage(req, timeout=2))  # after the deadline it would be DEADLINE_EXCEEDED
     assert [r.status.code for r in got] == [d.Code.MESSAGE_NOT_FOUND]
 
 
