@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from gateway.grpc.service import methods
+from gateway.grpc.tls import secure
 from gateway.grpc.transport import GrpcConnection
 
 
@@ -41,7 +42,10 @@ class Http2FrameTracker:
 
 async def handle_connection(conn, app) -> None:
     conn.frames = Http2FrameTracker()
-    await GrpcConnection(conn, methods(app), max_message_size=max_request_size(app)).serve()
+    stream = await secure(conn, app.config)
+    if stream is None:
+        return
+    await GrpcConnection(stream, methods(app), max_message_size=max_request_size(app), socket=conn.socket).serve()
 
 
 def max_request_size(app) -> int:

@@ -24,7 +24,7 @@ def endpoints(ctx, asked=None):
     if asked is not None and asked.addresses:
         return asked
     host = ctx.app.config.advertised
-    port = ctx.call.conn.stream.socket.getsockname()[1]
+    port = ctx.call.conn.socket.getsockname()[1]
     return d.Endpoints(scheme=_scheme(host), addresses=[d.Address(host=host, port=port)])
 
 

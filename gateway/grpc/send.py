@@ -17,7 +17,7 @@ from semantics.transactions import EndResult
 
 def _peer(ctx) -> tuple:
     try:
-        host, port = ctx.call.conn.stream.socket.getpeername()[:2]
+        host, port = ctx.call.conn.socket.getpeername()[:2]
         return host, port
     except (OSError, AttributeError):
         return "127.0.0.1", 0

@@ -97,8 +97,9 @@ class GrpcConnection:
     """Serves one HTTP/2 connection; `methods` maps "/package.Service/Method" to an async
     `handler(call)` returning None (the status is OK) or raising CallEnded."""
 
-    def __init__(self, stream, methods: dict, *, max_message_size: int) -> None:
+    def __init__(self, stream, methods: dict, *, max_message_size: int, socket=None) -> None:
         self.stream = stream
+        self.socket = socket if socket is not None else getattr(stream, "socket", None)  # the TCP socket
         self.methods = methods
         self.max_message_size = max_message_size
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True)

@@ -63,3 +63,20 @@ def test_push_consumer_with_a_retry(java):
     seen = java["push"]["seen"]
     assert seen.pop("retry-me") >= 2
     assert seen == {f"p{i}": 1 for i in range(5)}
+
+
+def test_tls_and_plaintext_on_one_port(tmp_path):
+    """With --tls-cert/--tls-key the Java SDK's default (TLS) works, and plaintext clients still do."""
+    from tests.security.certs import make_certs
+    from grpc_sdk import GrpcGateway
+    certs = make_certs(str(tmp_path / "certs"))
+    gw = GrpcGateway(str(tmp_path / "data"), ["--tls-cert", certs.server_cert, "--tls-key", certs.server_key]).start()
+    try:
+        tls = ScenarioRun("rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jt", "ssl", "normal"],
+                          os.path.join(str(tmp_path), "logs"))
+        plain = ScenarioRun("rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jp", "normal"],
+                            os.path.join(str(tmp_path), "logs-plain"))
+    finally:
+        gw.stop()
+    for run in (tls, plain):
+        assert sorted(m["body"] for m in run["normal"]["received"]) == [f"m{i}" for i in range(0, 10, 2)]

@@ -39,6 +39,10 @@ public final class RocketGrpc {
         for (int i = 2; i < args.length; i++) {
             String s = args[i];
             switch (s) {
+                case "ssl":  // the SDK's default: TLS (the certificate is not verified by the SDK)
+                    cfg = ClientConfiguration.newBuilder().setEndpoints(args[0])
+                        .setRequestTimeout(Duration.ofSeconds(5)).build();
+                    break;
                 case "normal": Out.run(s, RocketGrpc::normal); break;
                 case "fifo": Out.run(s, RocketGrpc::fifo); break;
                 case "delay": Out.run(s, RocketGrpc::delay); break;
