@@ -12,6 +12,8 @@ import store
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
 from gateway.flush import AsyncFlush, GroupCommit
+from gateway.grpc.common import GrpcState
+from gateway.grpc.telemetry import check_transaction as grpc_transaction_check
 from gateway.kafka.state import KafkaState
 from gateway.longpoll import ArrivalHub
 from gateway.ops.stats import GatewayStats
@@ -56,6 +58,7 @@ class App:
     pop: PopEngine  # per-message consumption (RocketMQ POP; Kafka share groups later)
     pop_remoting: PopRemotingState
     replication: ReplicaManager  # roles of replicated queues, ISR, high watermarks (docs/internals.md)
+    grpc: GrpcState = dataclasses.field(default_factory=GrpcState)  # gRPC clients' settings and telemetry streams
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
     # which queues this gateway serves: all of them alone, its own in a cluster (docs/cluster.md)
     ownership: object = SINGLE_NODE
@@ -165,6 +168,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))
     # A queue this node starts leading may hold batches it copied: rebuild their producer state.
     app.replication.on_leader = lambda topic, _qid: app.kafka.producers.forget_topic(topic)
+    register_checker(app, "grpc", functools.partial(grpc_transaction_check, app))
     return app
 
 

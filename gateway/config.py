@@ -16,6 +16,7 @@ class GatewayConfig:
     host: str = "127.0.0.1"
     kafka_port: int = 9092
     remoting_port: int = 9876
+    grpc_port: int | None = None  # RocketMQ 5 gRPC (gateway.grpc); off when None
     http_port: int | None = None  # /metrics, /healthz, /readyz, /api (gateway.ops); off when None
     flush: str = "async"
     # Address clients are told to connect back to; defaults to host.
@@ -133,6 +134,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--host", default=d.host)
     p.add_argument("--kafka-port", type=_port, default=d.kafka_port)
     p.add_argument("--remoting-port", type=_port, default=d.remoting_port)
+    p.add_argument("--grpc-port", type=_port, default=None,
+                   help="serve RocketMQ 5's gRPC protocol (rocketmq-clients SDKs) on this port (off by default)")
     p.add_argument("--http-port", type=_port, default=None,
                    help="serve /metrics, /healthz, /readyz and the admin API on this port (off by default)")
     p.add_argument("--flush", choices=["async", "sync"], default=d.flush)

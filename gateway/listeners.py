@@ -71,11 +71,12 @@ def parse_listener(text: str) -> Listener:
 
 
 def endpoints(config) -> list[Listener]:
-    """Every port to bind: the Kafka port, the extra Kafka listeners, the remoting port."""
+    """Every port to bind: the Kafka port, the extra Kafka listeners, the remoting port, the gRPC port."""
     main = Listener(config.kafka_security_protocol, config.kafka_security_protocol, config.host, config.kafka_port)
     remoting = Listener("REMOTING", "SSL" if config.remoting_tls else "PLAINTEXT", config.host,
                         config.remoting_port, "remoting")
-    return [main, *config.listeners, remoting]
+    grpc = [] if config.grpc_port is None else [Listener("GRPC", "PLAINTEXT", config.host, config.grpc_port, "grpc")]
+    return [main, *config.listeners, remoting, *grpc]
 
 
 def is_loopback(host: str) -> bool:
@@ -92,6 +93,8 @@ def authenticates(listener: Listener, config) -> bool:
     port with `--authorizer acl` (signed requests)."""
     if listener.kind == "remoting":
         return config.authorizer == "acl"
+    if listener.kind == "grpc":
+        return False  # no gRPC authentication yet: loopback or --allow-anonymous
     return listener.sasl or (listener.protocol == "SSL" and bool(config.tls_ca))
 
 

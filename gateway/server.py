@@ -55,7 +55,7 @@ async def _bind_all(config: GatewayConfig) -> dict:
     bound = {}
     try:
         for listener in endpoints(config):
-            name = listener.kind if listener.kind == "remoting" else f"kafka ({listener.name})"
+            name = listener.kind if listener.kind != "kafka" else f"kafka ({listener.name})"
             bound[listener] = await _bind(listener.host, name, listener.port)
     except StartupError:
         _close_all(bound)
@@ -88,9 +88,10 @@ async def _serve(app: App, bound: dict | None = None, http=None) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let busy connections finish their request
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
+    from gateway.grpc.connection import handle_connection as grpc_handler
     from gateway.remoting import handle_connection as remoting_handler
 
-    handlers = {"kafka": kafka_handler, "remoting": remoting_handler}
+    handlers = {"kafka": kafka_handler, "remoting": remoting_handler, "grpc": grpc_handler}
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         if bound is None:
             bound = await _bind_all(app.config)

@@ -1,0 +1,98 @@
+"""SendMessage (normal, FIFO, delay by delivery timestamp, transactional), EndTransaction and
+RecallMessage. A send is routed like every other (semantics.routing: delayed messages to the
+schedule topic, transactional ones to the half topic), appended, and answered once durable in
+sync-flush mode. A transactional send answers a transaction id "<half offset>:<CommitLog offset>"
+that EndTransaction (or a check-back's answer) names the half message by."""
+from __future__ import annotations
+
+import random
+
+import store
+from gateway.grpc.common import Code, RpcError, ok, rpc, s, status
+from gateway.grpc.messages import to_store
+from gateway.grpc.route import topic_config
+from semantics import routing
+from semantics.transactions import EndResult
+
+
+def _peer(ctx) -> tuple:
+    try:
+        host, port = ctx.call.conn.socket.getpeername()[:2]
+        return host, port
+    except (OSError, AttributeError):
+        return "127.0.0.1", 0
+
+
+def _prepare(ctx, msgs):
+    app = ctx.app
+    busy = app.flow.refusal(None)
+    if busy:
+        raise RpcError(Code.TOO_MANY_REQUESTS, busy)
+    if not msgs:
+        raise RpcError(Code.BAD_REQUEST, "no message to send")
+    topic = msgs[0].topic.name
+    if any(m.topic.name != topic for m in msgs):
+        raise RpcError(Code.BAD_REQUEST, "the messages of one send must share a topic")
+    cfg = topic_config(app, topic)
+    if not cfg.perm & 2:
+        raise RpcError(Code.FORBIDDEN, f"the topic[{topic}] sending is forbidden")
+    limit, born, out, now = app.config.max_message_bytes, _peer(ctx), [], app.clock.now_ms()
+    for m in msgs:
+        if len(m.body) > limit:
+            raise RpcError(Code.MESSAGE_BODY_TOO_LARGE, f"the message body size {len(m.body)} is over the limit {limit}")
+        if not m.body:
+            raise RpcError(Code.MESSAGE_BODY_EMPTY, "the message body is empty")
+        sp = m.system_properties
+        qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
+        out.append(to_store(m, qid % cfg.write_queues, born, now))
+    return [routing.route(m, now, app.delay_levels) for m in out]
+
+
+def _append_error(exc: store.StoreError) -> RpcError:
+    if isinstance(exc, store.MessageTooLarge):
+        return RpcError(Code.MESSAGE_BODY_TOO_LARGE, str(exc))
+    return RpcError(Code.INTERNAL_SERVER_ERROR, str(exc))
+
+
+@rpc("SendMessage")
+async def send_message(ctx, req):
+    app = ctx.app
+    msgs = _prepare(ctx, list(req.messages))
+    try:
+        results = app.store.append_many(msgs) if len(msgs) > 1 else [app.store.append(msgs[0])]
+    except store.StoreError as exc:
+        raise _append_error(exc) from None
+    await app.durable(results[-1].end_offset)
+    entries = []
+    for sent, m, r in zip(req.messages, msgs, results):
+        tx = f"{r.queue_offset}:{r.physical_offset}" if m.topic == routing.HALF_TOPIC else ""
+        entries.append(s.SendResultEntry(status=ok(), message_id=sent.system_properties.message_id,
+                                         transaction_id=tx, offset=r.queue_offset))
+    return s.SendMessageResponse(status=ok(), entries=entries)
+
+
+def parse_transaction_id(text: str) -> tuple[int, int]:
+    half, sep, phys = text.partition(":")
+    if not sep or not half.isdigit() or not phys.isdigit():
+        raise RpcError(Code.INVALID_TRANSACTION_ID, f"transaction id {text!r} names no half message")
+    return int(half), int(phys)
+
+
+@rpc("EndTransaction")
+async def end_transaction(ctx, req):
+    app = ctx.app
+    half_offset, phys = parse_transaction_id(req.transaction_id)
+    if req.resolution not in (1, 2):  # COMMIT, ROLLBACK; unspecified leaves it to the check-back
+        return s.EndTransactionResponse(status=ok("left to the check-back"))
+    outcome, result = app.transactions.end(half_offset, req.resolution == 1, None, phys)
+    if outcome in (EndResult.NOT_FOUND, EndResult.MISMATCH):
+        raise RpcError(Code.INVALID_TRANSACTION_ID, f"transaction {req.transaction_id}: {outcome.value}")
+    if result is not None:
+        await app.durable(result.end_offset)
+    return s.EndTransactionResponse(status=ok(outcome.value))
+
+
+@rpc("RecallMessage")
+async def recall_message(ctx, req):
+    return s.RecallMessageResponse(status=status(Code.UNSUPPORTED, "recalling a delayed message is not supported "
+                                                                   "by this gateway yet"))

@@ -1,0 +1,18 @@
+# RocketMQ 5 gRPC (gateway/grpc). The apache.rocketmq.v2 message classes come from the PyPI package
+# rocketmq-python-client (pyproject.toml), so nothing is generated here; the Java SDK
+# (compat/java/rocketmqgrpc) and Apache RocketMQ's proxy (compat/java/rocketmqproxy) are built by
+# compat-jars.
+.PHONY: grpc-proxy-check grpc-fuzz grpc-bench
+
+# The gRPC SDK tests against Apache RocketMQ 5.5's own proxy (local mode) instead of the gateway:
+# how the tests' expectations are checked against the real thing.
+grpc-proxy-check: setup
+	GRPC_TARGET=proxy $(PY) -m pytest tests/grpc/test_grpc_python_sdk.py tests/grpc/test_grpc_java_sdk.py -q
+
+# The gRPC port's seeded fuzzer, longer (FUZZ_FRAMES, FUZZ_SEED as `make fuzz`).
+grpc-fuzz: install
+	FUZZ_FRAMES=$(FUZZ_FRAMES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest tests/grpc/test_grpc_fuzz.py -q
+
+# Send/receive TPS and p99 send latency of the Java gRPC SDK: gateway vs Apache RocketMQ's proxy.
+grpc-bench: setup
+	$(PY) -m bench.grpc_bench $(GRPC_BENCH_ARGS)

@@ -1,0 +1,26 @@
+"""--grpc-port: off when absent; a gRPC listener on --host when given; refused on a non-loopback
+address without --allow-anonymous (the gRPC port has no authentication yet)."""
+import pytest
+
+from gateway.config import parse_args
+from gateway.listeners import endpoints
+
+
+def test_off_by_default():
+    cfg = parse_args([])
+    assert cfg.grpc_port is None
+    assert [lst.kind for lst in endpoints(cfg)] == ["kafka", "remoting"]
+
+
+def test_grpc_listener():
+    cfg = parse_args(["--grpc-port", "18081"])
+    grpc = [lst for lst in endpoints(cfg) if lst.kind == "grpc"]
+    assert len(grpc) == 1 and grpc[0].port == 18081 and grpc[0].host == "127.0.0.1"
+
+
+def test_non_loopback_needs_allow_anonymous(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--host", "0.0.0.0", "--grpc-port", "18081", "--authorizer", "acl",
+                    "--kafka-security-protocol", "SASL_PLAINTEXT"])
+    assert "grpc" in capsys.readouterr().err
+    assert parse_args(["--host", "0.0.0.0", "--grpc-port", "1", "--allow-anonymous"]).grpc_port == 1
