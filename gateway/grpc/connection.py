@@ -9,15 +9,25 @@ from gateway.grpc.transport import GrpcConnection
 class Http2FrameTracker:
     """The server's slowloris check for an HTTP/2 byte stream (the client preface, then frames of
     a 9-byte header with a 24-bit length): `partial_since(now)` is how long a frame has been partly
-    received. Stands in for gateway.server.FrameTracker, which reads 4-byte size prefixes."""
+    received. Stands in for gateway.connections.FrameTracker, which reads 4-byte size prefixes.
+    It holds nothing against the shared request-bytes budget (`partial_bytes`, `ended_bytes` stay
+    0): h2 takes every read at once, and what a stream may buffer is bounded by its HTTP/2 flow
+    control window and the maximum message size instead."""
 
     __slots__ = ("_skip", "_head", "_started")
     PREFACE = 24
+    partial_bytes = 0
+    ended_bytes = 0
 
     def __init__(self) -> None:
         self._skip = self.PREFACE  # bytes still to come of the current frame (or the preface)
         self._head = b""  # bytes of a frame header received so far
         self._started = None
+
+    def pause(self, seconds: float) -> None:
+        """The gateway stopped reading for `seconds` (budget): the frame's deadline moves by as much."""
+        if self._started is not None:
+            self._started += seconds
 
     def received(self, data, now: float) -> None:
         i, end = 0, len(data)
