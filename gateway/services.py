@@ -97,7 +97,8 @@ class Retention:
 def background_services(app) -> list:
     """In start order: the config writer first (the others submit to it while starting)."""
     return [app.config_writer, app.durability, Retention(app.store, app.clock),
-            app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups]
+            app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
+            app.kafka.share_groups]
 
 
 async def start_services(app, nursery: trio.Nursery) -> None:
