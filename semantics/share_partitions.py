@@ -104,6 +104,12 @@ class SharePartitions:
                 end = max(end, self.engine.release(receipts)[1])
         return end
 
+    def connection_closed(self, group: str, member: str, session) -> None:
+        """The connection that opened `session` ended (the consumer closed or died): as Kafka does,
+        the session goes and the member's records are released, unless a newer session replaced it."""
+        if self.sessions.sessions.get((group, member)) is session:
+            self.forget_member(group, member)
+
     def forget_member(self, group: str, member: str) -> None:
         """The member left or expired: its session goes, its records are released."""
         self.sessions.close_member(group, member)

@@ -105,6 +105,8 @@ async def share_fetch(ctx: RequestContext):
     code, session = shares.sessions.fetch(group, member, epoch, wanted, _forgotten(app, req["forgotten_topics_data"]))
     if code:
         return _top_error(code)
+    if epoch == INITIAL and ctx.conn is not None and hasattr(ctx.conn, "on_close"):
+        ctx.conn.on_close[("share", group, member)] = lambda: shares.connection_closed(group, member, session)
     ack_codes, end = _acknowledge(app, shares, group, member, parts)
     lock_ms = shares.lock_ms(group)
     fetched: dict = {}

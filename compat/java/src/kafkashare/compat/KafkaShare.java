@@ -30,7 +30,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * <li>`config K=V...`: set group configs (IncrementalAlterConfigs on the GROUP resource).</li>
  * <li>`produce N PREFIX`: N records "PREFIX0".."PREFIX(N-1)".</li>
  * <li>`share K N MODE`: K consumers (threads) in the group until N distinct records were accepted;
- *     MODE explicit (acknowledge ACCEPT + commitSync) or implicit (acknowledged by the next poll).</li>
+ *     MODE explicit (acknowledge ACCEPT + commitSync) or implicit (acknowledged by the next poll);
+ *     reports the ms from the first record received to the last one acknowledged.</li>
  * <li>`hold M`: poll until M records are held, print them, then halt without acknowledging (a dead consumer).</li>
  * <li>`release N`: RELEASE each record on its first delivery, ACCEPT it on the second.</li>
  * <li>`reject N`: REJECT the records whose number is even, ACCEPT the others; then watch for returns.</li>
@@ -119,6 +120,8 @@ public final class KafkaShare {
         List<AtomicInteger> perConsumer = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
         long deadline = System.currentTimeMillis() + 90_000;
+        java.util.concurrent.atomic.AtomicLong firstAt = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicLong lastAt = new java.util.concurrent.atomic.AtomicLong();
         for (int i = 0; i < k; i++) {
             AtomicInteger mine = new AtomicInteger();
             perConsumer.add(mine);
@@ -126,6 +129,9 @@ public final class KafkaShare {
                 try (KafkaShareConsumer<String, String> c = consumer(mode)) {
                     while (seen.size() < n && System.currentTimeMillis() < deadline) {
                         ConsumerRecords<String, String> recs = c.poll(Duration.ofMillis(500));
+                        if (!recs.isEmpty()) {
+                            firstAt.compareAndSet(0, System.nanoTime());
+                        }
                         for (ConsumerRecord<String, String> r : recs) {
                             seen.computeIfAbsent(r.value(), x -> new AtomicInteger()).incrementAndGet();
                             mine.incrementAndGet();
@@ -135,6 +141,9 @@ public final class KafkaShare {
                         }
                         if (mode.equals("explicit") && !recs.isEmpty()) {
                             c.commitSync();
+                        }
+                        if (!recs.isEmpty()) {
+                            lastAt.accumulateAndGet(System.nanoTime(), Math::max);
                         }
                     }
                     if (mode.equals("implicit")) {
@@ -156,7 +165,8 @@ public final class KafkaShare {
         for (AtomicInteger c : perConsumer) {
             per.add(c.get());
         }
-        return Out.map("distinct", seen.size(), "deliveries", total, "per_consumer", per);
+        double ms = (lastAt.get() - firstAt.get()) / 1e6;  // first record received to last acknowledged
+        return Out.map("distinct", seen.size(), "deliveries", total, "per_consumer", per, "ms", ms);
     }
 
     static Map<String, Object> hold(int m) throws Exception {
@@ -229,7 +239,8 @@ public final class KafkaShare {
             long quietSince = System.currentTimeMillis();
             Map<String, List<Integer>> all = new TreeMap<>();
             long deadline = System.currentTimeMillis() + 60_000;
-            while (System.currentTimeMillis() - quietSince < 4_000 && System.currentTimeMillis() < deadline) {
+            while ((all.isEmpty() || System.currentTimeMillis() - quietSince < 4_000)
+                    && System.currentTimeMillis() < deadline) {
                 ConsumerRecords<String, String> recs = c.poll(Duration.ofMillis(300));
                 for (ConsumerRecord<String, String> r : recs) {
                     all.computeIfAbsent(r.value(), x -> new ArrayList<>()).add(count(r));
