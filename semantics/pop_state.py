@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(slots=True)  # one per in-flight record: no per-instance __dict__
 class Lease:
     count: int  # deliveries so far
     deadline: int  # epoch ms when the record becomes available again; 0: available now
