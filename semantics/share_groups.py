@@ -31,7 +31,6 @@ ASSIGNOR = "simple"
 TICK_S = 0.25
 CONFIG_FILE = "shareGroupConfigs.json"
 
-# name -> (default, broker synonym, checker of a value: None when fine, else why not)
 def _int_in(lo: int, hi: int):
     def check(value: str) -> str | None:
         try:
@@ -52,6 +51,8 @@ def _offset_reset(value: str) -> str | None:
     return "must be earliest, latest or by_duration:<ISO8601 duration>"
 
 
+# name -> (default, broker synonym, checker of a value: None when fine, else why not); the bounds
+# are Kafka's (GroupConfig with the broker's group.share.min/max.* defaults)
 CONFIGS = {
     "share.auto.offset.reset": ("latest", "group.share.auto.offset.reset", _offset_reset),
     "share.delivery.count.limit": ("5", "group.share.delivery.count.limit", _int_in(2, 10)),
