@@ -100,7 +100,7 @@ def share(cp: str, bootstrap: str, topic: str, group: str, *args, on_pause=None,
 
 
 def fresh(cp, broker, n: int, prefix: str = "m", **configs) -> tuple[str, str]:
-    """A new topic with n records and a new share group starting at the earliest offset."""
+    """A new one-partition topic with n records and a new share group starting at the earliest offset."""
     topic, group = f"share-{uuid.uuid4().hex[:8]}", f"sg-{uuid.uuid4().hex[:8]}"
     if n:
         share(cp, broker.bootstrap, topic, group, "produce", n, prefix)

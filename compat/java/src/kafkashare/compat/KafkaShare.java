@@ -13,6 +13,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -20,6 +21,7 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -28,7 +30,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * `KafkaShare BOOTSTRAP TOPIC GROUP SCENARIO [ARG...]`, one JSON line per scenario (Out).
  * <ul>
  * <li>`config K=V...`: set group configs (IncrementalAlterConfigs on the GROUP resource).</li>
- * <li>`produce N PREFIX`: N records "PREFIX0".."PREFIX(N-1)".</li>
+ * <li>`produce N PREFIX`: N records "PREFIX0".."PREFIX(N-1)" (the topic is created with one partition).</li>
  * <li>`share K N MODE`: K consumers (threads) in the group until N distinct records were accepted;
  *     MODE explicit (acknowledge ACCEPT + commitSync) or implicit (acknowledged by the next poll);
  *     reports the ms from the first record received to the last one acknowledged.</li>
@@ -86,6 +88,13 @@ public final class KafkaShare {
     static Map<String, Object> produce(int n, String prefix) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
+        try (Admin admin = Admin.create(p)) {  // one partition: every member of the group fetches from it
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (!(e.getCause() instanceof TopicExistsException)) {
+                throw e;
+            }
+        }
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
         p.put("linger.ms", "5");
