@@ -1,4 +1,4 @@
-"""One pop engine for RocketMQ 5 POP consumption (and, later, Kafka share groups).
+"""One pop engine for RocketMQ 5 POP consumption and Kafka share groups (`semantics.share_partitions`).
 
 A consumer acquires records of a queue without owning it; each record is leased to it until a
 deadline (RocketMQ's invisible time, Kafka's lock duration). `ack` finishes a record, `release`
@@ -219,6 +219,29 @@ class PopEngine:
                 if message is not None:
                     end = max(end, dead_letter(group, message, offset) or 0)
         return max(end, self._do(group, topic, qid, state, {"k": "ack", "o": offsets, "dead": True}))
+
+    # ---- admin ----------------------------------------------------------------------------
+    def reset(self, group: str, topic: str, qid: int, start: int) -> int:
+        """Start the group's queue over at `start` (clamped to the queue): every lease is dropped."""
+        start = min(max(start, self.store.min_offset(topic, qid)), self.store.max_offset(topic, qid))
+        state = self._states.get((group, topic, qid))
+        if state is None:
+            self._log.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            state = self._states[(group, topic, qid)] = QueueState(start)
+            if self.offsets is not None:
+                self.offsets.commit(group, topic, qid, start)
+            return self._log.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
+        return self._do(group, topic, qid, state, {"k": "reset", "s": start})
+
+    def drop(self, group: str, topic: str, qid: int) -> int:
+        """Forget the group's state of the queue (its next pop starts afresh by its init mode)."""
+        if self._states.pop((group, topic, qid), None) is None:
+            return 0
+        return self._log.append({"k": "drop", "g": group, "t": topic, "q": qid})
+
+    def queues(self, group: str) -> list[tuple[str, int]]:
+        """(topic, queue id) of every queue the group has state on."""
+        return sorted((t, q) for g, t, q in self._states if g == group)
 
     # ---- views ----------------------------------------------------------------------------
     def state(self, group: str, topic: str, qid: int) -> QueueState | None:

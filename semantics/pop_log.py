@@ -51,6 +51,9 @@ class PopLog:
             except (ValueError, KeyError, TypeError):
                 log.warning("pop log: unreadable entry at %s skipped", entry.queue_offset)
                 continue
+            if op["k"] == "drop":  # the group's progress on the queue was deleted
+                states.pop(key, None)
+                continue
             state = states.get(key)
             if state is None:
                 if op["k"] != "init":

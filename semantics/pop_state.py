@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass
+@dataclass(slots=True)  # one per in-flight record: no per-instance __dict__
 class Lease:
     count: int  # deliveries so far
     deadline: int  # epoch ms when the record becomes available again; 0: available now
@@ -57,6 +57,9 @@ class QueueState:
                 if lease is not None:
                     lease.deadline = 0
                     self._earliest = 0
+        elif kind == "reset":  # an admin set the start (Kafka AlterShareGroupOffsets): nothing in flight
+            self.start = self.next = op["s"]
+            self.leases, self.done = {}, set()
         elif kind == "move":  # the store dropped everything below op["s"] (retention, reset)
             self.leases = {o: lease for o, lease in self.leases.items() if o >= op["s"]}
             self.done = {o for o in self.done if o >= op["s"]}

@@ -650,6 +650,164 @@ CONSUMER_GROUP_DESCRIBE = Api(key=69, name="ConsumerGroupDescribe", versions="0-
     ]),
 ])
 
+# KIP-932 share groups (the versions kafka-clients 4.2 uses; v0 of each was the 4.0 early access).
+_SHARE_ASSIGNMENT = Struct([F("topic_partitions", _TOPIC_PARTITIONS)])
+
+SHARE_GROUP_HEARTBEAT = Api(key=76, name="ShareGroupHeartbeat", versions="1", flexible="0+", request=[
+    F("group_id", "str"),
+    F("member_id", "str"),
+    F("member_epoch", "i32"),
+    F("rack_id", "str", nullable="0+"),
+    F("subscribed_topic_names", "[str]", nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("member_id", "str", nullable="0+"),
+    F("member_epoch", "i32"),
+    F("heartbeat_interval_ms", "i32"),
+    F("assignment", _SHARE_ASSIGNMENT, nullable="0+"),  # int8 marker first, as ConsumerGroupHeartbeat's
+])
+
+SHARE_GROUP_DESCRIBE = Api(key=77, name="ShareGroupDescribe", versions="1", flexible="0+", request=[
+    F("group_ids", "[str]"),
+    F("include_authorized_operations", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("groups", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("group_id", "str"),
+        F("group_state", "str"),
+        F("group_epoch", "i32"),
+        F("assignment_epoch", "i32"),
+        F("assignor_name", "str"),
+        F("members", [
+            F("member_id", "str"),
+            F("rack_id", "str", nullable="0+"),
+            F("member_epoch", "i32"),
+            F("client_id", "str"),
+            F("client_host", "str"),
+            F("subscribed_topic_names", "[str]"),
+            F("assignment", _DESCRIBED_ASSIGNMENT),
+        ]),
+        F("authorized_operations", "i32", default=NO_AUTH_OPS),
+    ]),
+])
+
+_ACK_BATCHES = [F("first_offset", "i64"), F("last_offset", "i64"), F("acknowledge_types", "[i8]")]
+_NODE_ENDPOINTS = [F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+")]
+_SHARE_PARTITION_ERROR = [F("partition_index", "i32"), F("error_code", "i16"),
+                          F("error_message", "str", nullable="0+")]
+
+SHARE_FETCH = Api(key=78, name="ShareFetch", versions="1-2", flexible="0+", request=[
+    F("group_id", "str", nullable="0+"),
+    F("member_id", "str", nullable="0+"),
+    F("share_session_epoch", "i32"),
+    F("max_wait_ms", "i32"),
+    F("min_bytes", "i32"),
+    F("max_bytes", "i32", default=0x7FFFFFFF),
+    F("max_records", "i32"),
+    F("batch_size", "i32"),
+    F("share_acquire_mode", "i8", "2+"),
+    F("is_renew_ack", "bool", "2+"),
+    F("topics", [
+        F("topic_id", "uuid"),
+        F("partitions", [F("partition_index", "i32"), F("acknowledgement_batches", _ACK_BATCHES)]),
+    ]),
+    F("forgotten_topics_data", [F("topic_id", "uuid"), F("partitions", "[i32]")]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("acquisition_lock_timeout_ms", "i32"),
+    F("responses", [
+        F("topic_id", "uuid"),
+        F("partitions", [
+            *_SHARE_PARTITION_ERROR,
+            F("acknowledge_error_code", "i16"),
+            F("acknowledge_error_message", "str", nullable="0+"),
+            F("current_leader", _LEADER_ID_AND_EPOCH),
+            F("records", "records", nullable="0+"),
+            F("acquired_records", [F("first_offset", "i64"), F("last_offset", "i64"), F("delivery_count", "i16")]),
+        ]),
+    ]),
+    F("node_endpoints", _NODE_ENDPOINTS),
+])
+
+SHARE_ACKNOWLEDGE = Api(key=79, name="ShareAcknowledge", versions="1-2", flexible="0+", request=[
+    F("group_id", "str", nullable="0+"),
+    F("member_id", "str", nullable="0+"),
+    F("share_session_epoch", "i32"),
+    F("is_renew_ack", "bool", "2+"),
+    F("topics", [
+        F("topic_id", "uuid"),
+        F("partitions", [F("partition_index", "i32"), F("acknowledgement_batches", _ACK_BATCHES)]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("acquisition_lock_timeout_ms", "i32", "2+"),
+    F("responses", [
+        F("topic_id", "uuid"),
+        F("partitions", [*_SHARE_PARTITION_ERROR, F("current_leader", _LEADER_ID_AND_EPOCH)]),
+    ]),
+    F("node_endpoints", _NODE_ENDPOINTS),
+])
+
+DESCRIBE_SHARE_GROUP_OFFSETS = Api(key=90, name="DescribeShareGroupOffsets", versions="0-1", flexible="0+",
+                                   request=[
+    F("groups", [
+        F("group_id", "str"),
+        F("topics", [F("topic_name", "str"), F("partitions", "[i32]")], nullable="0+"),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("groups", [
+        F("group_id", "str"),
+        F("topics", [
+            F("topic_name", "str"),
+            F("topic_id", "uuid"),
+            F("partitions", [
+                F("partition_index", "i32"),
+                F("start_offset", "i64"),
+                F("leader_epoch", "i32"),
+                F("lag", "i64", "1+", default=-1),
+                F("error_code", "i16"),
+                F("error_message", "str", nullable="0+"),
+            ]),
+        ]),
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+    ]),
+])
+
+ALTER_SHARE_GROUP_OFFSETS = Api(key=91, name="AlterShareGroupOffsets", versions="0", flexible="0+", request=[
+    F("group_id", "str"),
+    F("topics", [F("topic_name", "str"),
+                 F("partitions", [F("partition_index", "i32"), F("start_offset", "i64")])]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("responses", [F("topic_name", "str"), F("topic_id", "uuid"), F("partitions", _SHARE_PARTITION_ERROR)]),
+])
+
+DELETE_SHARE_GROUP_OFFSETS = Api(key=92, name="DeleteShareGroupOffsets", versions="0", flexible="0+", request=[
+    F("group_id", "str"),
+    F("topics", [F("topic_name", "str")]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("responses", [F("topic_name", "str"), F("topic_id", "uuid"), F("error_code", "i16"),
+                    F("error_message", "str", nullable="0+")]),
+])
+
+SHARE_APIS = [SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE,
+              DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS]
+
 ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-3", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
@@ -834,5 +992,5 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
-       *TRANSACTION_APIS, *SECURITY_APIS]
+       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS]
 BY_KEY = {api.key: api for api in ALL}

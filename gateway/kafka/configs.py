@@ -2,8 +2,9 @@
 
 Topic configs live in the topic's `TopicConfig.attributes` (validated by `semantics.topic_configs`);
 attributes that are not Kafka topic configs (a view's `filter.*`, RocketMQ's own) are reported
-read-only and cannot be altered. The broker's and groups' configs are the gateway's start-up
-settings: described, never changed at run time (docs/mapping.md).
+read-only and cannot be altered. The broker's and consumer groups' configs are the gateway's
+start-up settings: described, never changed at run time (docs/mapping.md); share-group configs
+(`share.*`, `gateway.kafka.share_configs`) are per group and can be altered.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
+from gateway.kafka.share_configs import alter_share_configs, share_config_entries
 from semantics import topic_configs as tc
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
@@ -54,9 +56,10 @@ def _broker_entries(app) -> list[tc.Entry]:
             for name, value, ctype in values]
 
 
-def _group_entries() -> list[tc.Entry]:
-    return [tc.Entry(name, value, tc.SOURCE_DEFAULT, tc.INT, True, ((synonym, value, tc.SOURCE_DEFAULT),))
-            for name, (value, synonym) in sorted(GROUP_CONFIGS.items())]
+def _group_entries(app, group: str) -> list[tc.Entry]:
+    return sorted([tc.Entry(name, value, tc.SOURCE_DEFAULT, tc.INT, True, ((synonym, value, tc.SOURCE_DEFAULT),))
+                   for name, (value, synonym) in GROUP_CONFIGS.items()] + share_config_entries(app, group),
+                  key=lambda e: e.name)
 
 
 def _broker_name_problem(name: str) -> str | None:
@@ -85,7 +88,7 @@ def _describe_resource(app, rtype: int, name: str) -> tuple[int, str | None, lis
         # The cluster-wide default resource ("") lists dynamic defaults only, and there are none.
         return errors.NONE, None, _broker_entries(app) if name else []
     if rtype == RESOURCE_GROUP:
-        return errors.NONE, None, _group_entries()
+        return errors.NONE, None, _group_entries(app, name)
     return errors.INVALID_REQUEST, f"Unsupported resource type {rtype}", []
 
 
@@ -154,6 +157,8 @@ def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: 
                                            "(the gateway's settings are fixed at start)"
         return errors.NONE, None
     if rtype == RESOURCE_GROUP:
+        if ops and all(n.startswith("share.") for n, _, _ in ops):  # KIP-932 share-group configs
+            return alter_share_configs(app, name, ops, validate_only)
         return errors.INVALID_REQUEST, "Group configs cannot be changed on this gateway"
     return errors.INVALID_REQUEST, f"Unknown resource type {rtype}"
 

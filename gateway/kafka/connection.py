@@ -56,6 +56,7 @@ class Connection:
         peer_cert = stream.getpeercert() if self.tls else None
         self.principal = subject_principal(peer_cert) or ANONYMOUS
         self.sasl = None
+        self.on_close: dict = {}  # key -> fn(), run when the connection ends (share sessions)
         if self.listener is not None and self.listener.sasl:
             sec = app.security
             self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials)
@@ -88,6 +89,8 @@ async def handle_connection(stream, app) -> None:
                 return
     finally:
         stats.connections["kafka"] -= 1
+        for fn in conn.on_close.values():
+            fn()
 
 
 async def _answer(conn: Connection, wire: ServerConnection, request: Request) -> bool:

@@ -14,12 +14,13 @@ from gateway.cluster.ownership import clustered
 from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
 from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
 from gateway.kafka.txn import init_transactional
 
 MAX_EPOCH = 32767
 TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
-CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups v5 group types
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"  # ListGroups v5 group types
 
 
 @handler(apis.FIND_COORDINATOR)
@@ -137,8 +138,10 @@ async def list_groups(ctx: RequestContext):
     states = {s.lower() for s in ctx.request.get("states_filter") or []}
     types = {s.lower() for s in ctx.request.get("types_filter") or []}
     seen = {}
+    for group_id, state in kafka_state(app).share_groups.listing():
+        seen[group_id] = ("share", state, SHARE)
     for group_id, state in consumer_groups(app).listing():
-        seen[group_id] = ("consumer", state, CONSUMER)
+        seen.setdefault(group_id, ("consumer", state, CONSUMER))
     for group_id, ptype, state in kafka_state(app).coordinator.listing():
         seen.setdefault(group_id, (ptype, state, CLASSIC))
     for group_id in app.offsets.groups():
@@ -178,6 +181,14 @@ async def delete_groups(ctx: RequestContext):
     out = []
     for group_id in ctx.request["groups_names"]:
         known = group_id in coordinator.groups or group_id in set(app.offsets.groups())
+        if is_share_group(app, group_id):  # KIP-932: its share-partition state goes with it
+            code = kafka_state(app).share_groups.delete(group_id)
+            if code == errors.NONE:
+                await app.durable(drop_progress(app, group_id))
+                app.offsets.delete_group(group_id)
+                await app.offsets.wait_durable()
+            out.append({"group_id": group_id, "error_code": code})
+            continue
         code = consumer_groups(app).delete(group_id)
         if code is None:
             code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND

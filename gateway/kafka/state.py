@@ -1,10 +1,13 @@
-"""Kafka-side shared state of one gateway process: group coordinator, producer ids, transactions."""
+"""Kafka-side shared state of one gateway process: group coordinators (classic, KIP-848, share),
+producer ids, transactions."""
 from __future__ import annotations
 
 import gateway.kafka.topics as topics
 from semantics import transactions
 from semantics.kafka_consumer_groups import ConsumerGroups
 from semantics.kafka_groups import Coordinator
+from semantics.share_groups import ShareGroups
+from semantics.share_partitions import SharePartitions
 from semantics.producer_state import ProducerState, TransactionalProducers
 
 
@@ -26,6 +29,10 @@ class KafkaState:
             return [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
 
         self.consumer_groups = ConsumerGroups(partition_count, regex_candidates)  # KIP-848 groups
+        # KIP-932 share groups: the coordinator, and the share partitions on the app's pop engine
+        self.share_groups = ShareGroups(partition_count, app.store,
+                                        on_leave=lambda group, member: self.shares.forget_member(group, member))
+        self.shares = SharePartitions(app.pop, self.share_groups)
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)

@@ -1,0 +1,159 @@
+"""KIP-932 share-group APIs: ShareGroupHeartbeat, ShareGroupDescribe and the offset admin APIs
+(DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets) the Kafka tools use.
+
+A share partition's start offset is the pop engine's first unfinished offset of (group, topic,
+partition); -1 for a partition the group never consumed (as Kafka answers).
+"""
+from __future__ import annotations
+
+import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
+from codec.kafka import apis
+from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.state import kafka_state
+from semantics.share_groups import ASSIGNOR, NON_EMPTY_GROUP
+
+
+def _by_ids(assignment: dict) -> dict:
+    return {"topic_partitions": [{"topic_id": topics.topic_id(t), "partitions": ps}
+                                 for t, ps in sorted(assignment.items())]}
+
+
+@handler(apis.SHARE_GROUP_HEARTBEAT)
+async def share_group_heartbeat(ctx: RequestContext):
+    state = kafka_state(ctx.app)
+    group_id = ctx.request["group_id"]
+    if group_id and (group_id in state.consumer_groups.groups or state.coordinator.groups.get(group_id)):
+        return {"error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "error_message": f"Group {group_id} is not a "
+                "share group.", "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+    resp = state.share_groups.heartbeat(ctx.request, ctx.client_id, "/" + ctx.peer_host)
+    if resp.get("assignment") is not None:
+        resp["assignment"] = _by_ids(resp["assignment"])
+    return resp
+
+
+@handler(apis.SHARE_GROUP_DESCRIBE)
+async def share_group_describe(ctx: RequestContext):
+    sg = kafka_state(ctx.app).share_groups
+    out = []
+    for group_id in ctx.request["group_ids"]:
+        g = sg.groups.get(group_id)
+        if g is None:
+            out.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
+                        "group_id": group_id, "group_state": "Dead", "assignor_name": ASSIGNOR, "members": []})
+            continue
+        sg.expire(g)
+        out.append({"error_code": errors.NONE, "group_id": group_id, "group_state": g.state(),
+                    "group_epoch": g.epoch, "assignment_epoch": g.assignment_epoch, "assignor_name": ASSIGNOR,
+                    "members": [{"member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.epoch,
+                                 "client_id": m.client_id, "client_host": m.client_host,
+                                 "subscribed_topic_names": m.topics,
+                                 "assignment": {"topic_partitions": [
+                                     {"topic_id": topics.topic_id(t), "topic_name": t, "partitions": ps}
+                                     for t, ps in sorted(g.target.get(m.member_id, {}).items()) if ps]}}
+                                for m in g.members.values()]})
+    return {"groups": out}
+
+
+def is_share_group(app, group_id: str) -> bool:
+    """A group the share coordinator knows (live or with configs), or with share-partition state."""
+    sg = kafka_state(app).share_groups
+    return group_id in sg.groups
+
+
+def _start_and_lag(app, group: str, topic: str, p: int) -> tuple[int, int]:
+    state = app.pop.state(group, topic, p)
+    if state is None:
+        return -1, -1
+    end = app.store.max_offset(topic, p)
+    finished = len(state.done)
+    return state.start, max(0, end - state.start - finished)
+
+
+@handler(apis.DESCRIBE_SHARE_GROUP_OFFSETS)
+async def describe_share_group_offsets(ctx: RequestContext):
+    app = ctx.app
+    out = []
+    for g in ctx.request["groups"]:
+        group = g["group_id"]
+        wanted = g["topics"]
+        if wanted is None:  # every topic the group has state on
+            by_topic: dict = {}
+            for topic, p in app.pop.queues(group):
+                by_topic.setdefault(topic, []).append(p)
+            wanted = [{"topic_name": t, "partitions": ps} for t, ps in sorted(by_topic.items())]
+        tout = []
+        for t in wanted:
+            name, cfg = t["topic_name"], topics.existing(app, t["topic_name"])
+            parts = []
+            for p in t["partitions"]:
+                if not topics.has_partition(cfg, p):
+                    parts.append({"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+                                  "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION, "error_message": None})
+                    continue
+                start, lag = _start_and_lag(app, group, name, p)
+                parts.append({"partition_index": p, "start_offset": start, "leader_epoch": 0 if start >= 0 else -1,
+                              "lag": lag, "error_code": errors.NONE, "error_message": None})
+            tout.append({"topic_name": name, "topic_id": topics.topic_id(name), "partitions": parts})
+        out.append({"group_id": group, "topics": tout, "error_code": errors.NONE, "error_message": None})
+    return {"groups": out}
+
+
+def _refuse_live(app, group: str) -> dict | None:
+    sg = kafka_state(app).share_groups
+    if not is_share_group(app, group) and not app.pop.queues(group):
+        return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group} not found.", "responses": []}
+    if not sg.empty(group):
+        return {"error_code": NON_EMPTY_GROUP, "error_message": "The group has active members.", "responses": []}
+    return None
+
+
+@handler(apis.ALTER_SHARE_GROUP_OFFSETS)
+async def alter_share_group_offsets(ctx: RequestContext):
+    app, req = ctx.app, ctx.request
+    refused = _refuse_live(app, req["group_id"])
+    if refused is not None:
+        return refused
+    end, out = 0, []
+    for t in req["topics"]:
+        name, cfg = t["topic_name"], topics.existing(app, t["topic_name"])
+        parts = []
+        for p in t["partitions"]:
+            index = p["partition_index"]
+            if not topics.has_partition(cfg, index):
+                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
+                              "error_message": None})
+                continue
+            end = max(end, app.pop.reset(req["group_id"], name, index, p["start_offset"]))
+            parts.append({"partition_index": index, "error_code": errors.NONE, "error_message": None})
+        out.append({"topic_name": name, "topic_id": topics.topic_id(name), "partitions": parts})
+    await app.durable(end)
+    return {"error_code": errors.NONE, "responses": out}
+
+
+def drop_progress(app, group: str, topic_names=None) -> int:
+    """Forget the group's share-partition state (all topics, or these): the next fetch starts by
+    `share.auto.offset.reset`."""
+    end = 0
+    for topic, p in app.pop.queues(group):
+        if topic_names is None or topic in topic_names:
+            end = max(end, app.pop.drop(group, topic, p))
+            app.offsets.delete(group, topic, p)
+    return end
+
+
+@handler(apis.DELETE_SHARE_GROUP_OFFSETS)
+async def delete_share_group_offsets(ctx: RequestContext):
+    app, req = ctx.app, ctx.request
+    refused = _refuse_live(app, req["group_id"])
+    if refused is not None:
+        return refused
+    names = [t["topic_name"] for t in req["topics"]]
+    out = []
+    for name in names:
+        code = errors.NONE if topics.existing(app, name) is not None else errors.UNKNOWN_TOPIC_OR_PARTITION
+        out.append({"topic_name": name, "topic_id": topics.topic_id(name), "error_code": code, "error_message": None})
+    end = drop_progress(app, req["group_id"], set(names))
+    app.offsets.persist()
+    await app.durable(end)
+    return {"error_code": errors.NONE, "responses": out}

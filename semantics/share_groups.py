@@ -1,0 +1,265 @@
+"""KIP-932 share groups: membership (ShareGroupHeartbeat), the server-side assignment and the
+group configs.
+
+A share group has no partition ownership: many members may fetch from one partition, and the
+records themselves are leased (`semantics.share_partitions`). The coordinator therefore hands out
+an assignment at once (no revocation round): each subscribed topic's partitions are spread over
+its subscribers round-robin, and when the subscribers outnumber the partitions every subscriber
+gets every partition, as Kafka's simple assignor does. Any change of members or partitions bumps
+the group epoch; a member's epoch is the group epoch it last received. Members whose session runs
+out are removed (their leases are left to run out, as Kafka does for a member that vanished).
+
+Group configs (`share.record.lock.duration.ms`, `share.delivery.count.limit`,
+`share.auto.offset.reset`, `share.isolation.level`, ...) and the known share-group ids are kept in
+`config/shareGroupConfigs.json`; configs change by IncrementalAlterConfigs on the GROUP resource.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import trio
+
+log = logging.getLogger(__name__)
+
+NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
+GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_CONFIG = 69, 68, 40
+LEAVE = -1
+SESSION_MS = 45_000  # group.share.session.timeout.ms
+HEARTBEAT_MS = 5_000  # group.share.heartbeat.interval.ms
+ASSIGNOR = "simple"
+TICK_S = 0.25
+CONFIG_FILE = "shareGroupConfigs.json"
+
+def _int_in(lo: int, hi: int):
+    def check(value: str) -> str | None:
+        try:
+            n = int(value)
+        except ValueError:
+            return "must be an integer"
+        return None if lo <= n <= hi else f"must be in [{lo}, {hi}]"
+    return check
+
+
+def _one_of(*allowed: str):
+    return lambda value: None if value in allowed else f"must be one of {', '.join(allowed)}"
+
+
+def _offset_reset(value: str) -> str | None:
+    if value in ("earliest", "latest") or value.startswith("by_duration:"):
+        return None
+    return "must be earliest, latest or by_duration:<ISO8601 duration>"
+
+
+# name -> (default, broker synonym, checker of a value: None when fine, else why not); the bounds
+# are Kafka's (GroupConfig with the broker's group.share.min/max.* defaults)
+CONFIGS = {
+    "share.auto.offset.reset": ("latest", "group.share.auto.offset.reset", _offset_reset),
+    "share.delivery.count.limit": ("5", "group.share.delivery.count.limit", _int_in(2, 10)),
+    "share.heartbeat.interval.ms": (str(HEARTBEAT_MS), "group.share.heartbeat.interval.ms", _int_in(5000, 15000)),
+    "share.isolation.level": ("read_uncommitted", "group.share.isolation.level",
+                              _one_of("read_committed", "read_uncommitted")),
+    "share.record.lock.duration.ms": ("30000", "group.share.record.lock.duration.ms", _int_in(15000, 60000)),
+    "share.session.timeout.ms": (str(SESSION_MS), "group.share.session.timeout.ms", _int_in(45000, 60000)),
+}
+
+
+@dataclasses.dataclass
+class Member:
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    topics: list
+    epoch: int = 0
+    last_seen: float = 0.0
+    sent: tuple | None = None  # (epoch, assignment) last sent
+
+
+@dataclasses.dataclass
+class ShareGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict = dataclasses.field(default_factory=dict)
+    target: dict = dataclasses.field(default_factory=dict)  # member id -> {topic: [partitions]}
+    partition_counts: dict = dataclasses.field(default_factory=dict)
+
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        return "Stable" if all(m.epoch == self.assignment_epoch for m in self.members.values()) else "Reconciling"
+
+
+def assign(members: list[Member], counts: dict[str, int]) -> dict[str, dict[str, list[int]]]:
+    """member id -> {topic: partitions}: round-robin per topic, everything to everyone when the
+    subscribers outnumber the partitions."""
+    out = {m.member_id: {} for m in members}
+    for topic, n in sorted(counts.items()):
+        subs = sorted(m.member_id for m in members if topic in m.topics)
+        if not subs or n <= 0:
+            continue
+        if len(subs) >= n:
+            for mid in subs:
+                out[mid][topic] = list(range(n))
+            continue
+        for p in range(n):
+            out[subs[p % len(subs)]].setdefault(topic, []).append(p)
+    return out
+
+
+class ShareGroups:
+    """The share-group coordinator of one gateway; `partition_count(topic) -> int` (0: no such
+    topic) is how it sees topics, `store` keeps the group configs, `on_leave(group, member)` lets
+    the share partitions drop the member's session."""
+
+    def __init__(self, partition_count, store=None, on_leave=None) -> None:
+        self.partition_count = partition_count
+        self.store = store
+        self.on_leave = on_leave
+        self.groups: dict[str, ShareGroup] = {}
+        doc = (store.read_config(CONFIG_FILE, {}) or {}) if store else {}
+        self.configs: dict[str, dict[str, str]] = doc.get("configs", {})
+        for group_id in doc.get("groups", ()):  # known across restarts (empty until members come back)
+            self.groups[group_id] = ShareGroup(group_id)
+
+    # ---- configs --------------------------------------------------------------------------
+    def config(self, group_id: str, name: str) -> str:
+        return self.configs.get(group_id, {}).get(name, CONFIGS[name][0])
+
+    def int_config(self, group_id: str, name: str) -> int:
+        return int(self.config(group_id, name))
+
+    def alter_configs(self, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool) -> str | None:
+        """(name, operation 0 set / 1 delete, value) changes; returns why they are refused, or None."""
+        current = dict(self.configs.get(group_id, {}))
+        for name, op, value in ops:
+            if name not in CONFIGS:
+                return f"Unknown group config name: {name}"
+            if op == 1:
+                current.pop(name, None)
+            elif op == 0 and value is not None:
+                why = CONFIGS[name][2](value.strip())
+                if why:
+                    return f"Invalid value {value} for configuration {name}: {why}"
+                current[name] = value.strip()
+            else:
+                return f"Unsupported operation {op} for {name}"
+        if not validate_only:
+            self.configs[group_id] = current
+            self._persist()
+        return None
+
+    def _persist(self) -> None:
+        if self.store is not None:
+            self.store.write_config(CONFIG_FILE, {"groups": sorted(self.groups),
+                                                  "configs": {g: c for g, c in self.configs.items() if c}})
+
+    # ---- membership -----------------------------------------------------------------------
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The session timer (a service of the App)."""
+        task_status.started()
+        while True:
+            await trio.sleep(TICK_S)
+            for g in list(self.groups.values()):
+                try:
+                    self.expire(g)
+                except Exception:  # noqa: BLE001 - one group's bug must not end the gateway's services
+                    log.exception("expiring members of share group %r", g.group_id)
+
+    def expire(self, g: ShareGroup) -> None:
+        now = trio.current_time()
+        timeout = self.int_config(g.group_id, "share.session.timeout.ms") / 1000
+        for m in list(g.members.values()):
+            if now - m.last_seen > timeout:
+                self._remove(g, m.member_id)
+
+    def _remove(self, g: ShareGroup, member_id: str) -> None:
+        if g.members.pop(member_id, None) is not None:
+            g.target.pop(member_id, None)
+            g.epoch += 1
+            if self.on_leave is not None:
+                self.on_leave(g.group_id, member_id)
+
+    def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
+        group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
+        if not group_id:
+            return _error(INVALID_REQUEST, "GroupId can't be empty.")
+        if not member_id:
+            return _error(INVALID_REQUEST, "MemberId can't be empty.")
+        g = self.groups.get(group_id)
+        if g is None:
+            g = self.groups[group_id] = ShareGroup(group_id)
+            self._persist()
+        self.expire(g)
+        if epoch == LEAVE:
+            self._remove(g, member_id)
+            return {"error_code": NONE, "member_id": member_id, "member_epoch": LEAVE,
+                    "heartbeat_interval_ms": 0, "assignment": None}
+        m = g.members.get(member_id)
+        if epoch == 0:
+            if req["subscribed_topic_names"] is None and m is None:
+                return _error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+            if m is None:
+                m = g.members[member_id] = Member(member_id, req.get("rack_id"), client_id, client_host, [])
+                g.epoch += 1
+            m.sent = None
+        elif m is None:
+            return _error(UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        elif epoch > m.epoch:
+            return _error(FENCED_MEMBER_EPOCH, f"The member epoch {epoch} is newer than the current one ({m.epoch}).")
+        m.last_seen = trio.current_time()
+        names = req["subscribed_topic_names"]
+        if names is not None and sorted(set(names)) != m.topics:
+            m.topics = sorted(set(names))
+            g.epoch += 1
+        self._refresh(g)
+        m.epoch = g.assignment_epoch
+        assignment = {t: sorted(ps) for t, ps in g.target.get(member_id, {}).items() if ps}
+        current = (m.epoch, assignment)
+        send = current != m.sent or epoch != m.epoch
+        m.sent = current
+        interval = self.int_config(group_id, "share.heartbeat.interval.ms")
+        return {"error_code": NONE, "member_id": member_id, "member_epoch": m.epoch,
+                "heartbeat_interval_ms": interval, "assignment": assignment if send else None}
+
+    def _refresh(self, g: ShareGroup) -> None:
+        topics = {t for m in g.members.values() for t in m.topics}
+        counts = {t: n for t in sorted(topics) if (n := self.partition_count(t)) > 0}
+        if counts != g.partition_counts:
+            g.partition_counts = counts
+            g.epoch += 1
+        if g.epoch > g.assignment_epoch:
+            g.target = assign(list(g.members.values()), counts)
+            g.assignment_epoch = g.epoch
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        g = self.groups.get(group_id)
+        return g is not None and member_id in g.members
+
+    # ---- admin ----------------------------------------------------------------------------
+    def empty(self, group_id: str) -> bool:
+        g = self.groups.get(group_id)
+        if g is None:
+            return True
+        self.expire(g)
+        return not g.members
+
+    def delete(self, group_id: str) -> int:
+        """DeleteGroups: NON_EMPTY_GROUP while members are alive; the configs go with the group."""
+        if not self.empty(group_id):
+            return NON_EMPTY_GROUP
+        self.groups.pop(group_id, None)
+        self.configs.pop(group_id, None)
+        self._persist()
+        return NONE
+
+    def listing(self) -> list[tuple[str, str]]:
+        for g in self.groups.values():
+            self.expire(g)
+        return [(g.group_id, g.state()) for g in self.groups.values()]
+
+
+def _error(code: int, message: str) -> dict:
+    return {"error_code": code, "error_message": message, "member_id": None, "member_epoch": 0,
+            "heartbeat_interval_ms": 0, "assignment": None}

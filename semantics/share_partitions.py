@@ -1,0 +1,116 @@
+"""KIP-932 share partitions on the pop engine: acquire records for a member, acknowledge them.
+
+The share-partition state of (group, topic, partition) is the pop engine's (group, topic, queue)
+state, so a Kafka share group and a RocketMQ POP group of the same name share the progress of a
+queue (docs/mapping.md). Kafka's record states map onto the engine: AVAILABLE = never delivered,
+released or past its lock; ACQUIRED = leased (deadline = now + `share.record.lock.duration.ms`);
+ACKNOWLEDGED / ARCHIVED = finished. A record delivered `share.delivery.count.limit` times is
+archived instead of being delivered again; REJECT archives at once.
+
+Kafka acknowledges by offset, so this layer remembers which member holds each acquired offset
+(in memory: after a restart the leases are still there, with their deadlines, but nobody holds
+them, so they come again once their lock runs out). An acknowledgement batch is applied only if
+every offset it names is held by the member under an unexpired lock (else INVALID_RECORD_STATE
+and nothing changes).
+"""
+from __future__ import annotations
+
+from semantics.pop import INIT_MAX, INIT_MIN, Receipt
+from semantics.share_groups import ShareGroups
+from semantics.share_sessions import ShareSessions
+
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+NONE, INVALID_REQUEST, INVALID_RECORD_STATE = 0, 42, 121
+
+
+class SharePartitions:
+    def __init__(self, engine, groups: ShareGroups) -> None:
+        self.engine = engine
+        self.groups = groups
+        self.sessions = ShareSessions()
+        self.holders: dict[tuple[str, str, int], dict[int, str]] = {}  # (group, topic, p) -> offset -> member
+
+    def lock_ms(self, group: str) -> int:
+        return self.groups.int_config(group, "share.record.lock.duration.ms")
+
+    def acquire(self, group: str, member: str, topic: str, partition: int, max_n: int):
+        """Lease up to `max_n` records to the member: a `semantics.pop.Acquired`."""
+        reset = self.groups.config(group, "share.auto.offset.reset")
+        acquired = self.engine.acquire(group, topic, partition, max_n, self.lock_ms(group),
+                                       init_mode=INIT_MIN if reset == "earliest" else INIT_MAX,
+                                       max_deliveries=self.groups.int_config(group, "share.delivery.count.limit"))
+        holders = self.holders.setdefault((group, topic, partition), {})
+        state = self.engine.state(group, topic, partition)
+        if state is not None and len(holders) > 2 * self.engine.max_window:
+            for offset in [o for o in holders if o not in state.leases]:
+                del holders[offset]
+        for d in acquired.deliveries:
+            holders[d.offset] = member
+        return acquired
+
+    def acknowledge(self, group: str, member: str, topic: str, partition: int, batches: list) -> tuple[int, int]:
+        """Apply acknowledgement batches ({first_offset, last_offset, acknowledge_types}); returns
+        (error code, CommitLog end offset of the logged ops)."""
+        by_type: dict[int, list[Receipt]] = {}
+        holders = self.holders.get((group, topic, partition), {})
+        state = self.engine.state(group, topic, partition)
+        now = self.engine.clock()
+        for b in batches:
+            first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
+            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+                return INVALID_REQUEST, 0
+            for i, offset in enumerate(range(first, last + 1)):
+                kind = types[0] if len(types) == 1 else types[i]
+                if kind not in (GAP, ACCEPT, RELEASE, REJECT, RENEW):
+                    return INVALID_REQUEST, 0
+                lease = state.leases.get(offset) if state is not None else None
+                if kind == GAP and lease is None:
+                    continue  # not a record (a transaction marker, a compacted offset): nothing held
+                if lease is None or lease.deadline <= now or holders.get(offset) != member:
+                    return INVALID_RECORD_STATE, 0
+                by_type.setdefault(ACCEPT if kind == GAP else kind, []).append(
+                    Receipt(group, topic, partition, offset, lease.pop_time))
+        end = 0
+        for kind, receipts in by_type.items():
+            if kind == ACCEPT:
+                end = max(end, self.engine.ack(receipts)[1])
+            elif kind == RELEASE:
+                end = max(end, self.engine.release(receipts)[1])
+            elif kind == REJECT:
+                end = max(end, self.engine.reject(receipts)[1])
+            else:
+                for r in receipts:
+                    renewed = self.engine.renew(r, self.lock_ms(group))
+                    end = max(end, renewed[1] if renewed else 0)
+            if kind != RENEW:
+                for r in receipts:
+                    holders.pop(r.offset, None)
+        return NONE, end
+
+    def release_member(self, group: str, member: str) -> int:
+        """Make every record the member holds available again (it left or closed its session)."""
+        end = 0
+        now = self.engine.clock()
+        for (g, topic, partition), holders in self.holders.items():
+            if g != group:
+                continue
+            state = self.engine.state(g, topic, partition)
+            mine = [o for o, m in holders.items() if m == member]
+            receipts = [Receipt(g, topic, partition, o, state.leases[o].pop_time) for o in mine
+                        if state is not None and o in state.leases and state.leases[o].deadline > now]
+            for o in mine:
+                del holders[o]
+            if receipts:
+                end = max(end, self.engine.release(receipts)[1])
+        return end
+
+    def connection_closed(self, group: str, member: str, session) -> None:
+        """The connection that opened `session` ended (the consumer closed or died): as Kafka does,
+        the session goes and the member's records are released, unless a newer session replaced it."""
+        if self.sessions.sessions.get((group, member)) is session:
+            self.forget_member(group, member)
+
+    def forget_member(self, group: str, member: str) -> None:
+        """The member left or expired: its session goes, its records are released."""
+        self.sessions.close_member(group, member)
+        self.release_member(group, member)

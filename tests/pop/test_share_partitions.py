@@ -1,0 +1,206 @@
+"""KIP-932 share groups on the pop engine, below the wire: assignment, session epochs, acknowledgement
+rules, the delivery limit, restart, admin resets, and the progress a share group shares with a
+RocketMQ POP group of the same name."""
+from __future__ import annotations
+
+import pytest
+import trio
+
+import store
+from semantics.offsets import OffsetTable
+from semantics.pop import PopEngine, Receipt
+from semantics.share_groups import Member, ShareGroups, assign
+from semantics.share_partitions import (ACCEPT, GAP, INVALID_RECORD_STATE, INVALID_REQUEST, NONE, REJECT,
+                                        RELEASE, RENEW, SharePartitions)
+from semantics.share_sessions import INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND, ShareSessions
+
+G, T = "sg", "T"
+LOCK = 30_000
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1_000_000
+
+    def __call__(self):
+        return self.now
+
+
+def open_store(tmp_path):
+    return store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=1 << 20, cq_units_per_file=1000))
+
+
+def make(s, clock):
+    groups = ShareGroups(lambda t: 1, s)
+    engine = PopEngine(s, OffsetTable(s), clock=clock)
+    return engine, SharePartitions(engine, groups)
+
+
+@pytest.fixture
+def env(tmp_path):
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    for i in range(10):
+        s.append(store.Message(topic=T, queue_id=0, body=b"m%d" % i))
+    clock = Clock()
+    engine, shares = make(s, clock)
+    shares.groups.alter_configs(G, [("share.auto.offset.reset", 0, "earliest")], False)
+    yield s, clock, engine, shares
+    s.close()
+
+
+def batch(first, last, *types):
+    return {"first_offset": first, "last_offset": last, "acknowledge_types": list(types)}
+
+
+def offsets(acquired):
+    return [d.offset for d in acquired.deliveries]
+
+
+def test_assignment_spreads_partitions_and_gives_all_when_members_outnumber_them():
+    members = [Member(f"m{i}", None, "c", "h", ["a", "b"]) for i in range(3)]
+    spread = assign(members, {"a": 6})
+    assert {m: ps["a"] for m, ps in spread.items()} == {"m0": [0, 3], "m1": [1, 4], "m2": [2, 5]}
+    everyone = assign(members, {"a": 2, "b": 3})
+    assert all(a == {"a": [0, 1], "b": [0, 1, 2]} for a in everyone.values())
+
+
+def test_heartbeat_joins_assigns_and_leaves():
+    async def main():
+        groups = ShareGroups(lambda t: 2)
+        left = []
+        groups.on_leave = lambda g, m: left.append(m)
+        first = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": 0,
+                                  "subscribed_topic_names": [T]}, "c", "/h")
+        assert first["error_code"] == NONE and first["assignment"] == {T: [0, 1]}
+        again = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+                                  "subscribed_topic_names": None}, "c", "/h")
+        assert again["assignment"] is None  # unchanged: not sent again
+        groups.heartbeat({"group_id": G, "member_id": "b", "member_epoch": 0, "subscribed_topic_names": [T]}, "c", "/h")
+        both = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+                                 "subscribed_topic_names": None}, "c", "/h")
+        assert both["assignment"] == {T: [0, 1]}  # 2 members, 2 partitions: everyone gets everything
+        unknown = groups.heartbeat({"group_id": G, "member_id": "z", "member_epoch": 3,
+                                    "subscribed_topic_names": None}, "c", "/h")
+        assert unknown["error_code"] == 25
+        groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": -1, "subscribed_topic_names": None},
+                         "c", "/h")
+        assert left == ["a"] and set(groups.groups[G].members) == {"b"}
+    trio.run(main)
+
+
+def test_session_epochs():
+    sessions = ShareSessions()
+    assert sessions.fetch(G, "m", 1, [], [])[0] == SHARE_SESSION_NOT_FOUND
+    code, session = sessions.fetch(G, "m", 0, [(T, 0)], [])
+    assert code == NONE and list(session.partitions) == [(T, 0)]
+    assert sessions.fetch(G, "m", 2, [(T, 1)], [])[0] == INVALID_SHARE_SESSION_EPOCH
+    assert list(session.partitions) == [(T, 0)]  # the refused request changed nothing
+    assert sessions.fetch(G, "m", 1, [(T, 1)], [(T, 0)])[0] == NONE
+    assert list(session.partitions) == [(T, 1)]
+    assert sessions.fetch(G, "m", 2, [], [], may_open=False)[0] == NONE
+    assert sessions.fetch(G, "m", 0, [], [], may_open=False)[0] == INVALID_SHARE_SESSION_EPOCH
+    assert sessions.fetch(G, "m", -1, [], [])[0] == NONE
+    assert sessions.fetch(G, "m", 3, [], [])[0] == SHARE_SESSION_NOT_FOUND
+
+
+def test_acknowledge_types(env):
+    s, clock, engine, shares = env
+    assert offsets(shares.acquire(G, "a", T, 0, 5)) == [0, 1, 2, 3, 4]
+    code, _ = shares.acknowledge(G, "a", T, 0, [batch(0, 1, ACCEPT), batch(2, 4, RELEASE, REJECT, RENEW)])
+    assert code == NONE
+    again = shares.acquire(G, "b", T, 0, 10)
+    assert offsets(again) == [2, 5, 6, 7, 8, 9]  # released 2 first; 3 rejected, 4 still locked
+    assert again.deliveries[0].count == 2
+    assert engine.state(G, T, 0).start == 2
+
+
+def test_acknowledgements_of_records_the_member_does_not_hold_change_nothing(env):
+    s, clock, engine, shares = env
+    shares.acquire(G, "a", T, 0, 3)
+    before = (engine.state(G, T, 0).start, dict(engine.state(G, T, 0).leases))
+    for member, batches in (("b", [batch(0, 0, ACCEPT)]),  # another member's record
+                            ("a", [batch(0, 5, ACCEPT)]),  # 3..5 not acquired
+                            ("a", [batch(0, 2, ACCEPT, REJECT)]),  # two types for three offsets
+                            ("a", [batch(2, 1, ACCEPT)]),  # last before first
+                            ("a", [batch(0, 0, 9)])):  # no such type
+        code, _ = shares.acknowledge(G, member, T, 0, batches)
+        assert code in (INVALID_RECORD_STATE, INVALID_REQUEST)
+    assert (engine.state(G, T, 0).start, engine.state(G, T, 0).leases) == before
+    clock.now += LOCK  # the lock ran out: too late to accept
+    assert shares.acknowledge(G, "a", T, 0, [batch(0, 0, ACCEPT)])[0] == INVALID_RECORD_STATE
+    assert shares.acknowledge(G, "a", T, 0, [batch(9, 9, GAP)])[0] == NONE  # a gap holds nothing
+
+
+def test_delivery_count_limit_archives(env):
+    s, clock, engine, shares = env
+    shares.groups.alter_configs(G, [("share.delivery.count.limit", 0, "2")], False)
+    for count in (1, 2):
+        got = shares.acquire(G, "a", T, 0, 1)
+        assert offsets(got) == [0] and got.deliveries[0].count == count
+        shares.acknowledge(G, "a", T, 0, [batch(0, 0, RELEASE)])
+    assert offsets(shares.acquire(G, "a", T, 0, 1)) == [1]  # 0 was archived
+    assert engine.state(G, T, 0).start == 1
+
+
+def test_leaving_member_releases_what_it_holds(env):
+    s, clock, engine, shares = env
+    shares.acquire(G, "a", T, 0, 4)
+    shares.forget_member(G, "a")
+    got = shares.acquire(G, "b", T, 0, 4)
+    assert offsets(got) == [0, 1, 2, 3] and {d.count for d in got.deliveries} == {2}
+
+
+def test_restart_keeps_delivery_counts_and_locks(env, tmp_path):
+    s, clock, engine, shares = env
+    shares.acquire(G, "a", T, 0, 4)
+    shares.acknowledge(G, "a", T, 0, [batch(0, 1, ACCEPT)])
+    engine2, shares2 = make(s, clock)  # a new engine over the same store: replays the pop log
+    assert shares2.groups.config(G, "share.auto.offset.reset") == "earliest"
+    assert offsets(shares2.acquire(G, "b", T, 0, 10)) == [4, 5, 6, 7, 8, 9]  # 2, 3 still locked
+    assert shares2.acknowledge(G, "b", T, 0, [batch(4, 9, ACCEPT)])[0] == NONE
+    assert shares2.acknowledge(G, "a", T, 0, [batch(2, 2, ACCEPT)])[0] == INVALID_RECORD_STATE  # held by nobody now
+    clock.now += LOCK
+    again = shares2.acquire(G, "b", T, 0, 10)
+    assert offsets(again) == [2, 3] and {d.count for d in again.deliveries} == {2}
+
+
+def test_reset_and_drop(env):
+    s, clock, engine, shares = env
+    shares.acquire(G, "a", T, 0, 10)
+    shares.acknowledge(G, "a", T, 0, [batch(0, 9, ACCEPT)])
+    engine.reset(G, T, 0, 3)
+    assert offsets(shares.acquire(G, "a", T, 0, 10)) == [3, 4, 5, 6, 7, 8, 9]
+    engine.drop(G, T, 0)
+    engine.offsets.delete(G, T, 0)
+    assert engine.state(G, T, 0) is None
+    assert offsets(shares.acquire(G, "b", T, 0, 2)) == [0, 1]  # afresh, by share.auto.offset.reset
+    engine.drop(G, T, 0)
+    assert make(s, clock)[0].state(G, T, 0) is None  # the drop is logged
+
+
+def test_share_group_and_pop_group_of_the_same_name_share_progress(env):
+    s, clock, engine, shares = env
+    kafka = shares.acquire(G, "a", T, 0, 3)
+    pop = engine.acquire(G, T, 0, 3, LOCK)  # a RocketMQ POP consumer of group G
+    assert offsets(kafka) == [0, 1, 2] and offsets(pop) == [3, 4, 5]
+    engine.ack([Receipt(G, T, 0, d.offset, pop.pop_time) for d in pop.deliveries])
+    shares.acknowledge(G, "a", T, 0, [batch(0, 2, ACCEPT)])
+    assert engine.state(G, T, 0).start == 6
+    assert offsets(shares.acquire(G, "a", T, 0, 10)) == [6, 7, 8, 9]
+    # a POP receipt is not a Kafka acknowledgement: the POP group's records are not the member's
+    pop2 = engine.acquire("other", T, 0, 1, LOCK)
+    assert shares.acknowledge("other", "a", T, 0, [batch(pop2.deliveries[0].offset, pop2.deliveries[0].offset,
+                                                          ACCEPT)])[0] == INVALID_RECORD_STATE
+
+
+def test_group_configs_are_checked_and_persisted(env):
+    s, clock, engine, shares = env
+    groups = shares.groups
+    assert groups.alter_configs(G, [("share.record.lock.duration.ms", 0, "1000")], False)  # below Kafka's minimum
+    assert groups.alter_configs(G, [("share.isolation.level", 0, "dirty")], False)
+    assert groups.alter_configs(G, [("share.no.such", 0, "1")], False)
+    assert groups.alter_configs(G, [("share.record.lock.duration.ms", 0, "20000"),
+                                    ("share.isolation.level", 0, "read_committed")], False) is None
+    assert ShareGroups(lambda t: 1, s).int_config(G, "share.record.lock.duration.ms") == 20000
+    assert shares.lock_ms(G) == 20000
