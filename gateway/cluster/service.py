@@ -15,6 +15,7 @@ from cluster.model import Member
 from cluster.view import ClusterView
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
+from gateway.cluster.replicas import ReplicaRoles
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -94,6 +95,7 @@ class ClusterService:
                 mirror.install()
                 await node.view.load()  # again, now that the offsets are heard
                 await nursery.start(mirror.run)
+                ReplicaRoles(node, self.app.replication, nursery).install()
                 await nursery.start(node.view.run)
                 nursery.start_soon(lambda: node.coordination.keep_alive(node.lease, ttl, on_lost=self._rejoin))
                 task_status.started()

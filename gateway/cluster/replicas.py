@@ -1,0 +1,88 @@
+"""The cluster's assignment drives replication (docs/cluster.md, "Replicas and failover"): each
+queue with more than one replica gets its role on this node from the assignment in etcd (leader,
+follower, or none), the leader's in-sync-set changes are written back (a transaction compared on the
+epoch), and when a leader's lease ends every live member proposes the first live in-sync replica
+as the new leader with the epoch bumped — etcd's compare-and-swap lets exactly one proposal win, and
+the bumped epoch fences the old leader if it comes back."""
+from __future__ import annotations
+
+import logging
+
+from cluster.etcd import EtcdError
+from cluster.model import elect
+from semantics.replication import StaleEpoch
+from semantics.replication.manager import FOLLOWER, LEADER
+
+log = logging.getLogger("rocketgate.cluster")
+
+
+class ReplicaRoles:
+    def __init__(self, node, manager, nursery) -> None:
+        self.node, self.manager, self.nursery = node, manager, nursery
+        self.view = node.view
+
+    def install(self) -> None:
+        self.view.on_assignment(self._assigned)
+        self.view.on_members(lambda _members: self._elect_where_leader_left())
+        self.manager.on_isr_change = self._isr_changed
+        for (topic, qid), a in list(self.view.queues.items()):
+            self._assigned(topic, qid, a.leader, list(a.replicas), list(a.isr), a.epoch)
+        self._elect_where_leader_left()
+
+    def _addr(self, node_id: int) -> str | None:
+        member = self.view.members.get(node_id)
+        return member.remoting_addr if member is not None else None
+
+    def _assigned(self, topic: str, qid: int, leader: int, replicas: list, isr: list, epoch: int) -> None:
+        """This node's role for the queue, as the assignment says (unchanged roles are left alone)."""
+        me = self.node.node_id
+        current = self.manager.roles.get((topic, qid))
+        try:
+            if len(replicas) < 2:
+                return  # not replicated: a plain queue of its leader
+            if leader == me:
+                if current is not None and current.role == LEADER and current.epoch == epoch:
+                    return
+                others = [a for a in (self._addr(r) for r in replicas if r != me) if a]
+                in_sync = [a for a in (self._addr(r) for r in isr if r != me) if a]
+                self.manager.become_leader(topic, qid, epoch, others, isr=in_sync)
+            elif me in replicas:
+                leader_addr = self._addr(leader)
+                if leader_addr is None or (current is not None and current.role == FOLLOWER
+                                           and current.epoch == epoch and current.leader == leader_addr):
+                    return
+                self.manager.become_follower(topic, qid, epoch, leader_addr)
+            elif current is not None:
+                self.manager.stop_replica(topic, qid)
+        except StaleEpoch as exc:
+            log.warning("cluster: assignment of %s/%d ignored: %s", topic, qid, exc)
+
+    def _isr_changed(self, topic: str, qid: int, isr_addrs: list) -> None:
+        a = self.view.queues.get((topic, qid))
+        if a is None:
+            return
+        ids = sorted(n for n, m in self.view.members.items() if m.remoting_addr in isr_addrs)
+        if self.node.node_id not in ids:
+            ids.insert(0, self.node.node_id)
+        self.nursery.start_soon(self._write, "in-sync set", self.node.coordination.update_isr, topic, qid, ids, a.epoch)
+
+    def _elect_where_leader_left(self) -> None:
+        live = set(self.view.live())
+        for (topic, qid), a in list(self.view.queues.items()):
+            if a.leader in live or len(a.replicas) < 2:
+                continue
+            chosen = elect(a, live)
+            if chosen is None:
+                log.error("cluster: %s/%d has no live in-sync replica; it stays unavailable", topic, qid)
+                continue
+            self.nursery.start_soon(self._write, "leader", self.node.coordination.elect_leader,
+                                    topic, qid, chosen.leader, a.epoch)
+
+    async def _write(self, what: str, fn, topic: str, qid: int, value, expected_epoch: int) -> None:
+        try:
+            result = await fn(topic, qid, value, expected_epoch)
+        except EtcdError as exc:
+            log.warning("cluster: writing the %s of %s/%d failed: %s", what, topic, qid, exc)
+            return
+        if result is not None:
+            log.info("cluster: %s/%d %s is now %s", topic, qid, what, value)
