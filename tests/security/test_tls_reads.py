@@ -45,7 +45,8 @@ class Pair:
         return out
 
 
-VERSIONS = pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3], ids=["TLSv1.2", "TLSv1.3"])
+VERSIONS = pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3],
+                                   ids=["TLSv1.2", "TLSv1.3"])
 
 
 @VERSIONS
