@@ -136,10 +136,24 @@ def subject_principal(cert: dict | None) -> str | None:
     return "User:" + ",".join(reversed(rdns))
 
 
+class _LargeReads:
+    """The TCP stream under TLS, read 256 KiB at a time as on plaintext listeners (trio's SSLStream
+    asks its transport for 64 KiB): fewer trio passes per produce request."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return await self._stream.receive_some(max_bytes or (1 << 18))
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 async def accept(stream: trio.SocketStream, files: TlsFiles) -> trio.SSLStream | None:
     """The TLS stream over an accepted connection, or None when the handshake fails or stalls
     (logged at DEBUG: scanners and plaintext clients are common, not our problem)."""
-    tls = trio.SSLStream(stream, files.context(), server_side=True)
+    tls = trio.SSLStream(_LargeReads(stream), files.context(), server_side=True)
     with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
         try:
             await tls.do_handshake()
