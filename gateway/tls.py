@@ -6,6 +6,10 @@ certificate is served without a restart; a file that cannot be loaded then keeps
 context (logged). With a CA file, clients must present a certificate it signed (mTLS); the
 principal is then "User:" + the certificate subject as Kafka writes it (RFC 2253, e.g.
 "User:CN=app,O=Example").
+
+Reads return every whole TLS record already received (`WholeReads`), not one record per call:
+librdkafka writes a produce request as many small records (one per buffer slice, a few bytes to
+1 KiB each), and one trio pass per record left TLS produce about a quarter of plaintext's rate.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import trio
 log = logging.getLogger("rocketgate.tls")
 HANDSHAKE_TIMEOUT_S = 10.0
 RELOAD_CHECK_S = 1.0
+TLS_RECORD = 16384  # the most plaintext one TLS record carries
 
 
 class TlsError(ValueError):
@@ -35,9 +40,41 @@ def _stamp(path: str | None):
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
+class WholeReads(ssl.SSLObject):
+    """The SSLObject of the gateway's TLS streams (`SSLContext.sslobject_class`): `read(size)`
+    decrypts records until it has `size` bytes or meets a partial record or the end (OpenSSL's
+    SSL_read stops after one record). An error met after some records is raised by the next read."""
+
+    _failure: ssl.SSLError | None = None
+
+    def read(self, size: int = 1024, buffer=None):
+        if buffer is not None:
+            return super().read(size, buffer)
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        parts: list[bytes] = []
+        got = 0
+        while got < size:
+            try:
+                part = super().read(min(size - got, TLS_RECORD))
+            except ssl.SSLError as exc:
+                if not parts:
+                    raise
+                if not isinstance(exc, ssl.SSLWantReadError):
+                    self._failure = exc
+                break
+            if not part:  # the peer's close_notify: the next read returns b"" again
+                break
+            parts.append(part)
+            got += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def server_context(cert: str, key: str, ca: str | None = None) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.sslobject_class = WholeReads
     try:
         ctx.load_cert_chain(cert, key)
         if ca:
@@ -99,10 +136,24 @@ def subject_principal(cert: dict | None) -> str | None:
     return "User:" + ",".join(reversed(rdns))
 
 
+class _LargeReads:
+    """The TCP stream under TLS, read 256 KiB at a time as on plaintext listeners (trio's SSLStream
+    asks its transport for 64 KiB): fewer trio passes per produce request."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        return await self._stream.receive_some(max_bytes or (1 << 18))
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 async def accept(stream: trio.SocketStream, files: TlsFiles) -> trio.SSLStream | None:
     """The TLS stream over an accepted connection, or None when the handshake fails or stalls
     (logged at DEBUG: scanners and plaintext clients are common, not our problem)."""
-    tls = trio.SSLStream(stream, files.context(), server_side=True)
+    tls = trio.SSLStream(_LargeReads(stream), files.context(), server_side=True)
     with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
         try:
             await tls.do_handshake()

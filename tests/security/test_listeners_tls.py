@@ -214,7 +214,11 @@ def test_a_listeners_advertised_address_in_find_coordinator():
     from gateway.kafka import handlers
 
     lst = parse_listener("EXT=SASL_SSL://0.0.0.0:9094,kafka.example.com:443")
-    app = types.SimpleNamespace(config=types.SimpleNamespace(advertised="10.1.2.3"))
+    from gateway.cluster.ownership import SINGLE_NODE
+
+    topics = types.SimpleNamespace(submission=0)  # what handle() reads of the store: no topic change
+    app = types.SimpleNamespace(config=types.SimpleNamespace(advertised="10.1.2.3"), security=None,
+                                store=types.SimpleNamespace(topics=topics), ownership=SINGLE_NODE)
     conn = types.SimpleNamespace(app=app, client_id="c", peer_host="127.0.0.1", local_port=9094, listener=lst)
 
     def call(api, version, body):
