@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.etcd_server import EtcdServer
 from gateway_process import GatewayProcess, free_port
+from test_cluster_clients import wait_for
 
 NODES = (1, 2, 3)
 TOPIC = "failover"
@@ -41,22 +42,12 @@ def _partition(admin):
     return admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]
 
 
-def _wait(fn, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_killed_leader_is_replaced_and_no_acknowledged_record_is_lost_or_duplicated(three):
     gws = three
     bootstrap = ",".join(g.kafka_bootstrap for g in gws.values())
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=3)])[TOPIC].result(10)
-    first = _wait(lambda: (p := _partition(admin)).leader in NODES and len(p.isrs) == 3 and p, 20, "a leader")
+    first = wait_for(lambda: (p := _partition(admin)).leader in NODES and len(p.isrs) == 3 and p, 20, what="a leader")
     acked, failed = [], []
 
     def delivered(err, msg):
@@ -80,7 +71,7 @@ def test_killed_leader_is_replaced_and_no_acknowledged_record_is_lost_or_duplica
     produce(500)
     admin = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for n, g in gws.items()
                                                        if n != first.leader)})
-    now = _wait(lambda: (p := _partition(admin)).leader not in (-1, first.leader) and p, 30, "a new leader")
+    now = wait_for(lambda: (p := _partition(admin)).leader not in (-1, first.leader) and p, 30, what="a new leader")
     print(f"new leader {now.leader} {time.monotonic() - killed_at:.1f} s after kill -9")
     produce(500)
     assert producer.flush(60) == 0
@@ -101,5 +92,5 @@ def test_killed_leader_is_replaced_and_no_acknowledged_record_is_lost_or_duplica
     assert len(set(got)) == len(got)
 
     gws[first.leader].start()  # back as a follower of the new leader: catches up, rejoins the ISR
-    back = _wait(lambda: (p := _partition(admin)) and len(p.isrs) == 3 and p, 60, "the old leader back in sync")
+    back = wait_for(lambda: (p := _partition(admin)) and len(p.isrs) == 3 and p, 60, what="the old leader back in sync")
     assert back.leader == now.leader
