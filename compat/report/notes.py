@@ -8,11 +8,9 @@ _NO_SHARE_GROUPS = "share groups (KIP-932, ShareFetch/ShareAcknowledge) are not 
 _KAFKA_TOOLS = ("the test runs Kafka's shell tools (KAFKA_PATH, a Kafka distribution) to create topics; the report "
                 "gives it none, so it fails on both systems")
 _NO_ACLS = "the report runs both systems without an authorizer (the gateway's ACLs: --authorizer acl, docs/security.md)"
-_NO_COMPACTION = "the gateway has no log compaction (docs/mapping.md: cleanup.policy is accepted, not acted on)"
 
 NOTES: dict[str, dict[str, str]] = {
     "librdkafka tests": {
-        "0011_produce_batch": _NO_COMPACTION + ", so it does not refuse key-less records on a compacted topic",
         "0052_msg_timestamps": _KAFKA_TOOLS,
         "0077_compaction": _KAFKA_TOOLS,
         "0109_auto_create_topics": _KAFKA_TOOLS,

@@ -21,6 +21,14 @@ from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 
 
+def _has_keyless_record(batch) -> bool:
+    """A record without a key in the batch (Kafka refuses those on a compacted topic)."""
+    try:
+        return any(key is None for key, _ in records.scan_keys_headers(batch.records_bytes(), batch.record_count))
+    except (DecodeError, ValueError):
+        return True  # records that cannot be read are refused as well
+
+
 def _partition_error(index: int, code: int, message: str | None = None) -> dict:
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": -1, "error_message": message}
@@ -43,6 +51,9 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
             kind, why = problem
             return _partition_error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE,
                                     why), 0
+    if topics.compacted(cfg) and any(_has_keyless_record(b) for b in batches):
+        return _partition_error(index, errors.INVALID_RECORD, "Compacted topic cannot accept message without "
+                                f"key in topic partition {topic}-{index}."), 0
     append_time = topics.log_append_time(cfg)
     base = None
     end = 0

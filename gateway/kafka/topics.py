@@ -6,6 +6,7 @@ import re
 import uuid
 
 import gateway.kafka.errors as errors
+from semantics import compaction
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
 _TOPIC_IDS = uuid.UUID("6b1f5c8e-4d0a-4e53-9a6f-2f6d1c3b7a90")  # namespace of the name-derived topic ids
@@ -62,6 +63,11 @@ def max_message_bytes(app, cfg) -> int:
         return int((cfg.attributes or {}).get("max.message.bytes", app.config.max_message_bytes))
     except ValueError:
         return app.config.max_message_bytes
+
+
+def compacted(cfg) -> bool:
+    """Whether the topic's `cleanup.policy` includes compact (keyless records are refused then)."""
+    return compaction.policy_of(cfg.attributes or {}) is not None
 
 
 def log_append_time(cfg) -> bool:

@@ -148,3 +148,17 @@ def test_compacted_view_survives_kill9(target):
     seen2 = _wait_compacted(target, topic, _keyed_once)
     assert [o for o, _k, _v in seen2] == sorted(more)
     assert all(produced.get(o, more.get(o)) == (k, v) for o, k, v in seen2)
+
+
+def test_a_keyless_record_is_refused_on_a_compacted_topic(target):
+    """Kafka: INVALID_RECORD for the partition ("Compacted topic cannot accept message without
+    key"), nothing stored; keyed records of the same topic are taken."""
+    from confluent_kafka import KafkaError
+    topic = _topic(target, COMPACT)
+    errors = []
+    p = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 0, "retries": 0})
+    p.produce(topic, value=b"no key", partition=0, on_delivery=lambda err, _msg: errors.append(err))
+    assert p.flush(30) == 0
+    assert errors and errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD
+    _produce(target, topic, [(b"k", b"v")])
+    assert [(k, v) for _, k, v in _read_all(target, topic)] == [(b"k", b"v")]
