@@ -211,3 +211,19 @@ def test_regex_subscription(target):
     _poll([c], seen, lambda: len(c.assignment()) == 4)
     assert sorted((tp.topic, tp.partition) for tp in c.assignment()) == [(n, p) for n in names for p in range(2)]
     c.close()
+
+
+def test_an_invalid_subscription_regex_is_refused_with_kafkas_code(target):
+    """A subscribed_topic_regex that is not a valid (RE2/Java) pattern: INVALID_REGULAR_EXPRESSION (128)."""
+    client = target.raw()
+    group = _name("badre")
+    client.call(10, 4, {"key_type": 0, "coordinator_keys": [group]})  # Kafka creates its offsets topic
+    body = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": None,
+            "subscribed_topic_regex": "topic-[", "server_assignor": None, "topic_partitions": []}
+
+    def answered() -> int:
+        code = client.call(HEARTBEAT, 1, body)["error_code"]
+        assert code not in (14, 15, 16), code  # a fresh Kafka loads its group coordinator first
+        return code
+    assert eventually(answered) == 128
