@@ -15,6 +15,7 @@ others get their connection closed (`Refused`), never an unchecked answer.
 from __future__ import annotations
 
 import gateway.kafka.access_admin as access_admin
+import gateway.kafka.access_share as access_share
 import gateway.kafka.authz as authz
 from gateway.kafka.authz import NONE
 from security.acl import Operation as Op, ResourceType as Res
@@ -252,6 +253,8 @@ async def guarded(key: int, fn, ctx):
         return await _delete_groups(ctx, fn)
     if key in access_admin.KEYS:
         return await access_admin.guarded(key, fn, ctx)
+    if key in access_share.KEYS:
+        return await access_share.guarded(key, fn, ctx)
     if key in (33, 44):
         return await _alter_configs(ctx, fn)
     if key in SPLITS:
