@@ -7,12 +7,15 @@ With `--authorizer acl`, `guarded(api_key, fn, ctx)` runs a handler with Kafka's
   topics out of the request, run the handler on the rest and add TOPIC_AUTHORIZATION_FAILED entries
   for the denied ones to its answer;
 - listings (ListGroups, OffsetFetch of all topics, DescribeGroups, DescribeConfigs, FindCoordinator
-  v4) are filtered or marked after the handler ran; Metadata filters itself (metadata.py).
+  v4) are filtered or marked after the handler ran; Metadata filters itself (metadata.py);
+- DescribeLogDirs, DescribeProducers, DescribeTransactions and ListTransactions: access_admin.py.
 An API with no rule here (one added later) is served to principals with ALTER on the cluster only;
 others get their connection closed (`Refused`), never an unchecked answer.
 """
 from __future__ import annotations
 
+import gateway.kafka.access_admin as access_admin
+import gateway.kafka.access_share as access_share
 import gateway.kafka.authz as authz
 from gateway.kafka.authz import NONE
 from security.acl import Operation as Op, ResourceType as Res
@@ -248,6 +251,10 @@ async def guarded(key: int, fn, ctx):
         return refusal
     if key == GROUP_DELETE:
         return await _delete_groups(ctx, fn)
+    if key in access_admin.KEYS:
+        return await access_admin.guarded(key, fn, ctx)
+    if key in access_share.KEYS:
+        return await access_share.guarded(key, fn, ctx)
     if key in (33, 44):
         return await _alter_configs(ctx, fn)
     if key in SPLITS:

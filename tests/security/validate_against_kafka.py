@@ -24,7 +24,9 @@ from confluent_kafka.admin import ResourcePatternType, ResourceType
 from compat.jvm import JVM_FLAGS
 from tests.gateway_process import free_port, wait_port
 from tests.security import kafka_gateway as kg
+from tests.security import test_kafka_admin_describe_acl as describe_tests
 from tests.security import test_kafka_java_sasl_ssl as java_tests
+from tests.security import test_kafka_share_acl as share_tests
 from tests.security import test_kafka_matrix_cells as cells
 from tests.security import test_kafka_sasl_ssl as tests
 from tests.security.certs import make_certs
@@ -121,6 +123,11 @@ def main(words: list[str]) -> int:
                                        cells.test_kafka_python_without_sasl_cannot_bootstrap,
                                        cells.test_kafka_python_cluster_authorization_denied)]
         checks.append((cells.test_kafka_python_plain_wrong_password_and_unknown_user, (log_text,)))
+        checks += [(fn, ()) for fn in (describe_tests.test_describe_log_dirs_needs_describe_on_the_cluster,
+                                       describe_tests.test_describe_producers_needs_read_on_the_topic,
+                                       describe_tests.test_transactions_need_describe_on_the_transactional_id,
+                                       share_tests.test_share_consumer_needs_read_on_the_group,
+                                       share_tests.test_share_group_admin_needs_describe_and_delete_on_the_group)]
         if words:
             checks = [c for c in checks if any(w in c[0].__module__ + "." + c[0].__name__ for w in words)]
         for fn, args in checks:
