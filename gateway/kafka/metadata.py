@@ -12,8 +12,12 @@ import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.cluster.ownership import clustered
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
-from gateway.kafka.state import SYSTEM
 from security.acl import Operation as Op, ResourceType as Res
+
+
+# RocketMQ's own topics, internal as Kafka's __consumer_offsets (hidden from listings and regex
+# subscriptions); a group's %RETRY% and %DLQ% topics are not: users read and replay them.
+INTERNAL = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102")
 
 
 def broker_list(ctx: RequestContext) -> list[dict]:
@@ -32,9 +36,9 @@ def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
         return {"error_code": error, "name": name, "partitions": []}
     if app is not None and app.ownership.clustered:
         return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
-                "is_internal": name.startswith(SYSTEM), "partitions": routes.kafka_partitions(app, name, topics.partition_count(cfg))}
+                "is_internal": name.startswith(INTERNAL), "partitions": routes.kafka_partitions(app, name, topics.partition_count(cfg))}
     return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
-            "is_internal": name.startswith(SYSTEM),  # RocketMQ's own topics, as Kafka's __consumer_offsets
+            "is_internal": name.startswith(INTERNAL),  # RocketMQ's own topics, as Kafka's __consumer_offsets
             "partitions": [
         {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
          "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []}

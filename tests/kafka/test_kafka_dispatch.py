@@ -4,6 +4,7 @@ import types
 import trio
 
 from codec.kafka import apis, protocol
+from gateway.cluster.ownership import SINGLE_NODE
 from gateway.kafka import errors, handlers
 from gateway.kafka.registry import HANDLERS
 
@@ -20,7 +21,9 @@ def _call(conn, api, version, body):
 
 
 def test_find_coordinator_answers_with_the_connection_facts():
-    app = types.SimpleNamespace(config=types.SimpleNamespace(advertised="10.1.2.3"))
+    no_topic_changes = types.SimpleNamespace(topics=types.SimpleNamespace(submission=0))
+    app = types.SimpleNamespace(config=types.SimpleNamespace(advertised="10.1.2.3"), security=None,
+                                store=no_topic_changes, ownership=SINGLE_NODE)
     conn = types.SimpleNamespace(app=app, client_id="c1", peer_host="127.0.0.1", local_port=19092)
     correlation, body = _call(conn, apis.FIND_COORDINATOR, 1, {"key": "g", "key_type": 0})
     assert correlation == 5

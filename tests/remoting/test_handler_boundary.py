@@ -7,6 +7,7 @@ import pytest
 import trio
 
 from codec.remoting import FrameReader, RemotingCommand, ResponseCode, encode
+from gateway.cluster.ownership import SINGLE_NODE
 from gateway.remoting import handle_connection, headers
 from gateway.remoting.common import DEFERRED, HANDLERS
 from semantics.rocketmq_clients import ClientRegistry
@@ -42,7 +43,10 @@ def test_handlers(monkeypatch):
 def _exchange(requests: list[int]) -> tuple[list[RemotingCommand], list[BaseException]]:
     """Send `requests` on one connection; the answers received until the server closed it (or
     answered them all), and what the server's connection task raised."""
-    app = types.SimpleNamespace(config=None, rocketmq_clients=ClientRegistry(), security=None)
+    no_topic_changes = types.SimpleNamespace(topics=types.SimpleNamespace(submission=0))
+    app = types.SimpleNamespace(config=types.SimpleNamespace(remoting_max_parked_requests=100),
+                                rocketmq_clients=ClientRegistry(), security=None,
+                                store=no_topic_changes, ownership=SINGLE_NODE)
     raised: list[BaseException] = []
 
     async def serve(stream):
