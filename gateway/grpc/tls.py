@@ -43,9 +43,16 @@ class Replay(trio.abc.HalfCloseableStream):
 
 
 class NoFrames:
-    """The slowloris tracker of a TLS connection: TLS records are not HTTP/2 frames."""
+    """The slowloris tracker of a TLS connection: TLS records are not HTTP/2 frames. It holds
+    nothing against the request-bytes budget (h2 takes every decrypted read at once)."""
+
+    partial_bytes = 0
+    ended_bytes = 0
 
     def received(self, data, now: float) -> None:
+        pass
+
+    def pause(self, seconds: float) -> None:
         pass
 
     def partial_since(self, now: float) -> float:
