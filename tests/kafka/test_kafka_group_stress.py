@@ -144,13 +144,27 @@ def test_a_stalled_event_loop_does_not_expire_members():
         b = Client(c, "b", random.Random(2), lambda *args: got.append(args), holders)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(c.run)
-            for _ in range(10):  # both join at once until one generation holds both
+
+            def both_stable() -> bool:
+                g = c.groups.get(GROUP)
+                return g is not None and g.state == "Stable" and set(g.members) == {a.member_id, b.member_id}
+
+            async def settle(client: Client) -> None:
+                """Join, rejoin on a failed join or a rebalance, as a client does, until one
+                generation holds both (joining in lockstep can starve one of them)."""
+                while not both_stable():
+                    if not await client.join_and_sync():
+                        await trio.sleep(0.1)
+                        continue
+                    while not both_stable():
+                        await trio.sleep(0.5)
+                        if c.heartbeat({"group_id": GROUP, "generation_id": client.generation,
+                                        "member_id": client.member_id, "group_instance_id": None}) != NONE:
+                            break
+            with trio.fail_after(300):
                 async with trio.open_nursery() as joins:
-                    joins.start_soon(a.join_and_sync)
-                    joins.start_soon(b.join_and_sync)
-                g = c.groups[GROUP]
-                if g.state == "Stable" and set(g.members) == {a.member_id, b.member_id}:
-                    break
+                    joins.start_soon(settle, a)
+                    joins.start_soon(settle, b)
             generation = c.groups[GROUP].generation
             assert set(c.groups[GROUP].members) == {a.member_id, b.member_id}
 
