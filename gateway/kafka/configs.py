@@ -11,6 +11,7 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
+from gateway.kafka.metadata import OFFSETS_PARTITIONS
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, share_config_entries
 from semantics import topic_configs as tc
@@ -40,20 +41,51 @@ def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
 
 
 def _broker_entries(app) -> list[tc.Entry]:
-    """The broker's settings (all fixed at start: read-only, STATIC_BROKER_CONFIG)."""
+    """The broker's settings, all fixed at start (read-only): those the gateway's flags decide
+    (STATIC_BROKER_CONFIG), then Kafka's defaults the gateway follows (DEFAULT_CONFIG)."""
     c = app.config
     values = [("auto.create.topics.enable", str(c.auto_create_topics).lower(), tc.BOOLEAN),
               ("broker.id", str(NODE_ID), tc.INT),
               ("default.replication.factor", "1", tc.INT),
+              ("log.dirs", c.data_dir, tc.LIST),
               ("log.retention.hours", "72", tc.INT),
               ("log.segment.bytes", str(c.commitlog_file_size), tc.INT),
               ("message.max.bytes", str(c.max_message_bytes), tc.INT),
+              ("node.id", str(NODE_ID), tc.INT),
               ("num.partitions", str(c.default_partitions), tc.INT),
               ("offsets.topic.replication.factor", "1", SHORT),
+              ("process.roles", "broker,controller", tc.LIST),
               ("socket.request.max.bytes", str(c.max_frame_bytes), tc.INT),
-              ("transaction.max.timeout.ms", str(TRANSACTION_MAX_TIMEOUT_MS), tc.INT)]
-    return [tc.Entry(name, value, tc.SOURCE_STATIC_BROKER, ctype, True, ((name, value, tc.SOURCE_STATIC_BROKER),))
-            for name, value, ctype in values]
+              ("transaction.max.timeout.ms", str(TRANSACTION_MAX_TIMEOUT_MS), tc.INT),
+              *_listener_values(c)]
+    defaults = [("compression.type", "producer", tc.STRING),
+                ("delete.topic.enable", "true", tc.BOOLEAN),
+                ("log.cleanup.policy", "delete", tc.LIST),
+                ("log.message.timestamp.after.max.ms", tc.TOPIC_CONFIGS["message.timestamp.after.max.ms"].default,
+                 tc.LONG),
+                ("log.message.timestamp.before.max.ms",
+                 tc.TOPIC_CONFIGS["message.timestamp.before.max.ms"].default, tc.LONG),
+                ("log.message.timestamp.type", "CreateTime", tc.STRING),
+                ("log.retention.bytes", "-1", tc.LONG),
+                ("min.insync.replicas", "1", tc.INT),
+                ("offsets.topic.num.partitions", str(OFFSETS_PARTITIONS), tc.INT),
+                ("unclean.leader.election.enable", "false", tc.BOOLEAN)]
+    return sorted([tc.Entry(name, value, source, ctype, True, ((name, value, source),))
+                   for entries, source in ((values, tc.SOURCE_STATIC_BROKER), (defaults, tc.SOURCE_DEFAULT))
+                   for name, value, ctype in entries], key=lambda e: e.name)
+
+
+def _listener_values(c) -> list[tuple[str, str, int]]:
+    """listeners, advertised.listeners and listener.security.protocol.map as Kafka writes them: the main
+    Kafka port (named after its security protocol) and every extra Kafka --listener."""
+    main = c.kafka_security_protocol
+    extra = [lst for lst in c.listeners if lst.kind == "kafka"]
+    bound = [f"{main}://{c.host}:{c.kafka_port}"] + [f"{lst.name}://{lst.host}:{lst.port}" for lst in extra]
+    advertised = [f"{main}://{c.advertised}:{c.kafka_port}"] + [
+        f"{lst.name}://{lst.advertised_host or c.advertised}:{lst.advertised_port or lst.port}" for lst in extra]
+    protocols = [f"{main}:{main}"] + [f"{lst.name}:{lst.protocol}" for lst in extra]
+    return [("advertised.listeners", ",".join(advertised), tc.LIST), ("listeners", ",".join(bound), tc.LIST),
+            ("listener.security.protocol.map", ",".join(dict.fromkeys(protocols)), tc.STRING)]
 
 
 def _group_entries(app, group: str) -> list[tc.Entry]:
