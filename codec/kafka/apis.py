@@ -1061,8 +1061,33 @@ LIST_PARTITION_REASSIGNMENTS = Api(key=46, name="ListPartitionReassignments", ve
     ]),
 ])
 
+_REPLICA_STATE = [F("replica_id", "i32"), F("replica_directory_id", "uuid", "2+"), F("log_end_offset", "i64"),
+                  F("last_fetch_timestamp", "i64", "1+", default=-1),
+                  F("last_caught_up_timestamp", "i64", "1+", default=-1)]
+
+DESCRIBE_QUORUM = Api(key=55, name="DescribeQuorum", versions="0-2", flexible="0+", request=[
+    F("topics", [F("topic_name", "str"), F("partitions", [F("partition_index", "i32")])]),
+], response=[
+    F("error_code", "i16"),
+    F("error_message", "str", "2+", nullable="2+"),
+    F("topics", [
+        F("topic_name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("error_code", "i16"),
+            F("error_message", "str", "2+", nullable="2+"),
+            F("leader_id", "i32"),
+            F("leader_epoch", "i32"),
+            F("high_watermark", "i64"),
+            F("current_voters", _REPLICA_STATE),
+            F("observers", _REPLICA_STATE),
+        ]),
+    ]),
+    F("nodes", [F("node_id", "i32"), F("listeners", [F("name", "str"), F("host", "str"), F("port", "u16")])], "2+"),
+])
+
 PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
-                  LIST_PARTITION_REASSIGNMENTS]
+                  LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM]
 
 SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
                  DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_CLIENT_QUOTAS]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
-from gateway.kafka.metadata import OFFSETS_PARTITIONS
+from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, share_config_entries
 from semantics import topic_configs as tc
@@ -22,6 +22,8 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 # Consumer-group configs (Kafka's GroupConfig) with the values this gateway's coordinator uses.
 GROUP_CONFIGS = {"consumer.heartbeat.interval.ms": ("5000", "group.consumer.heartbeat.interval.ms"),
                  "consumer.session.timeout.ms": ("45000", "group.consumer.session.timeout.ms")}
+# The configs Kafka gives its offsets topic (listed by Metadata; the gateway's offsets are one table).
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 
 
 def topic_entries(app, cfg) -> list[tc.Entry]:
@@ -110,6 +112,9 @@ def _describe_entry(e: tc.Entry, synonyms: bool) -> dict:
 def _describe_resource(app, rtype: int, name: str) -> tuple[int, str | None, list[tc.Entry]]:
     if rtype == RESOURCE_TOPIC:
         cfg = app.store.topics.get(name)
+        if name == OFFSETS_TOPIC:
+            return errors.NONE, None, tc.describe(OFFSETS_TOPIC_CONFIGS, app.config.max_message_bytes,
+                                                  app.config.commitlog_file_size)
         if cfg is None:
             return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.", []
         return errors.NONE, None, topic_entries(app, cfg)
@@ -183,7 +188,7 @@ def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: 
         why = _broker_name_problem(name)
         if why:
             return errors.INVALID_REQUEST, why
-        names = sorted({n for n, _, _ in ops})
+        names = sorted({n for n, op, _ in ops if op != DELETE})  # nothing is set dynamically: deleting is a no-op
         if names:
             return errors.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(names)}] " \
                                            "(the gateway's settings are fixed at start)"
