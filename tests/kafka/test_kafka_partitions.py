@@ -7,15 +7,25 @@ from __future__ import annotations
 
 import json
 import os
+import types
 import uuid
 
 import pytest
+import trio
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 from kafka.structs import TopicPartition
-from kafka_target import eventually, target  # noqa: F401 (fixture)
+from kafka_target import eventually, gateway_only, target  # noqa: F401 (fixture)
 
+import gateway.kafka.access as access
+import gateway.kafka.authz as authz
+from codec.kafka import apis
 from compat.jvm import run_tool
+from gateway.cluster.ownership import SINGLE_NODE
+from gateway.kafka.handlers import HANDLERS
+from gateway.kafka.registry import RequestContext
+from security import Security
+from security.acl import AclBinding, Operation as Op, PatternType, Permission, ResourceType as Res
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
@@ -159,3 +169,51 @@ def test_describe_quorum_of_another_partition(target):
     part = c.call(55, 2, body)["topics"][0]["partitions"][0]
     c.close()
     assert (part["error_code"], part["current_voters"]) == (UNKNOWN_TOPIC_OR_PARTITION, [])
+
+
+# ------------------------------------------------------------ Kafka's ACL rules (in process, gateway only)
+def _acl_ctx(tmp_path, principal: str, request: dict, version: int = 0):
+    sec = Security(str(tmp_path), super_users=["User:admin"], environ={})
+    sec.authorizer.create([AclBinding(Res.TOPIC, "seen", PatternType.LITERAL, "User:alice", "*", Op.DESCRIBE,
+                                      Permission.ALLOW)])
+    store = types.SimpleNamespace(topics=types.SimpleNamespace(
+        names=lambda: ["hidden", "seen"], get=lambda n: types.SimpleNamespace(read_queues=1, write_queues=1)
+        if n in ("hidden", "seen") else None, submission=3))
+    app = types.SimpleNamespace(security=sec, ownership=SINGLE_NODE, store=store,
+                                config=types.SimpleNamespace(advertised="127.0.0.1"))
+    return RequestContext(app, version, request, "c", "10.0.0.1", 9092, principal)
+
+
+def _guarded(ctx, api):
+    return trio.run(access.guarded, api.key, HANDLERS[api.key], ctx)
+
+
+@gateway_only
+def test_elections_and_reassignments_need_the_cluster(tmp_path):
+    elect = {"election_type": 0, "topic_partitions": [{"topic": "seen", "partitions": [0]}]}
+    alter = {"topics": [{"name": "seen", "partitions": [{"partition_index": 0, "replicas": [0]}]}]}
+    denied = authz.CLUSTER_AUTHORIZATION_FAILED
+    body = _guarded(_acl_ctx(tmp_path, "User:alice", elect, 2), apis.ELECT_LEADERS)
+    assert body["error_code"] == denied
+    assert body["replica_election_results"][0]["partition_result"][0]["error_code"] == denied
+    body = _guarded(_acl_ctx(tmp_path, "User:admin", elect, 2), apis.ELECT_LEADERS)
+    assert body["replica_election_results"][0]["partition_result"][0]["error_code"] == ELECTION_NOT_NEEDED
+    body = _guarded(_acl_ctx(tmp_path, "User:alice", alter, 1), apis.ALTER_PARTITION_REASSIGNMENTS)
+    assert body["error_code"] == denied and body["responses"][0]["partitions"][0]["error_code"] == denied
+    body = _guarded(_acl_ctx(tmp_path, "User:admin", alter, 1), apis.ALTER_PARTITION_REASSIGNMENTS)
+    assert body["error_code"] == 0 and body["responses"][0]["partitions"][0]["error_code"] == 0
+    for principal, code in (("User:alice", denied), ("User:admin", 0)):
+        body = _guarded(_acl_ctx(tmp_path, principal, {"topics": None}), apis.LIST_PARTITION_REASSIGNMENTS)
+        assert body["error_code"] == code
+        quorum = {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]}
+        assert _guarded(_acl_ctx(tmp_path, principal, quorum, 2), apis.DESCRIBE_QUORUM)["error_code"] == code
+
+
+@gateway_only
+def test_describe_topic_partitions_needs_describe_on_the_topic(tmp_path):
+    def asked(names: list[str]) -> dict:
+        request = {"topics": [{"name": n} for n in names], "response_partition_limit": 10, "cursor": None}
+        body = _guarded(_acl_ctx(tmp_path, "User:alice", request), apis.DESCRIBE_TOPIC_PARTITIONS)
+        return {t["name"]: t["error_code"] for t in body["topics"]}
+    assert asked(["hidden", "seen"]) == {"hidden": authz.TOPIC_AUTHORIZATION_FAILED, "seen": 0}
+    assert asked([]) == {"seen": 0}  # a listing leaves out what the principal may not describe
