@@ -36,7 +36,7 @@ def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
     """The INVALID_CONFIG message for CreateTopics configs (names in `fixed` are checked elsewhere)."""
     for name, value in configs.items():
         if value is None or name not in fixed:
-            why = tc.problem(name, value, app.config.max_message_bytes)
+            why = tc.problem(name, value, app.config.store_max_message_bytes)
             if why:
                 return why
     return None
@@ -171,7 +171,7 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
         return errors.INVALID_CONFIG, why
     for n in set(names):
         if n in changed:
-            why = tc.problem(n, changed[n], app.config.max_message_bytes)
+            why = tc.problem(n, changed[n], app.config.store_max_message_bytes)
             if why:
                 return errors.INVALID_CONFIG, why
             changed[n] = changed[n].strip()

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
-from kafka.errors import InvalidTimestampError
+from kafka.errors import InvalidTimestampError, MessageSizeTooLargeError
 from kafka_raw import produce_body
 from kafka_target import eventually, target  # noqa: F401 (fixture)
 
@@ -155,3 +155,22 @@ def test_list_offsets_leader_epoch(target, admin):
     assert answer(-1) == (1, 0) and answer(now - 1) == (0, 0)
     assert answer(now + 60_000) == (-1, -1)  # no record that late
     c.close()
+
+
+def test_topic_max_message_bytes_above_the_broker_default(target, admin):
+    """A topic may raise max.message.bytes above the broker's message.max.bytes (franz-go's
+    TestIssueFetchLargerThanBrokerMaxReadBytes sets 10 MiB): a 6 MiB record is stored and read back;
+    a batch above the topic's limit is MESSAGE_TOO_LARGE."""
+    topic = _topic(admin, {"max.message.bytes": str(10 << 20)})
+    small = _topic(admin, {"max.message.bytes": str(1 << 20)})
+    producer = KafkaProducer(bootstrap_servers=target.bootstrap, max_request_size=12 << 20, retries=0)
+    value = bytes(range(256)) * (6 << 12)  # 6 MiB
+    assert producer.send(topic, value).get(60).offset == 0
+    with pytest.raises(MessageSizeTooLargeError):
+        producer.send(small, value[:2 << 20]).get(60)
+    producer.close()
+    consumer = KafkaConsumer(topic, bootstrap_servers=target.bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=20_000, fetch_max_bytes=1 << 20, max_partition_fetch_bytes=1 << 20)
+    got = next(iter(consumer))
+    consumer.close()
+    assert got.value == value
