@@ -96,7 +96,7 @@ def open_store(config: GatewayConfig) -> store.Store:
         config.data_dir,
         store.StoreConfig(
             commitlog_file_size=config.commitlog_file_size,
-            max_message_size=config.max_message_bytes,
+            max_message_size=config.store_max_message_bytes,
             flush=config.flush,
             file_reserved_hours=config.file_reserved_hours,
             write_delay_ms=config.store_write_delay_ms,

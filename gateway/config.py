@@ -77,6 +77,13 @@ class GatewayConfig:
     def advertised(self) -> str:
         return self.advertised_host or self.host
 
+    @property
+    def store_max_message_bytes(self) -> int:
+        """The largest entry the store takes: what a topic's max.message.bytes may be raised to (Kafka
+        topics may set e.g. 10 MiB). --max-message-bytes stays the default limit of every topic and of
+        the RocketMQ ports; this ceiling is what fits one request frame and a quarter CommitLog file."""
+        return max(self.max_message_bytes, min(self.max_frame_bytes, self.commitlog_file_size // 4))
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as one line and exit code 2, never a traceback."""

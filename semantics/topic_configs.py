@@ -95,7 +95,7 @@ def problem(name: str, value: str | None, store_max_bytes: int) -> str | None:
         return f"Configuration '{name}' values must not be empty."
     why = _problem(name, d, text)
     if why is None and name == "max.message.bytes" and int(text) > store_max_bytes:
-        why = f"Value must be no more than {store_max_bytes} (what the store holds: --max-message-bytes)"
+        why = f"Value must be no more than {store_max_bytes} (the largest entry the store holds)"
     if why is None and name == "remote.storage.enable" and text.lower() == "true":
         return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with " \
                "remote log storage."

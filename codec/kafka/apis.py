@@ -982,6 +982,113 @@ DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1"
     ], nullable="0+"),
 ])
 
+# Partition placement on one node (gateway.kafka.partitions): KIP-966's paged describe, leader
+# elections, reassignments and the KRaft quorum a Kafka 4.x broker describes to clients.
+_CURSOR = Struct([F("topic_name", "str"), F("partition_index", "i32")])
+
+DESCRIBE_TOPIC_PARTITIONS = Api(key=75, name="DescribeTopicPartitions", versions="0", flexible="0+", request=[
+    F("topics", [F("name", "str")]),
+    F("response_partition_limit", "i32", default=2000),
+    F("cursor", _CURSOR, nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("topics", [
+        F("error_code", "i16"),
+        F("name", "str", nullable="0+"),
+        F("topic_id", "uuid"),
+        F("is_internal", "bool"),
+        F("partitions", [
+            F("error_code", "i16"),
+            F("partition_index", "i32"),
+            F("leader_id", "i32"),
+            F("leader_epoch", "i32", default=-1),
+            F("replica_nodes", "[i32]"),
+            F("isr_nodes", "[i32]"),
+            F("eligible_leader_replicas", "[i32]", nullable="0+"),
+            F("last_known_elr", "[i32]", nullable="0+"),
+            F("offline_replicas", "[i32]"),
+        ]),
+        F("topic_authorized_operations", "i32", default=NO_AUTH_OPS),
+    ]),
+    F("next_cursor", _CURSOR, nullable="0+"),
+])
+
+ELECT_LEADERS = Api(key=43, name="ElectLeaders", versions="0-2", flexible="2+", request=[
+    F("election_type", "i8", "1+"),
+    F("topic_partitions", [F("topic", "str"), F("partitions", "[i32]")], nullable="0+"),
+    F("timeout_ms", "i32", default=60000),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16", "1+"),
+    F("replica_election_results", [
+        F("topic", "str"),
+        F("partition_result", [F("partition_id", "i32"), F("error_code", "i16"),
+                               F("error_message", "str", nullable="0+")]),
+    ]),
+])
+
+ALTER_PARTITION_REASSIGNMENTS = Api(key=45, name="AlterPartitionReassignments", versions="0-1", flexible="0+",
+                                    request=[
+    F("timeout_ms", "i32", default=60000),
+    F("allow_replication_factor_change", "bool", "1+", default=True),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [F("partition_index", "i32"), F("replicas", "[i32]", nullable="0+")]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("allow_replication_factor_change", "bool", "1+", default=True),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("responses", [
+        F("name", "str"),
+        F("partitions", [F("partition_index", "i32"), F("error_code", "i16"),
+                         F("error_message", "str", nullable="0+")]),
+    ]),
+])
+
+LIST_PARTITION_REASSIGNMENTS = Api(key=46, name="ListPartitionReassignments", versions="0", flexible="0+", request=[
+    F("timeout_ms", "i32", default=60000),
+    F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], nullable="0+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("topics", [
+        F("name", "str"),
+        F("partitions", [F("partition_index", "i32"), F("replicas", "[i32]"), F("adding_replicas", "[i32]"),
+                         F("removing_replicas", "[i32]")]),
+    ]),
+])
+
+_REPLICA_STATE = [F("replica_id", "i32"), F("replica_directory_id", "uuid", "2+"), F("log_end_offset", "i64"),
+                  F("last_fetch_timestamp", "i64", "1+", default=-1),
+                  F("last_caught_up_timestamp", "i64", "1+", default=-1)]
+
+DESCRIBE_QUORUM = Api(key=55, name="DescribeQuorum", versions="0-2", flexible="0+", request=[
+    F("topics", [F("topic_name", "str"), F("partitions", [F("partition_index", "i32")])]),
+], response=[
+    F("error_code", "i16"),
+    F("error_message", "str", "2+", nullable="2+"),
+    F("topics", [
+        F("topic_name", "str"),
+        F("partitions", [
+            F("partition_index", "i32"),
+            F("error_code", "i16"),
+            F("error_message", "str", "2+", nullable="2+"),
+            F("leader_id", "i32"),
+            F("leader_epoch", "i32"),
+            F("high_watermark", "i64"),
+            F("current_voters", _REPLICA_STATE),
+            F("observers", _REPLICA_STATE),
+        ]),
+    ]),
+    F("nodes", [F("node_id", "i32"), F("listeners", [F("name", "str"), F("host", "str"), F("port", "u16")])], "2+"),
+])
+
+PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
+                  LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM]
+
 SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
                  DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_CLIENT_QUOTAS]
 
@@ -992,5 +1099,5 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
-       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS]
+       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -1,7 +1,7 @@
 """Declarative Kafka message schemas and the one generic codec that interprets them.
 
 A schema is a list of `F(name, type, versions, nullable=, tag=, default=)`, as in Kafka's message
-JSON (tests/kafka/test_kafka_schemas.py checks ours against kafka-clients). Types: "i8" "i16" "i32"
+JSON (tests/kafka/test_kafka_schemas.py checks ours against kafka-clients). Types: "i8" "i16" "u16" "i32"
 "i64" "bool" "f64" "uuid" "str" "bytes" "records", "[T]" (array of a primitive), a list of fields
 (array of structs) or `Struct(fields)`. Flexible versions use compact lengths and end every struct
 with tagged fields: declared tags decode by tag (absent: default) and are written only when they
@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")
+U16 = struct.Struct(">H")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
 F64 = struct.Struct(">d")
@@ -278,7 +279,8 @@ def _primitive(t: str, flexible: bool, nullable: bool = True):
     raise ValueError(f"unknown type {t}")
 
 
-_FIXED = {"i8": _fixed(I8), "i16": _fixed(I16), "i32": _fixed(I32), "i64": _fixed(I64), "f64": _fixed(F64)}
+_FIXED = {"i8": _fixed(I8), "i16": _fixed(I16), "u16": _fixed(U16), "i32": _fixed(I32), "i64": _fixed(I64),
+          "f64": _fixed(F64)}
 
 
 def _array(item_rd, item_wr, flexible: bool, nullable: bool = True):

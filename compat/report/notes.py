@@ -1,8 +1,9 @@
 """Why a gateway failure or skip is expected: features the gateway does not claim (docs/mapping.md). Keyed by
 suite, then test; the report prints the note next to the result, so an unexpected failure stands out by having
 none."""
-_NO_OFFSETS_TOPIC = ("the gateway keeps committed offsets in its one offset table (shared with RocketMQ), so "
-                     "Metadata lists no __consumer_offsets internal topic; the test looks for it by name")
+_NO_OFFSETS_LOG = ("Metadata lists __consumer_offsets as Kafka does, but committed offsets live in the one offset "
+                   "table (shared with RocketMQ): the topic has no records, and the KIP-848 coordinator's regex "
+                   "resolution does not assign it")
 _NO_SHARE_GROUPS = "share groups (KIP-932, ShareFetch/ShareAcknowledge) are not implemented"
 
 _KAFKA_TOOLS = ("the test runs Kafka's shell tools (KAFKA_PATH, a Kafka distribution) to create topics; the report "
@@ -20,19 +21,11 @@ NOTES: dict[str, dict[str, str]] = {
     },
     "kafka-python integration tests": {
         "test_admin_integration::test_create_describe_delete_acls": _NO_ACLS,
-        "test_admin_integration::test_elect_leaders": "one node, no replicas: no leader election API",
         "test_admin_integration::test_describe_log_dirs": "the store is one directory: no log-dir APIs",
         "test_admin_integration::test_alter_replica_log_dirs": "the store is one directory: no log-dir APIs",
-        "test_admin_integration::test_describe_metadata_quorum": "no KRaft quorum to describe",
-        "test_admin_integration::test_alter_partition_reassignments": "one node, no replicas: nothing to reassign",
-        "test_admin_integration::test_list_partition_reassignments": "one node, no replicas: nothing to reassign",
     },
     "franz-go kgo": {
-        "Test848RegexBrokerResolves": _NO_OFFSETS_TOPIC,
-        "TestConsumeRegex": _NO_OFFSETS_TOPIC,
-        "TestIssueFetchLargerThanBrokerMaxReadBytes": (
-            "the test creates a topic with max.message.bytes=10 MiB; the gateway refuses a topic limit above what "
-            "its store holds (--max-message-bytes, 4 MiB by default)"),
+        "Test848RegexBrokerResolves": _NO_OFFSETS_LOG,
         "TestConsumeRegexShareSkipsInternal": _NO_SHARE_GROUPS,
         "TestShareGroup": _NO_SHARE_GROUPS,
         "TestShareGroupAckOnClose": _NO_SHARE_GROUPS,

@@ -6,7 +6,7 @@ import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
-from gateway.kafka.metadata import broker_list
+from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics import views
@@ -35,7 +35,7 @@ async def create_topics(ctx: RequestContext):
         problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS)
         if not topics.legal_name(name):
             entry.update(error_code=errors.INVALID_TOPIC_EXCEPTION, error_message=f"illegal topic name {name!r}")
-        elif app.store.topics.get(name) is not None:
+        elif app.store.topics.get(name) is not None or name == OFFSETS_TOPIC:
             entry.update(error_code=errors.TOPIC_ALREADY_EXISTS, error_message=f"topic {name!r} already exists")
         elif not 0 < n <= MAX_PARTITIONS:
             entry.update(error_code=errors.INVALID_PARTITIONS,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
+from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, share_config_entries
 from semantics import topic_configs as tc
@@ -21,6 +22,8 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 # Consumer-group configs (Kafka's GroupConfig) with the values this gateway's coordinator uses.
 GROUP_CONFIGS = {"consumer.heartbeat.interval.ms": ("5000", "group.consumer.heartbeat.interval.ms"),
                  "consumer.session.timeout.ms": ("45000", "group.consumer.session.timeout.ms")}
+# The configs Kafka gives its offsets topic (listed by Metadata; the gateway's offsets are one table).
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 
 
 def topic_entries(app, cfg) -> list[tc.Entry]:
@@ -33,27 +36,58 @@ def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
     """The INVALID_CONFIG message for CreateTopics configs (names in `fixed` are checked elsewhere)."""
     for name, value in configs.items():
         if value is None or name not in fixed:
-            why = tc.problem(name, value, app.config.max_message_bytes)
+            why = tc.problem(name, value, app.config.store_max_message_bytes)
             if why:
                 return why
     return None
 
 
 def _broker_entries(app) -> list[tc.Entry]:
-    """The broker's settings (all fixed at start: read-only, STATIC_BROKER_CONFIG)."""
+    """The broker's settings, all fixed at start (read-only): those the gateway's flags decide
+    (STATIC_BROKER_CONFIG), then Kafka's defaults the gateway follows (DEFAULT_CONFIG)."""
     c = app.config
     values = [("auto.create.topics.enable", str(c.auto_create_topics).lower(), tc.BOOLEAN),
               ("broker.id", str(NODE_ID), tc.INT),
               ("default.replication.factor", "1", tc.INT),
+              ("log.dirs", c.data_dir, tc.LIST),
               ("log.retention.hours", "72", tc.INT),
               ("log.segment.bytes", str(c.commitlog_file_size), tc.INT),
               ("message.max.bytes", str(c.max_message_bytes), tc.INT),
+              ("node.id", str(NODE_ID), tc.INT),
               ("num.partitions", str(c.default_partitions), tc.INT),
               ("offsets.topic.replication.factor", "1", SHORT),
+              ("process.roles", "broker,controller", tc.LIST),
               ("socket.request.max.bytes", str(c.max_frame_bytes), tc.INT),
-              ("transaction.max.timeout.ms", str(TRANSACTION_MAX_TIMEOUT_MS), tc.INT)]
-    return [tc.Entry(name, value, tc.SOURCE_STATIC_BROKER, ctype, True, ((name, value, tc.SOURCE_STATIC_BROKER),))
-            for name, value, ctype in values]
+              ("transaction.max.timeout.ms", str(TRANSACTION_MAX_TIMEOUT_MS), tc.INT),
+              *_listener_values(c)]
+    defaults = [("compression.type", "producer", tc.STRING),
+                ("delete.topic.enable", "true", tc.BOOLEAN),
+                ("log.cleanup.policy", "delete", tc.LIST),
+                ("log.message.timestamp.after.max.ms", tc.TOPIC_CONFIGS["message.timestamp.after.max.ms"].default,
+                 tc.LONG),
+                ("log.message.timestamp.before.max.ms",
+                 tc.TOPIC_CONFIGS["message.timestamp.before.max.ms"].default, tc.LONG),
+                ("log.message.timestamp.type", "CreateTime", tc.STRING),
+                ("log.retention.bytes", "-1", tc.LONG),
+                ("min.insync.replicas", "1", tc.INT),
+                ("offsets.topic.num.partitions", str(OFFSETS_PARTITIONS), tc.INT),
+                ("unclean.leader.election.enable", "false", tc.BOOLEAN)]
+    return sorted([tc.Entry(name, value, source, ctype, True, ((name, value, source),))
+                   for entries, source in ((values, tc.SOURCE_STATIC_BROKER), (defaults, tc.SOURCE_DEFAULT))
+                   for name, value, ctype in entries], key=lambda e: e.name)
+
+
+def _listener_values(c) -> list[tuple[str, str, int]]:
+    """listeners, advertised.listeners and listener.security.protocol.map as Kafka writes them: the main
+    Kafka port (named after its security protocol) and every extra Kafka --listener."""
+    main = c.kafka_security_protocol
+    extra = [lst for lst in c.listeners if lst.kind == "kafka"]
+    bound = [f"{main}://{c.host}:{c.kafka_port}"] + [f"{lst.name}://{lst.host}:{lst.port}" for lst in extra]
+    advertised = [f"{main}://{c.advertised}:{c.kafka_port}"] + [
+        f"{lst.name}://{lst.advertised_host or c.advertised}:{lst.advertised_port or lst.port}" for lst in extra]
+    protocols = [f"{main}:{main}"] + [f"{lst.name}:{lst.protocol}" for lst in extra]
+    return [("advertised.listeners", ",".join(advertised), tc.LIST), ("listeners", ",".join(bound), tc.LIST),
+            ("listener.security.protocol.map", ",".join(dict.fromkeys(protocols)), tc.STRING)]
 
 
 def _group_entries(app, group: str) -> list[tc.Entry]:
@@ -78,6 +112,9 @@ def _describe_entry(e: tc.Entry, synonyms: bool) -> dict:
 def _describe_resource(app, rtype: int, name: str) -> tuple[int, str | None, list[tc.Entry]]:
     if rtype == RESOURCE_TOPIC:
         cfg = app.store.topics.get(name)
+        if name == OFFSETS_TOPIC:
+            return errors.NONE, None, tc.describe(OFFSETS_TOPIC_CONFIGS, app.config.max_message_bytes,
+                                                  app.config.commitlog_file_size)
         if cfg is None:
             return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.", []
         return errors.NONE, None, topic_entries(app, cfg)
@@ -134,7 +171,7 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
         return errors.INVALID_CONFIG, why
     for n in set(names):
         if n in changed:
-            why = tc.problem(n, changed[n], app.config.max_message_bytes)
+            why = tc.problem(n, changed[n], app.config.store_max_message_bytes)
             if why:
                 return errors.INVALID_CONFIG, why
             changed[n] = changed[n].strip()
@@ -151,7 +188,7 @@ def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: 
         why = _broker_name_problem(name)
         if why:
             return errors.INVALID_REQUEST, why
-        names = sorted({n for n, _, _ in ops})
+        names = sorted({n for n, op, _ in ops if op != DELETE})  # nothing is set dynamically: deleting is a no-op
         if names:
             return errors.INVALID_REQUEST, f"Cannot update these configs dynamically: [{', '.join(names)}] " \
                                            "(the gateway's settings are fixed at start)"

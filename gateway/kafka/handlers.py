@@ -17,7 +17,9 @@ import gateway.kafka.groups  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401
 import gateway.kafka.log_dirs  # noqa: F401
 import gateway.kafka.metadata  # noqa: F401
+import gateway.kafka.partitions  # noqa: F401
 import gateway.kafka.produce  # noqa: F401
+import gateway.kafka.quorum  # noqa: F401
 import gateway.kafka.sasl  # noqa: F401
 import gateway.kafka.security_admin  # noqa: F401
 import gateway.kafka.share_fetch  # noqa: F401

@@ -108,6 +108,13 @@ def list_offset(app, cfg, topic: str, partition: int, ts: int) -> tuple[int, int
     return offset_for_time(app, cfg, topic, partition, ts)
 
 
+def leader_epoch(app, topic: str, partition: int) -> int:
+    """The partition's leader epoch as Kafka reports it with a found offset: 0 on one node (its first and
+    only leader), the placement's epoch in a cluster."""
+    placed = app.ownership.assignment(topic, partition) if app.ownership.clustered else None
+    return placed.epoch if placed is not None else 0
+
+
 @handler(apis.LIST_OFFSETS)
 async def list_offsets(ctx: RequestContext):
     app = ctx.app
@@ -126,7 +133,7 @@ async def list_offsets(ctx: RequestContext):
                 continue
             offset, ts = list_offset(app, cfg, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
-                          "timestamp": ts, "leader_epoch": -1})
+                          "timestamp": ts, "leader_epoch": leader_epoch(app, name, index) if offset >= 0 else -1})
         out.append({"name": name, "partitions": parts})
     return {"topics": out}
 

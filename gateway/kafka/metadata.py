@@ -18,6 +18,11 @@ from security.acl import Operation as Op, ResourceType as Res
 # RocketMQ's own topics, internal as Kafka's __consumer_offsets (hidden from listings and regex
 # subscriptions); a group's %RETRY% and %DLQ% topics are not: users read and replay them.
 INTERNAL = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102")
+# Kafka's committed-offsets topic, listed as Kafka lists it (internal, offsets.topic.num.partitions = 50)
+# although the gateway keeps offsets in its one offset table: clients and tools look it up by name;
+# produce to it is refused (INVALID_TOPIC_EXCEPTION) and it holds no records to fetch.
+OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_PARTITIONS = 50
 
 
 def broker_list(ctx: RequestContext) -> list[dict]:
@@ -31,18 +36,37 @@ def broker_list(ctx: RequestContext) -> list[dict]:
     return [{"node_id": NODE_ID, "broker_id": NODE_ID, "host": host, "port": port, "rack": None}]
 
 
-def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
-    if cfg is None:
-        return {"error_code": error, "name": name, "partitions": []}
+def is_internal(name: str) -> bool:
+    return name == OFFSETS_TOPIC or name.startswith(INTERNAL)
+
+
+def partition_entries(app, name: str, count: int) -> list[dict]:
+    """Each partition's leader, replicas and in-sync set: this broker alone, or the cluster's placement."""
     if app is not None and app.ownership.clustered:
-        return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
-                "is_internal": name.startswith(INTERNAL), "partitions": routes.kafka_partitions(app, name, topics.partition_count(cfg))}
+        return routes.kafka_partitions(app, name, count)
+    return [{"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
+             "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []} for p in range(count)]
+
+
+def partition_count_of(app, name: str) -> int | None:
+    """How many partitions a client sees in topic `name` (the offsets topic included); None: no such topic."""
+    if name == OFFSETS_TOPIC:
+        return OFFSETS_PARTITIONS
+    cfg = app.store.topics.get(name) if name else None
+    return None if cfg is None else topics.partition_count(cfg)
+
+
+def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
+    if error != errors.NONE or (cfg is None and name != OFFSETS_TOPIC):
+        return {"error_code": error, "name": name, "partitions": []}
+    count = OFFSETS_PARTITIONS if cfg is None else topics.partition_count(cfg)
     return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
-            "is_internal": name.startswith(INTERNAL),  # RocketMQ's own topics, as Kafka's __consumer_offsets
-            "partitions": [
-        {"error_code": errors.NONE, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": -1,
-         "replica_nodes": [NODE_ID], "isr_nodes": [NODE_ID], "offline_replicas": []}
-        for p in range(topics.partition_count(cfg))]}
+            "is_internal": is_internal(name), "partitions": partition_entries(app, name, count)}
+
+
+def visible_names(app) -> list[str]:
+    """Every topic a listing shows, sorted: the store's and the offsets topic."""
+    return sorted({*app.store.topics.names(), OFFSETS_TOPIC})
 
 
 @handler(apis.METADATA)
@@ -51,9 +75,10 @@ async def metadata(ctx: RequestContext):
     wanted = req["topics"]
     out = []
     if wanted is None or (ctx.version == 0 and not wanted):
-        for name in sorted(app.store.topics.names()):
+        for name in visible_names(app):
             cfg = app.store.topics.get(name)
-            if cfg is not None and authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name, log=False):
+            if (cfg is not None or name == OFFSETS_TOPIC) and authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name,
+                                                                             log=False):
                 out.append(topic_metadata(name, cfg, errors.NONE, app))
     else:
         auto = req.get("allow_auto_topic_creation", True)
@@ -67,6 +92,9 @@ async def metadata(ctx: RequestContext):
                     continue
             if not authz.allowed(ctx, Op.DESCRIBE, Res.TOPIC, name):
                 out.append(topic_metadata(name, None, authz.TOPIC_AUTHORIZATION_FAILED))
+                continue
+            if name == OFFSETS_TOPIC:
+                out.append(topic_metadata(name, None, errors.NONE, app))
                 continue
             may_create = auto and (app.store.topics.get(name) is not None
                                    or authz.allowed(ctx, Op.CREATE, Res.CLUSTER, log=False)

@@ -9,10 +9,12 @@ import time
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.timestamps as timestamps
 import gateway.kafka.topics as topics
 import store
 from codec.kafka import apis, records
 from codec.kafka.schema import DecodeError
+from gateway.kafka.metadata import OFFSETS_TOPIC
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
@@ -55,9 +57,14 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
         return _partition_error(index, errors.INVALID_RECORD, "Compacted topic cannot accept message without "
                                 f"key in topic partition {topic}-{index}."), 0
     append_time = topics.log_append_time(cfg)
+    now = int(time.time() * 1000)
+    for b in [] if append_time else batches:
+        bad = timestamps.refused(cfg, b, now)
+        if bad:
+            return dict(_partition_error(index, timestamps.INVALID_TIMESTAMP, timestamps.BATCH_MESSAGE),
+                        record_errors=bad, log_start_offset=app.store.min_offset(topic, index)), 0
     base = None
     end = 0
-    now = int(time.time() * 1000)
     for b in batches:
         idempotent = b.producer_id >= 0 and b.base_sequence >= 0
         if idempotent:
@@ -131,6 +138,8 @@ async def produce(ctx: RequestContext):
         if version < 3 or acks not in (-1, 0, 1):
             code = errors.UNSUPPORTED_VERSION if version < 3 else errors.INVALID_REQUIRED_ACKS
             parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
+        elif name == OFFSETS_TOPIC:  # internal: written by the broker only, as Kafka refuses it
+            parts = [_partition_error(p["index"], errors.INVALID_TOPIC_EXCEPTION) for p in t["partition_data"]]
         else:
             cfg, err = topics.lookup(app, name, True)
             for p in t["partition_data"]:

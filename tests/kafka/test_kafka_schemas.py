@@ -21,7 +21,7 @@ from codec.kafka.schema import F, Struct
 from compat.jvm import JVM_FLAGS, KAFKA_CLIENTS, classpath
 
 MODULES = [KAFKA_CLIENTS["4"], KAFKA_CLIENTS["3.9"]]  # a version is checked against the first that has it
-KAFKA_TYPES = {"i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f64": "float64", "bool": "bool",
+KAFKA_TYPES = {"i8": "int8", "i16": "int16", "u16": "uint16", "i32": "int32", "i64": "int64", "f64": "float64", "bool": "bool",
                "uuid": "uuid", "str": "string", "bytes": "bytes", "records": "records"}
 LENGTH_PREFIXED = ("string", "bytes", "records", "array")
 # Our name for a field Kafka names differently in the versions we advertise (the wire is the same):
