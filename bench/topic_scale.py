@@ -99,12 +99,42 @@ def total_and_restarts(tree: str, total: int) -> dict:
     return out
 
 
+def concurrent(tree: str, held: int, connections: int, creates: int) -> float:
+    """Aggregate ms per create: `creates` topics over `connections` connections at once (creates
+    queued together share one journal fsync) on a gateway of `tree` holding `held` topics."""
+    import threading
+
+    with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
+        g = Gateway(tmp, tree=tree)
+        prefill(g.data_dir, held)
+        g.start()
+        try:
+            clients = [RawClient(g.bootstrap, timeout=300) for _ in range(connections)]
+            for i, c in enumerate(clients):
+                create(c, f"warm-{i}")
+            each = creates // connections
+            threads = [threading.Thread(target=lambda c=c, k=k: [create(c, f"c{k}-{i}") for i in range(each)])
+                       for k, c in enumerate(clients)]
+            began = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.perf_counter() - began
+            for c in clients:
+                c.close()
+        finally:
+            g.stop()
+    return elapsed / (each * connections) * 1000
+
+
 def _q(xs: list[float], q: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | None, trees: dict) -> str:
+def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | None, trees: dict,
+             parallel: dict | None = None) -> str:
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     load = os.getloadavg()[0]
     lines = [f"CreateTopics, one topic per request, one connection (raw Kafka protocol), {creates} creates "
@@ -128,6 +158,10 @@ def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | No
                   f"{totals['worst_ms']:.0f} ms); restart after kill -9 (journal of {totals['journal_bytes']:,} bytes "
                   f"replayed) {totals['restart_after_kill_s']:.1f} s, after a clean stop "
                   f"{totals['restart_after_stop_s']:.1f} s."]
+    if parallel:
+        lines += ["", f"{parallel['connections']} connections creating topics at once on a gateway holding "
+                  f"{parallel['held']:,}: aggregate ms per create, before {parallel['before']:.2f} "
+                  f"({parallel['connections'] * 3} creates), after {parallel['after']:.2f} ({parallel['creates']:,} creates)."]
     return "\n".join(lines)
 
 
@@ -150,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--creates", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--total", type=int, default=10000, help="topics created one by one on this tree (0: skip)")
+    ap.add_argument("--connections", type=int, default=20, help="the concurrent run's connections (0: skip)")
+    ap.add_argument("--parallel-creates", type=int, default=2000)
+    ap.add_argument("--parallel-held", type=int, default=10000)
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -168,7 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.total:
         totals = {"count": args.total, **total_and_restarts(ROOT, args.total)}
         print(totals, flush=True)
-    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees)
+    parallel = None
+    if args.connections:
+        parallel = {"connections": args.connections, "creates": args.parallel_creates, "held": args.parallel_held}
+        for side in ("before", "after"):
+            parallel[side] = concurrent(trees[side], args.parallel_held, args.connections,
+                                        args.parallel_creates if side == "after" else args.connections * 3)
+        print(parallel, flush=True)
+    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel)
     print(text)
     if args.write_docs:
         write_docs(text)
