@@ -174,10 +174,12 @@ class TopicTable:
         self._dirty = False  # the last write failed
         table, self._version = recover(config)
         for name, t in table.items():
-            if isinstance(t, dict):
+            try:
                 self._topics[name] = TopicConfig(
                     name=name, read_queues=int(t.get("readQueueNums", 8)), write_queues=int(t.get("writeQueueNums", 8)),
                     perm=int(t.get("perm", 6)), attributes=dict(t.get("attributes") or {}))
+            except (AttributeError, TypeError, ValueError) as exc:  # a hand-edited or damaged entry
+                log.error("topics: entry %r cannot be read (%s): skipped", name, exc)
 
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)

@@ -89,10 +89,12 @@ def recover(config) -> tuple[dict, int]:
     """The topic table (name -> topics.json entry) and its version, from topics.json and the
     journal; a journal that held anything is folded into a new topics.json and emptied. A torn
     or corrupt tail is cut (kept in topics.journal.corrupt, logged); it never fails the start."""
-    doc = config.read(SNAPSHOT, {}) or {}
-    table = dict(doc.get("topicConfigTable") or {}) if isinstance(doc, dict) else {}
+    doc = config.read(SNAPSHOT, {})
+    doc = doc if isinstance(doc, dict) else {}
+    table = doc.get("topicConfigTable")
+    table = dict(table) if isinstance(table, dict) else {}
     try:
-        version = int((doc.get("dataVersion") or {}).get("counter", 0)) if isinstance(doc, dict) else 0
+        version = int((doc.get("dataVersion") or {}).get("counter", 0))
     except (TypeError, ValueError, AttributeError):
         version = 0
     path = config.path(JOURNAL)

@@ -181,9 +181,21 @@ def test_a_garbage_journal_never_fails_the_start(tmp_path, seed):
         encode_record({"v": 7, "op": "put", "name": "N", "topic": "not a dict"}),
         encode_record({"v": 7, "op": "nope", "name": "N"}),
         b"\n\n\n",
-    ][seed % 7]
+        encode_record({"v": 8, "op": "put", "name": "Bad", "topic": {"readQueueNums": "many", "attributes": 3}}),
+    ][seed % 8]
     (tmp_path / JOURNAL).write_bytes(good + garbage)
-    assert "Kept" in TopicTable(ConfigDir(str(tmp_path))).names()
+    names = TopicTable(ConfigDir(str(tmp_path))).names()
+    assert "Kept" in names and "Bad" not in names
+
+
+@pytest.mark.parametrize("doc", [b"[1, 2]", b'{"topicConfigTable": [["A", 1]], "dataVersion": "x"}',
+                                 b'{"topicConfigTable": {"A": 5, "B": {"perm": "rw"}}}'])
+def test_a_strange_topics_json_never_fails_the_start(tmp_path, doc):
+    (tmp_path / SNAPSHOT).write_bytes(doc)
+    table, writer = journalled(tmp_path)
+    table.create("C", 1, 1)
+    writer.write()
+    assert TopicTable(ConfigDir(str(tmp_path))).names() == ["C"]
 
 
 def test_a_failed_append_is_cut_back_and_written_again_in_order(tmp_path, monkeypatch):
