@@ -44,7 +44,7 @@ def test_every_acknowledged_topic_survives_kill_9_during_a_create_burst(gateway_
     workers = [threading.Thread(target=burst, args=(g.kafka_bootstrap, w, acked, stop)) for w in range(CONNECTIONS)]
     for w in workers:
         w.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # a slow machine only makes the burst longer
     while len(acked) < ENOUGH and time.monotonic() < deadline:
         time.sleep(0.05)
     g.kill9()  # the workers are mid-request
