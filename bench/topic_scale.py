@@ -19,14 +19,13 @@ import sys
 import tempfile
 import time
 
-from bench import rounds
+from bench import report, rounds
 from bench.brokers import ROOT, Gateway
 from tests.kafka.kafka_raw import RawClient
 
 CREATE_TOPICS = 19
 SIZES = (500, 1000, 1500, 5000, 10000)
 DOCS = os.path.join(ROOT, "docs", "robustness.md")
-BEGIN, END = "<!-- topic-scale: begin -->", "<!-- topic-scale: end -->"
 
 
 def prefill(data_dir: str, count: int) -> None:
@@ -165,18 +164,6 @@ def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | No
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    with open(DOCS, encoding="utf-8") as f:
-        page = f.read()
-    block = f"{BEGIN}\n{text}\n{END}"
-    if BEGIN in page:
-        page = page[:page.index(BEGIN)] + block + page[page.index(END) + len(END):]
-    else:
-        page = page.rstrip("\n") + "\n\n## Topic creation at scale (`make bench-topics`)\n\n" + block + "\n"
-    with open(DOCS, "w", encoding="utf-8") as f:
-        f.write(page)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.topic_scale")
     ap.add_argument("--before", default="/work/main", help="the tree to compare with (cwd of its gateway)")
@@ -215,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel)
     print(text)
     if args.write_docs:
-        write_docs(text)
+        report.write_marked(DOCS, "topic-scale", text, "## Topic creation at scale (`make bench-topics`)")
     return 0
 
 
