@@ -349,3 +349,18 @@ def write_docs(results: Results, meta: dict, doc: str = DOC) -> None:
     os.makedirs(os.path.dirname(doc), exist_ok=True)
     with open(doc, "w") as f:
         f.write("\n".join(parts))
+
+
+def write_marked(doc: str, name: str, text: str, heading: str) -> None:
+    """Put `text` between `<!-- name: begin -->` and `<!-- name: end -->` in `doc`, replacing what
+    was there; a page without the markers gets them at its end under `heading`."""
+    begin, end = f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
+    with open(doc, encoding="utf-8") as f:
+        page = f.read()
+    block = f"{begin}\n{text}\n{end}"
+    if begin in page:
+        page = page[:page.index(begin)] + block + page[page.index(end) + len(end):]
+    else:
+        page = page.rstrip("\n") + f"\n\n{heading}\n\n" + block + "\n"
+    with open(doc, "w", encoding="utf-8") as f:
+        f.write(page)

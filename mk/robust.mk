@@ -14,3 +14,13 @@ PRESSURE_ROUNDS ?= 9
 .PHONY: bench-pressure
 bench-pressure: setup
 	$(PY) -m bench.pressure --rounds $(PRESSURE_ROUNDS) --write-docs
+
+# `make bench-topics`: CreateTopics latency (one topic per request, one connection) on a gateway
+# already holding 500 ... 10 000 topics, this tree against TOPICS_BEFORE in alternating rounds, then
+# 10 000 topics created one by one and the restart times (bench/topic_scale.py); writes its figures
+# to docs/robustness.md.
+TOPICS_BEFORE ?= /work/main
+TOPICS_ROUNDS ?= 2
+.PHONY: bench-topics
+bench-topics: install
+	$(PY) -m bench.topic_scale --before $(TOPICS_BEFORE) --rounds $(TOPICS_ROUNDS) --write-docs

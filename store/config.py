@@ -1,6 +1,7 @@
 """Config files under `<store>/config/`, each written atomically (temp file, fsync, rename, fsync dir),
 the batched off-loop writer of the ones that change often (offsets, delay and transaction progress),
-and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable layout)."""
+and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable layout), with its
+journal `config/topics.journal` (store.topic_journal) when the gateway's writer runs."""
 from __future__ import annotations
 
 import contextlib
@@ -10,6 +11,9 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from store.topic_journal import TopicJournal, recover
 
 log = logging.getLogger("rocketgate.store")
 
@@ -62,7 +66,10 @@ class ConfigDir:
         return os.path.join(self.dir, name if "." in name else name + ".json")
 
     def write(self, name: str, obj) -> None:
-        atomic_write(self.path(name), json.dumps(obj, ensure_ascii=False, indent=1).encode())
+        self.write_bytes(name, json.dumps(obj, ensure_ascii=False, indent=1).encode())
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        atomic_write(self.path(name), data)
 
     def read(self, name: str, default=None):
         """The document, or `default` if there is none; an unreadable one is moved aside (logged)."""
@@ -76,13 +83,21 @@ class ConfigDir:
             return default
 
 
+@runtime_checkable
+class SelfWriting(Protocol):
+    """A submission that writes itself (a journal appending its queued records) instead of being
+    written as one JSON document; `write()` blocks and raises OSError like a document write."""
+
+    def write(self) -> None: ...
+
+
 class ConfigWriter:
     """Config documents handed over by the event loop (`submit`, cheap) and written by a worker
     thread (`write_pending`; the gateway's writer service runs it). Submissions of one name
     coalesce: only the newest document of each name is written. Submissions are numbered;
     `is_written(name, n)` tells whether submission `n` of `name` (or a newer one) is on disk. A
     failed write (EMFILE, ENOSPC, ...) keeps its document pending for the next try, unless a
-    newer one of that name came in meanwhile."""
+    newer one of that name came in meanwhile. A SelfWriting submission is written by calling it."""
 
     def __init__(self, config: ConfigDir) -> None:
         self._config = config
@@ -114,7 +129,10 @@ class ConfigWriter:
         failure = None
         for name, (number, obj) in batch.items():
             try:
-                self._config.write(name, obj)
+                if isinstance(obj, SelfWriting):
+                    obj.write()
+                else:
+                    self._config.write(name, obj)
             except OSError as exc:
                 failure = failure or exc
                 with self._lock:
@@ -136,28 +154,32 @@ class TopicConfig:
 
 
 class TopicTable:
-    """Topic configs, persisted on every change to config/topics.json: written in place, or, once
-    `use_writer` hands them to the gateway's off-loop ConfigWriter, submitted there (`submission`
-    numbers the newest one, for callers that answer only once it is on disk)."""
+    """Topic configs, persisted on every change. Written in place (the whole config/topics.json)
+    until `use_writer` hands them to the gateway's off-loop ConfigWriter: from then on each change
+    is one record of config/topics.journal, appended and fsynced by the writer's thread, with
+    topics.json rewritten now and then (store.topic_journal). `submission` numbers the newest
+    change, for callers that answer only once it is on disk."""
 
-    FILE = "topics.json"
+    FILE = "topics.json"  # also the writer's name of the journal's submissions
 
     def __init__(self, config: ConfigDir, on_delete=None) -> None:
         self._config = config
         self._on_delete = on_delete
         self._writer = None  # has `submit(name, document) -> number` (the gateway's writer service)
-        self.submission = 0  # the writer's number of the newest submitted table (0: none)
+        self._journal: TopicJournal | None = None  # with the writer
+        self.submission = 0  # the writer's number of the newest submitted change (0: none)
         self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
         self.on_deleted = None  # called with each deleted topic's name (likewise)
         self._topics: dict[str, TopicConfig] = {}
-        self._version = 0
         self._dirty = False  # the last write failed
-        doc = config.read(self.FILE, {}) or {}
-        for name, t in (doc.get("topicConfigTable") or {}).items():
-            self._topics[name] = TopicConfig(
-                name=name, read_queues=int(t.get("readQueueNums", 8)), write_queues=int(t.get("writeQueueNums", 8)),
-                perm=int(t.get("perm", 6)), attributes=dict(t.get("attributes") or {}))
-        self._version = int((doc.get("dataVersion") or {}).get("counter", 0))
+        table, self._version = recover(config)
+        for name, t in table.items():
+            try:
+                self._topics[name] = TopicConfig(
+                    name=name, read_queues=int(t.get("readQueueNums", 8)), write_queues=int(t.get("writeQueueNums", 8)),
+                    perm=int(t.get("perm", 6)), attributes=dict(t.get("attributes") or {}))
+            except (AttributeError, TypeError, ValueError) as exc:  # a hand-edited or damaged entry
+                log.error("topics: entry %r cannot be read (%s): skipped", name, exc)
 
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)
@@ -172,18 +194,18 @@ class TopicTable:
                attributes: dict | None = None) -> TopicConfig:
         cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}))
         self._topics[name] = cfg
-        self._persist()
+        self._persist(name)
         if self.on_create is not None:
             self.on_create(cfg)
         return cfg
 
     def update(self, cfg: TopicConfig) -> None:
         self._topics[cfg.name] = cfg
-        self._persist()
+        self._persist(cfg.name)
 
     def delete(self, name: str) -> None:
         if self._topics.pop(name, None) is not None:
-            self._persist()
+            self._persist(name)
         if self._on_delete is not None:
             self._on_delete(name)
         if self.on_deleted is not None:
@@ -194,21 +216,38 @@ class TopicTable:
         return {"counter": self._version, "timestamp": int(time.time() * 1000)}
 
     def use_writer(self, writer) -> None:
-        """From now on, changes are submitted to `writer.submit(name, document)`, which returns the
-        submission's number and has a worker thread write it."""
+        """From now on, changes are journalled and submitted to `writer.submit(name, journal)`,
+        which returns the submission's number and has a worker thread write it."""
+        self._journal = TopicJournal(self._config, self._document()["topicConfigTable"], self._version)
         self._writer = writer
+        if self._dirty:  # the last in-place write failed: journal every topic, as a change
+            self._dirty = False
+            for name in self._topics:
+                self._persist(name)
+
+    def close(self) -> None:
+        """Fold the journal into topics.json (a clean stop leaves the file current); Store.close calls it."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = self._writer = None
 
     def persist_if_dirty(self) -> None:
-        """Write the table again if the last write failed (retention calls this every minute)."""
+        """Write the table again if the last in-place write failed (retention calls this every minute)."""
         if self._dirty:
-            self._persist()
+            self._persist(None)
 
-    def _persist(self) -> None:
-        """Write the table; a failure (ENOSPC, EMFILE, ...) keeps the change in memory, is logged and
-        tried again with the next change or `persist_if_dirty` (the old file stays whole)."""
+    def _persist(self, name: str | None) -> None:
+        """Journal the change of topic `name`, or write the table in place; an in-place failure
+        (ENOSPC, EMFILE, ...) keeps the change in memory, is logged and tried again with the next
+        change or `persist_if_dirty` (the old file stays whole)."""
         self._version += 1
-        if self._writer is not None:
-            self.submission = self._writer.submit(self.FILE, self._document())
+        if self._journal is not None:
+            cfg = self._topics.get(name)
+            if cfg is None:
+                self._journal.add({"v": self._version, "op": "del", "name": name})
+            else:
+                self._journal.add({"v": self._version, "op": "put", "name": name, "topic": _entry(cfg)})
+            self.submission = self._writer.submit(self.FILE, self._journal)
             return
         try:
             self._write()
@@ -225,12 +264,13 @@ class TopicTable:
         self._config.write(self.FILE, self._document())
 
     def _document(self) -> dict:
-        """The table as RocketMQ lays out topics.json (a copy: a worker thread may serialise it)."""
-        return {
-            "topicConfigTable": {
-                t.name: {"topicName": t.name, "readQueueNums": t.read_queues, "writeQueueNums": t.write_queues,
-                         "perm": t.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
-                         "attributes": dict(t.attributes)}
-                for t in self._topics.values()},
-            "dataVersion": self.data_version,
-        }
+        """The table as RocketMQ lays out topics.json (a copy)."""
+        return {"topicConfigTable": {t.name: _entry(t) for t in self._topics.values()},
+                "dataVersion": self.data_version}
+
+
+def _entry(t: TopicConfig) -> dict:
+    """One topic as RocketMQ's topicConfigTable holds it."""
+    return {"topicName": t.name, "readQueueNums": t.read_queues, "writeQueueNums": t.write_queues,
+            "perm": t.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
+            "attributes": dict(t.attributes)}

@@ -426,6 +426,7 @@ class Store:
 
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""
+        self.topics.close()  # folds the topic journal into topics.json
         self._flusher.close(self._close_files)
 
     def _close_files(self) -> None:

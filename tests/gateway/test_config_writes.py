@@ -7,7 +7,7 @@ import json
 import store
 from gateway.kafka.txn import init_transactional
 from semantics.producer_state import CONFIG_NAME, ID_BLOCK, TXN_CONFIG
-from store.config import ConfigDir
+from store.topic_journal import TopicJournal, apply_record, decode_records
 from tests.gateway.test_app_inprocess import run_app
 
 
@@ -17,7 +17,12 @@ def _doc(tmp_path, name):
 
 
 def _topics_on_disk(tmp_path):
-    return set((_doc(tmp_path, "topics.json") or {}).get("topicConfigTable", {}))
+    """topics.json with the topic journal's records applied (what a restart would load)."""
+    table = dict((_doc(tmp_path, "topics.json") or {}).get("topicConfigTable", {}))
+    journal = tmp_path / "data" / "config" / "topics.journal"
+    for record in decode_records(journal.read_bytes())[0] if journal.exists() else []:
+        apply_record(table, record)
+    return set(table)
 
 
 def test_created_topic_is_written_off_loop_and_on_disk_when_topics_written_returns(tmp_path):
@@ -34,16 +39,16 @@ def test_created_topic_is_written_off_loop_and_on_disk_when_topics_written_retur
 
 
 def test_a_failed_topic_write_ends_the_wait_and_is_retried(tmp_path, monkeypatch):
-    real_write = ConfigDir.write
+    real_append = TopicJournal._append
     failures = []
 
-    def flaky_write(self, name, obj):
-        if name == "topics.json" and "Full" in obj["topicConfigTable"] and not failures:
-            failures.append(name)
+    def flaky_append(self, data):
+        if b'"Full"' in data and not failures:
+            failures.append("topics.journal")
             raise OSError(errno.ENOSPC, "No space left on device")
-        real_write(self, name, obj)
+        real_append(self, data)
 
-    monkeypatch.setattr(ConfigDir, "write", flaky_write)
+    monkeypatch.setattr(TopicJournal, "_append", flaky_append)
 
     async def body(app):
         app.store.topics.create("Full")
@@ -54,7 +59,7 @@ def test_a_failed_topic_write_ends_the_wait_and_is_retried(tmp_path, monkeypatch
         return failed, _topics_on_disk(tmp_path), app.store.topics.get("Full") is not None
 
     failed, after, in_memory = run_app(tmp_path, body)
-    assert failures == ["topics.json"]
+    assert failures == ["topics.journal"]
     assert not failed and in_memory
     assert {"Full", "Later"} <= after
 

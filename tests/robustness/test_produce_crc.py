@@ -4,44 +4,20 @@ Checked against a real Kafka 4.x first (KAFKA_REFERENCE_BOOTSTRAP=host:port, as 
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import time
 import uuid
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from codec.kafka import protocol, records
+from codec.kafka import records
+from tests.kafka.kafka_raw import RawClient
 
 PRODUCE, LIST_OFFSETS = 0, 2
 CORRUPT_MESSAGE = 2
 REFERENCE = os.environ.get("KAFKA_REFERENCE_BOOTSTRAP")
 
 
-class Raw:
-    def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=30)
-        self.correlation = 0
-
-    def call(self, api: int, version: int, body: dict) -> dict:
-        self.correlation += 1
-        self.sock.sendall(protocol.request_frame(api, version, self.correlation, body))
-        size = struct.unpack(">i", self._exact(4))[0]
-        correlation, resp = protocol.decode_response(api, version, self._exact(size))
-        assert correlation == self.correlation
-        return resp
-
-    def _exact(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            assert chunk, "connection closed"
-            out += chunk
-        return bytes(out)
-
-
-def end_offset(raw: Raw, topic: str, partition: int) -> int:
+def end_offset(raw: RawClient, topic: str, partition: int) -> int:
     resp = raw.call(LIST_OFFSETS, 7, {"replica_id": -1, "topics": [
         {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}]})
     return resp["topics"][0]["partitions"][0]["offset"]
@@ -62,7 +38,7 @@ def test_a_batch_with_a_wrong_crc_is_corrupt_message_for_its_partition_only(gate
     good = records.build_batch([(1000 + i, b"k%d" % i, b"v%d" % i, []) for i in range(3)], base_timestamp=1000)
     in_records = flip_one_byte(good, len(good) - 2)  # a value byte: only the CRC can tell
     in_header = flip_one_byte(good, records.PRODUCER_ID_AT + 3)  # a header field the CRC covers
-    raw = Raw(bootstrap)
+    raw = RawClient(bootstrap, timeout=30)
     resp = raw.call(PRODUCE, 9, {"acks": -1, "timeout_ms": 10000, "topic_data": [{"name": topic, "partition_data": [
         {"index": 0, "records": good}, {"index": 1, "records": in_records}, {"index": 2, "records": in_header}]}]})
     codes = {p["index"]: p["error_code"] for p in resp["responses"][0]["partition_responses"]}
