@@ -4,7 +4,8 @@ FileStreamSource → one-partition topic → FileStreamSink must copy a file exa
 (offsets in a local file) and in distributed mode, where the worker keeps connector configs, source
 offsets and statuses in three compacted topics and coordinates through a group; a restarted
 distributed worker reads its connectors back from the config topic and resumes from the stored
-offsets, so lines appended while it was down are copied once. `make compat-connect`.
+offsets, so lines appended while it was down are copied once. Minutes long, so it runs only with
+KAFKA_APPS=1: `make compat-connect`.
 
 Run against real Kafka first: KAFKA_REFERENCE_BOOTSTRAP=host:port points every test at it.
 """
@@ -23,7 +24,8 @@ from test_kafka_streams import broker, create_topics, topic_config  # noqa: F401
 from compat.jvm import java_command
 from gateway_process import free_port
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(not os.environ.get("KAFKA_APPS"), reason="long: make compat-connect")]
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 CONVERTERS = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
