@@ -126,9 +126,10 @@ def topic_config(bootstrap: str, topic: str, name: str) -> str:
 class StreamsApp:
     """compat.WordCount as a subprocess: started, waited for RUNNING, stopped cleanly or killed."""
 
-    def __init__(self, bootstrap, app_id, input_topic, output_topic, guarantee, state_dir, log_dir):
-        cmd = java_command("kafkastreams", "compat.WordCount",
-                           [bootstrap, app_id, input_topic, output_topic, guarantee, str(state_dir)], str(log_dir))
+    def __init__(self, bootstrap, app_id, input_topic, output_topic, guarantee, state_dir, log_dir,
+                 group_protocol: str = "classic"):
+        args = [bootstrap, app_id, input_topic, output_topic, guarantee, str(state_dir), "1", group_protocol]
+        cmd = java_command("kafkastreams", "compat.WordCount", args, str(log_dir))
         self.stderr = open(os.path.join(log_dir, f"streams-{uuid.uuid4().hex[:6]}.stderr"), "wb")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                                      text=True, cwd=str(log_dir))
@@ -211,5 +212,28 @@ def test_word_count_at_least_once(broker, tmp_path):
         got = read_counts(broker.bootstrap, out, dict(expected))
         assert got == dict(expected), f"{app.errors()}\n{app.tail()}{broker.context()}"
         assert not app.errors(), app.tail()
+    finally:
+        app.stop()
+
+
+def test_streams_rebalance_protocol(broker, tmp_path):
+    """group.protocol=streams (KIP-1071, StreamsGroupHeartbeat): real Kafka 4.3 serves it and counts
+    exactly; the gateway does not serve StreamsGroupHeartbeat, so the app must fail at once with
+    UnsupportedVersionException (ApiVersions leaves the API out), never hang."""
+    app_id, src, out = run_word_count(broker, tmp_path, "streams_protocol")
+    lines, expected = make_lines(4, 200)
+    produce(broker.bootstrap, src, lines)
+    app = StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / "state", tmp_path,
+                     group_protocol="streams")
+    try:
+        if broker.gateway is None:
+            got = read_counts(broker.bootstrap, out, dict(expected))
+            assert got == dict(expected), f"{app.errors()}\n{app.tail()}"
+        else:
+            deadline = time.monotonic() + 120
+            while not app.errors() and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert any("UnsupportedVersionException" in e and "STREAMS group protocol" in e for e in app.errors()), \
+                f"{app.lines}\n{app.tail()}"
     finally:
         app.stop()

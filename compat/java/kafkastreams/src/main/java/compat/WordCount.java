@@ -20,7 +20,8 @@ import org.apache.kafka.streams.kstream.Produced;
  * repartition topic), counted in a persistent store (a compacted changelog topic) and the count
  * updates written to OUTPUT (String key, Long value).
  *
- * <p>Usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT GUARANTEE STATE_DIR [THREADS]. It prints one
+ * <p>Usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT GUARANTEE STATE_DIR [THREADS [GROUP_PROTOCOL]]
+ * (GROUP_PROTOCOL classic, the default, or streams: KIP-1071). It prints one
  * line per state change ({"state":"RUNNING"}) and runs until its standard input is closed, then closes
  * cleanly; a fatal stream-thread error is printed as {"error":...} and ends the client.
  */
@@ -36,6 +37,9 @@ public final class WordCount {
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[5]);
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args.length > 6 ? Integer.parseInt(args[6]) : 1);
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        if (args.length > 7) {
+            p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[7]);
+        }
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 1000);  // DeleteRecords on the repartition topic
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
