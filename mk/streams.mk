@@ -7,7 +7,8 @@
 # $(call run_suite,TITLE,TEST_FILE,DOC): pytest TEST_FILE, its output kept in DOC, pytest's exit status.
 define run_suite
 	@KAFKA_APPS=1 $(PY) -m pytest $(2) -v -p no:cacheprovider > $(3).out 2>&1; rc=$$?; \
-	{ printf '# %s against the gateway (latest `make %s`)\n\n%s\n\n```\n' "$(1)" "$@" "$$(date -u '+%F %H:%M UTC')"; \
+	{ printf '# %s against %s (latest `make %s`)\n\n%s. Every test was first run against Apache Kafka 4.3 (KAFKA_REFERENCE_BOOTSTRAP=host:port).\n\n```\n' \
+	    "$(1)" "$${KAFKA_REFERENCE_BOOTSTRAP:-the gateway}" "$@" "$$(date -u '+%F %H:%M UTC')"; \
 	  grep -E 'PASSED|FAILED|ERROR|SKIPPED|passed|failed' $(3).out; printf '```\n'; } > $(3); \
 	cat $(3).out; rm -f $(3).out; exit $$rc
 endef
