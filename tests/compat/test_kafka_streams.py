@@ -202,6 +202,35 @@ def test_word_count_exactly_once_v2_survives_kill(broker, tmp_path):
         app.stop()
 
 
+def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
+    """Two instances of the app share the work (a classic-group rebalance across 4 partitions, each with
+    its own transactional producer); input produced while both run is counted exactly, and after one is
+    killed -9 the survivor takes over its tasks (fencing its zombie transaction) and the counts of all
+    input stay exact."""
+    app_id = f"wc-two-{uuid.uuid4().hex[:6]}"
+    src, out = f"{app_id}-in", f"{app_id}-out"
+    create_topics(broker.bootstrap, src, out, partitions=4)
+    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path)
+            for i in range(2)]
+    try:
+        for app in apps:
+            app.wait_running()
+        first, expected = make_lines(6, 400)
+        produce(broker.bootstrap, src, first)
+        got = read_counts(broker.bootstrap, out, dict(expected))
+        assert got == dict(expected), f"{[a.errors() for a in apps]}\n{apps[1].tail()}{broker.context()}"
+        apps[0].kill()
+        second, more = make_lines(7, 300)
+        produce(broker.bootstrap, src, second)
+        expected.update(more)
+        got = read_counts(broker.bootstrap, out, dict(expected), timeout=180)
+        assert got == dict(expected), f"{apps[1].errors()}\n{apps[1].tail()}{broker.context()}"
+        assert not apps[1].errors(), apps[1].tail()
+    finally:
+        apps[0].proc.kill()
+        apps[1].stop()
+
+
 def test_word_count_at_least_once(broker, tmp_path):
     app_id, src, out = run_word_count(broker, tmp_path, "at_least_once")
     lines, expected = make_lines(3, 400)
