@@ -5,8 +5,8 @@ FileStreamSource → one-partition topic → FileStreamSink must copy a file exa
 offsets and statuses in three compacted topics and coordinates through a group; a restarted
 distributed worker reads its connectors back from the config topic and resumes from the stored
 offsets, so lines appended while it was down are copied once; with KIP-618 exactly-once source support
-a worker killed -9 in the middle of a file leaves every line in the topic exactly once. Minutes long, so it runs only with
-KAFKA_APPS=1: `make compat-connect`.
+a worker killed -9 in the middle of a file leaves every line in the topic exactly once. Minutes long,
+so it runs only with KAFKA_APPS=1: `make compat-connect`.
 
 Run against real Kafka first: KAFKA_REFERENCE_BOOTSTRAP=host:port points every test at it.
 """
