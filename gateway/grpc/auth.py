@@ -18,8 +18,8 @@ SendMessage, RecallMessage, EndTransaction: WRITE on the topic; QueryRoute: DESC
 group; ReceiveMessage, AckMessage, ForwardMessageToDeadLetterQueue, QueryAssignment: READ on the
 group and the topic; Telemetry Settings: WRITE on the published topics, READ on the subscription's
 group and topics. The proxy does not check the PullConsumer RPCs; the gateway checks them as the
-remoting port does its pulls: PullMessage, UpdateOffset READ, GetOffset, QueryOffset DESCRIBE on
-the group and topic. An address on the global IP whitelist is not checked (as on the remoting port).
+remoting port does its pulls: PullMessage, UpdateOffset READ, GetOffset DESCRIBE on the group and
+topic; QueryOffset DESCRIBE on the topic. An address on the global IP whitelist is not checked (as on the remoting port).
 """
 from __future__ import annotations
 
@@ -174,8 +174,10 @@ def needs(request) -> list:
         return _group(request.group)
     if kind in ("PullMessageRequest", "UpdateOffsetRequest"):
         return _group(request.group) + _topic(request.message_queue.topic, Op.READ)
-    if kind in ("GetOffsetRequest", "QueryOffsetRequest"):
+    if kind == "GetOffsetRequest":
         return _group(request.group, Op.DESCRIBE) + _topic(request.message_queue.topic, Op.DESCRIBE)
+    if kind == "QueryOffsetRequest":  # a queue's offset by policy or time: no group
+        return _topic(request.message_queue.topic, Op.DESCRIBE)
     if kind == "TelemetryCommand":
         return _settings(request.settings) if request.WhichOneof("command") == "settings" else []
     return []
