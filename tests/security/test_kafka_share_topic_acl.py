@@ -42,9 +42,10 @@ def _setup(gw) -> None:  # noqa: F811
     assert p.flush(30) == 0
 
 
-def _share_consume(gw, user: str, password: str, topic: str, group: str) -> str:  # noqa: F811
+def _share_consume(gw, user: str, password: str, topic: str, group: str, wait_ms: int = 20000) -> str:  # noqa: F811
     r = tool(SHARE_CONSUMER, "--bootstrap-server", gw.kafka_bootstrap, "--topic", topic, "--group", group,
-             "--max-messages", "1", "--timeout-ms", "20000", "--command-config", props(gw, user, password), timeout=90)
+             "--max-messages", "1", "--timeout-ms", str(wait_ms), "--command-config", props(gw, user, password),
+             timeout=wait_ms / 1000 + 90)
     return r.stdout + r.stderr
 
 
@@ -64,7 +65,8 @@ def test_share_consumer_needs_describe_on_subscribed_topics(gw):  # noqa: F811
 
 def test_share_fetch_needs_read_on_the_topic(gw):  # noqa: F811
     _setup(gw)
-    out = _share_consume(gw, ALICE, ALICE_PW, DESCRIBE_ONLY, "alice-share-fetch")
+    out = _share_consume(gw, ALICE, ALICE_PW, DESCRIBE_ONLY, "alice-share-fetch", wait_ms=60000)  # Kafka may
+    # take a while to assign a new share group's partitions
     assert "ShareGroupHeartbeatRequest failed" not in out, out[-3000:]  # the heartbeat let her in
     assert f"TopicAuthorizationException: Not authorized to access topics: [{DESCRIBE_ONLY}]" in out, out[-3000:]
     assert "Processed a total of 0 messages" in out, out[-3000:]

@@ -76,7 +76,12 @@ def start_kafka(work: str, certs) -> tuple[subprocess.Popen, int]:
     log = open(os.path.join(work, "kafka.log"), "wb")
     proc = subprocess.Popen(["java", *JVM_FLAGS[:3], f"-Dkafka.logs.dir={work}", "-cp", cp, "kafka.Kafka", config],
                             stdout=log, stderr=subprocess.STDOUT)
-    wait_port(port, timeout=120)
+    try:
+        wait_port(port, timeout=300)  # a loaded machine starts the JVM slowly
+    except TimeoutError:
+        proc.terminate()
+        proc.wait(60)
+        raise
     return proc, port
 
 
