@@ -19,7 +19,8 @@ group; ReceiveMessage, AckMessage, ForwardMessageToDeadLetterQueue, QueryAssignm
 group and the topic; Telemetry Settings: WRITE on the published topics, READ on the subscription's
 group and topics. The proxy does not check the PullConsumer RPCs; the gateway checks them as the
 remoting port does its pulls: PullMessage, UpdateOffset READ, GetOffset DESCRIBE on the group and
-topic; QueryOffset DESCRIBE on the topic. An address on the global IP whitelist is not checked (as on the remoting port).
+topic; QueryOffset DESCRIBE on the topic. An address on the global IP whitelist is not checked (as on
+the remoting port).
 """
 from __future__ import annotations
 
@@ -88,9 +89,14 @@ def parse_authorization(header: str | None, date_time: str | None) -> tuple[str 
     return user, signature
 
 
+def _mac(secret: str, date_time: str) -> bytes:
+    """HMAC-SHA1 of the date-time keyed with the secret (texts as Java's getBytes(UTF_8) encodes them)."""
+    return hmac.new(secret.encode("utf-8", "replace"), date_time.encode("utf-8", "replace"), hashlib.sha1).digest()
+
+
 def sign(secret: str, date_time: str) -> str:
-    """The SDKs' signature: hex HMAC-SHA1 of the date-time keyed with the secret."""
-    return hmac.new(secret.encode(), date_time.encode(), hashlib.sha1).hexdigest()
+    """The SDKs' Signature value: the hex HMAC."""
+    return _mac(secret, date_time).hex()
 
 
 def authenticate(security, metadata: dict, address: str) -> str:
@@ -107,8 +113,7 @@ def authenticate(security, metadata: dict, address: str) -> str:
         if key is None:
             raise Refused(f"User:{access_key} is not found.")
         principal = f"User:{key.user}"
-        expected = hmac.new(key.secret.encode("utf-8", "replace"), metadata[DATE_TIME].encode("utf-8", "replace"), hashlib.sha1).digest()
-        if signature is None or not hmac.compare_digest(expected, signature):
+        if signature is None or not hmac.compare_digest(_mac(key.secret, metadata[DATE_TIME]), signature):
             raise Refused("check signature failed.")
         return principal
     except Refused as exc:

@@ -37,7 +37,8 @@ def _real_proxy(base: str):
         raise
     ns, broker = f"127.0.0.1:{proxy.namesrv_port}", f"127.0.0.1:{proxy.broker_port}"
     for args in (["createUser", "-b", broker, "-u", AK, "-p", SK],
-                 ["createAcl", "-b", broker, "-s", "User:alice", "-r", f"Topic:{TOPIC}", "-a", "Pub,Sub", "-d", "Allow"],
+                 ["createAcl", "-b", broker, "-s", "User:alice", "-r", f"Topic:{TOPIC}", "-a", "Pub,Sub", "-d",
+                  "Allow"],
                  ["createAcl", "-b", broker, "-s", "User:alice", "-r", f"Group:{GROUP}", "-a", "Sub", "-d", "Allow"],
                  ["updateTopic", "-b", broker, "-t", TOPIC, "-a", "+message.type=NORMAL"],
                  ["updateSubGroup", "-b", broker, "-g", GROUP]):

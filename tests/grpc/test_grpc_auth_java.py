@@ -31,7 +31,8 @@ public class GrpcAuthProbe {
             ClientConfiguration cfg = ClientConfiguration.newBuilder().setEndpoints(args[0]).enableSsl(false)
                 .setCredentialProvider(new StaticSessionCredentialsProvider(c[0], c[1]))
                 .setRequestTimeout(Duration.ofSeconds(5)).build();
-            try (Producer producer = provider.newProducerBuilder().setClientConfiguration(cfg).setTopics(c[2]).build()) {
+            try (Producer producer = provider.newProducerBuilder().setClientConfiguration(cfg).setTopics(c[2])
+                    .build()) {
                 producer.send(provider.newMessageBuilder().setTopic(c[2]).setBody("x".getBytes()).build());
                 System.out.println("CASE " + i + " SENT");
             } catch (Throwable t) {
