@@ -22,6 +22,12 @@ def wait_port(port: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
+# With ACL on, the proxy reads users and ACLs from its broker (in local mode the one in its JVM).
+PROXY_AUTH_METADATA = {
+    "authenticationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider",
+    "authorizationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider"}
+
+
 class RealProxy:
     def __init__(self, workdir: str, extra_args=None, auth: dict | None = None) -> None:
         self.workdir = workdir
@@ -62,7 +68,7 @@ class RealProxy:
             f.writelines(f"{k}={v}\n" for k, v in broker.items())
         proxy = {"rocketMQClusterName": "DefaultCluster", "namesrvAddr": f"127.0.0.1:{self.namesrv_port}",
                  "grpcServerPort": self.grpc_port, "remotingListenPort": self.remoting_port, "proxyMode": "local",
-                 **self.auth}
+                 **self.auth, **(PROXY_AUTH_METADATA if self.auth else {})}
         with open(os.path.join(w, "proxy.json"), "w") as f:
             json.dump(proxy, f)
         self._java("namesrv", "512m", "org.apache.rocketmq.namesrv.NamesrvStartup",
