@@ -22,9 +22,16 @@ def wait_port(port: int, timeout: float) -> None:
         time.sleep(0.2)
 
 
+# With ACL on, the proxy reads users and ACLs from its broker (in local mode the one in its JVM).
+PROXY_AUTH_METADATA = {
+    "authenticationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider",
+    "authorizationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider"}
+
+
 class RealProxy:
-    def __init__(self, workdir: str, extra_args=None) -> None:
+    def __init__(self, workdir: str, extra_args=None, auth: dict | None = None) -> None:
         self.workdir = workdir
+        self.auth = auth or {}  # ACL 2.0 settings (compat.validate_acl.BROKER_ACL) for broker and proxy
         os.makedirs(workdir, exist_ok=True)
         self.namesrv_port, self.grpc_port, self.remoting_port = free_port(), free_port(), free_port()
         self.broker_port = free_port()
@@ -56,11 +63,12 @@ class RealProxy:
                   "storePathCommitLog": os.path.join(store, "commitlog"), "autoCreateTopicEnable": "true",
                   "autoCreateSubscriptionGroup": "true", "defaultTopicQueueNums": "4",
                   "transactionTimeOut": "8000", "transactionCheckInterval": "1000",
-                  "diskMaxUsedSpaceRatio": "95", "enablePropertyFilter": "true"}
+                  "diskMaxUsedSpaceRatio": "95", "enablePropertyFilter": "true", **self.auth}
         with open(os.path.join(w, "broker.conf"), "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in broker.items())
         proxy = {"rocketMQClusterName": "DefaultCluster", "namesrvAddr": f"127.0.0.1:{self.namesrv_port}",
-                 "grpcServerPort": self.grpc_port, "remotingListenPort": self.remoting_port, "proxyMode": "local"}
+                 "grpcServerPort": self.grpc_port, "remotingListenPort": self.remoting_port, "proxyMode": "local",
+                 **self.auth, **(PROXY_AUTH_METADATA if self.auth else {})}
         with open(os.path.join(w, "proxy.json"), "w") as f:
             json.dump(proxy, f)
         self._java("namesrv", "512m", "org.apache.rocketmq.namesrv.NamesrvStartup",

@@ -90,11 +90,11 @@ def is_loopback(host: str) -> bool:
 
 def authenticates(listener: Listener, config) -> bool:
     """Does this port know who its clients are? SASL, TLS with client certificates, or the remoting
-    port with `--authorizer acl` (signed requests)."""
+    and gRPC ports with `--authorizer acl` (signed requests)."""
     if listener.kind == "remoting":
         return config.authorizer == "acl"
     if listener.kind == "grpc":
-        return False  # no gRPC authentication yet: loopback or --allow-anonymous
+        return config.authorizer == "acl"  # signed calls (gateway.grpc.auth)
     return listener.sasl or (listener.protocol == "SSL" and bool(config.tls_ca))
 
 

@@ -17,6 +17,7 @@ import gateway.grpc.route  # noqa: F401  (QueryRoute, Heartbeat, QueryAssignment
 import gateway.grpc.send  # noqa: F401  (SendMessage, EndTransaction, RecallMessage)
 import gateway.grpc.telemetry  # noqa: F401  (Telemetry)
 from codec.grpc import StatusCode
+from gateway.grpc import auth
 from gateway.grpc.common import RPCS, SERVICE, RpcError, s, status
 from gateway.grpc.transport import CallEnded
 
@@ -47,7 +48,8 @@ def _wrap(app, kind: str, fn, method):
 
     if kind == "bidi":
         async def bidi(call):
-            await fn(Context(app, call), call)
+            checked = auth.guard_stream(app, call)  # --authorizer acl: each command is checked
+            await fn(Context(app, checked), checked)
         return bidi
 
     async def serve(call):
@@ -55,6 +57,7 @@ def _wrap(app, kind: str, fn, method):
         request = _decode(req_cls, await call.receive_one())
         ctx = Context(app, call)
         try:
+            auth.check(app, call, request)  # --authorizer acl: signature and ACLs, as the proxy checks
             if kind == "unary":
                 response = await fn(ctx, request)
                 await call.send(response.SerializeToString())

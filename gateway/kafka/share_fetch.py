@@ -12,6 +12,7 @@ import trio
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway.kafka.access_share import TOPIC_DENIED, may_read
 from gateway.kafka.fetch import read_batches
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
@@ -42,11 +43,14 @@ def _forgotten(app, data) -> list:
     return out
 
 
-def _acknowledge(app, shares, group, member, parts) -> tuple[dict, int]:
+def _acknowledge(app, shares, group, member, parts, readable) -> tuple[dict, int]:
     """{(topic id, partition): error code} for the partitions with acknowledgements; log end offset."""
     codes, end = {}, 0
     for name, tid, p, batches in parts:
         if not batches:
+            continue
+        if name is not None and not readable(name):
+            codes[(tid, p)] = TOPIC_DENIED
             continue
         if name is None or not topics.has_partition(topics.existing(app, name), p):
             codes[(tid, p)] = errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -107,14 +111,16 @@ async def share_fetch(ctx: RequestContext):
         return _top_error(code)
     if epoch == INITIAL and ctx.conn is not None and hasattr(ctx.conn, "on_close"):
         ctx.conn.on_close[("share", group, member)] = lambda: shares.connection_closed(group, member, session)
-    ack_codes, end = _acknowledge(app, shares, group, member, parts)
+    readable = may_read(ctx)
+    ack_codes, end = _acknowledge(app, shares, group, member, parts, readable)
     lock_ms = shares.lock_ms(group)
     fetched: dict = {}
+    denied = {(name, p) for name, p in session.partitions if not readable(name)}
     if epoch == FINAL:
         end = max(end, shares.release_member(group, member))
     else:
         max_records = min(max(req["max_records"], 1), MAX_RECORDS) if req["max_records"] > 0 else 500
-        partitions = list(session.partitions)
+        partitions = [tp for tp in session.partitions if tp not in denied]
         deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
         while True:
             fetched, e = _acquire_all(app, shares, group, member, partitions, max_records, req["max_bytes"])
@@ -126,14 +132,16 @@ async def share_fetch(ctx: RequestContext):
     await app.durable(end)
     ids = {name: tid for tid, name in names.items() if name}
     by_topic: dict = {}
-    shown = set(fetched) | {(name, p) for name, tid, p, _ in parts if (tid, p) in ack_codes}
+    shown = set(fetched) | denied | {(name, p) for name, tid, p, _ in parts if (tid, p) in ack_codes}
     if epoch == INITIAL:
         shown |= set(session.partitions)
     for name, p in sorted(shown):
         tid = ids.get(name) or topics.topic_id(name)
         entry = {"partition_index": p, "error_code": errors.NONE, "acknowledge_error_code": ack_codes.get((tid, p), 0),
                  "current_leader": LEADER, "records": b"", "acquired_records": []}
-        if not topics.has_partition(topics.existing(app, name), p):
+        if (name, p) in denied:
+            entry["error_code"] = TOPIC_DENIED
+        elif not topics.has_partition(topics.existing(app, name), p):
             entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
         entry.update(fetched.get((name, p), {}))
         by_topic.setdefault(tid, []).append(entry)
@@ -159,13 +167,15 @@ async def share_acknowledge(ctx: RequestContext):
     code, _session = shares.sessions.fetch(group, member, epoch, [], [], may_open=False)
     if code:
         return _top_error(code)
-    ack_codes, end = _acknowledge(app, shares, group, member, parts)
+    readable = may_read(ctx)
+    ack_codes, end = _acknowledge(app, shares, group, member, parts, readable)
     if epoch == FINAL:
         end = max(end, shares.release_member(group, member))
     await app.durable(end)
     by_topic: dict = {}
     for name, tid, p, batches in parts:
         code = ack_codes.get((tid, p), errors.NONE) if name is not None else errors.UNKNOWN_TOPIC_ID
+        code = TOPIC_DENIED if name is not None and not readable(name) else code
         by_topic.setdefault(tid, []).append({"partition_index": p, "error_code": code, "error_message": None,
                                              "current_leader": LEADER})
     return {"error_code": errors.NONE, "acquisition_lock_timeout_ms": shares.lock_ms(group),

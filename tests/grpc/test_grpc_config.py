@@ -1,9 +1,10 @@
 """--grpc-port: off when absent; a gRPC listener on --host when given; refused on a non-loopback
-address without --allow-anonymous (the gRPC port has no authentication yet)."""
+address unless calls are authenticated (--authorizer acl: signed calls, gateway.grpc.auth) or
+--allow-anonymous says so."""
 import pytest
 
 from gateway.config import parse_args
-from gateway.listeners import endpoints
+from gateway.listeners import authenticates, endpoints
 
 
 def test_off_by_default():
@@ -18,9 +19,14 @@ def test_grpc_listener():
     assert len(grpc) == 1 and grpc[0].port == 18081 and grpc[0].host == "127.0.0.1"
 
 
-def test_non_loopback_needs_allow_anonymous(capsys):
+def test_non_loopback_needs_authentication_or_allow_anonymous(capsys):
     with pytest.raises(SystemExit):
-        parse_args(["--host", "0.0.0.0", "--grpc-port", "18081", "--authorizer", "acl",
-                    "--kafka-security-protocol", "SASL_PLAINTEXT"])
-    assert "grpc" in capsys.readouterr().err
+        parse_args(["--host", "0.0.0.0", "--grpc-port", "18081"])
+    assert "without authentication" in capsys.readouterr().err
     assert parse_args(["--host", "0.0.0.0", "--grpc-port", "1", "--allow-anonymous"]).grpc_port == 1
+    secured = parse_args(["--host", "0.0.0.0", "--grpc-port", "18081", "--authorizer", "acl",
+                          "--kafka-security-protocol", "SASL_PLAINTEXT"])
+    [grpc] = [lst for lst in endpoints(secured) if lst.kind == "grpc"]
+    assert authenticates(grpc, secured) and grpc.host == "0.0.0.0"
+    [grpc] = [lst for lst in endpoints(parse_args(["--grpc-port", "18081"])) if lst.kind == "grpc"]
+    assert not authenticates(grpc, parse_args(["--grpc-port", "18081"]))

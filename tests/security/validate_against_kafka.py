@@ -27,6 +27,7 @@ from tests.security import kafka_gateway as kg
 from tests.security import test_kafka_admin_describe_acl as describe_tests
 from tests.security import test_kafka_java_sasl_ssl as java_tests
 from tests.security import test_kafka_share_acl as share_tests
+from tests.security import test_kafka_share_topic_acl as share_topic_tests
 from tests.security import test_kafka_matrix_cells as cells
 from tests.security import test_kafka_sasl_ssl as tests
 from tests.security.certs import make_certs
@@ -75,7 +76,12 @@ def start_kafka(work: str, certs) -> tuple[subprocess.Popen, int]:
     log = open(os.path.join(work, "kafka.log"), "wb")
     proc = subprocess.Popen(["java", *JVM_FLAGS[:3], f"-Dkafka.logs.dir={work}", "-cp", cp, "kafka.Kafka", config],
                             stdout=log, stderr=subprocess.STDOUT)
-    wait_port(port, timeout=120)
+    try:
+        wait_port(port, timeout=300)  # a loaded machine starts the JVM slowly
+    except TimeoutError:
+        proc.terminate()
+        proc.wait(60)
+        raise
     return proc, port
 
 
@@ -127,7 +133,10 @@ def main(words: list[str]) -> int:
                                        describe_tests.test_describe_producers_needs_read_on_the_topic,
                                        describe_tests.test_transactions_need_describe_on_the_transactional_id,
                                        share_tests.test_share_consumer_needs_read_on_the_group,
-                                       share_tests.test_share_group_admin_needs_describe_and_delete_on_the_group)]
+                                       share_tests.test_share_group_admin_needs_describe_and_delete_on_the_group,
+                                       share_topic_tests.test_share_consumer_needs_describe_on_subscribed_topics,
+                                       share_topic_tests.test_share_fetch_needs_read_on_the_topic,
+                                       share_topic_tests.test_share_group_offsets_need_read_on_the_topic)]
         if words:
             checks = [c for c in checks if any(w in c[0].__module__ + "." + c[0].__name__ for w in words)]
         for fn, args in checks:
