@@ -54,6 +54,15 @@ def follow(gw, leader, topic: str, epoch: int, qid: int = 0) -> None:
     assert resp.code == 0, resp.remark
 
 
+def replicate(leader, followers: list, topic: str, epoch: int, isr: list | None = None, later: list = ()) -> None:
+    """The role-setting block of the tests (what the cluster layer does from etcd): `leader` leads
+    `topic` in `epoch` replicated to `followers`, which follow it now, and to `later` (replicas that
+    are down: they follow once back)."""
+    lead(leader, [*followers, *later], topic, epoch, isr=isr)
+    for f in followers:
+        follow(f, leader, topic, epoch)
+
+
 def state(gw, topic: str, qid: int = 0) -> dict:
     return json.loads(remoting(gw, REPLICA_STATE, {"topic": topic, "queueId": str(qid)}).body)
 
