@@ -85,6 +85,7 @@ class GatewayCluster:
 
     def __init__(self, base: str, size: int) -> None:
         self.base = base
+        os.makedirs(base, exist_ok=True)
         self.etcd = EtcdServer(os.path.join(base, "etcd"), free_port(), free_port())
         self.nodes = {}
         for n in range(1, size + 1):
