@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import trio
 
@@ -19,6 +20,12 @@ log = logging.getLogger("rocketgate.cluster")
 MAX_TXN_OPS = 100  # etcd's --max-txn-ops defaults to 128
 
 
+def fence_margin(ttl: float) -> float:
+    """How long before its lease can expire a member stops serving the queues it leads: the new
+    leader is elected only after etcd expires the lease, so the old one is silent by then."""
+    return min(1.0, ttl / 4)
+
+
 class NodeIdTaken(Exception):
     """Another live gateway is registered with this node id."""
 
@@ -29,8 +36,9 @@ class Coordination:
 
     # --- membership ---
     async def register(self, member: Member, ttl: int) -> int:
-        """Register `member` under a fresh lease of `ttl` seconds; returns the lease id.
-        NodeIdTaken when a live gateway holds the id (its key exists: its lease has not expired)."""
+        """Register `member` under a fresh lease of `ttl` seconds; returns the lease id (etcd
+        expires it no earlier than `ttl` after the call began). NodeIdTaken when a live gateway
+        holds the id (its key exists: its lease has not expired)."""
         lease = await self.etcd.lease_grant(ttl)
         key = model.member_key(member.node_id)
         ok, resp = await self.etcd.txn([compare_version(key, 0)], [op_put(key, member.to_json(), lease)], [op_get(key)])
@@ -40,11 +48,14 @@ class Coordination:
             raise NodeIdTaken(f"node id {member.node_id} is held by a live gateway ({holder})")
         return lease
 
-    async def keep_alive(self, lease: int, ttl: int, *, on_lost) -> None:
-        """Refresh `lease` every ttl/3 s until cancelled; `await on_lost()` when etcd says it has
-        expired (it was unreachable for longer than the TTL). Unreachable etcd is logged and retried."""
+    async def keep_alive(self, lease: int, ttl: int, *, on_lost, on_renewed) -> None:
+        """Refresh `lease` every ttl/3 s until cancelled. `on_renewed(expires)` after each refresh:
+        the monotonic time before which etcd cannot expire it (the TTL counted from when the refresh
+        was sent). `await on_lost()` (returns the new lease) when etcd says it has expired (it was
+        unreachable for longer than the TTL). Unreachable etcd is logged and retried."""
         while True:
             await trio.sleep(max(ttl / 3, 0.2))
+            sent = time.monotonic()
             try:
                 left = await self.etcd.lease_keepalive(lease)
             except EtcdError as exc:
@@ -53,6 +64,8 @@ class Coordination:
             if left <= 0:
                 log.error("cluster: lease %x expired (etcd unreachable longer than %d s)", lease, ttl)
                 lease = await on_lost()
+            else:
+                on_renewed(sent + left)
 
     async def deregister(self, lease: int) -> None:
         await self.etcd.lease_revoke(lease)
@@ -128,11 +141,14 @@ class Coordination:
                                      lambda a: QueueAssignment(a.leader, a.replicas, tuple(isr), a.epoch))
 
     async def elect_leader(self, topic: str, queue_id: int, leader: int, expected_epoch: int):
-        """Make `leader` (an in-sync replica) the leader with the epoch bumped."""
+        """Make `leader` (an in-sync replica) the leader with the epoch bumped. The old leader leaves
+        the in-sync set (it is gone; it rejoins once it has caught up with the new leader), so it
+        cannot be elected with a log the new leader has grown past."""
         def change(a: QueueAssignment) -> QueueAssignment:
             if leader not in a.isr:
                 raise ValueError(f"node {leader} is not in the in-sync set {list(a.isr)}")
-            return QueueAssignment(leader, a.replicas, a.isr, a.epoch + 1)
+            isr = tuple(r for r in a.isr if r != a.leader or r == leader)
+            return QueueAssignment(leader, a.replicas, isr, a.epoch + 1)
         return await self.swap_queue(topic, queue_id, expected_epoch, change)
 
     async def reassign(self, topic: str, queue_id: int, replicas: list[int]) -> QueueAssignment:

@@ -65,7 +65,7 @@ class ClusterView:
         for name, record in topics.items():
             self._set_topic(name, record)
         for (topic, qid), a in queues.items():
-            self._set_queue(topic, qid, a)
+            self.set_queue(topic, qid, a)
         for (group, topic, qid), value in offsets.items():
             self._offset(group, topic, qid, value)
         if set(members) != old_members:
@@ -105,7 +105,7 @@ class ClusterView:
                     self._set_topic(name, TopicRecord.from_json(e.kv.value))
             elif key.startswith(model.QUEUES) and not deleted:
                 topic, qid = model.parse_queue_key(key)
-                self._set_queue(topic, qid, QueueAssignment.from_json(e.kv.value))
+                self.set_queue(topic, qid, QueueAssignment.from_json(e.kv.value))
             elif key.startswith(model.OFFSETS):
                 self._offset(*model.parse_offset_key(key), None if deleted else json.loads(e.kv.value))
         if members_changed:
@@ -115,6 +115,8 @@ class ClusterView:
         if self.topics.get(name) == record:
             return
         self.topics[name] = record
+        for q in [k for k in self.queues if k[0] == name and k[1] >= record.queues]:
+            del self.queues[q]  # placed here by a creation that lost to another gateway's
         for fn in self._on_topic:
             fn(name, record)
 
@@ -127,7 +129,8 @@ class ClusterView:
         for fn in self._on_topic:
             fn(name, None)
 
-    def _set_queue(self, topic: str, qid: int, a: QueueAssignment) -> None:
+    def set_queue(self, topic: str, qid: int, a: QueueAssignment) -> None:
+        """A queue's assignment (from etcd, or placed by this gateway): subscribers hear a change."""
         if self.queues.get((topic, qid)) == a:
             return
         self.queues[(topic, qid)] = a

@@ -12,6 +12,14 @@ CLUSTER_NODES ?= 2
 local-cluster: install cluster-etcd
 	$(PY) -m gateway.local_cluster --nodes $(CLUSTER_NODES)
 
-# The long cluster scenarios: Java Kafka and RocketMQ clients against 3 gateways.
+# The long cluster scenarios: Java Kafka and RocketMQ clients against 3 gateways, and 20 kill -9 of a
+# leader through the etcd election (tests/cluster/test_cluster_kill_loop.py).
 cluster-long: setup
 	CLUSTER_LONG=1 $(PY) -m pytest tests/cluster -q
+
+# Gateways vs a 3-node KRaft Kafka on this machine: failover time (kill -9 of the leader, alternating
+# systems) and acks=all produce throughput (1/2 gateways, RF1/RF2). Output: docs/replication-figures.md.
+CLUSTER_BENCH_ARGS ?= --rounds 3
+.PHONY: bench-cluster
+bench-cluster: setup
+	$(PY) -m bench.cluster_bench $(CLUSTER_BENCH_ARGS)

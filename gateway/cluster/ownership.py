@@ -8,6 +8,8 @@ as every RocketMQ broker has its own (docs/cluster.md)."""
 from __future__ import annotations
 
 import logging
+import math
+import time
 
 import trio
 
@@ -34,6 +36,9 @@ class SingleNode:
     def owns(self, topic: str, queue_id: int) -> bool:
         return True
 
+    def fenced(self) -> bool:
+        return False
+
     def expect_topic(self, name: str, replication_factor: int) -> None:
         return None
 
@@ -41,6 +46,9 @@ class SingleNode:
         return None
 
     async def reserve_producer_ids(self) -> None:
+        return None
+
+    async def published(self, names) -> None:
         return None
 
 
@@ -67,9 +75,11 @@ class ClusterNode:
         self.default_replication_factor = default_replication_factor
         self.nursery: trio.Nursery | None = None  # set by the cluster service
         self.lease = 0  # this member's etcd lease (gateway.cluster.service)
+        self.lease_deadline = math.inf  # time.monotonic() after which the lease may have expired
         self._requested_rf: dict[str, int] = {}
         self.pending: list = []  # etcd writes asked for before the cluster service started
         self._producer_ids: list[int] = []  # the rest of this gateway's block, in reverse
+        self._publishing: dict[str, trio.Event] = {}  # topics being written to etcd
 
     # --- reads (handlers) ---
     def assignment(self, topic: str, queue_id: int) -> QueueAssignment | None:
@@ -79,10 +89,17 @@ class ClusterNode:
         return topic in self.view.topics
 
     def owns(self, topic: str, queue_id: int) -> bool:
+        """Leads the queue and may serve it: not while fenced (below)."""
         a = self.view.queues.get((topic, queue_id))
         if a is None:
             return topic not in self.view.topics  # a local topic
-        return a.leader == self.node_id
+        return a.leader == self.node_id and not self.fenced()
+
+    def fenced(self) -> bool:
+        """Whether this member's lease can have expired in etcd (it was not renewed in time): then
+        another member may be elected for the queues this one leads, so it refuses their requests
+        until a renewed (or new) lease and a fresh view say it still leads them."""
+        return time.monotonic() >= self.lease_deadline
 
     def live(self) -> dict[int, Member]:
         return self.view.members
@@ -111,7 +128,8 @@ class ClusterNode:
         assignments = model.place(name, queues, members or self.view.live() or [self.node_id], rf)
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
-            self.view.queues[(name, q)] = a
+            self.view.set_queue(name, q, a)  # this gateway takes its roles now, as the others will
+        self._publishing[name] = trio.Event()
         self._spawn(self._publish, name, record, assignments)
 
     def topic_deleted(self, name: str) -> None:
@@ -136,13 +154,25 @@ class ClusterNode:
         grown = TopicRecord(queues, record.perm, record.attributes)
         self.view.topics[cfg.name] = grown
         for q, a in new.items():
-            self.view.queues[(cfg.name, q)] = a
+            self.view.set_queue(cfg.name, q, a)
         self._spawn(self.coordination.add_queues, cfg.name, grown, new)
 
     async def _publish(self, name: str, record: TopicRecord, assignments: list) -> None:
-        if not await self.coordination.create_topic(name, record, assignments):
-            log.info("cluster: topic %s was created elsewhere first; following its assignment", name)
-            await self.view.load()
+        try:
+            if not await self.coordination.create_topic(name, record, assignments):
+                log.info("cluster: topic %s was created elsewhere first; following its assignment", name)
+                await self.view.load()
+        finally:
+            self._publishing.pop(name, trio.Event()).set()
+
+    async def published(self, names, timeout: float = 5.0) -> None:
+        """Wait until these topics' creation here is in etcd (or lost to another gateway's), so a
+        client told "created" finds them on every gateway instead of auto-creating them elsewhere."""
+        with trio.move_on_after(timeout):
+            for name in names:
+                event = self._publishing.get(name)
+                if event is not None:
+                    await event.wait()
 
     def _spawn(self, fn, *args) -> None:
         """Run `fn(*args)` in the cluster service (kept until it starts)."""

@@ -1,12 +1,14 @@
 """RocketMQ queue ids in a cluster. A RocketMQ client numbers each broker's queues of a topic from
 0 (`MessageQueue(topic, brokerName, queueId)`), while the cluster numbers a topic's queues once
 (the Kafka partition). A gateway's broker-local queue i is the i-th of the topic's queues it leads,
-in order (the route advertises that many, `gateway.cluster.routes`); requests are translated local ->
-cluster queue id before their handler, and a send's answer back. Local topics (retry, DLQ, system)
+in order (the route advertises that many, `gateway.cluster.routes`); client requests are translated
+local -> cluster queue id before their handler, and a send's answer back (the gateways' own
+replication requests carry cluster ids). Local topics (retry, DLQ, system)
 keep their ids. A send to a local id beyond what this gateway leads (a stale route, or the default
 topic's route a producer uses before its topic exists: the topic is created first) goes to one of
 the queues it leads, as a send to any queue of the broker would; a gateway that leads none of the
-topic's queues refuses it with NO_PERMISSION, which the producer retries on another broker."""
+topic's queues refuses it with NO_PERMISSION, which the producer retries on another broker; so
+does a fenced gateway (its lease may have expired: `ClusterNode.fenced`) for every assigned topic."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
@@ -15,6 +17,8 @@ from gateway.remoting.common import ensure_topic
 # (topic field, queue id field) by request code: the V2 sends use one-letter names
 _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
 _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
+# gateway-to-gateway replication speaks the cluster's queue ids (gateway.remoting.replica_fetch)
+_CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE)
 
 
 def led_queues(node, topic: str) -> list[int] | None:
@@ -27,6 +31,8 @@ def led_queues(node, topic: str) -> list[int] | None:
 def translate(app, req):
     """Rewrite the request's broker-local queue id to the cluster's; a refusal answer when this
     gateway does not lead that many queues of the topic, else None."""
+    if req.code in _CLUSTER_IDS:
+        return None
     topic_field, qid_field = _COMPACT.get(req.code, ("topic", "queueId"))
     fields = req.ext_fields
     topic, local = fields.get(topic_field), fields.get(qid_field)
@@ -41,6 +47,10 @@ def translate(app, req):
     led = led_queues(app.ownership, topic)
     if led is None or index < 0:
         return None
+    if app.ownership.fenced():
+        return req.response(ResponseCode.NO_PERMISSION,
+                            remark=f"broker-{app.ownership.node_id} is fenced (its cluster lease may have "
+                                   f"expired); send to another broker")
     if req.code in _SENDS and led and index >= len(led):
         index %= len(led)
     if index >= len(led):

@@ -22,16 +22,24 @@ class ReplicaRoles:
         self.view = node.view
 
     def install(self) -> None:
+        self._addrs: dict[int, str] = {}  # every member's replication address, kept after it leaves
         self.view.on_assignment(self._assigned)
-        self.view.on_members(lambda _members: self._elect_where_leader_left())
+        self.view.on_members(lambda _members: self._members_changed())
         self.manager.on_isr_change = self._isr_changed
+        self._members_changed()
+
+    def _members_changed(self) -> None:
+        """Roles again (a replica or leader whose address was unknown may be known now), then elect
+        where a leader left."""
+        for node_id, member in self.view.members.items():
+            self._addrs[node_id] = member.remoting_addr
         for (topic, qid), a in list(self.view.queues.items()):
             self._assigned(topic, qid, a.leader, list(a.replicas), list(a.isr), a.epoch)
         self._elect_where_leader_left()
 
     def _addr(self, node_id: int) -> str | None:
         member = self.view.members.get(node_id)
-        return member.remoting_addr if member is not None else None
+        return member.remoting_addr if member is not None else self._addrs.get(node_id)
 
     def _assigned(self, topic: str, qid: int, leader: int, replicas: list, isr: list, epoch: int) -> None:
         """This node's role for the queue, as the assignment says (unchanged roles are left alone)."""
@@ -41,9 +49,10 @@ class ReplicaRoles:
             if len(replicas) < 2:
                 return  # not replicated: a plain queue of its leader
             if leader == me:
-                if current is not None and current.role == LEADER and current.epoch == epoch:
-                    return
                 others = [a for a in (self._addr(r) for r in replicas if r != me) if a]
+                if (current is not None and current.role == LEADER and current.epoch == epoch
+                        and set(current.replicas) == set(others)):
+                    return
                 in_sync = [a for a in (self._addr(r) for r in isr if r != me) if a]
                 self.manager.become_leader(topic, qid, epoch, others, isr=in_sync)
             elif me in replicas:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import trio
 
-from cluster.coordination import Coordination, NodeIdTaken
+from cluster.coordination import Coordination, NodeIdTaken, fence_margin
 from cluster.etcd import Etcd, EtcdError
 from cluster.model import Member
 from cluster.view import ClusterView
@@ -59,6 +60,7 @@ async def join(config) -> ClusterNode:
     coordination = Coordination(etcd)
     member = Member(config.node_id, config.advertised, config.kafka_port, config.remoting_port)
     try:
+        asked = time.monotonic()
         lease = await coordination.register(member, config.cluster_lease_ttl)
         view = ClusterView(coordination)
         await view.load()
@@ -68,6 +70,7 @@ async def join(config) -> ClusterNode:
     claim_data_dir(config.data_dir, config.node_id)
     node = ClusterNode(member, coordination, view, config.default_replication_factor)
     node.lease = lease
+    node.lease_deadline = asked + config.cluster_lease_ttl - fence_margin(config.cluster_lease_ttl)
     log.info("cluster: joined as node %d (%s), live members %s", member.node_id, config.cluster, view.live())
     return node
 
@@ -97,7 +100,9 @@ class ClusterService:
                 await nursery.start(mirror.run)
                 ReplicaRoles(node, self.app.replication, nursery).install()
                 await nursery.start(node.view.run)
-                nursery.start_soon(lambda: node.coordination.keep_alive(node.lease, ttl, on_lost=self._rejoin))
+                nursery.start_soon(lambda: node.coordination.keep_alive(
+                    node.lease, ttl, on_lost=self._rejoin, on_renewed=self._renewed))
+                nursery.start_soon(self._report_fencing)
                 task_status.started()
         finally:
             node.nursery = None
@@ -109,21 +114,48 @@ class ClusterService:
                     log.warning("cluster: leaving failed (%s); the lease expires in %d s", exc, ttl)
                 await node.coordination.etcd.aclose()
 
+    def _renewed(self, expires: float) -> None:
+        """The lease was refreshed: it cannot expire before `expires`; serve until a margin before."""
+        self.node.lease_deadline = expires - fence_margin(self.app.config.cluster_lease_ttl)
+
     async def _rejoin(self) -> int:
-        """The lease expired (etcd unreachable too long): register again, retrying until it works."""
-        node = self.node
+        """The lease expired (etcd unreachable too long): register again, retrying until it works.
+        Fenced meanwhile; unfenced only after the view is reloaded, so this gateway serves the
+        queues it still leads (another member was elected for the rest while it was away)."""
+        node, ttl = self.node, self.app.config.cluster_lease_ttl
+        node.lease_deadline, node.lease, asked = 0.0, 0, 0.0
         while True:
             try:
-                node.lease = await node.coordination.register(node.member, self.app.config.cluster_lease_ttl)
-                log.warning("cluster: node %d registered again", node.node_id)
-                return node.lease
+                if not node.lease:
+                    asked = time.monotonic()
+                    node.lease = await node.coordination.register(node.member, ttl)
+                await node.view.load()
+                break
             except (NodeIdTaken, EtcdError) as exc:
                 log.error("cluster: cannot register again: %s", exc)
                 await trio.sleep(1.0)
+        node.lease_deadline = asked + ttl - fence_margin(ttl)
+        log.warning("cluster: node %d registered again", node.node_id)
+        return node.lease
+
+    async def _report_fencing(self) -> None:
+        """One log line when this gateway fences itself (its lease was not renewed in time) and one
+        when it serves again."""
+        node, was_fenced = self.node, False
+        while True:
+            fenced = node.fenced()
+            if fenced and not was_fenced:
+                log.error("cluster: node %d fenced: its etcd lease was not renewed in time and may expire; "
+                          "refusing requests for the queues it leads", node.node_id)
+            elif was_fenced and not fenced:
+                log.warning("cluster: node %d unfenced: lease renewed, serving the queues it leads", node.node_id)
+            was_fenced = fenced
+            await trio.sleep(0.1 if fenced else max(0.0, min(node.lease_deadline - time.monotonic(), 1.0)) + 0.01)
 
     def _make_local(self, name: str, record) -> None:
         """A topic of the cluster exists in this gateway's store too (its queues' files are only
-        written by their owners); a grown queue count and a deletion are followed."""
+        written by their owners); the cluster's queue count (grown, or another gateway's creation that
+        won over this one's) and a deletion are followed."""
         topics = self.app.store.topics
         cfg = topics.get(name)
         if record is None:  # deleted in the cluster
@@ -132,7 +164,8 @@ class ClusterService:
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes)
-        elif max(cfg.read_queues, cfg.write_queues) < record.queues:
+        elif max(cfg.read_queues, cfg.write_queues) != record.queues:
+            # grown elsewhere, or auto-created here while another gateway's creation won
             cfg.read_queues = cfg.write_queues = record.queues
             topics.update(cfg)
 

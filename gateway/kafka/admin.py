@@ -66,6 +66,7 @@ async def create_topics(ctx: RequestContext):
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
+    await app.ownership.published([e["name"] for e in out])  # a cluster's other gateways know them now
     return {"topics": out}
 
 

@@ -17,6 +17,7 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
 
 from cluster.etcd_server import EtcdServer
+from codec.remoting.message import properties_to_string
 from raw_kafka import KafkaRaw, remoting_call
 from gateway_process import GatewayProcess, free_port
 
@@ -189,6 +190,35 @@ def test_one_offset_table_for_both_protocols_on_every_gateway(three):
                 "consumerGroup": "kp-g", "topic": "kp", "queueId": str(local)})).ext_fields.get("offset") == "10"
                 and x, what="offset on broker")
             assert r.code == 0
+
+
+def test_a_delayed_message_is_delivered_once_in_the_cluster(three):
+    """The schedule topic is node-local (docs/cluster.md): only the gateway that took the send
+    delivers the delayed message, so the cluster holds exactly one copy once it is due."""
+    _, gws = three
+    admin = AdminClient({"bootstrap.servers": bootstrap(gws)})
+    admin.create_topics([NewTopic("delayed", num_partitions=3, replication_factor=1)])["delayed"].result(10)
+    wait_for(lambda: len(led_by(gws, "delayed")) == 3, what="delayed placed on every gateway")
+    props = properties_to_string({"DELAY": "1", "UNIQ_KEY": "delayed-once"})  # level 1: 1 s
+    for n, g in gws.items():
+        r = remoting_call(g.remoting_port, 10, {  # SEND_MESSAGE to broker-local queue 0
+            "producerGroup": "delay-pg", "topic": "delayed", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+            "queueId": "0", "sysFlag": "0", "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
+            "properties": props, "reconsumeTimes": "0", "unitMode": "false", "batch": "false"}, b"due-%d" % n)
+        assert r.code == 0, r.remark
+
+    def copies():
+        out = []
+        for leader, partitions in led_by(gws, "delayed").items():
+            raw = KafkaRaw("127.0.0.1", gws[leader].kafka_port)
+            try:
+                out += [v for p in partitions for _, v in raw.fetched_values("delayed", p)]
+            finally:
+                raw.close()
+        return out
+    got = wait_for(lambda: len(c := copies()) >= 3 and c, 20, what="the delayed messages delivered")
+    time.sleep(2)  # long enough for a second delivery, were there one
+    assert sorted(copies()) == [b"due-1", b"due-2", b"due-3"], got
 
 
 def test_refuses_a_live_node_id_and_a_foreign_data_dir(three, tmp_path):

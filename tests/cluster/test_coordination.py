@@ -52,6 +52,7 @@ def test_isr_and_election_are_fenced_by_epoch(etcd_server):
         await c.update_isr("t", 0, [1, 2], expected_epoch=0)
         new = await c.elect_leader("t", 0, 2, expected_epoch=0)
         assert new.leader == 2 and new.epoch == 1
+        assert new.isr == (2,)  # the old leader rejoins the in-sync set once caught up
         assert await c.elect_leader("t", 0, 1, expected_epoch=0) is None  # a stale epoch is fenced
         assert await c.update_isr("t", 0, [2], expected_epoch=0) is None
         moved = await c.reassign("t", 0, [1])

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # this tree
 
 from gateway_process import GatewayProcess  # noqa: E402
-from replicas import Kafka, batch, follow, lead, state, wait_until  # noqa: E402
+from replicas import Kafka, batch, follow, replicate, state, wait_until  # noqa: E402
 
 N = 2000
 CATCH_UP_RECORDS = 200_000
@@ -39,8 +39,7 @@ def main() -> None:
     leader = GatewayProcess(os.path.join(root, "a"), extra_args=args).start()
     follower = GatewayProcess(os.path.join(root, "b"), extra_args=args).start()
     try:
-        lead(leader, [follower], "replicated", 1)
-        follow(follower, leader, "replicated", 1)
+        replicate(leader, [follower], "replicated", 1)
         k = Kafka(leader)
         k.produce("plain", batch([b"warm"]), acks=1)
         k.produce("replicated", batch([b"warm"]), acks=-1)

@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 
-from replicas import LAG_MS, Kafka, batch, fetched_values, follow, lead, state, wait_until
+from replicas import LAG_MS, Kafka, batch, fetched_values, follow, replicate, state, wait_until
 
 NOT_LEADER_OR_FOLLOWER = 6
 FAILOVERS = int(os.environ.get("REPL_FAILOVERS", "3"))
@@ -66,9 +66,7 @@ def test_kill_the_leader_promote_a_follower_nothing_acknowledged_is_lost(gateway
                                                            "--default-partitions", "1"]) for i in range(3)]
     epoch = 1
     leader, followers = nodes[0], nodes[1:]
-    lead(leader, followers, topic, epoch)
-    for f in followers:
-        follow(f, leader, topic, epoch)
+    replicate(leader, followers, topic, epoch)
     pid, pepoch = Kafka(leader).producer_id()
     producer = IdempotentProducer(topic, pid, pepoch, leader)
     producer.start()
@@ -82,8 +80,7 @@ def test_kill_the_leader_promote_a_follower_nothing_acknowledged_is_lost(gateway
             acked_at_kill = len(producer.acked)
             epoch += 1
             leader, other = followers  # both followers are in sync: elect the first
-            lead(leader, [other, killed], topic, epoch, isr=[other])
-            follow(other, leader, topic, epoch)
+            replicate(leader, [other], topic, epoch, isr=[other], later=[killed])
             producer.leader = leader
             killed.start()
             follow(killed, leader, topic, epoch)  # it truncates what only it had (the epoch rule)

@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from replicas import (LAG_MS, Kafka, batch, fetched_values, follow, lead, node, queue_entries, remoting, set_role,
+from replicas import (LAG_MS, Kafka, batch, fetched_values, follow, lead, node, queue_entries, remoting, replicate, set_role,
                       state, wait_until)
 
 from codec.remoting import RemotingCommand, RequestCode, ResponseCode
@@ -36,8 +36,7 @@ def nodes(gateway_factory):
 
 def _pair(nodes, topic: str, flush: str = "async"):
     leader, follower = nodes(2, flush)
-    lead(leader, [follower], topic, epoch=1)
-    follow(follower, leader, topic, epoch=1)
+    replicate(leader, [follower], topic, epoch=1)
     return leader, follower
 
 

@@ -1,0 +1,143 @@
+"""Fencing a partitioned leader: three real gateways and a real etcd; gateway 1 reaches etcd through
+a TCP proxy the test cuts (a network partition between it and etcd only: clients and the other
+gateways still reach it). It keeps taking acks=1 produces for the partition it leads until its lease
+can have expired, then refuses them (NOT_LEADER_OR_FOLLOWER; NO_PERMISSION on a RocketMQ send)
+before the others elect a new leader; when the proxy is restored it registers again, follows the new
+leader, and every write it acknowledged is read back once from the new leader."""
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cluster.etcd_server import EtcdServer
+from gateway_process import GatewayProcess, free_port
+from raw_kafka import KafkaRaw, remoting_call
+from tcp_proxy import TcpProxy
+from test_cluster_clients import wait_for
+
+NODES = (1, 2, 3)
+TOPIC = "fence"
+TTL = 3
+NOT_LEADER, NO_PERMISSION, SEND_MESSAGE = 6, 16, 10
+
+
+@pytest.fixture
+def partitionable(tmp_path):
+    """(etcd, the proxy in front of it for gateway 1, gateways by node id)."""
+    if shutil.which("etcd") is None:
+        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    etcd = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
+    proxy = TcpProxy(etcd.client_port, free_port()).start()
+    gws = {}
+    try:
+        for n in NODES:
+            url = f"etcd://127.0.0.1:{proxy.port}" if n == 1 else etcd.url
+            gws[n] = GatewayProcess(str(tmp_path / f"node{n}"), extra_args=[
+                "--cluster", url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
+                "--cluster-lease-ttl", str(TTL), "--replica-lag-time-max-ms", "5000"]).start()
+        yield etcd, proxy, gws
+    finally:
+        for g in gws.values():
+            g.stop()
+        proxy.stop()
+        etcd.stop()
+
+
+def _partitions(gw) -> dict:
+    return AdminClient({"bootstrap.servers": gw.kafka_bootstrap}).list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+
+
+def _send_rocketmq(gw, body: bytes):
+    """A RocketMQ SEND_MESSAGE to the gateway's broker-local queue 0 of the topic."""
+    return remoting_call(gw.remoting_port, SEND_MESSAGE, {
+        "producerGroup": "fence-pg", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+        "queueId": "0", "sysFlag": "0", "bornTimestamp": str(int(time.time() * 1000)), "flag": "0",
+        "properties": "", "reconsumeTimes": "0", "unitMode": "false", "batch": "false"}, body)
+
+
+class AcksOneLoad:
+    """acks=1 produces of one record each to gateway `gw`'s partition, in a thread: (time, value,
+    error code) of every answer."""
+
+    def __init__(self, gw, partition: int) -> None:
+        self.raw = KafkaRaw("127.0.0.1", gw.kafka_port)
+        self.partition = partition
+        self.answers: list[tuple[float, bytes, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "AcksOneLoad":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.raw.close()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            value = b"a1-%06d" % i
+            code = self.raw.produce_error(TOPIC, self.partition, value, acks=1)
+            self.answers.append((time.monotonic(), value, code))
+            i += 1
+            time.sleep(0.01)
+
+    def acked(self) -> list[bytes]:
+        return [v for _, v, code in self.answers if code == 0]
+
+
+def test_a_leader_cut_off_from_etcd_stops_taking_writes_before_a_new_leader_is_elected(partitionable):
+    _etcd, proxy, gws = partitionable
+    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])[TOPIC].result(10)
+    parts = wait_for(lambda: (ps := _partitions(gws[2])) and all(len(p.isrs) == 3 for p in ps.values()) and ps,
+                     30, what="all replicas in sync")
+    mine = next(p.id for p in parts.values() if p.leader == 1)
+    ok = _send_rocketmq(gws[1], b"rmq-before")
+    assert ok.code == 0, ok.remark
+
+    with AcksOneLoad(gws[1], mine) as load:
+        time.sleep(1.0)
+        assert load.answers and all(code == 0 for _, _, code in load.answers)
+        proxy.cut()
+        cut_at = time.monotonic()
+        new = wait_for(lambda: (p := _partitions(gws[2])[mine]).leader not in (-1, 1) and p, 30,
+                       what="a new leader")
+        elected_at = time.monotonic()
+        fenced_send = _send_rocketmq(gws[1], b"rmq-fenced")
+        time.sleep(0.5)
+    answers = load.answers
+    refused = [t for t, _, code in answers if code == NOT_LEADER]
+    assert refused, "the partitioned leader never refused a write"
+    first_refusal = refused[0]
+    print(f"cut -> fenced {first_refusal - cut_at:.2f} s, cut -> new leader {new.leader} seen "
+          f"{elected_at - cut_at:.2f} s; {len(load.acked())} acks=1 writes acknowledged")
+    assert first_refusal < elected_at
+    assert first_refusal - cut_at < TTL  # before the lease can have expired in etcd
+    assert all(code == NOT_LEADER for t, _, code in answers if t >= first_refusal)  # fenced it stays
+    assert all(code in (0, NOT_LEADER) for _, _, code in answers)
+    assert fenced_send.code == NO_PERMISSION, (fenced_send.code, fenced_send.remark)
+    assert "fenced" in gws[1].log()
+
+    proxy.restore()  # gateway 1 registers again, follows the new leader and catches up
+    wait_for(lambda: 1 in _partitions(gws[2])[mine].isrs, 60, what="the old leader back in sync")
+    wait_for(lambda: _partitions(gws[1])[mine].leader == new.leader, 20, what="gateway 1 following the new leader")
+    raw = KafkaRaw("127.0.0.1", gws[1].kafka_port)
+    try:
+        assert raw.produce_error(TOPIC, mine, b"late", acks=1) == NOT_LEADER  # a follower now
+    finally:
+        raw.close()
+
+    acked = [b"rmq-before"] + load.acked()
+    raw = KafkaRaw("127.0.0.1", gws[new.leader].kafka_port)
+    try:
+        got = [v for _, v in raw.fetched_values(TOPIC, mine)]
+    finally:
+        raw.close()
+    assert sorted(got) == sorted(acked), (len(got), len(acked))  # none lost, none twice
