@@ -102,7 +102,10 @@ class GrpcConnection:
         self.socket = socket if socket is not None else getattr(stream, "socket", None)  # the TCP socket
         self.methods = methods
         self.max_message_size = max_message_size
-        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True)
+        # Inbound headers are validated (a malformed request is the peer's); outbound ones are the
+        # few fixed ones this module builds, so h2 need not check and normalise them on every call.
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True,
+                                           validate_outbound_headers=False, normalize_outbound_headers=False)
         self.h2 = h2.connection.H2Connection(config=config)
         self.calls: dict[int, Call] = {}
         self._send_lock = trio.Lock()
