@@ -110,6 +110,7 @@ class GrpcConnection:
         self.calls: dict[int, Call] = {}
         self._send_lock = trio.Lock()
         self.closed = False
+        self.services: dict = {}  # name -> per-connection background helper (see `service`)
 
     async def serve(self) -> None:
         h = self.h2
@@ -297,6 +298,15 @@ class GrpcConnection:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self._lost()
+
+    def service(self, name: str, factory):
+        """A per-connection helper `factory()` whose async `run()` goes on in the background until
+        the connection ends; made and started on the first call with this name."""
+        found = self.services.get(name)
+        if found is None:
+            found = self.services[name] = factory()
+            self.nursery.start_soon(found.run)
+        return found
 
     def _lost(self) -> None:
         """The peer is gone: end the connection (every call with it)."""

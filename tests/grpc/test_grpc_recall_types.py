@@ -1,7 +1,7 @@
-"""RecallMessage (RocketMQ 5.3+: cancel a delayed message by the recall handle its send answered)
-and the per-topic message type check (a topic's `message.type` attribute; a send of another type
-is refused with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE), through raw gRPC stubs of the
-apache.rocketmq.v2 schema. With GRPC_TARGET=proxy they run against Apache RocketMQ's own proxy."""
+"""RecallMessage (RocketMQ 5.3+: cancel a delayed message by the recall handle its send answered),
+the per-topic message type check (a topic's `message.type` attribute; a send of another type is
+refused with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE) and server-side lease renewal (ReceiveMessage
+with auto_renew), through raw gRPC stubs of the apache.rocketmq.v2 schema. With GRPC_TARGET=proxy they run against Apache RocketMQ's own proxy."""
 from __future__ import annotations
 
 import base64
@@ -17,7 +17,7 @@ grpc = pytest.importorskip("grpc")
 from rocketmq.grpc_protocol import definition_pb2 as d, service_pb2 as s, service_pb2_grpc as sg  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)  # the module fixture may start a real proxy (GRPC_TARGET=proxy)
-TOPICS = {"rc-delay": "DELAY", "rc-fifo": "FIFO", "rc-normal": "NORMAL"}
+TOPICS = {"rc-delay": "DELAY", "rc-fifo": "FIFO", "rc-normal": "NORMAL", "rc-renew": "NORMAL", "rc-plain": "NORMAL"}
 METADATA = (("x-mq-client-id", "recall-test@1@0@" + uuid.uuid4().hex[:8]), ("x-mq-language", "PYTHON"),
             ("x-mq-protocol", "v2"), ("x-mq-client-version", "5.0.0"))
 
@@ -72,24 +72,33 @@ def recall(stub, topic: str, handle: str):
                               metadata=METADATA, timeout=10)
 
 
+def receive_once(stub, topic: str, invisible_s: int = 30, auto_renew: bool = False) -> list:
+    """One ReceiveMessage of group "<topic>-g" (a 2 s long poll): the messages, not acknowledged."""
+    req = s.ReceiveMessageRequest(group=d.Resource(name=f"{topic}-g"),
+                                  message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1,
+                                                               broker=d.Broker(name="broker-a")),
+                                  filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"),
+                                  batch_size=16, auto_renew=auto_renew)
+    req.invisible_duration.FromSeconds(invisible_s)
+    req.long_polling_timeout.FromSeconds(2)
+    return [r.message for r in stub.ReceiveMessage(req, metadata=METADATA, timeout=10)
+            if r.WhichOneof("content") == "message"]
+
+
+def ack(stub, topic: str, message):
+    req = s.AckMessageRequest(group=d.Resource(name=f"{topic}-g"), topic=d.Resource(name=topic), entries=[
+        s.AckMessageEntry(message_id=message.system_properties.message_id,
+                          receipt_handle=message.system_properties.receipt_handle)])
+    return stub.AckMessage(req, metadata=METADATA, timeout=10).status
+
+
 def receive(stub, topic: str, seconds: float) -> list[bytes]:
     """Bodies received (and acknowledged) by group "<topic>-g" within `seconds`."""
     bodies, deadline = [], time.monotonic() + seconds
     while time.monotonic() < deadline:
-        req = s.ReceiveMessageRequest(group=d.Resource(name=f"{topic}-g"),
-                                      message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1,
-                                                                   broker=d.Broker(name="broker-a")),
-                                      filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"),
-                                      batch_size=16, auto_renew=False)
-        req.invisible_duration.FromSeconds(30)
-        req.long_polling_timeout.FromSeconds(2)
-        for r in stub.ReceiveMessage(req, metadata=METADATA, timeout=10):
-            if r.WhichOneof("content") == "message":
-                bodies.append(r.message.body)
-                ack = s.AckMessageRequest(group=req.group, topic=req.message_queue.topic, entries=[
-                    s.AckMessageEntry(message_id=r.message.system_properties.message_id,
-                                      receipt_handle=r.message.system_properties.receipt_handle)])
-                assert stub.AckMessage(ack, metadata=METADATA, timeout=10).status.code == d.Code.OK
+        for m in receive_once(stub, topic):
+            bodies.append(m.body)
+            assert ack(stub, topic, m).code == d.Code.OK
     return bodies
 
 
@@ -157,3 +166,25 @@ def test_a_send_of_another_type_than_the_topic_is_refused(stub, topic, kind, due
 def test_a_send_of_the_topic_type_is_accepted(stub):
     assert send(stub, _message("rc-fifo", b"f", d.MessageType.FIFO, group="g1")).status.code == d.Code.OK
     assert send(stub, _message("rc-normal", b"n", d.MessageType.NORMAL)).status.code == d.Code.OK
+
+
+def test_auto_renew_keeps_a_slow_message_leased(gw, stub):
+    """Leases of 10 s (the least): after 15 s the auto-renewed message is still in flight and its
+    receipt still acknowledges; the other, received without auto_renew, came back."""
+    for topic in ("rc-renew", "rc-plain"):
+        assert send(stub, _message(topic, topic.encode(), d.MessageType.NORMAL)).status.code == d.Code.OK
+        hb = s.HeartbeatRequest(group=d.Resource(name=f"{topic}-g"), client_type=d.ClientType.PUSH_CONSUMER)
+        assert stub.Heartbeat(hb, metadata=METADATA, timeout=10).status.code == d.Code.OK
+    deadline = time.monotonic() + 10
+    renewed, plain = [], []
+    while (not renewed or not plain) and time.monotonic() < deadline:
+        renewed = renewed or receive_once(stub, "rc-renew", invisible_s=10, auto_renew=True)
+        plain = plain or receive_once(stub, "rc-plain", invisible_s=10)
+    assert [m.body for m in renewed] == [b"rc-renew"] and [m.body for m in plain] == [b"rc-plain"]
+    time.sleep(15)
+    with grpc.insecure_channel(gw.endpoints) as other:  # another consumer of the groups
+        peer = sg.MessagingServiceStub(other)
+        assert receive_once(peer, "rc-renew") == []
+        again = receive_once(peer, "rc-plain")
+    assert [m.body for m in again] == [b"rc-plain"] and again[0].system_properties.delivery_attempt == 2
+    assert ack(stub, "rc-renew", renewed[0]).code == d.Code.OK
