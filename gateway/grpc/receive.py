@@ -229,6 +229,9 @@ async def change_invisible_duration(ctx, req):
     invisible = _millis(req.invisible_duration)
     if not 0 <= invisible <= MAX_INVISIBLE_MS:
         raise RpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range")
+    renewer = ctx.call.conn.services.get("renew")
+    if renewer is not None:
+        renewer.release(receipt)
     renewed = ctx.app.pop.renew(receipt, invisible)
     if renewed is None:
         raise RpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt names no message in flight (acknowledged, "

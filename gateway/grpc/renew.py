@@ -1,7 +1,8 @@
 """Server-side lease renewal for ReceiveMessage calls with `auto_renew` (push consumers), as the
 RocketMQ proxy's receipt handle manager does: while the client's connection lives, a lease that
 is about to run out is extended by RENEW_SLICE_MS, until the message is acknowledged, its lease
-lost, or RENEW_MAX_MS passed since it was received. When the connection ends the client is gone:
+lost, the client changed its invisible time itself (ChangeInvisibleDuration: a nack), or
+RENEW_MAX_MS passed since it was received. When the connection ends the client is gone:
 renewal stops and its messages come back when their leases run out.
 
 One Renewer per connection (GrpcConnection.service), started by the first auto-renew receive."""
@@ -24,6 +25,11 @@ class Renewer:
         now = self.app.pop.clock()
         for r in receipts:
             self.held[r] = now
+
+    def release(self, receipt) -> None:
+        """The client set this message's invisible time itself (ChangeInvisibleDuration, a push
+        consumer's nack): renewal stops, as the proxy removes the handle."""
+        self.held.pop(receipt, None)
 
     def renew_due(self) -> int:
         """Renew the leases about to end; forget acknowledged, lost and too old ones. Returns the
