@@ -48,8 +48,9 @@ func receiveAll(c rmq.SimpleConsumer, want int, sent map[string]string) []receiv
 	deadline := time.Now().Add(30 * time.Second)
 	for len(got) < want && time.Now().Before(deadline) {
 		views, err := c.Receive(context.TODO(), 16, 20*time.Second)
-		if err != nil {
-			continue // MESSAGE_NOT_FOUND after the long poll
+		if err != nil { // MESSAGE_NOT_FOUND after the long poll, or a real failure: logged for the test
+			fmt.Fprintf(os.Stderr, "receive: %v\n", err)
+			continue
 		}
 		for _, v := range views {
 			r := received{Body: string(v.GetBody()), Keys: v.GetKeys(), N: v.GetProperties()["n"],

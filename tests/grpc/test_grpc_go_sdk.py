@@ -38,12 +38,14 @@ def run(tmp_path_factory):
     finally:
         target.stop()
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["stderr"] = out.stderr[-3000:]
+    return result
 
 
 def test_normal_send_receive_ack_with_tags_keys_properties(run):
-    got = run["normal"]
-    assert sorted(m["body"] for m in got) == [f"m{i}" for i in range(0, 10, 2)]
+    got = run["normal"] or []
+    assert sorted(m["body"] for m in got) == [f"m{i}" for i in range(0, 10, 2)], run["stderr"]
     for m in got:
         n = m["body"][1:]
         assert m["tag"] == "TA" and m["keys"] == [f"k{n}"] and m["n"] == n
@@ -52,6 +54,6 @@ def test_normal_send_receive_ack_with_tags_keys_properties(run):
 
 
 def test_fifo_in_order(run):
-    got = run["fifo"]
-    assert [m["body"] for m in got] == [str(i) for i in range(10)]
+    got = run["fifo"] or []
+    assert [m["body"] for m in got] == [str(i) for i in range(10)], run["stderr"]
     assert all(m["group"] == "order-1" and m["id_matches"] for m in got)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import threading
 import time
 import uuid
 
@@ -72,8 +73,37 @@ def recall(stub, topic: str, handle: str):
                               metadata=METADATA, timeout=10)
 
 
-def receive_once(stub, topic: str, invisible_s: int = 30, auto_renew: bool = False) -> list:
-    """One ReceiveMessage of group "<topic>-g" (a 2 s long poll): the messages, not acknowledged."""
+class Consumer:
+    """A consumer client of group "<topic>-g": its own client id, whose Settings went first on a
+    Telemetry stream kept open until `close()` (the proxy answers Heartbeat and ReceiveMessage only
+    for clients whose Settings it holds)."""
+
+    def __init__(self, stub, topic: str, kind=d.ClientType.SIMPLE_CONSUMER) -> None:
+        self.stub, self.topic = stub, topic
+        self.metadata = (("x-mq-client-id", f"{topic}@1@0@{uuid.uuid4().hex[:8]}"),) + METADATA[1:]
+        settings = d.Settings(client_type=kind, subscription=d.Subscription(
+            group=d.Resource(name=f"{topic}-g"), subscriptions=[d.SubscriptionEntry(
+                topic=d.Resource(name=topic), expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))]))
+        settings.request_timeout.FromSeconds(10)
+        settings.subscription.long_polling_timeout.FromSeconds(2)
+        self._done = threading.Event()
+
+        def commands():
+            yield s.TelemetryCommand(settings=settings)
+            self._done.wait()
+        self._stream = stub.Telemetry(commands(), metadata=self.metadata)
+        next(self._stream)  # the server's answer to the Settings
+        hb = s.HeartbeatRequest(group=d.Resource(name=f"{topic}-g"), client_type=kind)
+        assert stub.Heartbeat(hb, metadata=self.metadata, timeout=10).status.code == d.Code.OK
+
+    def close(self) -> None:
+        self._done.set()
+        self._stream.cancel()
+
+
+def receive_once(consumer: Consumer, invisible_s: int = 30, auto_renew: bool = False) -> list:
+    """One ReceiveMessage of the consumer's group (a 2 s long poll): the messages, not acknowledged."""
+    stub, topic = consumer.stub, consumer.topic
     req = s.ReceiveMessageRequest(group=d.Resource(name=f"{topic}-g"),
                                   message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1,
                                                                broker=d.Broker(name="broker-a")),
@@ -81,24 +111,33 @@ def receive_once(stub, topic: str, invisible_s: int = 30, auto_renew: bool = Fal
                                   batch_size=16, auto_renew=auto_renew)
     req.invisible_duration.FromSeconds(invisible_s)
     req.long_polling_timeout.FromSeconds(2)
-    return [r.message for r in stub.ReceiveMessage(req, metadata=METADATA, timeout=10)
-            if r.WhichOneof("content") == "message"]
+    out = []
+    for r in stub.ReceiveMessage(req, metadata=consumer.metadata, timeout=10):
+        if r.WhichOneof("content") == "message":
+            out.append(r.message)
+        elif r.WhichOneof("content") == "status":
+            assert r.status.code in (d.Code.OK, d.Code.MESSAGE_NOT_FOUND), r.status
+    return out
 
 
-def ack(stub, topic: str, message):
+def ack(consumer: Consumer, message):
+    stub, topic = consumer.stub, consumer.topic
     req = s.AckMessageRequest(group=d.Resource(name=f"{topic}-g"), topic=d.Resource(name=topic), entries=[
         s.AckMessageEntry(message_id=message.system_properties.message_id,
                           receipt_handle=message.system_properties.receipt_handle)])
-    return stub.AckMessage(req, metadata=METADATA, timeout=10).status
+    return stub.AckMessage(req, metadata=consumer.metadata, timeout=10).status
 
 
 def receive(stub, topic: str, seconds: float) -> list[bytes]:
     """Bodies received (and acknowledged) by group "<topic>-g" within `seconds`."""
-    bodies, deadline = [], time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for m in receive_once(stub, topic):
-            bodies.append(m.body)
-            assert ack(stub, topic, m).code == d.Code.OK
+    consumer, bodies, deadline = Consumer(stub, topic), [], time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            for m in receive_once(consumer):
+                bodies.append(m.body)
+                assert ack(consumer, m).code == d.Code.OK
+    finally:
+        consumer.close()
     return bodies
 
 
@@ -171,20 +210,28 @@ def test_a_send_of_the_topic_type_is_accepted(stub):
 def test_auto_renew_keeps_a_slow_message_leased(gw, stub):
     """Leases of 10 s (the least): after 15 s the auto-renewed message is still in flight and its
     receipt still acknowledges; the other, received without auto_renew, came back."""
-    for topic in ("rc-renew", "rc-plain"):
-        assert send(stub, _message(topic, topic.encode(), d.MessageType.NORMAL)).status.code == d.Code.OK
-        hb = s.HeartbeatRequest(group=d.Resource(name=f"{topic}-g"), client_type=d.ClientType.PUSH_CONSUMER)
-        assert stub.Heartbeat(hb, metadata=METADATA, timeout=10).status.code == d.Code.OK
-    deadline = time.monotonic() + 10
-    renewed, plain = [], []
-    while (not renewed or not plain) and time.monotonic() < deadline:
-        renewed = renewed or receive_once(stub, "rc-renew", invisible_s=10, auto_renew=True)
-        plain = plain or receive_once(stub, "rc-plain", invisible_s=10)
-    assert [m.body for m in renewed] == [b"rc-renew"] and [m.body for m in plain] == [b"rc-plain"]
-    time.sleep(15)
-    with grpc.insecure_channel(gw.endpoints) as other:  # another consumer of the groups
-        peer = sg.MessagingServiceStub(other)
-        assert receive_once(peer, "rc-renew") == []
-        again = receive_once(peer, "rc-plain")
-    assert [m.body for m in again] == [b"rc-plain"] and again[0].system_properties.delivery_attempt == 2
-    assert ack(stub, "rc-renew", renewed[0]).code == d.Code.OK
+    renewing, plain = Consumer(stub, "rc-renew", d.ClientType.PUSH_CONSUMER), Consumer(stub, "rc-plain")
+    try:
+        for topic in ("rc-renew", "rc-plain"):
+            assert send(stub, _message(topic, topic.encode(), d.MessageType.NORMAL)).status.code == d.Code.OK
+        deadline = time.monotonic() + 10
+        renewed, first = [], []
+        while (not renewed or not first) and time.monotonic() < deadline:
+            renewed = renewed or receive_once(renewing, invisible_s=10, auto_renew=True)
+            first = first or receive_once(plain, invisible_s=10)
+        assert [m.body for m in renewed] == [b"rc-renew"] and [m.body for m in first] == [b"rc-plain"]
+        time.sleep(15)
+        with grpc.insecure_channel(gw.endpoints) as channel:  # other consumers of the groups
+            peer = sg.MessagingServiceStub(channel)
+            others = [Consumer(peer, "rc-renew"), Consumer(peer, "rc-plain")]
+            try:
+                assert receive_once(others[0]) == []
+                again = receive_once(others[1])
+            finally:
+                for c in others:
+                    c.close()
+        assert [m.body for m in again] == [b"rc-plain"] and again[0].system_properties.delivery_attempt == 2
+        assert ack(renewing, renewed[0]).code == d.Code.OK
+    finally:
+        renewing.close()
+        plain.close()
