@@ -54,7 +54,7 @@ async def recall_message(ctx, req):
         raise RpcError(Code.INTERNAL_SERVER_ERROR, "recall failed, topic not match")
     if broker != BROKER_NAME:
         raise RpcError(Code.INTERNAL_SERVER_ERROR, "recall failed, broker service not available")
-    due = int(due_text) if due_text.isdigit() else -1
+    due = int(due_text) if due_text.isascii() and due_text.isdigit() else -1
     if not 0 < due - app.clock.now_ms() < TIMER_MAX_DELAY_MS:
         raise RpcError(Code.INTERNAL_SERVER_ERROR, "recall failed, timestamp invalid")
     app.delay.recall(topic, message_id, due)
