@@ -69,8 +69,10 @@ func receiveAll(c rmq.SimpleConsumer, want int, sent map[string]string) []receiv
 	return got
 }
 
+// consumer long-polls 5 s: the SDK's receive deadline is that plus its 3 s request timeout, and the
+// RocketMQ proxy refuses a receive whose deadline leaves less than its 5 s minimum long poll.
 func consumer(endpoints, group, topic, tag string) rmq.SimpleConsumer {
-	c, err := rmq.NewSimpleConsumer(config(endpoints, group), rmq.WithAwaitDuration(2*time.Second),
+	c, err := rmq.NewSimpleConsumer(config(endpoints, group), rmq.WithAwaitDuration(5*time.Second),
 		rmq.WithSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.NewFilterExpression(tag)}))
 	must(err, "consumer")
 	must(c.Start(), "consumer start")
