@@ -63,7 +63,8 @@ class RealProxy:
                   "storePathCommitLog": os.path.join(store, "commitlog"), "autoCreateTopicEnable": "true",
                   "autoCreateSubscriptionGroup": "true", "defaultTopicQueueNums": "4",
                   "transactionTimeOut": "8000", "transactionCheckInterval": "1000",
-                  "diskMaxUsedSpaceRatio": "95", "enablePropertyFilter": "true", **self.auth}
+                  "diskMaxUsedSpaceRatio": "95", "enablePropertyFilter": "true",
+                  "recallMessageEnable": "true", **self.auth}
         with open(os.path.join(w, "broker.conf"), "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in broker.items())
         proxy = {"rocketMQClusterName": "DefaultCluster", "namesrvAddr": f"127.0.0.1:{self.namesrv_port}",

@@ -247,3 +247,24 @@ class FrameTracker:
 
     def partial_since(self, now: float) -> float:
         return 0.0 if self._started is None else now - self._started
+
+
+class NoBudget:
+    """A frame tracker for a stream whose reads hold nothing against the request-bytes budget
+    (`partial_bytes`, `ended_bytes` stay 0) and that sees no frames: an HTTP/2 (gRPC) connection,
+    where h2 takes every read at once and what a stream may buffer is bounded by its flow-control
+    window and the maximum message size instead. Subclasses that do see frames override
+    `received`, `pause` and `partial_since` for the slowloris check."""
+
+    __slots__ = ()
+    partial_bytes = 0
+    ended_bytes = 0
+
+    def received(self, data, now: float) -> None:
+        pass
+
+    def pause(self, seconds: float) -> None:
+        pass
+
+    def partial_since(self, now: float) -> float:
+        return 0.0

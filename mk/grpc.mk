@@ -2,12 +2,19 @@
 # rocketmq-python-client (pyproject.toml), so nothing is generated here; the Java SDK
 # (compat/java/rocketmqgrpc) and Apache RocketMQ's proxy (compat/java/rocketmqproxy) are built by
 # compat-jars.
-.PHONY: grpc-proxy-check grpc-fuzz grpc-bench
+.PHONY: grpc-proxy-check grpc-fuzz grpc-bench grpc-go
 
 # The gRPC SDK tests against Apache RocketMQ 5.5's own proxy (local mode) instead of the gateway:
 # how the tests' expectations are checked against the real thing.
-grpc-proxy-check: setup
-	GRPC_TARGET=proxy $(PY) -m pytest tests/grpc/test_grpc_python_sdk.py tests/grpc/test_grpc_java_sdk.py -q
+grpc-proxy-check: setup grpc-go
+	GRPC_TARGET=proxy $(PY) -m pytest tests/grpc/test_grpc_python_sdk.py tests/grpc/test_grpc_java_sdk.py \
+		tests/grpc/test_grpc_go_sdk.py tests/grpc/test_grpc_recall_types.py -q
+
+# The Go gRPC SDK (github.com/apache/rocketmq-clients/golang/v5, pinned by compat/go/go.mod) from the
+# Go module proxy, for tests/grpc/test_grpc_go_sdk.py (which builds compat/go).
+grpc-go:
+	@command -v go >/dev/null || { apt-get update -q && apt-get install -y -q golang-go; }
+	cd compat/go && go mod download
 
 # The gRPC port's seeded fuzzer, longer (FUZZ_FRAMES, FUZZ_SEED as `make fuzz`).
 grpc-fuzz: install

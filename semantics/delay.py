@@ -25,6 +25,11 @@ is skipped. Deliveries of one round are appended with one `append_many` (one wri
 
 An entry that cannot be delivered (no REAL_TOPIC, unreadable, refused by the store) is logged and
 skipped rather than blocking its queue.
+
+Recall (RocketMQ 5.3 RecallMessage): `recall(topic, uniq_key, due_ms)` marks a scheduled message as
+cancelled; when its entry falls due it is dropped instead of delivered. The marks are saved with
+the progress (`recalled`: [topic, UNIQ_KEY, deliver ms]) at once, and forgotten RECALL_KEEP_MS after
+their deliver time.
 """
 from __future__ import annotations
 
@@ -55,6 +60,8 @@ ROUND_MAX = 512  # deliveries per round (one append_many)
 PERSIST_EVERY_MS = 500  # progress write interval during a long burst of deliveries
 LOW_MARK_EVERY_MS = 10_000  # the timer queue's low mark (restart scan start) may lag this much
 CLOCK_SLACK_MS = 1000  # store timestamps may be this much older than the persist that preceded them
+RECALL_KEEP_MS = 600_000  # a recall mark outlives its message's deliver time by this much
+UNIQ_KEY = "UNIQ_KEY"
 
 
 async def _not_waiting(end_offset: int) -> None:
@@ -92,6 +99,8 @@ class DelayScheduler:
         self._wake: trio.Event | None = None
         self._token = None
         self.delivered = 0  # counter, for tests and stats
+        # (REAL_TOPIC, UNIQ_KEY) -> deliver ms of the recalled messages (dropped when due)
+        self.recalled: dict[tuple[str, str], int] = {(t, k): int(due) for t, k, due in doc.get("recalled") or []}
         for q in range(levels.queue_count):
             self._skip_expired(q)
 
@@ -181,6 +190,8 @@ class DelayScheduler:
         msg = self.real_copy(entry, q)
         if msg is None:
             log.warning("schedule queue %d offset %d: no REAL_TOPIC, dropped", q, off)
+        elif (msg.topic, msg.properties.get(UNIQ_KEY)) in self.recalled:
+            log.info("schedule queue %d offset %d: recalled, dropped", q, off)
         else:
             out.append(msg)
         return entry.batch_count
@@ -256,10 +267,19 @@ class DelayScheduler:
             "timerLoaded": self._loaded,
             "timerNext": list(top[:2]) if top else None,
             "persistedAt": self.persisted_at,
+            "recalled": [[t, k, due] for (t, k), due in self.recalled.items()],
         }
 
     def persist(self) -> None:
         self._save(PROGRESS_FILE, self.snapshot())
+
+    def recall(self, topic: str, uniq_key: str, due_ms: int) -> None:
+        """Cancel the scheduled message of `topic` with this UNIQ_KEY: it is dropped when due. A
+        mark that names no scheduled message cancels nothing (as RocketMQ's broker accepts it)."""
+        now = self.clock.now_ms()
+        self.recalled = {key: due for key, due in self.recalled.items() if due + RECALL_KEEP_MS > now}
+        self.recalled[(topic, uniq_key)] = due_ms
+        self.persist()
 
     # ---- recovery ------------------------------------------------------------------------------
 

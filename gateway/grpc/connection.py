@@ -1,23 +1,20 @@
 """One gRPC connection of the server: the transport with the MessagingService method table."""
 from __future__ import annotations
 
+from gateway.connections import NoBudget
 from gateway.grpc.service import methods
 from gateway.grpc.tls import secure
 from gateway.grpc.transport import GrpcConnection
 
 
-class Http2FrameTracker:
+class Http2FrameTracker(NoBudget):
     """The server's slowloris check for an HTTP/2 byte stream (the client preface, then frames of
     a 9-byte header with a 24-bit length): `partial_since(now)` is how long a frame has been partly
-    received. Stands in for gateway.connections.FrameTracker, which reads 4-byte size prefixes.
-    It holds nothing against the shared request-bytes budget (`partial_bytes`, `ended_bytes` stay
-    0): h2 takes every read at once, and what a stream may buffer is bounded by its HTTP/2 flow
-    control window and the maximum message size instead."""
+    received. Stands in for gateway.connections.FrameTracker, which reads 4-byte size prefixes;
+    like every NoBudget it holds nothing against the shared request-bytes budget."""
 
     __slots__ = ("_skip", "_head", "_started")
     PREFACE = 24
-    partial_bytes = 0
-    ended_bytes = 0
 
     def __init__(self) -> None:
         self._skip = self.PREFACE  # bytes still to come of the current frame (or the preface)

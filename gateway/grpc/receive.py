@@ -18,6 +18,7 @@ from codec.remoting.extra_info import pop_retry_topic
 from codec.remoting.message import INNER_BATCH_FLAG
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
+from gateway.grpc.renew import Renewer
 from gateway.grpc.route import topic_config
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
 from semantics import routing
@@ -78,6 +79,8 @@ class _Receive:
         self.invisible = _millis(req.invisible_duration) if req.HasField("invisible_duration") else 0
         if req.auto_renew and self.invisible <= 0:
             self.invisible = AUTO_RENEW_INVISIBLE_MS
+        conn = ctx.call.conn
+        self.renewer = conn.service("renew", lambda: Renewer(app)) if req.auto_renew else None
         if self.invisible < MIN_INVISIBLE_MS:
             raise RpcError(Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is too small. min is {MIN_INVISIBLE_MS}")
         if self.invisible > MAX_INVISIBLE_MS:
@@ -96,16 +99,20 @@ class _Receive:
             got = engine.acquire(self.group, topic, qid, left, self.invisible, tag_filter=_tag_filter(self.subscription),
                                  keep=_keeper(self.subscription), max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1,
                                  pop_time=pop_time, dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
-            held = []
+            held, leased = [], []
             for delivery in got.deliveries:
                 message = self._message(topic, qid, delivery, pop_time)
                 if message is None:
                     continue
+                receipt = Receipt(self.group, topic, qid, delivery.offset, pop_time)
+                leased.append(receipt)
                 if message.system_properties.message_group:
-                    held.append(Receipt(self.group, topic, qid, delivery.offset, pop_time))
+                    held.append(receipt)
                 out.append(message)
             if held:
                 fifo[key] = held
+            if leased and self.renewer is not None:
+                self.renewer.hold(leased)
             left = self.max_n - len(out)
             if left <= 0:
                 break
@@ -222,6 +229,9 @@ async def change_invisible_duration(ctx, req):
     invisible = _millis(req.invisible_duration)
     if not 0 <= invisible <= MAX_INVISIBLE_MS:
         raise RpcError(Code.ILLEGAL_INVISIBLE_TIME, f"invisible duration {invisible} ms is out of range")
+    renewer = ctx.call.conn.services.get("renew")
+    if renewer is not None:
+        renewer.release(receipt)
     renewed = ctx.app.pop.renew(receipt, invisible)
     if renewed is None:
         raise RpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt names no message in flight (acknowledged, "

@@ -1,15 +1,17 @@
-"""SendMessage (normal, FIFO, delay by delivery timestamp, transactional), EndTransaction and
-RecallMessage. A send is routed like every other (semantics.routing: delayed messages to the
+"""SendMessage (normal, FIFO, delay by delivery timestamp, transactional) and EndTransaction. A send is routed like every other (semantics.routing: delayed messages to the
 schedule topic, transactional ones to the half topic), appended, and answered once durable in
 sync-flush mode. A transactional send answers a transaction id "<half offset>:<CommitLog offset>"
-that EndTransaction (or a check-back's answer) names the half message by."""
+that EndTransaction (or a check-back's answer) names the half message by, a delayed one the
+recall handle of gateway.grpc.recall. A message of another type than its topic's `message.type`
+is refused (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE), as the RocketMQ proxy does."""
 from __future__ import annotations
 
 import random
 
 import store
-from gateway.grpc.common import Code, RpcError, ok, rpc, s, status
-from gateway.grpc.messages import to_store
+from gateway.grpc.common import Code, RpcError, ok, rpc, s
+from gateway.grpc.messages import message_type, to_store
+from gateway.grpc.recall import check_type, recall_handle
 from gateway.grpc.route import topic_config
 from semantics import routing
 from semantics.transactions import EndResult
@@ -45,6 +47,7 @@ def _prepare(ctx, msgs):
         sp = m.system_properties
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
         out.append(to_store(m, qid % cfg.write_queues, born, now))
+        check_type(cfg, message_type(out[-1].properties))
     return [routing.route(m, now, app.delay_levels) for m in out]
 
 
@@ -66,8 +69,10 @@ async def send_message(ctx, req):
     entries = []
     for sent, m, r in zip(req.messages, msgs, results):
         tx = f"{r.queue_offset}:{r.physical_offset}" if m.topic == routing.HALF_TOPIC else ""
+        due = m.properties.get(routing.PROPERTY_START_DELIVER_TIME) if m.topic == routing.SCHEDULE_TOPIC else None
+        recall = recall_handle(sent.topic.name, int(due), sent.system_properties.message_id) if due else ""
         entries.append(s.SendResultEntry(status=ok(), message_id=sent.system_properties.message_id,
-                                         transaction_id=tx, offset=r.queue_offset))
+                                         transaction_id=tx, offset=r.queue_offset, recall_handle=recall))
     return s.SendMessageResponse(status=ok(), entries=entries)
 
 
@@ -90,9 +95,3 @@ async def end_transaction(ctx, req):
     if result is not None:
         await app.durable(result.end_offset)
     return s.EndTransactionResponse(status=ok(outcome.value))
-
-
-@rpc("RecallMessage")
-async def recall_message(ctx, req):
-    return s.RecallMessageResponse(status=status(Code.UNSUPPORTED, "recalling a delayed message is not supported "
-                                                                   "by this gateway yet"))

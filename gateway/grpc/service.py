@@ -12,9 +12,10 @@ import dataclasses
 from google.protobuf.message import DecodeError
 
 import gateway.grpc.offsets  # noqa: F401  (registers PullMessage, UpdateOffset, GetOffset, QueryOffset)
+import gateway.grpc.recall  # noqa: F401  (RecallMessage)
 import gateway.grpc.receive  # noqa: F401  (ReceiveMessage, AckMessage, ChangeInvisibleDuration, ...)
 import gateway.grpc.route  # noqa: F401  (QueryRoute, Heartbeat, QueryAssignment, NotifyClientTermination)
-import gateway.grpc.send  # noqa: F401  (SendMessage, EndTransaction, RecallMessage)
+import gateway.grpc.send  # noqa: F401  (SendMessage, EndTransaction)
 import gateway.grpc.telemetry  # noqa: F401  (Telemetry)
 from codec.grpc import StatusCode
 from gateway.grpc import auth

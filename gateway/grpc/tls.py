@@ -8,6 +8,7 @@ import ssl
 
 import trio
 
+from gateway.connections import NoBudget
 from gateway.tls import server_context
 
 log = logging.getLogger("rocketgate.grpc")
@@ -42,23 +43,6 @@ class Replay(trio.abc.HalfCloseableStream):
         await self.stream.aclose()
 
 
-class NoFrames:
-    """The slowloris tracker of a TLS connection: TLS records are not HTTP/2 frames. It holds
-    nothing against the request-bytes budget (h2 takes every decrypted read at once)."""
-
-    partial_bytes = 0
-    ended_bytes = 0
-
-    def received(self, data, now: float) -> None:
-        pass
-
-    def pause(self, seconds: float) -> None:
-        pass
-
-    def partial_since(self, now: float) -> float:
-        return 0.0
-
-
 def _context(config) -> ssl.SSLContext:
     key = (config.tls_cert, config.tls_key, config.tls_ca)
     ctx = _contexts.get(key)
@@ -78,7 +62,7 @@ async def secure(conn, config):
         return None
     if first[0] != TLS_HANDSHAKE:
         return Replay(conn, first)
-    conn.frames = NoFrames()
+    conn.frames = NoBudget()  # TLS records are not HTTP/2 frames
     tls = trio.SSLStream(Replay(conn, first), _context(config), server_side=True)
     with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
         try:

@@ -102,11 +102,15 @@ class GrpcConnection:
         self.socket = socket if socket is not None else getattr(stream, "socket", None)  # the TCP socket
         self.methods = methods
         self.max_message_size = max_message_size
-        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True)
+        # Inbound headers are validated (a malformed request is the peer's); outbound ones are the
+        # few fixed ones this module builds, so h2 need not check and normalise them on every call.
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True,
+                                           validate_outbound_headers=False, normalize_outbound_headers=False)
         self.h2 = h2.connection.H2Connection(config=config)
         self.calls: dict[int, Call] = {}
         self._send_lock = trio.Lock()
         self.closed = False
+        self.services: dict = {}  # name -> per-connection background helper (see `service`)
 
     async def serve(self) -> None:
         h = self.h2
@@ -294,6 +298,15 @@ class GrpcConnection:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self._lost()
+
+    def service(self, name: str, factory):
+        """A per-connection helper `factory()` whose async `run()` goes on in the background until
+        the connection ends; made and started on the first call with this name."""
+        found = self.services.get(name)
+        if found is None:
+            found = self.services[name] = factory()
+            self.nursery.start_soon(found.run)
+        return found
 
     def _lost(self) -> None:
         """The peer is gone: end the connection (every call with it)."""

@@ -33,10 +33,17 @@ def create_topic(channel, req):
     if not (0 < read_q <= 1024 and 0 < write_q <= 1024):
         return req.response(ResponseCode.SYSTEM_ERROR, remark="queue numbers must be in 1..1024")
     cfg = topics.get(name)
+    attributes = dict(cfg.attributes) if cfg is not None else {}
+    for item in filter(None, (req.get_str("attributes") or "").split(",")):  # "+key=value" sets, "-key" removes
+        if item.startswith("-"):
+            attributes.pop(item[1:], None)
+        else:
+            key, _, value = item.lstrip("+").partition("=")
+            attributes[key] = value
     if cfg is None:
-        topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm)
+        topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
     else:
-        cfg.read_queues, cfg.write_queues, cfg.perm = read_q, write_q, perm
+        cfg.read_queues, cfg.write_queues, cfg.perm, cfg.attributes = read_q, write_q, perm, attributes
         topics.update(cfg)
         channel.app.ownership.topic_grown(cfg)  # a cluster places the new queues
     return req.response()

@@ -1,5 +1,5 @@
 """The stock Java gRPC SDK rocketmq-client-java 5.x (compat/java/rocketmqgrpc, RocketGrpc) against
-the gateway's --grpc-port: producer (normal, FIFO, delay, transactions with a checker),
+the gateway's --grpc-port: producer (normal, FIFO, delay, recall of a delayed message, transactions with a checker),
 SimpleConsumer receive / ack / change invisible duration, PushConsumer with a retry.
 The same program ran against Apache RocketMQ 5.5's proxy (bench/grpc_proxy.py, GRPC_TARGET=proxy) with these results."""
 import os
@@ -9,8 +9,8 @@ import pytest
 from compat.jvm import ScenarioRun
 from grpc_sdk import start_target
 
-SCENARIOS = os.environ.get("GRPC_JAVA_SCENARIOS", "normal fifo delay transaction invisible push").split()
-TOPICS = {"jg-normal": "NORMAL", "jg-fifo": "FIFO", "jg-delay": "DELAY", "jg-tx": "TRANSACTION",
+SCENARIOS = os.environ.get("GRPC_JAVA_SCENARIOS", "normal fifo delay recall transaction invisible push").split()
+TOPICS = {"jg-normal": "NORMAL", "jg-fifo": "FIFO", "jg-delay": "DELAY", "jg-recall": "DELAY", "jg-tx": "TRANSACTION",
           "jg-invisible": "NORMAL", "jg-push": "NORMAL"}
 pytestmark = pytest.mark.timeout(900)
 
@@ -44,6 +44,11 @@ def test_fifo_in_order(java):
 def test_delay(java):
     r = java["delay"]
     assert r["bodies"] == ["later"] and r["late_ms"] >= 0 and r["delivery_timestamp_matches"]
+
+
+def test_recall_a_delayed_message(java):
+    r = java["recall"]
+    assert r["ok"] and r["bodies"] == ["kept"] and r["id_matches"]
 
 
 def test_transactions_with_check_back(java):

@@ -28,102 +28,98 @@ def gw(tmp_path_factory):
     g.stop()
 
 
-def producer(gw, *topics, checker=None):
-    p = Producer(config(gw.endpoints), topics, checker=checker)
-    p.startup()
-    return p
+class Clients:
+    """Python SDK clients on the target, each shut down when the test ends (the `sdk` fixture)."""
+
+    def __init__(self, endpoints: str) -> None:
+        self.endpoints, self.opened = endpoints, []
+
+    def start(self, client):
+        client.startup()
+        self.opened.append(client)
+        return client
+
+    def producer(self, topic: str, checker=None):
+        return self.start(Producer(config(self.endpoints), (topic,), checker=checker))
+
+    def pair(self, topic: str, expression: str = "*", await_s: int = 2, checker=None):
+        """A producer of `topic` and a SimpleConsumer of it in group "<topic>-g"."""
+        p = self.producer(topic, checker)
+        c = self.start(SimpleConsumer(config(self.endpoints), f"{topic}-g", {topic: FilterExpression(expression)},
+                                      await_duration=await_s))
+        return p, c
+
+    def close(self) -> None:
+        for client in reversed(self.opened):
+            client.shutdown()
 
 
-def simple_consumer(gw, group, topic, expression="*", await_s=2):
-    c = SimpleConsumer(config(gw.endpoints), group, {topic: FilterExpression(expression)}, await_duration=await_s)
-    c.startup()
-    return c
+@pytest.fixture
+def sdk(gw):
+    clients = Clients(gw.endpoints)
+    yield clients
+    clients.close()
 
 
-def test_normal_send_receive_ack_with_tags_keys_properties(gw):
-    p = producer(gw, "py-normal")
-    c = simple_consumer(gw, "py-normal-g", "py-normal", "TA")
-    try:
-        ids = [p.send(message("py-normal", f"m{i}".encode(), tag="TA" if i % 2 == 0 else "TB",
-                              keys=[f"k{i}"], props={"n": str(i)})).message_id for i in range(10)]
-        got = receive_all(c, 5)
-        assert sorted(m.body for m in got) == [f"m{i}".encode() for i in range(0, 10, 2)]
-        for m in got:
-            n = int(m.properties["n"])
-            assert m.tag == "TA" and m.keys == {f"k{n}"} and m.message_id == ids[n]
-            assert m.topic == "py-normal" and m.delivery_attempt == 1
-        assert c.receive(16, 30) == []  # acknowledged: nothing comes back
-    finally:
-        c.shutdown()
-        p.shutdown()
+def test_normal_send_receive_ack_with_tags_keys_properties(sdk):
+    p, c = sdk.pair("py-normal", "TA")
+    ids = [p.send(message("py-normal", f"m{i}".encode(), tag="TA" if i % 2 == 0 else "TB",
+                          keys=[f"k{i}"], props={"n": str(i)})).message_id for i in range(10)]
+    got = receive_all(c, 5)
+    assert sorted(m.body for m in got) == [f"m{i}".encode() for i in range(0, 10, 2)]
+    for m in got:
+        n = int(m.properties["n"])
+        assert m.tag == "TA" and m.keys == {f"k{n}"} and m.message_id == ids[n]
+        assert m.topic == "py-normal" and m.delivery_attempt == 1
+    assert c.receive(16, 30) == []  # acknowledged: nothing comes back
 
 
-def test_fifo_message_group_is_received_in_order(gw):
-    p = producer(gw, "py-fifo")
-    c = simple_consumer(gw, "py-fifo-g", "py-fifo")
-    try:
-        for i in range(20):
-            p.send(message("py-fifo", f"{i}".encode(), group="order-1"))
-        got = receive_all(c, 20)
-        assert [int(m.body) for m in got] == list(range(20))
-        assert all(m.message_group == "order-1" for m in got)
-    finally:
-        c.shutdown()
-        p.shutdown()
+def test_fifo_message_group_is_received_in_order(sdk):
+    p, c = sdk.pair("py-fifo")
+    for i in range(20):
+        p.send(message("py-fifo", f"{i}".encode(), group="order-1"))
+    got = receive_all(c, 20)
+    assert [int(m.body) for m in got] == list(range(20))
+    assert all(m.message_group == "order-1" for m in got)
 
 
-def test_fifo_queue_is_held_while_a_message_is_in_flight(gw):
-    p = producer(gw, "py-fifo-hold")
-    c = simple_consumer(gw, "py-fifo-hold-g", "py-fifo-hold", await_s=1)
-    try:
-        p.send(message("py-fifo-hold", b"first", group="g"))
-        first = receive_all(c, 1, ack=False)
-        p.send(message("py-fifo-hold", b"second", group="g"))
-        assert c.receive(16, 30) == []  # "first" is in flight: its group waits
-        c.ack(first[0])
-        assert [m.body for m in receive_all(c, 1)] == [b"second"]
-    finally:
-        c.shutdown()
-        p.shutdown()
+def test_fifo_queue_is_held_while_a_message_is_in_flight(sdk):
+    p, c = sdk.pair("py-fifo-hold", await_s=1)
+    p.send(message("py-fifo-hold", b"first", group="g"))
+    first = receive_all(c, 1, ack=False)
+    p.send(message("py-fifo-hold", b"second", group="g"))
+    assert c.receive(16, 30) == []  # "first" is in flight: its group waits
+    c.ack(first[0])
+    assert [m.body for m in receive_all(c, 1)] == [b"second"]
 
 
-def test_delay_by_delivery_timestamp(gw):
+def test_delay_by_delivery_timestamp(sdk):
     # rocketmq-python-client 5.1.2 writes Message.delivery_timestamp into Timestamp.seconds as it
     # is, so a value in epoch seconds gives the right delivery time (one in ms is far ahead).
-    p = producer(gw, "py-delay")
-    c = simple_consumer(gw, "py-delay-g", "py-delay", await_s=1)
-    try:
-        due_s = int(time.time()) + 3
-        p.send(message("py-delay", b"later", deliver_at=due_s))
-        got = receive_all(c, 1, timeout=20)
-        assert [m.body for m in got] == [b"later"]
-        assert time.time() >= due_s
-        assert got[0].delivery_timestamp == due_s * 1000
-        # Refused (ours: ILLEGAL_DELIVERY_TIME; the RocketMQ 5.5 proxy: 50001, an invalid Timestamp).
-        with pytest.raises(Exception, match="40012|50001"):
-            p.send(message("py-delay", b"too-late", deliver_at=int(time.time() * 1000)))
-    finally:
-        c.shutdown()
-        p.shutdown()
+    p, c = sdk.pair("py-delay", await_s=1)
+    due_s = int(time.time()) + 3
+    p.send(message("py-delay", b"later", deliver_at=due_s))
+    got = receive_all(c, 1, timeout=20)
+    assert [m.body for m in got] == [b"later"]
+    assert time.time() >= due_s
+    assert got[0].delivery_timestamp == due_s * 1000
+    # Refused (ours: ILLEGAL_DELIVERY_TIME; the RocketMQ 5.5 proxy: 50001, an invalid Timestamp).
+    with pytest.raises(Exception, match="40012|50001"):
+        p.send(message("py-delay", b"too-late", deliver_at=int(time.time() * 1000)))
 
 
-def test_change_invisible_duration_and_redelivery(gw):
-    p = producer(gw, "py-invisible")
-    c = simple_consumer(gw, "py-invisible-g", "py-invisible", await_s=1)
-    try:
-        p.send(message("py-invisible", b"x"))
-        p.send(message("py-invisible", b"y"))
-        got = {m.body: m for m in receive_all(c, 2, invisible=10, ack=False)}
-        c.change_invisible_duration(got[b"x"], 60)  # x stays invisible; y comes back after 10 s (the least)
-        again = receive_all(c, 1, invisible=30, timeout=25)
-        assert [m.body for m in again] == [b"y"]
-        assert again[0].delivery_attempt == 2
-        time.sleep(1)
-        assert c.receive(16, 30) == []
-        c.ack(got[b"x"])  # the receipt is still valid after the change
-    finally:
-        c.shutdown()
-        p.shutdown()
+def test_change_invisible_duration_and_redelivery(sdk):
+    p, c = sdk.pair("py-invisible", await_s=1)
+    p.send(message("py-invisible", b"x"))
+    p.send(message("py-invisible", b"y"))
+    got = {m.body: m for m in receive_all(c, 2, invisible=10, ack=False)}
+    c.change_invisible_duration(got[b"x"], 60)  # x stays invisible; y comes back after 10 s (the least)
+    again = receive_all(c, 1, invisible=30, timeout=25)
+    assert [m.body for m in again] == [b"y"]
+    assert again[0].delivery_attempt == 2
+    time.sleep(1)
+    assert c.receive(16, 30) == []
+    c.ack(got[b"x"])  # the receipt is still valid after the change
 
 
 class Checker(TransactionChecker):
@@ -135,28 +131,23 @@ class Checker(TransactionChecker):
         return TransactionResolution.COMMIT
 
 
-def test_transactions_commit_rollback_and_check_back(gw):
+def test_transactions_commit_rollback_and_check_back(sdk):
     checker = Checker()
-    p = producer(gw, "py-tx", checker=checker)
-    c = simple_consumer(gw, "py-tx-g", "py-tx", await_s=1)
-    try:
-        t = p.begin_transaction()
-        p.send(message("py-tx", b"committed"), t)
-        assert c.receive(16, 30) == []  # a half message is invisible
-        t.commit()
-        t = p.begin_transaction()
-        p.send(message("py-tx", b"rolled-back"), t)
-        t.rollback()
-        p.begin_transaction()  # a transaction nobody ends: the check-back asks the checker
-        orphan = p.begin_transaction()
-        p.send(message("py-tx", b"checked"), orphan)
-        got = receive_all(c, 2, timeout=30)
-        assert sorted(m.body for m in got) == [b"checked", b"committed"]
-        assert checker.checked == [b"checked"]
-        assert c.receive(16, 30) == []
-    finally:
-        c.shutdown()
-        p.shutdown()
+    p, c = sdk.pair("py-tx", await_s=1, checker=checker)
+    t = p.begin_transaction()
+    p.send(message("py-tx", b"committed"), t)
+    assert c.receive(16, 30) == []  # a half message is invisible
+    t.commit()
+    t = p.begin_transaction()
+    p.send(message("py-tx", b"rolled-back"), t)
+    t.rollback()
+    p.begin_transaction()  # a transaction nobody ends: the check-back asks the checker
+    orphan = p.begin_transaction()
+    p.send(message("py-tx", b"checked"), orphan)
+    got = receive_all(c, 2, timeout=30)
+    assert sorted(m.body for m in got) == [b"checked", b"committed"]
+    assert checker.checked == [b"checked"]
+    assert c.receive(16, 30) == []
 
 
 class Listener(MessageListener):
@@ -174,17 +165,12 @@ class Listener(MessageListener):
         return ConsumeResult.SUCCESS
 
 
-def test_push_consumer(gw):
-    p = producer(gw, "py-push")
+def test_push_consumer(sdk):
+    p = sdk.producer("py-push")
     listener = Listener(6)
-    pc = PushConsumer(config(gw.endpoints), "py-push-g", listener, {"py-push": FilterExpression("*")})
-    pc.startup()
-    try:
-        for i in range(5):
-            p.send(message("py-push", f"p{i}".encode()))
-        p.send(message("py-push", b"retry-me"))
-        assert listener.done.wait(60), listener.bodies
-        assert sorted(listener.bodies) == sorted([f"p{i}".encode() for i in range(5)] + [b"retry-me"])
-    finally:
-        pc.shutdown()
-        p.shutdown()
+    sdk.start(PushConsumer(config(sdk.endpoints), "py-push-g", listener, {"py-push": FilterExpression("*")}))
+    for i in range(5):
+        p.send(message("py-push", f"p{i}".encode()))
+    p.send(message("py-push", b"retry-me"))
+    assert listener.done.wait(60), listener.bodies
+    assert sorted(listener.bodies) == sorted([f"p{i}".encode() for i in range(5)] + [b"retry-me"])

@@ -19,6 +19,7 @@ import org.apache.rocketmq.client.apis.message.Message;
 import org.apache.rocketmq.client.apis.message.MessageBuilder;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
+import org.apache.rocketmq.client.apis.producer.RecallReceipt;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 import org.apache.rocketmq.client.apis.producer.Transaction;
 import org.apache.rocketmq.client.apis.producer.TransactionResolution;
@@ -46,6 +47,7 @@ public final class RocketGrpc {
                 case "normal": Out.run(s, RocketGrpc::normal); break;
                 case "fifo": Out.run(s, RocketGrpc::fifo); break;
                 case "delay": Out.run(s, RocketGrpc::delay); break;
+                case "recall": Out.run(s, RocketGrpc::recall); break;
                 case "transaction": Out.run(s, RocketGrpc::transaction); break;
                 case "invisible": Out.run(s, RocketGrpc::invisible); break;
                 case "push": Out.run(s, RocketGrpc::push); break;
@@ -137,6 +139,20 @@ public final class RocketGrpc {
             long at = System.currentTimeMillis();
             return Out.map("bodies", bodies(got), "late_ms", at - due,
                 "delivery_timestamp_matches", !got.isEmpty() && got.get(0).getDeliveryTimestamp().orElse(0L) == due);
+        }
+    }
+
+    /** Two delayed messages; the second is recalled by its handle before it is due: only the first comes. */
+    private static Map<String, Object> recall() throws Exception {
+        String topic = prefix + "-recall";
+        try (Producer p = producer(topic); SimpleConsumer c = consumer(prefix + "-recall-g", topic, "*")) {
+            long due = System.currentTimeMillis() + 4000;
+            p.send(msg(topic, "kept").setDeliveryTimestamp(due).build());
+            SendReceipt gone = p.send(msg(topic, "recalled").setDeliveryTimestamp(due).build());
+            RecallReceipt r = p.recallMessage(topic, gone.getRecallHandle());
+            List<MessageView> got = receive(c, 2, Duration.ofSeconds(30), true, 12000);
+            return Out.map("bodies", bodies(got), "handle", gone.getRecallHandle(),
+                "id_matches", r.getMessageId().toString().equals(gone.getMessageId().toString()));
         }
     }
 
