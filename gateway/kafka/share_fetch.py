@@ -1,7 +1,8 @@
 """KIP-932 ShareFetch and ShareAcknowledge over `semantics.share_partitions` (in `app.kafka.shares`).
 
 ShareFetch applies the acknowledgements it carries, then acquires up to `max_records` records from
-the session's partitions (waiting up to `max_wait_ms` for some) and answers each partition's
+the session's partitions (in the default batch-optimized mode on to the end of the stored batch
+holding the last one, as Kafka does; waiting up to `max_wait_ms` for some) and answers each partition's
 acquired ranges with their delivery counts plus the stored batches that hold them (the client
 keeps only the acquired offsets). Answers leave once the logged ops are durable (`app.durable`).
 """
@@ -19,6 +20,7 @@ from semantics.share_sessions import FINAL, INITIAL
 
 LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
 MAX_RECORDS = 10_000  # per request, whatever the client asks
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # share_acquire_mode (KIP-1206): whole stored batches, or max_records strictly
 
 
 def _resolved(app, topics_req) -> tuple[list, list]:
@@ -68,8 +70,9 @@ def _ranges(deliveries) -> list[dict]:
     return out
 
 
-def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes) -> tuple[dict, int]:
-    """{(topic, partition): entry} with acquired records, and the log end offset."""
+def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes, whole) -> tuple[dict, int]:
+    """{(topic, partition): entry} with acquired records, and the log end offset; `whole`: acquire
+    on to the end of the last stored batch (batch-optimized mode)."""
     out, end, left = {}, 0, max_records
     for name, p in partitions:
         if left <= 0:
@@ -77,7 +80,7 @@ def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes)
         cfg = topics.existing(app, name)
         if not topics.has_partition(cfg, p):
             continue
-        acquired = shares.acquire(group, member, name, p, left)
+        acquired = shares.acquire(group, member, name, p, left, whole_batches=whole)
         end = max(end, acquired.end_offset)
         if not acquired.deliveries:
             continue
@@ -116,8 +119,9 @@ async def share_fetch(ctx: RequestContext):
         max_records = min(max(req["max_records"], 1), MAX_RECORDS) if req["max_records"] > 0 else 500
         partitions = list(session.partitions)
         deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
+        whole = req.get("share_acquire_mode", BATCH_OPTIMIZED) != RECORD_LIMIT
         while True:
-            fetched, e = _acquire_all(app, shares, group, member, partitions, max_records, req["max_bytes"])
+            fetched, e = _acquire_all(app, shares, group, member, partitions, max_records, req["max_bytes"], whole)
             end = max(end, e)
             remaining = deadline - trio.current_time()
             if fetched or remaining <= 0 or not partitions or ack_codes:
