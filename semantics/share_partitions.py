@@ -7,9 +7,12 @@ released or past its lock; ACQUIRED = leased (deadline = now + `share.record.loc
 ACKNOWLEDGED / ARCHIVED = finished. A record delivered `share.delivery.count.limit` times is
 archived instead of being delivered again; REJECT archives at once.
 
-Kafka acknowledges by offset, so this layer remembers which member holds each acquired offset
-(in memory: after a restart the leases are still there, with their deadlines, but nobody holds
-them, so they come again once their lock runs out). An acknowledgement batch is applied only if
+Kafka acknowledges by offset, so this layer remembers which member holds each acquired offset (in
+memory). Kafka keeps no acquisition locks across a restart: the share-partition state it loads has
+the records that were acquired AVAILABLE again, with their delivery counts. So at start every
+lease of a known share group is released (one logged op per partition) and comes again at once;
+a RocketMQ POP lease keeps its invisible time across a restart, as RocketMQ's revive service only
+revives a checkpoint once its time has passed. An acknowledgement batch is applied only if
 every offset it names is held by the member under an unexpired lock (else INVALID_RECORD_STATE
 and nothing changes).
 """
@@ -31,6 +34,18 @@ class SharePartitions:
         self.groups = groups
         self.sessions = ShareSessions()
         self.holders: dict[tuple[str, str, int], dict[int, str]] = {}  # (group, topic, p) -> offset -> member
+        self.release_after_restart()
+
+    def release_after_restart(self) -> int:
+        """Make what share groups held before the restart available now (see the module docstring)."""
+        end, now = 0, self.engine.clock()
+        for group in self.groups.known():
+            for topic, partition in self.engine.queues(group):
+                state = self.engine.state(group, topic, partition)
+                held = sorted(o for o, lease in state.leases.items() if lease.deadline > now)
+                if held:
+                    end = max(end, self.engine.settle(group, topic, partition, held, "release"))
+        return end
 
     def lock_ms(self, group: str) -> int:
         return self.groups.int_config(group, "share.record.lock.duration.ms")
