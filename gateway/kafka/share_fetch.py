@@ -16,6 +16,7 @@ from codec.kafka import apis
 from gateway.kafka.fetch import read_batches
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
+from gateway.ops.stats import stats_of
 from semantics.share_sessions import FINAL, INITIAL
 
 LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
@@ -87,6 +88,7 @@ def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes,
         left -= len(acquired.deliveries)
         first, last = acquired.deliveries[0].offset, acquired.deliveries[-1].offset
         records = read_batches(app, name, p, first, last + 1, max_bytes, at_least_one=True)
+        stats_of(app).fetched("kafka", name, len(records))
         out[(name, p)] = {"records": records, "acquired_records": _ranges(acquired.deliveries)}
     return out, end
 

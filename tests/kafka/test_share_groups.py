@@ -13,10 +13,12 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 
 import pytest
-from gateway_process import GatewayProcess
+from gateway_process import GatewayProcess, free_port, wait_port
+from prometheus_client.parser import text_string_to_metric_families
 
 from compat.jvm import JAVA_DIR, JVM_FLAGS, KAFKA_CLIENTS, ROOT, classpath, run_tool
 
@@ -35,7 +37,8 @@ class Broker:
             from bench.brokers import KafkaBroker
             self.proc = KafkaBroker(workdir, extra={"group.share.enable": "true"}).start()
         else:
-            self.proc = GatewayProcess(os.path.join(workdir, "data")).start()
+            self.http_port = free_port()
+            self.proc = GatewayProcess(os.path.join(workdir, "data"), extra_args=["--http-port", str(self.http_port)]).start()
 
     @property
     def bootstrap(self) -> str:
@@ -119,6 +122,25 @@ def test_consumers_share_one_partition(broker, share_classpath, mode):
     assert sum(r["per_consumer"]) == 300
 
 
+@pytest.mark.skipif(REFERENCE, reason="the gateway's own /metrics")
+def test_share_fetches_count_in_the_fetch_metrics(broker, share_classpath):
+    """ShareFetch answers with acquired records count under protocol kafka and their topic (issue #16)."""
+    wait_port(broker.http_port)
+
+    def fetches(topic: str) -> tuple[float, float]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{broker.http_port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        values = {(s.name, s.labels.get("protocol"), s.labels.get("topic")): s.value
+                  for family in text_string_to_metric_families(text) for s in family.samples}
+        return (values.get(("rocketgate_fetched_bytes_total", "kafka", topic), 0.0),
+                values.get(("rocketgate_fetches_total", "kafka", topic), 0.0))
+    topic, group = fresh(share_classpath, broker, 50, "metric-record-")
+    assert fetches(topic) == (0.0, 0.0)
+    share(share_classpath, broker.bootstrap, topic, group, "share", 1, 50, "explicit")
+    nbytes, answers = fetches(topic)
+    assert nbytes >= 50 * len("metric-record-0") and answers >= 1
+
+
 def test_dead_consumer_records_come_again_after_the_lock(broker, share_classpath):
     topic, group = fresh(share_classpath, broker, 20, "d", **{"share.record.lock.duration.ms": LOCK_MS})
     held = share(share_classpath, broker.bootstrap, topic, group, "hold", 5)["held"]
@@ -161,8 +183,10 @@ def test_in_flight_records_survive_a_restart(broker, share_classpath):
     def restart():
         paused.append(time.monotonic())
         broker.restart()
+        paused.append(time.monotonic())
     r = share(share_classpath, broker.bootstrap, topic, group, "restart", 10, 30, on_pause=restart)
     back_after = time.monotonic() - paused[0]
+    print("DEBUG", paused[1] - paused[0], back_after, r)
     assert r["distinct"] == 30
     counts = r["counts"]
     twice = sorted(v for v, c in counts.items() if c[0] > 1)
