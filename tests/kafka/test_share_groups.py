@@ -175,24 +175,24 @@ def test_delivery_count_limit_archives(broker, share_classpath):
 
 
 def test_in_flight_records_survive_a_restart(broker, share_classpath):
-    """Records held at the restart come again at once (Kafka keeps no acquisition locks across a
-    restart: long before their 60 s lock would run out); acknowledged ones do not."""
+    """Records held at the restart come again at once, not when their 60 s lock would run out (Kafka
+    keeps no acquisition locks across a restart; measured there: about 6 s after the restart, the
+    client's start included); acknowledged ones do not."""
     topic, group = fresh(share_classpath, broker, 30, "s", **{"share.record.lock.duration.ms": MAX_LOCK_MS})
-    paused = []
+    restarted = []
 
     def restart():
-        paused.append(time.monotonic())
         broker.restart()
-        paused.append(time.monotonic())
+        restarted.append(time.monotonic())
     r = share(share_classpath, broker.bootstrap, topic, group, "restart", 10, 30, on_pause=restart)
-    back_after = time.monotonic() - paused[0]
-    print("DEBUG", paused[1] - paused[0], back_after, r)
+    back_after = time.monotonic() - restarted[0]
     assert r["distinct"] == 30
     counts = r["counts"]
     twice = sorted(v for v, c in counts.items() if c[0] > 1)
     assert set(twice) <= set(r["held"])
     assert len(counts) == 30
-    assert back_after < MAX_LOCK_MS / 1000 - 10, f"held records came back after {back_after:.0f} s: their locks ran out"
+    # the locks were taken before the restart: waiting for them would take most of the 60 s
+    assert back_after < MAX_LOCK_MS / 2000, f"held records came back {back_after:.0f} s after the restart"
 
 
 def tool(broker, *args) -> str:
