@@ -174,25 +174,41 @@ def test_delivery_count_limit_archives(broker, share_classpath):
     assert counts == {f"l{i}": [1, 2, 3] for i in range(6)}
 
 
-def test_in_flight_records_survive_a_restart(broker, share_classpath):
-    """Records held at the restart come again at once, not when their 60 s lock would run out (Kafka
-    keeps no acquisition locks across a restart; measured there: about 6 s after the restart, the
-    client's start included); acknowledged ones do not."""
-    topic, group = fresh(share_classpath, broker, 30, "s", **{"share.record.lock.duration.ms": MAX_LOCK_MS})
-    restarted = []
+def hold_through_restart(cp: str, broker, topic: str, group: str) -> None:
+    """A consumer acquires records and dies while the broker is down (so no closed connection tells
+    the broker to release them); then the broker starts again. A live holder would fetch again after
+    the restart and take the records back, and a holder dying while the broker is up has its
+    records released by its closed connection: neither tests the restart."""
+    cmd = [shutil.which("java") or "java", *JVM_FLAGS, "-cp", cp, "compat.KafkaShare", broker.bootstrap, topic, group,
+           "restart", "10", "30"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("{") and json.loads(line)["scenario"] == "pause":  # it holds its records
+                break
+        else:
+            pytest.fail("the holding consumer ended before holding records")
+        broker.proc.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    broker.proc.start()
 
-    def restart():
-        broker.restart()
-        restarted.append(time.monotonic())
-    r = share(share_classpath, broker.bootstrap, topic, group, "restart", 10, 30, on_pause=restart)
-    back_after = time.monotonic() - restarted[0]
+
+def test_in_flight_records_survive_a_restart(broker, share_classpath):
+    """Records acquired before a restart come again, all of them. The gateway makes them available at
+    once (KIP-932: acquisitions are not part of the persisted share-partition state), not when their
+    60 s lock would run out. Real Kafka 4.3 (SHARE_REFERENCE=kafka, three runs on a loaded machine)
+    delivered them 6-70 s after its restart, about when the locks ran out, so the timing is checked
+    on the gateway only."""
+    topic, group = fresh(share_classpath, broker, 30, "s", **{"share.record.lock.duration.ms": MAX_LOCK_MS})
+    hold_through_restart(share_classpath, broker, topic, group)
+    restarted = time.monotonic()
+    r = share(share_classpath, broker.bootstrap, topic, group, "share", 1, 30, "explicit")
+    back_after = time.monotonic() - restarted
     assert r["distinct"] == 30
-    counts = r["counts"]
-    twice = sorted(v for v, c in counts.items() if c[0] > 1)
-    assert set(twice) <= set(r["held"])
-    assert len(counts) == 30
-    # the locks were taken before the restart: waiting for them would take most of the 60 s
-    assert back_after < MAX_LOCK_MS / 2000, f"held records came back {back_after:.0f} s after the restart"
+    if not REFERENCE:  # the locks were taken before the restart: waiting for them would take most of 60 s
+        assert back_after < MAX_LOCK_MS / 2000, f"held records came back {back_after:.0f} s after the restart"
 
 
 def tool(broker, *args) -> str:

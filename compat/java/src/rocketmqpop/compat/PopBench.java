@@ -34,6 +34,7 @@ public final class PopBench {
     static Map<String, Object> run(String namesrv, String topic, String group, int n) throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer(group + "-producer");
         producer.setNamesrvAddr(namesrv);
+        producer.setSendMsgTimeout(30_000);  // a shared, loaded machine: the default 3 s is too short
         producer.start();
         for (int i = 0; i < n; i += 100) {
             List<Message> batch = new ArrayList<>();
