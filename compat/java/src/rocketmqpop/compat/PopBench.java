@@ -35,6 +35,7 @@ public final class PopBench {
         DefaultMQProducer producer = new DefaultMQProducer(group + "-producer");
         producer.setNamesrvAddr(namesrv);
         producer.setSendMsgTimeout(30_000);  // a shared, loaded machine: the default 3 s is too short
+        producer.setMqClientApiTimeout(30_000);
         producer.start();
         for (int i = 0; i < n; i += 100) {
             List<Message> batch = new ArrayList<>();
@@ -50,6 +51,7 @@ public final class PopBench {
         AtomicLong firstAt = new AtomicLong(), lastAt = new AtomicLong();
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
+        consumer.setMqClientApiTimeout(30_000);
         consumer.setClientRebalance(false);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.setPopInvisibleTime(60_000);
