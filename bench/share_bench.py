@@ -146,7 +146,7 @@ def _cell(values: list[float]) -> str:
 def write_doc(text: str, doc: str, heading: str = HEADING) -> None:
     old = open(doc).read() if os.path.exists(doc) else ""
     pattern = re.compile(re.escape(heading) + r".*?(?=\n## |\Z)", re.S)
-    new = pattern.sub(lambda _: text.rstrip("\n"), old) if heading in old else old.rstrip("\n") + "\n\n" + text
+    new = pattern.sub(lambda _: text.rstrip("\n") + "\n", old) if heading in old else old.rstrip("\n") + "\n\n" + text
     with open(doc, "w") as f:
         f.write(new if new.endswith("\n") else new + "\n")
 
