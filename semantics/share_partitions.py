@@ -8,8 +8,8 @@ ACKNOWLEDGED / ARCHIVED = finished. A record delivered `share.delivery.count.lim
 archived instead of being delivered again; REJECT archives at once.
 
 Kafka acknowledges by offset, so this layer remembers which member holds each acquired offset (in
-memory). Kafka keeps no acquisition locks across a restart: the share-partition state it loads has
-the records that were acquired AVAILABLE again, with their delivery counts. So at start every
+memory). KIP-932 persists no acquisition locks (the share-partition state has AVAILABLE,
+ACKNOWLEDGED and ARCHIVED records only), so at start every
 lease of a known share group is released (one logged op per partition) and comes again at once;
 a RocketMQ POP lease keeps its invisible time across a restart, as RocketMQ's revive service only
 revives a checkpoint once its time has passed. An acknowledgement batch is applied only if
