@@ -90,6 +90,51 @@ def _as_assignment(pairs) -> Assignment:
     return out
 
 
+def heartbeat_error(code: int, message: str) -> dict:
+    """A ConsumerGroupHeartbeat / ShareGroupHeartbeat answer carrying an error."""
+    return {"error_code": code, "error_message": message, "member_id": None, "member_epoch": 0,
+            "heartbeat_interval_ms": 0, "assignment": None}
+
+
+class MemberGroups:
+    """What the KIP-848 (consumer) and KIP-932 (share) coordinators share: groups of members with a
+    group epoch and a target assignment, members dropped by a session timer, the group listing.
+    A subclass says when a member has expired (`expired`) and may react to a removal (`_remove`)."""
+
+    kind = "group"  # for the timer's log lines
+
+    def __init__(self) -> None:
+        self.groups: dict = {}
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The session timer (a service of the App): expire members whether or not a request comes."""
+        await expire_every(TICK_S, lambda: list(self.groups.values()), self.expire, self.kind,
+                           task_status=task_status)
+
+    def expire(self, g) -> None:
+        now = trio.current_time()
+        for m in list(g.members.values()):
+            if self.expired(g, m, now):
+                self._remove(g, m.member_id)
+
+    def expired(self, g, m, now: float) -> bool:
+        raise NotImplementedError
+
+    def _remove(self, g, member_id: str) -> bool:
+        """Drop the member (a new group epoch); whether it was there."""
+        if g.members.pop(member_id, None) is None:
+            return False
+        g.target.pop(member_id, None)
+        g.epoch += 1
+        return True
+
+    def listing(self) -> list[tuple[str, str]]:
+        """(group id, state) of every group."""
+        for g in self.groups.values():
+            self.expire(g)
+        return [(g.group_id, g.state()) for g in self.groups.values()]
+
+
 def compute_target(g: Group, counts: dict[str, int]) -> dict[str, Assignment]:
     """member id -> target assignment over the topics the members subscribe to."""
     members = sorted(g.members.values(), key=lambda m: m.member_id)
@@ -126,42 +171,31 @@ def compute_target(g: Group, counts: dict[str, int]) -> dict[str, Assignment]:
     return {mid: _as_assignment(pairs) for mid, pairs in target.items()}
 
 
-class ConsumerGroups:
+class ConsumerGroups(MemberGroups):
     """`partition_count(topic) -> int` (0: no such topic) and `topic_names() -> list` (the topics a
     regex subscription may match) are how the coordinator sees topics."""
 
+    kind = "consumer group"
+
     def __init__(self, partition_count, topic_names=lambda: []) -> None:
+        super().__init__()
         self.partition_count = partition_count
         self.topic_names = topic_names
-        self.groups: dict[str, Group] = {}
 
     def _group(self, group_id: str) -> Group:
         return self.groups.setdefault(group_id, Group(group_id))
 
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """The session timer (a service of the App): expire members whether or not a request comes."""
-        await expire_every(TICK_S, lambda: list(self.groups.values()), self.expire, "consumer group",
-                           task_status=task_status)
-
-    def expire(self, g: Group) -> None:
-        """Drop members whose session ran out or who kept revoked partitions past their rebalance timeout."""
-        now = trio.current_time()
-        for m in list(g.members.values()):
-            if now - m.last_seen > SESSION_MS / 1000 or (m.revoking and now > m.revoke_deadline):
-                self._remove(g, m.member_id)
-
-    def _remove(self, g: Group, member_id: str) -> None:
-        if g.members.pop(member_id, None) is not None:
-            g.target.pop(member_id, None)
-            g.epoch += 1
+    def expired(self, g: Group, m: Member, now: float) -> bool:
+        """Its session ran out, or it kept revoked partitions past its rebalance timeout."""
+        return now - m.last_seen > SESSION_MS / 1000 or bool(m.revoking and now > m.revoke_deadline)
 
     def heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
         group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
         if not group_id:
-            return _error(INVALID_REQUEST, "GroupId can't be empty.")
+            return heartbeat_error(INVALID_REQUEST, "GroupId can't be empty.")
         assignor = req.get("server_assignor")
         if assignor is not None and assignor not in ASSIGNORS:
-            return _error(UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported. "
+            return heartbeat_error(UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported. "
                                                 f"Supported assignors: {', '.join(ASSIGNORS)}.")
         g = self._group(group_id)
         self.expire(g)
@@ -174,9 +208,9 @@ class ConsumerGroups:
             if not member_id and version == 0:
                 member_id = str(uuid.uuid4())
             if not member_id:
-                return _error(INVALID_REQUEST, "MemberId can't be empty.")
+                return heartbeat_error(INVALID_REQUEST, "MemberId can't be empty.")
             if req["subscribed_topic_names"] is None and req.get("subscribed_topic_regex") is None:
-                return _error(INVALID_REQUEST, "SubscribedTopicNames or SubscribedTopicRegex must be set in "
+                return heartbeat_error(INVALID_REQUEST, "SubscribedTopicNames or SubscribedTopicRegex must be set in "
                                                "first request.")
             instance = req.get("instance_id")
             for other in [o for o in g.members.values() if instance is not None and o.instance_id == instance]:
@@ -190,9 +224,9 @@ class ConsumerGroups:
         else:
             m = g.members.get(member_id)
             if m is None:
-                return _error(UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+                return heartbeat_error(UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
             if epoch != m.epoch:
-                return _error(FENCED_MEMBER_EPOCH, f"The member epoch {epoch} is not the current one "
+                return heartbeat_error(FENCED_MEMBER_EPOCH, f"The member epoch {epoch} is not the current one "
                                                    f"({m.epoch}); the member must rejoin.")
         m.last_seen = now
         if assignor is not None:
@@ -204,7 +238,7 @@ class ConsumerGroups:
             try:
                 pattern = re.compile(regex)
             except re.error as exc:
-                return _error(INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is not valid: {exc}")
+                return heartbeat_error(INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex {regex} is not valid: {exc}")
             m.regex = regex or None
             names = [t for t in self.topic_names() if pattern.fullmatch(t)] if regex else names
         elif names is not None:
@@ -276,13 +310,3 @@ class ConsumerGroups:
         del self.groups[group_id]
         return NONE
 
-    def listing(self) -> list[tuple[str, str]]:
-        """(group id, state) of every consumer group."""
-        for g in self.groups.values():
-            self.expire(g)
-        return [(g.group_id, g.state()) for g in self.groups.values()]
-
-
-def _error(code: int, message: str) -> dict:
-    return {"error_code": code, "error_message": message, "member_id": None, "member_epoch": 0,
-            "heartbeat_interval_ms": 0, "assignment": None}

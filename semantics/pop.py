@@ -93,12 +93,15 @@ class PopEngine:
                 tag_filter: Callable[[int], bool] | None = None, keep: Callable[[object, int], bool] | None = None,
                 init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
                 dead_letter: Callable[[str, object, int], int | None] | None = None,
-                pop_time: int | None = None) -> Acquired:
+                pop_time: int | None = None, messages: bool = True, whole_batches: bool = False) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
         `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
         a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
         offset)` (returns a CommitLog end offset or None) and is finished. One pop over several
-        queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time)."""
+        queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time).
+        `messages=False` leaves `Delivery.message` None and decodes nothing (Kafka sends the stored
+        batches itself); `whole_batches` leases new records on to the end of the stored batch that
+        holds the last one, past `max_n` (Kafka's batch-optimized acquire)."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
         if pop_time is None:
@@ -111,17 +114,19 @@ class PopEngine:
             (dead if state.leases[offset].count >= max_deliveries else again).append(offset)
         if dead:
             result.end_offset = self._dead_letter(state, group, topic, qid, dead, dead_letter)
+        lowest = self.store.min_offset(topic, qid)
         for offset in again:
-            message = self._message(topic, qid, offset)
-            if message is None:  # gone with retention
+            message = self._message(topic, qid, offset) if messages else None
+            if offset < lowest or (messages and message is None):  # gone with retention
                 continue
             result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
-        skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), tag_filter, keep, result)
-        offsets = [d.offset for d in result.deliveries]
-        if offsets or skipped or new_next != state.next:
-            op = {"k": "pop", "o": offsets, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
+        skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
+                                           tag_filter, keep, messages, whole_batches)
+        leased = _ranges(sorted(d.offset for d in result.deliveries))
+        if leased or skipped or new_next != state.next:
+            op = {"k": "pop", "r": leased, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
             result.end_offset = self._do(group, topic, qid, state, op)
-            if offsets:
+            if leased:
                 self._arm(result.deadline, topic, qid)
         result.deliveries.sort(key=lambda d: d.offset)
         result.rest = max(0, self.store.max_offset(topic, qid) - state.next) + len(state.available(now))
@@ -132,51 +137,73 @@ class PopEngine:
         self._last_pop_time = max(self.clock(), self._last_pop_time + 1)
         return self._last_pop_time
 
-    def _read_new(self, state, topic, qid, want, tag_filter, keep, result) -> tuple[list[int], int]:
-        """Lease new records from `state.next` on; returns (offsets skipped by the filters, new next)."""
+    def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole) -> tuple[list[int], int]:
+        """Lease new records from `state.next` on, walking the queue's units (an entry is decoded
+        only when its message is wanted); returns (offsets skipped, new next)."""
         skipped, position = [], state.next
-        limit = state.start + self.max_window
+        limit = min(state.start + self.max_window, self.store.max_offset(topic, qid))
+        decode = messages or keep is not None
+        entry, message = -1, None  # the CommitLog position of the entry last decoded, and its message
         while want > 0 and position < limit:
-            read = self.store.read(topic, qid, position, max_count=min(want, limit - position, 256),
-                                   tag_filter=tag_filter)
-            if read.next_offset <= position:
+            units = self.store.units(topic, qid, position, min(limit - position, max(want, 32)))
+            if not units:
                 break
-            end = min(read.next_offset, limit)
-            at = {}
-            for first, message in read.entries:
-                for offset in range(max(first, position), min(first + max(1, message.batch_count), end)):
-                    at[offset] = message
-            for offset in range(position, end):
-                message = at.get(offset)
-                if message is None or (keep is not None and not keep(message, offset)):
-                    skipped.append(offset)
-                elif want == 0:
-                    return skipped, offset
+            begin = self.store.min_physical_offset
+            for phys, size, code in units:
+                if size <= 0 or phys < begin or (tag_filter is not None and not tag_filter(code)):
+                    skipped.append(position)
+                    position += 1
+                    continue
+                if want == 0:
+                    return skipped, position
+                if decode and phys != entry:
+                    entry, message = phys, self.store.get(phys)
+                if decode and (message is None or (keep is not None and not keep(message, position))):
+                    skipped.append(position)
                 else:
-                    result.deliveries.append(Delivery(offset, message, 1))
+                    result.deliveries.append(Delivery(position, message if messages else None, 1))
                     want -= 1
-            position = end
+                position += 1
+                if want == 0 and whole:
+                    return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep, message,
+                                                        messages, skipped)
         return skipped, position
+
+    def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:
+        """Lease the offsets from `position` that are in the same stored entry (at `phys`); the new next."""
+        end = self.store.entry_end(topic, qid, position - 1, phys, limit)
+        for offset in range(position, end):
+            if keep is not None and (message is None or not keep(message, offset)):
+                skipped.append(offset)
+            else:
+                result.deliveries.append(Delivery(offset, message if messages else None, 1))
+        return max(end, position)
 
     # ---- receipts -------------------------------------------------------------------------
     def ack(self, receipts: list[Receipt]) -> tuple[int, int]:
         """Finish the records the receipts name. Returns (how many were valid, log end offset);
         invalid receipts (unknown, stale, expired, finished, other group) change nothing."""
-        return self._finish(receipts)
+        return self._settle_valid(receipts, "ack")
 
     def reject(self, receipts: list[Receipt], dead_letter=None) -> tuple[int, int]:
         """Finish through the dead-letter sink (never delivered again)."""
-        return self._finish(receipts, dead_letter, reject=True)
+        return self._settle_valid(receipts, "reject", dead_letter)
 
     def release(self, receipts: list[Receipt]) -> tuple[int, int]:
         """Make the records available again now (the delivery still counts)."""
-        valid, end = self._valid(receipts), 0
-        for (group, topic, qid), offsets in valid.items():
-            state = self._states[(group, topic, qid)]
-            end = self._do(group, topic, qid, state, {"k": "rel", "o": offsets})
-            if self.notify is not None:
-                self.notify(topic, qid)
-        return sum(len(o) for o in valid.values()), end
+        return self._settle_valid(receipts, "release")
+
+    def settle(self, group: str, topic: str, qid: int, offsets: list[int], how: str, dead_letter=None) -> int:
+        """`ack`, `reject` or `release` leased offsets the caller has checked (Kafka acknowledges by
+        offset): one logged op for them all, whatever their number. Returns the log end offset."""
+        state = self._states[(group, topic, qid)]
+        if how == "reject":
+            return self._dead_letter(state, group, topic, qid, offsets, dead_letter)
+        end = self._do(group, topic, qid, state, {"k": "rel" if how == "release" else "ack",
+                                                   "r": _ranges(sorted(offsets))})
+        if how == "release" and self.notify is not None:
+            self.notify(topic, qid)
+        return end
 
     def renew(self, receipt: Receipt, invisible_ms: int) -> tuple[int, int] | None:
         """Change the invisible time: the record stays leased until now + invisible_ms. Returns
@@ -193,22 +220,18 @@ class PopEngine:
         state = self._states.get((receipt.group, receipt.topic, receipt.queue_id))
         return None if state is None else state.lease_for(receipt.offset, receipt.pop_time)
 
-    def _valid(self, receipts) -> dict[tuple, list[int]]:
+    def _valid(self, receipts) -> dict[tuple, set[int]]:
         now, out = self.clock(), {}
         for r in receipts:
             lease = self.lease(r)
-            if lease is not None and lease.deadline > now and r.offset not in out.get((r.group, r.topic, r.queue_id), ()):
-                out.setdefault((r.group, r.topic, r.queue_id), []).append(r.offset)
+            if lease is not None and lease.deadline > now:
+                out.setdefault((r.group, r.topic, r.queue_id), set()).add(r.offset)
         return out
 
-    def _finish(self, receipts, dead_letter=None, reject=False) -> tuple[int, int]:
+    def _settle_valid(self, receipts, how, dead_letter=None) -> tuple[int, int]:
         valid, end = self._valid(receipts), 0
         for (group, topic, qid), offsets in valid.items():
-            state = self._states[(group, topic, qid)]
-            if reject:
-                end = self._dead_letter(state, group, topic, qid, offsets, dead_letter)
-            else:
-                end = self._do(group, topic, qid, state, {"k": "ack", "o": offsets})
+            end = self.settle(group, topic, qid, sorted(offsets), how, dead_letter)
         return sum(len(o) for o in valid.values()), end
 
     def _dead_letter(self, state, group, topic, qid, offsets, dead_letter) -> int:
@@ -218,7 +241,8 @@ class PopEngine:
                 message = self._message(topic, qid, offset)
                 if message is not None:
                     end = max(end, dead_letter(group, message, offset) or 0)
-        return max(end, self._do(group, topic, qid, state, {"k": "ack", "o": offsets, "dead": True}))
+        op = {"k": "ack", "r": _ranges(sorted(offsets)), "dead": True}
+        return max(end, self._do(group, topic, qid, state, op))
 
     # ---- admin ----------------------------------------------------------------------------
     def reset(self, group: str, topic: str, qid: int, start: int) -> int:

@@ -11,6 +11,15 @@ from `next` on were never delivered. Memory is bounded by the window, not by the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
+
+
+def op_offsets(op: dict) -> Iterator[int]:
+    """The offsets an op names: `r`, [first, end) ranges (one per acquired or acknowledged run, so
+    an op stays small however many records it covers), or `o`, a list (the form logged before)."""
+    for first, end in op.get("r", ()):
+        yield from range(first, end)
+    yield from op.get("o", ())
 
 
 @dataclass(slots=True)  # one per in-flight record: no per-instance __dict__
@@ -32,17 +41,18 @@ class QueueState:
     def apply(self, op: dict) -> None:
         kind = op["k"]
         if kind == "pop":
-            for offset in op["o"]:
+            leased = False
+            for offset in op_offsets(op):
                 lease = self.leases.get(offset)
-                count = (lease.count if lease else 0) + 1
-                self.leases[offset] = Lease(count, op["d"], op["p"])
-            if op["o"]:
+                self.leases[offset] = Lease((lease.count if lease else 0) + 1, op["d"], op["p"])
+                leased = True
+            if leased:
                 self._earliest = min(self._earliest, op["d"])
             for first, end in op.get("s", ()):  # ranges skipped by the filters
                 self.done.update(range(first, end))
             self.next = max(self.next, op["n"])
         elif kind == "ack":
-            for offset in op["o"]:
+            for offset in op_offsets(op):
                 self.leases.pop(offset, None)
                 if offset >= self.start:
                     self.done.add(offset)
@@ -52,7 +62,7 @@ class QueueState:
                 lease.deadline = op["d"]
                 self._earliest = min(self._earliest, op["d"])
         elif kind == "rel":
-            for offset in op["o"]:
+            for offset in op_offsets(op):
                 lease = self.leases.get(offset)
                 if lease is not None:
                     lease.deadline = 0

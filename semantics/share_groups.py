@@ -16,11 +16,10 @@ Group configs (`share.record.lock.duration.ms`, `share.delivery.count.limit`,
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 import trio
 
-log = logging.getLogger(__name__)
+from semantics.kafka_consumer_groups import MemberGroups, heartbeat_error
 
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
 GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_CONFIG = 69, 68, 40
@@ -28,7 +27,6 @@ LEAVE = -1
 SESSION_MS = 45_000  # group.share.session.timeout.ms
 HEARTBEAT_MS = 5_000  # group.share.heartbeat.interval.ms
 ASSIGNOR = "simple"
-TICK_S = 0.25
 CONFIG_FILE = "shareGroupConfigs.json"
 
 def _int_in(lo: int, hi: int):
@@ -108,16 +106,18 @@ def assign(members: list[Member], counts: dict[str, int]) -> dict[str, dict[str,
     return out
 
 
-class ShareGroups:
+class ShareGroups(MemberGroups):
     """The share-group coordinator of one gateway; `partition_count(topic) -> int` (0: no such
     topic) is how it sees topics, `store` keeps the group configs, `on_leave(group, member)` lets
     the share partitions drop the member's session."""
 
+    kind = "share group"
+
     def __init__(self, partition_count, store=None, on_leave=None) -> None:
+        super().__init__()
         self.partition_count = partition_count
         self.store = store
         self.on_leave = on_leave
-        self.groups: dict[str, ShareGroup] = {}
         doc = (store.read_config(CONFIG_FILE, {}) or {}) if store else {}
         self.configs: dict[str, dict[str, str]] = doc.get("configs", {})
         for group_id in doc.get("groups", ()):  # known across restarts (empty until members come back)
@@ -156,37 +156,21 @@ class ShareGroups:
                                                   "configs": {g: c for g, c in self.configs.items() if c}})
 
     # ---- membership -----------------------------------------------------------------------
-    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """The session timer (a service of the App)."""
-        task_status.started()
-        while True:
-            await trio.sleep(TICK_S)
-            for g in list(self.groups.values()):
-                try:
-                    self.expire(g)
-                except Exception:  # noqa: BLE001 - one group's bug must not end the gateway's services
-                    log.exception("expiring members of share group %r", g.group_id)
+    def expired(self, g: ShareGroup, m: Member, now: float) -> bool:
+        return now - m.last_seen > self.int_config(g.group_id, "share.session.timeout.ms") / 1000
 
-    def expire(self, g: ShareGroup) -> None:
-        now = trio.current_time()
-        timeout = self.int_config(g.group_id, "share.session.timeout.ms") / 1000
-        for m in list(g.members.values()):
-            if now - m.last_seen > timeout:
-                self._remove(g, m.member_id)
-
-    def _remove(self, g: ShareGroup, member_id: str) -> None:
-        if g.members.pop(member_id, None) is not None:
-            g.target.pop(member_id, None)
-            g.epoch += 1
-            if self.on_leave is not None:
-                self.on_leave(g.group_id, member_id)
+    def _remove(self, g: ShareGroup, member_id: str) -> bool:
+        removed = super()._remove(g, member_id)
+        if removed and self.on_leave is not None:
+            self.on_leave(g.group_id, member_id)
+        return removed
 
     def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
         group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
         if not group_id:
-            return _error(INVALID_REQUEST, "GroupId can't be empty.")
+            return heartbeat_error(INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
-            return _error(INVALID_REQUEST, "MemberId can't be empty.")
+            return heartbeat_error(INVALID_REQUEST, "MemberId can't be empty.")
         g = self.groups.get(group_id)
         if g is None:
             g = self.groups[group_id] = ShareGroup(group_id)
@@ -199,15 +183,15 @@ class ShareGroups:
         m = g.members.get(member_id)
         if epoch == 0:
             if req["subscribed_topic_names"] is None and m is None:
-                return _error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+                return heartbeat_error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
             if m is None:
                 m = g.members[member_id] = Member(member_id, req.get("rack_id"), client_id, client_host, [])
                 g.epoch += 1
             m.sent = None
         elif m is None:
-            return _error(UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            return heartbeat_error(UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         elif epoch > m.epoch:
-            return _error(FENCED_MEMBER_EPOCH, f"The member epoch {epoch} is newer than the current one ({m.epoch}).")
+            return heartbeat_error(FENCED_MEMBER_EPOCH, f"The member epoch {epoch} is newer than the current one ({m.epoch}).")
         m.last_seen = trio.current_time()
         names = req["subscribed_topic_names"]
         if names is not None and sorted(set(names)) != m.topics:
@@ -233,6 +217,10 @@ class ShareGroups:
             g.target = assign(list(g.members.values()), counts)
             g.assignment_epoch = g.epoch
 
+    def known(self) -> list[str]:
+        """Every share group id this gateway knows (from a heartbeat or a config), live or not."""
+        return sorted(set(self.groups) | set(self.configs))
+
     def is_member(self, group_id: str, member_id: str) -> bool:
         g = self.groups.get(group_id)
         return g is not None and member_id in g.members
@@ -253,13 +241,3 @@ class ShareGroups:
         self.configs.pop(group_id, None)
         self._persist()
         return NONE
-
-    def listing(self) -> list[tuple[str, str]]:
-        for g in self.groups.values():
-            self.expire(g)
-        return [(g.group_id, g.state()) for g in self.groups.values()]
-
-
-def _error(code: int, message: str) -> dict:
-    return {"error_code": code, "error_message": message, "member_id": None, "member_epoch": 0,
-            "heartbeat_interval_ms": 0, "assignment": None}

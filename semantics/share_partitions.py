@@ -7,9 +7,12 @@ released or past its lock; ACQUIRED = leased (deadline = now + `share.record.loc
 ACKNOWLEDGED / ARCHIVED = finished. A record delivered `share.delivery.count.limit` times is
 archived instead of being delivered again; REJECT archives at once.
 
-Kafka acknowledges by offset, so this layer remembers which member holds each acquired offset
-(in memory: after a restart the leases are still there, with their deadlines, but nobody holds
-them, so they come again once their lock runs out). An acknowledgement batch is applied only if
+Kafka acknowledges by offset, so this layer remembers which member holds each acquired offset (in
+memory). KIP-932 persists no acquisition locks (the share-partition state has AVAILABLE,
+ACKNOWLEDGED and ARCHIVED records only), so at start every
+lease of a known share group is released (one logged op per partition) and comes again at once;
+a RocketMQ POP lease keeps its invisible time across a restart, as RocketMQ's revive service only
+revives a checkpoint once its time has passed. An acknowledgement batch is applied only if
 every offset it names is held by the member under an unexpired lock (else INVALID_RECORD_STATE
 and nothing changes).
 """
@@ -20,6 +23,8 @@ from semantics.share_groups import ShareGroups
 from semantics.share_sessions import ShareSessions
 
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
+KINDS = (GAP, ACCEPT, RELEASE, REJECT, RENEW)
+SETTLE = {ACCEPT: "ack", RELEASE: "release", REJECT: "reject"}
 NONE, INVALID_REQUEST, INVALID_RECORD_STATE = 0, 42, 121
 
 
@@ -29,16 +34,31 @@ class SharePartitions:
         self.groups = groups
         self.sessions = ShareSessions()
         self.holders: dict[tuple[str, str, int], dict[int, str]] = {}  # (group, topic, p) -> offset -> member
+        self.release_after_restart()
+
+    def release_after_restart(self) -> int:
+        """Make what share groups held before the restart available now (see the module docstring)."""
+        end, now = 0, self.engine.clock()
+        for group in self.groups.known():
+            for topic, partition in self.engine.queues(group):
+                state = self.engine.state(group, topic, partition)
+                held = sorted(o for o, lease in state.leases.items() if lease.deadline > now)
+                if held:
+                    end = max(end, self.engine.settle(group, topic, partition, held, "release"))
+        return end
 
     def lock_ms(self, group: str) -> int:
         return self.groups.int_config(group, "share.record.lock.duration.ms")
 
-    def acquire(self, group: str, member: str, topic: str, partition: int, max_n: int):
-        """Lease up to `max_n` records to the member: a `semantics.pop.Acquired`."""
+    def acquire(self, group: str, member: str, topic: str, partition: int, max_n: int, whole_batches: bool = False):
+        """Lease up to `max_n` records to the member (with `whole_batches`, on to the end of the last
+        stored batch, as Kafka's batch-optimized mode does): a `semantics.pop.Acquired` whose
+        deliveries carry offsets only (the fetch sends the stored batches)."""
         reset = self.groups.config(group, "share.auto.offset.reset")
         acquired = self.engine.acquire(group, topic, partition, max_n, self.lock_ms(group),
                                        init_mode=INIT_MIN if reset == "earliest" else INIT_MAX,
-                                       max_deliveries=self.groups.int_config(group, "share.delivery.count.limit"))
+                                       max_deliveries=self.groups.int_config(group, "share.delivery.count.limit"),
+                                       messages=False, whole_batches=whole_batches)
         holders = self.holders.setdefault((group, topic, partition), {})
         state = self.engine.state(group, topic, partition)
         if state is not None and len(holders) > 2 * self.engine.max_window:
@@ -51,7 +71,7 @@ class SharePartitions:
     def acknowledge(self, group: str, member: str, topic: str, partition: int, batches: list) -> tuple[int, int]:
         """Apply acknowledgement batches ({first_offset, last_offset, acknowledge_types}); returns
         (error code, CommitLog end offset of the logged ops)."""
-        by_type: dict[int, list[Receipt]] = {}
+        by_type: dict[int, list[int]] = {}
         holders = self.holders.get((group, topic, partition), {})
         state = self.engine.state(group, topic, partition)
         now = self.engine.clock()
@@ -61,30 +81,26 @@ class SharePartitions:
                 return INVALID_REQUEST, 0
             for i, offset in enumerate(range(first, last + 1)):
                 kind = types[0] if len(types) == 1 else types[i]
-                if kind not in (GAP, ACCEPT, RELEASE, REJECT, RENEW):
+                if kind not in KINDS:
                     return INVALID_REQUEST, 0
                 lease = state.leases.get(offset) if state is not None else None
                 if kind == GAP and lease is None:
                     continue  # not a record (a transaction marker, a compacted offset): nothing held
                 if lease is None or lease.deadline <= now or holders.get(offset) != member:
                     return INVALID_RECORD_STATE, 0
-                by_type.setdefault(ACCEPT if kind == GAP else kind, []).append(
-                    Receipt(group, topic, partition, offset, lease.pop_time))
+                by_type.setdefault(ACCEPT if kind == GAP else kind, []).append(offset)
         end = 0
-        for kind, receipts in by_type.items():
-            if kind == ACCEPT:
-                end = max(end, self.engine.ack(receipts)[1])
-            elif kind == RELEASE:
-                end = max(end, self.engine.release(receipts)[1])
-            elif kind == REJECT:
-                end = max(end, self.engine.reject(receipts)[1])
-            else:
-                for r in receipts:
-                    renewed = self.engine.renew(r, self.lock_ms(group))
+        for kind, offsets in by_type.items():
+            offsets = sorted(set(offsets))
+            if kind == RENEW:
+                for offset in offsets:
+                    renewed = self.engine.renew(Receipt(group, topic, partition, offset, state.leases[offset].pop_time),
+                                                self.lock_ms(group))
                     end = max(end, renewed[1] if renewed else 0)
-            if kind != RENEW:
-                for r in receipts:
-                    holders.pop(r.offset, None)
+                continue
+            end = max(end, self.engine.settle(group, topic, partition, offsets, SETTLE[kind]))
+            for offset in offsets:
+                holders.pop(offset, None)
         return NONE, end
 
     def release_member(self, group: str, member: str) -> int:
@@ -96,12 +112,11 @@ class SharePartitions:
                 continue
             state = self.engine.state(g, topic, partition)
             mine = [o for o, m in holders.items() if m == member]
-            receipts = [Receipt(g, topic, partition, o, state.leases[o].pop_time) for o in mine
-                        if state is not None and o in state.leases and state.leases[o].deadline > now]
+            held = [o for o in mine if state is not None and o in state.leases and state.leases[o].deadline > now]
             for o in mine:
                 del holders[o]
-            if receipts:
-                end = max(end, self.engine.release(receipts)[1])
+            if held:
+                end = max(end, self.engine.settle(g, topic, partition, sorted(held), "release"))
         return end
 
     def connection_closed(self, group: str, member: str, session) -> None:

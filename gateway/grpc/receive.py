@@ -20,6 +20,7 @@ from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
 from gateway.grpc.renew import Renewer
 from gateway.grpc.route import topic_config
+from gateway.ops.stats import stats_of
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
 from semantics import routing
 from semantics.pop import Receipt
@@ -99,7 +100,7 @@ class _Receive:
             got = engine.acquire(self.group, topic, qid, left, self.invisible, tag_filter=_tag_filter(self.subscription),
                                  keep=_keeper(self.subscription), max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1,
                                  pop_time=pop_time, dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
-            held, leased = [], []
+            held, leased, first = [], [], len(out)
             for delivery in got.deliveries:
                 message = self._message(topic, qid, delivery, pop_time)
                 if message is None:
@@ -113,6 +114,8 @@ class _Receive:
                 fifo[key] = held
             if leased and self.renewer is not None:
                 self.renewer.hold(leased)
+            if len(out) > first:
+                stats_of(app).fetched("grpc", topic, sum(len(m.body) for m in out[first:]))
             left = self.max_n - len(out)
             if left <= 0:
                 break

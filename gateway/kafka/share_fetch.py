@@ -1,7 +1,8 @@
 """KIP-932 ShareFetch and ShareAcknowledge over `semantics.share_partitions` (in `app.kafka.shares`).
 
 ShareFetch applies the acknowledgements it carries, then acquires up to `max_records` records from
-the session's partitions (waiting up to `max_wait_ms` for some) and answers each partition's
+the session's partitions (in the default batch-optimized mode on to the end of the stored batch
+holding the last one, as Kafka does; waiting up to `max_wait_ms` for some) and answers each partition's
 acquired ranges with their delivery counts plus the stored batches that hold them (the client
 keeps only the acquired offsets). Answers leave once the logged ops are durable (`app.durable`).
 """
@@ -16,10 +17,12 @@ from gateway.kafka.access_share import TOPIC_DENIED, may_read
 from gateway.kafka.fetch import read_batches
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
+from gateway.ops.stats import stats_of
 from semantics.share_sessions import FINAL, INITIAL
 
 LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
 MAX_RECORDS = 10_000  # per request, whatever the client asks
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # share_acquire_mode (KIP-1206): whole stored batches, or max_records strictly
 
 
 def _resolved(app, topics_req) -> tuple[list, list]:
@@ -72,8 +75,9 @@ def _ranges(deliveries) -> list[dict]:
     return out
 
 
-def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes) -> tuple[dict, int]:
-    """{(topic, partition): entry} with acquired records, and the log end offset."""
+def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes, whole) -> tuple[dict, int]:
+    """{(topic, partition): entry} with acquired records, and the log end offset; `whole`: acquire
+    on to the end of the last stored batch (batch-optimized mode)."""
     out, end, left = {}, 0, max_records
     for name, p in partitions:
         if left <= 0:
@@ -81,13 +85,14 @@ def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes)
         cfg = topics.existing(app, name)
         if not topics.has_partition(cfg, p):
             continue
-        acquired = shares.acquire(group, member, name, p, left)
+        acquired = shares.acquire(group, member, name, p, left, whole_batches=whole)
         end = max(end, acquired.end_offset)
         if not acquired.deliveries:
             continue
         left -= len(acquired.deliveries)
         first, last = acquired.deliveries[0].offset, acquired.deliveries[-1].offset
         records = read_batches(app, name, p, first, last + 1, max_bytes, at_least_one=True)
+        stats_of(app).fetched("kafka", name, len(records))
         out[(name, p)] = {"records": records, "acquired_records": _ranges(acquired.deliveries)}
     return out, end
 
@@ -122,8 +127,9 @@ async def share_fetch(ctx: RequestContext):
         max_records = min(max(req["max_records"], 1), MAX_RECORDS) if req["max_records"] > 0 else 500
         partitions = [tp for tp in session.partitions if tp not in denied]
         deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
+        whole = req.get("share_acquire_mode", BATCH_OPTIMIZED) != RECORD_LIMIT
         while True:
-            fetched, e = _acquire_all(app, shares, group, member, partitions, max_records, req["max_bytes"])
+            fetched, e = _acquire_all(app, shares, group, member, partitions, max_records, req["max_bytes"], whole)
             end = max(end, e)
             remaining = deadline - trio.current_time()
             if fetched or remaining <= 0 or not partitions or ack_codes:

@@ -80,10 +80,10 @@ class AppCollector:
                            samples=[((), budget.pauses)])
         yield _counter("messages_appended", "Logical messages stored per topic (both protocols; a Kafka "
                        "record counts once).", ("topic",), (((t,), n) for t, n in stats.appended.items()))
-        yield _counter("fetched_bytes", "Message bytes served to consumers per topic (Kafka Fetch partitions, "
-                       "RocketMQ pulls).", ("protocol", "topic"), stats.fetched_bytes.items())
+        yield _counter("fetched_bytes", "Message bytes served to consumers per topic (Kafka Fetch and "
+                       "ShareFetch partitions, RocketMQ pulls and POPs over remoting and gRPC).", ("protocol", "topic"), stats.fetched_bytes.items())
         yield _counter("fetches", "Fetch answers that carried messages per topic (a Kafka partition in a Fetch "
-                       "response, a RocketMQ pull).", ("protocol", "topic"), stats.fetches.items())
+                       "or ShareFetch response, a RocketMQ pull or POP).", ("protocol", "topic"), stats.fetches.items())
         yield _counter("principal_requests", "Requests per authenticated principal (User:ANONYMOUS without "
                        "authentication).", ("protocol", "principal"), stats.principal_requests.items())
         yield _gauge("up_seconds", "Seconds since the gateway started.", samples=[((), time.time() - stats.started)])

@@ -25,6 +25,7 @@ from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_topic, real_topic, retry_mark
 from codec.remoting.message import INNER_BATCH_FLAG, RECONSUME_TIMES_AT
 from gateway.remoting.common import BROKER_NAME, DEFERRED, after_durable, ensure_topic, handles, now_ms, registry
+from gateway.ops.stats import stats_of
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
 from semantics.pop import INIT_MIN, PopEngine, Receipt
@@ -145,7 +146,9 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
             mark = retry_mark(topic)
             starts.append((mark, qid, got.deliveries[0].offset))
             offsets.append((mark, qid, [d.offset for d in got.deliveries]))
-            parts.extend(_encode(got.deliveries))
+            encoded = _encode(got.deliveries)
+            stats_of(app).fetched("remoting", topic, sum(map(len, encoded)))
+            parts.extend(encoded)
             left -= len(got.deliveries)
         if left <= 0:
             break

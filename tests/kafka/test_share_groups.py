@@ -13,16 +13,19 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 
 import pytest
-from gateway_process import GatewayProcess
+from gateway_process import GatewayProcess, free_port, wait_port
+from prometheus_client.parser import text_string_to_metric_families
 
 from compat.jvm import JAVA_DIR, JVM_FLAGS, KAFKA_CLIENTS, ROOT, classpath, run_tool
 
 REFERENCE = os.environ.get("SHARE_REFERENCE") == "kafka"
 pytestmark = pytest.mark.timeout(900)  # several client JVMs per test, and 15 s locks
 LOCK_MS = 15_000  # group.share.min.record.lock.duration.ms
+MAX_LOCK_MS = 60_000  # group.share.max.record.lock.duration.ms
 SHARE_GROUPS_TOOL = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
 
 
@@ -34,7 +37,8 @@ class Broker:
             from bench.brokers import KafkaBroker
             self.proc = KafkaBroker(workdir, extra={"group.share.enable": "true"}).start()
         else:
-            self.proc = GatewayProcess(os.path.join(workdir, "data")).start()
+            self.http_port = free_port()
+            self.proc = GatewayProcess(os.path.join(workdir, "data"), extra_args=["--http-port", str(self.http_port)]).start()
 
     @property
     def bootstrap(self) -> str:
@@ -118,6 +122,25 @@ def test_consumers_share_one_partition(broker, share_classpath, mode):
     assert sum(r["per_consumer"]) == 300
 
 
+@pytest.mark.skipif(REFERENCE, reason="the gateway's own /metrics")
+def test_share_fetches_count_in_the_fetch_metrics(broker, share_classpath):
+    """ShareFetch answers with acquired records count under protocol kafka and their topic (issue #16)."""
+    wait_port(broker.http_port)
+
+    def fetches(topic: str) -> tuple[float, float]:
+        with urllib.request.urlopen(f"http://127.0.0.1:{broker.http_port}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        values = {(s.name, s.labels.get("protocol"), s.labels.get("topic")): s.value
+                  for family in text_string_to_metric_families(text) for s in family.samples}
+        return (values.get(("rocketgate_fetched_bytes_total", "kafka", topic), 0.0),
+                values.get(("rocketgate_fetches_total", "kafka", topic), 0.0))
+    topic, group = fresh(share_classpath, broker, 50, "metric-record-")
+    assert fetches(topic) == (0.0, 0.0)
+    share(share_classpath, broker.bootstrap, topic, group, "share", 1, 50, "explicit")
+    nbytes, answers = fetches(topic)
+    assert nbytes >= 50 * len("metric-record-0") and answers >= 1
+
+
 def test_dead_consumer_records_come_again_after_the_lock(broker, share_classpath):
     topic, group = fresh(share_classpath, broker, 20, "d", **{"share.record.lock.duration.ms": LOCK_MS})
     held = share(share_classpath, broker.bootstrap, topic, group, "hold", 5)["held"]
@@ -151,16 +174,41 @@ def test_delivery_count_limit_archives(broker, share_classpath):
     assert counts == {f"l{i}": [1, 2, 3] for i in range(6)}
 
 
+def hold_through_restart(cp: str, broker, topic: str, group: str) -> None:
+    """A consumer acquires records and dies while the broker is down (so no closed connection tells
+    the broker to release them); then the broker starts again. A live holder would fetch again after
+    the restart and take the records back, and a holder dying while the broker is up has its
+    records released by its closed connection: neither tests the restart."""
+    cmd = [shutil.which("java") or "java", *JVM_FLAGS, "-cp", cp, "compat.KafkaShare", broker.bootstrap, topic, group,
+           "restart", "10", "30"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("{") and json.loads(line)["scenario"] == "pause":  # it holds its records
+                break
+        else:
+            pytest.fail("the holding consumer ended before holding records")
+        broker.proc.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    broker.proc.start()
+
+
 def test_in_flight_records_survive_a_restart(broker, share_classpath):
-    """Records held at the restart come again (once their lock ran out, or at once on Kafka, which
-    does not keep locks); acknowledged ones do not."""
-    topic, group = fresh(share_classpath, broker, 30, "s", **{"share.record.lock.duration.ms": LOCK_MS})
-    r = share(share_classpath, broker.bootstrap, topic, group, "restart", 10, 30, on_pause=broker.restart)
+    """Records acquired before a restart come again, all of them. The gateway makes them available at
+    once (KIP-932: acquisitions are not part of the persisted share-partition state), not when their
+    60 s lock would run out. Real Kafka 4.3 (SHARE_REFERENCE=kafka, three runs on a loaded machine)
+    delivered them 6-70 s after its restart, about when the locks ran out, so the timing is checked
+    on the gateway only."""
+    topic, group = fresh(share_classpath, broker, 30, "s", **{"share.record.lock.duration.ms": MAX_LOCK_MS})
+    hold_through_restart(share_classpath, broker, topic, group)
+    restarted = time.monotonic()
+    r = share(share_classpath, broker.bootstrap, topic, group, "share", 1, 30, "explicit")
+    back_after = time.monotonic() - restarted
     assert r["distinct"] == 30
-    counts = r["counts"]
-    twice = sorted(v for v, c in counts.items() if c[0] > 1)
-    assert set(twice) <= set(r["held"])
-    assert len(counts) == 30
+    if not REFERENCE:  # the locks were taken before the restart: waiting for them would take most of 60 s
+        assert back_after < MAX_LOCK_MS / 2000, f"held records came back {back_after:.0f} s after the restart"
 
 
 def tool(broker, *args) -> str:

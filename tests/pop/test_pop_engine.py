@@ -248,3 +248,35 @@ def test_timer_service_writes_the_snapshot_after_an_op(env):
     trio.run(main)
     doc = s.read_config(pop_log.SNAPSHOT_FILE, None)
     assert doc["queues"][0]["leases"][0][0] == 0
+
+
+def test_whole_batches_lease_to_the_end_of_a_stored_batch(tmp_path):
+    """Kafka's batch-optimized acquire: new records up to the end of the stored batch holding the
+    last one, past max_n; `messages=False` decodes nothing."""
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    s.append(store.Message(topic=T, queue_id=0, body=b"x" * 50, batch_count=5))  # offsets 0-4, one entry
+    s.append(store.Message(topic=T, queue_id=0, body=b"single"))  # offset 5
+    eng = PopEngine(s, clock=Clock())
+    got = eng.acquire(G, T, 0, 2, 1000, messages=False, whole_batches=True)
+    assert [(d.offset, d.message) for d in got.deliveries] == [(o, None) for o in range(5)]
+    assert [d.offset for d in eng.acquire(G, T, 0, 1, 1000, whole_batches=True).deliveries] == [5]
+    strict = PopEngine(s, clock=Clock())
+    assert [d.offset for d in strict.acquire("g2", T, 0, 2, 1000).deliveries] == [0, 1]
+    s.close()
+
+
+def test_ops_name_offsets_as_ranges_and_old_lists_still_replay(env):
+    import json
+
+    from semantics.pop_log import LOG_TOPIC
+    from semantics.pop_state import QueueState
+    s, clock, offsets, eng = env
+    got = eng.acquire(G, T, 0, 6, 30_000)
+    eng.ack(receipts(got)[1:5])
+    ops = [json.loads(m.body) for _, m in s.iterate(LOG_TOPIC, 0)]
+    assert [(op["k"], op.get("r")) for op in ops[-2:]] == [("pop", [[0, 6]]), ("ack", [[1, 5]])]
+    old = QueueState(0)  # the form logged before ranges
+    old.apply({"k": "pop", "o": [0, 1, 2], "s": [], "n": 3, "d": 5, "p": 1})
+    old.apply({"k": "ack", "o": [0, 2]})
+    assert (old.start, sorted(old.leases), sorted(old.done)) == (1, [1], [2])

@@ -151,18 +151,33 @@ def test_leaving_member_releases_what_it_holds(env):
     assert offsets(got) == [0, 1, 2, 3] and {d.count for d in got.deliveries} == {2}
 
 
-def test_restart_keeps_delivery_counts_and_locks(env, tmp_path):
+def test_restart_makes_held_records_available_at_once(env, tmp_path):
+    """As Kafka: the share-partition state loaded at start has acquired records AVAILABLE again
+    (their delivery counts kept); acknowledged ones stay acknowledged."""
     s, clock, engine, shares = env
     shares.acquire(G, "a", T, 0, 4)
     shares.acknowledge(G, "a", T, 0, [batch(0, 1, ACCEPT)])
     engine2, shares2 = make(s, clock)  # a new engine over the same store: replays the pop log
     assert shares2.groups.config(G, "share.auto.offset.reset") == "earliest"
-    assert offsets(shares2.acquire(G, "b", T, 0, 10)) == [4, 5, 6, 7, 8, 9]  # 2, 3 still locked
-    assert shares2.acknowledge(G, "b", T, 0, [batch(4, 9, ACCEPT)])[0] == NONE
     assert shares2.acknowledge(G, "a", T, 0, [batch(2, 2, ACCEPT)])[0] == INVALID_RECORD_STATE  # held by nobody now
+    again = shares2.acquire(G, "b", T, 0, 10)  # no lock to wait for
+    assert [(d.offset, d.count) for d in again.deliveries] == [(2, 2), (3, 2)] + [(o, 1) for o in range(4, 10)]
+    assert shares2.acknowledge(G, "b", T, 0, [batch(2, 9, ACCEPT)])[0] == NONE
+    engine3, shares3 = make(s, clock)
+    assert offsets(shares3.acquire(G, "c", T, 0, 10)) == []
+
+
+def test_restart_keeps_pop_invisible_time(env):
+    """A RocketMQ POP group's lease survives a restart with its deadline (RocketMQ revives a
+    checkpoint only once its invisible time has passed); only share groups are released."""
+    s, clock, engine, shares = env
+    popped = engine.acquire("popg", T, 0, 2, LOCK)
+    engine2, shares2 = make(s, clock)
+    assert engine2.acquire("popg", T, 0, 10, 10 * LOCK).deliveries[0].offset == 2  # 0, 1 still invisible
     clock.now += LOCK
-    again = shares2.acquire(G, "b", T, 0, 10)
-    assert offsets(again) == [2, 3] and {d.count for d in again.deliveries} == {2}
+    again = engine2.acquire("popg", T, 0, 10, LOCK)
+    assert [(d.offset, d.count) for d in again.deliveries] == [(0, 2), (1, 2)]
+    assert engine2.ack([Receipt("popg", T, 0, 0, popped.pop_time)])[0] == 0  # that delivery's receipt expired
 
 
 def test_reset_and_drop(env):
