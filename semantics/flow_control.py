@@ -11,7 +11,8 @@ The Java producer does not retry SYSTEM_BUSY on another queue (it is not in retr
 Appends run on the event loop while the disk keeps up (the cheapest way), but a store write can
 block for seconds on a slow disk (the kernel's dirty-page throttling, a page under writeback), and
 on the loop that would hold up every connection, name-server route lookups included. So once a write
-took longer than SLOW_WRITE_S, the sends of the next SLOW_HOLD_S are appended by `append` on a
+took longer than SLOW_WRITE_S (or a flush longer than SLOW_FLUSH_S: the flusher meets a slow disk
+first, every half second), the sends of the next SLOW_HOLD_S are appended by `append` on a
 worker thread, one at a time (the store's writer lock; the loop only awaits), as RocketMQ's send
 threads do, and the two rules apply as RocketMQ applies them:
 - while a write has been in progress longer than the limit, new sends are refused (PC_SYNCHRONIZED);
@@ -40,6 +41,7 @@ log = logging.getLogger("rocketgate.flow")
 
 PC_BUSY = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
 SLOW_WRITE_S = 0.02  # a store write taking longer than this means the disk is slow...
+SLOW_FLUSH_S = 0.5  # a flush (fdatasync) taking longer than this means it too
 SLOW_HOLD_S = 5.0  # ...and appends go off the event loop for this long after it
 QUEUE_TIMEOUT = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, size of queue: {size}"
 
@@ -75,7 +77,7 @@ class SendFlowControl:
     async def append(self, store, msgs, read_at: float | None = None) -> list:
         """`store.append_many(msgs)`; on a worker thread while the disk is slow, where the send may be
         refused (SendRefused) once its turn comes if it waited too long for it."""
-        if not self.offloaded and self.clock() >= self.slow_until:
+        if not self.offloaded and not self._disk_slow(store):
             return store.append_many(msgs)
         if self._turn is None:
             self._turn = trio.Lock()
@@ -88,6 +90,13 @@ class SendFlowControl:
                 return await trio.to_thread.run_sync(store.append_many, msgs)
         finally:
             self.offloaded -= 1
+
+    def _disk_slow(self, store) -> bool:
+        now = self.clock()
+        flush_began = store.flush_began
+        if store.last_flush_s > SLOW_FLUSH_S or (flush_began is not None and now - flush_began > SLOW_FLUSH_S):
+            self.slow_until = max(self.slow_until, now + SLOW_HOLD_S)
+        return now < self.slow_until
 
     async def wait_inline_turn(self) -> None:
         """Before appending on the loop (Kafka Produce, many appends per request): wait until no

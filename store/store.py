@@ -69,6 +69,8 @@ class Store:
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()  # serializes CommitLog writers (taken before _lock)
         self.write_began: float | None = None  # monotonic start of the append in progress, if any
+        self.flush_began: float | None = None  # likewise of the flush in progress
+        self.last_flush_s = 0.0  # how long the last flush took (a slow disk shows here first)
         self.space = DiskGuard(path, config.disk_max_used_space_ratio)
         self._cfg = ConfigDir(os.path.join(path, "config"))
         self.topics = TopicTable(self._cfg, on_delete=self._drop_topic)
@@ -398,10 +400,13 @@ class Store:
 
     def flush(self) -> None:
         """fdatasync the CommitLog (and periodically the derived data and checkpoints); thread-safe."""
-        began = time.monotonic()
-        self._flusher.flush()
+        began = self.flush_began = time.monotonic()
+        try:
+            self._flusher.flush()
+        finally:
+            self.flush_began, self.last_flush_s = None, time.monotonic() - began
         if self._flush_observer is not None:
-            self._flush_observer(time.monotonic() - began)
+            self._flush_observer(self.last_flush_s)
 
     def set_flush_observer(self, observe) -> None:
         """`observe(seconds)` after every `flush()` (on the flushing thread): metrics."""
