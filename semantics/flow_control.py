@@ -40,8 +40,8 @@ import trio
 log = logging.getLogger("rocketgate.flow")
 
 PC_BUSY = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
-SLOW_WRITE_S = 0.02  # a store write taking longer than this means the disk is slow...
-SLOW_FLUSH_S = 0.5  # a flush (fdatasync) taking longer than this means it too
+SLOW_WRITE_S = 0.1  # a store write taking longer than this means the disk is slow...
+SLOW_FLUSH_S = 1.0  # a flush (fdatasync) taking longer than this means it too
 SLOW_HOLD_S = 5.0  # ...and appends go off the event loop for this long after it
 QUEUE_TIMEOUT = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, size of queue: {size}"
 

@@ -12,10 +12,9 @@ checkpoints; `recover()` replays the CommitLog past them through the dispatchers
 must see the replay (filtered views) are added in between: `store.open(path, config, recover=False)`,
 `add_dispatcher(...)`, `recover()`. `store.open(path, config)` does both steps at once.
 
-Threads: reads and retention run on the event loop, `flush` on a worker thread, appends on either
-(semantics.flow_control). `_lock` (reentrant) guards the ConsumeQueue buffers and the CommitLog end;
-`_write_lock` (taken first) serializes CommitLog writers: an append holds only it while its bytes
-are written, so a write blocked by a slow disk holds up the next writer, no reader, not the flusher.
+Threads: reads and retention on the event loop, `flush` on a worker thread, appends on either. `_lock`
+guards the ConsumeQueue buffers and the CommitLog end; `_write_lock` (taken first) serializes writers
+and is all an append holds while writing: a slow disk holds up the next writer, no reader, no flush.
 """
 from __future__ import annotations
 
@@ -68,8 +67,7 @@ class Store:
         os.makedirs(path, exist_ok=True)
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()  # serializes CommitLog writers (taken before _lock)
-        self.write_began: float | None = None  # monotonic start of the append in progress, if any
-        self.flush_began: float | None = None  # likewise of the flush in progress
+        self.write_began = self.flush_began = None  # monotonic start of the append / flush in progress
         self.last_flush_s = 0.0  # how long the last flush took (a slow disk shows here first)
         self.space = DiskGuard(path, config.disk_max_used_space_ratio)
         self._cfg = ConfigDir(os.path.join(path, "config"))
@@ -147,10 +145,9 @@ class Store:
                 self.space.check(self.commitlog.end)  # raises StoreFull while the disk is (too) full
                 prepared = guard_space(self.space, self.commitlog.prepare, msgs, self.consume_queues.next_offset)
             began = self.write_began = time.monotonic()
-            try:
+            try:  # no store lock while writing: on a slow disk this may block for seconds
                 if self.config.write_delay_ms:
                     time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
-                # no store lock: on a slow disk this may block for seconds (dirty page throttling)
                 guard_space(self.space, self.commitlog.write_prepared, prepared)
                 with self._lock:
                     results, requests = self.commitlog.publish(prepared)
