@@ -1,4 +1,5 @@
-"""`python -m bench.flow_control [SECONDS]` (`make bench-flow-control`): send latency p99 and
+"""`python -m bench.flow_control [SECONDS [CONDITION...]]` (`make bench-flow-control`; CONDITIONs: run
+only the rows whose "system condition" contains one of them, e.g. "gateway throttled disk 0.5"): send latency p99 and
 refusal rate under a throttled disk, the gateway beside Apache RocketMQ.
 
 The RocketMQ Java producer of bench/java (RmqBench: 16 threads of sync sends, 1 KiB bodies, no
@@ -72,8 +73,7 @@ def measure(system: str, args: list[str] | None, seconds: float, base: str) -> d
         s = Gateway(work, extra_args=args) if system == "gateway" else RocketMQBroker(work)
         with s:
             topic = sc.new_topic("flow")
-            # route and topic in place, JIT warm; a loaded machine can take minutes for a JVM's first route
-            sc._java("rocketmq", sc.RMQ_BENCH, ["produce", s.namesrv, topic, "1", "4", "128", "0", "1"], 300)
+            _warm_up(s.namesrv, topic)
             out = sc._java("rocketmq", sc.RMQ_BENCH, ["produce", s.namesrv, topic, str(seconds), "16", str(BODY),
                                                       "0", "1"], seconds + 180)
             peak_mib = s.peak_memory / (1 << 20)
@@ -86,6 +86,19 @@ def measure(system: str, args: list[str] | None, seconds: float, base: str) -> d
             "failed": w["failed"], "refusals": kinds, "peak MiB": round(peak_mib)}
 
 
+def _warm_up(namesrv: str, topic: str, tries: int = 4) -> None:
+    """Route and topic in place, JIT warm. On a loaded machine a JVM's first route lookups (3 s
+    timeout each) can all time out; RmqBench's first send then throws and its JVM, whose client
+    threads are not daemons, hangs until killed: so each try is bounded and the warm-up tried again."""
+    for attempt in range(tries):
+        try:
+            sc._java("rocketmq", sc.RMQ_BENCH, ["produce", namesrv, topic, "1", "4", "128", "0", "1"], 90)
+            return
+        except Unavailable:
+            if attempt == tries - 1:
+                raise
+
+
 def run_case(system: str, args, throttle_bps: int | None, seconds: float) -> dict:
     if not throttle_bps:
         return measure(system, args, seconds, tempfile.gettempdir())
@@ -95,8 +108,11 @@ def run_case(system: str, args, throttle_bps: int | None, seconds: float) -> dic
 
 def main(argv: list[str]) -> int:
     seconds = float(argv[0]) if argv else 20.0
+    wanted = argv[1:]
     rows = []
     for system, condition, args, throttled in CASES:
+        if wanted and not any(w in f"{system} {condition}" for w in wanted):
+            continue
         try:
             row = run_case(system, args, throttled, seconds)
         except (BrokerError, Unavailable, OSError, IndexError) as exc:

@@ -63,7 +63,7 @@ def throttled_disk(write_bps: int, dirty_bytes: int = 8 << 20, size_gb: int = 4,
         loop = _run("losetup", "-f", "--show", image)
         with open(f"/sys/block/{os.path.basename(loop)}/dev") as f:
             devno = f.read().strip()
-        _run("mkfs.ext4", "-q", "-F", loop)
+        _run("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop)  # no background init: it would use the throttled rate
         _run("mount", loop, mnt)
         mounted = True
         bdi = f"/sys/class/bdi/{devno}"

@@ -132,7 +132,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     sync = config.flush == "sync"
     durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
     writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
-    flow = SendFlowControl(config.os_page_cache_busy_timeout_ms, config.wait_time_mills_in_send_queue)
+    flow = SendFlowControl(config.os_page_cache_busy_timeout_ms, config.wait_time_mills_in_send_queue,
+                           writing_since=lambda: st.write_began)
     st.set_write_observer(flow.observe)
     arrivals = ArrivalHub()
     st.add_dispatcher(arrivals)

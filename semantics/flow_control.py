@@ -8,13 +8,21 @@ RocketMQ refuses new sends with SYSTEM_BUSY when
   for a while, period in queue: Nms, size of queue: N".
 The Java producer does not retry SYSTEM_BUSY on another queue (it is not in retryResponseCodes).
 
-The gateway runs the store on its event loop, so nothing is read while a write holds the store: the
-requests that queue meanwhile are only seen once it returns. So after a write that held the store
-longer than the limit, new sends are refused for as long as that write held it (RocketMQ would have
-refused those while the lock was held), and a send is refused when more than the queue limit passed
-between reading its frame and reaching the store (checked when it is handled, so exactly, not
-every 10 ms). Kafka Produce in the same conditions is stored and answered with `throttle_time_ms`
-(the rest of the busy period), which librdkafka and the Java client honour by backing off.
+Appends run on the event loop while the disk keeps up (the cheapest way), but a store write can
+block for seconds on a slow disk (the kernel's dirty-page throttling, a page under writeback), and
+on the loop that would hold up every connection, name-server route lookups included. So once a write
+took longer than SLOW_WRITE_S (or a flush longer than SLOW_FLUSH_S: the flusher meets a slow disk
+first, every half second), the sends of the next SLOW_HOLD_S are appended by `append` on a
+worker thread, one at a time (the store's writer lock; the loop only awaits), as RocketMQ's send
+threads do, and the two rules apply as RocketMQ applies them:
+- while a write has been in progress longer than the limit, new sends are refused (PC_SYNCHRONIZED);
+- a send whose turn to be appended came more than the queue limit after its frame was read is
+  refused (TIMEOUT_CLEAN_QUEUE), as are sends that waited that long before being handled.
+A write that ran on the loop itself (before the disk was seen to be slow) held up every request
+while it ran, so those requests are seen only once it returns: after such a write held the store
+longer than the limit, new sends are refused for as long as it held it. Kafka Produce in the same
+conditions is stored and answered with `throttle_time_ms` (the rest of the busy period), which
+librdkafka and the Java client honour by backing off.
 
 `SendFlowControl` is built with the App (`app.flow`) and observes every store write through
 `Store.set_write_observer` (all writers: both protocols, the delay scheduler, transactions). The
@@ -24,38 +32,96 @@ throttled disk on demand.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+
+import trio
 
 log = logging.getLogger("rocketgate.flow")
 
 PC_BUSY = "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+SLOW_WRITE_S = 0.1  # a store write taking longer than this means the disk is slow...
+SLOW_FLUSH_S = 1.0  # a flush (fdatasync) taking longer than this means it too
+SLOW_HOLD_S = 5.0  # ...and appends go off the event loop for this long after it
 QUEUE_TIMEOUT = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, size of queue: {size}"
 
 
+class SendRefused(Exception):
+    """A send refused once its turn came (the remark of the SYSTEM_BUSY answer)."""
+
+
 class SendFlowControl:
-    def __init__(self, page_cache_busy_ms: int = 1000, wait_in_queue_ms: int = 200, clock=time.monotonic) -> None:
+    def __init__(self, page_cache_busy_ms: int = 1000, wait_in_queue_ms: int = 200, clock=time.monotonic,
+                 writing_since=lambda: None) -> None:
         self.page_cache_busy_s = page_cache_busy_ms / 1000.0
         self.wait_in_queue_s = wait_in_queue_ms / 1000.0
         self.clock = clock
+        self.writing_since = writing_since  # the store's `write_began`: start of the write in progress
+        self.loop_thread = threading.get_ident()  # built on the event loop's thread
         self.busy_until = 0.0
+        self.slow_until = float("-inf")  # appends go to a worker thread until then
         self.refused = {"PC_SYNCHRONIZED": 0, "TIMEOUT_CLEAN_QUEUE": 0}
         self.throttled = 0
+        self.offloaded = 0  # appends waiting for or running on the worker thread
+        self._turn: trio.Lock | None = None
         self._logged_until = 0.0
 
     def observe(self, began: float, ended: float) -> None:
-        """A store write held the store from `began` to `ended` (monotonic s): a write holding it
-        too long starts a busy period as long as that write."""
+        """A store write held the store from `began` to `ended` (monotonic s), on any thread."""
         held = ended - began
-        if held > self.page_cache_busy_s:
-            self.busy_until = max(self.busy_until, ended + held)
+        if held > SLOW_WRITE_S:
+            self.slow_until = max(self.slow_until, ended + SLOW_HOLD_S)
+        if held > self.page_cache_busy_s and threading.get_ident() == self.loop_thread:
+            self.busy_until = max(self.busy_until, ended + held)  # it held up the loop: see the docstring
+
+    async def append(self, store, msgs, read_at: float | None = None) -> list:
+        """`store.append_many(msgs)`; on a worker thread while the disk is slow, where the send may be
+        refused (SendRefused) once its turn comes if it waited too long for it."""
+        if not self.offloaded and not self._disk_slow(store):
+            return store.append_many(msgs)
+        if self._turn is None:
+            self._turn = trio.Lock()
+        self.offloaded += 1
+        try:
+            async with self._turn:
+                busy = self.refusal(read_at, self.offloaded)
+                if busy:
+                    raise SendRefused(busy)
+                return await trio.to_thread.run_sync(store.append_many, msgs)
+        finally:
+            self.offloaded -= 1
+
+    def _disk_slow(self, store) -> bool:
+        now = self.clock()
+        flush_began = store.flush_began
+        if store.last_flush_s > SLOW_FLUSH_S or (flush_began is not None and now - flush_began > SLOW_FLUSH_S):
+            self.slow_until = max(self.slow_until, now + SLOW_HOLD_S)
+        return now < self.slow_until
+
+    async def wait_inline_turn(self) -> None:
+        """Before appending on the loop (Kafka Produce, many appends per request): wait until no
+        append is on the worker thread, so that the loop never waits for the store's writer lock."""
+        if self.offloaded and self._turn is not None:
+            async with self._turn:  # released without a checkpoint: the caller's appends come first
+                pass
+
+    def _page_cache_busy(self, now: float) -> bool:
+        """isOSPageCacheBusy: a write in progress for longer than the limit, or the busy period after
+        a write that held up the loop."""
+        began = self.writing_since()
+        return now < self.busy_until or (began is not None and now - began > self.page_cache_busy_s)
 
     def busy_remaining_s(self) -> float:
-        return max(0.0, self.busy_until - self.clock())
+        now = self.clock()
+        began = self.writing_since()
+        if began is not None and now - began > self.page_cache_busy_s:
+            return max(self.busy_until - now, now - began)  # at least as long again as it has held
+        return max(0.0, self.busy_until - now)
 
     def refusal(self, read_at: float | None, queued: int = 1) -> str | None:
         """The SYSTEM_BUSY remark for a send whose frame was read at `read_at` (monotonic), or None."""
         now = self.clock()
-        if now < self.busy_until:
+        if self._page_cache_busy(now):
             return self._refuse("PC_SYNCHRONIZED", PC_BUSY, now)
         if read_at is not None and now - read_at >= self.wait_in_queue_s:
             waited = int((now - read_at) * 1000)

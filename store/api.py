@@ -65,6 +65,9 @@ class MessageStore(Protocol):
     topics: TopicTable
     flushed_offset: int
     trusted_from: int
+    write_began: float | None
+    flush_began: float | None
+    last_flush_s: float
 
     # lifecycle and dispatch
     def recover(self) -> None: ...

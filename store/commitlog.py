@@ -3,8 +3,10 @@ sequence of fixed-size files, in the MessageDecoder layout (codec.remoting.messa
 two files: where one does not fit, the rest of the file is a blank marker (size + BLANK_MAGIC).
 
 Appending assigns each entry its queue offset and CommitLog offset, writes all entries of one call
-with one write, and describes each as a `DispatchRequest` for the dispatchers. The store lock
-serializes appends; `sync` may run on the flusher thread (see Segments).
+with one write, and describes each as a `DispatchRequest` for the dispatchers. It is three steps so
+that the store lock is not held while the write may block on a slow disk: `prepare` (under the store
+lock), `write` (only the store's writer lock: one writer at a time), `publish` (under the store lock:
+the new end becomes visible with the dispatch). `sync` may run on the flusher thread (see Segments).
 """
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ BLANK_MIN = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
 SIZE_MAGIC = struct.Struct(">iI")
 _TS = struct.Struct(">q")
 _STORED_SYSFLAG = ~(M.BORNHOST_V6_FLAG | M.STOREHOSTADDRESS_V6_FLAG)  # hosts are stored as IPv4
+
+
+class PreparedAppend:
+    """One append between `prepare` and `publish`: where its bytes go and what it stores."""
+    __slots__ = ("start", "end", "parts", "results", "requests")
+
+    def __init__(self, start, end, parts, results, requests) -> None:
+        self.start, self.end, self.parts, self.results, self.requests = start, end, parts, results, requests
 
 
 class CommitLog(Segments):
@@ -53,6 +63,13 @@ class CommitLog(Segments):
     def append(self, msgs, next_offset) -> tuple[list[AppendResult], list[DispatchRequest]]:
         """Write `msgs` at the end in one write; queue offsets continue from `next_offset((topic,
         queue_id))`. All or nothing: bad input or a failed write leaves the CommitLog as it was."""
+        prepared = self.prepare(msgs, next_offset)
+        self.write_prepared(prepared)
+        return self.publish(prepared)
+
+    def prepare(self, msgs, next_offset) -> "PreparedAppend":
+        """The bytes and positions of `msgs` written at the end (nothing is written yet); raises
+        StoreError on bad input."""
         fs = self.file_size
         host_ip, host_port, host = self._host_ip, self.host[1], self.host
         prepare, pack_header, blank = self._prepare, M.pack_header, M.BLANK.pack
@@ -87,12 +104,20 @@ class CommitLog(Segments):
                 pos += size
         except (struct.error, TypeError, ValueError, AttributeError) as exc:  # nothing written yet
             raise StoreError(f"cannot store message: {exc}") from exc
+        return PreparedAppend(start, pos, parts, results, requests)
+
+    def write_prepared(self, p: "PreparedAppend") -> None:
+        """Write a prepared append's bytes; `end` does not move (readers do not see them yet)."""
         try:
-            self.write_parts(start, parts)
-        except OSError as exc:  # nothing was dispatched yet: the next append overwrites
-            self.end = start
+            self.write_parts(p.start, p.parts, advance_end=False)
+        except OSError as exc:  # nothing was published: the next append overwrites
             raise StoreError(f"CommitLog write failed: {exc}") from exc
-        return results, requests
+
+    def publish(self, p: "PreparedAppend") -> tuple[list[AppendResult], list[DispatchRequest]]:
+        """Make a written append visible (call under the store lock, then dispatch its requests)."""
+        if p.end > self.end:
+            self.end = p.end
+        return p.results, p.requests
 
     # ------------------------------------------------------------------ reading by offset
 

@@ -55,7 +55,7 @@ def truncate_queue(s, topic: str, queue_id: int, offset: int) -> int:
     returns the new end. The cut entries stay in the CommitLog, unreferenced (retention removes
     them); the ConsumeQueue checkpoint is written at once past them so that a restart's replay
     does not bring them back."""
-    with s._lock:
+    with s._write_lock, s._lock:  # not between an append's queue offsets and its dispatch
         cq = s.consume_queues.queues.get((topic, queue_id))
         if cq is None or offset >= cq.max_offset:
             return s.max_offset(topic, queue_id)

@@ -68,8 +68,9 @@ class Segments:
     def file_start(self, pos: int) -> int:
         return pos - pos % self.file_size
 
-    def write(self, pos: int, data) -> None:
-        """Write `data` at `pos` (appends, or rewrites after a truncate), creating files as needed."""
+    def write(self, pos: int, data, advance_end: bool = True) -> None:
+        """Write `data` at `pos` (appends, or rewrites after a truncate), creating files as needed.
+        With `advance_end=False` the caller moves `end` itself (once the write may be seen)."""
         mv = memoryview(data)
         while len(mv):
             start = self.file_start(pos)
@@ -81,10 +82,10 @@ class Segments:
             os.pwrite(fd, mv[:n], pos - start)
             pos += n
             mv = mv[n:]
-        if pos > self.end:
+        if advance_end and pos > self.end:
             self.end = pos
 
-    def write_parts(self, pos: int, parts: list) -> None:
+    def write_parts(self, pos: int, parts: list, advance_end: bool = True) -> None:
         """Write the concatenation of `parts` at `pos`. Large parts (Kafka batches stored whole) go by
         one pwritev, saving a copy; many small ones are cheaper joined (fewer iovecs for the kernel)."""
         total = sum(map(len, parts))
@@ -97,10 +98,10 @@ class Segments:
             done = os.pwritev(fd, parts, pos - start)
             if done < total:  # a short write: finish the rest the plain way
                 os.pwrite(fd, b"".join(parts)[done:], pos - start + done)
-            if pos + total > self.end:
+            if advance_end and pos + total > self.end:
                 self.end = pos + total
             return
-        self.write(pos, parts[0] if len(parts) == 1 else b"".join(parts))
+        self.write(pos, parts[0] if len(parts) == 1 else b"".join(parts), advance_end)
 
     def read(self, pos: int, n: int) -> bytes:
         """Up to `n` bytes from `pos`; shorter where files end or are missing."""

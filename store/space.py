@@ -17,7 +17,7 @@ import logging
 import os
 import time
 
-from store.errors import StoreFull
+from store.errors import StoreError, StoreFull
 
 log = logging.getLogger("rocketgate.store")
 
@@ -36,6 +36,21 @@ if _fallocate is not None:
 
 def is_space_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in SPACE_ERRNOS
+
+
+def guard_space(space: "DiskGuard", step, *args):
+    """`step(*args)`, a step of a CommitLog append: space errors become StoreFull (and refuse
+    writes from now on), any other OSError a StoreError."""
+    try:
+        return step(*args)
+    except StoreError as exc:
+        if is_space_error(exc.__cause__):
+            raise space.allocation_failed(exc.__cause__) from exc
+        raise
+    except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
+        if is_space_error(exc):
+            raise space.allocation_failed(exc) from exc
+        raise StoreError(f"cannot store message: {exc}") from exc
 
 
 def reserve(fd: int, offset: int, length: int) -> None:

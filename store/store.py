@@ -12,9 +12,9 @@ checkpoints; `recover()` replays the CommitLog past them through the dispatchers
 must see the replay (filtered views) are added in between: `store.open(path, config, recover=False)`,
 `add_dispatcher(...)`, `recover()`. `store.open(path, config)` does both steps at once.
 
-Threads: appends, reads and retention run on one thread (the event loop); `flush` runs on a worker
-thread. `_lock` (reentrant: a dispatcher may dispatch derived requests) guards the ConsumeQueue
-buffers and the CommitLog end against the flusher.
+Threads: reads and retention on the event loop, `flush` on a worker thread, appends on either. `_lock`
+guards the ConsumeQueue buffers and the CommitLog end; `_write_lock` (taken first) serializes writers
+and is all an append holds while writing: a slow disk holds up the next writer, no reader, no flush.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, 
 from store.flush import Flusher
 from store.indexfile import IndexService
 from store.quarantine import Quarantine, verify
-from store.space import DiskGuard, is_space_error
+from store.space import DiskGuard, guard_space
 
 log = logging.getLogger("rocketgate.store")
 LOG_STARTS = "logStartOffsets"  # config/logStartOffsets.json: {topic: {queue id: first readable offset}}
@@ -66,6 +66,9 @@ class Store:
             raise ValueError("commitlog_file_size too small")
         os.makedirs(path, exist_ok=True)
         self._lock = threading.RLock()
+        self._write_lock = threading.RLock()  # serializes CommitLog writers (taken before _lock)
+        self.write_began = self.flush_began = None  # monotonic start of the append / flush in progress
+        self.last_flush_s = 0.0  # how long the last flush took (a slow disk shows here first)
         self.space = DiskGuard(path, config.disk_max_used_space_ratio)
         self._cfg = ConfigDir(os.path.join(path, "config"))
         self.topics = TopicTable(self._cfg, on_delete=self._drop_topic)
@@ -135,15 +138,22 @@ class Store:
             raise StoreError("store is not recovered yet")
         if not isinstance(msgs, (list, tuple)):
             msgs = list(msgs)
-        with self._lock:
-            self.space.check(self.commitlog.end)  # raises StoreFull while the disk is (too) full
-            began = time.monotonic()
-            try:
+        with self._write_lock:  # one writer at a time; readers and the flusher only wait for _lock
+            with self._lock:
+                if self._flusher.closed:  # closed while this append waited for its turn
+                    raise StoreError("store is closed")
+                self.space.check(self.commitlog.end)  # raises StoreFull while the disk is (too) full
+                prepared = guard_space(self.space, self.commitlog.prepare, msgs, self.consume_queues.next_offset)
+            began = self.write_began = time.monotonic()
+            try:  # no store lock while writing: on a slow disk this may block for seconds
                 if self.config.write_delay_ms:
                     time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
-                results, requests = self._write(msgs, self.consume_queues.next_offset)
-                self._feed(self._dispatchers, requests)
+                guard_space(self.space, self.commitlog.write_prepared, prepared)
+                with self._lock:
+                    results, requests = self.commitlog.publish(prepared)
+                    self._feed(self._dispatchers, requests)
             finally:
+                self.write_began = None
                 if self._write_observer is not None:
                     self._write_observer(began, time.monotonic())
         return results
@@ -155,19 +165,6 @@ class Store:
     def truncate_queue(self, topic: str, queue_id: int, offset: int) -> int:
         """Cut a queue back to end at `offset` (a replica's diverged suffix; store.replica)."""
         return truncate_queue(self, topic, queue_id, offset)
-
-    def _write(self, msgs, next_offset):
-        """The CommitLog write of an append (under the store lock): space errors become StoreFull."""
-        try:
-            return self.commitlog.append(msgs, next_offset)
-        except StoreError as exc:
-            if is_space_error(exc.__cause__):
-                raise self.space.allocation_failed(exc.__cause__) from exc
-            raise
-        except OSError as exc:  # creating a ConsumeQueue (EMFILE, ENOSPC): nothing written yet
-            if is_space_error(exc):
-                raise self.space.allocation_failed(exc) from exc
-            raise StoreError(f"cannot store message: {exc}") from exc
 
     def rewrite(self, topic: str, queue_id: int, start: int, end: int, body: bytes) -> AppendResult:
         """Compaction: `body` now serves offsets [start, end) of the queue (store.rewrite)."""
@@ -400,10 +397,13 @@ class Store:
 
     def flush(self) -> None:
         """fdatasync the CommitLog (and periodically the derived data and checkpoints); thread-safe."""
-        began = time.monotonic()
-        self._flusher.flush()
+        began = self.flush_began = time.monotonic()
+        try:
+            self._flusher.flush()
+        finally:
+            self.flush_began, self.last_flush_s = None, time.monotonic() - began
         if self._flush_observer is not None:
-            self._flush_observer(time.monotonic() - began)
+            self._flush_observer(self.last_flush_s)
 
     def set_flush_observer(self, observe) -> None:
         """`observe(seconds)` after every `flush()` (on the flushing thread): metrics."""
@@ -427,7 +427,8 @@ class Store:
     def close(self) -> None:
         """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""
         self.topics.close()  # folds the topic journal into topics.json
-        self._flusher.close(self._close_files)
+        with self._write_lock:  # not while an append is writing
+            self._flusher.close(self._close_files)
 
     def _close_files(self) -> None:
         self.consume_queues.close()

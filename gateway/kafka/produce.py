@@ -129,6 +129,7 @@ async def produce(ctx: RequestContext):
     app, req, version = ctx.app, ctx.request, ctx.version
     st = kafka_state(app)
     acks = req["acks"]
+    await app.flow.wait_inline_turn()  # its appends run on the loop: none may be on the worker thread
     responses = []
     end = 0
     replicated = []

@@ -28,11 +28,13 @@ from gateway.ops.stats import remoting_principal, stats_of
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
+from semantics.flow_control import SendRefused
 
 log = logging.getLogger("rocketgate.remoting")
 WRITE_TIMEOUT_S = 30.0
 # Sends appended together when several arrive in one read (the batch form keeps its own path).
 _COALESCED_SENDS = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2))
+_SENDS = _COALESCED_SENDS | {RequestCode.SEND_BATCH_MESSAGE}
 # Metric labels: a request code's name (RocketMQ's RequestCode), else its number.
 _CODE_NAMES = {v: k for k, v in vars(RequestCode).items() if k.isupper() and isinstance(v, int)}
 # Answers that are not errors: a pull or query that found nothing (yet) is the normal case.
@@ -198,19 +200,23 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                     if channel.clustered and (refusal := remoting_queues.translate(app, req)):
                         _answer(channel, req, refusal, answers)  # a queue this gateway does not lead
                         continue
-                    if req.code in _COALESCED_SENDS:
+                    if req.code in _SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
                         if isinstance(resp, PreparedSend):
-                            sends.append(resp)
+                            if req.code in _COALESCED_SENDS:
+                                sends.append(resp)
+                            else:  # a batch is appended alone, after the sends before it
+                                await _append_sends(channel, sends + [resp], answers, coalesce=False)
+                                sends = []
                             continue
                     else:
                         if sends:  # a later request sees the earlier sends stored
-                            _append_sends(channel, sends, answers)
+                            await _append_sends(channel, sends, answers)
                             sends = []
                         resp = _dispatch(channel, req)
                     _answer(channel, req, resp, answers)
                 if sends:
-                    _append_sends(channel, sends, answers)
+                    await _append_sends(channel, sends, answers)
                 if topics.submission != topics_before:  # a topic was created or changed: durable first
                     await app.topics_written()
                 if answers:
@@ -266,13 +272,16 @@ def _mistake_answer(req: RemotingCommand, exc: Exception) -> RemotingCommand:
     raise exc
 
 
-def _append_sends(channel: Channel, sends: list, answers: list) -> None:
+async def _append_sends(channel: Channel, sends: list, answers: list, coalesce: bool = True) -> None:
     """Append the messages of several sends in one CommitLog write; if that fails (one bad message
-    fails all), append them one request at a time so each gets its own answer."""
-    if len(sends) > 1:
+    fails all), append them one request at a time so each gets its own answer. Appends go through
+    `app.flow` (off the event loop while the disk is slow, where a send that waited too long for its
+    turn is refused SYSTEM_BUSY)."""
+    flow, st, read_at = channel.app.flow, channel.app.store, channel.read_at
+    if coalesce and len(sends) > 1:
         try:
-            results = channel.app.store.append_many([m for p in sends for m in p.msgs])
-        except store.StoreError:
+            results = await flow.append(st, [m for p in sends for m in p.msgs], read_at)
+        except (store.StoreError, SendRefused):
             results = None
         if results is not None:
             pos = 0
@@ -283,7 +292,10 @@ def _append_sends(channel: Channel, sends: list, answers: list) -> None:
             return
     for p in sends:
         try:
-            results = channel.app.store.append_many(p.msgs)
+            results = await flow.append(st, p.msgs, read_at)
+        except SendRefused as exc:
+            _answer(channel, p.req, p.req.response(ResponseCode.SYSTEM_BUSY, remark=str(exc)), answers)
+            continue
         except store.StoreError as exc:
             _answer(channel, p.req, append_error(p.req, exc), answers)
             continue
