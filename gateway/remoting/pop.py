@@ -87,7 +87,8 @@ def pop_message(channel, req):
     poll_ms, born = optional_long(req, "pollTime", 0), optional_long(req, "bornTime", 0)
     init_mode = optional_int(req, "initMode", INIT_MIN)
     if poll_ms > 0 and born > 0 and now_ms() - born - poll_ms > 500:
-        return req.response(ResponseCode.POLLING_TIMEOUT, remark=f"the broker[{own_broker_name(app)}] pop message is timeout too much")
+        return req.response(ResponseCode.POLLING_TIMEOUT,
+                            remark=f"the broker[{own_broker_name(app)}] pop message is timeout too much")
     if not 0 < max_n <= MAX_POP_NUMS:
         return req.response(ResponseCode.INVALID_PARAMETER,
                             remark=f"the broker[{own_broker_name(app)}] pop message's num is greater than 32")
@@ -297,7 +298,7 @@ def peek_message(channel, req):
         return req.response(ResponseCode.INVALID_PARAMETER, remark="peek message's num is greater than 32")
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
     engine, parts, rest = pop_engine(app), [], 0
-    for q in ([qid] if qid >= 0 else range(cfg.read_queues)):
+    for q in ([qid] if qid >= 0 else pop_queues(app, topic, list(range(cfg.read_queues)))):
         start = engine.start_offset(group, topic, q)
         rest += app.store.max_offset(topic, q) - start
         for offset, m in app.store.read(topic, q, start, max_count=max_n - len(parts)).entries:
@@ -313,7 +314,7 @@ def notification(channel, req):
     group, topic = required_str(req, "consumerGroup"), required_str(req, "topic")
     qid, poll_ms = required_int(req, "queueId"), optional_long(req, "pollTime", 0)
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
-    sources = [(topic, q) for q in ([qid] if qid >= 0 else range(cfg.read_queues))]
+    sources = [(topic, q) for q in ([qid] if qid >= 0 else pop_queues(app, topic, list(range(cfg.read_queues))))]
 
     def has_msg():
         engine = pop_engine(app)
