@@ -12,7 +12,9 @@ does a fenced gateway (its lease may have expired: `ClusterNode.fenced`) for eve
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from gateway.remoting.common import ensure_topic
+from gateway.cluster import routes
+from gateway.cluster.ownership import clustered
+from gateway.remoting.common import BROKER_NAME, ensure_topic
 
 # (topic field, queue id field) by request code: the V2 sends use one-letter names
 _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
@@ -69,3 +71,31 @@ def restore(app, req, resp) -> None:
     led = led_queues(app.ownership, topic) if topic else None
     if led is not None and int(resp.ext_fields["queueId"]) in led:
         resp.ext_fields["queueId"] = str(led.index(int(resp.ext_fields["queueId"])))
+
+
+def pop_queues(app, topic: str, queues: list[int]) -> list[int]:
+    """The queues a POP of every queue (queueId -1) reads here: in a cluster, only those this
+    gateway leads (a POP consumer pops at every broker of the route, each answering for its own)."""
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    return queues if led is None else [q for q in queues if q in led]
+
+
+def local_queue_id(app, topic: str, queue_id: int) -> int:
+    """The broker-local id a client knows this gateway's cluster queue by (POP answers: message
+    queueId, startOffsetInfo, msgOffsetInfo, which the client's receipts then carry back)."""
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    return led.index(queue_id) if led and queue_id in led else queue_id
+
+
+def own_broker_name(app) -> str:
+    """This gateway's RocketMQ broker name: broker-<node id> in a cluster (its BrokerData in routes)."""
+    return getattr(getattr(app, "ownership", None), "broker_name", None) or BROKER_NAME
+
+
+def message_queues(app, topic: str, cfg) -> list[tuple[str, int]]:
+    """(brokerName, broker-local queueId) of every readable queue of `topic`, as a client builds
+    them from the route, sorted as RocketMQ sorts MessageQueues."""
+    if not clustered(app):
+        return [(BROKER_NAME, q) for q in range(cfg.read_queues)]
+    route = routes.rocketmq_route(app, topic, cfg)
+    return sorted((d["brokerName"], q) for d in route["queueDatas"] for q in range(d["readQueueNums"]))

@@ -5,7 +5,8 @@ import time
 
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
-from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
+from gateway.cluster.remoting_queues import own_broker_name
+from gateway.remoting.common import CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
 
@@ -204,7 +205,7 @@ def broker_runtime_info(channel, req):
              "commitLogMaxOffset": str(s.max_physical_offset), "commitLogMinOffset": "0",
              "commitLogDiskRatio": f"{s.disk_status()[0]:.4f}", "pageCacheLockTimeMills": "0",
              "earliestMessageTimeStamp": "0", "dispatchBehindBytes": "0",
-             "bootTimestamp": str(int(time.time() * 1000)), "brokerName": BROKER_NAME, "clusterName": CLUSTER_NAME,
+             "bootTimestamp": str(int(time.time() * 1000)), "brokerName": own_broker_name(channel.app), "clusterName": CLUSTER_NAME,
              # ours (docs/robustness.md): corrupt entries served to no client, undecodable ones skipped
              "quarantinedEntries": str(len(s.quarantined())), "skippedEntries": str(DAMAGED.skipped),
              "diskFull": str(s.disk_status()[1]).lower()}
@@ -213,7 +214,7 @@ def broker_runtime_info(channel, req):
 
 @handles(RC.GET_BROKER_CONFIG)
 def broker_config(channel, req):
-    text = (f"brokerName={BROKER_NAME}\nbrokerClusterName={CLUSTER_NAME}\nbrokerId=0\n"
+    text = (f"brokerName={own_broker_name(channel.app)}\nbrokerClusterName={CLUSTER_NAME}\nbrokerId=0\n"
             f"autoCreateTopicEnable={str(channel.app.config.auto_create_topics).lower()}\n")
     return req.response(body=text.encode())
 

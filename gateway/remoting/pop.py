@@ -23,9 +23,10 @@ import interop.to_rocketmq as inner_batch
 import gateway.remoting.pop_assignment  # noqa: F401  (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE)
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_topic, real_topic, retry_mark
-from codec.remoting.message import INNER_BATCH_FLAG, RECONSUME_TIMES_AT
-from gateway.remoting.common import BROKER_NAME, DEFERRED, after_durable, ensure_topic, handles, now_ms, registry
+from codec.remoting.message import INNER_BATCH_FLAG, QUEUE_ID_AT, RECONSUME_TIMES_AT
+from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
+from gateway.remoting.common import DEFERRED, after_durable, ensure_topic, handles, now_ms, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
 from semantics.pop import INIT_MIN, PopEngine, Receipt
@@ -87,13 +88,14 @@ def pop_message(channel, req):
     poll_ms, born = optional_long(req, "pollTime", 0), optional_long(req, "bornTime", 0)
     init_mode = optional_int(req, "initMode", INIT_MIN)
     if poll_ms > 0 and born > 0 and now_ms() - born - poll_ms > 500:
-        return req.response(ResponseCode.POLLING_TIMEOUT, remark=f"the broker[{BROKER_NAME}] pop message is timeout too much")
+        return req.response(ResponseCode.POLLING_TIMEOUT,
+                            remark=f"the broker[{own_broker_name(app)}] pop message is timeout too much")
     if not 0 < max_n <= MAX_POP_NUMS:
         return req.response(ResponseCode.INVALID_PARAMETER,
-                            remark=f"the broker[{BROKER_NAME}] pop message's num is greater than 32")
+                            remark=f"the broker[{own_broker_name(app)}] pop message's num is greater than 32")
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
     subscription = _filter(app, req, group, topic)
-    queues = [qid] if qid >= 0 else _rotated(cfg.read_queues)
+    queues = [qid] if qid >= 0 else pop_queues(app, topic, _rotated(cfg.read_queues))
     retry = app.store.topics.get(pop_retry_topic(group, topic))
     sources = [(topic, q) for q in queues] + ([(retry.name, q) for q in range(retry.read_queues)] if retry else [])
 
@@ -143,10 +145,10 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
                              dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
         rest += got.rest
         if got.deliveries:
-            mark = retry_mark(topic)
-            starts.append((mark, qid, got.deliveries[0].offset))
-            offsets.append((mark, qid, [d.offset for d in got.deliveries]))
-            encoded = _encode(got.deliveries)
+            mark, local = retry_mark(topic), local_queue_id(app, topic, qid)
+            starts.append((mark, local, got.deliveries[0].offset))
+            offsets.append((mark, local, [d.offset for d in got.deliveries]))
+            encoded = _encode(got.deliveries, local)
             stats_of(app).fetched("remoting", topic, sum(map(len, encoded)))
             parts.extend(encoded)
             left -= len(got.deliveries)
@@ -179,8 +181,9 @@ def _keeper(subscription):
     return keep
 
 
-def _encode(deliveries) -> list[bytes]:
-    """Stored-layout bytes of each delivery, reconsumeTimes raised by the earlier deliveries."""
+def _encode(deliveries, queue_id: int) -> list[bytes]:
+    """Stored-layout bytes of each delivery, reconsumeTimes raised by the earlier deliveries, with
+    the queue id the client knows the queue by (broker-local in a cluster)."""
     out, batches = [], {}
     for d in deliveries:
         m = d.message
@@ -193,6 +196,7 @@ def _encode(deliveries) -> list[bytes]:
             raw, times = m.raw, m.reconsume_times
         buf = bytearray(raw)
         struct.pack_into(">i", buf, RECONSUME_TIMES_AT, times + d.count - 1)
+        struct.pack_into(">i", buf, QUEUE_ID_AT, queue_id)
         out.append(bytes(buf))
     return out
 
@@ -297,7 +301,7 @@ def peek_message(channel, req):
         return req.response(ResponseCode.INVALID_PARAMETER, remark="peek message's num is greater than 32")
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
     engine, parts, rest = pop_engine(app), [], 0
-    for q in ([qid] if qid >= 0 else range(cfg.read_queues)):
+    for q in ([qid] if qid >= 0 else pop_queues(app, topic, list(range(cfg.read_queues)))):
         start = engine.start_offset(group, topic, q)
         rest += app.store.max_offset(topic, q) - start
         for offset, m in app.store.read(topic, q, start, max_count=max_n - len(parts)).entries:
@@ -313,7 +317,7 @@ def notification(channel, req):
     group, topic = required_str(req, "consumerGroup"), required_str(req, "topic")
     qid, poll_ms = required_int(req, "queueId"), optional_long(req, "pollTime", 0)
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
-    sources = [(topic, q) for q in ([qid] if qid >= 0 else range(cfg.read_queues))]
+    sources = [(topic, q) for q in ([qid] if qid >= 0 else pop_queues(app, topic, list(range(cfg.read_queues))))]
 
     def has_msg():
         engine = pop_engine(app)

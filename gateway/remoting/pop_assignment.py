@@ -13,7 +13,8 @@ import copy
 import json
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from gateway.remoting.common import BROKER_NAME, DEFERRED, handles, registry
+from gateway.cluster.remoting_queues import message_queues
+from gateway.remoting.common import DEFERRED, handles, registry
 from gateway.remoting.headers import RequestError
 
 MODE_FILE = "messageRequestMode.json"
@@ -74,7 +75,7 @@ def query_assignment(channel, req):
     cfg = app.store.topics.get(topic)
     setting = {} if topic.startswith("%RETRY%") else request_modes(app).get(topic, {}).get(group, {})
     mode = setting.get("mode", "PULL")
-    queues = list(range(cfg.read_queues)) if cfg is not None else []
+    queues = message_queues(app, topic, cfg) if cfg is not None else []  # (brokerName, queueId)
     if cfg is None:
         assigned = None
     elif model == "BROADCASTING":
@@ -83,7 +84,7 @@ def query_assignment(channel, req):
         clients = registry(app).consumer_ids(group) or [client_id]
         share = setting.get("popShareQueueNum", 0)
         if mode == "POP" and (share <= 0 or share >= len(clients) - 1):
-            assigned = [-1]
+            assigned = sorted({(broker, -1) for broker, _ in queues})  # each broker: pop all its queues
         else:
             assigned = _averagely(queues, clients, client_id)
             if mode == "POP":  # also the queues of the next `share` consumers
@@ -92,12 +93,12 @@ def query_assignment(channel, req):
                     assigned += _averagely(queues, clients, clients[(at + i) % len(clients)])
                 assigned = sorted(set(assigned))
     body = {"messageQueueAssignments": None if assigned is None else [
-        {"messageQueue": {"brokerName": BROKER_NAME, "queueId": q, "topic": topic}, "mode": mode, "attachments": {}}
-        for q in assigned]}
+        {"messageQueue": {"brokerName": broker, "queueId": q, "topic": topic}, "mode": mode, "attachments": {}}
+        for broker, q in assigned]}
     return req.response(ResponseCode.SUCCESS, body=json.dumps(body).encode())
 
 
-def _averagely(queues: list[int], clients: list[str], client_id: str) -> list[int]:
+def _averagely(queues: list, clients: list[str], client_id: str) -> list:
     if client_id not in clients or not queues:
         return []
     index, n, m = clients.index(client_id), len(clients), len(queues)
