@@ -97,3 +97,52 @@ def test_schedule_topic_still_written_by_the_broker(target):
             got = m
     c.close()
     assert got is not None and got.value() == b"later"
+
+
+HEARTBEAT, FIND_COORDINATOR = 68, 10
+
+
+def _heartbeat_assignment(c, group: str, regex: str, until) -> dict:
+    """A KIP-848 member subscribed by regex, heartbeating until `until(assignment)` holds: Kafka resolves a
+    regex asynchronously, so the first answers may assign nothing."""
+    member, epoch = str(uuid.uuid4()), 0
+    c.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})  # Kafka creates its offsets topic
+    body = {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30000, "subscribed_topic_names": None, "subscribed_topic_regex": regex,
+            "server_assignor": None, "topic_partitions": []}
+    assigned: dict = {}
+
+    def settled() -> dict:
+        nonlocal epoch
+        r = c.call(HEARTBEAT, 1, dict(body, member_epoch=epoch))
+        assert r["error_code"] == NONE, r
+        epoch = r["member_epoch"]
+        if r["assignment"] is not None:
+            assigned.clear()
+            assigned.update({tp["topic_id"]: sorted(tp["partitions"]) for tp in r["assignment"]["topic_partitions"]})
+        assert until(assigned), assigned
+        return assigned
+    return eventually(settled, timeout=30)
+
+
+def test_regex_subscription_resolves_the_offsets_topic(target, offsets_topic):
+    """Kafka 4.x resolves a consumer group's regex over every topic, internal ones included: a regex naming
+    __consumer_offsets is assigned all its partitions (franz-go's Test848RegexBrokerResolves)."""
+    c = target.raw()
+    listed = c.call(METADATA, 12, {"topics": [{"name": OFFSETS, "topic_id": bytes(16)}],
+                                   "allow_auto_topic_creation": False})["topics"][0]
+    count = len(listed["partitions"])
+    assigned = _heartbeat_assignment(c, f"it-re-{uuid.uuid4().hex[:8]}", "__consumer_offsets", bool)
+    assert assigned == {listed["topic_id"]: list(range(count))}
+    c.close()
+
+
+@gateway_only
+def test_regex_subscription_skips_rocketmq_system_topics(target, offsets_topic):
+    c = target.raw()
+    user = c.call(METADATA, 12, {"topics": [{"name": offsets_topic, "topic_id": bytes(16)}],
+                                 "allow_auto_topic_creation": False})["topics"][0]
+    regex = f"RMQ_SYS_.*|SCHEDULE_TOPIC_.*|TBW102|{offsets_topic}"
+    assigned = _heartbeat_assignment(c, f"it-re-{uuid.uuid4().hex[:8]}", regex, bool)
+    assert assigned == {user["topic_id"]: list(range(len(user["partitions"])))}
+    c.close()
