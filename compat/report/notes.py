@@ -1,9 +1,6 @@
 """Why a gateway failure or skip is expected: features the gateway does not claim (docs/mapping.md). Keyed by
 suite, then test; the report prints the note next to the result, so an unexpected failure stands out by having
 none."""
-_NO_OFFSETS_LOG = ("Metadata lists __consumer_offsets as Kafka does, but committed offsets live in the one offset "
-                   "table (shared with RocketMQ): the topic has no records, and the KIP-848 coordinator's regex "
-                   "resolution does not assign it")
 _NO_SHARE_GROUPS = "share groups (KIP-932, ShareFetch/ShareAcknowledge) are not implemented"
 
 _KAFKA_TOOLS = ("the test runs Kafka's shell tools (KAFKA_PATH, a Kafka distribution) to create topics; the report "
@@ -25,7 +22,6 @@ NOTES: dict[str, dict[str, str]] = {
         "test_admin_integration::test_alter_replica_log_dirs": "the store is one directory: no log-dir APIs",
     },
     "franz-go kgo": {
-        "Test848RegexBrokerResolves": _NO_OFFSETS_LOG,
         "TestConsumeRegexShareSkipsInternal": _NO_SHARE_GROUPS,
         "TestShareGroup": _NO_SHARE_GROUPS,
         "TestShareGroupAckOnClose": _NO_SHARE_GROUPS,

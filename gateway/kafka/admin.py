@@ -6,7 +6,7 @@ import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
-from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list
+from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics import views
@@ -90,6 +90,10 @@ async def delete_topics(ctx: RequestContext):
     names = [t["name"] for t in ctx.request["topics"]] if ctx.version >= 6 else ctx.request["topic_names"]
     out = []
     for name in names:
+        if name is not None and is_internal(name):  # RocketMQ refuses deleting its system topics (Kafka would not)
+            out.append({"name": name, "error_code": errors.INVALID_TOPIC_EXCEPTION,
+                        "error_message": f"{name} is an internal topic of the broker"})
+            continue
         if name is None or app.store.topics.get(name) is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
             continue

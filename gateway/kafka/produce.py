@@ -14,7 +14,7 @@ import gateway.kafka.topics as topics
 import store
 from codec.kafka import apis, records
 from codec.kafka.schema import DecodeError
-from gateway.kafka.metadata import OFFSETS_TOPIC
+from gateway.kafka.metadata import is_internal
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
@@ -139,7 +139,7 @@ async def produce(ctx: RequestContext):
         if version < 3 or acks not in (-1, 0, 1):
             code = errors.UNSUPPORTED_VERSION if version < 3 else errors.INVALID_REQUIRED_ACKS
             parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
-        elif name == OFFSETS_TOPIC:  # internal: written by the broker only, as Kafka refuses it
+        elif is_internal(name):  # __consumer_offsets and RocketMQ's system topics: the broker writes them
             parts = [_partition_error(p["index"], errors.INVALID_TOPIC_EXCEPTION) for p in t["partition_data"]]
         else:
             cfg, err = topics.lookup(app, name, True)

@@ -3,6 +3,7 @@ producer ids, transactions."""
 from __future__ import annotations
 
 import gateway.kafka.topics as topics
+from gateway.kafka.metadata import OFFSETS_TOPIC, partition_count_of
 from semantics import transactions
 from semantics.kafka_consumer_groups import ConsumerGroups
 from semantics.kafka_groups import Coordinator
@@ -21,12 +22,16 @@ class KafkaState:
         self.coordinator = Coordinator()  # classic groups
 
         def partition_count(name: str) -> int:
+            if name == OFFSETS_TOPIC:  # listed with its partitions, so assignable as on Kafka
+                return partition_count_of(app, name)
             cfg = topics.existing(app, name)
             return topics.partition_count(cfg) if cfg is not None else 0
 
         def regex_candidates() -> list[str]:
-            """Kafka topics a regex subscription may match: not RocketMQ's system topics."""
-            return [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
+            """Kafka topics a regex subscription may match: not RocketMQ's system topics; Kafka's own
+            internal __consumer_offsets is (Kafka 4.x resolves a regex over every topic, internal ones too)."""
+            names = [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
+            return [*names, OFFSETS_TOPIC]
 
         self.consumer_groups = ConsumerGroups(partition_count, regex_candidates)  # KIP-848 groups
         # KIP-932 share groups: the coordinator, and the share partitions on the app's pop engine
