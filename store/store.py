@@ -425,8 +425,8 @@ class Store:
             return expiry_cut(self.commitlog, self.config.file_reserved_hours, now_ms + within_ms) or self.commitlog.begin
 
     def close(self) -> None:
-        """Flush everything, write the checkpoints (if recovered), close the files. Idempotent."""
-        self.topics.close()  # folds the topic journal into topics.json
+        """Fold the topic journal into topics.json, flush, write the checkpoints, close. Idempotent."""
+        self.topics.close()
         with self._write_lock:  # not while an append is writing
             self._flusher.close(self._close_files)
 
