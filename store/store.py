@@ -410,8 +410,7 @@ class Store:
         self._flush_observer = observe
 
     def delete_expired(self, now_ms: int | None = None) -> int:
-        """Retention (store.retention); returns the number of CommitLog files deleted. Also writes
-        the topic table again if its last write failed."""
+        """Retention (store.retention): CommitLog files deleted; retries a failed topic-table write."""
         self.topics.persist_if_dirty()
         deleted = delete_expired(self.commitlog, self.consume_queues, self.index, self._lock,
                                  self._flusher, self.config.file_reserved_hours, now_ms)
