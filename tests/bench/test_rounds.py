@@ -247,3 +247,18 @@ def test_one_client_alternating_slices_between_two_gateways(tmp_path):
     with Gateway(str(tmp_path / "a")) as a, Gateway(str(tmp_path / "b")) as b:
         rates = sc.librdkafka_produce_slices({"a": a.bootstrap, "b": b.bootstrap}, 100, "1", 2, seconds=0.1)
     assert set(rates) == {"a", "b"} and all(len(v) == 2 and min(v) > 0 for v in rates.values())
+
+
+def test_rmqbench_runs_report_the_payload_bytes_the_broker_took(monkeypatch):
+    """RocketMQ's CPU s/GB rows: a send run counts its uncounted warm-up's sends at the window's rate
+    (the broker's CPU is read around the whole JVM run); a consume run counts what it received."""
+    from bench import scenarios as sc
+
+    out = {"produce": '{"sent": 3000, "failed": 0, "tps": 1000.0, "p99_ms": 2.0}\n'
+                      '{"sent": 5000, "failed": 0, "tps": 1250.0, "p99_ms": 2.0}',
+           "consume": 'log line\n{"received": 4000, "expected": 4000, "tps": 800.0}'}
+    monkeypatch.setattr(sc, "_java", lambda kind, main, args, timeout: out[args[0]])
+    first, second = sc.rmq_produce_reps("ns", "t", 3.0, 2, size=100, warmup=2.0)
+    assert first[BYTES] == (3000 + 2 * 1000) * 100 and second[BYTES] == 5000 * 100  # warm-up: first window only
+    assert first["sent"] == 3000  # what the consumer must read back stays the counted sends
+    assert sc.rmq_consume_reps("ns", "t", 4000, 1, size=100) == [{"TPS": 800.0, BYTES: 400_000}]
