@@ -225,11 +225,15 @@ def test_limits_lines_give_before_after_and_each_systems_share():
         r.add("produce 1 KiB", "MB/s", "gateway", v)
     r.add("consume 1 KiB", "MB/s", "gateway", 500.0)
     r.add("native send", "TPS", "gateway", 9.0)  # not MB/s: no share
+    r.add("native send 128 B (Java RmqBench)", "MB/s", "rocketmq", 4.0)  # RocketMQ's remoting rows count
+    r.add("native consume 128 B (Java push consumer)", "MB/s", "rocketmq", 9.0)
+    r.add("durable native send 128 B", "MB/s", "rocketmq", 300.0)  # fsync rows are not a best case
     measured = {"before": {"load average": 3.456, "disk write MB/s": 400.0, "loopback MB/s": 1000.0},
                 "after": {"load average": 5.0, "disk write MB/s": 300.0, "loopback MB/s": 900.0}}
-    head, gateway = report.limits_lines(r, measured)
+    head, gateway, rocketmq = report.limits_lines(r, measured)
     assert head.endswith("disk write MB/s 400 / 300; loopback MB/s 1,000 / 900; load average 3.46 / 5.00")
     assert gateway == "gateway: produce 200 MB/s (50% of disk write, 20% of loopback); consume 500 MB/s (50% of loopback)"
+    assert rocketmq == "rocketmq: produce 4 MB/s (1% of disk write, 0% of loopback); consume 9 MB/s (1% of loopback)"
     assert report.limits_lines(r, {}) == []
 
 
@@ -261,4 +265,5 @@ def test_rmqbench_runs_report_the_payload_bytes_the_broker_took(monkeypatch):
     first, second = sc.rmq_produce_reps("ns", "t", 3.0, 2, size=100, warmup=2.0)
     assert first[BYTES] == (3000 + 2 * 1000) * 100 and second[BYTES] == 5000 * 100  # warm-up: first window only
     assert first["sent"] == 3000  # what the consumer must read back stays the counted sends
-    assert sc.rmq_consume_reps("ns", "t", 4000, 1, size=100) == [{"TPS": 800.0, BYTES: 400_000}]
+    assert first["MB/s"] == 1000 * 100 / 1e6
+    assert sc.rmq_consume_reps("ns", "t", 4000, 1, size=100) == [{"TPS": 800.0, "MB/s": 0.08, BYTES: 400_000}]
