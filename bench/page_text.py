@@ -96,6 +96,8 @@ USAGE = """## Running it
 - `make bench` (full plan, up to 40 minutes) or `.venv/bin/python -m bench --quick` (up to 12 minutes:
   no Java perf-tool rows, no durable or recovery rows). `--systems gateway,kafka` runs a subset;
   `--rounds N` changes the number of rounds (5 by default; fewer give "too few rounds");
+  `--phases main,durable` runs only those phases of the full plan (each keeps its share of the
+  budget, so the run is shorter; the page then has no rows of the dropped phases);
   `--no-docs` leaves this page alone; raw figures go to `bench/results/*.json`.
 - `make bench BENCH_ARGS=--partitions` (up to 30 minutes): 10 000 partitions in 100
   topics of 100 — creation time, a Metadata request for every topic, produce round-robin over every

@@ -1,6 +1,8 @@
 """The ratio, spread and verdict logic of interleaved rounds (bench.rounds) and how the report uses it."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from bench import limits, report, rounds
@@ -267,3 +269,35 @@ def test_rmqbench_runs_report_the_payload_bytes_the_broker_took(monkeypatch):
     assert first["sent"] == 3000  # what the consumer must read back stays the counted sends
     assert first["MB/s"] == 1000 * 100 / 1e6
     assert sc.rmq_consume_reps("ns", "t", 4000, 1, size=100) == [{"TPS": 800.0, "MB/s": 0.08, BYTES: 400_000}]
+
+
+def test_phases_option_keeps_each_phases_share_of_the_budget():
+    import argparse
+    import copy
+
+    from bench.__main__ import keep_phases
+    from bench.plans import PLANS
+
+    plan = copy.deepcopy(PLANS["full"])
+    keep_phases(argparse.ArgumentParser(), plan, ["durable", "main"])
+    assert plan.phases == [("main", 0.62), ("durable", 0.13)]  # the plan's order, not the option's
+    assert plan.budget_s == pytest.approx(PLANS["full"].budget_s * 0.75)
+    with pytest.raises(SystemExit):
+        keep_phases(argparse.ArgumentParser(), copy.deepcopy(PLANS["full"]), ["main", "warmup"])
+
+
+def test_bench_gateways_refuse_writes_only_as_late_as_rocketmq(tmp_path):
+    """A shared disk past the gateway's default 75 % must not make only the gateway refuse writes."""
+    from bench.brokers import Gateway, RocketMQBroker
+
+    g = Gateway(str(tmp_path / "g"))
+    cmd = []
+    g._spawn = lambda name, c, cwd: cmd.extend(c)
+    g._wait = lambda *a: None
+    g._launch()
+    rocketmq = RocketMQBroker(str(tmp_path / "r"))
+    os.makedirs(rocketmq.workdir, exist_ok=True)
+    rocketmq._prepare()
+    with open(os.path.join(rocketmq.workdir, "broker.conf")) as f:
+        assert "diskMaxUsedSpaceRatio=95\n" in f.read()
+    assert cmd[cmd.index("--disk-max-used-space-ratio") + 1] == "95"
