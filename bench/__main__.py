@@ -364,6 +364,16 @@ class Runner:
         return r
 
 
+def keep_phases(ap: argparse.ArgumentParser, plan: Plan, names: list[str]) -> None:
+    """Run only these phases of the plan, each with the same share of time as in the whole plan."""
+    unknown = set(names) - {kind for kind, _ in plan.phases}
+    if unknown:
+        ap.error(f"--phases: {', '.join(sorted(unknown))} not in the {plan.name} plan's phases")
+    kept = [(kind, w) for kind, w in plan.phases if kind in names]
+    plan.budget_s *= sum(w for _, w in kept) / sum(w for _, w in plan.phases)
+    plan.phases = kept
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="short runs, fewer cases (up to 12 minutes)")
@@ -374,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default: the plan's, 5)")
     ap.add_argument("--systems", help="comma-separated subset (default: gateway,kafka,rocketmq; gateway,kafka "
                                       "with --partitions)")
+    ap.add_argument("--phases", help="comma-separated subset of the full plan's phases (main, durable, recovery); "
+                                      "the budget shrinks by the dropped phases' shares")
     ap.add_argument("--no-docs", action="store_true", help="do not rewrite docs/performance.md")
     ap.add_argument("--keep", action="store_true", help="keep the temp data dirs")
     ap.add_argument("--render", metavar="JSON", help="only rewrite the docs from a saved bench/results file")
@@ -390,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = PLANS["compare" if other else "quick" if args.quick else "partitions" if args.partitions else "full"]
     if args.rounds:
         plan.rounds = args.rounds
+    if args.phases:
+        keep_phases(ap, plan, args.phases.split(","))
     systems = args.systems or ("gateway,kafka" if args.partitions else "gateway,kafka,rocketmq")
     runner = Runner(plan, systems.split(","), other)
     started = time.monotonic()

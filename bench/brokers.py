@@ -435,7 +435,10 @@ class Gateway(System):
     def _launch(self) -> None:
         cmd = [sys.executable, "-m", "gateway", "--data-dir", self.data_dir, "--host", "127.0.0.1",
                "--kafka-port", str(self.kafka_port), "--remoting-port", str(self.remoting_port),
-               "--flush", self.flush, "--log-level", "WARNING", *self.extra_args]
+               "--flush", self.flush, "--log-level", "WARNING",
+               # as RocketMQ's diskMaxUsedSpaceRatio above: a shared disk past the default 75 % must
+               # not make one system refuse writes while the others keep going
+               "--disk-max-used-space-ratio", "95", *self.extra_args]
         p = self._spawn("gateway", cmd, cwd=self.tree)
         self._wait(p, lambda: _port_open(self.kafka_port) and _port_open(self.remoting_port), "listen ports")
 

@@ -41,15 +41,17 @@ METHOD = """## How it is measured
 - **Broker CPU s/GB**: CPU seconds of the broker's processes over one run (thread by thread from
   `/proc/PID/task/TID/schedstat`, in ns: `/proc/PID/stat` counts 10 ms ticks, too coarse for a
   0.05 s consume; RocketMQ: name server + broker), divided by the payload GB the run moved (records ×
-  record size). It includes the client's connect and topic set-up, the same for all. Its per-round
-  ratios spread less than throughput's when other jobs load the machine, but not by enough to be
-  immune: contention changes batch sizes and caches too.
+  record size; RmqBench sends: the counted window's sends plus the warm-up's at the window's rate, as
+  its JVM reports only the window's). It includes the client's connect and topic set-up, the same
+  for all. Its per-round ratios spread less than throughput's when other jobs load the machine, but
+  not by enough to be immune: contention changes batch sizes and caches too.
 - **Idle CPU**: each system's CPU over 2 s with no load after the rounds, in % of one core: what an
   idle broker takes from the rounds of the others.
 - **Physical limits** are measured in the same run, before and after the systems: disk write
   bandwidth (sequential 1 MiB `os.write`s of 256 MiB, then one `fdatasync`, in the run's data dir)
   and loopback bandwidth (one TCP connection on 127.0.0.1, 1 MiB `sendall`s for 1 s). Each system's
-  best produce MB/s is given as a share of both, its best consume MB/s as a share of loopback.
+  best produce MB/s is given as a share of both, its best consume MB/s as a share of loopback
+  (Kafka-protocol rows and, for RocketMQ, the remoting rows: TPS × 128 B; durable rows excluded).
 - **Gateway vs gateway** (`python -m bench --compare-gateway OTHER_CHECKOUT`): the same rounds,
   this tree's gateway against another checkout's (started with cwd = that checkout, which precedes
   the editable install on `sys.path`), on produce 100 B / 1 KiB acks=1 and consume 100 B / 1 KiB
@@ -94,6 +96,8 @@ USAGE = """## Running it
 - `make bench` (full plan, up to 40 minutes) or `.venv/bin/python -m bench --quick` (up to 12 minutes:
   no Java perf-tool rows, no durable or recovery rows). `--systems gateway,kafka` runs a subset;
   `--rounds N` changes the number of rounds (5 by default; fewer give "too few rounds");
+  `--phases main,durable` runs only those phases of the full plan (each keeps its share of the
+  budget, so the run is shorter; the page then has no rows of the dropped phases);
   `--no-docs` leaves this page alone; raw figures go to `bench/results/*.json`.
 - `make bench BENCH_ARGS=--partitions` (up to 30 minutes): 10 000 partitions in 100
   topics of 100 — creation time, a Metadata request for every topic, produce round-robin over every

@@ -252,6 +252,8 @@ def run_section(results: Results, meta: dict, img_rel: str | None) -> str:
 
 
 _LOAD = "load average"
+# first words of a scenario -> the direction its MB/s counts for (RocketMQ only has the remoting rows)
+_DIRECTIONS = {"produce": "produce", "consume": "consume", "native send": "produce", "native consume": "consume"}
 
 
 def limits_lines(results: Results, measured: dict) -> list[str]:
@@ -266,8 +268,8 @@ def limits_lines(results: Results, measured: dict) -> list[str]:
     out = ["Physical limits and load in this run (before / after the systems): " + "; ".join(cells)]
     best: dict[str, dict[str, float]] = {}
     for (scenario, metric), by_system in results.rows.items():
-        direction = scenario.split()[0]
-        if metric != "MB/s" or direction not in ("produce", "consume"):
+        direction = _DIRECTIONS.get(" ".join(scenario.split()[:2])) or _DIRECTIONS.get(scenario.split()[0])
+        if metric != "MB/s" or not direction:
             continue
         for system, values in by_system.items():
             slot = best.setdefault(system, {})

@@ -1,6 +1,8 @@
 """The ratio, spread and verdict logic of interleaved rounds (bench.rounds) and how the report uses it."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from bench import limits, report, rounds
@@ -225,11 +227,15 @@ def test_limits_lines_give_before_after_and_each_systems_share():
         r.add("produce 1 KiB", "MB/s", "gateway", v)
     r.add("consume 1 KiB", "MB/s", "gateway", 500.0)
     r.add("native send", "TPS", "gateway", 9.0)  # not MB/s: no share
+    r.add("native send 128 B (Java RmqBench)", "MB/s", "rocketmq", 4.0)  # RocketMQ's remoting rows count
+    r.add("native consume 128 B (Java push consumer)", "MB/s", "rocketmq", 9.0)
+    r.add("durable native send 128 B", "MB/s", "rocketmq", 300.0)  # fsync rows are not a best case
     measured = {"before": {"load average": 3.456, "disk write MB/s": 400.0, "loopback MB/s": 1000.0},
                 "after": {"load average": 5.0, "disk write MB/s": 300.0, "loopback MB/s": 900.0}}
-    head, gateway = report.limits_lines(r, measured)
+    head, gateway, rocketmq = report.limits_lines(r, measured)
     assert head.endswith("disk write MB/s 400 / 300; loopback MB/s 1,000 / 900; load average 3.46 / 5.00")
     assert gateway == "gateway: produce 200 MB/s (50% of disk write, 20% of loopback); consume 500 MB/s (50% of loopback)"
+    assert rocketmq == "rocketmq: produce 4 MB/s (1% of disk write, 0% of loopback); consume 9 MB/s (1% of loopback)"
     assert report.limits_lines(r, {}) == []
 
 
@@ -247,3 +253,51 @@ def test_one_client_alternating_slices_between_two_gateways(tmp_path):
     with Gateway(str(tmp_path / "a")) as a, Gateway(str(tmp_path / "b")) as b:
         rates = sc.librdkafka_produce_slices({"a": a.bootstrap, "b": b.bootstrap}, 100, "1", 2, seconds=0.1)
     assert set(rates) == {"a", "b"} and all(len(v) == 2 and min(v) > 0 for v in rates.values())
+
+
+def test_rmqbench_runs_report_the_payload_bytes_the_broker_took(monkeypatch):
+    """RocketMQ's CPU s/GB rows: a send run counts its uncounted warm-up's sends at the window's rate
+    (the broker's CPU is read around the whole JVM run); a consume run counts what it received."""
+    from bench import scenarios as sc
+
+    out = {"produce": '{"sent": 3000, "failed": 0, "tps": 1000.0, "p99_ms": 2.0}\n'
+                      '{"sent": 5000, "failed": 0, "tps": 1250.0, "p99_ms": 2.0}',
+           "consume": 'log line\n{"received": 4000, "expected": 4000, "tps": 800.0}'}
+    monkeypatch.setattr(sc, "_java", lambda kind, main, args, timeout: out[args[0]])
+    first, second = sc.rmq_produce_reps("ns", "t", 3.0, 2, size=100, warmup=2.0)
+    assert first[BYTES] == (3000 + 2 * 1000) * 100 and second[BYTES] == 5000 * 100  # warm-up: first window only
+    assert first["sent"] == 3000  # what the consumer must read back stays the counted sends
+    assert first["MB/s"] == 1000 * 100 / 1e6
+    assert sc.rmq_consume_reps("ns", "t", 4000, 1, size=100) == [{"TPS": 800.0, "MB/s": 0.08, BYTES: 400_000}]
+
+
+def test_phases_option_keeps_each_phases_share_of_the_budget():
+    import argparse
+    import copy
+
+    from bench.__main__ import keep_phases
+    from bench.plans import PLANS
+
+    plan = copy.deepcopy(PLANS["full"])
+    keep_phases(argparse.ArgumentParser(), plan, ["durable", "main"])
+    assert plan.phases == [("main", 0.62), ("durable", 0.13)]  # the plan's order, not the option's
+    assert plan.budget_s == pytest.approx(PLANS["full"].budget_s * 0.75)
+    with pytest.raises(SystemExit):
+        keep_phases(argparse.ArgumentParser(), copy.deepcopy(PLANS["full"]), ["main", "warmup"])
+
+
+def test_bench_gateways_refuse_writes_only_as_late_as_rocketmq(tmp_path):
+    """A shared disk past the gateway's default 75 % must not make only the gateway refuse writes."""
+    from bench.brokers import Gateway, RocketMQBroker
+
+    g = Gateway(str(tmp_path / "g"))
+    cmd = []
+    g._spawn = lambda name, c, cwd: cmd.extend(c)
+    g._wait = lambda *a: None
+    g._launch()
+    rocketmq = RocketMQBroker(str(tmp_path / "r"))
+    os.makedirs(rocketmq.workdir, exist_ok=True)
+    rocketmq._prepare()
+    with open(os.path.join(rocketmq.workdir, "broker.conf")) as f:
+        assert "diskMaxUsedSpaceRatio=95\n" in f.read()
+    assert cmd[cmd.index("--disk-max-used-space-ratio") + 1] == "95"
