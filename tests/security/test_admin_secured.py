@@ -17,13 +17,25 @@ from tests.security import kafka_gateway as kg
 from tests.security.kafka_gateway import ADMIN, ADMIN_PW, ALICE, ALICE_PW
 
 
-@pytest.fixture(scope="module")
-def gw(tmp_path_factory):
-    base = str(tmp_path_factory.mktemp("admin-secured"))
+def _secured_gateway(base: str):
     keys = CredentialStore(os.path.join(base, "data", "config"))
     keys.set_access_key("AK-admin", "SK-admin", user=ADMIN)
     keys.set_access_key("AK-alice", "SK-alice", user=ALICE)
-    g = kg.start(base, ["--remoting-tls"])
+    return kg.start(base, ["--remoting-tls"])
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory):
+    g = _secured_gateway(str(tmp_path_factory.mktemp("admin-secured")))
+    yield g
+    g.stop()
+
+
+@pytest.fixture
+def fresh_gw(tmp_path):
+    """A gateway of its own: authentication failures of every protocol share one per-address budget
+    (20, refilled 1 a second), and the Kafka tests' failures could use it up first on a fast machine."""
+    g = _secured_gateway(str(tmp_path))
     yield g
     g.stop()
 
@@ -74,7 +86,8 @@ def test_kafka_commands_refused_without_or_with_weak_credentials(gw):
     assert "cannot create topic 'alice-t'" in refused and "authoriz" in refused.lower()
 
 
-def test_remoting_command_signed_over_tls(gw):
+def test_remoting_command_signed_over_tls(fresh_gw):
+    gw = fresh_gw
     host, port = gw.namesrv.split(":")
     msg_id = make_msg_id(host, int(port), 0)  # a CommitLog offset, not a dead letter
     resend = ["--remoting-tls", "dlq", "resend", "g", "--msg-id", msg_id]
