@@ -26,6 +26,7 @@ from bench.interleave import Interleaver
 from bench.plans import PLANS, Plan
 from bench.scenarios import Unavailable
 
+DATA_BUDGET = 3 << 30  # a system holding more is renewed (empty store) before the next scenario
 LATENCY_RATE_CAP = 20_000  # the Python latency client keeps its schedule up to about this rate
 CLASSES = {"gateway": Gateway, "kafka": KafkaBroker, "rocketmq": RocketMQBroker}
 OTHER = "other"  # the other checkout's gateway in --compare-gateway
@@ -102,6 +103,15 @@ class Runner:
             self.deadline = t0 + self.plan.budget_s * weight / total
             getattr(self, f"phase_{kind}")(tmp)
             print(f"   ({kind}: {time.monotonic() - t0:.0f}s of {self.deadline - t0:.0f}s)", flush=True)
+
+    def bound_disk(self, systems: dict) -> None:
+        """Renew every system whose store passed DATA_BUDGET, so that a full run's disk use stays
+        about one scenario's worth (a scenario warms every system up again before its rounds)."""
+        for name, s in systems.items():
+            size = s.data_bytes()
+            if size > DATA_BUDGET:
+                print(f"  ({name}: {size / 2**30:.1f} GiB stored, restarting on an empty store)", flush=True)
+                s.renew()
 
     def pairs(self, pair: tuple[str, str], started: dict) -> dict:
         return {n: started[n] for n in pair if n in started}
@@ -194,6 +204,7 @@ class Runner:
         boot = {n: s.bootstrap for n, s in systems.items()}
         rates = {}
         for size, acks in p.produce_cases:
+            self.bound_disk(systems)
             runs = self.rounds.run(f"produce {size} B acks={acks} (librdkafka)", systems,
                                    lambda n: sc.librdkafka_produce(boot[n], size, acks, p.seconds))
             if runs.get("gateway"):
@@ -201,6 +212,7 @@ class Runner:
         if len(systems) == 2 and p.slices:
             self.produce_slices(boot, *p.produce_cases[0])
         for size, acks in p.java_cases:
+            self.bound_disk(systems)
             guess = rates.get((size, acks)) or max(rates.values(), default=20_000)
             records = int(min(5_000_000, max(20_000, guess * p.java_seconds * 2)))
             self.rounds.run(f"produce {size} B acks={acks} (ProducerPerformance)", systems,
@@ -208,6 +220,7 @@ class Runner:
         for size in p.consume_sizes:
             self.consume(systems, size)
         if p.latency_seconds:
+            self.bound_disk(systems)
             rate = min(LATENCY_RATE_CAP, round(rates[(100, "1")] / 2, -2)) if rates.get((100, "1")) else 5_000.0
             self.rounds.run(f"end-to-end latency 100 B at {rate:,.0f} rec/s (librdkafka)", systems,
                             lambda n: sc.e2e_latency(boot[n], rate, p.latency_seconds), better="lower")
@@ -228,6 +241,7 @@ class Runner:
         """Every system gets its own pre-filled topic; each round reads it all from the start."""
         p = self.plan
         clients = ["librdkafka"] + (["ConsumerPerformance"] if p.consume_java else [])
+        self.bound_disk(systems)
         topics, filled = {}, {}
         for name, s in systems.items():
             try:
@@ -247,6 +261,7 @@ class Runner:
 
     def partitions(self, systems: dict) -> None:
         for n_parts in self.plan.partitions:
+            self.bound_disk(systems)
             scen = f"produce 100 B over {n_parts} partitions (librdkafka)"
             spreads = {}
             for name, s in systems.items():
@@ -275,6 +290,7 @@ class Runner:
         """RmqBench send rounds, a topic per system; returns (topic, messages sent) per system. Each
         run is a new JVM: the warm-up run is long (broker JIT), each counted run has a short warm-up."""
         p = self.plan
+        self.bound_disk(systems)
         topics = {n: sc.new_topic("n") for n in systems}
         sent = {n: 0 for n in systems}
 

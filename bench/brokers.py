@@ -257,6 +257,24 @@ class System:
         self.stop()
         return self.start()
 
+    def renew(self) -> "System":
+        """Restart on the same ports with an empty store: the full plan writes tens of GB, more than
+        the shared disk can hold, so the runner renews a system whose data has grown too large."""
+        self.kill9()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        self._prepared = False
+        return self.start()
+
+    def data_bytes(self) -> int:
+        total = 0
+        for folder, _dirs, files in os.walk(self.data_dir):
+            for f in files:
+                try:
+                    total += os.stat(os.path.join(folder, f)).st_blocks * 512  # sparse files count as used
+                except OSError:
+                    pass  # deleted meanwhile
+        return total
+
     def log_tail(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log_tail()}" for p in self.processes)
 
