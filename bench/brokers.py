@@ -257,12 +257,15 @@ class System:
         self.stop()
         return self.start()
 
-    def renew(self) -> "System":
+    def renew(self, seed=None) -> "System":
         """Restart on the same ports with an empty store: the full plan writes tens of GB, more than
-        the shared disk can hold, so the runner renews a system whose data has grown too large."""
+        the shared disk can hold, so the runner renews a system whose data has grown too large.
+        `seed()` runs on the empty data dir before the start (e.g. writes a credential store)."""
         self.kill9()
         shutil.rmtree(self.data_dir, ignore_errors=True)
         self._prepared = False
+        if seed is not None:
+            seed()
         return self.start()
 
     def data_bytes(self) -> int:

@@ -25,7 +25,6 @@ from bench.procstat import cpu_used
 IDLE, SLOWLORIS = 5000, 200
 SIZE, ACKS = 100, "1"
 DOCS = os.path.join(ROOT, "docs", "robustness.md")
-BEGIN, END = "<!-- pressure: begin -->", "<!-- pressure: end -->"
 
 
 # ---------------------------------------------------------------- the holder process
@@ -162,16 +161,7 @@ def _spread(vals: list[float]) -> str:
 
 
 def write_docs(text: str) -> None:
-    with open(DOCS, encoding="utf-8") as f:
-        page = f.read()
-    block = f"{BEGIN}\n{text}\n{END}"
-    if BEGIN in page:
-        page = page[:page.index(BEGIN)] + block + page[page.index(END) + len(END):]
-    else:
-        page = page.rstrip("\n") + "\n\n## Throughput under connection pressure (`make bench-pressure`)\n\n" \
-            + block + "\n"
-    with open(DOCS, "w", encoding="utf-8") as f:
-        f.write(page)
+    report.write_marked(DOCS, "pressure", text, "## Throughput under connection pressure (`make bench-pressure`)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,13 +29,13 @@ import uuid
 
 from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
 
+from bench.report import write_marked
 from client import ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, SendStatus
 from tests.gateway_process import ROOT, GatewayProcess
 
 QUEUES = 4  # the gateway's default partitions / queues of an auto-created topic
 VERIFIED = re.compile(r"verify: checked (\d+) CommitLog entries, (\d+) quarantined")
 DOCS = os.path.join(ROOT, "docs", "robustness.md")
-BEGIN, END = "<!-- soak: begin -->", "<!-- soak: end -->"
 
 
 class KafkaLoad:
@@ -211,15 +211,7 @@ def markdown(report: dict) -> str:
 
 
 def write_docs(text: str) -> None:
-    with open(DOCS, encoding="utf-8") as f:
-        page = f.read()
-    block = f"{BEGIN}\n{text}\n{END}"
-    if BEGIN in page:
-        page = page[:page.index(BEGIN)] + block + page[page.index(END) + len(END):]
-    else:
-        page = page.rstrip("\n") + "\n\n## Soak: kill -9 under load (`make soak`)\n\n" + block + "\n"
-    with open(DOCS, "w", encoding="utf-8") as f:
-        f.write(page)
+    write_marked(DOCS, "soak", text, "## Soak: kill -9 under load (`make soak`)")
 
 
 def main() -> int:
