@@ -13,14 +13,13 @@ per-round gateway / Kafka ratios go to the "Consumer groups (KIP-848)" section o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 import uuid
 
 from bench import report, rounds
+from bench import scenarios as sc
 from bench.brokers import Gateway, KafkaBroker
 from compat.jvm import JAVA_DIR, JVM_FLAGS, classpath
 
@@ -40,14 +39,7 @@ def one_run(cp: str, bootstrap: str, members: int, timeout_ms: int = 180_000) ->
     flags = [f for f in JVM_FLAGS if not f.startswith("-Xmx")] + ["-Xmx1g"]
     cmd = [shutil.which("java") or "java", *flags, "-cp", cp, "compat.GroupBench", bootstrap, topic,
            str(2 * members), str(members), str(timeout_ms)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_ms / 1000 * 2 + 120)
-    for line in r.stdout.splitlines():
-        if line.startswith("{"):
-            doc = json.loads(line)
-            if "error" in doc:
-                raise RuntimeError(doc["error"])
-            return doc
-    raise RuntimeError(f"no result ({r.returncode}): {r.stderr[-2000:]}")
+    return sc.run_json(cmd, timeout_ms / 1000 * 2 + 120)
 
 
 def _cell(values: list[float]) -> str:

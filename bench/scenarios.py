@@ -51,9 +51,14 @@ def _json_line(out: str) -> dict:
     raise Unavailable(f"no result: {_tail(out)}")
 
 
+def run_json(cmd: list[str], timeout: float) -> dict:
+    """Run a bench client process; its result is the last JSON line it prints (an "error" key fails)."""
+    return _json_line(_run(cmd, timeout))
+
+
 def kafka_client(limit: float, **args) -> dict:
     """Run one bench.kafka_client command in its own process, at most `limit` seconds."""
-    return _json_line(_run([sys.executable, "-m", "bench.kafka_client", json.dumps(args)], limit))
+    return run_json([sys.executable, "-m", "bench.kafka_client", json.dumps(args)], limit)
 
 
 def _java(system: str, main: str, args: list[str], timeout: float, heap: str = "1g") -> str:
