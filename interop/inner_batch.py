@@ -34,6 +34,9 @@ _MARK_SCANS = tuple((records.header_key_bytes(name), _rarest_letter(name))
                     for name in (TAGS, KEYS, *ROUTING_HEADERS))
 
 
+_INDEXED_HEADERS = {name.encode(): name for name in (TAGS, KEYS, *ROUTING_HEADERS)}
+
+
 def _has_indexed_header_key(raw, start: int) -> bool:
     return any(raw.find(letter, start) >= 0 and raw.find(mark, start) >= 0 for mark, letter in _MARK_SCANS)
 
@@ -70,7 +73,7 @@ def index_info(batch: records.Batch) -> EntryIndex:
     routing = {}
     codes, keys = [], []
     any_tag = False
-    for key, headers in records.scan_keys_headers(payload, batch.record_count):
+    for key, headers in records.scan_keys_headers(payload, batch.record_count, _INDEXED_HEADERS):
         code = tag_code(headers)
         any_tag = any_tag or code is not None
         codes.append(code or 0)

@@ -244,10 +244,11 @@ def _zigzag_at(buf: bytes, pos: int) -> tuple[int, int]:
     return read_varint(buf, pos)
 
 
-def scan_keys_headers(payload, count: int) -> list[tuple[bytes | None, list]]:
+def scan_keys_headers(payload, count: int, only: dict[bytes, str] | None = None) -> list[tuple[bytes | None, list]]:
     """(key, headers) of each record, skipping timestamps, offsets and values: the produce path's
     index scan, a lighter twin of `decode_records` because it runs once per record of every keyed
-    or headered batch."""
+    or headered batch. `only` (header key bytes → name): keep just those headers, the others are
+    skipped without decoding their names."""
     buf = bytes(payload)
     out = []
     pos = 0
@@ -273,11 +274,20 @@ def scan_keys_headers(payload, count: int) -> list[tuple[bytes | None, list]]:
                 pos += vlen
             headers = []
             if buf[pos] != 0:
-                nh, pos = read_varint(buf, pos)
+                nh, pos = _zigzag_at(buf, pos)
                 for _h in range(max(nh, 0)):
-                    hk, pos = _read_blob(buf, pos)
-                    hv, pos = _read_blob(buf, pos)
-                    headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+                    klen, pos = _zigzag_at(buf, pos)
+                    hk = buf[pos:pos + klen] if klen > 0 else b""
+                    pos += max(klen, 0)
+                    vlen, pos = _zigzag_at(buf, pos)
+                    hv = None
+                    if vlen >= 0:
+                        hv = buf[pos:pos + vlen]
+                        pos += vlen
+                    if only is None:
+                        headers.append((hk.decode("utf-8", "replace"), hv))
+                    elif hk in only:
+                        headers.append((only[hk], hv))
             if pos > end:
                 raise DecodeError("record fields overrun the record")
             out.append((key, headers))

@@ -134,10 +134,22 @@ _blob = st.one_of(st.none(), st.binary(max_size=200))
 
 
 @given(st.lists(st.tuples(st.integers(min_value=0, max_value=10 ** 6), _blob, _blob,
-                          st.lists(st.tuples(st.text(max_size=8), _blob), max_size=3)), min_size=1, max_size=20))
+                          st.lists(st.tuples(st.sampled_from(["TAGS", "KEYS", "ü", "x"]) | st.text(max_size=8), _blob),
+                                   max_size=3)), min_size=1, max_size=20))
 def test_index_scan_agrees_with_full_decode(recs):
     recs = [(1000 + ts, k, v, h) for ts, k, v, h in recs]
     (b,) = records.parse_batches(records.build_batch(recs, base_timestamp=1000))
     payload = b.records_bytes()
     full = records.decode_records(payload, b.record_count)
     assert records.scan_keys_headers(payload, b.record_count) == [(r.key, r.headers) for r in full]
+    only = {b"TAGS": "TAGS", "ü".encode(): "ü"}
+    kept = [(r.key, [(k, v) for k, v in r.headers if k in ("TAGS", "ü")]) for r in full]
+    assert records.scan_keys_headers(payload, b.record_count, only) == kept
+
+
+@given(st.binary(min_size=0, max_size=400), st.integers(min_value=-5, max_value=50))
+def test_random_records_section_only_raises_decode_errors_in_the_index_scan(data, count):
+    try:
+        records.scan_keys_headers(data, count, {b"KEYS": "KEYS"})
+    except DecodeError:
+        pass
