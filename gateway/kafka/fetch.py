@@ -45,15 +45,17 @@ def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget:
         if not units:
             break
         phys, size = units[0][0], units[0][1]
-        if len(units) == PEEK_UNITS and units[-1][0] == phys:  # one large batch
+        if len(units) >= PEEK_UNITS and units[PEEK_UNITS - 1][0] == phys:  # one large batch
             if not (out and out[-1][1] == phys):
                 out.append((offset, phys, size))
                 total += size
             offset = s.entry_end(topic, partition, offset + PEEK_UNITS - 1, phys, high)
+            lookup = PEEK_UNITS
             continue
-        lookup = UNITS_PER_LOOKUP
         start = offset
+        entries = 0
         for phys, run in itertools.groupby(units, _PHYS):
+            entries += 1
             n = len(list(run))
             if not (out and out[-1][1] == phys):  # else the batch goes on from the previous lookup
                 if total >= budget:
@@ -62,6 +64,8 @@ def fetch_entries(s, topic: str, partition: int, offset: int, high: int, budget:
                 out.append((offset, phys, size))
                 total += size
             offset += n
+        # many small entries: look further at once; a few: the next may be large, peek first
+        lookup = UNITS_PER_LOOKUP if entries > PEEK_UNITS // 8 else PEEK_UNITS
     return out
 
 
