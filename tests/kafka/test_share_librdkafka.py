@@ -1,0 +1,97 @@
+"""KIP-932 share groups through librdkafka's share consumer (confluent-kafka's `ShareConsumer`):
+two consumers share one partition, every record is delivered once when accepted, a released record
+comes again at once, a rejected one never does.
+
+Run against the gateway, or with SHARE_REFERENCE=kafka against a real Apache Kafka 4.x (first)."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                   ResourceType)
+from test_share_groups import Broker
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = Broker(str(tmp_path_factory.mktemp("share-librdkafka")))
+    yield b
+    b.stop()
+
+
+def fresh(bootstrap: str, records: int) -> tuple[str, str, list[bytes]]:
+    """A one-partition topic holding `records` values and a share group reading it from the earliest."""
+    topic, group = f"shl-{uuid.uuid4().hex[:8]}", f"shlg-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    values = [b"v%04d" % i for i in range(records)]
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for v in values:
+        p.produce(topic, v)
+    assert p.flush(30) == 0
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    for fut in admin.incremental_alter_configs([res]).values():
+        fut.result(30)
+    return topic, group, values
+
+
+def consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    return c
+
+
+def poll_values(c: ShareConsumer, until, timeout: float = 60, ack=AcknowledgeType.ACCEPT) -> list[bytes]:
+    """Poll (at least once), acknowledging each record with `ack` (committed synchronously), until
+    `until(values)` or the timeout."""
+    got = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msgs = c.poll(0.5)
+        for m in msgs:
+            if m.error():
+                continue
+            got.append(m.value())
+            c.acknowledge(m, ack)
+        if msgs:
+            c.commit_sync()
+        if until(got) or time.monotonic() > deadline:
+            return got
+
+
+def test_two_share_consumers_split_one_partition(broker):
+    topic, group, values = fresh(broker.bootstrap, 400)
+    a, b = consumer(broker.bootstrap, group, topic), consumer(broker.bootstrap, group, topic)
+    seen = []
+    try:
+        deadline = time.monotonic() + 90
+        while len(set(seen)) < len(values) and time.monotonic() < deadline:
+            for c in (a, b):
+                seen += poll_values(c, lambda got: True)
+    finally:
+        a.close()
+        b.close()
+    assert sorted(seen) == values  # each record once: accepted records are never delivered again
+
+
+def test_released_record_comes_again_and_rejected_never(broker):
+    topic, group, values = fresh(broker.bootstrap, 5)
+    c = consumer(broker.bootstrap, group, topic)
+    try:
+        first = poll_values(c, lambda got: len(got) >= 1, ack=AcknowledgeType.RELEASE)
+        assert first and first[0] == values[0]
+        again = poll_values(c, lambda got: values[0] in got, timeout=10, ack=AcknowledgeType.REJECT)
+        assert values[0] in again  # released: delivered again at once, not after the (30 s) lock
+        rest = poll_values(c, lambda got: set(values) - {values[0]} <= set(got) | set(again), timeout=30)
+        late = poll_values(c, lambda got: False, timeout=4)
+    finally:
+        c.close()
+    assert values[0] not in rest + late  # rejected (and everything else accepted): never again
+    assert set(again + rest) == set(values)
