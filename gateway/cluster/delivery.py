@@ -18,7 +18,7 @@ from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as M
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport
-from semantics.delay import HERE, LATER
+from semantics.delay_forward import HERE, LATER
 from semantics.replication.contract import NotLeader
 from semantics.routing import to_message
 
