@@ -20,7 +20,7 @@ from gateway_process import GatewayProcess, free_port
 from raw_kafka import remoting_call
 
 NODES = (1, 2)
-DELAY_LEVEL = 3  # 10 s with the default levels: time to move the queue before it is due
+DELAY_LEVEL, DELAY_SECONDS = 3, 10  # the default levels: time to move the queue before it is due
 
 
 @pytest.fixture(scope="module")
@@ -104,11 +104,13 @@ def test_a_delayed_message_reaches_the_new_leader_once(two):
     make_topic(etcd, gws, "delayed-moving")
     p = Producer("delay-move-pg", gws[1].namesrv).start()
     try:
+        sent_at = time.monotonic()
         r = p.send(Message("delayed-moving", b"due-after-the-move", delay_level=DELAY_LEVEL))
     finally:
         p.shutdown()
     assert r.queue.broker_name == "broker-1"  # stored in gateway 1's schedule topic
-    lead(etcd, gws, "delayed-moving", 2)  # before it is due
+    lead(etcd, gws, "delayed-moving", 2)
+    assert time.monotonic() - sent_at < DELAY_SECONDS - 1, "the move took longer than the delay: nothing tested"
     assert read_at_leader(gws[2], "delayed-moving", b"due-after-the-move") == [b"due-after-the-move"]
     wait_for(lambda: same_log(gws, "delayed-moving"), what="the follower to hold the leader's log")
 
