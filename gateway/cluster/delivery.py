@@ -29,12 +29,19 @@ class DeliveryRefused(Exception):
     """The leader did not take the messages (the remark says why)."""
 
 
+class _Transport(RemotingReplicaTransport):
+    """The replicas' connection cache, one connection per leader for deliveries."""
+
+    async def call(self, address: str, cmd: RemotingCommand) -> RemotingCommand:
+        return await self._call((address, "deliver"), address, cmd, ANSWER_TIMEOUT_S)
+
+
 class LeaderRouter:
     """Where this member delivers a due message (the delay scheduler's `router`)."""
 
-    def __init__(self, node, transport: RemotingReplicaTransport | None = None) -> None:
+    def __init__(self, node) -> None:
         self.node = node
-        self.transport = transport or RemotingReplicaTransport()
+        self.transport = _Transport()
 
     def target(self, topic: str, queue_id: int) -> str:
         node = self.node
@@ -49,7 +56,7 @@ class LeaderRouter:
     async def deliver(self, address: str, msgs: list) -> None:
         cmd = RemotingCommand(code=RC.CLUSTER_DELIVER, ext_fields={"count": str(len(msgs))},
                               body=b"".join(M.encode(m) for m in msgs))
-        resp = await self.transport._call((address, "deliver"), address, cmd, ANSWER_TIMEOUT_S)
+        resp = await self.transport.call(address, cmd)
         if resp.code != ResponseCode.SUCCESS:
             raise DeliveryRefused(resp.remark or f"code {resp.code}")
 

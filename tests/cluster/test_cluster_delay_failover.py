@@ -20,7 +20,9 @@ from gateway_process import GatewayProcess, free_port
 from raw_kafka import remoting_call
 
 NODES = (1, 2)
-DELAY_LEVEL, DELAY_SECONDS = 3, 10  # the default levels: time to move the queue before it is due
+# level 3 (10 s): time to move the queue before it is due; level 4 (20 s): time to kill and restart a gateway
+LEVELS = "1s 5s 10s 20s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+DELAY_LEVEL, DELAY_SECONDS = 3, 10
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,8 @@ def two(tmp_path_factory):
             gws[n] = GatewayProcess(str(base / f"node{n}"), extra_args=[
                 "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
                 "--cluster-lease-ttl", "3", "--transaction-timeout-ms", "300",
-                "--transaction-check-interval-ms", "500", "--transaction-check-max", "1000"]).start()
+                "--transaction-check-interval-ms", "500", "--transaction-check-max", "1000",
+                "--message-delay-level", LEVELS]).start()
         yield etcd, gws
     finally:
         for g in gws.values():
@@ -132,3 +135,26 @@ def test_a_transaction_committed_after_the_move_reaches_the_new_leader_once(two)
         p.shutdown()
     assert got == [b"committed-after-the-move"]
     wait_for(lambda: same_log(gws, "tx-moving"), what="the follower to hold the leader's log")
+
+
+def test_a_delayed_message_of_a_killed_leader_reaches_the_elected_one_once(two):
+    """kill -9 of the gateway holding the delayed message (and leading its queue): the other is
+    elected; the killed one comes back with its data dir before the message is due, as a follower,
+    and its scheduler delivers the message to the new leader."""
+    etcd, gws = two
+    make_topic(etcd, gws, "delayed-killed")
+    wait_for(lambda: len(state(gws[1], "delayed-killed").get("isr") or []) == 2, what="both replicas in sync")
+    p = Producer("delay-kill-pg", gws[1].namesrv).start()
+    try:
+        sent_at = time.monotonic()
+        r = p.send(Message("delayed-killed", b"due-after-the-kill", delay_level=4))
+    finally:
+        p.shutdown()
+    assert r.queue.broker_name == "broker-1"
+    gws[1].kill9()
+    wait_for(lambda: state(gws[2], "delayed-killed").get("role") == "leader", what="gateway 2 elected")
+    gws[1].start()  # its node id is free once its lease expired, which the election waited for
+    wait_for(lambda: state(gws[1], "delayed-killed").get("role") == "follower", what="gateway 1 to follow")
+    assert time.monotonic() - sent_at < 19, "the restart took longer than the delay: nothing tested"
+    assert read_at_leader(gws[2], "delayed-killed", b"due-after-the-kill") == [b"due-after-the-kill"]
+    wait_for(lambda: same_log(gws, "delayed-killed"), what="the follower to hold the leader's log")
