@@ -26,6 +26,9 @@ is skipped. Deliveries of one round are appended with one `append_many` (one wri
 An entry that cannot be delivered (no REAL_TOPIC, unreadable, refused by the store) is logged and
 skipped rather than blocking its queue.
 
+In a cluster a due message whose target queue another gateway leads is forwarded there
+(`router`, semantics.delay_forward).
+
 Recall (RocketMQ 5.3 RecallMessage): `recall(topic, uniq_key, due_ms)` marks a scheduled message as
 cancelled; when its entry falls due it is dropped instead of delivered. The marks are saved with
 the progress (`recalled`: [topic, UNIQ_KEY, deliver ms]) at once, and forgotten RECALL_KEEP_MS after
@@ -39,6 +42,7 @@ import logging
 import trio
 
 from semantics.clock import WALL_CLOCK
+from semantics.delay_forward import FORWARD_RETRY_MS, HERE, LATER, Forward, Forwarder
 from semantics.routing import (
     DEFAULT_LEVELS,
     PROPERTY_DELAY,
@@ -74,8 +78,10 @@ class DelayScheduler:
     is saved), `writer` its off-loop ConfigWriter (None: progress is written in place)."""
 
     def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS, clock=WALL_CLOCK,
-                 durable=_not_waiting, writer=None) -> None:
+                 durable=_not_waiting, writer=None, router=None) -> None:
         self.store = store
+        self.router = router  # where due messages go in a cluster (semantics.delay_forward); None: all here
+        self._fwd = Forwarder(clock)  # due messages for queues led elsewhere
         self.levels = levels
         self.clock = clock
         self._durable = durable
@@ -142,9 +148,8 @@ class DelayScheduler:
             skip.discard(heapq.heappop(heap)[1])
         return heap[0] if heap else None
 
-    def _head(self, q: int) -> tuple[int, int] | None:
-        """(deliver time, CommitLog offset) of the head of a level queue, None when it is drained."""
-        off = self.cursor[q]
+    def _head(self, q: int, off: int) -> tuple[int, int] | None:
+        """(deliver time, CommitLog offset) of a level queue's entry at `off`, None past its end."""
         if off >= self.store.max_offset(SCHEDULE_TOPIC, q):
             return None
         units = self.store.units(SCHEDULE_TOPIC, q, off, 1)
@@ -181,20 +186,19 @@ class DelayScheduler:
                 codes = None
         return to_message(entry, topic=topic, queue_id=qid, properties=props, tags_codes=codes)
 
-    def _take(self, q: int, off: int, phys: int, out: list) -> int:
-        """Queue the copy of the entry at `off` for appending; returns how many units it spans."""
+    def _take(self, q: int, off: int, phys: int):
+        """(units the entry at `off` spans, the copy to deliver or None when it is dropped)."""
         entry = self.store.get(phys)
         if entry is None:
             log.warning("schedule queue %d offset %d: entry at %d unreadable, skipped", q, off, phys)
-            return 1
+            return 1, None
         msg = self.real_copy(entry, q)
         if msg is None:
             log.warning("schedule queue %d offset %d: no REAL_TOPIC, dropped", q, off)
         elif (msg.topic, msg.properties.get(UNIQ_KEY)) in self.recalled:
             log.info("schedule queue %d offset %d: recalled, dropped", q, off)
-        else:
-            out.append(msg)
-        return entry.batch_count
+            msg = None
+        return entry.batch_count, msg
 
     def _append(self, msgs: list) -> None:
         if not msgs:
@@ -213,37 +217,77 @@ class DelayScheduler:
         self.delivered += len(results)
 
     def deliver_due(self, now: int) -> tuple[int, int | None]:
-        """Deliver what is due at `now` (at most ROUND_MAX): (count, earliest future deliver time)."""
+        """Deliver what is due at `now` (at most ROUND_MAX): (count, earliest future deliver time).
+        Messages for queues led elsewhere are collected for `forward()` (counted here)."""
         out: list = []
         count = 0
         upcoming: int | None = None
+
+        def later(due: int) -> None:
+            nonlocal upcoming
+            upcoming = due if upcoming is None else min(upcoming, due)
+
         for q in range(self.levels.max_level):
             self._skip_expired(q)
-            while count < ROUND_MAX:
-                head = self._head(q)
+            off, run = self.cursor[q], None  # run: this level's forward, its cursor moves on the ack
+            while count < ROUND_MAX and not (run and run.full()):
+                head = self._head(q, off)
                 if head is None:
                     break
                 due, phys = head
                 if due > now:
-                    upcoming = due if upcoming is None else min(upcoming, due)
+                    later(due)
                     break
-                self.cursor[q] += self._take(q, self.cursor[q], phys, out)
+                span, msg = self._take(q, off, phys)
+                where = self._fwd.where(self.router, msg, now)
+                if where == LATER:
+                    later(now + FORWARD_RETRY_MS)
+                    break
+                if where == HERE:
+                    if run:
+                        break  # past the forwarded run only once the leader has it
+                    if msg is not None:
+                        out.append(msg)
+                    self.cursor[q] = off + span
+                else:
+                    if run is None:
+                        run = Forward(where, level=q, start=off)
+                    elif run.address != where:
+                        break
+                    run.add(msg)
+                    run.end = off + span
+                off += span
                 count += 1
+            if run:
+                self._fwd.batches.append(run)
         t = self.levels.timer_queue
         self._skip_expired(t)
         self._load_timers()
+        parked = []
         while count < ROUND_MAX:
             top = self._timer_top()
             if top is None:
                 break
             due, off, phys = top
             if due > now:
-                upcoming = due if upcoming is None else min(upcoming, due)
+                later(due)
                 break
             heapq.heappop(self._heap)
-            span = self._take(t, off, phys, out)
-            self._skip.update(range(off + 1, off + span))
+            span, msg = self._take(t, off, phys)
+            where = self._fwd.where(self.router, msg, now)
+            if where == LATER:
+                parked.append(top)
+                later(now + FORWARD_RETRY_MS)
+                continue
+            if where == HERE:
+                if msg is not None:
+                    out.append(msg)
+                self._skip.update(range(off + 1, off + span))
+            else:
+                self._fwd.add_timer(where, top, span, msg)
             count += 1
+        for item in parked:
+            heapq.heappush(self._heap, item)
         self._append(out)
         if count:
             self._dirty = True
@@ -251,14 +295,33 @@ class DelayScheduler:
             upcoming = now
         return count, upcoming
 
+    async def forward(self) -> int:
+        """Send what deliver_due collected to the queues' leaders: (semantics.delay_forward)."""
+        return await self._fwd.send(self.router, self._settle)
+
+    def _settle(self, f: Forward, ok: bool) -> None:
+        """A forward was answered: on ok its level run or timer units are delivered; otherwise the
+        timer units go back on the heap (a level run was never past the cursor)."""
+        if ok and f.level is not None and self.cursor[f.level] == f.start:
+            self.cursor[f.level] = f.end
+        for item, span in f.timers:
+            if ok:
+                self._skip.update(range(item[1] + 1, item[1] + span))
+            else:
+                heapq.heappush(self._heap, item)
+        if ok:
+            self.delivered += len(f.msgs)
+            self._dirty = True
+
     def snapshot(self) -> dict:
         """The progress document as of now (see the module doc)."""
         t = self.levels.timer_queue
-        top = self._timer_top()
+        top = min(filter(None, [self._timer_top(), *self._fwd.in_flight]), default=None)  # in flight: pending
         now = self.clock.now_ms()
         if now - self._low_mark_at >= LOW_MARK_EVERY_MS:  # an O(pending) scan: not on every write
             self._low_mark_at = now
             pending = [off for _due, off, _phys in self._heap if off not in self._skip]
+            pending += [off for _due, off, _phys in self._fwd.in_flight]
             self.cursor[t] = min(pending) if pending else self._loaded
         self.persisted_at = now
         self._dirty = False
@@ -372,6 +435,8 @@ class DelayScheduler:
                 count, upcoming = self.deliver_due(clock.now_ms())
                 if count:
                     await self._durable(self._last_end)
+                if self._fwd.batches:
+                    await self.forward()
                 if self._dirty and (count == 0 or clock.now_ms() - self.persisted_at >= PERSIST_EVERY_MS):
                     self.persist()
                 if count:

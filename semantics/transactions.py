@@ -18,6 +18,12 @@
   `opScanned`, so a restart reads only the newer op messages) persist in
   `config/transactionCheck.json` after each round.
 
+In a cluster the real queue may be led by another gateway when the half is decided (docs/cluster.md):
+`leads(topic, queue_id)` (the cluster's; always True in one process) says whether this gateway may
+append to it. If not, the committed message goes into the schedule topic's timer queue, due at
+once, in the same write as the op message; the delay scheduler then delivers it to the leader
+(at-least-once: the schedule progress moves only once the leader has it).
+
 Checkers: each protocol layer's `async fn(producer_group, half: StoredMessage, body: bytes) -> bool`
 goes into `Transactions.checkers` when the gateway App is built (`register_checker(app, name, fn)`);
 `body` is the CHECK_TRANSACTION_STATE body (the half re-encoded with its real topic/queue and
@@ -41,6 +47,8 @@ from semantics.routing import (
     PROPERTY_PRODUCER_GROUP,
     PROPERTY_REAL_QID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_START_DELIVER_TIME,
+    SCHEDULE_TOPIC,
     TRANSACTION_MASK,
     DelayLevels,
     ensure_topic,
@@ -67,6 +75,10 @@ class EndResult(enum.Enum):
     MISMATCH = "commitLogOffset or producer group does not match the half message"
 
 
+def _everywhere(topic: str, queue_id: int) -> bool:
+    return True
+
+
 def register_checker(app, name: str, fn) -> None:
     """Add a protocol's check sender (see module doc) while the App is built; `name` e.g. "remoting"."""
     app.transactions.checkers[name] = fn
@@ -82,6 +94,7 @@ class Transactions:
         # The App's off-loop ConfigWriter; written in place when there is none (tools, unit tests).
         self._save = store.write_config if writer is None else writer.submit
         self.checkers: dict = {}  # name -> async checker (see module doc)
+        self.leads = _everywhere  # (topic, queue id) -> whether a commit appends it here (module doc)
         self.levels = levels
         self.timeout_ms = timeout_ms
         self.check_interval_ms = check_interval_ms
@@ -191,7 +204,13 @@ class Transactions:
             half, topic=props.get(PROPERTY_REAL_TOPIC) or half.topic, queue_id=qid,
             sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | TRANSACTION_COMMIT_TYPE,
             prepared_transaction_offset=half.physical_offset)
-        return schedule(msg, self.clock.now_ms() if now is None else now, self.levels)
+        now = self.clock.now_ms() if now is None else now
+        msg = schedule(msg, now, self.levels)
+        if msg.topic != SCHEDULE_TOPIC and not self.leads(msg.topic, msg.queue_id):
+            # led by another gateway: the delay scheduler delivers it there, due at once
+            msg = schedule(dataclasses.replace(
+                msg, properties={**msg.properties, PROPERTY_START_DELIVER_TIME: str(now + 1)}), now, self.levels)
+        return msg
 
     def _decided(self, half: StoredMessage, outcome: str) -> None:
         for off in range(half.queue_offset, half.queue_offset + half.batch_count):

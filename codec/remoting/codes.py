@@ -65,6 +65,7 @@ class RequestCode:
     REPLICA_EPOCH_END = 9202
     REPLICA_ROLE = 9203
     REPLICA_STATE = 9204
+    CLUSTER_DELIVER = 9205  # a due delayed / committed message for a queue another gateway leads
     QUERY_ASSIGNMENT = 400  # 5.x POP: broker-side rebalance and the request mode (gateway/remoting/pop*)
     SET_MESSAGE_REQUEST_MODE = 401
     POP_MESSAGE = 200050

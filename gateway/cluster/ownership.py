@@ -76,6 +76,7 @@ class ClusterNode:
         self.nursery: trio.Nursery | None = None  # set by the cluster service
         self.lease = 0  # this member's etcd lease (gateway.cluster.service)
         self.lease_deadline = math.inf  # time.monotonic() after which the lease may have expired
+        self.clock = time.monotonic  # never the wall clock: a jump of it must not fence (or unfence)
         self._requested_rf: dict[str, int] = {}
         self.pending: list = []  # etcd writes asked for before the cluster service started
         self._producer_ids: list[int] = []  # the rest of this gateway's block, in reverse
@@ -99,7 +100,7 @@ class ClusterNode:
         """Whether this member's lease can have expired in etcd (it was not renewed in time): then
         another member may be elected for the queues this one leads, so it refuses their requests
         until a renewed (or new) lease and a fresh view say it still leads them."""
-        return time.monotonic() >= self.lease_deadline
+        return self.clock() >= self.lease_deadline
 
     def live(self) -> dict[int, Member]:
         return self.view.members

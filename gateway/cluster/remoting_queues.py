@@ -19,8 +19,8 @@ from gateway.remoting.common import BROKER_NAME, ensure_topic
 # (topic field, queue id field) by request code: the V2 sends use one-letter names
 _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
 _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
-# gateway-to-gateway replication speaks the cluster's queue ids (gateway.remoting.replica_fetch)
-_CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE)
+# gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
+_CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
 
 
 def led_queues(node, topic: str) -> list[int] | None:

@@ -4,6 +4,7 @@ keep-alive, the view's watch, topics created elsewhere made in the local store, 
 revoked at shutdown so the others see this gateway leave at once."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -14,6 +15,7 @@ from cluster.coordination import Coordination, NodeIdTaken, fence_margin
 from cluster.etcd import Etcd, EtcdError
 from cluster.model import Member
 from cluster.view import ClusterView
+from gateway.cluster.delivery import LeaderRouter, leads
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
@@ -84,6 +86,9 @@ class ClusterService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         node, ttl = self.node, self.app.config.cluster_lease_ttl
+        # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
+        self.app.delay.router = LeaderRouter(node)
+        self.app.transactions.leads = functools.partial(leads, node)
         try:
             async with trio.open_nursery() as nursery:
                 node.nursery = nursery

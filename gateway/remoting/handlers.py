@@ -4,7 +4,8 @@ One module per request family, as a RocketMQ broker has one processor per family
 consumer offsets, offset reset by time, client management, query, end transaction, consumer send-back, admin, and the
 NameServer role.
 """
-import gateway.remoting.admin  # noqa: F401  (each fills HANDLERS)
+import gateway.cluster.delivery  # noqa: F401  (each fills HANDLERS)
+import gateway.remoting.admin  # noqa: F401
 import gateway.remoting.consumer_manage  # noqa: F401
 import gateway.remoting.end_transaction  # noqa: F401
 import gateway.remoting.nameserver  # noqa: F401

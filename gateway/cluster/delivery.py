@@ -1,0 +1,98 @@
+"""Due messages for queues another gateway leads (docs/cluster.md, "System topics").
+
+A delayed message waits in the schedule topic of the gateway that took the send, and a committed
+half in its half topic; by the time it is due the target queue may be led elsewhere (a failover or
+a reassignment). Appending it to this gateway's copy of the queue would hide it (clients read the
+leader) or make the copy diverge (a follower's log is the leader's). So:
+- `LeaderRouter` is the delay scheduler's router (semantics.delay): HERE for queues this gateway
+  leads and local topics, LATER while there is no live leader (or this gateway is fenced), else
+  the leader's remoting address, to which `deliver` sends the messages as one CLUSTER_DELIVER.
+- CLUSTER_DELIVER (private, cluster queue ids): the body is the messages in the stored layout
+  (codec.remoting.message); the leader appends them in one write if it leads every target queue,
+  and answers once they are durable (sync flush) and held by the in-sync replicas, else refuses
+  the whole request with NO_PERMISSION (the sender tries again after re-reading its view).
+"""
+from __future__ import annotations
+
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from codec.remoting import message as M
+from gateway.remoting.common import DEFERRED, handles
+from gateway.remoting.replica_client import RemotingReplicaTransport
+from semantics.delay_forward import HERE, LATER
+from semantics.replication.contract import NotLeader
+from semantics.routing import to_message
+
+ANSWER_TIMEOUT_S = 10.0
+
+
+class DeliveryRefused(Exception):
+    """The leader did not take the messages (the remark says why)."""
+
+
+class _Transport(RemotingReplicaTransport):
+    """The replicas' connection cache, one connection per leader for deliveries."""
+
+    async def call(self, address: str, cmd: RemotingCommand) -> RemotingCommand:
+        return await self._call((address, "deliver"), address, cmd, ANSWER_TIMEOUT_S)
+
+
+class LeaderRouter:
+    """Where this member delivers a due message (the delay scheduler's `router`)."""
+
+    def __init__(self, node) -> None:
+        self.node = node
+        self.transport = _Transport()
+
+    def target(self, topic: str, queue_id: int) -> str:
+        node = self.node
+        a = node.assignment(topic, queue_id)
+        if a is None:  # a local topic (retry, DLQ), or a queue the cluster does not know: as before
+            return HERE
+        if a.leader == node.node_id:
+            return LATER if node.fenced() else HERE
+        member = node.view.members.get(a.leader)
+        return LATER if member is None else member.remoting_addr
+
+    async def deliver(self, address: str, msgs: list) -> None:
+        cmd = RemotingCommand(code=RC.CLUSTER_DELIVER, ext_fields={"count": str(len(msgs))},
+                              body=b"".join(M.encode(m) for m in msgs))
+        resp = await self.transport.call(address, cmd)
+        if resp.code != ResponseCode.SUCCESS:
+            raise DeliveryRefused(resp.remark or f"code {resp.code}")
+
+
+def leads(node, topic: str, queue_id: int) -> bool:
+    """Whether a commit may append to this queue here (semantics.transactions' `leads`)."""
+    return node.owns(topic, queue_id)
+
+
+@handles(RC.CLUSTER_DELIVER)
+def cluster_deliver(channel, req):
+    app = channel.app
+    body, pos, msgs = req.body or b"", 0, []
+    try:
+        while pos < len(body):
+            stored = M.decode(body, pos)
+            pos += stored.size
+            msgs.append(to_message(stored))
+    except M.MessageFormatError as exc:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_DELIVER body: {exc}")
+    for m in msgs:
+        if app.store.topics.get(m.topic) is None or not app.ownership.owns(m.topic, m.queue_id):
+            return req.response(ResponseCode.NO_PERMISSION,
+                                remark=f"not the leader of {m.topic} queue {m.queue_id} (or fenced)")
+    if not msgs:
+        return req.response(ResponseCode.SUCCESS)
+    results = app.store.append_many(msgs)
+    ends = {(m.topic, m.queue_id): r.queue_offset + r.count for m, r in zip(msgs, results)}
+
+    async def settled():
+        await app.durable(results[-1].end_offset)
+        try:
+            for (topic, qid), end in ends.items():
+                await app.replicated(topic, qid, end)
+        except NotLeader as exc:  # stored here, but not known to be replicated: the sender retries
+            return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        return req.response(ResponseCode.SUCCESS)
+    channel.spawn(req, settled, after_effects=True)
+    return DEFERRED
