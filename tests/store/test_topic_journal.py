@@ -28,6 +28,7 @@ class InlineWriter:
     def write(self):
         for obj in self.pending.values():
             obj.write()
+            obj.join_snapshot()  # a snapshot runs on a thread of its own: the tests look at its result
         self.pending.clear()
 
 
