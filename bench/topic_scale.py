@@ -8,7 +8,7 @@ already lists N one-queue topics, so the large sizes take seconds to set up inst
 (creating them one at a time is what the old code could not do in reasonable time).
 
     python -m bench.topic_scale [--before /work/main] [--sizes 500,1000] [--creates 30] [--rounds 2]
-                                [--total 10000] [--write-docs]
+                                [--total 10000] [--flush async|sync] [--write-docs]
 """
 from __future__ import annotations
 
@@ -48,10 +48,10 @@ def create(client: RawClient, name: str) -> float:
     return elapsed
 
 
-def per_create(tree: str, size: int, creates: int) -> tuple[list[float], float]:
+def per_create(tree: str, size: int, creates: int, flush: str = "async") -> tuple[list[float], float]:
     """(ms of each of `creates` creates, start seconds) on a gateway of `tree` holding `size` topics."""
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
-        g = Gateway(tmp, tree=tree)
+        g = Gateway(tmp, flush=flush, tree=tree)
         prefill(g.data_dir, size)
         began = time.perf_counter()
         g.start()
@@ -67,12 +67,12 @@ def per_create(tree: str, size: int, creates: int) -> tuple[list[float], float]:
     return times, started
 
 
-def total_and_restarts(tree: str, total: int) -> dict:
+def total_and_restarts(tree: str, total: int, flush: str = "async") -> dict:
     """Seconds to create `total` topics one by one on a fresh gateway of `tree`, then the seconds to
     restart it after a kill -9 (journal replay) and after a clean stop."""
     out = {}
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
-        g = Gateway(tmp, tree=tree).start()
+        g = Gateway(tmp, flush=flush, tree=tree).start()
         try:
             client = RawClient(g.bootstrap, timeout=120)
             began = time.perf_counter()
@@ -98,13 +98,13 @@ def total_and_restarts(tree: str, total: int) -> dict:
     return out
 
 
-def concurrent(tree: str, held: int, connections: int, creates: int) -> float:
+def concurrent(tree: str, held: int, connections: int, creates: int, flush: str = "async") -> float:
     """Aggregate ms per create: `creates` topics over `connections` connections at once (creates
     queued together share one journal fsync) on a gateway of `tree` holding `held` topics."""
     import threading
 
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
-        g = Gateway(tmp, tree=tree)
+        g = Gateway(tmp, flush=flush, tree=tree)
         prefill(g.data_dir, held)
         g.start()
         try:
@@ -133,12 +133,12 @@ def _q(xs: list[float], q: float) -> float:
 
 
 def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | None, trees: dict,
-             parallel: dict | None = None) -> str:
+             parallel: dict | None = None, flush: str = "async") -> str:
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     load = os.getloadavg()[0]
     lines = [f"CreateTopics, one topic per request, one connection (raw Kafka protocol), {creates} creates "
              f"per round on a gateway already holding N topics, {nrounds} alternating rounds; {stamp}, shared "
-             f"2-core machine (load average {load:.1f}). `before` = {trees['before']}, `after` = this tree. "
+             f"2-core machine (load average {load:.1f}), gateways with `--flush {flush}`. `before` = {trees['before']}, `after` = this tree. "
              "ms per create: median (p90) over all rounds; start: seconds until the ports listen.", "",
              "| topics held | before: ms per create | after: ms per create | before: start s | after: start s |",
              "|---|---|---|---|---|"]
@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=20, help="the concurrent run's connections (0: skip)")
     ap.add_argument("--parallel-creates", type=int, default=2000)
     ap.add_argument("--parallel-held", type=int, default=10000)
+    ap.add_argument("--flush", choices=["async", "sync"], default="async", help="the gateways' flush mode")
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -183,23 +184,23 @@ def main(argv: list[str] | None = None) -> int:
     for r in range(args.rounds):
         for n in sizes:
             for side in rounds.order(r, ("before", "after")):
-                times, started = per_create(trees[side], n, args.creates)
+                times, started = per_create(trees[side], n, args.creates, args.flush)
                 lat.setdefault((side, n), []).extend(times)
                 starts.setdefault((side, n), []).append(started)
                 print(f"round {r} {side:6} {n:>6} topics: median {rounds.median(times):.2f} ms, "
                       f"start {started:.1f} s", flush=True)
     totals = None
     if args.total:
-        totals = {"count": args.total, **total_and_restarts(ROOT, args.total)}
+        totals = {"count": args.total, **total_and_restarts(ROOT, args.total, args.flush)}
         print(totals, flush=True)
     parallel = None
     if args.connections:
         parallel = {"connections": args.connections, "creates": args.parallel_creates, "held": args.parallel_held}
         for side in ("before", "after"):
             parallel[side] = concurrent(trees[side], args.parallel_held, args.connections,
-                                        args.parallel_creates if side == "after" else args.connections * 3)
+                                        args.parallel_creates if side == "after" else args.connections * 3, args.flush)
         print(parallel, flush=True)
-    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel)
+    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel, args.flush)
     print(text)
     if args.write_docs:
         report.write_marked(DOCS, "topic-scale", text, "## Topic creation at scale (`make bench-topics`)")
