@@ -21,6 +21,7 @@ import time
 
 from bench import report, rounds
 from bench.brokers import ROOT, Gateway
+from bench.procstat import cpu_used
 from tests.kafka.kafka_raw import RawClient
 
 CREATE_TOPICS = 19
@@ -48,8 +49,10 @@ def create(client: RawClient, name: str) -> float:
     return elapsed
 
 
-def per_create(tree: str, size: int, creates: int, flush: str = "async") -> tuple[list[float], float]:
-    """(ms of each of `creates` creates, start seconds) on a gateway of `tree` holding `size` topics."""
+def per_create(tree: str, size: int, creates: int, flush: str = "async") -> tuple[list[float], float, float]:
+    """(ms of each of `creates` creates, start seconds, the gateway's CPU ms per create) on a
+    gateway of `tree` holding `size` topics. The CPU figure hardly depends on the machine's load,
+    where the latency on a shared machine does."""
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
         g = Gateway(tmp, flush=flush, tree=tree)
         prefill(g.data_dir, size)
@@ -60,11 +63,13 @@ def per_create(tree: str, size: int, creates: int, flush: str = "async") -> tupl
             client = RawClient(g.bootstrap, timeout=120)
             for i in range(3):  # warm-up: connection, first write
                 create(client, f"warm-{i}")
+            cpu_before = g.cpu_sample()
             times = [create(client, f"new-{i:05d}") * 1000 for i in range(creates)]
+            cpu = cpu_used(cpu_before, g.cpu_sample()) * 1000 / creates
             client.close()
         finally:
             g.stop()
-    return times, started
+    return times, started, cpu
 
 
 def total_and_restarts(tree: str, total: int, flush: str = "async") -> dict:
@@ -133,20 +138,26 @@ def _q(xs: list[float], q: float) -> float:
 
 
 def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | None, trees: dict,
-             parallel: dict | None = None, flush: str = "async") -> str:
+             parallel: dict | None = None, flush: str = "async", cpu: dict | None = None, load: str = "") -> str:
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
-    load = os.getloadavg()[0]
+    load = load or f"{os.getloadavg()[0]:.1f}"
+    cpu = cpu or {}
     lines = [f"CreateTopics, one topic per request, one connection (raw Kafka protocol), {creates} creates "
              f"per round on a gateway already holding N topics, {nrounds} alternating rounds; {stamp}, shared "
-             f"2-core machine (load average {load:.1f}), gateways with `--flush {flush}`. `before` = {trees['before']}, `after` = this tree. "
-             "ms per create: median (p90) over all rounds; start: seconds until the ports listen.", "",
-             "| topics held | before: ms per create | after: ms per create | before: start s | after: start s |",
-             "|---|---|---|---|---|"]
+             f"2-core machine (load average {load}), gateways with `--flush {flush}`. `before` = {trees['before']}, `after` = this tree. "
+             "ms per create: median (p90) over all rounds; CPU: the gateway's CPU ms per create (median of the "
+             "rounds); start: seconds until the ports listen.", "",
+             "| topics held | before: ms per create | after: ms per create | before: CPU | after: CPU "
+             "| before: start s | after: start s |",
+             "|---|---|---|---|---|---|---|"]
     for n in sizes:
         cells = []
         for side in ("before", "after"):
             xs = lat.get((side, n), [])
             cells.append(f"{rounds.median(xs):.2f} ({_q(xs, 0.9):.2f})" if xs else "n/a")
+        for side in ("before", "after"):
+            xs = cpu.get((side, n), [])
+            cells.append(f"{rounds.median(xs):.2f}" if xs else "n/a")
         for side in ("before", "after"):
             xs = starts.get((side, n), [])
             cells.append(f"{rounds.median(xs):.1f}" if xs else "n/a")
@@ -181,14 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"before": os.path.abspath(args.before), "after": ROOT}
     lat: dict = {}
     starts: dict = {}
+    cpu: dict = {}
+    loads = [os.getloadavg()[0]]
     for r in range(args.rounds):
         for n in sizes:
             for side in rounds.order(r, ("before", "after")):
-                times, started = per_create(trees[side], n, args.creates, args.flush)
+                times, started, cpu_ms = per_create(trees[side], n, args.creates, args.flush)
+                loads.append(os.getloadavg()[0])
                 lat.setdefault((side, n), []).extend(times)
+                cpu.setdefault((side, n), []).append(cpu_ms)
                 starts.setdefault((side, n), []).append(started)
                 print(f"round {r} {side:6} {n:>6} topics: median {rounds.median(times):.2f} ms, "
-                      f"start {started:.1f} s", flush=True)
+                      f"CPU {cpu_ms:.2f} ms, start {started:.1f} s, load {loads[-1]:.1f}", flush=True)
     totals = None
     if args.total:
         totals = {"count": args.total, **total_and_restarts(ROOT, args.total, args.flush)}
@@ -200,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
             parallel[side] = concurrent(trees[side], args.parallel_held, args.connections,
                                         args.parallel_creates if side == "after" else args.connections * 3, args.flush)
         print(parallel, flush=True)
-    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel, args.flush)
+    load = f"{min(loads):.1f}–{max(loads):.1f} during the rounds"
+    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel, args.flush, cpu, load)
     print(text)
     if args.write_docs:
         report.write_marked(DOCS, "topic-scale", text, "## Topic creation at scale (`make bench-topics`)")
