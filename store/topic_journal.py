@@ -291,7 +291,7 @@ class TopicJournal:
             with self._sync_lock:
                 for fd in self._retired + [self._fd]:
                     os.close(fd)
-                self._retired = []
+                self._retired, self._unsynced = [], []
 
     def _append_queued(self) -> None:
         """Append every queued record with one write (called with _lock held); raises, records kept."""
