@@ -10,7 +10,7 @@ create is answered after that. Async: the record is appended on the spot (page c
 survives a kill -9 of the process), the create is answered at once, and `sync()` (the store's
 flusher, every flush interval) fdatasyncs the journal, as the CommitLog in async mode.
 
-A snapshot (every max(SNAPSHOT_CHANGES, topics) changes) runs on a thread of its own, never
+A snapshot (every max(SNAPSHOT_CHANGES, topics at the last one) changes) runs on a thread of its own, never
 inside a create's answer: it renames the journal to `topics.journal.<version>` and opens a new
 one (both quick, under the append lock), writes topics.json with the table up to that version,
 then deletes the renamed journals it covers. A crash at any point leaves topics.json plus
@@ -38,8 +38,9 @@ log = logging.getLogger("rocketgate.store")
 
 SNAPSHOT = "topics.json"
 JOURNAL = "topics.journal"
-# A snapshot is due after this many journalled changes, or after as many as there are topics,
-# whichever is more (so its cost per change stays flat as the table grows) ...
+# A snapshot is due after this many journalled changes, or after as many as there were topics at
+# the last one, whichever is more (its cost per change stays flat: a table that only grows doubles
+# from one snapshot to the next) ...
 SNAPSHOT_CHANGES = 1000
 # ... or once the journal holds this many bytes, or as many as the last snapshot, whichever is more.
 SNAPSHOT_BYTES = 4 << 20
@@ -216,6 +217,7 @@ class TopicJournal:
         self._dir_stale = False  # a rotation created a journal whose name is not fsynced yet
         self._retired: list[int] = []  # renamed journals, open until a snapshot covers them
         self._changes = 0  # records since the last rotation
+        self._rotated_topics = len(table)  # topics at the last rotation
         self._snapshot_size = 0
         self._snapshotter: threading.Thread | None = None
         self._snapshot_failed = False
@@ -340,7 +342,7 @@ class TopicJournal:
     def _snapshot_due(self) -> bool:
         if self._retired:  # the last snapshot failed
             return time.monotonic() >= self._retry_at
-        return self._changes > 0 and (self._changes >= max(SNAPSHOT_CHANGES, len(self._table))
+        return self._changes > 0 and (self._changes >= max(SNAPSHOT_CHANGES, self._rotated_topics)
                                       or self._size >= max(SNAPSHOT_BYTES, self._snapshot_size))
 
     def _snapshot_in_background(self) -> None:
@@ -399,6 +401,7 @@ class TopicJournal:
             raise
         self._retired.append(self._fd)
         self._fd, self._size, self._changes = fd, 0, 0
+        self._rotated_topics = len(self._table)
         self._dir_stale = True
 
 

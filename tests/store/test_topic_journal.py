@@ -363,3 +363,14 @@ def test_a_failed_snapshot_keeps_the_renamed_journal_and_is_tried_again(tmp_path
     assert sorted(json.loads((tmp_path / SNAPSHOT).read_text())["topicConfigTable"]) == ["A", "B", "C", "D"]
     table.close()
     assert sorted(TopicTable(ConfigDir(str(tmp_path))).names()) == ["A", "B", "C", "D"]
+
+
+def test_a_growing_table_is_still_snapshotted_each_time_it_doubles(tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_CHANGES", 10)
+    table, writer = journalled(tmp_path)
+    for i in range(100):
+        table.create(f"T{i:03d}", 1, 1)
+        writer.write()
+    doc = json.loads((tmp_path / SNAPSHOT).read_text())
+    assert len(doc["topicConfigTable"]) == 80  # snapshots at 10, 20, 40 and 80 topics
+    assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == [f"T{i:03d}" for i in range(80, 100)]
