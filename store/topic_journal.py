@@ -340,8 +340,10 @@ class TopicJournal:
         thread.start()
 
     def _snapshot_due(self) -> bool:
-        if self._retired:  # the last snapshot failed
-            return time.monotonic() >= self._retry_at
+        if time.monotonic() < self._retry_at:  # the last snapshot failed a moment ago
+            return False
+        if self._retired:  # it failed: its renamed journals wait for the next one
+            return True
         return self._changes > 0 and (self._changes >= max(SNAPSHOT_CHANGES, self._rotated_topics)
                                       or self._size >= max(SNAPSHOT_BYTES, self._snapshot_size))
 
@@ -366,7 +368,7 @@ class TopicJournal:
             self._config.write_bytes(SNAPSHOT, data)
         except OSError as exc:
             if not self._snapshot_failed:
-                log.error("topics: writing %s failed (%s); the journals keep the changes, retrying later",
+                log.error("topics: snapshot to %s failed (%s); the journals keep the changes, retrying later",
                           SNAPSHOT, exc)
             self._snapshot_failed = True
             self._retry_at = time.monotonic() + SNAPSHOT_RETRY_S

@@ -374,3 +374,24 @@ def test_a_growing_table_is_still_snapshotted_each_time_it_doubles(tmp_path, mon
     doc = json.loads((tmp_path / SNAPSHOT).read_text())
     assert len(doc["topicConfigTable"]) == 80  # snapshots at 10, 20, 40 and 80 topics
     assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == [f"T{i:03d}" for i in range(80, 100)]
+
+
+def test_a_rotation_that_cannot_open_a_new_journal_keeps_the_old_one_and_waits_before_trying_again(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_CHANGES", 3)
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_RETRY_S", 1000.0)
+    table, writer = async_journalled(tmp_path)
+    attempts = []
+
+    def no_fds(path):
+        attempts.append(path)
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(topic_journal, "_open_journal", no_fds)
+    for i in range(12):
+        table.create(f"T{i:02d}", 1, 1)
+        table._journal.join_snapshot()
+    assert len(attempts) == 1  # not once per create while it fails
+    assert topic_journal.renamed_journals(str(tmp_path / JOURNAL)) == []
+    assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == [f"T{i:02d}" for i in range(12)]
+    assert sorted(TopicTable(ConfigDir(str(tmp_path))).names()) == [f"T{i:02d}" for i in range(12)]
