@@ -8,7 +8,7 @@ already lists N one-queue topics, so the large sizes take seconds to set up inst
 (creating them one at a time is what the old code could not do in reasonable time).
 
     python -m bench.topic_scale [--before /work/main] [--sizes 500,1000] [--creates 30] [--rounds 2]
-                                [--total 10000] [--write-docs]
+                                [--total 10000] [--flush async|sync] [--write-docs]
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import time
 
 from bench import report, rounds
 from bench.brokers import ROOT, Gateway
+from bench.procstat import cpu_used
 from tests.kafka.kafka_raw import RawClient
 
 CREATE_TOPICS = 19
@@ -48,10 +49,12 @@ def create(client: RawClient, name: str) -> float:
     return elapsed
 
 
-def per_create(tree: str, size: int, creates: int) -> tuple[list[float], float]:
-    """(ms of each of `creates` creates, start seconds) on a gateway of `tree` holding `size` topics."""
+def per_create(tree: str, size: int, creates: int, flush: str = "async") -> tuple[list[float], float, float]:
+    """(ms of each of `creates` creates, start seconds, the gateway's CPU ms per create) on a
+    gateway of `tree` holding `size` topics. The CPU figure hardly depends on the machine's load,
+    where the latency on a shared machine does."""
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
-        g = Gateway(tmp, tree=tree)
+        g = Gateway(tmp, flush=flush, tree=tree)
         prefill(g.data_dir, size)
         began = time.perf_counter()
         g.start()
@@ -60,19 +63,21 @@ def per_create(tree: str, size: int, creates: int) -> tuple[list[float], float]:
             client = RawClient(g.bootstrap, timeout=120)
             for i in range(3):  # warm-up: connection, first write
                 create(client, f"warm-{i}")
+            cpu_before = g.cpu_sample()
             times = [create(client, f"new-{i:05d}") * 1000 for i in range(creates)]
+            cpu = cpu_used(cpu_before, g.cpu_sample()) * 1000 / creates
             client.close()
         finally:
             g.stop()
-    return times, started
+    return times, started, cpu
 
 
-def total_and_restarts(tree: str, total: int) -> dict:
+def total_and_restarts(tree: str, total: int, flush: str = "async") -> dict:
     """Seconds to create `total` topics one by one on a fresh gateway of `tree`, then the seconds to
     restart it after a kill -9 (journal replay) and after a clean stop."""
     out = {}
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
-        g = Gateway(tmp, tree=tree).start()
+        g = Gateway(tmp, flush=flush, tree=tree).start()
         try:
             client = RawClient(g.bootstrap, timeout=120)
             began = time.perf_counter()
@@ -98,13 +103,13 @@ def total_and_restarts(tree: str, total: int) -> dict:
     return out
 
 
-def concurrent(tree: str, held: int, connections: int, creates: int) -> float:
+def concurrent(tree: str, held: int, connections: int, creates: int, flush: str = "async") -> float:
     """Aggregate ms per create: `creates` topics over `connections` connections at once (creates
     queued together share one journal fsync) on a gateway of `tree` holding `held` topics."""
     import threading
 
     with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
-        g = Gateway(tmp, tree=tree)
+        g = Gateway(tmp, flush=flush, tree=tree)
         prefill(g.data_dir, held)
         g.start()
         try:
@@ -133,20 +138,26 @@ def _q(xs: list[float], q: float) -> float:
 
 
 def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | None, trees: dict,
-             parallel: dict | None = None) -> str:
+             parallel: dict | None = None, flush: str = "async", cpu: dict | None = None, load: str = "") -> str:
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
-    load = os.getloadavg()[0]
+    load = load or f"{os.getloadavg()[0]:.1f}"
+    cpu = cpu or {}
     lines = [f"CreateTopics, one topic per request, one connection (raw Kafka protocol), {creates} creates "
              f"per round on a gateway already holding N topics, {nrounds} alternating rounds; {stamp}, shared "
-             f"2-core machine (load average {load:.1f}). `before` = {trees['before']}, `after` = this tree. "
-             "ms per create: median (p90) over all rounds; start: seconds until the ports listen.", "",
-             "| topics held | before: ms per create | after: ms per create | before: start s | after: start s |",
-             "|---|---|---|---|---|"]
+             f"2-core machine (load average {load}), gateways with `--flush {flush}`. `before` = {trees['before']}, `after` = this tree. "
+             "ms per create: median (p90) over all rounds; CPU: the gateway's CPU ms per create (median of the "
+             "rounds); start: seconds until the ports listen.", "",
+             "| topics held | before: ms per create | after: ms per create | before: CPU | after: CPU "
+             "| before: start s | after: start s |",
+             "|---|---|---|---|---|---|---|"]
     for n in sizes:
         cells = []
         for side in ("before", "after"):
             xs = lat.get((side, n), [])
             cells.append(f"{rounds.median(xs):.2f} ({_q(xs, 0.9):.2f})" if xs else "n/a")
+        for side in ("before", "after"):
+            xs = cpu.get((side, n), [])
+            cells.append(f"{rounds.median(xs):.2f}" if xs else "n/a")
         for side in ("before", "after"):
             xs = starts.get((side, n), [])
             cells.append(f"{rounds.median(xs):.1f}" if xs else "n/a")
@@ -174,32 +185,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--connections", type=int, default=20, help="the concurrent run's connections (0: skip)")
     ap.add_argument("--parallel-creates", type=int, default=2000)
     ap.add_argument("--parallel-held", type=int, default=10000)
+    ap.add_argument("--flush", choices=["async", "sync"], default="async", help="the gateways' flush mode")
     ap.add_argument("--write-docs", action="store_true")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     trees = {"before": os.path.abspath(args.before), "after": ROOT}
     lat: dict = {}
     starts: dict = {}
+    cpu: dict = {}
+    loads = [os.getloadavg()[0]]
     for r in range(args.rounds):
         for n in sizes:
             for side in rounds.order(r, ("before", "after")):
-                times, started = per_create(trees[side], n, args.creates)
+                times, started, cpu_ms = per_create(trees[side], n, args.creates, args.flush)
+                loads.append(os.getloadavg()[0])
                 lat.setdefault((side, n), []).extend(times)
+                cpu.setdefault((side, n), []).append(cpu_ms)
                 starts.setdefault((side, n), []).append(started)
                 print(f"round {r} {side:6} {n:>6} topics: median {rounds.median(times):.2f} ms, "
-                      f"start {started:.1f} s", flush=True)
+                      f"CPU {cpu_ms:.2f} ms, start {started:.1f} s, load {loads[-1]:.1f}", flush=True)
     totals = None
     if args.total:
-        totals = {"count": args.total, **total_and_restarts(ROOT, args.total)}
+        totals = {"count": args.total, **total_and_restarts(ROOT, args.total, args.flush)}
         print(totals, flush=True)
     parallel = None
     if args.connections:
         parallel = {"connections": args.connections, "creates": args.parallel_creates, "held": args.parallel_held}
         for side in ("before", "after"):
             parallel[side] = concurrent(trees[side], args.parallel_held, args.connections,
-                                        args.parallel_creates if side == "after" else args.connections * 3)
+                                        args.parallel_creates if side == "after" else args.connections * 3, args.flush)
         print(parallel, flush=True)
-    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel)
+    load = f"{min(loads):.1f}–{max(loads):.1f} during the rounds"
+    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel, args.flush, cpu, load)
     print(text)
     if args.write_docs:
         report.write_marked(DOCS, "topic-scale", text, "## Topic creation at scale (`make bench-topics`)")

@@ -139,7 +139,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.add_dispatcher(arrivals)
     views = Views(st)  # a dispatcher too: registered before the replay, which rebuilds view units
     st.recover()
-    st.topics.use_writer(writer)  # topic changes are journalled off the loop from now on
+    st.topics.use_writer(writer, sync)  # topic changes are journalled (fsynced as the flush mode says)
     ensure_system_topics(st, levels)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     app = App(

@@ -156,9 +156,11 @@ class TopicConfig:
 class TopicTable:
     """Topic configs, persisted on every change. Written in place (the whole config/topics.json)
     until `use_writer` hands them to the gateway's off-loop ConfigWriter: from then on each change
-    is one record of config/topics.journal, appended and fsynced by the writer's thread, with
-    topics.json rewritten now and then (store.topic_journal). `submission` numbers the newest
-    change, for callers that answer only once it is on disk."""
+    is one record of config/topics.journal, with topics.json rewritten now and then by a thread
+    (store.topic_journal). With sync flush the writer's thread appends and fsyncs each change and
+    `submission` numbers the newest one, for callers that answer only once it is on disk; with
+    async flush the change is appended at once (it survives a kill -9) and fsynced by the store's
+    flusher (`sync_journal`), so `submission` moves only when a failed append is left to the writer."""
 
     FILE = "topics.json"  # also the writer's name of the journal's submissions
 
@@ -215,10 +217,11 @@ class TopicTable:
     def data_version(self) -> dict:
         return {"counter": self._version, "timestamp": int(time.time() * 1000)}
 
-    def use_writer(self, writer) -> None:
-        """From now on, changes are journalled and submitted to `writer.submit(name, journal)`,
-        which returns the submission's number and has a worker thread write it."""
-        self._journal = TopicJournal(self._config, self._document()["topicConfigTable"], self._version)
+    def use_writer(self, writer, sync: bool = True) -> None:
+        """From now on, changes are journalled; with `sync` (the store's flush mode) each is submitted
+        to `writer.submit(name, journal)`, which returns the submission's number and has a worker
+        thread write it; without, only a change whose append failed is (to be retried)."""
+        self._journal = TopicJournal(self._config, self._document()["topicConfigTable"], self._version, sync)
         self._writer = writer
         if self._dirty:  # the last in-place write failed: journal every topic, as a change
             self._dirty = False
@@ -230,6 +233,12 @@ class TopicTable:
         if self._journal is not None:
             self._journal.close()
             self._journal = self._writer = None
+
+    def sync_journal(self) -> None:
+        """fdatasync the journal's new records (the store's flusher thread; they wait for it in async mode)."""
+        journal = self._journal
+        if journal is not None:
+            journal.sync()
 
     def persist_if_dirty(self) -> None:
         """Write the table again if the last in-place write failed (retention calls this every minute)."""
@@ -244,10 +253,11 @@ class TopicTable:
         if self._journal is not None:
             cfg = self._topics.get(name)
             if cfg is None:
-                self._journal.add({"v": self._version, "op": "del", "name": name})
+                queued = self._journal.add({"v": self._version, "op": "del", "name": name})
             else:
-                self._journal.add({"v": self._version, "op": "put", "name": name, "topic": _entry(cfg)})
-            self.submission = self._writer.submit(self.FILE, self._journal)
+                queued = self._journal.add({"v": self._version, "op": "put", "name": name, "topic": _entry(cfg)})
+            if queued:
+                self.submission = self._writer.submit(self.FILE, self._journal)
             return
         try:
             self._write()

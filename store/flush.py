@@ -35,8 +35,9 @@ def read_checkpoint(directory: str) -> int:
 
 
 class Flusher:
-    def __init__(self, commitlog, queues, index, lock) -> None:
+    def __init__(self, commitlog, queues, index, lock, sync_topics=None) -> None:
         self.commitlog = commitlog
+        self.sync_topics = sync_topics  # fdatasyncs the topic journal's new records (async flush mode)
         self.queues = queues  # ConsumeQueueTable
         self.index = index  # IndexService
         self.lock = lock  # the store lock
@@ -55,6 +56,8 @@ class Flusher:
             if self.closed:
                 return
             self.flushed_offset = self.commitlog.sync()
+            if self.sync_topics is not None:
+                self.sync_topics()
             if self.derived and time.monotonic() - self._last_derived >= DERIVED_FLUSH_INTERVAL:
                 self._try_flush_derived()
             self._close_retired()

@@ -77,7 +77,7 @@ class Store:
         self.consume_queues = ConsumeQueueTable(os.path.join(path, "consumequeue"), config.cq_units_per_file)
         self.index = IndexService(os.path.join(path, "index"), config.index_slots, config.index_entries,
                                   on_space_error=self.space.allocation_failed)
-        self._flusher = Flusher(self.commitlog, self.consume_queues, self.index, self._lock)
+        self._flusher = Flusher(self.commitlog, self.consume_queues, self.index, self._lock, self.topics.sync_journal)
         self._index_dispatcher = IndexDispatcher(self.index)
         self._builtin = (ConsumeQueueDispatcher(self.consume_queues), self._index_dispatcher)
         self._dispatchers: list = list(self._builtin)

@@ -1,14 +1,27 @@
 """The topic table's write-ahead journal: every change is one appended record in
-`config/topics.journal`, fsynced (several queued changes share one fsync), and the whole table is
-written to `config/topics.json` (RocketMQ's topicConfigTable layout, which tools read) only now and
-then, after which the journal is emptied. Creating a topic thus costs one short append however
-many topics there are, where rewriting topics.json on every change grew with the table.
+`config/topics.journal`, and the whole table is written to `config/topics.json` (RocketMQ's
+topicConfigTable layout, which tools read) only now and then. Creating a topic thus costs one
+short append however many topics there are, where rewriting topics.json on every change grew with
+the table.
+
+Durability follows the store's flush mode. Sync: records are queued, and the config writer's
+thread appends them with one write and one fdatasync (several queued changes share it); the
+create is answered after that. Async: the record is appended on the spot (page cache: it
+survives a kill -9 of the process), the create is answered at once, and `sync()` (the store's
+flusher, every flush interval) fdatasyncs the journal, as the CommitLog in async mode.
+
+A snapshot (every max(SNAPSHOT_CHANGES, topics at the last one) changes) runs on a thread of its own, never
+inside a create's answer: it renames the journal to `topics.journal.<version>` and opens a new
+one (both quick, under the append lock), writes topics.json with the table up to that version,
+then deletes the renamed journals it covers. A crash at any point leaves topics.json plus
+journals that together hold every appended change.
 
 A record is one line: eight hex digits of the CRC-32 of the JSON that follows, a space, the JSON
 `{"v": version, "op": "put", "name": ..., "topic": {...}}` (or `"op": "del"` without "topic"), a
-newline. Recovery (`recover`) loads topics.json, replays the records whose version is newer than
-its dataVersion counter, stops at the first line that is torn or fails its CRC (kept aside in
-`topics.journal.corrupt`), folds everything into a new topics.json and empties the journal.
+newline. Recovery (`recover`) loads topics.json, replays the records of the renamed journals
+(oldest first) and of topics.journal whose version is newer than what it has, stops reading a
+file at its first line that is torn or fails its CRC (kept aside in `<file>.corrupt`), folds
+everything into a new topics.json and empties the journal.
 
 Imports nothing of ours: the caller hands in its config directory (`read(name, default)`,
 `path(name)`, `write_bytes(name, data)`)."""
@@ -25,11 +38,13 @@ log = logging.getLogger("rocketgate.store")
 
 SNAPSHOT = "topics.json"
 JOURNAL = "topics.journal"
-# A snapshot is due after this many journalled changes, or after as many as there are topics,
-# whichever is more (so its cost per change stays flat as the table grows) ...
+# A snapshot is due after this many journalled changes, or after as many as there were topics at
+# the last one, whichever is more (its cost per change stays flat: a table that only grows doubles
+# from one snapshot to the next) ...
 SNAPSHOT_CHANGES = 1000
 # ... or once the journal holds this many bytes, or as many as the last snapshot, whichever is more.
 SNAPSHOT_BYTES = 4 << 20
+SNAPSHOT_RETRY_S = 1.0  # after a failed snapshot, the next try waits this long
 
 
 # Made once: json.dumps with options builds a new encoder on every call.
@@ -106,10 +121,22 @@ def snapshot_bytes(table: dict, version: int) -> bytes:
     return f'{{\n "topicConfigTable": {{\n{entries}\n }},\n "dataVersion": {stamp}\n}}\n'.encode()
 
 
+def renamed_journals(path: str) -> list[tuple[int, str]]:
+    """(version, path) of the journals a snapshot renamed to `<path>.<version>`, oldest first."""
+    directory, base = os.path.split(path)
+    found = []
+    for name in os.listdir(directory or "."):
+        tail = name[len(base) + 1:] if name.startswith(base + ".") else ""
+        if tail.isdigit():
+            found.append((int(tail), os.path.join(directory, name)))
+    return sorted(found)
+
+
 def recover(config) -> tuple[dict, int]:
     """The topic table (name -> topics.json entry) and its version, from topics.json and the
-    journal; a journal that held anything is folded into a new topics.json and emptied. A torn
-    or corrupt tail is cut (kept in topics.journal.corrupt, logged); it never fails the start."""
+    journals; journals that held anything are folded into a new topics.json, the renamed ones
+    deleted and topics.journal emptied. A torn or corrupt tail is cut (kept in `<file>.corrupt`,
+    logged); it never fails the start."""
     doc = config.read(SNAPSHOT, {})
     doc = doc if isinstance(doc, dict) else {}
     table = doc.get("topicConfigTable")
@@ -119,24 +146,32 @@ def recover(config) -> tuple[dict, int]:
     except (TypeError, ValueError, AttributeError):
         version = 0
     path = config.path(JOURNAL)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return table, version
-    records, good = decode_records(data)
-    if good < len(data):
-        log.error("topics: %s has %d bad byte(s) after %d good record(s) (torn or corrupt): cut, kept in %s.corrupt",
-                  path, len(data) - good, len(records), path)
-        with open(path + ".corrupt", "wb") as f:
-            f.write(data[good:])
-    for record in records:
-        if record["v"] > version:  # older ones are in topics.json already (a crash before the journal was emptied)
-            apply_record(table, record)
-            version = record["v"]
-    if data:
+    renamed = [p for _, p in renamed_journals(path)]
+    folded = bool(renamed)
+    for file in renamed + [path]:
+        try:
+            with open(file, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        folded = folded or bool(data)
+        records, good = decode_records(data)
+        if good < len(data):
+            log.error("topics: %s has %d bad byte(s) after %d good record(s) (torn or corrupt): cut, kept in "
+                      "%s.corrupt", file, len(data) - good, len(records), file)
+            with open(file + ".corrupt", "wb") as f:
+                f.write(data[good:])
+        for record in records:
+            if record["v"] > version:  # older ones are in topics.json already (a crash before the cleanup)
+                apply_record(table, record)
+                version = record["v"]
+    if folded:
         config.write_bytes(SNAPSHOT, snapshot_bytes(table, version))
-        _empty(path)
+        if os.path.exists(path):
+            _empty(path)
+        for file in renamed:
+            os.unlink(file)
+        _fsync_dir(os.path.dirname(path))
     return table, version
 
 
@@ -149,64 +184,128 @@ def _empty(path: str) -> None:
         os.close(fd)
 
 
-class TopicJournal:
-    """The journal of a running table. `add(record)` (event loop, cheap) queues an encoded record;
-    `write()` (the config writer's thread) appends everything queued with one write and one
-    fsync, then writes a snapshot when one is due. A failed append (ENOSPC, EMFILE...) raises
-    and keeps its records queued, in order, for the next `write()`; the journal is cut back to
-    its last whole record first, so a half-written batch never lands between good ones. A failed
-    snapshot is only logged: the records are durable in the journal, and it is tried again later."""
+def _open_journal(path: str) -> int:
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
 
-    def __init__(self, config, table: dict, version: int) -> None:
+
+class TopicJournal:
+    """The journal of a running table. `add(record)` (event loop, cheap) journals one change:
+    queued for `write()` (the config writer's thread: append, one fdatasync) in sync mode,
+    appended at once in async mode, where `sync()` (the flusher's thread) fdatasyncs later. A
+    failed append (ENOSPC, EMFILE...) keeps its records queued, in order, for the next `write()`
+    (`add` returns True: the caller hands the journal to the writer); the journal is cut back to
+    its last whole record first, so a half-written batch never lands between good ones. Snapshots
+    run on their own thread; a failed one is logged and tried again after SNAPSHOT_RETRY_S: the
+    records stay in the renamed journals meanwhile."""
+
+    def __init__(self, config, table: dict, version: int, sync: bool = True) -> None:
         self._config = config
         self._path = config.path(JOURNAL)
-        self._table = {name: dict(entry) for name, entry in table.items()}  # the state on disk
+        self._dir = os.path.dirname(self._path)
+        self._sync = sync
+        self._table = {name: dict(entry) for name, entry in table.items()}  # the state in the journals
         self._version = version
-        self._lock = threading.Lock()  # guards _queued (the event loop adds, the writer thread takes)
-        self._write_lock = threading.Lock()  # one writer at a time (the thread, or close at shutdown)
+        # Held for an append or a rotation only (the event loop takes it in async mode): guards
+        # _queued, _fd, _size, _table, _version, _changes, _unsynced, _retired, _snapshotter.
+        self._lock = threading.Lock()
+        # One fdatasync-er at a time; journal files are closed only under it (never while synced).
+        self._sync_lock = threading.Lock()
         self._queued: list[tuple[dict, bytes]] = []
-        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._fd = _open_journal(self._path)
         self._size = os.fstat(self._fd).st_size  # the end of the last whole record
-        self._changes = 0  # records since the last snapshot
+        self._unsynced: list[int] = []  # files appended to since their last fdatasync
+        self._dir_stale = False  # a rotation created a journal whose name is not fsynced yet
+        self._retired: list[int] = []  # renamed journals, open until a snapshot covers them
+        self._changes = 0  # records since the last rotation
+        self._rotated_topics = len(table)  # topics at the last rotation
         self._snapshot_size = 0
+        self._snapshotter: threading.Thread | None = None
         self._snapshot_failed = False
-        _fsync_dir(os.path.dirname(self._path))  # the journal's name is durable before any record is
+        self._retry_at = 0.0
+        self._sync_failed = False
+        self._closing = False
+        _fsync_dir(self._dir)  # the journal's name is durable before any record is
 
-    def add(self, record: dict) -> None:
+    def add(self, record: dict) -> bool:
+        """Journal one change; True if it waits in the queue for `write()` (always in sync mode)."""
         line = encode_record(record)
         with self._lock:
             self._queued.append((record, line))
+            if self._sync or len(self._queued) > 1:  # sync mode, or a failed append is waiting
+                return True
+            try:
+                self._append_queued()
+            except OSError as exc:
+                log.error("topics: appending to %s failed (%s); the config writer retries", self._path, exc)
+                return True
+        self._snapshot_if_due()
+        return False
 
     def write(self) -> None:
-        with self._write_lock:
+        """Append what is queued; in sync mode fdatasync it before returning (config writer's thread)."""
+        with self._sync_lock:
             with self._lock:
-                batch, self._queued = self._queued, []
-            if batch:
-                try:
-                    self._append(b"".join(line for _, line in batch))
-                except BaseException:
-                    with self._lock:
-                        self._queued[:0] = batch
-                    raise
-                for record, _ in batch:
-                    apply_record(self._table, record)
-                    self._version = record["v"]
-                self._changes += len(batch)
-            if self._snapshot_due():
-                self._snapshot()
+                if self._queued:
+                    self._append_queued()
+            if self._sync:
+                self._sync_appended()
+        self._snapshot_if_due()
+
+    def sync(self) -> None:
+        """fdatasync what was appended since the last call (the store's flusher, async mode); a
+        failure is logged once per run of failures and tried again at the next call."""
+        if self._sync:  # the writer fsyncs every append before its answer
+            return
+        try:
+            with self._sync_lock:
+                self._sync_appended()
+        except OSError as exc:
+            if not self._sync_failed:
+                log.error("topics: fdatasync of %s failed (%s); retrying with the next flush", self._path, exc)
+            self._sync_failed = True
+            return
+        self._sync_failed = False
+        self._snapshot_if_due()
+
+    def join_snapshot(self) -> None:
+        """Wait for a snapshot in progress to end (close; tests)."""
+        thread = self._snapshotter
+        if thread is not None:
+            thread.join()
 
     def close(self) -> None:
-        """Write what is queued, fold the journal into topics.json (a clean stop leaves it current)
-        and close the file. Failures are logged: the journal keeps what was appended."""
+        """Write what is queued, fold the journals into topics.json (a clean stop leaves it current)
+        and close the files. Failures are logged: the journals keep what was appended."""
+        with self._lock:
+            self._closing = True
+        self.join_snapshot()
         try:
-            self.write()
-            with self._write_lock:
-                if self._changes:
-                    self._snapshot()
+            with self._sync_lock:
+                with self._lock:
+                    if self._queued:
+                        self._append_queued()
+                    folding = self._size > 0 or self._retired
+            if folding:
+                self.snapshot()
         except OSError as exc:
             log.error("topics: journal at close: %s", exc)
         finally:
-            os.close(self._fd)
+            with self._sync_lock:
+                for fd in self._retired + [self._fd]:
+                    os.close(fd)
+                self._retired, self._unsynced = [], []
+
+    def _append_queued(self) -> None:
+        """Append every queued record with one write (called with _lock held); raises, records kept."""
+        batch = self._queued
+        self._append(b"".join(line for _, line in batch))
+        self._queued = []
+        for record, _ in batch:
+            apply_record(self._table, record)
+            self._version = record["v"]
+        self._changes += len(batch)
+        if self._fd not in self._unsynced:
+            self._unsynced.append(self._fd)
 
     def _append(self, data: bytes) -> None:
         if os.fstat(self._fd).st_size != self._size:  # a failed append left part of a batch
@@ -214,31 +313,98 @@ class TopicJournal:
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view):]
-        os.fdatasync(self._fd)
         self._size += len(data)
 
+    def _sync_appended(self) -> None:
+        """fdatasync every journal appended to since the last call (with _sync_lock held)."""
+        with self._lock:
+            fds, self._unsynced = self._unsynced, []
+            dir_stale, self._dir_stale = self._dir_stale, False
+        try:
+            for fd in fds:
+                os.fdatasync(fd)
+            if dir_stale:
+                _fsync_dir(self._dir)
+        except BaseException:
+            with self._lock:
+                self._unsynced[:0] = [fd for fd in fds if fd not in self._unsynced]
+                self._dir_stale = self._dir_stale or dir_stale
+            raise
+
+    def _snapshot_if_due(self) -> None:
+        with self._lock:
+            if self._closing or self._snapshotter is not None or not self._snapshot_due():
+                return
+            thread = self._snapshotter = threading.Thread(target=self._snapshot_in_background,
+                                                          name="topics-snapshot", daemon=True)
+        thread.start()
+
     def _snapshot_due(self) -> bool:
-        return self._changes > 0 and (self._changes >= max(SNAPSHOT_CHANGES, len(self._table))
+        if time.monotonic() < self._retry_at:  # the last snapshot failed a moment ago
+            return False
+        if self._retired:  # it failed: its renamed journals wait for the next one
+            return True
+        return self._changes > 0 and (self._changes >= max(SNAPSHOT_CHANGES, self._rotated_topics)
                                       or self._size >= max(SNAPSHOT_BYTES, self._snapshot_size))
 
-    def _snapshot(self) -> None:
-        data = snapshot_bytes(self._table, self._version)
+    def _snapshot_in_background(self) -> None:
         try:
+            self.snapshot()
+        except Exception:  # a bug: logged, the journals keep every change
+            log.exception("topics: snapshot failed")
+        finally:
+            with self._lock:
+                self._snapshotter = None
+
+    def snapshot(self) -> None:
+        """Rotate the journal, write topics.json up to the rotation, delete the journals it covers.
+        Blocking (the snapshot thread, or close); a failure is logged and tried again later."""
+        try:
+            with self._lock:
+                if self._size > 0:
+                    self._rotate()
+                table, version = dict(self._table), self._version
+            data = snapshot_bytes(table, version)
             self._config.write_bytes(SNAPSHOT, data)
-            os.ftruncate(self._fd, 0)
-            os.fsync(self._fd)
         except OSError as exc:
             if not self._snapshot_failed:
-                log.error("topics: writing %s failed (%s); the journal keeps the changes, retrying later",
+                log.error("topics: snapshot to %s failed (%s); the journals keep the changes, retrying later",
                           SNAPSHOT, exc)
             self._snapshot_failed = True
+            self._retry_at = time.monotonic() + SNAPSHOT_RETRY_S
             return
+        with self._sync_lock:  # topics.json holds every record of the renamed journals: drop them
+            with self._lock:
+                retired, self._retired = self._retired, []
+                self._unsynced = [fd for fd in self._unsynced if fd not in retired]
+            for fd in retired:
+                os.close(fd)
+        try:
+            for number, path in renamed_journals(self._path):
+                if number <= version:
+                    os.unlink(path)
+        except OSError as exc:  # recovery skips their records (all in topics.json) and deletes them
+            log.warning("topics: deleting a renamed journal failed: %s", exc)
         if self._snapshot_failed:
             log.warning("topics: %s written again", SNAPSHOT)
         self._snapshot_failed = False
-        self._size = 0
-        self._changes = 0
         self._snapshot_size = len(data)
+
+    def _rotate(self) -> None:
+        """Rename the journal to `<journal>.<version>` and append to a new one (with _lock held)."""
+        if os.fstat(self._fd).st_size != self._size:  # a failed append left part of a batch
+            os.ftruncate(self._fd, self._size)
+        renamed = f"{self._path}.{self._version}"
+        os.rename(self._path, renamed)
+        try:
+            fd = _open_journal(self._path)
+        except OSError:
+            os.rename(renamed, self._path)
+            raise
+        self._retired.append(self._fd)
+        self._fd, self._size, self._changes = fd, 0, 0
+        self._rotated_topics = len(self._table)
+        self._dir_stale = True
 
 
 def _fsync_dir(directory: str) -> None:

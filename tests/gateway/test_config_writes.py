@@ -3,6 +3,10 @@ config writer: a change is not written on the event loop, and the calls that ans
 until it is on disk (or, for topics, until a write attempt failed: kept in memory and retried)."""
 import errno
 import json
+import os
+
+import pytest
+import trio
 
 import store
 from gateway.kafka.txn import init_transactional
@@ -26,6 +30,7 @@ def _topics_on_disk(tmp_path):
 
 
 def test_created_topic_is_written_off_loop_and_on_disk_when_topics_written_returns(tmp_path):
+    """--flush sync: the writer's thread appends and fsyncs the change before the answer."""
     async def body(app):
         await app.topics_written()  # the system topics of the first start
         app.store.topics.create("Fresh", read_queues=3, write_queues=3)
@@ -33,9 +38,33 @@ def test_created_topic_is_written_off_loop_and_on_disk_when_topics_written_retur
         await app.topics_written()
         return during, _topics_on_disk(tmp_path)
 
-    during, after = run_app(tmp_path, body)
+    during, after = run_app(tmp_path, body, flush="sync")
     assert "Fresh" not in during
     assert "Fresh" in after
+
+
+def test_with_async_flush_a_created_topic_is_in_the_journal_at_once_and_fsynced_by_the_flusher(
+        tmp_path, monkeypatch):
+    """--flush async: the create appends its record on the spot (a kill -9 keeps it) and leaves
+    nothing to wait for; the store's flush (every flush interval) fdatasyncs the journal."""
+    synced = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
+
+    async def body(app):
+        await app.topics_written()
+        await trio.to_thread.run_sync(app.store.flush)
+        journal = app.store.topics._journal
+        with app.store._flusher.sync_lock:  # no background flush meanwhile
+            before, synced[:] = app.store.topics.submission, []
+            app.store.topics.create("Fresh", read_queues=3, write_queues=3)
+            during, in_create = _topics_on_disk(tmp_path), list(synced)
+        await trio.to_thread.run_sync(app.store.flush)  # what the async flush service runs
+        return during, app.store.topics.submission - before, in_create, journal._fd in synced
+
+    during, submitted, in_create, flushed = run_app(tmp_path, body)
+    assert "Fresh" in during and submitted == 0 and in_create == []
+    assert flushed
 
 
 def test_a_failed_topic_write_ends_the_wait_and_is_retried(tmp_path, monkeypatch):
@@ -58,7 +87,7 @@ def test_a_failed_topic_write_ends_the_wait_and_is_retried(tmp_path, monkeypatch
         await app.topics_written()
         return failed, _topics_on_disk(tmp_path), app.store.topics.get("Full") is not None
 
-    failed, after, in_memory = run_app(tmp_path, body)
+    failed, after, in_memory = run_app(tmp_path, body, flush="sync")
     assert failures == ["topics.journal"]
     assert not failed and in_memory
     assert {"Full", "Later"} <= after
@@ -102,12 +131,13 @@ def test_a_store_opened_without_the_app_writes_topics_in_place(tmp_path):
         st.close()
 
 
-def test_topics_created_through_both_protocols_survive_kill_9_right_after_the_answer(gateway_factory):
+@pytest.mark.parametrize("flush", ["sync", "async"])
+def test_topics_created_through_both_protocols_survive_kill_9_right_after_the_answer(gateway_factory, flush):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from client import Admin
 
-    g = gateway_factory(flush="sync")
+    g = gateway_factory(flush=flush)
     kafka = AdminClient({"bootstrap.servers": f"127.0.0.1:{g.kafka_port}"})
     for future in kafka.create_topics([NewTopic("ByKafka", 3, 1)]).values():
         future.result(10)

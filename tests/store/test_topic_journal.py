@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
+import threading
 
 import pytest
 
@@ -28,6 +30,7 @@ class InlineWriter:
     def write(self):
         for obj in self.pending.values():
             obj.write()
+            obj.join_snapshot()  # a snapshot runs on a thread of its own: the tests look at its result
         self.pending.clear()
 
 
@@ -222,3 +225,173 @@ def test_a_failed_append_is_cut_back_and_written_again_in_order(tmp_path, monkey
     records, good = decode_records(journal_bytes(tmp_path))
     assert good == len(journal_bytes(tmp_path))
     assert [r["name"] for r in records] == ["A", "B", "C"]
+
+
+def async_journalled(directory):
+    """The table as the gateway runs it with `--flush async`."""
+    table = TopicTable(ConfigDir(str(directory)))
+    writer = InlineWriter()
+    table.use_writer(writer, sync=False)
+    return table, writer
+
+
+def counting_fdatasync(monkeypatch) -> list:
+    syncs = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (syncs.append(fd), real(fd)))
+    return syncs
+
+
+def test_async_mode_appends_on_the_spot_and_leaves_the_fdatasync_to_the_flusher(tmp_path, monkeypatch):
+    table, writer = async_journalled(tmp_path)
+    syncs = counting_fdatasync(monkeypatch)
+    for i in range(5):
+        table.create(f"T{i}", 1, 1)
+    assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == [f"T{i}" for i in range(5)]
+    assert syncs == [] and writer.pending == {} and table.submission == 0  # nothing for the caller to wait on
+    table.sync_journal()  # the store's flusher
+    assert len(syncs) == 1
+    table.sync_journal()  # nothing new: no fdatasync
+    assert len(syncs) == 1
+    assert sorted(TopicTable(ConfigDir(str(tmp_path))).names()) == [f"T{i}" for i in range(5)]
+
+
+def test_sync_mode_appends_and_fsyncs_in_the_writer_only(tmp_path, monkeypatch):
+    table, writer = journalled(tmp_path)
+    syncs = counting_fdatasync(monkeypatch)
+    table.create("A", 1, 1)
+    assert journal_bytes(tmp_path) == b"" and syncs == [] and table.submission == writer.count == 1
+    table.sync_journal()  # the flusher leaves it to the writer
+    assert syncs == []
+    writer.write()
+    assert len(syncs) == 1 and [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == ["A"]
+
+
+def test_an_async_append_that_fails_is_handed_to_the_writer_and_kept_in_order(tmp_path, monkeypatch):
+    table, writer = async_journalled(tmp_path)
+    table.create("A", 1, 1)
+    real_write = os.write
+
+    def fail(fd, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", fail)
+    table.create("B", 1, 1)
+    assert table.submission == 1 and TopicTable.FILE in writer.pending
+    monkeypatch.setattr(os, "write", real_write)
+    table.create("C", 1, 1)  # queued behind B, not appended before it
+    assert table.submission == 2
+    writer.write()
+    assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == ["A", "B", "C"]
+    table.create("D", 1, 1)  # appended on the spot again
+    assert table.submission == 2 and writer.pending == {}
+    assert sorted(TopicTable(ConfigDir(str(tmp_path))).names()) == ["A", "B", "C", "D"]
+
+
+class HeldSnapshot:
+    """Holds the snapshot thread inside its topics.json write until released."""
+
+    def __init__(self, monkeypatch, config_cls=ConfigDir) -> None:
+        self.inside, self.release = threading.Event(), threading.Event()
+        real = config_cls.write_bytes
+
+        def held(config, name, data):
+            if name == SNAPSHOT and threading.current_thread().name == "topics-snapshot":
+                self.inside.set()
+                assert self.release.wait(60)
+            real(config, name, data)
+
+        monkeypatch.setattr(config_cls, "write_bytes", held)
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_creates_go_on_while_a_snapshot_is_written_and_a_kill_mid_snapshot_keeps_them_all(
+        tmp_path, monkeypatch, sync):
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_CHANGES", 10)
+    held = HeldSnapshot(monkeypatch)
+    table = TopicTable(ConfigDir(str(tmp_path / "d")))
+    writer = InlineWriter()
+    table.use_writer(writer, sync=sync)
+    journal = table._journal
+    names = []
+    for i in range(25):  # the snapshot starts at the 10th: the next ones are appended while it is held
+        names.append(f"T{i:02d}")
+        table.create(names[-1], 1, 1)
+        for obj in writer.pending.values():
+            obj.write()  # the writer thread, without waiting for the snapshot
+        writer.pending.clear()
+        if i == 9:
+            assert held.inside.wait(60)
+    assert journal._snapshotter is not None, "the snapshot is still held: the creates did not wait for it"
+    crashed = tmp_path / "crashed"
+    shutil.copytree(tmp_path / "d", crashed)  # the files as a kill -9 right now leaves them
+    assert sorted(TopicTable(ConfigDir(str(crashed))).names()) == names
+    held.release.set()
+    journal.join_snapshot()
+    left = [p for _, p in topic_journal.renamed_journals(str(tmp_path / "d" / JOURNAL))]
+    assert left == []  # topics.json holds what the renamed journal held
+    doc = json.loads((tmp_path / "d" / SNAPSHOT).read_text())
+    assert sorted(doc["topicConfigTable"]) == names[:10]  # the table as of the rotation
+    assert sorted(TopicTable(ConfigDir(str(tmp_path / "d"))).names()) == names
+
+
+def test_a_failed_snapshot_keeps_the_renamed_journal_and_is_tried_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_CHANGES", 3)
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_RETRY_S", 0.0)
+    real = ConfigDir.write_bytes
+    failures = []
+
+    def full_once(config, name, data):
+        if name == SNAPSHOT and not failures:
+            failures.append(name)
+            raise OSError(28, "No space left on device")
+        real(config, name, data)
+
+    monkeypatch.setattr(ConfigDir, "write_bytes", full_once)
+    table, writer = async_journalled(tmp_path)
+    for name in "ABC":
+        table.create(name, 1, 1)
+    table._journal.join_snapshot()
+    assert failures == [SNAPSHOT]
+    assert len(topic_journal.renamed_journals(str(tmp_path / JOURNAL))) == 1
+    crashed = tmp_path / "crashed"
+    shutil.copytree(tmp_path, crashed, ignore=shutil.ignore_patterns("crashed"))
+    assert sorted(TopicTable(ConfigDir(str(crashed))).names()) == ["A", "B", "C"]
+    table.create("D", 1, 1)  # the retry is due: it runs again
+    table._journal.join_snapshot()
+    assert topic_journal.renamed_journals(str(tmp_path / JOURNAL)) == []
+    assert sorted(json.loads((tmp_path / SNAPSHOT).read_text())["topicConfigTable"]) == ["A", "B", "C", "D"]
+    table.close()
+    assert sorted(TopicTable(ConfigDir(str(tmp_path))).names()) == ["A", "B", "C", "D"]
+
+
+def test_a_growing_table_is_still_snapshotted_each_time_it_doubles(tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_CHANGES", 10)
+    table, writer = journalled(tmp_path)
+    for i in range(100):
+        table.create(f"T{i:03d}", 1, 1)
+        writer.write()
+    doc = json.loads((tmp_path / SNAPSHOT).read_text())
+    assert len(doc["topicConfigTable"]) == 80  # snapshots at 10, 20, 40 and 80 topics
+    assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == [f"T{i:03d}" for i in range(80, 100)]
+
+
+def test_a_rotation_that_cannot_open_a_new_journal_keeps_the_old_one_and_waits_before_trying_again(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_CHANGES", 3)
+    monkeypatch.setattr(topic_journal, "SNAPSHOT_RETRY_S", 1000.0)
+    table, writer = async_journalled(tmp_path)
+    attempts = []
+
+    def no_fds(path):
+        attempts.append(path)
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(topic_journal, "_open_journal", no_fds)
+    for i in range(12):
+        table.create(f"T{i:02d}", 1, 1)
+        table._journal.join_snapshot()
+    assert len(attempts) == 1  # not once per create while it fails
+    assert topic_journal.renamed_journals(str(tmp_path / JOURNAL)) == []
+    assert [r["name"] for r in decode_records(journal_bytes(tmp_path))[0]] == [f"T{i:02d}" for i in range(12)]
+    assert sorted(TopicTable(ConfigDir(str(tmp_path))).names()) == [f"T{i:02d}" for i in range(12)]
