@@ -145,6 +145,7 @@ class SendFlowControl:
         return self.throttle_for(remaining)
 
     def throttle_for(self, seconds: float) -> int:
+        """A back-off of `seconds` as Kafka's throttle_time_ms (counted when there is one)."""
         if seconds <= 0:
             return 0
         self.throttled += 1
