@@ -20,9 +20,14 @@ threads do, and the two rules apply as RocketMQ applies them:
   refused (TIMEOUT_CLEAN_QUEUE), as are sends that waited that long before being handled.
 A write that ran on the loop itself (before the disk was seen to be slow) held up every request
 while it ran, so those requests are seen only once it returns: after such a write held the store
-longer than the limit, new sends are refused for as long as it held it. Kafka Produce in the same
-conditions is stored and answered with `throttle_time_ms` (the rest of the busy period), which
-librdkafka and the Java client honour by backing off.
+longer than the limit, new sends are refused for as long as it held it.
+
+Kafka Produce and gRPC SendMessage take the same path. A gRPC send is refused as a remoting one is
+(the proxy answers SYSTEM_BUSY as TOO_MANY_REQUESTS). Kafka has no such refusal: a Produce in the
+same conditions is stored and answered with `throttle_time_ms`, which librdkafka and the Java client
+honour by backing off (`ProduceFlow`); each partition's batches are checked (producer sequences,
+transactions), appended and recorded in one turn, so no other append comes between a check and
+its record.
 
 `SendFlowControl` is built with the App (`app.flow`) and observes every store write through
 `Store.set_write_observer` (all writers: both protocols, the delay scheduler, transactions). The
@@ -34,6 +39,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import asynccontextmanager
 
 import trio
 
@@ -77,17 +83,27 @@ class SendFlowControl:
     async def append(self, store, msgs, read_at: float | None = None) -> list:
         """`store.append_many(msgs)`; on a worker thread while the disk is slow, where the send may be
         refused (SendRefused) once its turn comes if it waited too long for it."""
-        if not self.offloaded and not self._disk_slow(store):
+        if self.appends_inline(store):
             return store.append_many(msgs)
+        async with self.worker_turn():
+            busy = self.refusal(read_at, self.offloaded)
+            if busy:
+                raise SendRefused(busy)
+            return await trio.to_thread.run_sync(store.append_many, msgs)
+
+    def appends_inline(self, store) -> bool:
+        """May the next append run on the loop (the disk keeps up, nothing is on the worker thread)?"""
+        return not self.offloaded and not self._disk_slow(store)
+
+    @asynccontextmanager
+    async def worker_turn(self):
+        """The worker thread's turn: one holder at a time, in arrival order."""
         if self._turn is None:
             self._turn = trio.Lock()
         self.offloaded += 1
         try:
             async with self._turn:
-                busy = self.refusal(read_at, self.offloaded)
-                if busy:
-                    raise SendRefused(busy)
-                return await trio.to_thread.run_sync(store.append_many, msgs)
+                yield
         finally:
             self.offloaded -= 1
 
@@ -97,13 +113,6 @@ class SendFlowControl:
         if store.last_flush_s > SLOW_FLUSH_S or (flush_began is not None and now - flush_began > SLOW_FLUSH_S):
             self.slow_until = max(self.slow_until, now + SLOW_HOLD_S)
         return now < self.slow_until
-
-    async def wait_inline_turn(self) -> None:
-        """Before appending on the loop (Kafka Produce, many appends per request): wait until no
-        append is on the worker thread, so that the loop never waits for the store's writer lock."""
-        if self.offloaded and self._turn is not None:
-            async with self._turn:  # released without a checkpoint: the caller's appends come first
-                pass
 
     def _page_cache_busy(self, now: float) -> bool:
         """isOSPageCacheBusy: a write in progress for longer than the limit, or the busy period after
@@ -133,10 +142,14 @@ class SendFlowControl:
         remaining = self.busy_remaining_s()
         if remaining <= 0 and read_at is not None and self.clock() - read_at >= self.wait_in_queue_s:
             remaining = self.wait_in_queue_s
-        if remaining <= 0:
+        return self.throttle_for(remaining)
+
+    def throttle_for(self, seconds: float) -> int:
+        """A back-off of `seconds` as Kafka's throttle_time_ms (counted when there is one)."""
+        if seconds <= 0:
             return 0
         self.throttled += 1
-        return max(1, int(remaining * 1000))
+        return max(1, int(seconds * 1000))
 
     def _refuse(self, kind: str, remark: str, now: float) -> str:
         self.refused[kind] += 1
@@ -144,3 +157,50 @@ class SendFlowControl:
             log.warning("send flow control: %s (refused so far: %s)", remark, self.refused)
             self._logged_until = now + 1.0
         return remark
+
+
+class ProduceFlow:
+    """One Kafka Produce request's appends under flow control. Kafka refuses nothing for a busy disk:
+    the records are stored, and the answer's throttle_time_ms asks the producer to back off when
+    - a write had been in progress past the busy limit when the request came (or a write on the loop
+      started a busy period): the rest of that period;
+    - it waited for the worker thread's turn as long as the send-queue limit: that limit;
+    - its own writes off the loop took longer than the busy limit: as long as they took."""
+
+    def __init__(self, flow: SendFlowControl, store) -> None:
+        self.flow, self.store = flow, store
+        self.busy_on_arrival_s = flow.busy_remaining_s()
+        self.waited_s = 0.0  # for the worker thread's turn
+        self.held_s = 0.0  # writing on the worker thread
+
+    @asynccontextmanager
+    async def turn(self):
+        """One partition's check-append-record: yields `append(msgs)` (a coroutine function), which
+        appends on the loop while the disk keeps up, else on the worker thread in this turn."""
+        flow = self.flow
+        if flow.appends_inline(self.store):
+            yield self._inline  # no checkpoint between entering and appending: nothing comes between
+            return
+        asked = flow.clock()
+        async with flow.worker_turn():
+            self.waited_s += flow.clock() - asked
+            yield self._off_loop
+
+    async def _inline(self, msgs) -> list:
+        return self.store.append_many(msgs)
+
+    async def _off_loop(self, msgs) -> list:
+        began = self.flow.clock()
+        try:
+            return await trio.to_thread.run_sync(self.store.append_many, msgs)
+        finally:
+            self.held_s += self.flow.clock() - began
+
+    def throttle_ms(self) -> int:
+        flow = self.flow
+        seconds = max(self.busy_on_arrival_s, flow.busy_remaining_s())
+        if self.waited_s >= flow.wait_in_queue_s:
+            seconds = max(seconds, flow.wait_in_queue_s)
+        if self.held_s > flow.page_cache_busy_s:
+            seconds = max(seconds, self.held_s)
+        return flow.throttle_for(seconds)

@@ -14,6 +14,7 @@ from gateway.grpc.messages import message_type, to_store
 from gateway.grpc.recall import check_type, recall_handle
 from gateway.grpc.route import topic_config
 from semantics import routing
+from semantics.flow_control import SendRefused
 from semantics.transactions import EndResult
 
 
@@ -60,9 +61,12 @@ def _append_error(exc: store.StoreError) -> RpcError:
 @rpc("SendMessage")
 async def send_message(ctx, req):
     app = ctx.app
+    read_at = app.flow.clock()  # its wait for the send queue starts here (flow control)
     msgs = _prepare(ctx, list(req.messages))
-    try:
-        results = app.store.append_many(msgs) if len(msgs) > 1 else [app.store.append(msgs[0])]
+    try:  # off the loop while the disk is slow, as remoting sends
+        results = await app.flow.append(app.store, msgs, read_at)
+    except SendRefused as exc:  # the proxy answers a broker's SYSTEM_BUSY so
+        raise RpcError(Code.TOO_MANY_REQUESTS, str(exc)) from None
     except store.StoreError as exc:
         raise _append_error(exc) from None
     await app.durable(results[-1].end_offset)

@@ -19,6 +19,7 @@ from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
 from semantics import routing, transactions, views
+from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 
@@ -36,8 +37,9 @@ def _partition_error(index: int, code: int, message: str | None = None) -> dict:
             "log_start_offset": -1, "error_message": message}
 
 
-def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) -> tuple[dict, int]:
-    """Validate and append one partition's batches; (partition response, CommitLog end offset)."""
+async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data, append) -> tuple[dict, int]:
+    """Validate and append one partition's batches (`append`: a `ProduceFlow` turn's); (partition
+    response, CommitLog end offset)."""
     try:
         batches = records.parse_batches(data or b"")
     except DecodeError as exc:
@@ -95,7 +97,8 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
             if pieces:
                 entry = index_info(piece)
             try:
-                res = _append_batch(app, topic, index, piece, entry, extra, now, append_time)
+                msg = _batch_message(app, topic, index, piece, entry, extra, now, append_time)
+                res = (await append([msg]))[0]
             except store.StoreError as exc:
                 code = errors.for_store_error(exc)
                 return _partition_error(index, code, None if code == errors.MESSAGE_TOO_LARGE else str(exc)), end
@@ -113,15 +116,15 @@ def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data) ->
             "log_start_offset": app.store.min_offset(topic, index)}, end
 
 
-def _append_batch(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, extra: dict, now: int,
-                  append_time: bool):
-    """Store one RecordBatch as an inner-batch entry (routed first when it carries routing or
-    transaction properties); the AppendResult (raises store.StoreError)."""
+def _batch_message(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, extra: dict, now: int,
+                   append_time: bool):
+    """One RecordBatch as an inner-batch entry (routed first when it carries routing or transaction
+    properties)."""
     props = dict(entry.routing, **extra)
     msg = entry_message(topic, index, b, entry, props, now, append_time)
     if props:  # a delayed batch goes to the schedule topic first, a transactional one to the half topic
         msg = routing.route(msg, now, app.delay_levels)
-    return app.store.append(msg)
+    return msg
 
 
 @handler(apis.PRODUCE)
@@ -129,7 +132,7 @@ async def produce(ctx: RequestContext):
     app, req, version = ctx.app, ctx.request, ctx.version
     st = kafka_state(app)
     acks = req["acks"]
-    await app.flow.wait_inline_turn()  # its appends run on the loop: none may be on the worker thread
+    flow = ProduceFlow(app.flow, app.store)  # on a slow disk: appends off the loop, throttle_time_ms
     responses = []
     end = 0
     replicated = []
@@ -156,7 +159,8 @@ async def produce(ctx: RequestContext):
                     parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
                     continue
                 try:
-                    resp, e = produce_partition(app, st, name, cfg, index, p["records"])
+                    async with flow.turn() as append:
+                        resp, e = await produce_partition(app, st, name, cfg, index, p["records"], append)
                 except store.StoreError as exc:
                     resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)
@@ -178,4 +182,4 @@ async def produce(ctx: RequestContext):
             replicated.pop(0)
     for _name, index, _end, resp in replicated:
         resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
-    return {"responses": responses, "throttle_time_ms": app.flow.throttle_ms()}
+    return {"responses": responses, "throttle_time_ms": flow.throttle_ms()}
