@@ -39,6 +39,8 @@ def two(tmp_path_factory):
                 "--cluster-lease-ttl", "3", "--transaction-timeout-ms", "300",
                 "--transaction-check-interval-ms", "500", "--transaction-check-max", "1000",
                 "--message-delay-level", LEVELS]).start()
+        admin = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap})
+        wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == len(NODES), 60, "every gateway registered")
         yield etcd, gws
     finally:
         for g in gws.values():
