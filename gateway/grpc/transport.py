@@ -13,7 +13,6 @@ import collections
 import logging
 
 import h2.config
-import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
@@ -21,6 +20,7 @@ import h2.settings
 import trio
 
 from codec.grpc import FramingError, MessageReader, StatusCode, frame, parse_timeout, status_trailers
+from gateway.grpc.http2 import GrpcH2Connection
 
 log = logging.getLogger("rocketgate.grpc")
 
@@ -106,7 +106,7 @@ class GrpcConnection:
         # few fixed ones this module builds, so h2 need not check and normalise them on every call.
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True,
                                            validate_outbound_headers=False, normalize_outbound_headers=False)
-        self.h2 = h2.connection.H2Connection(config=config)
+        self.h2 = GrpcH2Connection(config)
         self.calls: dict[int, Call] = {}
         self._send_lock = trio.Lock()
         self.closed = False
