@@ -8,8 +8,8 @@ per-header pipeline and HPACK encoding were about half of the gateway's CPU per 
   hpack would produce.
 - `RequestStream` checks a request header block in one pass against a stricter subset of h2's
   inbound rules (RFC 9113 §8.2-8.3); a block that is not plainly fine (uppercase, connection
-  headers, `te`, `host`, cookies, odd pseudo-headers, ...) goes through h2's own validation, so
-  every malformed block is refused exactly as h2 refuses it.
+  headers, `te` but trailers, `host`, cookies, odd pseudo-headers, ...) goes through h2's own
+  validation, so every malformed block is refused exactly as h2 refuses it.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import hpack
 _NAME = re.compile(rb"[!-9;-@\[-~]+")
 # A value without NUL, CR, LF and not starting or ending with SP or HTAB (or empty).
 _VALUE = re.compile(rb"(?:[^\x00\n\r \t](?:[^\x00\n\r]*[^\x00\n\r \t])?)?")
-# Names h2 treats specially (connection-specific, te, host/:authority matching, cookie joining).
+# Names h2 treats specially (connection-specific, host/:authority matching, cookie joining).
 _SPECIAL = frozenset({b"connection", b"proxy-connection", b"keep-alive", b"transfer-encoding", b"upgrade",
-                      b"te", b"host", b"cookie"})
+                      b"host", b"cookie"})
 _REQUEST_PSEUDO = frozenset({b":method", b":scheme", b":path", b":authority"})
 
 
@@ -40,7 +40,7 @@ def plain_request_headers(headers, encoding: str) -> list | None:
             if regular or name in pseudo or name not in _REQUEST_PSEUDO or not value:
                 return None
             pseudo.add(name)
-        elif name in _SPECIAL or name_ok(name) is None:
+        elif name in _SPECIAL or name_ok(name) is None or (name == b"te" and value.lower() != b"trailers"):
             return None
         else:
             regular = True

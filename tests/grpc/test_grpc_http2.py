@@ -72,6 +72,7 @@ VARIANTS = [
     BASE + [("X-Upper", "1")],
     BASE + [("connection", "keep-alive")],
     BASE + [("te", "gzip")],
+    [h for h in BASE if h[0] != "te"] + [("te", "TRAILERS")],
     BASE + [("host", "127.0.0.1:8081")],
     BASE + [("host", "elsewhere")],
     BASE + [("cookie", "a=1"), ("cookie", "b=2")],
