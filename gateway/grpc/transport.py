@@ -59,7 +59,7 @@ class Call:
         # trailers: one write per call (two small writes would meet Nagle and delayed ACKs).
         self.defer_flush = False
         self.closed = False  # trailers sent or stream reset
-        self.scope = trio.CancelScope()
+        self.scope = trio.CancelScope(deadline=deadline)  # cancelled by a reset, or at the deadline
 
     @property
     def client_id(self) -> str:
@@ -109,6 +109,7 @@ class GrpcConnection:
         self.h2 = GrpcH2Connection(config)
         self.calls: dict[int, Call] = {}
         self._send_lock = trio.Lock()
+        self._flush_wanted = trio.Event()
         self.closed = False
         self.services: dict = {}  # name -> per-connection background helper (see `service`)
 
@@ -122,6 +123,7 @@ class GrpcConnection:
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
+                nursery.start_soon(self._writer)
                 while not self.closed:
                     try:
                         data = await self.stream.receive_some(READ_SIZE)
@@ -230,30 +232,30 @@ class GrpcConnection:
         """A method read a message whose DATA was held back: let the client send more."""
         if size:
             self._ack(call, size)
-            self.nursery.start_soon(self.flush)
+            self.want_flush()
 
     async def _run_call(self, call: Call, handler) -> None:
         status, message = StatusCode.OK, ""
         with call.scope:
-            with trio.move_on_at(call.deadline) as timer:
-                try:
-                    await handler(call)
-                except CallEnded as exc:
-                    status, message = exc.status, exc.message
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    self._lost()
-                    return
-                except Exception as exc:  # a bug in one method must not end the connection
-                    log.exception("gRPC method %s failed", call.path)
-                    status, message = StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
-            if timer.cancelled_caught:
-                status, message = StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"
-            await self._finish(call, status, message)
+            try:
+                await handler(call)
+            except CallEnded as exc:
+                status, message = exc.status, exc.message
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._lost()
+                return
+            except Exception as exc:  # a bug in one method must not end the connection
+                log.exception("gRPC method %s failed", call.path)
+                status, message = StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
         self.calls.pop(call.stream_id, None)
-        if not call.closed:  # cancelled (client reset) before trailers went out
-            call.closed = True
+        if call.scope.cancelled_caught:  # a reset (the call is closed then) or the deadline
+            status, message = StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"
+        self._finish(call, status, message)
+        call.closed = True
 
-    async def _finish(self, call: Call, status: StatusCode, message: str) -> None:
+    def _finish(self, call: Call, status: StatusCode, message: str) -> None:
+        """Queue the trailers (the writer sends them with whatever else this turn of the event
+        loop queued: one socket write for many calls under load)."""
         if call.closed or self.closed:
             return
         try:
@@ -266,7 +268,7 @@ class GrpcConnection:
                 self.h2.reset_stream(call.stream_id, error_code=h2.errors.ErrorCodes.NO_ERROR)
         except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             call.closed = True
-        await self.flush()
+        self.want_flush()
 
     async def send_message(self, call: Call, data: bytes) -> None:
         h = self.h2
@@ -288,6 +290,16 @@ class GrpcConnection:
             h.send_data(call.stream_id, bytes(view[:window]))
             view = view[window:]
         if not call.defer_flush:
+            await self.flush()
+
+    def want_flush(self) -> None:
+        self._flush_wanted.set()
+
+    async def _writer(self) -> None:
+        """Sends what h2 queued, once per turn of the event loop in which anything asked to."""
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted = trio.Event()
             await self.flush()
 
     async def flush(self) -> None:
