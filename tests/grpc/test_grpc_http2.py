@@ -9,7 +9,7 @@ import h2.exceptions
 import hpack
 import pytest
 
-from gateway.grpc.http2 import CachingEncoder, GrpcH2Connection
+from gateway.grpc.http2 import CachingEncoder, GrpcH2Connection, IndexedFastDecoder
 
 OK_HEADERS = [(":status", "200"), ("content-type", "application/grpc")]
 OK_TRAILERS = [("grpc-status", "0")]
@@ -33,6 +33,32 @@ def test_cached_encoder_after_the_table_changes_under_a_cached_block():
     plain, cached = hpack.Encoder(), CachingEncoder()
     for headers in [OK_HEADERS, OK_HEADERS, OK_TRAILERS, OK_TRAILERS, [("x-new", "1")], OK_HEADERS, OK_TRAILERS]:
         assert cached.encode(headers) == plain.encode(headers)
+
+
+def _decoded(decoder, block):
+    try:
+        return [(type(h).__name__, tuple(h)) for h in decoder.decode(block, raw=True)]
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+def test_fast_decoder_decodes_what_hpack_decodes():
+    rng = random.Random(11)
+    encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
+    names = [":method", ":path", "content-type", "x-mq-client-id", "grpc-timeout", "user-agent", "authorization"]
+    for i in range(2000):
+        headers = [(rng.choice(names), str(rng.randrange(40))) for _ in range(rng.randrange(1, 12))]
+        if rng.random() < 0.1:
+            headers.append(hpack.NeverIndexedHeaderTuple("secret", str(i)))
+        block = encoder.encode(headers, huffman=rng.random() < 0.5)
+        if rng.random() < 0.05:  # garbage and truncated blocks: the same error, the same table after
+            block = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8))) + block[:rng.randrange(len(block))]
+        if rng.random() < 0.01:
+            plain.max_header_list_size = fast.max_header_list_size = rng.choice([40, 65536])
+        assert _decoded(fast, block) == _decoded(plain, block)
+        assert fast.header_table.dynamic_entries == plain.header_table.dynamic_entries
+        if fast.header_table.dynamic_entries != encoder.header_table.dynamic_entries:  # resync after garbage
+            encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
 
 
 def _server(cls):
