@@ -28,6 +28,10 @@ MAX_CONCURRENT_STREAMS = 256
 MAX_HEADER_LIST_SIZE = 64 * 1024
 QUEUED_MESSAGES = 8  # unread request messages per call before its DATA stops being acknowledged
 READ_SIZE = 65536
+# The header blocks of every successful call, as bytes (h2 takes them as they are; HPACK output
+# of these is cached by gateway.grpc.http2.CachingEncoder).
+RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
+OK_TRAILERS = ((b"grpc-status", b"0"),)
 
 
 class CallEnded(Exception):
@@ -168,9 +172,7 @@ class GrpcConnection:
             self.closed = True
 
     def _start_call(self, stream_id: int, headers, ended: bool) -> None:
-        meta = {}
-        for name, value in headers:
-            meta[name] = value
+        meta = dict(headers)
         path = meta.get(":path", "")
         deadline = float("inf")
         if "grpc-timeout" in meta:
@@ -196,8 +198,7 @@ class GrpcConnection:
         self.h2.send_headers(stream_id, [(":status", "415"), ("content-type", "text/plain")], end_stream=True)
 
     def _trailers_only(self, stream_id: int, status: StatusCode, message: str) -> None:
-        self.h2.send_headers(stream_id, [(":status", "200"), ("content-type", "application/grpc"),
-                                         *status_trailers(status, message)], end_stream=True)
+        self.h2.send_headers(stream_id, [*RESPONSE_HEADERS, *_trailers(status, message)], end_stream=True)
 
     def _on_data(self, event) -> None:
         call = self.calls.get(event.stream_id)
@@ -260,7 +261,7 @@ class GrpcConnection:
             return
         try:
             if call.headers_sent:
-                self.h2.send_headers(call.stream_id, status_trailers(status, message), end_stream=True)
+                self.h2.send_headers(call.stream_id, _trailers(status, message), end_stream=True)
             else:
                 self._trailers_only(call.stream_id, status, message)
             call.closed = True
@@ -275,7 +276,7 @@ class GrpcConnection:
         if call.closed or self.closed:
             raise CallEnded(StatusCode.CANCELLED, "the stream is closed")
         if not call.headers_sent:
-            h.send_headers(call.stream_id, [(":status", "200"), ("content-type", "application/grpc")])
+            h.send_headers(call.stream_id, RESPONSE_HEADERS)
             call.headers_sent = True
         view = memoryview(data)
         while view:
@@ -327,3 +328,7 @@ class GrpcConnection:
         if nursery is not None:
             nursery.cancel_scope.cancel()
 
+
+
+def _trailers(status: StatusCode, message: str):
+    return OK_TRAILERS if status == StatusCode.OK and not message else status_trailers(status, message)
