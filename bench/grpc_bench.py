@@ -14,6 +14,7 @@ import time
 from bench import rounds
 from bench.brokers import Gateway, free_port
 from bench.grpc_proxy import RealProxy
+from bench.procstat import cpu_used, thread_cpu_ns
 from compat.jvm import java_command
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +34,23 @@ def run_bench(endpoints: str, topic: str, args, log_dir: str) -> dict:
 
 GATEWAY, PROXY = "rocketgate --grpc-port", "Apache RocketMQ 5.5 proxy (local mode)"
 METRICS = [("send_tps", "send TPS", "higher"), ("send_p50_ms", "send p50 ms", "lower"),
-           ("send_p99_ms", "send p99 ms", "lower"), ("receive_tps", "receive TPS", "higher")]
+           ("send_p99_ms", "send p99 ms", "lower"), ("receive_tps", "receive TPS", "higher"),
+           ("server_cpu_ms", "server CPU ms/msg", "lower")]
+
+
+def server_cpu(pids: list[int]) -> dict[int, int]:
+    sample = {}
+    for pid in pids:
+        sample.update(thread_cpu_ns(pid))
+    return sample
+
+
+def measured(endpoints: str, topic: str, args, log_dir: str, pids: list[int]) -> dict:
+    """One GrpcBench run, with the server's CPU per message (send, receive and ack; from /proc)."""
+    before = server_cpu(pids)
+    r = run_bench(endpoints, topic, args, log_dir)
+    r["server_cpu_ms"] = cpu_used(before, server_cpu(pids)) * 1000 / args.messages
+    return r
 
 
 def interleaved(work: str, args) -> dict[str, list[dict]]:
@@ -42,18 +59,20 @@ def interleaved(work: str, args) -> dict[str, list[dict]]:
     so no run reads another's backlog."""
     topics = ["bench-grpc-warm"] + [f"bench-grpc-{i}" for i in range(args.rounds)]
     port = free_port()
-    with Gateway(os.path.join(work, "gateway"), extra_args=["--grpc-port", str(port)]):
+    with Gateway(os.path.join(work, "gateway"), extra_args=["--grpc-port", str(port)]) as gateway:
         proxy = RealProxy(os.path.join(work, "proxy")).start()
         try:
             proxy.create_topics({t: "NORMAL" for t in topics})
             endpoints = {GATEWAY: f"127.0.0.1:{port}", PROXY: proxy.endpoints}
+            pids = {GATEWAY: gateway.pids(), PROXY: [p.pid for p in proxy.procs if p.poll() is None]}
             names = tuple(n for n in endpoints if args.only is None or n == {"gateway": GATEWAY, "proxy": PROXY}[args.only])
             done: dict[str, list[dict]] = {n: [] for n in names}
             for name in names:
                 run_bench(endpoints[name], topics[0], args, os.path.join(work, "warm-logs"))
             for i in range(args.rounds):
                 for name in rounds.order(i, names):
-                    r = run_bench(endpoints[name], topics[i + 1], args, os.path.join(work, f"logs-{i}"))
+                    r = measured(endpoints[name], topics[i + 1], args, os.path.join(work, f"logs-{i}"), pids[name])
+                    r["load"] = os.getloadavg()[0]
                     done[name].append(r)
                     print(f"round {i + 1} {name}: {json.dumps(r)}", flush=True)
             return done
@@ -99,8 +118,8 @@ def report(done: dict[str, list[dict]], args) -> str:
              f"then {args.rounds} rounds back to back in alternating order (bench.rounds), so a burst of load "
              "from other jobs hits both halves of a round alike.", "",
              "## Medians over the rounds", "",
-             "| server | send TPS | send p50 ms | send p99 ms | receive TPS | send failures |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| server | send TPS | send p50 ms | send p99 ms | receive TPS | server CPU ms/msg | send failures |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, runs in done.items():
         cells = [f"{rounds.median([r[key] for r in runs]):.{0 if 'tps' in key else 2}f}" for key, _, _ in METRICS]
         lines.append(f"| {name} | {' | '.join(cells)} | {sum(r['send_failed'] for r in runs)} |")
@@ -113,12 +132,12 @@ def report(done: dict[str, list[dict]], args) -> str:
             if c is not None:
                 lines.append(f"| {label} | {c.median:.2f} | {c.low:.2f}–{c.high:.2f} | "
                              f"{' '.join(f'{x:.2f}' for x in c.ratios)} | {c.verdict} |")
-    lines += ["", "## Every run", "", "| round | server | send TPS | send p50 ms | send p99 ms | receive TPS |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "## Every run", "", "| round | server | send TPS | send p50 ms | send p99 ms | receive TPS | "
+              "server CPU ms/msg | load average |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, runs in done.items():
         for i, r in enumerate(runs):
             lines.append(f"| {i + 1} | {name} | {r['send_tps']:.0f} | {r['send_p50_ms']:.2f} | "
-                         f"{r['send_p99_ms']:.2f} | {r['receive_tps']:.0f} |")
+                         f"{r['send_p99_ms']:.2f} | {r['receive_tps']:.0f} | {r['server_cpu_ms']:.2f} | {r['load']:.1f} |")
     return "\n".join(lines) + "\n" + NOTES
 
 
