@@ -82,29 +82,35 @@ def interleaved(work: str, args) -> dict[str, list[dict]]:
 
 # What a profile of the gateway under this benchmark showed (kept with the figures it explains).
 NOTES = """
-## Where the gateway's send latency goes
+## Where the gateway's CPU goes per call (issue 17)
 
-Profiled with cProfile around `GrpcBench` (4000 sends, 8 threads, then receive + ack) and timed
-from /proc on an unprofiled run:
+Profiled with cProfile in the gateway process (`python -m cProfile -m gateway ...`) under GrpcBench
+(3000 sends of 1 KiB, 8 threads, then receive + one AckMessage per message: about 13,000 gRPC calls)
+and timed from /proc (the server CPU column above; per message it covers the send, the ack and a
+32nd of a receive):
 
-- The gateway spends about 1.9 ms of CPU per message (send + receive + ack). About half is the
-  pure-Python HTTP/2 stack: decoding the ~17 request headers the Java SDK sends with every call
-  (HPACK plus h2's inbound header validation: about a quarter of the gateway's time) and encoding
-  two header blocks per call (response headers and trailers). Store append and pop/ack are about
-  15 %, task spawning per stream about 3 %.
-- It is not Nagle (trio sets TCP_NODELAY), not flow control (DATA is acknowledged at once and the
-  WINDOW_UPDATEs ride with the responses) and not one write per call: writes are already coalesced
-  (about one socket write per five calls under load).
-- The latency is waiting for the CPU, not CPU cost: alone on a quieter machine (load ~10) the
-  gateway did 445 send TPS at p50 13.5 ms with these settings; alone at load average ~40 it did
-  132 send TPS at p50 44 ms while using only 14 % of one core (2.1 ms CPU per message). Every
-  request needs the one gateway thread to be woken, and on a run queue of ~20 tasks per core a
-  single-threaded process gets one scheduler share while the proxy's many JVM threads get many,
-  so the gap widens with the machine's load (the rounds above ran at load average 30-45).
-- Changed: h2 no longer validates and normalises the transport's own fixed outbound headers (no
-  gain measurable within this machine's noise). Not done: a cheaper HTTP/2 path for unary calls
-  (pre-encoded header blocks, minimal inbound header checks instead of h2's validation, about 15 %
-  of h2's time in a micro-benchmark) or serving the gRPC port from more than one process.
+- Before: about half of the gateway's CPU was the pure-Python HTTP/2 stack. Per request, h2 decoded
+  the ~17 headers the Java SDK sends (HPACK, then h2's chain of per-header validation generators
+  and a UTF-8 decode into new HeaderTuples: the single largest item) and encoded two header blocks
+  (response headers and trailers). The rest: store append and pop/ack (about a fifth), trio's task
+  and two cancel scopes per call, the method itself.
+- Changed (gateway.grpc.http2, same bytes on the wire; tests/grpc/test_grpc_http2.py compares with
+  plain h2/hpack): HPACK blocks of a repeated header list are reused while the encoder's dynamic
+  table is unchanged (so `:status 200` / `content-type` and `grpc-status 0` cost a dict lookup);
+  one-byte indexed fields are decoded inline; a request header block plainly within h2's rules is
+  checked in one regex pass (anything unusual still goes through h2's validation, which refuses it
+  as before). The transport queues trailers and one writer task per connection sends what a turn of
+  the event loop queued; one cancel scope per call carries the deadline; the fixed header lists are
+  constants of bytes.
+- Measured, gateway before vs after, interleaved A/B (5 rounds, 3000 messages, load average 21-27):
+  CPU per message 1.90 -> 1.52 ms (median; per-round ratio 0.80, 0.74-0.94); send TPS 157 -> 224
+  (per-round ratio 1.35, 0.67-1.98). In-process h2 micro-benchmark (the same 17 headers and 1 KiB
+  body, thread CPU): the h2 work of one unary call 385-411 -> 315-331 us.
+- Left: h2's request path is still the largest part (per call about two thirds of the h2 time is
+  receiving: frame parsing with an eager repr of every frame, the Huffman decoding of the literal
+  values that change per call - request id, date, timeout - and stream creation); then the store
+  append and the pop/ack log. The latency under load is still mostly waiting for the CPU: one
+  gateway thread against the proxy's many JVM threads on a shared 2-core machine.
 """
 
 
