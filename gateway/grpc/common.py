@@ -13,6 +13,7 @@ from rocketmq.grpc_protocol import definition_pb2 as d, service_pb2 as s  # noqa
 
 SERVICE = "apache.rocketmq.v2.MessagingService"
 Code = d.Code
+OK_CODE = Code.OK  # the enum wrapper looks names up by __getattr__: once, not per response
 RPCS: dict = {}  # method name -> (kind, handler); kind "unary", "server_stream" or "bidi"
 TELEMETRY_QUEUE = 64  # server commands waiting for a client's Telemetry stream
 
@@ -35,7 +36,7 @@ def rpc(name: str, kind: str = "unary"):
 
 
 def ok(message: str = "OK"):
-    return d.Status(code=Code.OK, message=message)
+    return d.Status(code=OK_CODE, message=message)
 
 
 def status(code: int, message: str):

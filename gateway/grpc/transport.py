@@ -13,7 +13,6 @@ import collections
 import logging
 
 import h2.config
-import h2.connection
 import h2.errors
 import h2.events
 import h2.exceptions
@@ -21,6 +20,7 @@ import h2.settings
 import trio
 
 from codec.grpc import FramingError, MessageReader, StatusCode, frame, parse_timeout, status_trailers
+from gateway.grpc.http2 import GrpcH2Connection
 
 log = logging.getLogger("rocketgate.grpc")
 
@@ -28,6 +28,10 @@ MAX_CONCURRENT_STREAMS = 256
 MAX_HEADER_LIST_SIZE = 64 * 1024
 QUEUED_MESSAGES = 8  # unread request messages per call before its DATA stops being acknowledged
 READ_SIZE = 65536
+# The header blocks of every successful call, as bytes (h2 takes them as they are; HPACK output
+# of these is cached by gateway.grpc.http2.CachingEncoder).
+RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
+OK_TRAILERS = ((b"grpc-status", b"0"),)
 
 
 class CallEnded(Exception):
@@ -59,7 +63,7 @@ class Call:
         # trailers: one write per call (two small writes would meet Nagle and delayed ACKs).
         self.defer_flush = False
         self.closed = False  # trailers sent or stream reset
-        self.scope = trio.CancelScope()
+        self.scope = trio.CancelScope(deadline=deadline)  # cancelled by a reset, or at the deadline
 
     @property
     def client_id(self) -> str:
@@ -106,9 +110,10 @@ class GrpcConnection:
         # few fixed ones this module builds, so h2 need not check and normalise them on every call.
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True,
                                            validate_outbound_headers=False, normalize_outbound_headers=False)
-        self.h2 = h2.connection.H2Connection(config=config)
+        self.h2 = GrpcH2Connection(config)
         self.calls: dict[int, Call] = {}
         self._send_lock = trio.Lock()
+        self._flush_wanted = trio.Event()
         self.closed = False
         self.services: dict = {}  # name -> per-connection background helper (see `service`)
 
@@ -122,6 +127,7 @@ class GrpcConnection:
         try:
             async with trio.open_nursery() as nursery:
                 self.nursery = nursery
+                nursery.start_soon(self._writer)
                 while not self.closed:
                     try:
                         data = await self.stream.receive_some(READ_SIZE)
@@ -166,9 +172,7 @@ class GrpcConnection:
             self.closed = True
 
     def _start_call(self, stream_id: int, headers, ended: bool) -> None:
-        meta = {}
-        for name, value in headers:
-            meta[name] = value
+        meta = dict(headers)
         path = meta.get(":path", "")
         deadline = float("inf")
         if "grpc-timeout" in meta:
@@ -194,8 +198,7 @@ class GrpcConnection:
         self.h2.send_headers(stream_id, [(":status", "415"), ("content-type", "text/plain")], end_stream=True)
 
     def _trailers_only(self, stream_id: int, status: StatusCode, message: str) -> None:
-        self.h2.send_headers(stream_id, [(":status", "200"), ("content-type", "application/grpc"),
-                                         *status_trailers(status, message)], end_stream=True)
+        self.h2.send_headers(stream_id, [*RESPONSE_HEADERS, *_trailers(status, message)], end_stream=True)
 
     def _on_data(self, event) -> None:
         call = self.calls.get(event.stream_id)
@@ -230,35 +233,35 @@ class GrpcConnection:
         """A method read a message whose DATA was held back: let the client send more."""
         if size:
             self._ack(call, size)
-            self.nursery.start_soon(self.flush)
+            self.want_flush()
 
     async def _run_call(self, call: Call, handler) -> None:
         status, message = StatusCode.OK, ""
         with call.scope:
-            with trio.move_on_at(call.deadline) as timer:
-                try:
-                    await handler(call)
-                except CallEnded as exc:
-                    status, message = exc.status, exc.message
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    self._lost()
-                    return
-                except Exception as exc:  # a bug in one method must not end the connection
-                    log.exception("gRPC method %s failed", call.path)
-                    status, message = StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
-            if timer.cancelled_caught:
-                status, message = StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"
-            await self._finish(call, status, message)
+            try:
+                await handler(call)
+            except CallEnded as exc:
+                status, message = exc.status, exc.message
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._lost()
+                return
+            except Exception as exc:  # a bug in one method must not end the connection
+                log.exception("gRPC method %s failed", call.path)
+                status, message = StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
         self.calls.pop(call.stream_id, None)
-        if not call.closed:  # cancelled (client reset) before trailers went out
-            call.closed = True
+        if call.scope.cancelled_caught:  # a reset (the call is closed then) or the deadline
+            status, message = StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"
+        self._finish(call, status, message)
+        call.closed = True
 
-    async def _finish(self, call: Call, status: StatusCode, message: str) -> None:
+    def _finish(self, call: Call, status: StatusCode, message: str) -> None:
+        """Queue the trailers (the writer sends them with whatever else this turn of the event
+        loop queued: one socket write for many calls under load)."""
         if call.closed or self.closed:
             return
         try:
             if call.headers_sent:
-                self.h2.send_headers(call.stream_id, status_trailers(status, message), end_stream=True)
+                self.h2.send_headers(call.stream_id, _trailers(status, message), end_stream=True)
             else:
                 self._trailers_only(call.stream_id, status, message)
             call.closed = True
@@ -266,14 +269,14 @@ class GrpcConnection:
                 self.h2.reset_stream(call.stream_id, error_code=h2.errors.ErrorCodes.NO_ERROR)
         except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
             call.closed = True
-        await self.flush()
+        self.want_flush()
 
     async def send_message(self, call: Call, data: bytes) -> None:
         h = self.h2
         if call.closed or self.closed:
             raise CallEnded(StatusCode.CANCELLED, "the stream is closed")
         if not call.headers_sent:
-            h.send_headers(call.stream_id, [(":status", "200"), ("content-type", "application/grpc")])
+            h.send_headers(call.stream_id, RESPONSE_HEADERS)
             call.headers_sent = True
         view = memoryview(data)
         while view:
@@ -288,6 +291,16 @@ class GrpcConnection:
             h.send_data(call.stream_id, bytes(view[:window]))
             view = view[window:]
         if not call.defer_flush:
+            await self.flush()
+
+    def want_flush(self) -> None:
+        self._flush_wanted.set()
+
+    async def _writer(self) -> None:
+        """Sends what h2 queued, once per turn of the event loop in which anything asked to."""
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted = trio.Event()
             await self.flush()
 
     async def flush(self) -> None:
@@ -315,3 +328,7 @@ class GrpcConnection:
         if nursery is not None:
             nursery.cancel_scope.cancel()
 
+
+
+def _trailers(status: StatusCode, message: str):
+    return OK_TRAILERS if status == StatusCode.OK and not message else status_trailers(status, message)
