@@ -13,6 +13,7 @@ from codec.kafka import apis
 from gateway.cluster.ownership import clustered
 from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
+from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
@@ -81,6 +82,7 @@ async def offset_commit(ctx: RequestContext):
                                                          req.get("group_instance_id"),
                                                          bool(app.offsets.group_offsets(group)))
     out = []
+    committed = []
     for t in req["topics"]:
         cfg = topics.existing(app, t["name"])
         parts = []
@@ -88,10 +90,13 @@ async def offset_commit(ctx: RequestContext):
             index = p["partition_index"]
             part_code = code if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
             if part_code == errors.NONE:
-                app.offsets.commit(group, t["name"], index, p["committed_offset"], p["committed_metadata"] or "",
-                                   p.get("committed_leader_epoch", -1))
+                offset, epoch, meta = p["committed_offset"], p.get("committed_leader_epoch", -1), \
+                    p["committed_metadata"] or ""
+                app.offsets.commit(group, t["name"], index, offset, meta, epoch)
+                committed.append((t["name"], index, offset, epoch, meta))
             parts.append({"partition_index": index, "error_code": part_code})
         out.append({"name": t["name"], "partitions": parts})
+    await mirror(app, group, committed)  # the __consumer_offsets records Kafka would write
     # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
     await app.offsets.wait_durable()
     return {"topics": out}
@@ -193,6 +198,7 @@ async def delete_groups(ctx: RequestContext):
         if code is None:
             code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:
+            await mirror(app, group_id, [(t, q, None, -1, "") for t, q in sorted(app.offsets.group_offsets(group_id))])
             app.offsets.delete_group(group_id)
             await app.offsets.wait_durable()
         out.append({"group_id": group_id, "error_code": code})
@@ -208,6 +214,7 @@ async def offset_delete(ctx: RequestContext):
         return {"error_code": errors.GROUP_ID_NOT_FOUND, "topics": []}
     subscribed = coordinator.subscribed_topics(group)
     out = []
+    deleted = []
     for t in ctx.request["topics"]:
         cfg = topics.existing(app, t["name"])
         parts = []
@@ -219,10 +226,12 @@ async def offset_delete(ctx: RequestContext):
                 code = errors.GROUP_SUBSCRIBED_TO_TOPIC
             else:
                 app.offsets.delete(group, t["name"], index)
+                deleted.append((t["name"], index, None, -1, ""))
                 code = errors.NONE
             parts.append({"partition_index": index, "error_code": code})
         out.append({"name": t["name"], "partitions": parts})
     app.offsets.persist()
+    await mirror(app, group, deleted)  # tombstones, as Kafka writes for deleted offsets
     return {"error_code": errors.NONE, "topics": out}
 
 
