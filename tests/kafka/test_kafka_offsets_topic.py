@@ -39,10 +39,10 @@ def _partition_of(target, group: str) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % len(md["partitions"])
 
 
-def _formatted(target, partition: int, count: int, log_dir: str) -> list[dict]:
+def _formatted(target, partition: int, count: int, log_dir: str, *extra: str) -> list[dict]:
     r = run_tool("kafkatools", "org.apache.kafka.tools.consumer.ConsoleConsumer", [
         "--bootstrap-server", target.bootstrap, "--topic", OFFSETS, "--partition", str(partition),
-        "--offset", "earliest", "--formatter", FORMATTER, "--max-messages", str(count), "--timeout-ms", "30000"],
+        "--offset", "earliest", "--formatter", FORMATTER, "--max-messages", str(count), "--timeout-ms", "30000", *extra],
         log_dir)
     assert r.returncode == 0, r.stderr[-3000:]
     decoder, text, out = json.JSONDecoder(), r.stdout, []
@@ -78,3 +78,25 @@ def test_commits_are_read_from_the_offsets_topic(target, tmp_path):
     assert all(set(v["data"]) == {"offset", "leaderEpoch", "metadata", "commitTimestamp", "topicId"}
                for v in values[:3])
     assert values[3:] == [None, None]
+
+
+def test_transactional_offsets_appear_on_commit(target, tmp_path):
+    """A transaction's offsets (send_offsets_to_transaction) are written when it commits; an aborted one's
+    never show to a read_committed reader (Kafka writes them as transactional records: a read_uncommitted
+reader sees an aborted transaction's offsets there too; the gateway writes committed ones only)."""
+    from confluent_kafka import Producer
+    topic, group = f"ot-{uuid.uuid4().hex[:8]}", f"og-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group, "enable.auto.commit": False})
+    p = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": f"tx-{group}"})
+    p.init_transactions(30)
+    for offset, commit in ((3, True), (4, False), (6, True)):
+        p.begin_transaction()
+        p.produce(topic, b"v")
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, offset)], c.consumer_group_metadata(), 30)
+        p.commit_transaction(30) if commit else p.abort_transaction(30)
+    c.close()
+    lines = _formatted(target, _partition_of(target, group), 2, str(tmp_path), "--isolation-level", "read_committed")
+    assert [(x["key"]["data"]["group"], x["key"]["data"]["topic"], x["key"]["data"]["partition"],
+             x["value"]["data"]["offset"]) for x in lines] == [(group, topic, 0, 3), (group, topic, 0, 6)]
