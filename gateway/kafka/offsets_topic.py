@@ -6,7 +6,8 @@ Kafka 4.3 broker writes it: key OffsetCommitKey v1 (group, topic, partition), va
 (offset, leader epoch, metadata, commit timestamp, the topic id as tagged field 0); OffsetDelete and
 DeleteGroups append tombstones (null value). Lag monitors and `kafka-console-consumer --formatter
 org.apache.kafka.tools.consumer.OffsetsMessageFormatter` read it through Fetch like any topic. Only offset
-records are written, no group metadata records. The topic is created compacted at the first commit.
+records are written, no group metadata records. The topic is created compacted at the first commit
+or read.
 """
 from __future__ import annotations
 
@@ -61,9 +62,11 @@ def offset_value(offset: int, leader_epoch: int, metadata: str, commit_ms: int, 
             + struct.pack(">q", commit_ms) + _uvarint(1) + _uvarint(0) + _uvarint(len(topic_id)) + topic_id)
 
 
-def _offsets_topic(app):
-    cfg = topics.existing(app, OFFSETS_TOPIC)
-    if cfg is None:  # Kafka's offsets topic is compacted: only the latest commit per key must stay
+def readable(app, name: str):
+    """`topics.existing` for Fetch and ListOffsets: the offsets topic, listed by Metadata from the start,
+    is created (empty) when first read before any commit."""
+    cfg = topics.existing(app, name)
+    if cfg is None and name == OFFSETS_TOPIC:  # compacted as Kafka's: only the latest commit per key stays
         cfg = topics.create(app, OFFSETS_TOPIC, OFFSETS_PARTITIONS, {"cleanup.policy": "compact"})
     return cfg
 
@@ -77,7 +80,7 @@ async def mirror(app, group: str, commits: list[tuple]) -> None:
     rows = [(now, offset_key(group, topic, partition),
              None if offset is None else offset_value(offset, epoch, metadata, now, topics.topic_id(topic)), [])
             for topic, partition, offset, epoch, metadata in commits]
-    _offsets_topic(app)
+    readable(app, OFFSETS_TOPIC)
     batch = records.parse_batches(records.build_batch(rows, base_timestamp=now))[0]
     index = partition_for(group)
     await app.flow.wait_inline_turn()  # appended on the loop, as Produce appends

@@ -100,3 +100,28 @@ reader sees an aborted transaction's offsets there too; the gateway writes commi
     lines = _formatted(target, _partition_of(target, group), 2, str(tmp_path), "--isolation-level", "read_committed")
     assert [(x["key"]["data"]["group"], x["key"]["data"]["topic"], x["key"]["data"]["partition"],
              x["value"]["data"]["offset"]) for x in lines] == [(group, topic, 0, 3), (group, topic, 0, 6)]
+
+
+def test_list_offsets_counts_each_commit(target):
+    """ListOffsets on the group's partition: one OffsetCommit of two partitions adds two records."""
+    topic, group = f"ot-{uuid.uuid4().hex[:8]}", f"og-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
+    client, partition = target.raw(), _partition_of(target, group)
+
+    def offset(timestamp: int) -> int:
+        r = client.call(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": OFFSETS, "partitions": [{"partition_index": partition, "current_leader_epoch": -1,
+                                              "timestamp": timestamp}]}]})
+        part = r["topics"][0]["partitions"][0]
+        assert part["error_code"] == 0, part
+        return part["offset"]
+
+    def offsets() -> tuple[int, int]:
+        return offset(-2), offset(-1)  # earliest, latest
+    start, end = offsets()
+    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group, "enable.auto.commit": False})
+    eventually(lambda: c.commit(offsets=[TopicPartition(topic, 0, 1), TopicPartition(topic, 1, 2)],
+                                asynchronous=False), timeout=30)
+    c.close()
+    assert offsets() == (start, end + 2)
