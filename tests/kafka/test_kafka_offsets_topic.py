@@ -39,19 +39,34 @@ def _partition_of(target, group: str) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % len(md["partitions"])
 
 
-def _formatted(target, partition: int, count: int, log_dir: str, *extra: str) -> list[dict]:
+def _end_offset(client, partition: int, timestamp: int = -1) -> int:
+    """ListOffsets of one `__consumer_offsets` partition (-1 latest, -2 earliest)."""
+    r = client.call(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+        {"name": OFFSETS, "partitions": [{"partition_index": partition, "current_leader_epoch": -1,
+                                          "timestamp": timestamp}]}]})
+    part = r["topics"][0]["partitions"][0]
+    assert part["error_code"] == 0, part
+    return part["offset"]
+
+
+def _formatted(target, group: str, log_dir: str, *extra: str) -> list[dict]:
+    """What the formatter prints for `group`: its partition read to the end (other groups' lines dropped).
+    The formatter prints nothing for a group metadata record (Kafka writes those for classic groups) but
+    counts it, so the whole partition is read (--max-messages; --timeout-ms where markers leave gaps)."""
+    client, partition = target.raw(), _partition_of(target, group)
+    count = _end_offset(client, partition) - _end_offset(client, partition, -2)
     r = run_tool("kafkatools", "org.apache.kafka.tools.consumer.ConsoleConsumer", [
         "--bootstrap-server", target.bootstrap, "--topic", OFFSETS, "--partition", str(partition),
-        "--offset", "earliest", "--formatter", FORMATTER, "--max-messages", str(count), "--timeout-ms", "30000", *extra],
-        log_dir)
-    assert r.returncode == 0, r.stderr[-3000:]
+        "--offset", "earliest", "--formatter", FORMATTER, "--max-messages", str(count), "--timeout-ms", "10000",
+        *extra], log_dir)
     decoder, text, out = json.JSONDecoder(), r.stdout, []
     at = text.find('{"key"')
     while at >= 0:
         obj, end = decoder.raw_decode(text, at)
         out.append(obj)
         at = text.find('{"key"', end)
-    return out
+    assert out or r.returncode == 0, r.stderr[-3000:]
+    return [x for x in out if x["key"]["data"]["group"] == group]
 
 
 def test_commits_are_read_from_the_offsets_topic(target, tmp_path):
@@ -66,7 +81,7 @@ def test_commits_are_read_from_the_offsets_topic(target, tmp_path):
     commit((0, 9, "again"))
     c.close()
     admin.delete_consumer_groups([group])[group].result(15)  # tombstones for both partitions
-    lines = _formatted(target, _partition_of(target, group), 5, str(tmp_path))
+    lines = _formatted(target, group, str(tmp_path))
     keys = [(x["key"]["type"], x["key"]["data"]["group"], x["key"]["data"]["topic"], x["key"]["data"]["partition"])
             for x in lines]
     assert keys == [(1, group, topic, 0), (1, group, topic, 1), (1, group, topic, 0), (1, group, topic, 0),
@@ -97,7 +112,7 @@ reader sees an aborted transaction's offsets there too; the gateway writes commi
         p.send_offsets_to_transaction([TopicPartition(topic, 0, offset)], c.consumer_group_metadata(), 30)
         p.commit_transaction(30) if commit else p.abort_transaction(30)
     c.close()
-    lines = _formatted(target, _partition_of(target, group), 2, str(tmp_path), "--isolation-level", "read_committed")
+    lines = _formatted(target, group, str(tmp_path), "--isolation-level", "read_committed")
     assert [(x["key"]["data"]["group"], x["key"]["data"]["topic"], x["key"]["data"]["partition"],
              x["value"]["data"]["offset"]) for x in lines] == [(group, topic, 0, 3), (group, topic, 0, 6)]
 
@@ -109,19 +124,37 @@ def test_list_offsets_counts_each_commit(target):
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(15)
     client, partition = target.raw(), _partition_of(target, group)
 
-    def offset(timestamp: int) -> int:
-        r = client.call(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": OFFSETS, "partitions": [{"partition_index": partition, "current_leader_epoch": -1,
-                                              "timestamp": timestamp}]}]})
-        part = r["topics"][0]["partitions"][0]
-        assert part["error_code"] == 0, part
-        return part["offset"]
-
     def offsets() -> tuple[int, int]:
-        return offset(-2), offset(-1)  # earliest, latest
+        return _end_offset(client, partition, -2), _end_offset(client, partition)
     start, end = offsets()
     c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group, "enable.auto.commit": False})
     eventually(lambda: c.commit(offsets=[TopicPartition(topic, 0, 1), TopicPartition(topic, 1, 2)],
                                 asynchronous=False), timeout=30)
     c.close()
     assert offsets() == (start, end + 2)
+
+
+def test_a_subscribed_groups_commits_print_alike(target, tmp_path):
+    """A kafka-python consumer in a classic group (join, sync, commit, leave): the formatter prints its offset
+    records only (Kafka's group metadata records of that partition are not offset records; the gateway
+    writes none)."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import TopicPartition as KafkaPartition
+    topic, group = f"ot-{uuid.uuid4().hex[:8]}", f"og-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
+    producer = KafkaProducer(bootstrap_servers=target.bootstrap)
+    for _ in range(3):
+        producer.send(topic, b"v")
+    producer.close()
+    c = KafkaConsumer(topic, bootstrap_servers=target.bootstrap, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, consumer_timeout_ms=10000)
+    assert len([m for m, _ in zip(c, range(3))]) == 3
+    c.commit()
+    c.commit({KafkaPartition(topic, 0): OffsetAndMetadata(2, "two", -1)})
+    c.close()
+    lines = _formatted(target, group, str(tmp_path))
+    assert [(x["key"]["type"], x["key"]["data"]["group"], x["key"]["data"]["topic"], x["key"]["data"]["partition"],
+             x["value"]["data"]["offset"], x["value"]["data"]["metadata"]) for x in lines] == [
+        (1, group, topic, 0, 3, ""), (1, group, topic, 0, 2, "two")]
