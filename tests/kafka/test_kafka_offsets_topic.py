@@ -4,6 +4,7 @@ tombstone, and `kafka-console-consumer --formatter OffsetsMessageFormatter` prin
 mirrors its offset table there (gateway/kafka/offsets_topic.py). Checked against a real Kafka 4.3 first."""
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
@@ -17,6 +18,7 @@ from gateway.kafka.offsets_topic import java_string_hash, offset_key, offset_val
 OFFSETS = "__consumer_offsets"
 METADATA, LIST_OFFSETS, OFFSET_DELETE = 3, 2, 47
 FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
+GROUP_FORMATTER = "org.apache.kafka.tools.consumer.GroupMetadataMessageFormatter"
 
 
 def test_record_layout_is_kafkas():
@@ -49,7 +51,7 @@ def _end_offset(client, partition: int, timestamp: int = -1) -> int:
     return part["offset"]
 
 
-def _formatted(target, group: str, log_dir: str, *extra: str) -> list[dict]:
+def _formatted(target, group: str, log_dir: str, *extra: str, formatter: str = FORMATTER) -> list[dict]:
     """What the formatter prints for `group`: its partition read to the end (other groups' lines dropped).
     The formatter prints nothing for a group metadata record (Kafka writes those for classic groups) but
     counts it, so the whole partition is read (--max-messages; --timeout-ms where markers leave gaps)."""
@@ -57,7 +59,7 @@ def _formatted(target, group: str, log_dir: str, *extra: str) -> list[dict]:
     count = _end_offset(client, partition) - _end_offset(client, partition, -2)
     r = run_tool("kafkatools", "org.apache.kafka.tools.consumer.ConsoleConsumer", [
         "--bootstrap-server", target.bootstrap, "--topic", OFFSETS, "--partition", str(partition),
-        "--offset", "earliest", "--formatter", FORMATTER, "--max-messages", str(count), "--timeout-ms", "10000",
+        "--offset", "earliest", "--formatter", formatter, "--max-messages", str(count), "--timeout-ms", "10000",
         *extra], log_dir)
     decoder, text, out = json.JSONDecoder(), r.stdout, []
     at = text.find('{"key"')
@@ -158,3 +160,36 @@ def test_a_subscribed_groups_commits_print_alike(target, tmp_path):
     assert [(x["key"]["type"], x["key"]["data"]["group"], x["key"]["data"]["topic"], x["key"]["data"]["partition"],
              x["value"]["data"]["offset"], x["value"]["data"]["metadata"]) for x in lines] == [
         (1, group, topic, 0, 3, ""), (1, group, topic, 0, 2, "two")]
+
+
+def test_classic_group_metadata_records(target, tmp_path):
+    """A one-member kafka-python group: after its SyncGroup a record with the member (client id, host,
+    timeouts, subscription, assignment), after it leaves an Empty one (GroupMetadataMessageFormatter)."""
+    from kafka import KafkaConsumer
+    topic, group = f"ot-{uuid.uuid4().hex[:8]}", f"og-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
+    c = KafkaConsumer(topic, bootstrap_servers=target.bootstrap, group_id=group, client_id="cg-client",
+                      enable_auto_commit=False, consumer_timeout_ms=3000, session_timeout_ms=20000)
+
+    def assigned():
+        c.poll(500)
+        assert c.assignment()
+    eventually(assigned, timeout=30)
+    c.close()
+    lines = [x["value"] for x in _formatted(target, group, str(tmp_path), formatter=GROUP_FORMATTER)]
+    full = [v["data"] for v in lines if v and v["data"]["members"]]
+    assert full, lines
+    last = full[-1]
+    member = last["members"][0]
+    assert (last["protocolType"], last["protocol"], last["leader"], len(last["members"])) == (
+        "consumer", "range", member["memberId"], 1), lines
+    assert (member["clientId"], member["clientHost"], member["sessionTimeout"], member["groupInstanceId"]) == (
+        "cg-client", "/127.0.0.1", 20000, None), lines
+    # ConsumerProtocolSubscription / Assignment v0 bytes (base64): the topic, then its partition 0
+    assert topic.encode() in base64.b64decode(member["subscription"])
+    assert base64.b64decode(member["assignment"]).endswith(topic.encode() + bytes.fromhex("000000010000000000000000"))
+    assert member["rebalanceTimeout"] > 0
+    empty = lines[-1]
+    assert (empty["version"], empty["data"]["members"], empty["data"]["protocol"], empty["data"]["leader"]) == (
+        3, [], None, None), lines
