@@ -314,14 +314,14 @@ class Coordinator:
         if m is None:
             return UNKNOWN_MEMBER_ID
         m.last_seen = trio.current_time()
-        if g.state == PREPARING:
-            # A member already waiting in JoinGroup is told nothing new: a REBALANCE_IN_PROGRESS
-            # read after its JoinGroup completes makes some clients (kafka-python) rejoin at once,
-            # and a leader's rejoin starts yet another rebalance (seen as minutes of churn).
-            return NONE if m.joining else REBALANCE_IN_PROGRESS
-        if req["generation_id"] != g.generation:
+        if g.state == PREPARING and m.joining:
+            # A member already waiting in JoinGroup is told nothing new (Kafka: its generation check,
+            # then REBALANCE_IN_PROGRESS): kafka-python reads that answer after its join completed and
+            # rejoins at once, and a leader's rejoin starts yet another rebalance (group_churn.py).
+            return NONE
+        if req["generation_id"] != g.generation:  # as Kafka, before the state: stale in every state
             return ILLEGAL_GENERATION
-        return NONE
+        return REBALANCE_IN_PROGRESS if g.state == PREPARING else NONE
 
     def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[int]:
         """Remove members given as (member_id, group_instance_id); one error code per member."""

@@ -13,6 +13,7 @@ import struct
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from codec.kafka.records import BATCH_LENGTH_AT, RECORD_COUNT_AT, stored_batch_problem
@@ -249,7 +250,7 @@ def _fetch_once(app, req, max_bytes: int):
     failed = False
     for t in req["topics"]:
         name = t["topic"]
-        cfg = topics.existing(app, name)
+        cfg = offsets_topic.readable(app, name)
         parts = []
         for p in t["partitions"]:
             index = p["partition"]

@@ -13,6 +13,7 @@ from codec.kafka import apis
 from gateway.cluster.ownership import clustered
 from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
+from gateway.kafka.offsets_topic import mirror, mirror_group
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
@@ -49,7 +50,12 @@ async def join_group(ctx: RequestContext):
 
 @handler(apis.SYNC_GROUP)
 async def sync_group(ctx: RequestContext):
-    return await kafka_state(ctx.app).coordinator.sync(ctx.request)
+    coordinator = kafka_state(ctx.app).coordinator
+    resp = await coordinator.sync(ctx.request)
+    g = coordinator.groups.get(ctx.request["group_id"])
+    if resp["error_code"] == errors.NONE and g is not None and ctx.request["member_id"] == g.leader:
+        await mirror_group(ctx.app, g.group_id, g)  # the assignment stored, as Kafka writes it
+    return resp
 
 
 @handler(apis.HEARTBEAT)
@@ -62,12 +68,22 @@ async def leave_group(ctx: RequestContext):
     req = ctx.request
     coordinator = kafka_state(ctx.app).coordinator
     if ctx.version < 3:
-        return {"error_code": coordinator.leave(req["group_id"], [(req["member_id"], None)])[0]}
+        codes = coordinator.leave(req["group_id"], [(req["member_id"], None)])
+        await _mirror_if_empty(ctx.app, req["group_id"], codes)
+        return {"error_code": codes[0]}
     members = [(m["member_id"], m["group_instance_id"]) for m in req["members"]]
     codes = coordinator.leave(req["group_id"], members)
+    await _mirror_if_empty(ctx.app, req["group_id"], codes)
     return {"error_code": errors.NONE, "members": [
         {"member_id": mid, "group_instance_id": iid, "error_code": code}
         for (mid, iid), code in zip(members, codes)]}
+
+
+async def _mirror_if_empty(app, group_id: str, codes: list[int]) -> None:
+    """The Empty group's metadata record once a LeaveGroup removed its last member."""
+    g = kafka_state(app).coordinator.groups.get(group_id)
+    if errors.NONE in codes and g is not None and not g.members:
+        await mirror_group(app, group_id, g)
 
 
 @handler(apis.OFFSET_COMMIT)
@@ -81,6 +97,7 @@ async def offset_commit(ctx: RequestContext):
                                                          req.get("group_instance_id"),
                                                          bool(app.offsets.group_offsets(group)))
     out = []
+    committed = []
     for t in req["topics"]:
         cfg = topics.existing(app, t["name"])
         parts = []
@@ -88,10 +105,13 @@ async def offset_commit(ctx: RequestContext):
             index = p["partition_index"]
             part_code = code if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
             if part_code == errors.NONE:
-                app.offsets.commit(group, t["name"], index, p["committed_offset"], p["committed_metadata"] or "",
-                                   p.get("committed_leader_epoch", -1))
+                offset, epoch, meta = p["committed_offset"], p.get("committed_leader_epoch", -1), \
+                    p["committed_metadata"] or ""
+                app.offsets.commit(group, t["name"], index, offset, meta, epoch)
+                committed.append((t["name"], index, offset, epoch, meta))
             parts.append({"partition_index": index, "error_code": part_code})
         out.append({"name": t["name"], "partitions": parts})
+    await mirror(app, group, committed)  # the __consumer_offsets records Kafka would write
     # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
     await app.offsets.wait_durable()
     return {"topics": out}
@@ -193,6 +213,8 @@ async def delete_groups(ctx: RequestContext):
         if code is None:
             code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:
+            await mirror(app, group_id, [(t, q, None, -1, "") for t, q in sorted(app.offsets.group_offsets(group_id))])
+            await mirror_group(app, group_id, None)
             app.offsets.delete_group(group_id)
             await app.offsets.wait_durable()
         out.append({"group_id": group_id, "error_code": code})
@@ -208,6 +230,7 @@ async def offset_delete(ctx: RequestContext):
         return {"error_code": errors.GROUP_ID_NOT_FOUND, "topics": []}
     subscribed = coordinator.subscribed_topics(group)
     out = []
+    deleted = []
     for t in ctx.request["topics"]:
         cfg = topics.existing(app, t["name"])
         parts = []
@@ -219,10 +242,12 @@ async def offset_delete(ctx: RequestContext):
                 code = errors.GROUP_SUBSCRIBED_TO_TOPIC
             else:
                 app.offsets.delete(group, t["name"], index)
+                deleted.append((t["name"], index, None, -1, ""))
                 code = errors.NONE
             parts.append({"partition_index": index, "error_code": code})
         out.append({"name": t["name"], "partitions": parts})
     app.offsets.persist()
+    await mirror(app, group, deleted)  # tombstones, as Kafka writes for deleted offsets
     return {"error_code": errors.NONE, "topics": out}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import gateway.kafka.errors as errors
+import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.topics as topics
 from codec.kafka import apis, records
 from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, INT64, SYSFLAG_AT
@@ -121,7 +122,7 @@ async def list_offsets(ctx: RequestContext):
     out = []
     for t in ctx.request["topics"]:
         name = t["name"]
-        cfg = topics.existing(app, name)
+        cfg = offsets_topic.readable(app, name)
         parts = []
         for p in t["partitions"]:
             index = p["partition_index"]
@@ -146,7 +147,7 @@ async def delete_records(ctx: RequestContext):
     out = []
     for t in ctx.request["topics"]:
         name = t["name"]
-        cfg = topics.existing(app, name)
+        cfg = offsets_topic.readable(app, name)
         parts = []
         for p in t["partitions"]:
             index, offset = p["partition_index"], p["offset"]

@@ -18,9 +18,9 @@ from security.acl import Operation as Op, ResourceType as Res
 # RocketMQ's own topics, internal as Kafka's __consumer_offsets (hidden from listings and regex
 # subscriptions); a group's %RETRY% and %DLQ% topics are not: users read and replay them.
 INTERNAL = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102")
-# Kafka's committed-offsets topic, listed as Kafka lists it (internal, offsets.topic.num.partitions = 50)
-# although the gateway keeps offsets in its one offset table: clients and tools look it up by name;
-# produce to it is refused (INVALID_TOPIC_EXCEPTION) and it holds no records to fetch.
+# Kafka's committed-offsets topic, listed as Kafka lists it (internal, offsets.topic.num.partitions = 50):
+# the offset table stays the gateway's source of truth, the topic its mirror (gateway/kafka/offsets_topic.py);
+# produce to it is refused (INVALID_TOPIC_EXCEPTION).
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_PARTITIONS = 50
 

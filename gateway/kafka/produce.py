@@ -23,6 +23,10 @@ from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 
+# Kafka's other internal topics (the gateway keeps their state elsewhere): Kafka answers a Produce to one
+# that does not exist yet UNKNOWN_TOPIC_OR_PARTITION, so the gateway does not auto-create them either.
+KAFKA_INTERNAL = ("__transaction_state", "__share_group_state")
+
 
 def _has_keyless_record(batch) -> bool:
     """A record without a key in the batch (Kafka refuses those on a compacted topic)."""
@@ -144,6 +148,8 @@ async def produce(ctx: RequestContext):
             parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
         elif is_internal(name):  # __consumer_offsets and RocketMQ's system topics: the broker writes them
             parts = [_partition_error(p["index"], errors.INVALID_TOPIC_EXCEPTION) for p in t["partition_data"]]
+        elif name in KAFKA_INTERNAL and app.store.topics.get(name) is None:  # Kafka 4.3: never created by a Produce
+            parts = [_partition_error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION) for p in t["partition_data"]]
         else:
             cfg, err = topics.lookup(app, name, True)
             for p in t["partition_data"]:

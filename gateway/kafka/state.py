@@ -30,7 +30,8 @@ class KafkaState:
         def regex_candidates() -> list[str]:
             """Kafka topics a regex subscription may match: not RocketMQ's system topics; Kafka's own
             internal __consumer_offsets is (Kafka 4.x resolves a regex over every topic, internal ones too)."""
-            names = [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)]
+            names = [n for n in app.store.topics.names() if topics.legal_name(n) and not n.startswith(SYSTEM)
+                     and n != OFFSETS_TOPIC]  # a store topic too once mirrored (gateway/kafka/offsets_topic.py)
             return [*names, OFFSETS_TOPIC]
 
         self.consumer_groups = ConsumerGroups(partition_count, regex_candidates)  # KIP-848 groups

@@ -7,6 +7,7 @@ import time
 
 import gateway.kafka.errors as errors
 from codec.kafka import apis
+from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
 
@@ -78,7 +79,10 @@ async def end_txn(ctx: RequestContext):
     code, txn = _txn(ctx)
     if txn is None:
         return {"error_code": code}
+    offsets = list(txn.offsets) if ctx.request["committed"] else []
     ends = kafka_state(app).txns.finish(txn, commit=ctx.request["committed"])
+    for group in dict.fromkeys(g for g, *_ in offsets):  # the committed offsets' __consumer_offsets records
+        await mirror(app, group, [(t, p, o, -1, m) for g, t, p, o, m in offsets if g == group])
     await _durable(app, ends)
     await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
     return {"error_code": errors.NONE}

@@ -146,3 +146,16 @@ def test_regex_subscription_skips_rocketmq_system_topics(target, offsets_topic):
     assigned = _heartbeat_assignment(c, f"it-re-{uuid.uuid4().hex[:8]}", regex, bool)
     assert assigned == {user["topic_id"]: list(range(len(user["partitions"])))}
     c.close()
+
+
+@pytest.mark.parametrize("name", ["__transaction_state", "__share_group_state"])
+def test_produce_to_a_missing_kafka_internal_topic_does_not_create_it(target, name):
+    """Kafka 4.3 answers UNKNOWN_TOPIC_OR_PARTITION to a Produce to its transaction or share-state topic
+    before it exists (no transaction or share group yet), and the Produce does not create it."""
+    c = target.raw()
+    for version in (3, 9):
+        assert _errors(c.call(PRODUCE, version, produce_body(name, 0, _batch()))) == {name: UNKNOWN_TOPIC_OR_PARTITION}
+    md = c.call(METADATA, 12, {"topics": [{"topic_id": bytes(16), "name": name}], "allow_auto_topic_creation": False,
+                               "include_topic_authorized_operations": False})
+    assert md["topics"][0]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
+    c.close()
