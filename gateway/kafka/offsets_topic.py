@@ -15,6 +15,8 @@ from __future__ import annotations
 import struct
 import time
 
+import trio
+
 import gateway.kafka.topics as topics
 from codec.kafka import records
 from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
@@ -123,5 +125,9 @@ async def _append(app, group: str, rows: list) -> None:
     readable(app, OFFSETS_TOPIC)
     batch = records.parse_batches(records.build_batch(rows, base_timestamp=now))[0]
     index = partition_for(group)
-    await app.flow.wait_inline_turn()  # appended on the loop, as Produce appends
-    app.store.append(entry_message(OFFSETS_TOPIC, index, batch, index_info(batch), {}, now, False))
+    msg = entry_message(OFFSETS_TOPIC, index, batch, index_info(batch), {}, now, False)
+    if app.flow.appends_inline(app.store):
+        app.store.append(msg)
+        return
+    async with app.flow.worker_turn():  # a slow disk: off the loop, in turn; never refused (the commit is made)
+        await trio.to_thread.run_sync(app.store.append, msg)
