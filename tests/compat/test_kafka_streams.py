@@ -246,23 +246,47 @@ def test_word_count_at_least_once(broker, tmp_path):
 
 
 def test_streams_rebalance_protocol(broker, tmp_path):
-    """group.protocol=streams (KIP-1071, StreamsGroupHeartbeat): real Kafka 4.3 serves it and counts
-    exactly; the gateway does not serve StreamsGroupHeartbeat, so the app must fail at once with
-    UnsupportedVersionException (ApiVersions leaves the API out), never hang."""
+    """group.protocol=streams (KIP-1071, StreamsGroupHeartbeat): the coordinator creates the
+    repartition and changelog topics from the topology the app sends and assigns its tasks; the
+    counts are exact (Kafka 4.3 serves the protocol by default)."""
     app_id, src, out = run_word_count(broker, tmp_path, "streams_protocol")
     lines, expected = make_lines(4, 200)
     produce(broker.bootstrap, src, lines)
     app = StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / "state", tmp_path,
                      group_protocol="streams")
     try:
-        if broker.gateway is None:
-            got = read_counts(broker.bootstrap, out, dict(expected))
-            assert got == dict(expected), f"{app.errors()}\n{app.tail()}"
-        else:
-            deadline = time.monotonic() + 120
-            while not app.errors() and time.monotonic() < deadline:
-                time.sleep(0.5)
-            assert any("UnsupportedVersionException" in e and "STREAMS group protocol" in e for e in app.errors()), \
-                f"{app.lines}\n{app.tail()}"
+        got = read_counts(broker.bootstrap, out, dict(expected))
+        assert got == dict(expected), f"{app.errors()}\n{app.tail()}{broker.context()}"
+        assert not app.errors(), app.tail()
     finally:
         app.stop()
+    assert topic_config(broker.bootstrap, f"{app_id}-word-counts-changelog", "cleanup.policy") == "compact"
+    assert topic_config(broker.bootstrap, f"{app_id}-word-counts-repartition", "cleanup.policy") == "delete"
+
+
+def test_streams_protocol_two_instances_one_killed(broker, tmp_path):
+    """Two instances with group.protocol=streams share the tasks (4 partitions); after one is killed -9
+    the coordinator expires it after the session timeout (45 s) and the survivor takes over its tasks;
+    the counts of all input stay exact (exactly_once_v2)."""
+    app_id = f"wc-stwo-{uuid.uuid4().hex[:6]}"
+    src, out = f"{app_id}-in", f"{app_id}-out"
+    create_topics(broker.bootstrap, src, out, partitions=4)
+    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path,
+                       group_protocol="streams") for i in range(2)]
+    try:
+        for app in apps:
+            app.wait_running()
+        first, expected = make_lines(8, 400)
+        produce(broker.bootstrap, src, first)
+        got = read_counts(broker.bootstrap, out, dict(expected))
+        assert got == dict(expected), f"{[a.errors() for a in apps]}\n{apps[1].tail()}{broker.context()}"
+        apps[0].kill()
+        second, more = make_lines(9, 300)
+        produce(broker.bootstrap, src, second)
+        expected.update(more)
+        got = read_counts(broker.bootstrap, out, dict(expected), timeout=180)
+        assert got == dict(expected), f"{apps[1].errors()}\n{apps[1].tail()}{broker.context()}"
+        assert not apps[1].errors(), apps[1].tail()
+    finally:
+        apps[0].proc.kill()
+        apps[1].stop()

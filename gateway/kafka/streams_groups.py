@@ -1,0 +1,84 @@
+"""KIP-1071 streams-group APIs: StreamsGroupHeartbeat and StreamsGroupDescribe, over
+`semantics.kafka_streams_groups.StreamsGroups` (one per app, in `app.kafka`). The coordinator may
+create the application's internal topics during a heartbeat; a cluster publishes them before the
+answer, as CreateTopics does."""
+from __future__ import annotations
+
+import gateway.kafka.errors as errors
+from codec.kafka import apis
+from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.state import kafka_state
+from semantics.kafka_streams_groups import StreamsGroups, task_list
+
+
+def streams_groups(app) -> StreamsGroups:
+    return kafka_state(app).streams_groups
+
+
+@handler(apis.STREAMS_GROUP_HEARTBEAT)
+async def streams_group_heartbeat(ctx: RequestContext):
+    state = kafka_state(ctx.app)
+    group_id = ctx.request["group_id"]
+    classic = state.coordinator.groups.get(group_id)
+    consumer = state.consumer_groups.groups.get(group_id)
+    if (classic is not None and classic.members) or (consumer is not None and consumer.members) \
+            or group_id in state.share_groups.groups:  # one protocol per group id
+        return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} is not a streams "
+                "group.", "member_id": ctx.request["member_id"], "member_epoch": 0}
+    resp = state.streams_groups.heartbeat(ctx.request, ctx.client_id, "/" + ctx.peer_host)
+    if state.streams_created:
+        created, state.streams_created = state.streams_created, []
+        await ctx.app.ownership.published(created)
+    return resp
+
+
+def _topic_info(name: str, partitions: int) -> dict:
+    return {"name": name, "partitions": partitions, "replication_factor": 1, "topic_configs": []}
+
+
+def _described_topology(g) -> dict | None:
+    """The group's topology with the partition counts it was configured with (subtopologies null
+    while it cannot be configured, as Kafka answers)."""
+    if g.topology is None:
+        return None
+    subs = None
+    if g.tasks:
+        subs = [{"subtopology_id": s["subtopology_id"], "source_topics": s["source_topics"],
+                 "repartition_sink_topics": s["repartition_sink_topics"],
+                 "state_changelog_topics": [_topic_info(t["name"], g.internal.get(t["name"], 0))
+                                            for t in s["state_changelog_topics"]],
+                 "repartition_source_topics": [_topic_info(t["name"], g.internal.get(t["name"], 0))
+                                               for t in s["repartition_source_topics"]]}
+                for s in g.topology["subtopologies"]]
+    return {"epoch": g.topology_epoch, "subtopologies": subs}
+
+
+def _assignment(active: dict) -> dict:
+    return {"active_tasks": task_list(active), "standby_tasks": [], "warmup_tasks": []}
+
+
+@handler(apis.STREAMS_GROUP_DESCRIBE)
+async def streams_group_describe(ctx: RequestContext):
+    sg = streams_groups(ctx.app)
+    out = []
+    for group_id in ctx.request["group_ids"]:
+        g = sg.groups.get(group_id)
+        if g is None:
+            out.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
+                        "group_id": group_id, "group_state": "Dead", "topology": None, "members": []})
+            continue
+        sg.expire(g)
+        out.append({"error_code": errors.NONE, "group_id": group_id, "group_state": g.state(),
+                    "group_epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
+                    "topology": _described_topology(g),
+                    "members": [{"member_id": m.member_id, "member_epoch": m.epoch, "instance_id": m.instance_id,
+                                 "rack_id": m.rack_id, "client_id": m.client_id, "client_host": m.client_host,
+                                 "topology_epoch": m.topology_epoch, "process_id": m.process_id,
+                                 "user_endpoint": m.endpoint,
+                                 "client_tags": [{"key": k, "value": v} for k, v in sorted(m.client_tags.items())],
+                                 "task_offsets": m.task_offsets, "task_end_offsets": m.task_end_offsets,
+                                 "assignment": _assignment(m.assigned),
+                                 "target_assignment": _assignment(g.target.get(m.member_id, {})),
+                                 "is_classic": False}
+                                for m in g.members.values()]})
+    return {"groups": out}

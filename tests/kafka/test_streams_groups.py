@@ -1,0 +1,139 @@
+"""KIP-1071 streams groups at the protocol level (StreamsGroupHeartbeat 88, StreamsGroupDescribe 89):
+the coordinator creates the internal topics of the topology a member sends, assigns tasks, moves a
+task to a new member only after its owner reported it gone, and describes the group. Checked
+against a real Kafka 4.3 first (kafka_target.py: KAFKA_REFERENCE_BOOTSTRAP)."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from kafka_target import eventually, target  # noqa: F401 (fixture)
+
+HEARTBEAT, DESCRIBE, LIST_GROUPS = 88, 89, 16
+NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH = 0, 42, 25, 110
+MISSING_SOURCE_TOPICS = 1
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _topology(app: str, src: str) -> dict:
+    """A word count's two subtopologies: src -> repartition; repartition -> counts (changelog)."""
+    rep, changelog = f"{app}-counts-repartition", f"{app}-counts-changelog"
+    return {"epoch": 0, "subtopologies": [
+        {"subtopology_id": "0", "source_topics": [src], "source_topic_regex": [], "state_changelog_topics": [],
+         "repartition_sink_topics": [rep], "repartition_source_topics": [], "copartition_groups": []},
+        {"subtopology_id": "1", "source_topics": [], "source_topic_regex": [],
+         "state_changelog_topics": [{"name": changelog, "partitions": 0, "replication_factor": 0, "topic_configs": [
+             {"key": "cleanup.policy", "value": "compact"}, {"key": "message.timestamp.type", "value": "CreateTime"}]}],
+         "repartition_sink_topics": [],
+         "repartition_source_topics": [{"name": rep, "partitions": 0, "replication_factor": 0, "topic_configs": [
+             {"key": "cleanup.policy", "value": "delete"}, {"key": "retention.ms", "value": "-1"}]}],
+         "copartition_groups": []}]}
+
+
+def _heartbeat(raw, group: str, member: str, epoch: int, topology=None, active=None, endpoint_epoch: int = 0) -> dict:
+    body = {"group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": endpoint_epoch,
+            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
+            "topology": topology, "active_tasks": active, "standby_tasks": None if active is None else [],
+            "warmup_tasks": None if active is None else [], "process_id": str(uuid.uuid4()) if epoch == 0 else None,
+            "user_endpoint": None, "client_tags": [] if epoch == 0 else None, "task_offsets": None,
+            "task_end_offsets": None, "shutdown_application": False}
+    return raw.call(HEARTBEAT, 0, body)
+
+
+def _tasks(resp_tasks) -> set:
+    return {(t["subtopology_id"], p) for t in resp_tasks or () for p in t["partitions"]}
+
+
+def _wire(tasks: set) -> list:
+    by: dict = {}
+    for sid, p in tasks:
+        by.setdefault(sid, []).append(p)
+    return [{"subtopology_id": sid, "partitions": sorted(ps)} for sid, ps in sorted(by.items())]
+
+
+def _source(target, partitions: int = 4) -> str:
+    name = _name("st-in")
+    AdminClient({"bootstrap.servers": target.bootstrap}).create_topics(
+        [NewTopic(name, partitions, 1)])[name].result(15)
+    return name
+
+
+def _join_until_tasks(raw, group, member, topology) -> dict:
+    """Join, then heartbeat until tasks come (Kafka creates the internal topics asynchronously)."""
+    r = _heartbeat(raw, group, member, 0, topology)
+    assert r["error_code"] == NONE, r
+    deadline = time.monotonic() + 30
+    while not _tasks(r["active_tasks"]) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        r = _heartbeat(raw, group, member, r["member_epoch"], active=[])
+        assert r["error_code"] == NONE, r
+    return r
+
+
+def test_join_creates_internal_topics_and_assigns_every_task(target):
+    src, app = _source(target), _name("stapp")
+    raw = target.raw()
+    r = _join_until_tasks(raw, app, _name("m"), _topology(app, src))
+    assert _tasks(r["active_tasks"]) == {(s, p) for s in "01" for p in range(4)}
+    assert r["member_epoch"] > 0 and r["heartbeat_interval_ms"] > 0
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    md = admin.list_topics(timeout=10).topics
+    assert len(md[f"{app}-counts-repartition"].partitions) == 4  # from the upstream source topic
+    assert len(md[f"{app}-counts-changelog"].partitions) == 4  # its subtopology's task count
+    res = ConfigResource(ConfigResource.Type.TOPIC, f"{app}-counts-changelog")
+    assert admin.describe_configs([res])[res].result(15)["cleanup.policy"].value == "compact"
+
+
+def test_missing_source_topic_is_reported_without_tasks(target):
+    app = _name("stapp")
+    raw = target.raw()
+    r = _heartbeat(raw, app, _name("m"), 0, _topology(app, _name("absent")))
+    assert r["error_code"] == NONE, r
+    assert MISSING_SOURCE_TOPICS in [s["status_code"] for s in r["status"]], r
+    assert not _tasks(r["active_tasks"])
+
+
+def test_second_member_gets_tasks_only_after_the_first_revoked_them(target):
+    src, app = _source(target), _name("stapp")
+    ra, rb = target.raw(), target.raw()
+    a, b = _name("a"), _name("b")
+    r = _join_until_tasks(ra, app, a, _topology(app, src))
+    a_epoch, a_tasks = r["member_epoch"], _tasks(r["active_tasks"])
+    rb_resp = _heartbeat(rb, app, b, 0, _topology(app, src))
+    assert rb_resp["error_code"] == NONE and not _tasks(rb_resp["active_tasks"]), rb_resp  # a still owns them
+    b_epoch = rb_resp["member_epoch"]
+    r = _heartbeat(ra, app, a, a_epoch, active=_wire(a_tasks))  # a is told what to keep
+    kept = _tasks(r["active_tasks"])
+    assert kept < a_tasks and len(kept) == 4, r
+    rb_resp = _heartbeat(rb, app, b, b_epoch, active=[])
+    assert not _tasks(rb_resp["active_tasks"]) & a_tasks - kept or not _tasks(rb_resp["active_tasks"])
+    r = _heartbeat(ra, app, a, r["member_epoch"], active=_wire(kept))  # a let the others go
+    assert r["error_code"] == NONE
+    rb_resp = eventually(lambda: _given(rb, app, b, b_epoch, 4))
+    assert _tasks(rb_resp["active_tasks"]) == a_tasks - kept
+    d = ra.call(DESCRIBE, 0, {"group_ids": [app], "include_authorized_operations": False})["groups"][0]
+    assert d["error_code"] == NONE and d["topology"]["epoch"] == 0
+    assert sorted(m["member_id"] for m in d["members"]) == sorted([a, b])
+    assert sorted(s["subtopology_id"] for s in d["topology"]["subtopologies"]) == ["0", "1"]
+    listed = {g["group_id"]: g for g in ra.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]}
+    assert listed[app]["group_type"] == "streams"
+
+
+def _given(raw, group, member, epoch, n) -> dict:
+    r = _heartbeat(raw, group, member, epoch, active=[])
+    assert r["error_code"] == NONE and len(_tasks(r["active_tasks"])) == n, r
+    return r
+
+
+def test_unknown_member_and_wrong_epoch_are_refused(target):
+    src, app = _source(target), _name("stapp")
+    raw = target.raw()
+    member = _name("m")
+    r = _join_until_tasks(raw, app, member, _topology(app, src))
+    assert _heartbeat(raw, app, _name("x"), 3, active=[])["error_code"] == UNKNOWN_MEMBER
+    assert _heartbeat(raw, app, member, r["member_epoch"] + 5, active=[])["error_code"] == FENCED_EPOCH
+    assert _heartbeat(raw, app, "", 0, _topology(app, src))["error_code"] == INVALID_REQUEST
