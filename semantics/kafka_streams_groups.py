@@ -169,6 +169,11 @@ class StreamsGroups(ReconcilingGroups):
                     "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
                     "partitions_by_user_endpoint": None}
         owned = req["active_tasks"]
+        kinds = [req[k] is None for k in ("active_tasks", "standby_tasks", "warmup_tasks")]
+        if any(kinds) and not all(kinds):
+            return _heartbeat_error(INVALID_REQUEST, "If one task-type is non-null, all must be non-null.")
+        if epoch != 0 and req["topology"] is not None:
+            return _heartbeat_error(INVALID_REQUEST, "Topology can only be provided when (re-)joining.")
         if epoch == 0:
             m = self._join(g, req, client_id, client_host)
             if isinstance(m, dict):
@@ -213,15 +218,17 @@ class StreamsGroups(ReconcilingGroups):
     def _join(self, g: StreamsGroup, req: dict, client_id: str, client_host: str):
         """The new member (epoch 0), or an error answer."""
         topology = req["topology"]
+        if req["rebalance_timeout_ms"] == -1:
+            return _heartbeat_error(INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
         if topology is None or not topology["subtopologies"]:
             return _heartbeat_error(STREAMS_INVALID_TOPOLOGY if topology is not None else INVALID_REQUEST,
                                     "Topology must be set and non-empty in the first request.")
-        if req["rebalance_timeout_ms"] <= 0:
-            return _heartbeat_error(INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
         if not req["process_id"]:
             return _heartbeat_error(INVALID_REQUEST, "ProcessId can't be empty.")
-        if any(req[k] for k in ("active_tasks", "standby_tasks", "warmup_tasks")):
-            return _heartbeat_error(INVALID_REQUEST, "A member joining (epoch 0) cannot own tasks.")
+        for kind, field in (("ActiveTasks", "active_tasks"), ("StandbyTasks", "standby_tasks"),
+                            ("WarmupTasks", "warmup_tasks")):
+            if req[field] is None or req[field]:  # as Kafka: an empty list, not null
+                return _heartbeat_error(INVALID_REQUEST, f"{kind} must be empty when (re-)joining.")
         if g.topology is None or not g.members or topology["epoch"] > g.topology_epoch:
             g.topology, g.topology_epoch = topology, topology["epoch"]
             g.epoch += 1

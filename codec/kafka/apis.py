@@ -7,7 +7,7 @@ tests/kafka/test_kafka_schemas.py compares every advertised version with kafka-c
 """
 from __future__ import annotations
 
-from codec.kafka.schema import F, Struct, version_range
+from codec.kafka.schema import NULL, F, Struct, version_range
 
 
 class Api:
@@ -1115,14 +1115,14 @@ STREAMS_GROUP_HEARTBEAT = Api(key=88, name="StreamsGroupHeartbeat", versions="0"
                                      F("repartition_source_topics", "[i16]")]),
         ]),
     ]), nullable="0+"),
-    F("active_tasks", _TASK_IDS, nullable="0+"),
-    F("standby_tasks", _TASK_IDS, nullable="0+"),
-    F("warmup_tasks", _TASK_IDS, nullable="0+"),
+    F("active_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("standby_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("warmup_tasks", _TASK_IDS, nullable="0+", default=NULL),
     F("process_id", "str", nullable="0+"),
     F("user_endpoint", _ENDPOINT, nullable="0+"),
-    F("client_tags", _KEY_VALUE, nullable="0+"),
-    F("task_offsets", _TASK_OFFSET, nullable="0+"),
-    F("task_end_offsets", _TASK_OFFSET, nullable="0+"),
+    F("client_tags", _KEY_VALUE, nullable="0+", default=NULL),
+    F("task_offsets", _TASK_OFFSET, nullable="0+", default=NULL),
+    F("task_end_offsets", _TASK_OFFSET, nullable="0+", default=NULL),
     F("shutdown_application", "bool"),
 ], response=[
     F("throttle_time_ms", "i32"),
@@ -1133,16 +1133,16 @@ STREAMS_GROUP_HEARTBEAT = Api(key=88, name="StreamsGroupHeartbeat", versions="0"
     F("heartbeat_interval_ms", "i32"),
     F("acceptable_recovery_lag", "i32"),
     F("task_offset_interval_ms", "i32"),
-    F("status", [F("status_code", "i8"), F("status_detail", "str")], nullable="0+"),
-    F("active_tasks", _TASK_IDS, nullable="0+"),
-    F("standby_tasks", _TASK_IDS, nullable="0+"),
-    F("warmup_tasks", _TASK_IDS, nullable="0+"),
+    F("status", [F("status_code", "i8"), F("status_detail", "str")], nullable="0+", default=NULL),
+    F("active_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("standby_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("warmup_tasks", _TASK_IDS, nullable="0+", default=NULL),
     F("endpoint_information_epoch", "i32"),
     F("partitions_by_user_endpoint", [
         F("user_endpoint", _ENDPOINT),
         F("active_partitions", [F("topic", "str"), F("partitions", "[i32]")]),
         F("standby_partitions", [F("topic", "str"), F("partitions", "[i32]")]),
-    ], nullable="0+"),
+    ], nullable="0+", default=NULL),
 ])
 
 _STREAMS_ASSIGNMENT = Struct([F("active_tasks", _TASK_IDS), F("standby_tasks", _TASK_IDS),
