@@ -165,7 +165,7 @@ class StreamsGroups(ReconcilingGroups):
         now = trio.current_time()
         if epoch in (LEAVE, STATIC_LEAVE):
             self._remove(g, member_id)
-            return {"error_code": NONE, "member_id": member_id, "member_epoch": epoch, "status": None,
+            return {"error_code": NONE, "member_id": member_id, "member_epoch": epoch, "status": [],
                     "active_tasks": None, "standby_tasks": None, "warmup_tasks": None,
                     "partitions_by_user_endpoint": None}
         owned = req["active_tasks"]

@@ -32,8 +32,9 @@ async def streams_group_heartbeat(ctx: RequestContext):
     return resp
 
 
-def _topic_info(name: str, partitions: int) -> dict:
-    return {"name": name, "partitions": partitions, "replication_factor": 1, "topic_configs": []}
+def _topic_info(info: dict, partitions: int) -> dict:
+    """A TopicInfo as the member sent it, with the partition count the group configured."""
+    return {**info, "partitions": partitions}
 
 
 def _described_topology(g) -> dict | None:
@@ -45,9 +46,9 @@ def _described_topology(g) -> dict | None:
     if g.tasks:
         subs = [{"subtopology_id": s["subtopology_id"], "source_topics": s["source_topics"],
                  "repartition_sink_topics": s["repartition_sink_topics"],
-                 "state_changelog_topics": [_topic_info(t["name"], g.internal.get(t["name"], 0))
+                 "state_changelog_topics": [_topic_info(t, g.internal.get(t["name"], 0))
                                             for t in s["state_changelog_topics"]],
-                 "repartition_source_topics": [_topic_info(t["name"], g.internal.get(t["name"], 0))
+                 "repartition_source_topics": [_topic_info(t, g.internal.get(t["name"], 0))
                                                for t in s["repartition_source_topics"]]}
                 for s in g.topology["subtopologies"]]
     return {"epoch": g.topology_epoch, "subtopologies": subs}
@@ -65,7 +66,7 @@ async def streams_group_describe(ctx: RequestContext):
         g = sg.groups.get(group_id)
         if g is None:
             out.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
-                        "group_id": group_id, "group_state": "Dead", "topology": None, "members": []})
+                        "group_id": group_id, "group_state": "", "topology": None, "members": []})
             continue
         sg.expire(g)
         out.append({"error_code": errors.NONE, "group_id": group_id, "group_state": g.state(),

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka_target import eventually, target  # noqa: F401 (fixture)
 
 HEARTBEAT, DESCRIBE, LIST_GROUPS = 88, 89, 16
-NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH = 0, 42, 25, 110
+NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH, GROUP_ID_NOT_FOUND = 0, 42, 25, 110, 69
 MISSING_SOURCE_TOPICS = 1
 
 
@@ -87,6 +87,15 @@ def test_join_creates_internal_topics_and_assigns_every_task(target):
     assert len(md[f"{app}-counts-changelog"].partitions) == 4  # its subtopology's task count
     res = ConfigResource(ConfigResource.Type.TOPIC, f"{app}-counts-changelog")
     assert admin.describe_configs([res])[res].result(15)["cleanup.policy"].value == "compact"
+    d = raw.call(DESCRIBE, 0, {"group_ids": [app, _name("absent")], "include_authorized_operations": False})
+    described, absent = d["groups"]
+    assert described["group_state"] == "Stable" and absent["error_code"] == GROUP_ID_NOT_FOUND
+    changelog = described["topology"]["subtopologies"][1]["state_changelog_topics"][0]
+    assert changelog["partitions"] == 4  # as configured, with the configs the member sent
+    assert {"key": "cleanup.policy", "value": "compact"} in changelog["topic_configs"]
+    assert _heartbeat(raw, app, r["member_id"], -1)["error_code"] == NONE
+    listed = {g["group_id"]: g for g in raw.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]}
+    assert listed[app]["group_state"] == "Empty" and listed[app]["protocol_type"] == "streams"
 
 
 def test_missing_source_topic_is_reported_without_tasks(target):
