@@ -23,9 +23,10 @@ def _by_ids(assignment: dict) -> dict:
 async def consumer_group_heartbeat(ctx: RequestContext):
     req = dict(ctx.request)
     classic = kafka_state(ctx.app).coordinator.groups.get(req["group_id"])
-    if classic is not None and classic.members:  # one protocol per group id (no online migration)
+    streams = kafka_state(ctx.app).streams_groups.groups.get(req["group_id"])
+    if (classic is not None and classic.members) or (streams is not None and streams.members):  # one protocol
         return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {req['group_id']} is not a "
-                "consumer group: it has classic members.", "member_epoch": 0, "assignment": None}
+                "consumer group: it has classic or streams members.", "member_epoch": 0, "assignment": None}
     owned = req.get("topic_partitions")
     if owned is not None:
         names = {}

@@ -42,8 +42,9 @@ async def find_coordinator(ctx: RequestContext):
 
 @handler(apis.JOIN_GROUP)
 async def join_group(ctx: RequestContext):
-    live = consumer_groups(ctx.app).groups.get(ctx.request["group_id"])
-    if live is not None and live.members:  # one protocol per group id (no online migration)
+    group_id = ctx.request["group_id"]
+    others = (consumer_groups(ctx.app).groups.get(group_id), streams_groups(ctx.app).groups.get(group_id))
+    if any(g is not None and g.members for g in others):  # one protocol per group id (no online migration)
         return {"error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "member_id": ctx.request["member_id"]}
     return await kafka_state(ctx.app).coordinator.join(ctx.request, ctx.version, ctx.client_id, "/" + ctx.peer_host)
 

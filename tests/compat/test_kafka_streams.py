@@ -4,8 +4,10 @@ The topology (compat.WordCount) re-keys words through a repartition topic and co
 whose store is backed by a compacted changelog topic. Input is produced and the output read back with
 librdkafka (confluent-kafka, read_committed); the latest count per word must equal the exact counts of
 the input. With exactly_once_v2 (transactions) the counts stay exact across a kill -9 of the app and a
-restart from an empty state directory (the store is restored from its changelog). Minutes long, so it
-runs only with KAFKA_APPS=1: `make compat-streams`.
+restart from an empty state directory (the store is restored from its changelog). With
+group.protocol=streams (KIP-1071) the coordinator makes the internal topics and assigns the tasks;
+two instances share them (StreamsGroupDescribe) and the survivor of a kill -9 takes them over.
+Minutes long, so it runs only with KAFKA_APPS=1: `make compat-streams`.
 
 Run against real Kafka first: KAFKA_REFERENCE_BOOTSTRAP=host:port points every test at it.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import collections
 import os
 import random
+import socket
 import struct
 import subprocess
 import threading
@@ -25,6 +28,7 @@ import pytest
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
+from codec.kafka import protocol  # noqa: E402
 from compat.harness import failure_context, start_gateway  # noqa: E402
 from compat.jvm import java_command  # noqa: E402
 
@@ -121,6 +125,16 @@ def topic_config(bootstrap: str, topic: str, name: str) -> str:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     res = ConfigResource(ConfigResource.Type.TOPIC, topic)
     return admin.describe_configs([res])[res].result(30)[name].value
+
+
+def streams_tasks(bootstrap: str, group: str) -> list[int]:
+    """Active task count of each member of a streams group (StreamsGroupDescribe v0)."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(protocol.request_frame(89, 0, 1, {"group_ids": [group], "include_authorized_operations": False}))
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        _, resp = protocol.decode_response(89, 0, sock.recv(size, socket.MSG_WAITALL))
+    return [sum(len(t["partitions"]) for t in m["assignment"]["active_tasks"]) for m in resp["groups"][0]["members"]]
 
 
 class StreamsApp:
@@ -280,6 +294,8 @@ def test_streams_protocol_two_instances_one_killed(broker, tmp_path):
         produce(broker.bootstrap, src, first)
         got = read_counts(broker.bootstrap, out, dict(expected))
         assert got == dict(expected), f"{[a.errors() for a in apps]}\n{apps[1].tail()}{broker.context()}"
+        tasks = streams_tasks(broker.bootstrap, app_id)
+        assert len(tasks) == 2 and all(tasks) and sum(tasks) == 8, tasks  # 2 subtopologies x 4 partitions
         apps[0].kill()
         second, more = make_lines(9, 300)
         produce(broker.bootstrap, src, second)
@@ -287,6 +303,7 @@ def test_streams_protocol_two_instances_one_killed(broker, tmp_path):
         got = read_counts(broker.bootstrap, out, dict(expected), timeout=180)
         assert got == dict(expected), f"{apps[1].errors()}\n{apps[1].tail()}{broker.context()}"
         assert not apps[1].errors(), apps[1].tail()
+        assert streams_tasks(broker.bootstrap, app_id) == [8]  # the survivor runs every task
     finally:
         apps[0].proc.kill()
         apps[1].stop()

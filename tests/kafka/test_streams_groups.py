@@ -153,3 +153,7 @@ def test_unknown_member_and_wrong_epoch_are_refused(target):
     assert _heartbeat(raw, app, _name("x"), 3, active=[])["error_code"] == UNKNOWN_MEMBER
     assert _heartbeat(raw, app, member, r["member_epoch"] + 5, active=[])["error_code"] == FENCED_EPOCH
     assert _heartbeat(raw, app, "", 0, _topology(app, src))["error_code"] == INVALID_REQUEST
+    consumer = raw.call(68, 1, {"group_id": app, "member_id": _name("c"), "member_epoch": 0, "instance_id": None,
+                                "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [src],
+                                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    assert consumer["error_code"] == GROUP_ID_NOT_FOUND, consumer  # a streams group is not a consumer group
