@@ -10,6 +10,8 @@ import uuid
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from kafka_target import eventually, target  # noqa: F401 (fixture)
 
+from compat.jvm import run_tool
+
 HEARTBEAT, DESCRIBE, LIST_GROUPS = 88, 89, 16
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH, GROUP_ID_NOT_FOUND = 0, 42, 25, 110, 69
 MISSING_SOURCE_TOPICS = 1
@@ -157,3 +159,24 @@ def test_unknown_member_and_wrong_epoch_are_refused(target):
                                 "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [src],
                                 "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
     assert consumer["error_code"] == GROUP_ID_NOT_FOUND, consumer  # a streams group is not a consumer group
+
+
+def test_kafka_streams_groups_tool_lists_and_describes(target, tmp_path):
+    """kafka-streams-groups.sh (StreamsGroupCommand, kafka-tools 4.2) over ListGroups and
+    StreamsGroupDescribe."""
+    src, app = _source(target), _name("stapp")
+    raw = target.raw()
+    member = _name("m")
+    _join_until_tasks(raw, app, member, _topology(app, src))
+
+    def tool(*args: str) -> str:
+        r = run_tool("kafkatools", "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                     ["--bootstrap-server", target.bootstrap, *args], str(tmp_path))
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+        return r.stdout
+
+    assert app in tool("--list").split()
+    lines = [line.split(None, 4) for line in tool("--describe", "--group", app, "--members").splitlines()
+             if line.startswith(app)]
+    assert [(cols[0], cols[1]) for cols in lines] == [(app, member)], lines
+    assert lines[0][4].replace(" ", "").startswith("ACTIVE:0:[0,1,2,3];1:[0,1,2,3];"), lines
