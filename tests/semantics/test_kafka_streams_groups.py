@@ -136,3 +136,19 @@ def test_random_membership_changes_keep_tasks_exclusive(seed):
         sizes = [len(c.held) for c in clients]
         assert max(sizes) - min(sizes) <= 1
     trio.run(main)
+
+
+def test_endpoints_map_the_input_partitions_of_active_tasks():
+    async def main():
+        sg = _groups(Topics(**{"in": 2}))
+        join = dict(_req("m", 0, WORD_COUNT), user_endpoint={"host": "h", "port": 7})
+        r = sg.heartbeat(join, "c", "/h")
+        assert r["endpoint_information_epoch"] > 0
+        (entry,) = r["partitions_by_user_endpoint"]
+        assert entry["user_endpoint"] == {"host": "h", "port": 7}
+        assert entry["active_partitions"] == [{"topic": "app-rep", "partitions": [0, 1]},
+                                              {"topic": "in", "partitions": [0, 1]}]
+        again = dict(_req("m", r["member_epoch"], active=r["active_tasks"]),
+                     endpoint_information_epoch=r["endpoint_information_epoch"])
+        assert sg.heartbeat(again, "c", "/h")["partitions_by_user_endpoint"] is None  # the client is up to date
+    trio.run(main)
