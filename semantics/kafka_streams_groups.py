@@ -9,8 +9,10 @@ Missing internal topics are created through `create_topic` with the topology's c
 compacted); missing source topics leave the group without tasks, reported in the heartbeat status,
 as Kafka does. Tasks are `{subtopology id: set of partitions}` and go through the consumer
 coordinator's sticky uniform assignment and reconciliation (`ReconcilingGroups`): a task is not
-given to a member while another still reports owning it. No standby or warm-up tasks are assigned
-(Kafka's default `group.streams.num.standby.replicas` is 0).
+given to a member while another still reports owning it. With `standby_replicas` (Kafka's
+`group.streams.num.standby.replicas`, default 0) each stateful active task also gets that many standby
+tasks on other members, preferring members of another process; a member is never given a task as standby
+while it still owns it as active. No warm-up tasks are assigned.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class StreamsMember(Member):
     client_tags: dict = dataclasses.field(default_factory=dict)
     topology_epoch: int = 0
     previous_epoch: int = -1
+    standby: dict = dataclasses.field(default_factory=dict)  # standby tasks it was last given
     task_offsets: list = dataclasses.field(default_factory=list)
     task_end_offsets: list = dataclasses.field(default_factory=list)
 
@@ -50,6 +53,7 @@ class StreamsGroup(Group):
     sub_topics: dict = dataclasses.field(default_factory=dict)  # subtopology id -> its input topics
     internal: dict = dataclasses.field(default_factory=dict)  # internal topic -> partitions (configured)
     statuses: list = dataclasses.field(default_factory=list)  # (code, detail) of the whole group
+    standby_target: dict = dataclasses.field(default_factory=dict)  # member id -> standby tasks
     shutdown: bool = False
     endpoints: list = dataclasses.field(default_factory=list)  # PartitionsByUserEndpoint last computed
     endpoint_epoch: int = 0
@@ -135,6 +139,31 @@ def task_list(assignment: dict) -> list[dict]:
     return [{"subtopology_id": sid, "partitions": sorted(ps)} for sid, ps in sorted(assignment.items()) if ps]
 
 
+def standby_target(g: StreamsGroup, replicas: int) -> dict:
+    """member id -> standby tasks: `replicas` per stateful active task of the target (a subtopology with
+    a changelog; as Kafka, a stateless task has nothing to keep warm), each on a member that is not its
+    active owner nor already a standby of it, preferring another process, then the least loaded."""
+    members = sorted(g.members.values(), key=lambda m: m.member_id)
+    out = {m.member_id: {} for m in members}
+    if replicas <= 0 or len(members) < 2:
+        return out
+    load = {m.member_id: sum(len(ps) for ps in g.target.get(m.member_id, {}).values()) for m in members}
+    stateful = {s["subtopology_id"] for s in g.topology["subtopologies"] if s["state_changelog_topics"]}
+    owner = {(sid, p): mid for mid, a in g.target.items() for sid, ps in a.items() for p in ps if sid in stateful}
+    process = {m.member_id: m.process_id for m in members}
+    for (sid, p), active in sorted(owner.items()):
+        holders = [active]
+        for _ in range(replicas):
+            cands = [m.member_id for m in members if m.member_id not in holders]
+            if not cands:
+                break
+            mid = min(cands, key=lambda c: (process[c] in {process[h] for h in holders}, load[c], c))
+            out[mid].setdefault(sid, set()).add(p)
+            load[mid] += 1
+            holders.append(mid)
+    return out
+
+
 def _heartbeat_error(code: int, message: str) -> dict:
     return {"error_code": code, "error_message": message, "member_id": "", "member_epoch": 0,
             "heartbeat_interval_ms": 0, "status": None, "active_tasks": None, "standby_tasks": None,
@@ -148,8 +177,9 @@ class StreamsGroups(ReconcilingGroups):
 
     kind = "streams group"
 
-    def __init__(self, partition_count, topic_names, create_topic) -> None:
+    def __init__(self, partition_count, topic_names, create_topic, standby_replicas: int = 0) -> None:
         super().__init__()
+        self.standby_replicas = standby_replicas
         self.partition_count = partition_count
         self.topic_names = topic_names
         self.create_topic = create_topic
@@ -197,7 +227,11 @@ class StreamsGroups(ReconcilingGroups):
         self._reconcile(g, m, now)
         if m.epoch != before:
             m.previous_epoch = before
-        current = (m.epoch, {sid: sorted(ps) for sid, ps in m.assigned.items() if ps})
+        active = _owned(m)  # never a standby of what it still runs
+        m.standby = {sid: {p for p in ps if (sid, p) not in active}
+                     for sid, ps in g.standby_target.get(m.member_id, {}).items()}
+        current = (m.epoch, {sid: sorted(ps) for sid, ps in m.assigned.items() if ps},
+                   {sid: sorted(ps) for sid, ps in m.standby.items() if ps})
         send = epoch == 0 or owned is not None or current != m.sent
         m.sent = current
         statuses = list(g.statuses)
@@ -210,7 +244,7 @@ class StreamsGroups(ReconcilingGroups):
                 "task_offset_interval_ms": TASK_OFFSET_INTERVAL_MS,
                 "status": [{"status_code": c, "status_detail": d} for c, d in statuses],
                 "active_tasks": task_list(m.assigned) if send else None,
-                "standby_tasks": [] if send else None, "warmup_tasks": [] if send else None,
+                "standby_tasks": task_list(m.standby) if send else None, "warmup_tasks": [] if send else None,
                 "endpoint_information_epoch": g.endpoint_epoch,
                 "partitions_by_user_endpoint": g.endpoints if req["endpoint_information_epoch"] != g.endpoint_epoch
                 else None}
@@ -297,6 +331,7 @@ class StreamsGroups(ReconcilingGroups):
             m.topics = sorted(tasks)  # every member runs the one topology: any task may go anywhere
         if g.epoch > g.assignment_epoch:
             g.target = compute_target(g, tasks)
+            g.standby_target = standby_target(g, self.standby_replicas)
             g.assignment_epoch = g.epoch
 
     def _refresh_endpoints(self, g: StreamsGroup) -> None:

@@ -54,7 +54,8 @@ class KafkaState:
                 self.streams_created.append(name)
             return why
 
-        self.streams_groups = StreamsGroups(partition_count, regex_candidates, create_internal_topic)  # KIP-1071
+        self.streams_groups = StreamsGroups(partition_count, regex_candidates, create_internal_topic,  # KIP-1071
+                                            app.config.streams_num_standby_replicas)
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)

@@ -54,8 +54,8 @@ def _described_topology(g) -> dict | None:
     return {"epoch": g.topology_epoch, "subtopologies": subs}
 
 
-def _assignment(active: dict) -> dict:
-    return {"active_tasks": task_list(active), "standby_tasks": [], "warmup_tasks": []}
+def _assignment(active: dict, standby: dict) -> dict:
+    return {"active_tasks": task_list(active), "standby_tasks": task_list(standby), "warmup_tasks": []}
 
 
 @handler(apis.STREAMS_GROUP_DESCRIBE)
@@ -78,8 +78,9 @@ async def streams_group_describe(ctx: RequestContext):
                                  "user_endpoint": m.endpoint,
                                  "client_tags": [{"key": k, "value": v} for k, v in sorted(m.client_tags.items())],
                                  "task_offsets": m.task_offsets, "task_end_offsets": m.task_end_offsets,
-                                 "assignment": _assignment(m.assigned),
-                                 "target_assignment": _assignment(g.target.get(m.member_id, {})),
+                                 "assignment": _assignment(m.assigned, m.standby),
+                                 "target_assignment": _assignment(g.target.get(m.member_id, {}),
+                                                                 g.standby_target.get(m.member_id, {})),
                                  "is_classic": False}
                                 for m in g.members.values()]})
     return {"groups": out}

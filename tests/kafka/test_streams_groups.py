@@ -8,7 +8,9 @@ import time
 import uuid
 
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-from kafka_target import eventually, target  # noqa: F401 (fixture)
+import pytest
+from gateway_process import GatewayProcess
+from kafka_target import REFERENCE, Target, eventually, target  # noqa: F401 (fixture)
 
 from compat.jvm import run_tool
 
@@ -180,3 +182,49 @@ def test_kafka_streams_groups_tool_lists_and_describes(target, tmp_path):
              if line.startswith(app)]
     assert [(cols[0], cols[1]) for cols in lines] == [(app, member)], lines
     assert lines[0][4].replace(" ", "").startswith("ACTIVE:0:[0,1,2,3];1:[0,1,2,3];"), lines
+
+
+@pytest.fixture(scope="module")
+def standby_target(tmp_path_factory):
+    """A gateway with `--streams-num-standby-replicas 1`; against Kafka the test sets the group config."""
+    if REFERENCE:
+        yield Target(REFERENCE, None)
+        return
+    g = GatewayProcess(str(tmp_path_factory.mktemp("standby") / "data"),
+                       extra_args=["--streams-num-standby-replicas", "1"]).start()
+    yield Target(g.kafka_bootstrap, g)
+    g.stop()
+
+
+def test_standby_tasks_on_the_other_member(standby_target):
+    """One standby replica: each member has the other's stateful active tasks as standbys once stable."""
+    src, app = _source(standby_target, 2), _name("stapp")
+    ra, rb = standby_target.raw(), standby_target.raw()
+    if REFERENCE:  # Kafka: the group config streams.num.standby.replicas
+        r = ra.call(44, 1, {"resources": [{"resource_type": 32, "resource_name": app, "configs": [
+            {"name": "streams.num.standby.replicas", "config_operation": 0, "value": "1"}]}], "validate_only": False})
+        assert r["responses"][0]["error_code"] == NONE, r
+    a, b = _name("a"), _name("b")
+    held = {a: (0, set(), set()), b: (0, set(), set())}
+    deadline = time.monotonic() + 60
+    topology = _topology(app, src)
+    while time.monotonic() < deadline:
+        for raw, member in ((ra, a), (rb, b)):
+            epoch, active, standby = held[member]
+            r = _heartbeat(raw, app, member, epoch, topology if epoch == 0 else None, active=_wire(active))
+            assert r["error_code"] == NONE, r
+            held[member] = (r["member_epoch"],
+                            _tasks(r["active_tasks"]) if r["active_tasks"] is not None else active,
+                            _tasks(r["standby_tasks"]) if r["standby_tasks"] is not None else standby)
+            assert not held[member][1] & held[member][2], held  # never active and standby at once
+        (_ea, act_a, stb_a), (_eb, act_b, stb_b) = held[a], held[b]
+        if act_a and act_b and stb_a == stateful(act_b) and stb_b == stateful(act_a):
+            break
+        time.sleep(0.3)
+    assert act_a | act_b == {(s, p) for s in "01" for p in range(2)} and not act_a & act_b, held
+    assert stb_a == stateful(act_b) and stb_b == stateful(act_a), held  # the stateful tasks only
+
+
+def stateful(tasks: set) -> set:
+    """The tasks of subtopology 1, the one with a changelog (standbys are kept for state only)."""
+    return {(sid, p) for sid, p in tasks if sid == "1"}

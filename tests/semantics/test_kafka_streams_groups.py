@@ -152,3 +152,28 @@ def test_endpoints_map_the_input_partitions_of_active_tasks():
                      endpoint_information_epoch=r["endpoint_information_epoch"])
         assert sg.heartbeat(again, "c", "/h")["partitions_by_user_endpoint"] is None  # the client is up to date
     trio.run(main)
+
+
+def test_standby_tasks_go_to_the_other_member_never_beside_the_active():
+    async def main():
+        topics = Topics(**{"in": 3})
+        sg = StreamsGroups(lambda t: topics.counts.get(t, 0), list, topics.create, standby_replicas=1)
+        state = {}
+        for name in ("a", "b", "a", "b", "a", "b", "a", "b"):
+            epoch, active, _standby = state.get(name, (0, [], []))
+            req = dict(_req(name, epoch, WORD_COUNT, active), process_id=f"process-{name}" if epoch == 0 else None)
+            r = sg.heartbeat(req, "c", "/h")
+            assert r["error_code"] == 0, r
+            prev = state.get(name, (0, [], []))
+            state[name] = (r["member_epoch"], r["active_tasks"] if r["active_tasks"] is not None else prev[1],
+                           r["standby_tasks"] if r["standby_tasks"] is not None else prev[2])
+            for _e, act, stb in state.values():
+                assert not {(t["subtopology_id"], p) for t in act for p in t["partitions"]} & \
+                    {(t["subtopology_id"], p) for t in stb for p in t["partitions"]}
+        tasks = {n: ({(t["subtopology_id"], p) for t in a for p in t["partitions"]},
+                     {(t["subtopology_id"], p) for t in s for p in t["partitions"]}) for n, (_e, a, s) in state.items()}
+        every = {(s, p) for s in "01" for p in range(3)}
+        assert tasks["a"][0] | tasks["b"][0] == every and not tasks["a"][0] & tasks["b"][0]
+        stateful = {n: {t for t in a if t[0] == "1"} for n, (a, _s) in tasks.items()}  # "1" has the changelog
+        assert tasks["a"][1] == stateful["b"] and tasks["b"][1] == stateful["a"]  # each standby on the other
+    trio.run(main)
