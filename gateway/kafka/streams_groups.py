@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gateway.kafka.errors as errors
 from codec.kafka import apis
+from gateway.kafka.consumer_groups import describe_groups
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics.kafka_streams_groups import StreamsGroups, task_list
@@ -58,29 +59,21 @@ def _assignment(active: dict, standby: dict) -> dict:
     return {"active_tasks": task_list(active), "standby_tasks": task_list(standby), "warmup_tasks": []}
 
 
+def _describe(g) -> dict:
+    return {"topology": _described_topology(g),
+            "members": [{"member_id": m.member_id, "member_epoch": m.epoch, "instance_id": m.instance_id,
+                         "rack_id": m.rack_id, "client_id": m.client_id, "client_host": m.client_host,
+                         "topology_epoch": m.topology_epoch, "process_id": m.process_id, "user_endpoint": m.endpoint,
+                         "client_tags": [{"key": k, "value": v} for k, v in sorted(m.client_tags.items())],
+                         "task_offsets": m.task_offsets, "task_end_offsets": m.task_end_offsets,
+                         "assignment": _assignment(m.assigned, m.standby),
+                         "target_assignment": _assignment(g.target.get(m.member_id, {}),
+                                                          g.standby_target.get(m.member_id, {})),
+                         "is_classic": False}
+                        for m in g.members.values()]}
+
+
 @handler(apis.STREAMS_GROUP_DESCRIBE)
 async def streams_group_describe(ctx: RequestContext):
-    sg = streams_groups(ctx.app)
-    out = []
-    for group_id in ctx.request["group_ids"]:
-        g = sg.groups.get(group_id)
-        if g is None:
-            out.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
-                        "group_id": group_id, "group_state": "", "topology": None, "members": []})
-            continue
-        sg.expire(g)
-        out.append({"error_code": errors.NONE, "group_id": group_id, "group_state": g.state(),
-                    "group_epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
-                    "topology": _described_topology(g),
-                    "members": [{"member_id": m.member_id, "member_epoch": m.epoch, "instance_id": m.instance_id,
-                                 "rack_id": m.rack_id, "client_id": m.client_id, "client_host": m.client_host,
-                                 "topology_epoch": m.topology_epoch, "process_id": m.process_id,
-                                 "user_endpoint": m.endpoint,
-                                 "client_tags": [{"key": k, "value": v} for k, v in sorted(m.client_tags.items())],
-                                 "task_offsets": m.task_offsets, "task_end_offsets": m.task_end_offsets,
-                                 "assignment": _assignment(m.assigned, m.standby),
-                                 "target_assignment": _assignment(g.target.get(m.member_id, {}),
-                                                                 g.standby_target.get(m.member_id, {})),
-                                 "is_classic": False}
-                                for m in g.members.values()]})
-    return {"groups": out}
+    return describe_groups(streams_groups(ctx.app), ctx.request["group_ids"],
+                           {"group_state": "", "topology": None, "members": []}, _describe)

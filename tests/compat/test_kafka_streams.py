@@ -216,16 +216,20 @@ def test_word_count_exactly_once_v2_survives_kill(broker, tmp_path):
         app.stop()
 
 
-def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
-    """Two instances of the app share the work (a classic-group rebalance across 4 partitions, each with
-    its own transactional producer); input produced while both run is counted exactly, and after one is
-    killed -9 the survivor takes over its tasks (fencing its zombie transaction) and the counts of all
-    input stay exact."""
-    app_id = f"wc-two-{uuid.uuid4().hex[:6]}"
+@pytest.mark.parametrize("group_protocol", ["classic", "streams"])
+def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path, group_protocol):
+    """Two instances of the app share the work (4 partitions, each instance with its own transactional
+    producer): with the classic protocol by a group rebalance, with the streams protocol (KIP-1071) by
+    the coordinator's task assignment (both members run tasks, StreamsGroupDescribe). Input produced
+    while both run is counted exactly, and after one is killed -9 the survivor takes over its tasks
+    (streams protocol: once the coordinator expired it after the 45 s session timeout), fencing its
+    zombie transaction, and the counts of all input stay exact."""
+    app_id = f"wc-two-{group_protocol}-{uuid.uuid4().hex[:6]}"
     src, out = f"{app_id}-in", f"{app_id}-out"
     create_topics(broker.bootstrap, src, out, partitions=4)
-    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path)
-            for i in range(2)]
+    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path,
+                       group_protocol=group_protocol) for i in range(2)]
+    streams = group_protocol == "streams"
     try:
         for app in apps:
             app.wait_running()
@@ -233,6 +237,9 @@ def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
         produce(broker.bootstrap, src, first)
         got = read_counts(broker.bootstrap, out, dict(expected))
         assert got == dict(expected), f"{[a.errors() for a in apps]}\n{apps[1].tail()}{broker.context()}"
+        if streams:
+            tasks = streams_tasks(broker.bootstrap, app_id)
+            assert len(tasks) == 2 and all(tasks) and sum(tasks) == 8, tasks  # 2 subtopologies x 4 partitions
         apps[0].kill()
         second, more = make_lines(7, 300)
         produce(broker.bootstrap, src, second)
@@ -240,6 +247,8 @@ def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
         got = read_counts(broker.bootstrap, out, dict(expected), timeout=180)
         assert got == dict(expected), f"{apps[1].errors()}\n{apps[1].tail()}{broker.context()}"
         assert not apps[1].errors(), apps[1].tail()
+        if streams:
+            assert streams_tasks(broker.bootstrap, app_id) == [8]  # the survivor runs every task
     finally:
         apps[0].proc.kill()
         apps[1].stop()
@@ -276,34 +285,3 @@ def test_streams_rebalance_protocol(broker, tmp_path):
         app.stop()
     assert topic_config(broker.bootstrap, f"{app_id}-word-counts-changelog", "cleanup.policy") == "compact"
     assert topic_config(broker.bootstrap, f"{app_id}-word-counts-repartition", "cleanup.policy") == "delete"
-
-
-def test_streams_protocol_two_instances_one_killed(broker, tmp_path):
-    """Two instances with group.protocol=streams share the tasks (4 partitions); after one is killed -9
-    the coordinator expires it after the session timeout (45 s) and the survivor takes over its tasks;
-    the counts of all input stay exact (exactly_once_v2)."""
-    app_id = f"wc-stwo-{uuid.uuid4().hex[:6]}"
-    src, out = f"{app_id}-in", f"{app_id}-out"
-    create_topics(broker.bootstrap, src, out, partitions=4)
-    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path,
-                       group_protocol="streams") for i in range(2)]
-    try:
-        for app in apps:
-            app.wait_running()
-        first, expected = make_lines(8, 400)
-        produce(broker.bootstrap, src, first)
-        got = read_counts(broker.bootstrap, out, dict(expected))
-        assert got == dict(expected), f"{[a.errors() for a in apps]}\n{apps[1].tail()}{broker.context()}"
-        tasks = streams_tasks(broker.bootstrap, app_id)
-        assert len(tasks) == 2 and all(tasks) and sum(tasks) == 8, tasks  # 2 subtopologies x 4 partitions
-        apps[0].kill()
-        second, more = make_lines(9, 300)
-        produce(broker.bootstrap, src, second)
-        expected.update(more)
-        got = read_counts(broker.bootstrap, out, dict(expected), timeout=180)
-        assert got == dict(expected), f"{apps[1].errors()}\n{apps[1].tail()}{broker.context()}"
-        assert not apps[1].errors(), apps[1].tail()
-        assert streams_tasks(broker.bootstrap, app_id) == [8]  # the survivor runs every task
-    finally:
-        apps[0].proc.kill()
-        apps[1].stop()
