@@ -190,7 +190,7 @@ class StreamsGroups(ReconcilingGroups):
             return _heartbeat_error(INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
             return _heartbeat_error(INVALID_REQUEST, "MemberId can't be empty.")
-        g = self.groups.setdefault(group_id, StreamsGroup(group_id))
+        g = self.groups.get(group_id) or StreamsGroup(group_id)  # kept once a member joined it
         self.expire(g)
         now = trio.current_time()
         if epoch in (LEAVE, STATIC_LEAVE):
@@ -208,6 +208,7 @@ class StreamsGroups(ReconcilingGroups):
             m = self._join(g, req, client_id, client_host)
             if isinstance(m, dict):
                 return m
+            self.groups[group_id] = g
         else:
             m = g.members.get(member_id)
             if m is None:

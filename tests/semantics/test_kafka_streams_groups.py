@@ -177,3 +177,12 @@ def test_standby_tasks_go_to_the_other_member_never_beside_the_active():
         stateful = {n: {t for t in a if t[0] == "1"} for n, (a, _s) in tasks.items()}  # "1" has the changelog
         assert tasks["a"][1] == stateful["b"] and tasks["b"][1] == stateful["a"]  # each standby on the other
     trio.run(main)
+
+
+def test_a_refused_join_makes_no_group():
+    async def main():
+        sg = _groups(Topics(**{"in": 1}))
+        r = sg.heartbeat(dict(_req("m", 0, WORD_COUNT), process_id=None), "c", "/h")
+        assert r["error_code"] == 42 and sg.listing() == []
+        assert sg.heartbeat(_req("x", 3, active=[]), "c", "/h")["error_code"] == 25 and sg.listing() == []
+    trio.run(main)
