@@ -30,6 +30,7 @@ class GatewayConfig:
     log_retention_check_interval_ms: int = 60_000  # per-topic retention.ms/bytes (semantics.retention)
     log_cleaner_backoff_ms: int = 15_000  # between compaction passes (semantics.compaction)
     producer_id_expiration_ms: int = 86_400_000  # Kafka's producer.id.expiration.ms
+    streams_num_standby_replicas: int = 0  # Kafka's group.streams.num.standby.replicas (KIP-1071)
     # Disk space (RocketMQ's diskMaxUsedSpaceRatio, %; clamped to 10..95): refuse writes above it.
     disk_max_used_space_ratio: int = 75
     # Connection pressure (docs/robustness.md): a cap on open connections (both ports together) and
@@ -184,6 +185,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    help="pause between compaction passes over compacted topics")
     p.add_argument("--producer-id-expiration-ms", type=_positive_int, default=d.producer_id_expiration_ms,
                    help="idle producers' idempotence state is forgotten after this (Kafka producer.id.expiration.ms)")
+    p.add_argument("--streams-num-standby-replicas", type=_int_between(0, 2, "value (0 to 2)"),
+                   default=d.streams_num_standby_replicas,
+                   help="standby tasks per active task in streams groups (Kafka group.streams.num.standby.replicas)")
     p.add_argument("--os-page-cache-busy-timeout-ms", type=_positive_int, default=d.os_page_cache_busy_timeout_ms,
                    help="refuse sends (SYSTEM_BUSY) after a store write held the store this long")
     p.add_argument("--wait-time-mills-in-send-queue", type=_int_between(0, None, "value (0 or more)"),

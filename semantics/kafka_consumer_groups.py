@@ -171,7 +171,57 @@ def compute_target(g: Group, counts: dict[str, int]) -> dict[str, Assignment]:
     return {mid: _as_assignment(pairs) for mid, pairs in target.items()}
 
 
-class ConsumerGroups(MemberGroups):
+class ReconcilingGroups(MemberGroups):
+    """What the KIP-848 consumer and KIP-1071 streams coordinators share: members reconcile towards
+    their target one heartbeat at a time (revocation before reassignment, see the module docstring),
+    offsets are committed with the member epoch, and a group is deleted only when empty. The
+    assignment is what they differ in: topic partitions for a consumer, (subtopology, partition)
+    tasks for Kafka Streams, both `{name: set of partitions}`."""
+
+    def expired(self, g: Group, m: Member, now: float) -> bool:
+        """Its session ran out, or it kept revoked partitions past its rebalance timeout."""
+        return now - m.last_seen > SESSION_MS / 1000 or bool(m.revoking and now > m.revoke_deadline)
+
+    def _reconcile(self, g: Group, m: Member, now: float) -> None:
+        """Move the member one step towards its target (see the module docstring)."""
+        if m.revoking:
+            return
+        target = _as_pairs(g.target.get(m.member_id, {}))
+        held = _as_pairs(m.assigned)
+        if held - target:
+            m.assigned = _as_assignment(held & target)
+            m.revoking = _as_assignment(held - target)
+            m.revoke_deadline = now + m.rebalance_ms / 1000
+            return
+        taken = set().union(*(_owned(o) for o in g.members.values() if o is not m))
+        m.assigned = _as_assignment(target - taken)
+        m.epoch = g.assignment_epoch
+
+    def check_commit(self, group_id: str, member_id: str, epoch: int) -> int | None:
+        """OffsetCommit error for a group of this coordinator, or None when the group is not one."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return None
+        self.expire(g)
+        if not g.members and epoch < 0:
+            return NONE
+        m = g.members.get(member_id)
+        if m is None:
+            return UNKNOWN_MEMBER_ID
+        return NONE if epoch == m.epoch else STALE_MEMBER_EPOCH
+
+    def delete(self, group_id: str) -> int | None:
+        g = self.groups.get(group_id)
+        if g is None:
+            return None
+        self.expire(g)
+        if g.members:
+            return NON_EMPTY_GROUP
+        del self.groups[group_id]
+        return NONE
+
+
+class ConsumerGroups(ReconcilingGroups):
     """`partition_count(topic) -> int` (0: no such topic) and `topic_names() -> list` (the topics a
     regex subscription may match) are how the coordinator sees topics."""
 
@@ -184,10 +234,6 @@ class ConsumerGroups(MemberGroups):
 
     def _group(self, group_id: str) -> Group:
         return self.groups.setdefault(group_id, Group(group_id))
-
-    def expired(self, g: Group, m: Member, now: float) -> bool:
-        """Its session ran out, or it kept revoked partitions past its rebalance timeout."""
-        return now - m.last_seen > SESSION_MS / 1000 or bool(m.revoking and now > m.revoke_deadline)
 
     def heartbeat(self, req: dict, version: int, client_id: str, client_host: str) -> dict:
         group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
@@ -271,42 +317,3 @@ class ConsumerGroups(MemberGroups):
         if g.epoch > g.assignment_epoch:
             g.target = compute_target(g, counts)
             g.assignment_epoch = g.epoch
-
-    def _reconcile(self, g: Group, m: Member, now: float) -> None:
-        """Move the member one step towards its target (see the module docstring)."""
-        if m.revoking:
-            return
-        target = _as_pairs(g.target.get(m.member_id, {}))
-        held = _as_pairs(m.assigned)
-        if held - target:
-            m.assigned = _as_assignment(held & target)
-            m.revoking = _as_assignment(held - target)
-            m.revoke_deadline = now + m.rebalance_ms / 1000
-            return
-        taken = set().union(*(_owned(o) for o in g.members.values() if o is not m))
-        m.assigned = _as_assignment(target - taken)
-        m.epoch = g.assignment_epoch
-
-    def check_commit(self, group_id: str, member_id: str, epoch: int) -> int | None:
-        """OffsetCommit error for a consumer group, or None when the group is not one."""
-        g = self.groups.get(group_id)
-        if g is None:
-            return None
-        self.expire(g)
-        if not g.members and epoch < 0:
-            return NONE
-        m = g.members.get(member_id)
-        if m is None:
-            return UNKNOWN_MEMBER_ID
-        return NONE if epoch == m.epoch else STALE_MEMBER_EPOCH
-
-    def delete(self, group_id: str) -> int | None:
-        g = self.groups.get(group_id)
-        if g is None:
-            return None
-        self.expire(g)
-        if g.members:
-            return NON_EMPTY_GROUP
-        del self.groups[group_id]
-        return NONE
-

@@ -7,7 +7,7 @@ tests/kafka/test_kafka_schemas.py compares every advertised version with kafka-c
 """
 from __future__ import annotations
 
-from codec.kafka.schema import F, Struct, version_range
+from codec.kafka.schema import NULL, F, Struct, version_range
 
 
 class Api:
@@ -1086,6 +1086,113 @@ DESCRIBE_QUORUM = Api(key=55, name="DescribeQuorum", versions="0-2", flexible="0
     F("nodes", [F("node_id", "i32"), F("listeners", [F("name", "str"), F("host", "str"), F("port", "u16")])], "2+"),
 ])
 
+# KIP-1071 streams groups (Kafka 4.1+): the coordinator assigns Kafka Streams tasks.
+_KEY_VALUE = [F("key", "str"), F("value", "str")]
+_TOPIC_INFO = [F("name", "str"), F("partitions", "i32"), F("replication_factor", "i16"),
+               F("topic_configs", _KEY_VALUE)]
+_TASK_IDS = [F("subtopology_id", "str"), F("partitions", "[i32]")]
+_TASK_OFFSET = [F("subtopology_id", "str"), F("partition", "i32"), F("offset", "i64")]
+_ENDPOINT = Struct([F("host", "str"), F("port", "u16")])
+
+STREAMS_GROUP_HEARTBEAT = Api(key=88, name="StreamsGroupHeartbeat", versions="0", flexible="0+", request=[
+    F("group_id", "str"),
+    F("member_id", "str"),
+    F("member_epoch", "i32"),
+    F("endpoint_information_epoch", "i32"),
+    F("instance_id", "str", nullable="0+"),
+    F("rack_id", "str", nullable="0+"),
+    F("rebalance_timeout_ms", "i32", default=-1),
+    F("topology", Struct([
+        F("epoch", "i32"),
+        F("subtopologies", [
+            F("subtopology_id", "str"),
+            F("source_topics", "[str]"),
+            F("source_topic_regex", "[str]"),
+            F("state_changelog_topics", _TOPIC_INFO),
+            F("repartition_sink_topics", "[str]"),
+            F("repartition_source_topics", _TOPIC_INFO),
+            F("copartition_groups", [F("source_topics", "[i16]"), F("source_topic_regex", "[i16]"),
+                                     F("repartition_source_topics", "[i16]")]),
+        ]),
+    ]), nullable="0+"),
+    F("active_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("standby_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("warmup_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("process_id", "str", nullable="0+"),
+    F("user_endpoint", _ENDPOINT, nullable="0+"),
+    F("client_tags", _KEY_VALUE, nullable="0+", default=NULL),
+    F("task_offsets", _TASK_OFFSET, nullable="0+", default=NULL),
+    F("task_end_offsets", _TASK_OFFSET, nullable="0+", default=NULL),
+    F("shutdown_application", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("member_id", "str"),
+    F("member_epoch", "i32"),
+    F("heartbeat_interval_ms", "i32"),
+    F("acceptable_recovery_lag", "i32"),
+    F("task_offset_interval_ms", "i32"),
+    F("status", [F("status_code", "i8"), F("status_detail", "str")], nullable="0+", default=NULL),
+    F("active_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("standby_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("warmup_tasks", _TASK_IDS, nullable="0+", default=NULL),
+    F("endpoint_information_epoch", "i32"),
+    F("partitions_by_user_endpoint", [
+        F("user_endpoint", _ENDPOINT),
+        F("active_partitions", [F("topic", "str"), F("partitions", "[i32]")]),
+        F("standby_partitions", [F("topic", "str"), F("partitions", "[i32]")]),
+    ], nullable="0+", default=NULL),
+])
+
+_STREAMS_ASSIGNMENT = Struct([F("active_tasks", _TASK_IDS), F("standby_tasks", _TASK_IDS),
+                              F("warmup_tasks", _TASK_IDS)])
+
+STREAMS_GROUP_DESCRIBE = Api(key=89, name="StreamsGroupDescribe", versions="0", flexible="0+", request=[
+    F("group_ids", "[str]"),
+    F("include_authorized_operations", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("groups", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("group_id", "str"),
+        F("group_state", "str"),
+        F("group_epoch", "i32"),
+        F("assignment_epoch", "i32"),
+        F("topology", Struct([
+            F("epoch", "i32"),
+            F("subtopologies", [
+                F("subtopology_id", "str"),
+                F("source_topics", "[str]"),
+                F("repartition_sink_topics", "[str]"),
+                F("state_changelog_topics", _TOPIC_INFO),
+                F("repartition_source_topics", _TOPIC_INFO),
+            ], nullable="0+"),
+        ]), nullable="0+"),
+        F("members", [
+            F("member_id", "str"),
+            F("member_epoch", "i32"),
+            F("instance_id", "str", nullable="0+"),
+            F("rack_id", "str", nullable="0+"),
+            F("client_id", "str"),
+            F("client_host", "str"),
+            F("topology_epoch", "i32"),
+            F("process_id", "str"),
+            F("user_endpoint", _ENDPOINT, nullable="0+"),
+            F("client_tags", _KEY_VALUE),
+            F("task_offsets", _TASK_OFFSET),
+            F("task_end_offsets", _TASK_OFFSET),
+            F("assignment", _STREAMS_ASSIGNMENT),
+            F("target_assignment", _STREAMS_ASSIGNMENT),
+            F("is_classic", "bool"),
+        ]),
+        F("authorized_operations", "i32", default=NO_AUTH_OPS),
+    ]),
+])
+
+STREAMS_APIS = [STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE]
+
 PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
                   LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM]
 
@@ -1099,5 +1206,5 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
-       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS]
+       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -312,6 +312,7 @@ def _array(item_rd, item_wr, flexible: bool, nullable: bool = True):
 
 
 NULL_WHEN_NULLABLE = ("str", "bytes", "records")  # types whose missing value encodes as null when nullable
+NULL = "<null>"  # F(default=NULL): a nullable array whose missing or None value is sent as null, not []
 
 
 def _field_codec(f: F, version: int, flexible: bool):
@@ -334,7 +335,7 @@ def _field_codec(f: F, version: int, flexible: bool):
         if t in NULL_WHEN_NULLABLE and f.nullable_in(version):
             default = None
     if f.default is not None:
-        default = f.default
+        default = None if f.default is NULL else f.default
     return rd, wr, default
 
 

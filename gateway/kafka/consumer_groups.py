@@ -23,9 +23,10 @@ def _by_ids(assignment: dict) -> dict:
 async def consumer_group_heartbeat(ctx: RequestContext):
     req = dict(ctx.request)
     classic = kafka_state(ctx.app).coordinator.groups.get(req["group_id"])
-    if classic is not None and classic.members:  # one protocol per group id (no online migration)
+    streams = kafka_state(ctx.app).streams_groups.groups.get(req["group_id"])
+    if (classic is not None and classic.members) or (streams is not None and streams.members):  # one protocol
         return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {req['group_id']} is not a "
-                "consumer group: it has classic members.", "member_epoch": 0, "assignment": None}
+                "consumer group: it has classic or streams members.", "member_epoch": 0, "assignment": None}
     owned = req.get("topic_partitions")
     if owned is not None:
         names = {}
@@ -45,24 +46,34 @@ def _described(assignment: dict) -> dict:
                                  for t, ps in sorted(assignment.items()) if ps]}
 
 
-@handler(apis.CONSUMER_GROUP_DESCRIBE)
-async def consumer_group_describe(ctx: RequestContext):
-    cg = consumer_groups(ctx.app)
+def describe_groups(coordinator, group_ids: list, unknown: dict, describe) -> dict:
+    """A *GroupDescribe answer: `describe(group) -> dict` for each known group (its members expired
+    first), GROUP_ID_NOT_FOUND with the `unknown` fields for the others."""
     out = []
-    for group_id in ctx.request["group_ids"]:
-        g = cg.groups.get(group_id)
+    for group_id in group_ids:
+        g = coordinator.groups.get(group_id)
         if g is None:
             out.append({"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
-                        "group_id": group_id, "group_state": "Dead", "members": []})
+                        "group_id": group_id, **unknown})
             continue
-        cg.expire(g)
+        coordinator.expire(g)
         out.append({"error_code": errors.NONE, "group_id": group_id, "group_state": g.state(),
-                    "group_epoch": g.epoch, "assignment_epoch": g.assignment_epoch, "assignor_name": g.assignor,
-                    "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-                                 "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
-                                 "subscribed_topic_names": [] if m.regex else m.topics,
-                                 "subscribed_topic_regex": m.regex, "assignment": _described(m.assigned),
-                                 "target_assignment": _described(g.target.get(m.member_id, {})),
-                                 "member_type": 1}  # 1: a member that uses the consumer protocol
-                                for m in g.members.values()]})
+                    "group_epoch": g.epoch, "assignment_epoch": g.assignment_epoch, **describe(g)})
     return {"groups": out}
+
+
+def _describe(g) -> dict:
+    return {"assignor_name": g.assignor,
+            "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                         "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
+                         "subscribed_topic_names": [] if m.regex else m.topics,
+                         "subscribed_topic_regex": m.regex, "assignment": _described(m.assigned),
+                         "target_assignment": _described(g.target.get(m.member_id, {})),
+                         "member_type": 1}  # 1: a member that uses the consumer protocol
+                        for m in g.members.values()]}
+
+
+@handler(apis.CONSUMER_GROUP_DESCRIBE)
+async def consumer_group_describe(ctx: RequestContext):
+    return describe_groups(consumer_groups(ctx.app), ctx.request["group_ids"],
+                           {"group_state": "Dead", "members": []}, _describe)

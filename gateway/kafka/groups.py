@@ -17,11 +17,12 @@ from gateway.kafka.offsets_topic import mirror, mirror_group
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
+from gateway.kafka.streams_groups import streams_groups
 from gateway.kafka.txn import init_transactional
 
 MAX_EPOCH = 32767
 TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
-CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"  # ListGroups v5 group types
+CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"  # ListGroups v5 group types
 
 
 @handler(apis.FIND_COORDINATOR)
@@ -42,8 +43,9 @@ async def find_coordinator(ctx: RequestContext):
 
 @handler(apis.JOIN_GROUP)
 async def join_group(ctx: RequestContext):
-    live = consumer_groups(ctx.app).groups.get(ctx.request["group_id"])
-    if live is not None and live.members:  # one protocol per group id (no online migration)
+    group_id = ctx.request["group_id"]
+    others = (consumer_groups(ctx.app).groups.get(group_id), streams_groups(ctx.app).groups.get(group_id))
+    if any(g is not None and g.members for g in others):  # one protocol per group id (no online migration)
         return {"error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "member_id": ctx.request["member_id"]}
     return await kafka_state(ctx.app).coordinator.join(ctx.request, ctx.version, ctx.client_id, "/" + ctx.peer_host)
 
@@ -92,6 +94,8 @@ async def offset_commit(ctx: RequestContext):
     group = req["group_id"]
     epoch = req.get("generation_id_or_member_epoch", -1)
     code = consumer_groups(app).check_commit(group, req.get("member_id", ""), epoch)  # KIP-848 groups
+    if code is None:  # KIP-1071 streams groups commit with the member epoch too
+        code = streams_groups(app).check_commit(group, req.get("member_id", ""), epoch)
     if code is None:
         code = kafka_state(app).coordinator.check_commit(group, epoch, req.get("member_id", ""),
                                                          req.get("group_instance_id"),
@@ -162,6 +166,8 @@ async def list_groups(ctx: RequestContext):
         seen[group_id] = ("share", state, SHARE)
     for group_id, state in consumer_groups(app).listing():
         seen.setdefault(group_id, ("consumer", state, CONSUMER))
+    for group_id, state in streams_groups(app).listing():
+        seen.setdefault(group_id, ("streams", state, STREAMS))
     for group_id, ptype, state in kafka_state(app).coordinator.listing():
         seen.setdefault(group_id, (ptype, state, CLASSIC))
     for group_id in app.offsets.groups():
@@ -184,7 +190,8 @@ async def describe_groups(ctx: RequestContext):
     out = []
     for group_id in ctx.request["groups"]:
         d = coordinator.describe(group_id)
-        consumer_group = group_id in consumer_groups(app).groups  # not a classic group: Dead, as Kafka says
+        consumer_group = group_id in consumer_groups(app).groups or group_id in streams_groups(app).groups
+        # ^ not a classic group: Dead, as Kafka says
         if d["group_state"] == "Dead" and not consumer_group and group_id in set(app.offsets.groups()):
             d["group_state"] = "Empty"
         if d["group_state"] in ("Dead", "Empty") and _rocketmq_members(app, group_id):
@@ -210,6 +217,8 @@ async def delete_groups(ctx: RequestContext):
             out.append({"group_id": group_id, "error_code": code})
             continue
         code = consumer_groups(app).delete(group_id)
+        if code is None:
+            code = streams_groups(app).delete(group_id)
         if code is None:
             code = coordinator.delete(group_id) if known else errors.GROUP_ID_NOT_FOUND
         if code == errors.NONE:

@@ -1,12 +1,14 @@
-"""Kafka-side shared state of one gateway process: group coordinators (classic, KIP-848, share),
+"""Kafka-side shared state of one gateway process: group coordinators (classic, KIP-848, share,
+streams),
 producer ids, transactions."""
 from __future__ import annotations
 
 import gateway.kafka.topics as topics
 from gateway.kafka.metadata import OFFSETS_TOPIC, partition_count_of
-from semantics import transactions
+from semantics import topic_configs, transactions
 from semantics.kafka_consumer_groups import ConsumerGroups
 from semantics.kafka_groups import Coordinator
+from semantics.kafka_streams_groups import StreamsGroups
 from semantics.share_groups import ShareGroups
 from semantics.share_partitions import SharePartitions
 from semantics.producer_state import ProducerState, TransactionalProducers
@@ -39,6 +41,22 @@ class KafkaState:
         self.share_groups = ShareGroups(partition_count, app.store,
                                         on_leave=lambda group, member: self.shares.forget_member(group, member))
         self.shares = SharePartitions(app.pop, self.share_groups)
+        self.streams_created: list[str] = []  # internal topics the streams coordinator made (to publish)
+
+        def create_internal_topic(name: str, partitions: int, configs: dict) -> str | None:
+            """A Kafka Streams repartition or changelog topic (KIP-1071); why not, or None."""
+            if not topics.legal_name(name) or partitions <= 0:
+                return f"cannot create {name!r} with {partitions} partitions"
+            why = next(filter(None, (topic_configs.problem(k, v, app.config.store_max_message_bytes)
+                                     for k, v in configs.items())), None)
+            if why is None:
+                app.ownership.expect_topic(name, 1)
+                topics.create(app, name, partitions, configs)
+                self.streams_created.append(name)
+            return why
+
+        self.streams_groups = StreamsGroups(partition_count, regex_candidates, create_internal_topic,  # KIP-1071
+                                            app.config.streams_num_standby_replicas)
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)

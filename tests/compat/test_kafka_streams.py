@@ -4,8 +4,10 @@ The topology (compat.WordCount) re-keys words through a repartition topic and co
 whose store is backed by a compacted changelog topic. Input is produced and the output read back with
 librdkafka (confluent-kafka, read_committed); the latest count per word must equal the exact counts of
 the input. With exactly_once_v2 (transactions) the counts stay exact across a kill -9 of the app and a
-restart from an empty state directory (the store is restored from its changelog). Minutes long, so it
-runs only with KAFKA_APPS=1: `make compat-streams`.
+restart from an empty state directory (the store is restored from its changelog). With
+group.protocol=streams (KIP-1071) the coordinator makes the internal topics and assigns the tasks;
+two instances share them (StreamsGroupDescribe) and the survivor of a kill -9 takes them over.
+Minutes long, so it runs only with KAFKA_APPS=1: `make compat-streams`.
 
 Run against real Kafka first: KAFKA_REFERENCE_BOOTSTRAP=host:port points every test at it.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import collections
 import os
 import random
+import socket
 import struct
 import subprocess
 import threading
@@ -25,6 +28,7 @@ import pytest
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
+from codec.kafka import protocol  # noqa: E402
 from compat.harness import failure_context, start_gateway  # noqa: E402
 from compat.jvm import java_command  # noqa: E402
 
@@ -123,6 +127,16 @@ def topic_config(bootstrap: str, topic: str, name: str) -> str:
     return admin.describe_configs([res])[res].result(30)[name].value
 
 
+def streams_tasks(bootstrap: str, group: str) -> list[int]:
+    """Active task count of each member of a streams group (StreamsGroupDescribe v0)."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(protocol.request_frame(89, 0, 1, {"group_ids": [group], "include_authorized_operations": False}))
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        _, resp = protocol.decode_response(89, 0, sock.recv(size, socket.MSG_WAITALL))
+    return [sum(len(t["partitions"]) for t in m["assignment"]["active_tasks"]) for m in resp["groups"][0]["members"]]
+
+
 class StreamsApp:
     """compat.WordCount as a subprocess: started, waited for RUNNING, stopped cleanly or killed."""
 
@@ -202,16 +216,20 @@ def test_word_count_exactly_once_v2_survives_kill(broker, tmp_path):
         app.stop()
 
 
-def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
-    """Two instances of the app share the work (a classic-group rebalance across 4 partitions, each with
-    its own transactional producer); input produced while both run is counted exactly, and after one is
-    killed -9 the survivor takes over its tasks (fencing its zombie transaction) and the counts of all
-    input stay exact."""
-    app_id = f"wc-two-{uuid.uuid4().hex[:6]}"
+@pytest.mark.parametrize("group_protocol", ["classic", "streams"])
+def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path, group_protocol):
+    """Two instances of the app share the work (4 partitions, each instance with its own transactional
+    producer): with the classic protocol by a group rebalance, with the streams protocol (KIP-1071) by
+    the coordinator's task assignment (both members run tasks, StreamsGroupDescribe). Input produced
+    while both run is counted exactly, and after one is killed -9 the survivor takes over its tasks
+    (streams protocol: once the coordinator expired it after the 45 s session timeout), fencing its
+    zombie transaction, and the counts of all input stay exact."""
+    app_id = f"wc-two-{group_protocol}-{uuid.uuid4().hex[:6]}"
     src, out = f"{app_id}-in", f"{app_id}-out"
     create_topics(broker.bootstrap, src, out, partitions=4)
-    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path)
-            for i in range(2)]
+    apps = [StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / f"state{i}", tmp_path,
+                       group_protocol=group_protocol) for i in range(2)]
+    streams = group_protocol == "streams"
     try:
         for app in apps:
             app.wait_running()
@@ -219,6 +237,9 @@ def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
         produce(broker.bootstrap, src, first)
         got = read_counts(broker.bootstrap, out, dict(expected))
         assert got == dict(expected), f"{[a.errors() for a in apps]}\n{apps[1].tail()}{broker.context()}"
+        if streams:
+            tasks = streams_tasks(broker.bootstrap, app_id)
+            assert len(tasks) == 2 and all(tasks) and sum(tasks) == 8, tasks  # 2 subtopologies x 4 partitions
         apps[0].kill()
         second, more = make_lines(7, 300)
         produce(broker.bootstrap, src, second)
@@ -226,6 +247,8 @@ def test_two_instances_exactly_once_v2_one_killed(broker, tmp_path):
         got = read_counts(broker.bootstrap, out, dict(expected), timeout=180)
         assert got == dict(expected), f"{apps[1].errors()}\n{apps[1].tail()}{broker.context()}"
         assert not apps[1].errors(), apps[1].tail()
+        if streams:
+            assert streams_tasks(broker.bootstrap, app_id) == [8]  # the survivor runs every task
     finally:
         apps[0].proc.kill()
         apps[1].stop()
@@ -246,23 +269,19 @@ def test_word_count_at_least_once(broker, tmp_path):
 
 
 def test_streams_rebalance_protocol(broker, tmp_path):
-    """group.protocol=streams (KIP-1071, StreamsGroupHeartbeat): real Kafka 4.3 serves it and counts
-    exactly; the gateway does not serve StreamsGroupHeartbeat, so the app must fail at once with
-    UnsupportedVersionException (ApiVersions leaves the API out), never hang."""
+    """group.protocol=streams (KIP-1071, StreamsGroupHeartbeat): the coordinator creates the
+    repartition and changelog topics from the topology the app sends and assigns its tasks; the
+    counts are exact (Kafka 4.3 serves the protocol by default)."""
     app_id, src, out = run_word_count(broker, tmp_path, "streams_protocol")
     lines, expected = make_lines(4, 200)
     produce(broker.bootstrap, src, lines)
     app = StreamsApp(broker.bootstrap, app_id, src, out, "exactly_once_v2", tmp_path / "state", tmp_path,
                      group_protocol="streams")
     try:
-        if broker.gateway is None:
-            got = read_counts(broker.bootstrap, out, dict(expected))
-            assert got == dict(expected), f"{app.errors()}\n{app.tail()}"
-        else:
-            deadline = time.monotonic() + 120
-            while not app.errors() and time.monotonic() < deadline:
-                time.sleep(0.5)
-            assert any("UnsupportedVersionException" in e and "STREAMS group protocol" in e for e in app.errors()), \
-                f"{app.lines}\n{app.tail()}"
+        got = read_counts(broker.bootstrap, out, dict(expected))
+        assert got == dict(expected), f"{app.errors()}\n{app.tail()}{broker.context()}"
+        assert not app.errors(), app.tail()
     finally:
         app.stop()
+    assert topic_config(broker.bootstrap, f"{app_id}-word-counts-changelog", "cleanup.policy") == "compact"
+    assert topic_config(broker.bootstrap, f"{app_id}-word-counts-repartition", "cleanup.policy") == "delete"

@@ -1,0 +1,230 @@
+"""KIP-1071 streams groups at the protocol level (StreamsGroupHeartbeat 88, StreamsGroupDescribe 89):
+the coordinator creates the internal topics of the topology a member sends, assigns tasks, moves a
+task to a new member only after its owner reported it gone, and describes the group. Checked
+against a real Kafka 4.3 first (kafka_target.py: KAFKA_REFERENCE_BOOTSTRAP)."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+import pytest
+from gateway_process import GatewayProcess
+from kafka_target import REFERENCE, Target, eventually, target  # noqa: F401 (fixture)
+
+from compat.jvm import run_tool
+
+HEARTBEAT, DESCRIBE, LIST_GROUPS = 88, 89, 16
+NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH, GROUP_ID_NOT_FOUND = 0, 42, 25, 110, 69
+MISSING_SOURCE_TOPICS = 1
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def _topology(app: str, src: str) -> dict:
+    """A word count's two subtopologies: src -> repartition; repartition -> counts (changelog)."""
+    rep, changelog = f"{app}-counts-repartition", f"{app}-counts-changelog"
+    return {"epoch": 0, "subtopologies": [
+        {"subtopology_id": "0", "source_topics": [src], "source_topic_regex": [], "state_changelog_topics": [],
+         "repartition_sink_topics": [rep], "repartition_source_topics": [], "copartition_groups": []},
+        {"subtopology_id": "1", "source_topics": [], "source_topic_regex": [],
+         "state_changelog_topics": [{"name": changelog, "partitions": 0, "replication_factor": 0, "topic_configs": [
+             {"key": "cleanup.policy", "value": "compact"}, {"key": "message.timestamp.type", "value": "CreateTime"}]}],
+         "repartition_sink_topics": [],
+         "repartition_source_topics": [{"name": rep, "partitions": 0, "replication_factor": 0, "topic_configs": [
+             {"key": "cleanup.policy", "value": "delete"}, {"key": "retention.ms", "value": "-1"}]}],
+         "copartition_groups": []}]}
+
+
+def _heartbeat(raw, group: str, member: str, epoch: int, topology=None, active=None, endpoint_epoch: int = 0) -> dict:
+    body = {"group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": endpoint_epoch,
+            "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
+            "topology": topology, "active_tasks": [] if epoch == 0 else active,
+            "standby_tasks": [] if epoch == 0 or active is not None else None,
+            "warmup_tasks": [] if epoch == 0 or active is not None else None, "process_id": str(uuid.uuid4()) if epoch == 0 else None,
+            "user_endpoint": None, "client_tags": [] if epoch == 0 else None, "task_offsets": None,
+            "task_end_offsets": None, "shutdown_application": False}
+    return raw.call(HEARTBEAT, 0, body)
+
+
+def _tasks(resp_tasks) -> set:
+    return {(t["subtopology_id"], p) for t in resp_tasks or () for p in t["partitions"]}
+
+
+def _wire(tasks: set) -> list:
+    by: dict = {}
+    for sid, p in tasks:
+        by.setdefault(sid, []).append(p)
+    return [{"subtopology_id": sid, "partitions": sorted(ps)} for sid, ps in sorted(by.items())]
+
+
+def _source(target, partitions: int = 4) -> str:
+    name = _name("st-in")
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+    return name
+
+
+def _join_until_tasks(raw, group, member, topology) -> dict:
+    """Join, then heartbeat until tasks come (Kafka creates the internal topics asynchronously)."""
+    r = _heartbeat(raw, group, member, 0, topology)
+    assert r["error_code"] == NONE, r
+    deadline = time.monotonic() + 30
+    while not _tasks(r["active_tasks"]) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        r = _heartbeat(raw, group, member, r["member_epoch"], active=[])
+        assert r["error_code"] == NONE, r
+    return r
+
+
+def test_join_creates_internal_topics_and_assigns_every_task(target):
+    src, app = _source(target), _name("stapp")
+    raw = target.raw()
+    r = _join_until_tasks(raw, app, _name("m"), _topology(app, src))
+    assert _tasks(r["active_tasks"]) == {(s, p) for s in "01" for p in range(4)}
+    assert r["member_epoch"] > 0 and r["heartbeat_interval_ms"] > 0
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    md = admin.list_topics(timeout=10).topics
+    assert len(md[f"{app}-counts-repartition"].partitions) == 4  # from the upstream source topic
+    assert len(md[f"{app}-counts-changelog"].partitions) == 4  # its subtopology's task count
+    res = ConfigResource(ConfigResource.Type.TOPIC, f"{app}-counts-changelog")
+    assert admin.describe_configs([res])[res].result(15)["cleanup.policy"].value == "compact"
+    d = raw.call(DESCRIBE, 0, {"group_ids": [app, _name("absent")], "include_authorized_operations": False})
+    described, absent = d["groups"]
+    assert described["group_state"] == "Stable" and absent["error_code"] == GROUP_ID_NOT_FOUND
+    changelog = described["topology"]["subtopologies"][1]["state_changelog_topics"][0]
+    assert changelog["partitions"] == 4  # as configured, with the configs the member sent
+    assert {"key": "cleanup.policy", "value": "compact"} in changelog["topic_configs"]
+    assert _heartbeat(raw, app, r["member_id"], -1)["error_code"] == NONE
+    listed = {g["group_id"]: g for g in raw.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]}
+    assert listed[app]["group_state"] == "Empty" and listed[app]["protocol_type"] == "streams"
+
+
+def test_missing_source_topic_is_reported_without_tasks(target):
+    app = _name("stapp")
+    raw = target.raw()
+    r = _heartbeat(raw, app, _name("m"), 0, _topology(app, _name("absent")))
+    assert r["error_code"] == NONE, r
+    assert MISSING_SOURCE_TOPICS in [s["status_code"] for s in r["status"]], r
+    assert not _tasks(r["active_tasks"])
+
+
+def test_second_member_gets_tasks_only_after_the_first_revoked_them(target):
+    src, app = _source(target), _name("stapp")
+    ra, rb = target.raw(), target.raw()
+    a, b = _name("a"), _name("b")
+    r = _join_until_tasks(ra, app, a, _topology(app, src))
+    a_epoch, a_tasks = r["member_epoch"], _tasks(r["active_tasks"])
+    rb_resp = _heartbeat(rb, app, b, 0, _topology(app, src))
+    assert rb_resp["error_code"] == NONE and not _tasks(rb_resp["active_tasks"]), rb_resp  # a still owns them
+    b_epoch = rb_resp["member_epoch"]
+    deadline = time.monotonic() + 30
+    kept = a_tasks
+    while kept == a_tasks and time.monotonic() < deadline:  # Kafka may delay the assignment a little
+        r = _heartbeat(ra, app, a, a_epoch, active=_wire(a_tasks))
+        assert r["error_code"] == NONE, r
+        kept = _tasks(r["active_tasks"]) if r["active_tasks"] is not None else kept
+        rb_resp = _heartbeat(rb, app, b, b_epoch, active=[])
+        assert not _tasks(rb_resp["active_tasks"]), rb_resp  # a still owns every task
+        time.sleep(0.3)
+    assert kept < a_tasks and len(kept) == 4, r
+    assert r["member_epoch"] == a_epoch  # it keeps its epoch until it revoked
+    r = _heartbeat(ra, app, a, a_epoch, active=_wire(kept))  # a let the others go
+    assert r["error_code"] == NONE and r["member_epoch"] > a_epoch, r
+    rb_resp = eventually(lambda: _given(rb, app, b, b_epoch, 4))
+    assert _tasks(rb_resp["active_tasks"]) == a_tasks - kept
+    d = ra.call(DESCRIBE, 0, {"group_ids": [app], "include_authorized_operations": False})["groups"][0]
+    assert d["error_code"] == NONE and d["topology"]["epoch"] == 0
+    assert sorted(m["member_id"] for m in d["members"]) == sorted([a, b])
+    assert sorted(s["subtopology_id"] for s in d["topology"]["subtopologies"]) == ["0", "1"]
+    listed = {g["group_id"]: g for g in ra.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]}
+    assert listed[app]["group_type"] == "streams"
+
+
+def _given(raw, group, member, epoch, n) -> dict:
+    r = _heartbeat(raw, group, member, epoch, active=[])
+    assert r["error_code"] == NONE and len(_tasks(r["active_tasks"])) == n, r
+    return r
+
+
+def test_unknown_member_and_wrong_epoch_are_refused(target):
+    src, app = _source(target), _name("stapp")
+    raw = target.raw()
+    member = _name("m")
+    r = _join_until_tasks(raw, app, member, _topology(app, src))
+    assert _heartbeat(raw, app, _name("x"), 3, active=[])["error_code"] == UNKNOWN_MEMBER
+    assert _heartbeat(raw, app, member, r["member_epoch"] + 5, active=[])["error_code"] == FENCED_EPOCH
+    assert _heartbeat(raw, app, "", 0, _topology(app, src))["error_code"] == INVALID_REQUEST
+    consumer = raw.call(68, 1, {"group_id": app, "member_id": _name("c"), "member_epoch": 0, "instance_id": None,
+                                "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [src],
+                                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+    assert consumer["error_code"] == GROUP_ID_NOT_FOUND, consumer  # a streams group is not a consumer group
+
+
+def test_kafka_streams_groups_tool_lists_and_describes(target, tmp_path):
+    """kafka-streams-groups.sh (StreamsGroupCommand, kafka-tools 4.2) over ListGroups and
+    StreamsGroupDescribe."""
+    src, app = _source(target), _name("stapp")
+    raw = target.raw()
+    member = _name("m")
+    _join_until_tasks(raw, app, member, _topology(app, src))
+
+    def tool(*args: str) -> str:
+        r = run_tool("kafkatools", "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                     ["--bootstrap-server", target.bootstrap, *args], str(tmp_path))
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+        return r.stdout
+
+    assert app in tool("--list").split()
+    lines = [line.split(None, 4) for line in tool("--describe", "--group", app, "--members").splitlines()
+             if line.startswith(app)]
+    assert [(cols[0], cols[1]) for cols in lines] == [(app, member)], lines
+    assert lines[0][4].replace(" ", "").startswith("ACTIVE:0:[0,1,2,3];1:[0,1,2,3];"), lines
+
+
+@pytest.fixture(scope="module")
+def standby_target(tmp_path_factory):
+    """A gateway with `--streams-num-standby-replicas 1`; against Kafka the test sets the group config."""
+    if REFERENCE:
+        yield Target(REFERENCE, None)
+        return
+    g = GatewayProcess(str(tmp_path_factory.mktemp("standby") / "data"),
+                       extra_args=["--streams-num-standby-replicas", "1"]).start()
+    yield Target(g.kafka_bootstrap, g)
+    g.stop()
+
+
+def test_standby_tasks_on_the_other_member(standby_target):
+    """One standby replica: each member has the other's stateful active tasks as standbys once stable."""
+    src, app = _source(standby_target, 2), _name("stapp")
+    ra, rb = standby_target.raw(), standby_target.raw()
+    if REFERENCE:  # Kafka: the group config streams.num.standby.replicas
+        r = ra.call(44, 1, {"resources": [{"resource_type": 32, "resource_name": app, "configs": [
+            {"name": "streams.num.standby.replicas", "config_operation": 0, "value": "1"}]}], "validate_only": False})
+        assert r["responses"][0]["error_code"] == NONE, r
+    a, b = _name("a"), _name("b")
+    held = {a: (0, set(), set()), b: (0, set(), set())}
+    deadline = time.monotonic() + 60
+    topology = _topology(app, src)
+    while time.monotonic() < deadline:
+        for raw, member in ((ra, a), (rb, b)):
+            epoch, active, standby = held[member]
+            r = _heartbeat(raw, app, member, epoch, topology if epoch == 0 else None, active=_wire(active))
+            assert r["error_code"] == NONE, r
+            held[member] = (r["member_epoch"],
+                            _tasks(r["active_tasks"]) if r["active_tasks"] is not None else active,
+                            _tasks(r["standby_tasks"]) if r["standby_tasks"] is not None else standby)
+            assert not held[member][1] & held[member][2], held  # never active and standby at once
+        (_ea, act_a, stb_a), (_eb, act_b, stb_b) = held[a], held[b]
+        if act_a and act_b and stb_a == stateful(act_b) and stb_b == stateful(act_a):
+            break
+        time.sleep(0.3)
+    assert act_a | act_b == {(s, p) for s in "01" for p in range(2)} and not act_a & act_b, held
+    assert stb_a == stateful(act_b) and stb_b == stateful(act_a), held  # the stateful tasks only
+
+
+def stateful(tasks: set) -> set:
+    """The tasks of subtopology 1, the one with a changelog (standbys are kept for state only)."""
+    return {(sid, p) for sid, p in tasks if sid == "1"}
