@@ -5,7 +5,8 @@ import dataclasses
 import functools
 
 from codec.kafka import apis
-from codec.kafka.schema import I16, I32, DecodeError, Frame, compile_message, compile_struct, skip_tagged_fields
+from codec.kafka.schema import (I16, I32, DecodeError, Encoded, Frame, compile_message, compile_struct, field_writer,
+                                skip_tagged_fields)
 
 HEADER = __import__("struct").Struct(">hhi")
 
@@ -81,6 +82,25 @@ def response_frame(api_key: int, version: int, correlation_id: int, body: dict) 
     codecs(api_key, version)[1](out, body)
     I32.pack_into(out, 0, len(out) - 4 + (out.spliced_size if out.splices else 0))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _response_field_writer(api_key: int, version: int, path: tuple[str, ...]):
+    api = apis.BY_KEY[api_key]
+    fields = api.response
+    for name in path:
+        f = next(f for f in fields if f.name == name and f.present(version))
+        fields = f.type if isinstance(f.type, list) else getattr(f.type, "fields", None)
+    return field_writer(f, version, api.flexible(version))
+
+
+def encoded_response_array(api_key: int, version: int, path: tuple[str, ...], value: list) -> Encoded:
+    """`value` of the response array field at `path` (names from the top, e.g. ("topics", "configs"))
+    encoded for this version: an answer may carry it in place of the list, so an array that is the
+    same in many answers is encoded once."""
+    out = bytearray()
+    _response_field_writer(api_key, version, path)(out, value)
+    return Encoded(out)
 
 
 # ---------------------------------------------------------------- client side (tests, tools)

@@ -47,6 +47,11 @@ class Spliced:
         return self.size
 
 
+class Encoded(bytes):
+    """A field value already encoded for the version being written (a part of an answer that is the
+    same every time, cached by its producer): arrays of this type are written as they are."""
+
+
 class Frame(bytearray):
     """Encoded bytes plus `splices`: [(position, Spliced)], each to be sent at that position."""
 
@@ -305,6 +310,9 @@ def _array(item_rd, item_wr, flexible: bool, nullable: bool = True):
         if v is None:
             wlen(out, -1, True)
             return
+        if type(v) is Encoded:
+            out += v
+            return
         wlen(out, len(v), True)
         for item in v:
             item_wr(out, item)
@@ -425,6 +433,11 @@ def _compile(fields: list[F], version: int, flexible: bool):
             out.append(0)
 
     return decode, encode, defaults
+
+
+def field_writer(f: F, version: int, flexible: bool) -> Callable:
+    """write(out, value) of one field in this version (to build an `Encoded` value)."""
+    return _field_codec(f, version, flexible)[1]
 
 
 def compile_struct(fields: list[F], version: int, flexible: bool):
