@@ -18,6 +18,8 @@ import struct
 import uuid as _uuid
 from typing import Any, Callable
 
+from codec.kafka.encoded import Encoded
+
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")
 U16 = struct.Struct(">H")
@@ -45,11 +47,6 @@ class Spliced:
 
     def __len__(self) -> int:
         return self.size
-
-
-class Encoded(bytes):
-    """A field value already encoded for the version being written (a part of an answer that is the
-    same every time, cached by its producer): arrays of this type are written as they are."""
 
 
 class Frame(bytearray):
@@ -307,12 +304,8 @@ def _array(item_rd, item_wr, flexible: bool, nullable: bool = True):
         return items, pos
 
     def wr(out, v):
-        if v is None:
-            wlen(out, -1, True)
-            return
-        if type(v) is Encoded:
-            out += v
-            return
+        if v is None or type(v) is Encoded:  # null, or already encoded for this version: as it is
+            return wlen(out, -1, True) if v is None else out.extend(v)
         wlen(out, len(v), True)
         for item in v:
             item_wr(out, item)
@@ -433,11 +426,6 @@ def _compile(fields: list[F], version: int, flexible: bool):
             out.append(0)
 
     return decode, encode, defaults
-
-
-def field_writer(f: F, version: int, flexible: bool) -> Callable:
-    """write(out, value) of one field in this version (to build an `Encoded` value)."""
-    return _field_codec(f, version, flexible)[1]
 
 
 def compile_struct(fields: list[F], version: int, flexible: bool):
