@@ -1,14 +1,16 @@
 """Topic creation at scale (issue 18): the latency of one CreateTopics (one topic per request, one
 connection, raw Kafka protocol) on a gateway that already holds N topics, for two code trees in
 alternating rounds (the other tree's gateway runs with cwd = that tree, see bench.brokers.Gateway);
-then, for this tree, the time to create 10 000 topics one by one and the restart times with them.
+then, for this tree, the time to create 10 000 topics one by one and the restart times with them;
+and, for both trees, topics auto-created through Metadata (allow_auto_topic_creation, one topic per
+request: how issue 18 measured 36 ms each) on a fresh gateway.
 
 A gateway "holding N topics" starts on a data dir whose config/topics.json (RocketMQ's layout)
 already lists N one-queue topics, so the large sizes take seconds to set up instead of hours
 (creating them one at a time is what the old code could not do in reasonable time).
 
     python -m bench.topic_scale [--before /work/main] [--sizes 500,1000] [--creates 30] [--rounds 2]
-                                [--total 10000] [--flush async|sync] [--write-docs]
+                                [--total 10000] [--auto 5000] [--flush async|sync] [--write-docs]
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from bench.procstat import cpu_used
 from tests.kafka.kafka_raw import RawClient
 
 CREATE_TOPICS = 19
+METADATA = 3
 SIZES = (500, 1000, 1500, 5000, 10000)
 DOCS = os.path.join(ROOT, "docs", "robustness.md")
 
@@ -47,6 +50,36 @@ def create(client: RawClient, name: str) -> float:
     elapsed = time.perf_counter() - began
     assert resp["topics"][0]["error_code"] == 0, resp
     return elapsed
+
+
+def auto_create(client: RawClient, name: str) -> float:
+    """Seconds for one Metadata v9 request naming a new topic, which auto-creates it (asserted)."""
+    began = time.perf_counter()
+    resp = client.call(METADATA, 9, {"topics": [{"name": name}], "allow_auto_topic_creation": True})
+    elapsed = time.perf_counter() - began
+    topic = resp["topics"][0]
+    assert topic["error_code"] == 0 and topic["partitions"], resp
+    return elapsed
+
+
+def auto_creates(tree: str, count: int, flush: str = "async") -> dict:
+    """`count` topics auto-created through Metadata one by one on a fresh gateway of `tree`: the
+    total seconds, the median and p90 ms of one, and the gateway's CPU ms per create."""
+    with tempfile.TemporaryDirectory(prefix="rocketgate-topics-") as tmp:
+        g = Gateway(tmp, flush=flush, tree=tree).start()
+        try:
+            client = RawClient(g.bootstrap, timeout=120)
+            for i in range(3):  # warm-up: connection, first write
+                auto_create(client, f"warm-{i}")
+            cpu_before = g.cpu_sample()
+            began = time.perf_counter()
+            times = [auto_create(client, f"auto-{i:05d}") * 1000 for i in range(count)]
+            total = time.perf_counter() - began
+            cpu = cpu_used(cpu_before, g.cpu_sample()) * 1000 / count
+            client.close()
+        finally:
+            g.stop()
+    return {"total_s": total, "median_ms": rounds.median(times), "p90_ms": _q(times, 0.9), "cpu_ms": cpu}
 
 
 def per_create(tree: str, size: int, creates: int, flush: str = "async") -> tuple[list[float], float, float]:
@@ -138,7 +171,8 @@ def _q(xs: list[float], q: float) -> float:
 
 
 def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | None, trees: dict,
-             parallel: dict | None = None, flush: str = "async", cpu: dict | None = None, load: str = "") -> str:
+             parallel: dict | None = None, flush: str = "async", cpu: dict | None = None, load: str = "",
+             auto: dict | None = None) -> str:
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     load = load or f"{os.getloadavg()[0]:.1f}"
     cpu = cpu or {}
@@ -168,6 +202,12 @@ def markdown(sizes, creates, nrounds, lat: dict, starts: dict, totals: dict | No
                   f"{totals['worst_ms']:.0f} ms); restart after kill -9 (journal of {totals['journal_bytes']:,} bytes "
                   f"replayed) {totals['restart_after_kill_s']:.1f} s, after a clean stop "
                   f"{totals['restart_after_stop_s']:.1f} s."]
+    if auto:
+        lines += ["", f"Metadata auto-create (v9, allow_auto_topic_creation, one new topic per request, one "
+                  f"connection), {auto['count']:,} topics on a fresh gateway: " + "; ".join(
+                      f"{side} {auto[side]['total_s']:.1f} s ({auto[side]['total_s'] / auto['count'] * 1000:.2f} ms "
+                      f"each; median {auto[side]['median_ms']:.2f}, p90 {auto[side]['p90_ms']:.2f} ms; CPU "
+                      f"{auto[side]['cpu_ms']:.2f} ms per create)" for side in ("before", "after")) + "."]
     if parallel:
         lines += ["", f"{parallel['connections']} connections creating topics at once on a gateway holding "
                   f"{parallel['held']:,}: aggregate ms per create, before {parallel['before']:.2f} "
@@ -182,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--creates", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--total", type=int, default=10000, help="topics created one by one on this tree (0: skip)")
+    ap.add_argument("--auto", type=int, default=5000, help="topics auto-created through Metadata per tree (0: skip)")
     ap.add_argument("--connections", type=int, default=20, help="the concurrent run's connections (0: skip)")
     ap.add_argument("--parallel-creates", type=int, default=2000)
     ap.add_argument("--parallel-held", type=int, default=10000)
@@ -208,6 +249,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.total:
         totals = {"count": args.total, **total_and_restarts(ROOT, args.total, args.flush)}
         print(totals, flush=True)
+    auto = None
+    if args.auto:
+        auto = {"count": args.auto}
+        for side in ("before", "after"):
+            auto[side] = auto_creates(trees[side], args.auto, args.flush)
+            loads.append(os.getloadavg()[0])
+            print(side, "auto-create", auto[side], flush=True)
     parallel = None
     if args.connections:
         parallel = {"connections": args.connections, "creates": args.parallel_creates, "held": args.parallel_held}
@@ -216,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                                         args.parallel_creates if side == "after" else args.connections * 3, args.flush)
         print(parallel, flush=True)
     load = f"{min(loads):.1f}–{max(loads):.1f} during the rounds"
-    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel, args.flush, cpu, load)
+    text = markdown(sizes, args.creates, args.rounds, lat, starts, totals, trees, parallel, args.flush, cpu, load,
+                    auto)
     print(text)
     if args.write_docs:
         report.write_marked(DOCS, "topic-scale", text, "## Topic creation at scale (`make bench-topics`)")

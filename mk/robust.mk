@@ -17,8 +17,8 @@ bench-pressure: setup
 
 # `make bench-topics`: CreateTopics latency (one topic per request, one connection) on a gateway
 # already holding 500 ... 10 000 topics, this tree against TOPICS_BEFORE in alternating rounds, then
-# 10 000 topics created one by one and the restart times (bench/topic_scale.py); writes its figures
-# to docs/robustness.md.
+# 10 000 topics created one by one and the restart times, and 5 000 topics auto-created through
+# Metadata on both trees (bench/topic_scale.py); writes its figures to docs/robustness.md.
 TOPICS_BEFORE ?= /work/main
 TOPICS_ROUNDS ?= 2
 .PHONY: bench-topics

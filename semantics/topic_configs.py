@@ -8,6 +8,7 @@ configs the gateway enforces and which it only records is in docs/mapping.md.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 # ConfigEntry types and sources as DescribeConfigs numbers them (Kafka's ConfigType / ConfigSource).
@@ -155,22 +156,29 @@ def defaults(max_message_bytes: int, segment_bytes: int) -> dict[str, tuple[str,
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _default_entries(max_message_bytes: int, segment_bytes: int) -> tuple[Entry, ...]:
+    """The entries of a topic that sets no config, sorted by name; cached, as every topic created
+    without configs lists the same ones (Entry is frozen, so they are shared safely)."""
+    out = []
+    for name, (default, source) in sorted(defaults(max_message_bytes, segment_bytes).items()):
+        d = TOPIC_CONFIGS[name]
+        synonyms = ((d.synonym, default, source),) if d.synonym is not None else ()
+        out.append(Entry(name, default, source, d.type, synonyms=synonyms))
+    return tuple(out)
+
+
 def describe(attributes: dict, max_message_bytes: int, segment_bytes: int,
              extra_read_only: tuple = ()) -> list[Entry]:
     """Every Kafka topic config of a topic with these attributes (set ones first in their synonyms),
     plus the attributes named in `extra_read_only` (our own topic configs, fixed at creation)."""
-    out = []
-    for name, (default, default_source) in sorted(defaults(max_message_bytes, segment_bytes).items()):
-        d = TOPIC_CONFIGS[name]
-        synonyms = []
-        if d.synonym is not None:
-            synonyms.append((d.synonym, default, default_source))
-        if name in attributes:
-            value = str(attributes[name])
-            synonyms.insert(0, (name, value, SOURCE_TOPIC))
-            out.append(Entry(name, value, SOURCE_TOPIC, d.type, synonyms=tuple(synonyms)))
-        else:
-            out.append(Entry(name, default, default_source, d.type, synonyms=tuple(synonyms)))
+    out = list(_default_entries(max_message_bytes, segment_bytes))
+    if attributes:
+        for i, e in enumerate(out):
+            if e.name in attributes:
+                value = str(attributes[e.name])
+                own = (e.name, value, SOURCE_TOPIC)
+                out[i] = Entry(e.name, value, SOURCE_TOPIC, e.type, synonyms=(own, *e.synonyms))
     for name in extra_read_only:
         if name in attributes:
             value = str(attributes[name])

