@@ -5,37 +5,25 @@ Metadata to it, and every acknowledged record is read back exactly once. The kil
 back as a follower and catches up."""
 from __future__ import annotations
 
-import shutil
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
+from clusters import NODES, require_etcd, start_cluster
 from test_cluster_clients import wait_for
 
-NODES = (1, 2, 3)
 TOPIC = "failover"
 
 
 @pytest.fixture
 def three(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    etcd = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
-    gws = {}
-    try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(tmp_path / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3", "--replica-lag-time-max-ms", "5000"]).start()
-        yield gws
-    finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
+    """Three gateways on etcd whose replicas leave the in-sync set after 5 s behind."""
+    require_etcd()
+    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"])
+    yield cluster.gateways
+    cluster.stop()
 
 
 def _partition(admin):

@@ -8,40 +8,20 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import time
 
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
+from clusters import NODES
 from test_cluster_clients import wait_for
+from test_cluster_failover import three  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(not os.environ.get("CLUSTER_LONG"), reason="long: make cluster-long")]
 
-NODES = (1, 2, 3)
 TOPIC = "spark-failover"
-
-
-@pytest.fixture
-def three(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    etcd = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
-    gws = {}
-    try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(tmp_path / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3", "--replica-lag-time-max-ms", "5000"]).start()
-        yield gws
-    finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
 
 
 @pytest.fixture
@@ -57,7 +37,7 @@ def _partition(admin):
     return admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]
 
 
-def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_record_once(three, spark, tmp_path):
+def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_record_once(three, spark, tmp_path):  # noqa: F811
     from spark import source
 
     gws = three
