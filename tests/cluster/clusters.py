@@ -63,17 +63,14 @@ def start_cluster(base, nodes=NODES, extra_args=(), lease_ttl: int | None = 3, e
     return cluster
 
 
-class KraftNode:
-    """One formatted Apache Kafka node (broker and controller roles); restartable like a gateway."""
+class KraftNode(GatewayProcess):
+    """One formatted Apache Kafka node (broker and controller roles): stopped, killed and restarted
+    as a gateway process is."""
 
     def __init__(self, node_id: int, kafka_port: int, cmd: list[str], workdir: str) -> None:
-        self.node_id, self.kafka_port, self.cmd, self.workdir = node_id, kafka_port, cmd, workdir
+        self.node_id, self.kafka_port, self.cmd, self.data_dir = node_id, kafka_port, cmd, workdir
         self.log_path = os.path.join(workdir, "out.log")
         self.proc: subprocess.Popen | None = None
-
-    @property
-    def kafka_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.kafka_port}"
 
     def launch(self) -> "KraftNode":
         """Run it without waiting: a KRaft node opens its listener only once a quorum of voters is up."""
@@ -86,21 +83,8 @@ class KraftNode:
         wait_port(self.kafka_port, timeout)
         return self
 
-    def kill9(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
+    def stop(self, timeout: float = 30) -> int | None:
+        return super().stop(timeout)
 
 
 def kraft_nodes(classpath: str, base: str, size: int = 3, extra_props: dict | None = None) -> dict[int, KraftNode]:
