@@ -73,7 +73,7 @@ class _Receive:
         cfg = topic_config(app, self.topic, create=False)
         # As the RocketMQ proxy: the queue names only a broker; every queue of it is popped.
         queues = _rotated(cfg.read_queues)
-        led = served_queues(app, self.topic, req.message_queue.broker.name)  # in a cluster: those led here
+        led = served_queues(app, self.topic)  # in a cluster: those led here
         queues = queues if led is None else [q for q in queues if q in led]
         retry = app.store.topics.get(pop_retry_topic(self.group, self.topic))
         self.sources = [(self.topic, q) for q in queues] + \

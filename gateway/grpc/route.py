@@ -71,19 +71,17 @@ def brokers(ctx, req, cfg) -> list[tuple[object, int]]:
     return out
 
 
-def served_queues(app, topic: str, asked_broker: str = "") -> list[int] | None:
-    """The cluster queue ids of `topic` a send or receive here may use: those this gateway leads;
-    None for one gateway or a local topic (all of them). A request naming another broker, or for a
-    topic this gateway leads no queue of (or while it is fenced), is refused FORBIDDEN, as the
-    RocketMQ proxy answers when it has no writable/readable queue: the SDK retries another queue of
-    its route and refreshes the route."""
+def served_queues(app, topic: str) -> list[int] | None:
+    """The cluster queue ids of `topic` a send or receive here uses: those this gateway leads; None
+    for one gateway or a local topic (all of them). The request's broker name is not checked: the
+    RocketMQ proxy serves a receive naming a broker it does not know from a queue it has. A gateway
+    leading no queue of the topic (or fenced) answers FORBIDDEN, as the proxy does when it has no
+    writable/readable queue: the SDK tries the next queue of its route (another broker)."""
     if not clustered(app):
         return None
     node = app.ownership
     if not node.assigned(topic):
         return None
-    if asked_broker and asked_broker != node.broker_name:
-        raise RpcError(Code.FORBIDDEN, f"this is {node.broker_name}, not {asked_broker}; refresh the route")
     led = [q for q in range(len(node.view.queues_of(topic))) if node.owns(topic, q)]  # none while fenced
     if not led:
         raise RpcError(Code.FORBIDDEN, f"{node.broker_name} leads no queue of {topic} now; refresh the route")
