@@ -14,98 +14,41 @@
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.brokers import free_port, java_classpath
-from cluster.etcd_server import EtcdServer
+from bench.brokers import ROOT, java_classpath
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # gateway_process, as bench.pop_bench
+from tests.cluster.clusters import kraft_nodes, start_cluster, start_kraft  # noqa: E402
+
 LEASE_TTL = 3
 
 
-def _wait_port(port: int, timeout: float) -> None:
-    import socket
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"port {port} did not open")
-
-
-class Node:
-    """One broker process (a gateway or a Kafka node) that can be killed and started again."""
-
-    def __init__(self, node_id: int, port: int, cmd: list[str], log_path: str) -> None:
-        self.node_id, self.port, self.cmd, self.log_path = node_id, port, cmd, log_path
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 120) -> "Node":
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        _wait_port(self.port, timeout)
-        return self
-
-    def kill9(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
-
 class GatewayCluster:
+    """Gateways on a private etcd (tests/cluster/clusters.py), started and stopped as one."""
     name = "gateway"
 
     def __init__(self, base: str, size: int) -> None:
-        self.base = base
-        os.makedirs(base, exist_ok=True)
-        self.etcd = EtcdServer(os.path.join(base, "etcd"), free_port(), free_port())
+        self.base, self.size = base, size
+        self.cluster = None
         self.nodes = {}
-        for n in range(1, size + 1):
-            port = free_port()
-            cmd = [sys.executable, "-m", "gateway", "--data-dir", os.path.join(base, f"node{n}"), "--host", "127.0.0.1",
-                   "--kafka-port", str(port), "--remoting-port", str(free_port()), "--flush", "async",
-                   "--cluster", self.etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                   "--cluster-lease-ttl", str(LEASE_TTL)]
-            self.nodes[n] = Node(n, port, cmd, os.path.join(base, f"gateway{n}.log"))
 
     def start(self) -> "GatewayCluster":
-        self.etcd.start()
-        for node in self.nodes.values():
-            node.start()
+        self.cluster = start_cluster(self.base, range(1, self.size + 1), lease_ttl=LEASE_TTL)
+        self.nodes = self.cluster.gateways
         return self
 
     def stop(self) -> None:
-        for node in self.nodes.values():
-            node.stop()
-        self.etcd.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
 
 
 class KafkaCluster:
@@ -113,37 +56,11 @@ class KafkaCluster:
     name = "kafka"
 
     def __init__(self, base: str, size: int = 3) -> None:
-        java = [shutil.which("java") or "java", "-Xms256m", "-Xmx256m", "-XX:+UseSerialGC"]
-        classpath = java_classpath("kafka")
-        ports = {n: (free_port(), free_port()) for n in range(1, size + 1)}
-        voters = ",".join(f"{n}@127.0.0.1:{c}" for n, (_, c) in ports.items())
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        self.nodes = {}
-        for n, (port, ctrl) in ports.items():
-            work = os.path.join(base, f"kafka{n}")
-            os.makedirs(work)
-            props = {"process.roles": "broker,controller", "node.id": n, "controller.quorum.voters": voters,
-                     "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctrl}",
-                     "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
-                     "inter.broker.listener.name": "PLAINTEXT",
-                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                     "log.dirs": os.path.join(work, "logs"), "offsets.topic.replication.factor": 1,
-                     "offsets.topic.num.partitions": 3, "transaction.state.log.replication.factor": 1,
-                     "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0,
-                     "broker.session.timeout.ms": LEASE_TTL * 1000, "broker.heartbeat.interval.ms": 1000}
-            config = os.path.join(work, "server.properties")
-            with open(config, "w") as f:
-                f.writelines(f"{k}={v}\n" for k, v in props.items())
-            subprocess.run([*java, "-cp", classpath, "kafka.tools.StorageTool", "format",
-                            f"--cluster-id={cluster_id}", "-c", config], check=True, capture_output=True, timeout=180)
-            self.nodes[n] = Node(n, port, [*java, f"-Dkafka.logs.dir={work}", "-cp", classpath, "kafka.Kafka", config],
-                                 os.path.join(work, "out.log"))
+        self.nodes = kraft_nodes(java_classpath("kafka"), base, size, {
+            "broker.session.timeout.ms": LEASE_TTL * 1000, "broker.heartbeat.interval.ms": 1000})
 
     def start(self) -> "KafkaCluster":
-        for node in self.nodes.values():
-            node.proc = subprocess.Popen(node.cmd, stdout=open(node.log_path, "ab"), stderr=subprocess.STDOUT)
-        for node in self.nodes.values():
-            _wait_port(node.port, 180)
+        start_kraft(self.nodes)
         _until(lambda: len(_admin(self).list_topics(timeout=5).brokers) == len(self.nodes), 180, "all brokers")
         return self
 
@@ -166,7 +83,7 @@ def _until(fn, timeout: float, what: str):
 
 
 def _admin(system, exclude=()) -> AdminClient:
-    return AdminClient({"bootstrap.servers": ",".join(n.bootstrap for i, n in system.nodes.items() if i not in exclude)})
+    return AdminClient({"bootstrap.servers": ",".join(n.kafka_bootstrap for i, n in system.nodes.items() if i not in exclude)})
 
 
 def _partition(system, topic: str, exclude=()):
@@ -183,7 +100,7 @@ def create(system, topic: str, partitions: int, rf: int) -> None:
 def failover_once(system, topic: str) -> float:
     """Seconds from kill -9 of the partition's leader to the first acknowledged produce sent after it."""
     leader = _partition(system, topic).leader
-    producer = Producer({"bootstrap.servers": ",".join(n.bootstrap for n in system.nodes.values()),
+    producer = Producer({"bootstrap.servers": ",".join(n.kafka_bootstrap for n in system.nodes.values()),
                          "enable.idempotence": True, "acks": "all", "linger.ms": 0, "message.timeout.ms": 60000})
     acked: list[float] = []
     for i in range(20):
@@ -205,7 +122,7 @@ def failover_once(system, topic: str) -> float:
 
 
 def throughput(system, topic: str, messages: int) -> float:
-    producer = Producer({"bootstrap.servers": ",".join(n.bootstrap for n in system.nodes.values()),
+    producer = Producer({"bootstrap.servers": ",".join(n.kafka_bootstrap for n in system.nodes.values()),
                          "acks": "all", "linger.ms": 5, "batch.num.messages": 1000, "queue.buffering.max.messages": 200000})
     value = b"x" * 100
     began = time.monotonic()

@@ -32,6 +32,7 @@ class Member:
     host: str
     kafka_port: int
     remoting_port: int
+    grpc_port: int = 0  # RocketMQ 5 gRPC (--grpc-port); 0 when off
 
     @property
     def remoting_addr(self) -> str:
@@ -43,7 +44,8 @@ class Member:
     @classmethod
     def from_json(cls, raw: bytes) -> "Member":
         d = json.loads(raw)
-        return cls(int(d["node_id"]), d["host"], int(d["kafka_port"]), int(d["remoting_port"]))
+        return cls(int(d["node_id"]), d["host"], int(d["kafka_port"]), int(d["remoting_port"]),
+                   int(d.get("grpc_port") or 0))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

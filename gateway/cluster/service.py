@@ -60,7 +60,8 @@ async def join(config) -> ClusterNode:
     check_data_dir(config.data_dir, config.node_id)
     etcd = Etcd.from_url(config.cluster)
     coordination = Coordination(etcd)
-    member = Member(config.node_id, config.advertised, config.kafka_port, config.remoting_port)
+    member = Member(config.node_id, config.advertised, config.kafka_port, config.remoting_port,
+                    config.grpc_port or 0)
     try:
         asked = time.monotonic()
         lease = await coordination.register(member, config.cluster_lease_ttl)

@@ -19,7 +19,7 @@ from codec.remoting.message import INNER_BATCH_FLAG
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
 from gateway.grpc.renew import Renewer
-from gateway.grpc.route import topic_config
+from gateway.grpc.route import served_queues, topic_config
 from gateway.ops.stats import stats_of
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
 from semantics import routing
@@ -73,6 +73,8 @@ class _Receive:
         cfg = topic_config(app, self.topic, create=False)
         # As the RocketMQ proxy: the queue names only a broker; every queue of it is popped.
         queues = _rotated(cfg.read_queues)
+        led = served_queues(app, self.topic)  # in a cluster: those led here
+        queues = queues if led is None else [q for q in queues if q in led]
         retry = app.store.topics.get(pop_retry_topic(self.group, self.topic))
         self.sources = [(self.topic, q) for q in queues] + \
             ([(retry.name, q) for q in range(retry.read_queues)] if retry else [])

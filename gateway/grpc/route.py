@@ -1,10 +1,15 @@
 """QueryRoute, Heartbeat, QueryAssignment, NotifyClientTermination: where a topic's queues are
-(all on this gateway: one broker "broker-a" whose endpoints are the ones the client used) and
-which queues a consumer group pops (all of them, as one assignment of queue -1)."""
+and which queues a consumer group pops (every queue of a broker, as one assignment of queue -1).
+One gateway: all on it, one broker "broker-a" whose endpoints are the ones the client used. In a
+cluster (--cluster), as the NameServer route (gateway.cluster.routes): one broker per live gateway
+leading queues of the topic (broker-<node id>, at the gRPC endpoint it registered), each with
+broker-local queue ids 0..n-1 for the n queues it leads; a gateway without --grpc-port is left out."""
 from __future__ import annotations
 
 import ipaddress
 
+from gateway.cluster import routes
+from gateway.cluster.ownership import clustered
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s
 from gateway.remoting.common import BROKER_NAME, ensure_topic, legal_topic
 
@@ -49,13 +54,46 @@ def broker(ctx, asked=None):
     return d.Broker(name=BROKER_NAME, id=0, endpoints=endpoints(ctx, asked))
 
 
+def brokers(ctx, req, cfg) -> list[tuple[object, int]]:
+    """(Broker, how many queues of the topic it serves) for each broker of the topic's route."""
+    asked = req.endpoints if req.HasField("endpoints") else None
+    if not clustered(ctx.app):
+        return [(broker(ctx, asked), max(cfg.read_queues, cfg.write_queues))]
+    members = {routes.broker_name(n): m for n, m in ctx.app.ownership.live().items() if m.grpc_port}
+    out = []
+    for queue_data in routes.rocketmq_route(ctx.app, req.topic.name, cfg)["queueDatas"]:
+        member = members.get(queue_data["brokerName"])
+        if member is not None:
+            address = d.Endpoints(scheme=_scheme(member.host), addresses=[d.Address(host=member.host,
+                                                                                    port=member.grpc_port)])
+            out.append((d.Broker(name=queue_data["brokerName"], id=0, endpoints=address),
+                        queue_data["writeQueueNums"]))
+    return out
+
+
+def served_queues(app, topic: str) -> list[int] | None:
+    """The cluster queue ids of `topic` a send or receive here uses: those this gateway leads; None
+    for one gateway or a local topic (all of them). The request's broker name is not checked: the
+    RocketMQ proxy serves a receive naming a broker it does not know from a queue it has. A gateway
+    leading no queue of the topic (or fenced) answers FORBIDDEN, as the proxy does when it has no
+    writable/readable queue: the SDK tries the next queue of its route (another broker)."""
+    if not clustered(app):
+        return None
+    node = app.ownership
+    if not node.assigned(topic):
+        return None
+    led = [q for q in range(len(node.view.queues_of(topic))) if node.owns(topic, q)]  # none while fenced
+    if not led:
+        raise RpcError(Code.FORBIDDEN, f"{node.broker_name} leads no queue of {topic} now; refresh the route")
+    return led
+
+
 @rpc("QueryRoute")
 async def query_route(ctx, req):
     cfg = topic_config(ctx.app, req.topic.name)
-    b = broker(ctx, req.endpoints if req.HasField("endpoints") else None)
     queues = [d.MessageQueue(topic=req.topic, id=qid, permission=_permission(cfg.perm), broker=b,
                              accept_message_types=ACCEPTED_TYPES)
-              for qid in range(max(cfg.read_queues, cfg.write_queues))]
+              for b, count in brokers(ctx, req, cfg) for qid in range(count)]
     return s.QueryRouteResponse(status=ok(), message_queues=queues)
 
 
@@ -69,10 +107,10 @@ async def query_assignment(ctx, req):
     cfg = topic_config(ctx.app, req.topic.name, create=False)
     if not req.group.name:
         raise RpcError(Code.ILLEGAL_CONSUMER_GROUP, "the consumer group is empty")
-    queue = d.MessageQueue(topic=req.topic, id=-1, permission=_permission(cfg.perm),
-                           broker=broker(ctx, req.endpoints if req.HasField("endpoints") else None),
-                           accept_message_types=ACCEPTED_TYPES)
-    return s.QueryAssignmentResponse(status=ok(), assignments=[d.Assignment(message_queue=queue)])
+    assignments = [d.Assignment(message_queue=d.MessageQueue(
+        topic=req.topic, id=-1, permission=_permission(cfg.perm), broker=b, accept_message_types=ACCEPTED_TYPES))
+        for b, _ in brokers(ctx, req, cfg)]
+    return s.QueryAssignmentResponse(status=ok(), assignments=assignments)
 
 
 @rpc("NotifyClientTermination")

@@ -12,7 +12,7 @@ import store
 from gateway.grpc.common import Code, RpcError, ok, rpc, s
 from gateway.grpc.messages import message_type, to_store
 from gateway.grpc.recall import check_type, recall_handle
-from gateway.grpc.route import topic_config
+from gateway.grpc.route import served_queues, topic_config
 from semantics import routing
 from semantics.flow_control import SendRefused
 from semantics.transactions import EndResult
@@ -39,6 +39,7 @@ def _prepare(ctx, msgs):
     cfg = topic_config(app, topic)
     if not cfg.perm & 2:
         raise RpcError(Code.FORBIDDEN, f"the topic[{topic}] sending is forbidden")
+    led = served_queues(app, topic)  # in a cluster: the queues this gateway leads
     limit, born, out, now = app.config.max_message_bytes, _peer(ctx), [], app.clock.now_ms()
     for m in msgs:
         if len(m.body) > limit:
@@ -47,7 +48,7 @@ def _prepare(ctx, msgs):
             raise RpcError(Code.MESSAGE_BODY_EMPTY, "the message body is empty")
         sp = m.system_properties
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
-        out.append(to_store(m, qid % cfg.write_queues, born, now))
+        out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born, now))
         check_type(cfg, message_type(out[-1].properties))
     return [routing.route(m, now, app.delay_levels) for m in out]
 

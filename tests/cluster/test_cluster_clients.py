@@ -7,7 +7,6 @@ tests/compat; here the point is the spreading over brokers.)"""
 from __future__ import annotations
 
 import collections
-import shutil
 import time
 
 import pytest
@@ -16,31 +15,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
 
-from cluster.etcd_server import EtcdServer
+from clusters import NODES, require_etcd, start_cluster
 from codec.remoting.message import properties_to_string
 from raw_kafka import KafkaRaw, remoting_call
-from gateway_process import GatewayProcess, free_port
-
-NODES = (1, 2, 3)
+from gateway_process import free_port
 
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    base = tmp_path_factory.mktemp("cluster")
-    etcd = EtcdServer(str(base / "etcd"), free_port(), free_port()).start()
-    gws = {}
-    try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(base / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3"]).start()
-        yield etcd, gws
-    finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
+    require_etcd()
+    cluster = start_cluster(tmp_path_factory.mktemp("cluster"), NODES)
+    yield cluster.etcd, cluster.gateways
+    cluster.stop()
 
 
 def bootstrap(gws) -> str:

@@ -5,78 +5,87 @@ Metadata to it, and every acknowledged record is read back exactly once. The kil
 back as a follower and catches up."""
 from __future__ import annotations
 
-import shutil
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
+from clusters import NODES, require_etcd, start_cluster
 from test_cluster_clients import wait_for
 
-NODES = (1, 2, 3)
 TOPIC = "failover"
 
 
 @pytest.fixture
 def three(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    etcd = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
-    gws = {}
-    try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(tmp_path / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3", "--replica-lag-time-max-ms", "5000"]).start()
-        yield gws
-    finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
+    """Three gateways on etcd whose replicas leave the in-sync set after 5 s behind."""
+    require_etcd()
+    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"])
+    yield cluster.gateways
+    cluster.stop()
 
 
-def _partition(admin):
-    return admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]
+def _partition(admin, topic: str = TOPIC):
+    return admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+
+
+def replicated_partition(gws, topic: str):
+    """Creates `topic`: one partition replicated on every gateway; its partition once it has a
+    leader and all replicas in sync."""
+    admin = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for g in gws.values())})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=len(gws))])[topic].result(10)
+    return wait_for(lambda: (p := _partition(admin, topic)).leader in gws and len(p.isrs) == len(gws) and p, 20,
+                    what="a leader")
+
+
+def elected_after(gws, old: int, topic: str):
+    """(an admin client of the other gateways, the partition once one of them leads it)."""
+    rest = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for n, g in gws.items() if n != old)})
+    return rest, wait_for(lambda: (p := _partition(rest, topic)).leader not in (-1, old) and p, 30,
+                          what="a new leader")
+
+
+class AckedProducer:
+    """An idempotent acks=all librdkafka producer of partition 0 and what it was told."""
+
+    def __init__(self, gws, topic: str) -> None:
+        self.topic = topic
+        self.producer = Producer({"bootstrap.servers": ",".join(g.kafka_bootstrap for g in gws.values()),
+                                  "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+                                  "message.timeout.ms": 60000})
+        self.sent, self.acked, self.failed = 0, [], []
+
+    def _delivered(self, err, msg) -> None:
+        (self.failed if err else self.acked).append(msg.value())
+
+    def produce(self, count: int) -> None:
+        for _ in range(count):
+            self.producer.produce(self.topic, b"v%06d" % self.sent, partition=0, on_delivery=self._delivered)
+            self.sent += 1
+            self.producer.poll(0)
+            time.sleep(0.002)
+
+    def flush_all_acknowledged(self) -> list[bytes]:
+        """Waits for every answer; the acknowledged values, once none failed."""
+        assert self.producer.flush(60) == 0
+        assert not self.failed, f"{len(self.failed)} records failed"
+        assert len(self.acked) == self.sent
+        return self.acked
 
 
 def test_killed_leader_is_replaced_and_no_acknowledged_record_is_lost_or_duplicated(three):
     gws = three
-    bootstrap = ",".join(g.kafka_bootstrap for g in gws.values())
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=3)])[TOPIC].result(10)
-    first = wait_for(lambda: (p := _partition(admin)).leader in NODES and len(p.isrs) == 3 and p, 20, what="a leader")
-    acked, failed = [], []
-
-    def delivered(err, msg):
-        (failed if err else acked).append(msg.value())
-
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 5, "message.timeout.ms": 60000})
-    sent = 0
-
-    def produce(count):
-        nonlocal sent
-        for _ in range(count):
-            producer.produce(TOPIC, b"v%06d" % sent, partition=0, on_delivery=delivered)
-            sent += 1
-            producer.poll(0)
-            time.sleep(0.002)
-
-    produce(500)
+    first = replicated_partition(gws, TOPIC)
+    load = AckedProducer(gws, TOPIC)
+    load.produce(500)
     gws[first.leader].kill9()
     killed_at = time.monotonic()
-    produce(500)
-    admin = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for n, g in gws.items()
-                                                       if n != first.leader)})
-    now = wait_for(lambda: (p := _partition(admin)).leader not in (-1, first.leader) and p, 30, what="a new leader")
+    load.produce(500)
+    admin, now = elected_after(gws, first.leader, TOPIC)
     print(f"new leader {now.leader} {time.monotonic() - killed_at:.1f} s after kill -9")
-    produce(500)
-    assert producer.flush(60) == 0
-    assert not failed, f"{len(failed)} records failed"
-    assert len(acked) == sent
+    load.produce(500)
+    acked = load.flush_all_acknowledged()
 
     consumer = Consumer({"bootstrap.servers": gws[now.leader].kafka_bootstrap, "group.id": "fo-check",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})

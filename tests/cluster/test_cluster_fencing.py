@@ -6,20 +6,18 @@ before the others elect a new leader; when the proxy is restored it registers ag
 leader, and every write it acknowledged is read back once from the new leader."""
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
+from clusters import NODES, require_etcd, start_cluster, start_etcd
+from gateway_process import free_port
 from raw_kafka import KafkaRaw, remoting_call
 from tcp_proxy import TcpProxy
 from test_cluster_clients import wait_for
 
-NODES = (1, 2, 3)
 TOPIC = "fence"
 TTL = 3
 NOT_LEADER, NO_PERMISSION, SEND_MESSAGE = 6, 16, 10
@@ -28,23 +26,18 @@ NOT_LEADER, NO_PERMISSION, SEND_MESSAGE = 6, 16, 10
 @pytest.fixture
 def partitionable(tmp_path):
     """(etcd, the proxy in front of it for gateway 1, gateways by node id)."""
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    etcd = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
+    require_etcd()
+    etcd = start_etcd(tmp_path)
     proxy = TcpProxy(etcd.client_port, free_port()).start()
-    gws = {}
     try:
-        for n in NODES:
-            url = f"etcd://127.0.0.1:{proxy.port}" if n == 1 else etcd.url
-            gws[n] = GatewayProcess(str(tmp_path / f"node{n}"), extra_args=[
-                "--cluster", url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", str(TTL), "--replica-lag-time-max-ms", "5000"]).start()
-        yield etcd, proxy, gws
-    finally:
-        for g in gws.values():
-            g.stop()
+        cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"], TTL, etcd=etcd,
+                                cluster_urls={1: f"etcd://127.0.0.1:{proxy.port}"})
+    except BaseException:
         proxy.stop()
-        etcd.stop()
+        raise
+    yield etcd, proxy, cluster.gateways
+    cluster.stop()
+    proxy.stop()
 
 
 def _partitions(gw) -> dict:

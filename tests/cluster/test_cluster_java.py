@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
-
 import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from cluster.etcd_server import EtcdServer
+from clusters import require_etcd, start_cluster
 from compat import checks
 from compat.jvm import ScenarioRun
-from gateway_process import GatewayProcess, free_port
 
 pytestmark = [pytest.mark.timeout(900),
               pytest.mark.skipif(not os.environ.get("CLUSTER_LONG"), reason="long: make cluster-long")]
@@ -28,26 +25,17 @@ ROCKETMQ = ["send", "ordered", "push_tags", "lite_subscribe", "transaction", "re
 
 @pytest.fixture(scope="module")
 def cluster3(tmp_path_factory):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     base = tmp_path_factory.mktemp("java-cluster")
-    etcd = EtcdServer(str(base / "etcd"), free_port(), free_port()).start()
-    gws = []
-    try:
-        for n in (1, 2, 3):
-            gws.append(GatewayProcess(str(base / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1"]).start())
-        yield base, gws
-    finally:
-        for g in gws:
-            g.stop()
-        etcd.stop()
+    cluster = start_cluster(base, lease_ttl=None)
+    yield base, cluster.gateways
+    cluster.stop()
 
 
 @pytest.fixture(scope="module")
 def java_kafka(cluster3):
     base, gws = cluster3
-    run = ScenarioRun("kafka4", "compat.KafkaCompat", [",".join(g.kafka_bootstrap for g in gws), "ck", *KAFKA],
+    run = ScenarioRun("kafka4", "compat.KafkaCompat", [",".join(g.kafka_bootstrap for g in gws.values()), "ck", *KAFKA],
                       str(base / "kafka-logs"))
     return run
 
@@ -55,7 +43,7 @@ def java_kafka(cluster3):
 @pytest.fixture(scope="module")
 def java_rocketmq(cluster3):
     base, gws = cluster3
-    return ScenarioRun("rocketmq5", "compat.RocketCompat", [gws[1].namesrv, "cr", *ROCKETMQ], str(base / "rmq-logs"))
+    return ScenarioRun("rocketmq5", "compat.RocketCompat", [gws[2].namesrv, "cr", *ROCKETMQ], str(base / "rmq-logs"))
 
 
 @pytest.mark.parametrize("codec", checks.CODECS)
@@ -79,7 +67,7 @@ def read_all(gws, topic: str, want: int, timeout: float = 30.0) -> list[str]:
     """Every value of `topic`, read by a Kafka consumer from all partitions (whichever gateway leads).
     (The Java scenarios' own readers tell messages apart by queue id and offset, which repeat across
     brokers, so the cluster tests read back through Kafka.)"""
-    bootstrap = ",".join(g.kafka_bootstrap for g in gws)
+    bootstrap = ",".join(g.kafka_bootstrap for g in gws.values())
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + topic, "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in md.topics[topic].partitions])

@@ -7,42 +7,30 @@ from __future__ import annotations
 
 import collections
 import json
-import shutil
 import time
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from client import ConsumeFrom, Message, Producer, SimpleConsumer
-from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
+from clusters import NODES, require_etcd, start_cluster
 from raw_kafka import remoting_call
 from test_cluster_clients import led_by, wait_for
 
-NODES = (1, 2, 3)
 TOPIC = "popped"
 
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    base = tmp_path_factory.mktemp("pop-cluster")
-    etcd = EtcdServer(str(base / "etcd"), free_port(), free_port()).start()
-    gws = {}
+    require_etcd()
+    cluster = start_cluster(tmp_path_factory.mktemp("pop-cluster"), NODES)
     try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(base / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3"]).start()
-        admin = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for g in gws.values())})
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic(TOPIC, num_partitions=6, replication_factor=2)])[TOPIC].result(10)
-        wait_for(lambda: sorted(led_by(gws, TOPIC)) == list(NODES), 20, what="every gateway leading queues")
-        yield gws
+        wait_for(lambda: sorted(led_by(cluster.gateways, TOPIC)) == list(NODES), 20, what="every gateway leading queues")
+        yield cluster.gateways
     finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
+        cluster.stop()
 
 
 def test_each_gateway_names_itself_in_runtime_and_cluster_info(three):

@@ -8,40 +8,17 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import time
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port
 from test_cluster_clients import wait_for
+from test_cluster_failover import AckedProducer, elected_after, replicated_partition, three  # noqa: F401
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(not os.environ.get("CLUSTER_LONG"), reason="long: make cluster-long")]
 
-NODES = (1, 2, 3)
 TOPIC = "spark-failover"
-
-
-@pytest.fixture
-def three(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    etcd = EtcdServer(str(tmp_path / "etcd"), free_port(), free_port()).start()
-    gws = {}
-    try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(tmp_path / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3", "--replica-lag-time-max-ms", "5000"]).start()
-        yield gws
-    finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
 
 
 @pytest.fixture
@@ -53,35 +30,17 @@ def spark():
     s.stop()
 
 
-def _partition(admin):
-    return admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]
-
-
-def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_record_once(three, spark, tmp_path):
+def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_record_once(three, spark, tmp_path):  # noqa: F811
     from spark import source
 
     gws = three
     bootstrap = ",".join(g.kafka_bootstrap for g in gws.values())
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=3)])[TOPIC].result(10)
-    first = wait_for(lambda: (p := _partition(admin)).leader in NODES and len(p.isrs) == 3 and p, 20, what="a leader")
-    acked, failed = [], []
-
-    def delivered(err, msg):
-        (failed if err else acked).append(msg.value())
-
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 5, "message.timeout.ms": 60000})
-    sent = 0
+    first = replicated_partition(gws, TOPIC)
+    load = AckedProducer(gws, TOPIC)
 
     def produce(count):
-        nonlocal sent
-        for _ in range(count):
-            producer.produce(TOPIC, b"v%06d" % sent, partition=0, on_delivery=delivered)
-            sent += 1
-            producer.poll(0)
-            time.sleep(0.002)
-        assert producer.flush(60) == 0
+        load.produce(count)
+        load.flush_all_acknowledged()
 
     produce(300)
     df = source.read(spark, bootstrap, TOPIC, stream=True, starting="earliest",
@@ -96,13 +55,9 @@ def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_recor
         gws[first.leader].kill9()
         killed_at = time.monotonic()
         produce(300)
-        rest = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for n, g in gws.items()
-                                                          if n != first.leader)})
-        now = wait_for(lambda: (p := _partition(rest)).leader not in (-1, first.leader) and p, 30,
-                       what="a new leader")
+        _, now = elected_after(gws, first.leader, TOPIC)
         produce(300)
-        assert not failed, f"{len(failed)} records failed"
-        assert len(acked) == sent
+        acked = load.acked
         wait_for(lambda: count() >= len(acked) or q.exception() is not None, 180,
                  what="the stream to read every acknowledged record")
         print(f"new leader {now.leader}; stream caught up {time.monotonic() - killed_at:.1f} s after kill -9")
