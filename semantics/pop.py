@@ -82,6 +82,8 @@ class PopEngine:
         self._unsnapped_since: int | None = None  # time of the first op not in the snapshot
         self._timers: list[tuple[int, str, int]] = []  # (deadline, topic, queue id), stale ones allowed
         self._wake = trio.Event()
+        self._pending_acks: dict[tuple, dict[int, int]] = {}  # offset: pop time, acks of this turn (ack_together)
+        self._ack_turn: list | None = None  # [logged event, log end offset] of the turn being gathered
         for (_, topic, qid), state in self._states.items():
             deadline = state.next_deadline(0)
             if deadline:
@@ -184,6 +186,34 @@ class PopEngine:
         """Finish the records the receipts name. Returns (how many were valid, log end offset);
         invalid receipts (unknown, stale, expired, finished, other group) change nothing."""
         return self._settle_valid(receipts, "ack")
+
+    async def ack_together(self, receipts: list[Receipt]) -> tuple[int, int]:
+        """`ack`, except that the acks of every caller in the same scheduling turn (the ACK requests of
+        one socket read) are logged as one op per queue: one CommitLog append instead of one each.
+        Returns once that op is logged; a receipt already acknowledged in the turn counts as invalid."""
+        done = 0
+        for r in receipts:
+            lease, pending = self.lease(r), self._pending_acks.setdefault((r.group, r.topic, r.queue_id), {})
+            if lease is not None and lease.deadline > self.clock() and r.offset not in pending:
+                pending[r.offset] = r.pop_time
+                done += 1
+        turn = self._ack_turn
+        if turn is None:
+            turn = self._ack_turn = [trio.Event(), 0]
+            with trio.CancelScope(shield=True):  # the others wait for this task's commit
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            gathered, self._ack_turn, self._pending_acks = self._pending_acks, None, {}
+            try:
+                for (group, topic, qid), offsets in gathered.items():
+                    state = self._states.get((group, topic, qid))  # a lease may have changed meanwhile
+                    still = [o for o, p in offsets.items() if state is not None and state.lease_for(o, p)]
+                    if still:
+                        turn[1] = max(turn[1], self.settle(group, topic, qid, sorted(still), "ack"))
+            finally:
+                turn[0].set()
+        else:
+            await turn[0].wait()
+        return done, turn[1]
 
     def reject(self, receipts: list[Receipt], dead_letter=None) -> tuple[int, int]:
         """Finish through the dead-letter sink (never delivered again)."""

@@ -229,23 +229,35 @@ def _receipt(app, req, code_bad_qid):
 @handles(RC.ACK_MESSAGE)
 def ack_message(channel, req):
     receipt, _ = _receipt(channel.app, req, ResponseCode.MESSAGE_ILLEGAL)
-    done, end = pop_engine(channel.app).ack([receipt])
-    if not done:
-        return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight (acknowledged, "
-                                                              "expired or unknown)")
-    return after_durable(channel, req, end, req.response(ResponseCode.SUCCESS))
+    return _ack(channel, req, [receipt], batch=False)
 
 
 @handles(RC.BATCH_ACK_MESSAGE)
 def batch_ack_message(channel, req):
-    app = channel.app
-    receipts = [r for ack in _batch_acks(req) for r in _batch_receipts(app, ack)]
+    receipts = [r for ack in _batch_acks(req) for r in _batch_receipts(channel.app, ack)]
     if not receipts:
         return req.response(ResponseCode.NO_MESSAGE, remark="no acks")
-    done, end = pop_engine(app).ack(receipts)
-    code = ResponseCode.SUCCESS if done == len(receipts) else ResponseCode.NO_MESSAGE
-    return after_durable(channel, req, end, req.response(code, remark=None if done == len(receipts) else
-                                                         f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight"))
+    return _ack(channel, req, receipts, batch=True)
+
+
+def _ack(channel, req, receipts: list[Receipt], batch: bool):
+    """Answered by a task: the acks of one read share one logged op (`PopEngine.ack_together`), and
+    each answer leaves once that op is logged (in sync-flush mode: on disk)."""
+    app = channel.app
+
+    async def acked():
+        done, end = await pop_engine(app).ack_together(receipts)
+        if not done and not batch:
+            return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight "
+                                                                 "(acknowledged, expired or unknown)")
+        if app.sync_flush:
+            await app.durable(end)
+        if done < len(receipts):
+            return req.response(ResponseCode.NO_MESSAGE,
+                                remark=f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight")
+        return req.response(ResponseCode.SUCCESS)
+    channel.spawn(req, acked)
+    return DEFERRED
 
 
 def _batch_acks(req) -> list[dict]:

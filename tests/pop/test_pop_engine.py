@@ -280,3 +280,32 @@ def test_ops_name_offsets_as_ranges_and_old_lists_still_replay(env):
     old.apply({"k": "pop", "o": [0, 1, 2], "s": [], "n": 3, "d": 5, "p": 1})
     old.apply({"k": "ack", "o": [0, 2]})
     assert (old.start, sorted(old.leases), sorted(old.done)) == (1, [1], [2])
+
+
+def test_acks_of_one_turn_are_logged_as_one_op(env):
+    """ack_together: the acks gathered in one scheduling turn share one logged op; a receipt acked
+    twice in the turn, or naming nothing, counts once / not at all; the next turn logs anew."""
+    import json
+
+    from semantics.pop_log import LOG_TOPIC
+    s, clock, offsets, eng = env
+    got = eng.acquire(G, T, 0, 6, 30_000)
+    r = receipts(got)
+    before = s.max_offset(LOG_TOPIC, 0)
+    answers = {}
+
+    async def main():
+        async def one(name, batch):
+            answers[name] = await eng.ack_together(batch)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "a", [r[0], r[1]])
+            nursery.start_soon(one, "b", [r[1], r[2]])  # r[1] already in this turn
+            nursery.start_soon(one, "c", [Receipt(G, T, 0, 5, got.pop_time + 1)])  # stale pop time
+        answers["d"] = await eng.ack_together([r[3]])
+    trio.run(main)
+    assert sorted([answers["a"][0], answers["b"][0]]) == [1, 2]  # whichever ran first got r[1]
+    assert (answers["c"][0], answers["d"][0]) == (0, 1)
+    ops = [json.loads(m.body) for _, m in s.iterate(LOG_TOPIC, 0, start=before)]
+    assert [(op["k"], op["r"]) for op in ops] == [("ack", [[0, 3]]), ("ack", [[3, 4]])]
+    assert answers["a"][1] == answers["b"][1] > 0
+    assert offsets.fetch(G, T, 0) == 4 and eng.ack([r[1]])[0] == 0
