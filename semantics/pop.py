@@ -19,8 +19,11 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable
 
+import struct
+
 import trio
 
+import codec.remoting.message as M
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
 from semantics.pop_state import QueueState
@@ -30,6 +33,7 @@ DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and ne
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
+_SIZE_MAGIC = struct.Struct(">iI")  # an entry's TOTALSIZE and MAGICCODE
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,9 @@ class Receipt:
 @dataclass
 class Delivery:
     offset: int
-    message: object  # store.StoredMessage (for an inner batch: the whole entry)
+    message: object  # store.StoredMessage (for an inner batch: the whole entry); None when raw is set
     count: int  # 1 on the first delivery
+    raw: bytes | None = None  # the stored entry's bytes, not decoded (acquire(raw=True))
 
 
 @dataclass
@@ -95,7 +100,8 @@ class PopEngine:
                 tag_filter: Callable[[int], bool] | None = None, keep: Callable[[object, int], bool] | None = None,
                 init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
                 dead_letter: Callable[[str, object, int], int | None] | None = None,
-                pop_time: int | None = None, messages: bool = True, whole_batches: bool = False) -> Acquired:
+                pop_time: int | None = None, messages: bool = True, whole_batches: bool = False,
+                raw: bool = False) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
         `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
         a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
@@ -103,7 +109,8 @@ class PopEngine:
         queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time).
         `messages=False` leaves `Delivery.message` None and decodes nothing (Kafka sends the stored
         batches itself); `whole_batches` leases new records on to the end of the stored batch that
-        holds the last one, past `max_n` (Kafka's batch-optimized acquire)."""
+        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`)
+        hands a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
         if pop_time is None:
@@ -123,7 +130,7 @@ class PopEngine:
                 continue
             result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
-                                           tag_filter, keep, messages, whole_batches)
+                                           tag_filter, keep, messages, whole_batches, raw and keep is None)
         leased = _ranges(sorted(d.offset for d in result.deliveries))
         if leased or skipped or new_next != state.next:
             op = {"k": "pop", "r": leased, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
@@ -139,7 +146,8 @@ class PopEngine:
         self._last_pop_time = max(self.clock(), self._last_pop_time + 1)
         return self._last_pop_time
 
-    def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole) -> tuple[list[int], int]:
+    def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole,
+                  raw) -> tuple[list[int], int]:
         """Lease new records from `state.next` on, walking the queue's units (an entry is decoded
         only when its message is wanted); returns (offsets skipped, new next)."""
         skipped, position = [], state.next
@@ -158,6 +166,12 @@ class PopEngine:
                     continue
                 if want == 0:
                     return skipped, position
+                data = self._raw_entry(phys, size) if raw else None
+                if data is not None:
+                    result.deliveries.append(Delivery(position, None, 1, data))
+                    want -= 1
+                    position += 1
+                    continue
                 if decode and phys != entry:
                     entry, message = phys, self.store.get(phys)
                 if decode and (message is None or (keep is not None and not keep(message, position))):
@@ -170,6 +184,21 @@ class PopEngine:
                     return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep, message,
                                                         messages, skipped)
         return skipped, position
+
+    def _raw_entry(self, phys: int, size: int) -> bytes | None:
+        """The bytes of a plain (not inner-batch) entry whose header, position and body CRC check out,
+        as `store.get` checks them; None: decode it instead (and let the store quarantine it)."""
+        data = self.store.read_entry(phys, size)
+        if len(data) != size or size < M.BODY_AT or self.store.is_quarantined(phys):
+            return None
+        total, magic = _SIZE_MAGIC.unpack_from(data)
+        body_len = M.INT32.unpack_from(data, M.BODY_LENGTH_AT)[0]
+        if (total != size or magic != M.MAGIC_V1 or M.INT64.unpack_from(data, M.PHYSICAL_OFFSET_AT)[0] != phys
+                or M.INT32.unpack_from(data, M.SYSFLAG_AT)[0] & M.INNER_BATCH_FLAG or body_len < 0
+                or M.BODY_AT + body_len > size
+                or M.body_crc(data[M.BODY_AT:M.BODY_AT + body_len]) != M.INT32.unpack_from(data, M.BODY_CRC_AT)[0]):
+            return None
+        return data
 
     def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:
         """Lease the offsets from `position` that are in the same stored entry (at `phys`); the new next."""

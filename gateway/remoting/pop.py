@@ -23,7 +23,7 @@ import interop.to_rocketmq as inner_batch
 import gateway.remoting.pop_assignment  # noqa: F401  (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE)
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_topic, real_topic, retry_mark
-from codec.remoting.message import INNER_BATCH_FLAG, QUEUE_ID_AT, RECONSUME_TIMES_AT
+from codec.remoting.message import INNER_BATCH_FLAG, INT32, QUEUE_ID_AT, RECONSUME_TIMES_AT
 from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
 from gateway.remoting.common import DEFERRED, after_durable, ensure_topic, handles, now_ms, registry
@@ -141,7 +141,7 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
     for topic, qid in sources:
         got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode,
                              tag_filter=_tag_filter(subscription), keep=_keeper(subscription),
-                             max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time,
+                             max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time, raw=True,
                              dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
         rest += got.rest
         if got.deliveries:
@@ -187,7 +187,9 @@ def _encode(deliveries, queue_id: int) -> list[bytes]:
     out, batches = [], {}
     for d in deliveries:
         m = d.message
-        if m.sys_flag & INNER_BATCH_FLAG:
+        if d.raw is not None:  # a plain entry handed over undecoded
+            raw, times = d.raw, INT32.unpack_from(d.raw, RECONSUME_TIMES_AT)[0]
+        elif m.sys_flag & INNER_BATCH_FLAG:
             records = batches.get(m.physical_offset)
             if records is None:
                 records = batches[m.physical_offset] = inner_batch.expand(m, m.queue_offset, m.queue_offset, _ALL)

@@ -309,3 +309,42 @@ def test_acks_of_one_turn_are_logged_as_one_op(env):
     assert [(op["k"], op["r"]) for op in ops] == [("ack", [[0, 3]]), ("ack", [[3, 4]])]
     assert answers["a"][1] == answers["b"][1] > 0
     assert offsets.fetch(G, T, 0) == 4 and eng.ack([r[1]])[0] == 0
+
+
+def test_raw_acquire_hands_over_stored_bytes_and_decodes_inner_batches(tmp_path):
+    """raw=True: a plain new record is its stored bytes, not decoded; an inner batch (a Kafka record
+    batch) is still decoded, and a redelivery too."""
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    s.append(store.Message(topic=T, queue_id=0, body=b"plain", properties={"TAGS": "a"}))
+    s.append(store.Message(topic=T, queue_id=0, body=b"x" * 30, batch_count=3))
+    clock = Clock()
+    eng = PopEngine(s, clock=clock)
+    got = eng.acquire(G, T, 0, 4, 1000, raw=True)
+    first = got.deliveries[0]
+    assert first.message is None and first.raw == s.read(T, 0, 0, max_count=1).entries[0][1].raw
+    assert [(d.offset, d.raw, d.message.batch_count) for d in got.deliveries[1:]] == [(1, None, 3), (2, None, 3),
+                                                                                        (3, None, 3)]
+    clock.now += 1001
+    again = eng.acquire(G, T, 0, 1, 1000, raw=True).deliveries[0]
+    assert (again.offset, again.count, again.message.body) == (0, 2, b"plain")
+    s.close()
+
+
+def test_raw_acquire_skips_a_corrupt_entry_as_a_decoding_read_does(tmp_path):
+    import glob
+
+    import codec.remoting.message as M
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    for body in (b"good0", b"flipped", b"good2"):
+        s.append(store.Message(topic=T, queue_id=0, body=body))
+    s.flush()
+    phys = s.units(T, 0, 1, 1)[0][0]
+    path = sorted(glob.glob(str(tmp_path / "data" / "commitlog" / "*")))[0]
+    with open(path, "r+b") as f:
+        f.seek(phys + M.BODY_AT)
+        f.write(b"F")
+    got = PopEngine(s, clock=Clock()).acquire(G, T, 0, 3, 1000, raw=True)
+    assert [d.offset for d in got.deliveries] == [0, 2] and s.is_quarantined(phys)
+    s.close()
