@@ -216,16 +216,32 @@ class PopEngine:
         invalid receipts (unknown, stale, expired, finished, other group) change nothing."""
         return self._settle_valid(receipts, "ack")
 
-    async def ack_together(self, receipts: list[Receipt]) -> tuple[int, int]:
-        """`ack`, except that the acks of every caller in the same scheduling turn (the ACK requests of
-        one socket read) are logged as one op per queue: one CommitLog append instead of one each.
-        Returns once that op is logged; a receipt already acknowledged in the turn counts as invalid."""
-        done = 0
+    def gather_acks(self, receipts: list[Receipt], pending: dict) -> int:
+        """Note the valid receipts in `pending` ({(group, topic, qid): {offset: pop time}}) without
+        logging anything; returns how many were valid and not yet in `pending`. `commit_acks(pending)`
+        then logs them as one op per queue (one CommitLog append for the acks of a whole socket read)."""
+        done, now = 0, self.clock()
         for r in receipts:
-            lease, pending = self.lease(r), self._pending_acks.setdefault((r.group, r.topic, r.queue_id), {})
-            if lease is not None and lease.deadline > self.clock() and r.offset not in pending:
-                pending[r.offset] = r.pop_time
+            lease, offsets = self.lease(r), pending.setdefault((r.group, r.topic, r.queue_id), {})
+            if lease is not None and lease.deadline > now and r.offset not in offsets:
+                offsets[r.offset] = r.pop_time
                 done += 1
+        return done
+
+    def commit_acks(self, pending: dict) -> int:
+        """Acknowledge what `gather_acks` noted whose lease is still the one noted; the log end offset."""
+        end = 0
+        for (group, topic, qid), offsets in pending.items():
+            state = self._states.get((group, topic, qid))
+            still = [o for o, p in offsets.items() if state is not None and state.lease_for(o, p)]
+            if still:
+                end = max(end, self.settle(group, topic, qid, sorted(still), "ack"))
+        return end
+
+    async def ack_together(self, receipts: list[Receipt]) -> tuple[int, int]:
+        """`ack` for concurrent callers: the acks gathered in one scheduling turn are logged as one op
+        per queue; returns (valid count, log end offset) once that op is logged."""
+        done = self.gather_acks(receipts, self._pending_acks)
         turn = self._ack_turn
         if turn is None:
             turn = self._ack_turn = [trio.Event(), 0]
@@ -233,11 +249,7 @@ class PopEngine:
                 await trio.lowlevel.cancel_shielded_checkpoint()
             gathered, self._ack_turn, self._pending_acks = self._pending_acks, None, {}
             try:
-                for (group, topic, qid), offsets in gathered.items():
-                    state = self._states.get((group, topic, qid))  # a lease may have changed meanwhile
-                    still = [o for o, p in offsets.items() if state is not None and state.lease_for(o, p)]
-                    if still:
-                        turn[1] = max(turn[1], self.settle(group, topic, qid, sorted(still), "ack"))
+                turn[1] = self.commit_acks(gathered)
             finally:
                 turn[0].set()
         else:

@@ -243,23 +243,42 @@ def batch_ack_message(channel, req):
 
 
 def _ack(channel, req, receipts: list[Receipt], batch: bool):
-    """Answered by a task: the acks of one read share one logged op (`PopEngine.ack_together`), and
-    each answer leaves once that op is logged (in sync-flush mode: on disk)."""
-    app = channel.app
+    """The acks of one socket read are logged as one op just before their answers leave (the
+    channel's `before_answers`); in sync-flush mode each is answered by a task once its op is on disk
+    (`PopEngine.ack_together`: the acks of one scheduling turn share the op)."""
+    app, engine = channel.app, pop_engine(channel.app)
 
-    async def acked():
-        done, end = await pop_engine(app).ack_together(receipts)
+    def answer(done):
         if not done and not batch:
             return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight "
                                                                  "(acknowledged, expired or unknown)")
-        if app.sync_flush:
-            await app.durable(end)
         if done < len(receipts):
             return req.response(ResponseCode.NO_MESSAGE,
                                 remark=f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight")
         return req.response(ResponseCode.SUCCESS)
+    if not app.sync_flush:
+        return answer(engine.gather_acks(receipts, _read_acks(channel, engine)))
+
+    async def acked():
+        done, end = await engine.ack_together(receipts)
+        if done:
+            await app.durable(end)
+        return answer(done)
     channel.spawn(req, acked)
     return DEFERRED
+
+
+def _read_acks(channel, engine) -> dict:
+    """The acks gathered from the channel's current read, logged by its `before_answers` hook."""
+    pending = getattr(channel, "pop_acks", None)
+    if pending is None:
+        pending = channel.pop_acks = {}
+
+        def commit():
+            channel.pop_acks = None
+            engine.commit_acks(pending)
+        channel.before_answers.append(commit)
+    return pending
 
 
 def _batch_acks(req) -> list[dict]:
