@@ -348,3 +348,17 @@ def test_raw_acquire_skips_a_corrupt_entry_as_a_decoding_read_does(tmp_path):
     got = PopEngine(s, clock=Clock()).acquire(G, T, 0, 3, 1000, raw=True)
     assert [d.offset for d in got.deliveries] == [0, 2] and s.is_quarantined(phys)
     s.close()
+
+
+def test_gathered_acks_skip_a_lease_that_changed_before_the_commit(env):
+    s, clock, offsets, eng = env
+    got = eng.acquire(G, T, 0, 2, 1000)
+    pending = {}
+    assert eng.gather_acks(receipts(got), pending) == 2
+    assert eng.gather_acks(receipts(got)[:1], pending) == 0  # already gathered
+    clock.now += 1001
+    again = eng.acquire(G, T, 0, 1, 1000)  # offset 0 delivered again: a new lease
+    assert [d.offset for d in again.deliveries] == [0]
+    eng.commit_acks(pending)
+    state = eng.state(G, T, 0)
+    assert sorted(state.leases) == [0] and state.leases[0].pop_time == again.pop_time and 1 in state.done
