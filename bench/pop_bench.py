@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -154,6 +155,7 @@ def java_rounds(messages: int, rounds: int, trees: list[str], profile: str | Non
     finally:
         for s in systems.values():
             s.stop()
+        shutil.rmtree(work, ignore_errors=True)
     return out
 
 
@@ -192,7 +194,8 @@ def main() -> None:
     if args.namesrv is None:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
         from gateway_process import GatewayProcess
-        gateway = GatewayProcess(os.path.join(tempfile.mkdtemp(prefix="pop-bench-"), "data")).start()
+        scratch = tempfile.mkdtemp(prefix="pop-bench-")
+        gateway = GatewayProcess(os.path.join(scratch, "data")).start()
         args.namesrv = gateway.namesrv
     try:
         trio.run(produce, args.namesrv, "PopBench", args.messages, b"x" * args.body)
@@ -202,6 +205,7 @@ def main() -> None:
     finally:
         if gateway is not None:
             gateway.stop()
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
