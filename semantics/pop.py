@@ -19,8 +19,11 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable
 
+import struct
+
 import trio
 
+import codec.remoting.message as M
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
 from semantics.pop_state import QueueState
@@ -30,6 +33,7 @@ DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and ne
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
+_SIZE_MAGIC = struct.Struct(">iI")  # an entry's TOTALSIZE and MAGICCODE
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,9 @@ class Receipt:
 @dataclass
 class Delivery:
     offset: int
-    message: object  # store.StoredMessage (for an inner batch: the whole entry)
+    message: object  # store.StoredMessage (for an inner batch: the whole entry); None when raw is set
     count: int  # 1 on the first delivery
+    raw: bytes | None = None  # the stored entry's bytes, not decoded (acquire(raw=True))
 
 
 @dataclass
@@ -82,6 +87,8 @@ class PopEngine:
         self._unsnapped_since: int | None = None  # time of the first op not in the snapshot
         self._timers: list[tuple[int, str, int]] = []  # (deadline, topic, queue id), stale ones allowed
         self._wake = trio.Event()
+        self._pending_acks: dict[tuple, dict[int, int]] = {}  # offset: pop time, acks of this turn (ack_together)
+        self._ack_turn: list | None = None  # [logged event, log end offset] of the turn being gathered
         for (_, topic, qid), state in self._states.items():
             deadline = state.next_deadline(0)
             if deadline:
@@ -93,7 +100,8 @@ class PopEngine:
                 tag_filter: Callable[[int], bool] | None = None, keep: Callable[[object, int], bool] | None = None,
                 init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
                 dead_letter: Callable[[str, object, int], int | None] | None = None,
-                pop_time: int | None = None, messages: bool = True, whole_batches: bool = False) -> Acquired:
+                pop_time: int | None = None, messages: bool = True, whole_batches: bool = False,
+                raw: bool = False) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
         `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
         a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
@@ -101,7 +109,8 @@ class PopEngine:
         queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time).
         `messages=False` leaves `Delivery.message` None and decodes nothing (Kafka sends the stored
         batches itself); `whole_batches` leases new records on to the end of the stored batch that
-        holds the last one, past `max_n` (Kafka's batch-optimized acquire)."""
+        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`)
+        hands a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
         if pop_time is None:
@@ -121,7 +130,7 @@ class PopEngine:
                 continue
             result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
-                                           tag_filter, keep, messages, whole_batches)
+                                           tag_filter, keep, messages, whole_batches, raw and keep is None)
         leased = _ranges(sorted(d.offset for d in result.deliveries))
         if leased or skipped or new_next != state.next:
             op = {"k": "pop", "r": leased, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
@@ -137,7 +146,8 @@ class PopEngine:
         self._last_pop_time = max(self.clock(), self._last_pop_time + 1)
         return self._last_pop_time
 
-    def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole) -> tuple[list[int], int]:
+    def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole,
+                  raw) -> tuple[list[int], int]:
         """Lease new records from `state.next` on, walking the queue's units (an entry is decoded
         only when its message is wanted); returns (offsets skipped, new next)."""
         skipped, position = [], state.next
@@ -156,6 +166,12 @@ class PopEngine:
                     continue
                 if want == 0:
                     return skipped, position
+                data = self._raw_entry(phys, size) if raw else None
+                if data is not None:
+                    result.deliveries.append(Delivery(position, None, 1, data))
+                    want -= 1
+                    position += 1
+                    continue
                 if decode and phys != entry:
                     entry, message = phys, self.store.get(phys)
                 if decode and (message is None or (keep is not None and not keep(message, position))):
@@ -168,6 +184,21 @@ class PopEngine:
                     return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep, message,
                                                         messages, skipped)
         return skipped, position
+
+    def _raw_entry(self, phys: int, size: int) -> bytes | None:
+        """The bytes of a plain (not inner-batch) entry whose header, position and body CRC check out,
+        as `store.get` checks them; None: decode it instead (and let the store quarantine it)."""
+        data = self.store.read_entry(phys, size)
+        if len(data) != size or size < M.BODY_AT or self.store.is_quarantined(phys):
+            return None
+        total, magic = _SIZE_MAGIC.unpack_from(data)
+        body_len = M.INT32.unpack_from(data, M.BODY_LENGTH_AT)[0]
+        if (total != size or magic != M.MAGIC_V1 or M.INT64.unpack_from(data, M.PHYSICAL_OFFSET_AT)[0] != phys
+                or M.INT32.unpack_from(data, M.SYSFLAG_AT)[0] & M.INNER_BATCH_FLAG or body_len < 0
+                or M.BODY_AT + body_len > size
+                or M.body_crc(data[M.BODY_AT:M.BODY_AT + body_len]) != M.INT32.unpack_from(data, M.BODY_CRC_AT)[0]):
+            return None
+        return data
 
     def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:
         """Lease the offsets from `position` that are in the same stored entry (at `phys`); the new next."""
@@ -184,6 +215,46 @@ class PopEngine:
         """Finish the records the receipts name. Returns (how many were valid, log end offset);
         invalid receipts (unknown, stale, expired, finished, other group) change nothing."""
         return self._settle_valid(receipts, "ack")
+
+    def gather_acks(self, receipts: list[Receipt], pending: dict) -> int:
+        """Note the valid receipts in `pending` ({(group, topic, qid): {offset: pop time}}) without
+        logging anything; returns how many were valid and not yet in `pending`. `commit_acks(pending)`
+        then logs them as one op per queue (one CommitLog append for the acks of a whole socket read)."""
+        done, now = 0, self.clock()
+        for r in receipts:
+            lease, offsets = self.lease(r), pending.setdefault((r.group, r.topic, r.queue_id), {})
+            if lease is not None and lease.deadline > now and r.offset not in offsets:
+                offsets[r.offset] = r.pop_time
+                done += 1
+        return done
+
+    def commit_acks(self, pending: dict) -> int:
+        """Acknowledge what `gather_acks` noted whose lease is still the one noted; the log end offset."""
+        end = 0
+        for (group, topic, qid), offsets in pending.items():
+            state = self._states.get((group, topic, qid))
+            still = [o for o, p in offsets.items() if state is not None and state.lease_for(o, p)]
+            if still:
+                end = max(end, self.settle(group, topic, qid, sorted(still), "ack"))
+        return end
+
+    async def ack_together(self, receipts: list[Receipt]) -> tuple[int, int]:
+        """`ack` for concurrent callers: the acks gathered in one scheduling turn are logged as one op
+        per queue; returns (valid count, log end offset) once that op is logged."""
+        done = self.gather_acks(receipts, self._pending_acks)
+        turn = self._ack_turn
+        if turn is None:
+            turn = self._ack_turn = [trio.Event(), 0]
+            with trio.CancelScope(shield=True):  # the others wait for this task's commit
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            gathered, self._ack_turn, self._pending_acks = self._pending_acks, None, {}
+            try:
+                turn[1] = self.commit_acks(gathered)
+            finally:
+                turn[0].set()
+        else:
+            await turn[0].wait()
+        return done, turn[1]
 
     def reject(self, receipts: list[Receipt], dead_letter=None) -> tuple[int, int]:
         """Finish through the dead-letter sink (never delivered again)."""

@@ -58,6 +58,7 @@ class Channel:
         self.closed = False
         self.read_at: float | None = None
         self.parked = 0  # requests whose handler continues in a task of its own (spawn)
+        self.before_answers: list = []  # called once the requests of a read are handled, before their answers leave
         self.overloaded = 0  # requests refused because `parked` was at the cap
         # a cluster member: queue ids are broker-local (gateway.cluster.remoting_queues)
         self.clustered = clustered(app)
@@ -217,6 +218,8 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                     _answer(channel, req, resp, answers)
                 if sends:
                     await _append_sends(channel, sends, answers)
+                while channel.before_answers:  # e.g. the POP acks of this read, logged as one op
+                    channel.before_answers.pop(0)()
                 if topics.submission != topics_before:  # a topic was created or changed: durable first
                     await app.topics_written()
                 if answers:

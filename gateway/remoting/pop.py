@@ -23,7 +23,7 @@ import interop.to_rocketmq as inner_batch
 import gateway.remoting.pop_assignment  # noqa: F401  (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE)
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_topic, real_topic, retry_mark
-from codec.remoting.message import INNER_BATCH_FLAG, QUEUE_ID_AT, RECONSUME_TIMES_AT
+from codec.remoting.message import INNER_BATCH_FLAG, INT32, QUEUE_ID_AT, RECONSUME_TIMES_AT
 from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
 from gateway.remoting.common import DEFERRED, after_durable, ensure_topic, handles, now_ms, registry
@@ -141,7 +141,7 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
     for topic, qid in sources:
         got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode,
                              tag_filter=_tag_filter(subscription), keep=_keeper(subscription),
-                             max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time,
+                             max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time, raw=True,
                              dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
         rest += got.rest
         if got.deliveries:
@@ -187,7 +187,9 @@ def _encode(deliveries, queue_id: int) -> list[bytes]:
     out, batches = [], {}
     for d in deliveries:
         m = d.message
-        if m.sys_flag & INNER_BATCH_FLAG:
+        if d.raw is not None:  # a plain entry handed over undecoded
+            raw, times = d.raw, INT32.unpack_from(d.raw, RECONSUME_TIMES_AT)[0]
+        elif m.sys_flag & INNER_BATCH_FLAG:
             records = batches.get(m.physical_offset)
             if records is None:
                 records = batches[m.physical_offset] = inner_batch.expand(m, m.queue_offset, m.queue_offset, _ALL)
@@ -229,23 +231,54 @@ def _receipt(app, req, code_bad_qid):
 @handles(RC.ACK_MESSAGE)
 def ack_message(channel, req):
     receipt, _ = _receipt(channel.app, req, ResponseCode.MESSAGE_ILLEGAL)
-    done, end = pop_engine(channel.app).ack([receipt])
-    if not done:
-        return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight (acknowledged, "
-                                                              "expired or unknown)")
-    return after_durable(channel, req, end, req.response(ResponseCode.SUCCESS))
+    return _ack(channel, req, [receipt], batch=False)
 
 
 @handles(RC.BATCH_ACK_MESSAGE)
 def batch_ack_message(channel, req):
-    app = channel.app
-    receipts = [r for ack in _batch_acks(req) for r in _batch_receipts(app, ack)]
+    receipts = [r for ack in _batch_acks(req) for r in _batch_receipts(channel.app, ack)]
     if not receipts:
         return req.response(ResponseCode.NO_MESSAGE, remark="no acks")
-    done, end = pop_engine(app).ack(receipts)
-    code = ResponseCode.SUCCESS if done == len(receipts) else ResponseCode.NO_MESSAGE
-    return after_durable(channel, req, end, req.response(code, remark=None if done == len(receipts) else
-                                                         f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight"))
+    return _ack(channel, req, receipts, batch=True)
+
+
+def _ack(channel, req, receipts: list[Receipt], batch: bool):
+    """The acks of one socket read are logged as one op just before their answers leave (the
+    channel's `before_answers`); in sync-flush mode each is answered by a task once its op is on disk
+    (`PopEngine.ack_together`: the acks of one scheduling turn share the op)."""
+    app, engine = channel.app, pop_engine(channel.app)
+
+    def answer(done):
+        if not done and not batch:
+            return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight "
+                                                                 "(acknowledged, expired or unknown)")
+        if done < len(receipts):
+            return req.response(ResponseCode.NO_MESSAGE,
+                                remark=f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight")
+        return req.response(ResponseCode.SUCCESS)
+    if not app.sync_flush:
+        return answer(engine.gather_acks(receipts, _read_acks(channel, engine)))
+
+    async def acked():
+        done, end = await engine.ack_together(receipts)
+        if done:
+            await app.durable(end)
+        return answer(done)
+    channel.spawn(req, acked)
+    return DEFERRED
+
+
+def _read_acks(channel, engine) -> dict:
+    """The acks gathered from the channel's current read, logged by its `before_answers` hook."""
+    pending = getattr(channel, "pop_acks", None)
+    if pending is None:
+        pending = channel.pop_acks = {}
+
+        def commit():
+            channel.pop_acks = None
+            engine.commit_acks(pending)
+        channel.before_answers.append(commit)
+    return pending
 
 
 def _batch_acks(req) -> list[dict]:

@@ -280,3 +280,85 @@ def test_ops_name_offsets_as_ranges_and_old_lists_still_replay(env):
     old.apply({"k": "pop", "o": [0, 1, 2], "s": [], "n": 3, "d": 5, "p": 1})
     old.apply({"k": "ack", "o": [0, 2]})
     assert (old.start, sorted(old.leases), sorted(old.done)) == (1, [1], [2])
+
+
+def test_acks_of_one_turn_are_logged_as_one_op(env):
+    """ack_together: the acks gathered in one scheduling turn share one logged op; a receipt acked
+    twice in the turn, or naming nothing, counts once / not at all; the next turn logs anew."""
+    import json
+
+    from semantics.pop_log import LOG_TOPIC
+    s, clock, offsets, eng = env
+    got = eng.acquire(G, T, 0, 6, 30_000)
+    r = receipts(got)
+    before = s.max_offset(LOG_TOPIC, 0)
+    answers = {}
+
+    async def main():
+        async def one(name, batch):
+            answers[name] = await eng.ack_together(batch)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "a", [r[0], r[1]])
+            nursery.start_soon(one, "b", [r[1], r[2]])  # r[1] already in this turn
+            nursery.start_soon(one, "c", [Receipt(G, T, 0, 5, got.pop_time + 1)])  # stale pop time
+        answers["d"] = await eng.ack_together([r[3]])
+    trio.run(main)
+    assert sorted([answers["a"][0], answers["b"][0]]) == [1, 2]  # whichever ran first got r[1]
+    assert (answers["c"][0], answers["d"][0]) == (0, 1)
+    ops = [json.loads(m.body) for _, m in s.iterate(LOG_TOPIC, 0, start=before)]
+    assert [(op["k"], op["r"]) for op in ops] == [("ack", [[0, 3]]), ("ack", [[3, 4]])]
+    assert answers["a"][1] == answers["b"][1] > 0
+    assert offsets.fetch(G, T, 0) == 4 and eng.ack([r[1]])[0] == 0
+
+
+def test_raw_acquire_hands_over_stored_bytes_and_decodes_inner_batches(tmp_path):
+    """raw=True: a plain new record is its stored bytes, not decoded; an inner batch (a Kafka record
+    batch) is still decoded, and a redelivery too."""
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    s.append(store.Message(topic=T, queue_id=0, body=b"plain", properties={"TAGS": "a"}))
+    s.append(store.Message(topic=T, queue_id=0, body=b"x" * 30, batch_count=3))
+    clock = Clock()
+    eng = PopEngine(s, clock=clock)
+    got = eng.acquire(G, T, 0, 4, 1000, raw=True)
+    first = got.deliveries[0]
+    assert first.message is None and first.raw == s.read(T, 0, 0, max_count=1).entries[0][1].raw
+    assert [(d.offset, d.raw, d.message.batch_count) for d in got.deliveries[1:]] == [(1, None, 3), (2, None, 3),
+                                                                                        (3, None, 3)]
+    clock.now += 1001
+    again = eng.acquire(G, T, 0, 1, 1000, raw=True).deliveries[0]
+    assert (again.offset, again.count, again.message.body) == (0, 2, b"plain")
+    s.close()
+
+
+def test_raw_acquire_skips_a_corrupt_entry_as_a_decoding_read_does(tmp_path):
+    import glob
+
+    import codec.remoting.message as M
+    s = open_store(tmp_path)
+    s.topics.create(T, read_queues=1, write_queues=1)
+    for body in (b"good0", b"flipped", b"good2"):
+        s.append(store.Message(topic=T, queue_id=0, body=body))
+    s.flush()
+    phys = s.units(T, 0, 1, 1)[0][0]
+    path = sorted(glob.glob(str(tmp_path / "data" / "commitlog" / "*")))[0]
+    with open(path, "r+b") as f:
+        f.seek(phys + M.BODY_AT)
+        f.write(b"F")
+    got = PopEngine(s, clock=Clock()).acquire(G, T, 0, 3, 1000, raw=True)
+    assert [d.offset for d in got.deliveries] == [0, 2] and s.is_quarantined(phys)
+    s.close()
+
+
+def test_gathered_acks_skip_a_lease_that_changed_before_the_commit(env):
+    s, clock, offsets, eng = env
+    got = eng.acquire(G, T, 0, 2, 1000)
+    pending = {}
+    assert eng.gather_acks(receipts(got), pending) == 2
+    assert eng.gather_acks(receipts(got)[:1], pending) == 0  # already gathered
+    clock.now += 1001
+    again = eng.acquire(G, T, 0, 1, 1000)  # offset 0 delivered again: a new lease
+    assert [d.offset for d in again.deliveries] == [0]
+    eng.commit_acks(pending)
+    state = eng.state(G, T, 0)
+    assert sorted(state.leases) == [0] and state.leases[0].pop_time == again.pop_time and 1 in state.done
