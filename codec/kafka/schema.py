@@ -323,13 +323,9 @@ def _field_codec(f: F, version: int, flexible: bool):
         rd, wr, default = _compile(t.fields, version, flexible)
         if f.nullable_in(version):
             rd, wr, default = _nullable_struct(rd, wr)
-    elif isinstance(t, list):
-        srd, swr, _ = _compile(t, version, flexible)
-        rd, wr = _array(srd, swr, flexible, f.nullable_in(version))
-        default = []
-    elif t.startswith("["):
-        prd, pwr, _ = _primitive(t[1:-1], flexible, False)
-        rd, wr = _array(prd, pwr, flexible, f.nullable_in(version))
+    elif isinstance(t, list) or t.startswith("["):  # an array of structs, or of a primitive type
+        ird, iwr, _ = _compile(t, version, flexible) if isinstance(t, list) else _primitive(t[1:-1], flexible, False)
+        rd, wr = _array(ird, iwr, flexible, f.nullable_in(version))
         default = []
     else:
         rd, wr, default = _primitive(t, flexible, f.nullable_in(version))
