@@ -29,7 +29,7 @@ def _partition(ctx, topic: str, index: int, leader: int) -> dict:
         return {"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                 "error_message": NOT_HOSTED, "leader_id": 0, "leader_epoch": 0, "high_watermark": 0,
                 "current_voters": [], "observers": []}
-    offset = ctx.app.store.topics.submission
+    offset = ctx.app.store.topics.data_version["counter"]  # one metadata record per topic change
     now = int(time.time() * 1000)
     voter = {"replica_id": leader, "replica_directory_id": bytes(16), "log_end_offset": offset,
              "last_fetch_timestamp": now, "last_caught_up_timestamp": now}

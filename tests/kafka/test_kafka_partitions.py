@@ -155,7 +155,7 @@ def test_kafka_reassign_partitions_no_op_plan(target, admin, logs, node, tmp_pat
 def test_describe_metadata_quorum(target, admin, logs, node):
     quorum = admin.describe_metadata_quorum()
     (part,) = [p for t in quorum["topics"] if t["topic_name"] == "__cluster_metadata" for p in t["partitions"]]
-    assert (part["error"], part["leader_id"]) == (None, node)
+    assert (part["error"], part["leader_id"]) == (None, node) and part["high_watermark"] > 0  # topics were made
     assert [v["replica_id"] for v in part["current_voters"]] == [node] and part["observers"] == []
     assert [n["node_id"] for n in quorum["nodes"]] == [node]
     out = _tool(target, logs, QUORUM, "describe", "--status")
