@@ -9,6 +9,7 @@ import time
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.quotas as quotas
 import gateway.kafka.timestamps as timestamps
 import gateway.kafka.topics as topics
 import store
@@ -182,4 +183,5 @@ async def produce(ctx: RequestContext):
             replicated.pop(0)
     for _name, index, _end, resp in replicated:
         resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
-    return {"responses": responses, "throttle_time_ms": flow.throttle_ms()}
+    quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
+    return {"responses": responses, "throttle_time_ms": max(flow.throttle_ms(), quota_ms)}
