@@ -124,6 +124,7 @@ def test_producer_byte_rate_slows_that_client_only(target):
     _set(target, "clients", slow, "producer_byte_rate", RATE)
     _, free_throttles = _produce(target, topic, free)
     elapsed, throttles = _produce(target, topic, slow)
+    print(f"quota-figures produce: {elapsed:.1f}s, throttle max {max(throttles, default=0)} ms, {len(throttles)} times")
     total = MESSAGES * len(PAYLOAD)
     # at the quota the bytes take total / RATE (20 s); the first 10 windows' worth pass unthrottled
     assert elapsed >= (total / RATE - 11) * 0.5, elapsed
@@ -158,6 +159,7 @@ def test_consumer_byte_rate_slows_that_client_only(target):
     _set(target, "clients", slow, "consumer_byte_rate", RATE)
     _, free_throttles = _consume(target, topic, free, MESSAGES)
     elapsed, throttles = _consume(target, topic, slow, MESSAGES)
+    print(f"quota-figures fetch: {elapsed:.1f}s, throttle max {max(throttles, default=0)} ms, {len(throttles)} times")
     total = MESSAGES * len(PAYLOAD)
     assert elapsed >= (total / RATE - 11) * 0.5, elapsed
     assert throttles and max(throttles) > 0, throttles
