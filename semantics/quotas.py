@@ -29,6 +29,7 @@ FILE = "client_quotas"
 WINDOW_NUM = 11  # quota.window.num
 WINDOW_S = 1.0  # quota.window.size.seconds
 MAX_THROTTLE_S = WINDOW_NUM * WINDOW_S
+PRUNE_AT = 10_000  # rates kept before the idle ones (every sample expired) are dropped
 # DescribeClientQuotas match types
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
@@ -170,6 +171,8 @@ class ClientQuotas:
             return 0.0
         bound, sensor = quota
         now = self.clock()
+        if sensor not in self.rates and len(self.rates) >= PRUNE_AT:  # as Kafka expires idle sensors
+            self.rates = {k: r for k, r in self.rates.items() if r.rate(now) > 0}
         rate = self.rates.setdefault(sensor, _Rate())
         rate.record(amount, now)
         observed = rate.rate(now)

@@ -104,3 +104,16 @@ def test_an_unrecorded_fetch_is_not_charged():
     assert q.record(FETCH_KEY, "u", "c", 20_000) > 0
     q.unrecord(FETCH_KEY, "u", "c", 20_000)
     assert q.record(FETCH_KEY, "u", "c", 10_000) == 0.0
+
+
+def test_idle_rates_are_dropped_once_there_are_many(monkeypatch):
+    import semantics.quotas as quotas
+    monkeypatch.setattr(quotas, "PRUNE_AT", 2)
+    clock = Clock()
+    q = ClientQuotas(None, clock=clock)
+    q.alter([(CLIENT, None)], [(PRODUCE_KEY, 1000.0, False)], validate_only=False)
+    q.record(PRODUCE_KEY, "u", "a", 10)
+    clock.now += 20.0
+    q.record(PRODUCE_KEY, "u", "b", 10)
+    q.record(PRODUCE_KEY, "u", "c", 10)  # a's samples expired: dropped
+    assert sorted(key[2] for key in q.rates) == ["b", "c"]
