@@ -129,6 +129,9 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         wire.send_nothing()
         known = header.api_key in handlers.HANDLERS or header.api_key == 18
         stats.requests.observe("kafka", api, time.perf_counter() - began, error=not known)
+        mute_s, conn.mute_s = conn.mute_s, 0.0
+        if known and mute_s:  # a throttled acks=0 produce: muted all the same
+            await trio.sleep(mute_s)
         return known
     mute_s, conn.mute_s = conn.mute_s, 0.0
     if mute_s and not quotas.client_throttles(header.api_key, header.api_version):

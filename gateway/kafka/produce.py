@@ -169,6 +169,7 @@ async def produce(ctx: RequestContext):
                 if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "partition_responses": parts})
+    quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
     if acks == 0:
         return None
     if end:
@@ -183,5 +184,4 @@ async def produce(ctx: RequestContext):
             replicated.pop(0)
     for _name, index, _end, resp in replicated:
         resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
-    quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
     return {"responses": responses, "throttle_time_ms": max(flow.throttle_ms(), quota_ms)}
