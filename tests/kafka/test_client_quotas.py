@@ -164,3 +164,26 @@ def test_consumer_byte_rate_slows_that_client_only(target):
     assert elapsed >= (total / RATE - 11) * 0.5, elapsed
     assert throttles and max(throttles) > 0, throttles
     assert not [t for t in free_throttles if t > 0], free_throttles
+
+
+def test_a_throttled_connection_is_not_read_for_the_throttle_time(target):
+    """KIP-219: the Produce answer comes at once with throttle_time_ms; the next request on that
+    connection (here ApiVersions) is answered only once the throttle time is over."""
+    from codec.kafka import protocol
+    from codec.kafka.records import build_batch
+    from kafka_raw import produce_body
+
+    topic, client_id = _topic(target), _name("muted")
+    _set(target, "clients", client_id, "producer_byte_rate", 1000)
+    raw = target.raw()
+    # 15 KB against 1,000 B/s measured over 10 s: 5 s more than the window
+    batch = build_batch([(int(time.time() * 1000), None, b"m" * 15_000, [])])
+    raw.send_raw(protocol.request_frame(0, 9, 1, produce_body(topic, 0, batch), client_id=client_id))
+    _, answer = protocol.decode_response(0, 9, raw.recv_frame())
+    assert answer["responses"][0]["partition_responses"][0]["error_code"] == 0
+    throttle_s = answer["throttle_time_ms"] / 1000
+    assert throttle_s >= 3.0, answer["throttle_time_ms"]
+    began = time.monotonic()
+    raw.send_raw(protocol.request_frame(18, 3, 2, {}, client_id=client_id))
+    protocol.decode_response(18, 3, raw.recv_frame())
+    assert time.monotonic() - began >= throttle_s * 0.8
