@@ -967,8 +967,7 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(key=51, name="AlterUserScramCredentials", ver
     F("results", [F("user", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")]),
 ])
 
-# No quotas are enforced; an empty answer lets `kafka-configs --describe --entity-type users` go on to
-# the SCRAM credentials.
+# Client quotas (gateway.kafka.quotas): `kafka-configs --entity-type users/clients` reads and sets them.
 DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1", flexible="1+", request=[
     F("components", [F("entity_type", "str"), F("match_type", "i8"), F("match", "str", nullable="0+")]),
     F("strict", "bool"),
@@ -980,6 +979,21 @@ DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1"
         F("entity", [F("entity_type", "str"), F("entity_name", "str", nullable="0+")]),
         F("values", [F("key", "str"), F("value", "f64")]),
     ], nullable="0+"),
+])
+
+ALTER_CLIENT_QUOTAS = Api(key=49, name="AlterClientQuotas", versions="0-1", flexible="1+", request=[
+    F("entries", [
+        F("entity", [F("entity_type", "str"), F("entity_name", "str", nullable="0+")]),
+        F("ops", [F("key", "str"), F("value", "f64"), F("remove", "bool")]),
+    ]),
+    F("validate_only", "bool"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("entries", [
+        F("error_code", "i16"),
+        F("error_message", "str", nullable="0+"),
+        F("entity", [F("entity_type", "str"), F("entity_name", "str", nullable="0+")]),
+    ]),
 ])
 
 # Partition placement on one node (gateway.kafka.partitions): KIP-966's paged describe, leader
@@ -1197,7 +1211,8 @@ PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REAS
                   LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM]
 
 SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS,
-                 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_CLIENT_QUOTAS]
+                 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS, DESCRIBE_CLIENT_QUOTAS,
+                 ALTER_CLIENT_QUOTAS]
 
 TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
 

@@ -24,6 +24,7 @@ from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
 from codec.kafka.schema import DecodeError
 import gateway.kafka.access as access
 import gateway.kafka.handlers as handlers
+import gateway.kafka.quotas as quotas
 from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_frame, send_parts
 from gateway.tls import subject_principal
@@ -57,6 +58,8 @@ class Connection:
         self.principal = subject_principal(peer_cert) or ANONYMOUS
         self.sasl = None
         self.on_close: dict = {}  # key -> fn(), run when the connection ends (share sessions)
+        self.request_bytes = 0  # size of the request being handled (Produce quotas charge it)
+        self.mute_s = 0.0  # set by a handler: not read for this long after its answer (client quotas)
         if self.listener is not None and self.listener.sasl:
             sec = app.security
             self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials)
@@ -105,6 +108,7 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
     stats = conn.stats
     api = _API_NAMES.get(header.api_key) or str(header.api_key)
     stats.principal_request("kafka", conn.principal)
+    conn.request_bytes = len(request.payload)
     try:
         frame = await handlers.handle(conn, header, request.payload)
     except access.Refused as exc:
@@ -125,7 +129,14 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         wire.send_nothing()
         known = header.api_key in handlers.HANDLERS or header.api_key == 18
         stats.requests.observe("kafka", api, time.perf_counter() - began, error=not known)
+        mute_s, conn.mute_s = conn.mute_s, 0.0
+        if known and mute_s:  # a throttled acks=0 produce: muted all the same
+            await trio.sleep(mute_s)
         return known
+    mute_s, conn.mute_s = conn.mute_s, 0.0
+    if mute_s and not quotas.client_throttles(header.api_key, header.api_version):
+        await trio.sleep(mute_s)  # an older client does not wait itself: the answer is held back
+        mute_s = 0.0
     try:
         parts = wire.send(frame)
         await send_parts(conn.stream, _read_ranges(parts) if conn.tls else parts)
@@ -133,6 +144,8 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         close_frame(frame)
     stats.bytes_out["kafka"] += sum(p.count if type(p) is FileRange else len(p) for p in parts)
     stats.requests.observe("kafka", api, time.perf_counter() - began)
+    if mute_s:  # KIP-219: throttled, the connection is not read until the throttle time is over
+        await trio.sleep(mute_s)
     if conn.sasl is not None and conn.sasl.failed:
         # Kafka's connection.failed.authentication.delay.ms: the client reads the answer first, and
         # a password guesser waits a little per attempt

@@ -14,6 +14,7 @@ import trio
 
 import gateway.kafka.errors as errors
 import gateway.kafka.offsets_topic as offsets_topic
+import gateway.kafka.quotas as quotas
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from codec.kafka.records import BATCH_LENGTH_AT, RECORD_COUNT_AT, stored_batch_problem
@@ -231,12 +232,17 @@ async def fetch(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
     min_bytes = req["min_bytes"]
-    max_bytes = req.get("max_bytes", 0x7FFFFFFF)
+    max_bytes = quotas.fetch_max_bytes(ctx, req.get("max_bytes", 0x7FFFFFFF))
+    min_bytes = min(min_bytes, max_bytes)
     keys = [(t["topic"], p["partition"]) for t in req["topics"] for p in t["partitions"]]
     while True:
         responses, total, failed = _fetch_once(app, req, max_bytes)
         remaining = deadline - trio.current_time()
         if total >= min_bytes or failed or remaining <= 0 or not keys:
+            throttle_ms = quotas.fetch_throttle_ms(ctx, total)
+            if throttle_ms:  # over the consumer quota: an empty answer, as Kafka's
+                release(responses)
+                return {"responses": [], "session_id": 0, "throttle_time_ms": throttle_ms}
             stats_of(app).fetch_response(responses)
             return {"responses": responses, "session_id": 0}
         release(responses)

@@ -20,6 +20,7 @@ import gateway.kafka.metadata  # noqa: F401
 import gateway.kafka.partitions  # noqa: F401
 import gateway.kafka.produce  # noqa: F401
 import gateway.kafka.quorum  # noqa: F401
+import gateway.kafka.quotas  # noqa: F401
 import gateway.kafka.sasl  # noqa: F401
 import gateway.kafka.security_admin  # noqa: F401
 import gateway.kafka.share_fetch  # noqa: F401

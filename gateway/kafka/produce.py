@@ -9,6 +9,7 @@ import time
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.quotas as quotas
 import gateway.kafka.timestamps as timestamps
 import gateway.kafka.topics as topics
 import store
@@ -174,6 +175,7 @@ async def produce(ctx: RequestContext):
                 if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "partition_responses": parts})
+    quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
     if acks == 0:
         return None
     if end:
@@ -188,4 +190,4 @@ async def produce(ctx: RequestContext):
             replicated.pop(0)
     for _name, index, _end, resp in replicated:
         resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
-    return {"responses": responses, "throttle_time_ms": flow.throttle_ms()}
+    return {"responses": responses, "throttle_time_ms": max(flow.throttle_ms(), quota_ms)}

@@ -126,15 +126,6 @@ async def describe_user_scram_credentials(ctx: RequestContext):
     return {"error_code": 0, "error_message": None, "results": results}
 
 
-@handler(apis.DESCRIBE_CLIENT_QUOTAS)
-async def describe_client_quotas(ctx: RequestContext):
-    """No quotas: an empty list (DESCRIBE_CONFIGS on the cluster, as Kafka, when ACLs are on)."""
-    if ctx.app.security is not None and authz.cluster_error(ctx, Operation.DESCRIBE_CONFIGS):
-        return {"error_code": authz.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed.",
-                "entries": None}
-    return {"error_code": 0, "error_message": None, "entries": []}
-
-
 @handler(apis.ALTER_USER_SCRAM_CREDENTIALS)
 async def alter_user_scram_credentials(ctx: RequestContext):
     req = ctx.request

@@ -3,6 +3,8 @@
 by validate_against_kafka.py."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 from kafka import TopicPartition
@@ -68,6 +70,31 @@ def test_transactions_need_describe_on_the_transactional_id(gw):  # noqa: F811
         listed = lambda client: {t.transactional_id for ts in client.list_transactions().values() for t in ts}  # noqa: E731
         assert "admins-tx" in listed(admin)
         assert "admins-tx" not in listed(alice)
+    finally:
+        alice.close()
+        admin.close()
+
+
+def test_client_quotas_need_configs_rights_on_the_cluster(gw):  # noqa: F811
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
+    E = AlterClientQuotasRequest.EntryData
+    alter = AlterClientQuotasRequest(entries=[E(
+        entity=[E.EntityData(entity_type="client-id", entity_name="quota-acl")],
+        ops=[E.OpData(key="producer_byte_rate", value=1024.0, remove=False)])], validate_only=False)
+    describe = DescribeClientQuotasRequest(components=[DescribeClientQuotasRequest.ComponentData(
+        entity_type="client-id", match_type=0, match="quota-acl")], strict=False)
+    alice, admin = _client(gw, ALICE, ALICE_PW), _client(gw, ADMIN, ADMIN_PW)
+    try:
+        assert [e.error_code for e in _send(alice, alter).entries] == [CLUSTER_DENIED]
+        assert _send(alice, describe).error_code == CLUSTER_DENIED
+        assert [e.error_code for e in _send(admin, alter).entries] == [0]
+        for _ in range(50):  # Kafka's broker sees the controller's quota record a little later
+            entries = _send(admin, describe).entries
+            if entries:
+                break
+            time.sleep(0.2)
+        [entry] = entries
+        assert [(v.key, v.value) for v in entry.values] == [("producer_byte_rate", 1024.0)]
     finally:
         alice.close()
         admin.close()

@@ -132,6 +132,7 @@ def main(words: list[str]) -> int:
         checks += [(fn, ()) for fn in (describe_tests.test_describe_log_dirs_needs_describe_on_the_cluster,
                                        describe_tests.test_describe_producers_needs_read_on_the_topic,
                                        describe_tests.test_transactions_need_describe_on_the_transactional_id,
+                                       describe_tests.test_client_quotas_need_configs_rights_on_the_cluster,
                                        share_tests.test_share_consumer_needs_read_on_the_group,
                                        share_tests.test_share_group_admin_needs_describe_and_delete_on_the_group,
                                        share_topic_tests.test_share_consumer_needs_describe_on_subscribed_topics,
