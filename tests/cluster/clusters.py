@@ -7,6 +7,7 @@ import base64
 import os
 import shutil
 import subprocess
+import time
 import uuid
 
 from cluster.etcd_server import EtcdServer
@@ -40,6 +41,17 @@ class Cluster:
         for g in self.gateways.values():
             g.stop()
         self.etcd.stop()
+
+
+def wait_for(fn, timeout: float = 20.0, what: str = "condition"):
+    """fn()'s first true value, polled every 0.1 s; AssertionError naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start_cluster(base, nodes=NODES, extra_args=(), lease_ttl: int | None = 3, etcd: EtcdServer | None = None,

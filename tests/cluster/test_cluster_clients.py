@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
 
-from clusters import NODES, require_etcd, start_cluster
+from clusters import NODES, require_etcd, start_cluster, wait_for
 from codec.remoting.message import properties_to_string
 from raw_kafka import KafkaRaw, remoting_call
 from gateway_process import free_port
@@ -31,16 +31,6 @@ def three(tmp_path_factory):
 
 def bootstrap(gws) -> str:
     return ",".join(g.kafka_bootstrap for g in gws.values())
-
-
-def wait_for(fn, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_metadata_lists_every_gateway_and_spreads_leaders(three):

@@ -6,7 +6,6 @@ message must reach the leader (a consumer there reads it exactly once) and the o
 its follower, must not grow a diverging copy."""
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 
@@ -14,9 +13,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from client import ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, TransactionProducer, TransactionState
-from cluster.etcd_server import EtcdServer
+from clusters import require_etcd, start_cluster, wait_for
 from codec.remoting import RequestCode
-from gateway_process import GatewayProcess, free_port
 from raw_kafka import remoting_call
 
 NODES = (1, 2)
@@ -27,35 +25,16 @@ DELAY_LEVEL, DELAY_SECONDS = 3, 10
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
-    base = tmp_path_factory.mktemp("cluster-delay")
-    etcd = EtcdServer(str(base / "etcd"), free_port(), free_port()).start()
-    gws = {}
+    require_etcd()
+    cluster = start_cluster(tmp_path_factory.mktemp("cluster-delay"), NODES, extra_args=[
+        "--transaction-timeout-ms", "300", "--transaction-check-interval-ms", "500",
+        "--transaction-check-max", "1000", "--message-delay-level", LEVELS])
     try:
-        for n in NODES:
-            gws[n] = GatewayProcess(str(base / f"node{n}"), extra_args=[
-                "--cluster", etcd.url, "--node-id", str(n), "--advertised-host", "127.0.0.1",
-                "--cluster-lease-ttl", "3", "--transaction-timeout-ms", "300",
-                "--transaction-check-interval-ms", "500", "--transaction-check-max", "1000",
-                "--message-delay-level", LEVELS]).start()
-        admin = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap})
+        admin = AdminClient({"bootstrap.servers": cluster.gateways[1].kafka_bootstrap})
         wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == len(NODES), 60, "every gateway registered")
-        yield etcd, gws
+        yield cluster.etcd, cluster.gateways
     finally:
-        for g in gws.values():
-            g.stop()
-        etcd.stop()
-
-
-def wait_for(fn, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+        cluster.stop()
 
 
 def state(g, topic: str) -> dict:

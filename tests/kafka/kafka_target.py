@@ -46,3 +46,21 @@ def eventually(fn, timeout: float = 15.0):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def first_record(bootstrap: str, topic: str, group: str, timeout: float = 60.0):
+    """The first record polled from partition 0 of `topic` within `timeout` (None when none came):
+    how the delay tests wait for a record that appears only once it falls due."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c.assign([TopicPartition(topic, 0, 0)])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                return m
+        return None
+    finally:
+        c.close()

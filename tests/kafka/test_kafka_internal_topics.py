@@ -10,10 +10,10 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from kafka import KafkaConsumer
 from kafka_raw import produce_body
-from kafka_target import eventually, gateway_only, target  # noqa: F401 (fixture)
+from kafka_target import eventually, first_record, gateway_only, target  # noqa: F401 (fixture)
 
 from codec.kafka import records
 
@@ -87,15 +87,7 @@ def test_schedule_topic_still_written_by_the_broker(target):
     p = Producer({"bootstrap.servers": target.bootstrap})
     p.produce(topic, value=b"later", key=b"k", headers=[("DELAY", b"1")], partition=0)  # level 1 = 1 s
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "it-delay"})
-    c.assign([TopicPartition(topic, 0, 0)])
-    got = None
-    deadline = time.monotonic() + 60
-    while got is None and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got = m
-    c.close()
+    got = first_record(target.bootstrap, topic, "it-delay")
     assert got is not None and got.value() == b"later"
 
 
