@@ -1,6 +1,8 @@
 """The PullConsumer's RPCs: PullMessage (server streaming, long polling), UpdateOffset, GetOffset,
 QueryOffset, over the store's queues and the one offset table (the same rows remoting and Kafka
-consumer groups use)."""
+consumer groups use). In a cluster the request's queue is the route's (broker, broker-local id),
+translated to the cluster's queue (gateway.grpc.route.pulled_queue); pulled messages carry the
+broker-local id back."""
 from __future__ import annotations
 
 import trio
@@ -10,17 +12,19 @@ from codec.remoting.message import INNER_BATCH_FLAG
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
 from gateway.grpc.receive import DEADLINE_MARGIN, MAX_BATCH, MAX_POLL_S, _filter, _group, _millis
-from gateway.grpc.route import topic_config
+from gateway.grpc.route import pulled_queue, topic_config
 
 
 def _queue(app, mq) -> tuple[str, int]:
+    """(topic, cluster queue id) of the request's queue."""
     cfg = topic_config(app, mq.topic.name, create=False)
-    if not 0 <= mq.id < cfg.read_queues:
+    qid = pulled_queue(app, mq.topic.name, mq)
+    if not 0 <= qid < cfg.read_queues:
         raise RpcError(Code.BAD_REQUEST, f"queue {mq.id} is not a queue of {mq.topic.name}")
-    return mq.topic.name, mq.id
+    return mq.topic.name, qid
 
 
-def _pull(app, topic, qid, offset, max_n, subscription):
+def _pull(app, topic, qid, offset, max_n, subscription, local_id):
     """(messages, next offset) from `offset` on, filtered (a Kafka record batch record by record)."""
     lo, hi = app.store.min_offset(topic, qid), app.store.max_offset(topic, qid)
     if offset < lo or offset > hi:
@@ -32,9 +36,10 @@ def _pull(app, topic, qid, offset, max_n, subscription):
         if m.sys_flag & INNER_BATCH_FLAG:
             for i, record in enumerate(inner_batch.records_as_messages(m)):
                 if first + i >= offset and subscription.matches_properties(record.properties):
-                    out.append(to_pb(m, body=record.body, properties=record.properties, queue_offset=first + i))
+                    out.append(to_pb(m, body=record.body, properties=record.properties, queue_offset=first + i,
+                                     queue_id=local_id))
         elif subscription.matches_properties(m.properties):
-            out.append(to_pb(m, queue_offset=first))
+            out.append(to_pb(m, queue_offset=first, queue_id=local_id))
     if len(out) > max_n:  # a record batch went past the limit: the next pull starts after the last one kept
         return out[:max_n], out[max_n - 1].system_properties.queue_offset + 1
     return out, read.next_offset
@@ -47,13 +52,14 @@ async def pull_message(ctx, req, send):
     topic, qid = _queue(app, req.message_queue)
     subscription = _filter(req.filter_expression)
     max_n = min(max(req.batch_size, 1), MAX_BATCH)
-    messages, next_offset = _pull(app, topic, qid, req.offset, max_n, subscription)
+    messages, next_offset = _pull(app, topic, qid, req.offset, max_n, subscription, req.message_queue.id)
     poll_s = min(_millis(req.long_polling_timeout) / 1000, MAX_POLL_S)
     if not messages and poll_s > 0:
         deadline = min(trio.current_time() + poll_s, ctx.call.deadline - DEADLINE_MARGIN)
         while not messages and (remaining := deadline - trio.current_time()) > 0:
             await app.arrivals.wait_any([(topic, qid)], remaining)
-            messages, next_offset = _pull(app, topic, qid, next_offset, max_n, subscription)
+            messages, next_offset = _pull(app, topic, qid, next_offset, max_n, subscription,
+                                          req.message_queue.id)
     if messages:
         await send(s.PullMessageResponse(status=ok()))
         for message in messages:

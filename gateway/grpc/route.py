@@ -88,6 +88,27 @@ def served_queues(app, topic: str) -> list[int] | None:
     return led
 
 
+def pulled_queue(app, topic: str, mq) -> int:
+    """The cluster queue id a PullMessage / UpdateOffset / GetOffset / QueryOffset means: in a
+    cluster its (broker, broker-local queue id) of the route, as the remoting side translates
+    (gateway.cluster.remoting_queues); unchanged for one gateway or a local topic. A broker the
+    cluster does not know answers BAD_REQUEST (the proxy's INVALID_BROKER_NAME); another live
+    gateway's broker, or no queue led here (or fenced), FORBIDDEN: nothing is forwarded, so the
+    client must ask that broker's endpoint of its (refreshed) route."""
+    if not clustered(app) or not app.ownership.assigned(topic):
+        return mq.id
+    node, name = app.ownership, mq.broker.name
+    if name != node.broker_name:
+        if name in {routes.broker_name(n) for n in node.live()}:
+            raise RpcError(Code.FORBIDDEN, f"{name}'s queues are served at its own endpoint, "
+                                           f"not {node.broker_name}'s; refresh the route")
+        raise RpcError(Code.BAD_REQUEST, f"cannot find broker {name!r}")
+    led = served_queues(app, topic)
+    if not 0 <= mq.id < len(led):
+        raise RpcError(Code.BAD_REQUEST, f"{name} leads {len(led)} queues of {topic}, not queue {mq.id}")
+    return led[mq.id]
+
+
 @rpc("QueryRoute")
 async def query_route(ctx, req):
     cfg = topic_config(ctx.app, req.topic.name)

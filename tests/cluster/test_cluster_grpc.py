@@ -4,7 +4,10 @@ in etcd, with broker-local queue ids; a send or receive at a gateway leading no 
 is refused FORBIDDEN (the SDK retries another queue of its route), while a receive naming another
 broker is served from the queues the gateway leads, as the RocketMQ proxy serves one naming a broker
 it does not know (checked against the 5.x proxy: "no new message", not a refusal); the stock Python
-SDK's producer spreads its sends over every gateway and one SimpleConsumer receives them all."""
+SDK's producer spreads its sends over every gateway and one SimpleConsumer receives them all.
+PullMessage / UpdateOffset / GetOffset / QueryOffset name the route's (broker, broker-local queue):
+each broker's local queue i is the i-th partition its gateway leads, and the offsets a group commits
+so are the Kafka group's offsets of those partitions."""
 from __future__ import annotations
 
 import collections
@@ -12,6 +15,7 @@ import os
 import sys
 
 import pytest
+from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import NODES, require_etcd, start_cluster
@@ -26,7 +30,7 @@ from rocketmq import FilterExpression, Producer, SimpleConsumer  # noqa: E402
 
 from gateway.grpc.common import Code, d, s  # noqa: E402
 
-TOPIC, SINGLE = "grpc-spread", "grpc-one"
+TOPIC, SINGLE, PULLED = "grpc-spread", "grpc-one", "grpc-pulled"
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
 
 
@@ -36,9 +40,10 @@ def three(tmp_path_factory):
     cluster = start_cluster(tmp_path_factory.mktemp("grpc-cluster"), NODES, gateway=GrpcGateway)
     try:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        for topic, count in ((TOPIC, 6), (SINGLE, 1)):
+        for topic, count in ((TOPIC, 6), (SINGLE, 1), (PULLED, 6)):
             admin.create_topics([NewTopic(topic, num_partitions=count, replication_factor=1)])[topic].result(10)
-        wait_for(lambda: sorted(led_by(cluster.gateways, TOPIC)) == list(NODES), 20, what="every gateway leading")
+        for topic in (TOPIC, PULLED):
+            wait_for(lambda: sorted(led_by(cluster.gateways, topic)) == list(NODES), 20, what="every gateway leading")
         yield cluster.gateways
     finally:
         cluster.stop()
@@ -122,3 +127,72 @@ def test_python_sdk_sends_over_every_gateway_and_one_simple_consumer_receives_al
     finally:
         consumer.shutdown()
         producer.shutdown()
+
+
+def queue(topic: str, broker: str, local: int):
+    return d.MessageQueue(topic=d.Resource(name=topic), id=local, broker=d.Broker(name=broker))
+
+
+def pull(gw, broker: str, local: int, offset: int = 0) -> tuple[list, list, int]:
+    """(status codes, (queue id, offset, body) of each message, next offset) of one PullMessage."""
+    answers = call(gw, "PullMessage", s.PullMessageRequest(
+        group=d.Resource(name="pull-g"), message_queue=queue(PULLED, broker, local), offset=offset,
+        batch_size=32, filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*")),
+        s.PullMessageResponse, stream=True)
+    codes = [a.status.code for a in answers if a.HasField("status")]
+    got = [(a.message.system_properties.queue_id, a.message.system_properties.queue_offset, a.message.body)
+           for a in answers if a.HasField("message")]
+    return codes, got, next((a.next_offset for a in answers if a.HasField("next_offset")), -1)
+
+
+def test_pull_and_offsets_name_the_routes_broker_local_queues(three):
+    gws = three
+    producer = KafkaProducer({"bootstrap.servers": ",".join(g.kafka_bootstrap for g in gws.values())})
+    for partition in range(6):
+        for i in range(partition + 1):  # partition p holds p+1 messages
+            producer.produce(PULLED, b"p%d-%d" % (partition, i), partition=partition)
+    assert producer.flush(20) == 0
+    led = led_by(gws, PULLED)
+    for n, g in gws.items():
+        broker = f"broker-{n}"
+        assert route(g, PULLED)[broker][0] == set(range(len(led[n])))
+        for local, partition in enumerate(led[n]):
+            codes, got, next_offset = pull(g, broker, local)
+            assert codes == [Code.OK]
+            assert got == [(local, i, b"p%d-%d" % (partition, i)) for i in range(partition + 1)]
+            assert next_offset == partition + 1
+            end = call(g, "QueryOffset", s.QueryOffsetRequest(message_queue=queue(PULLED, broker, local),
+                       query_offset_policy=d.QueryOffsetPolicy.END), s.QueryOffsetResponse)
+            assert (end.status.code, end.offset) == (Code.OK, partition + 1)
+            update = call(g, "UpdateOffset", s.UpdateOffsetRequest(
+                group=d.Resource(name="pull-g"), message_queue=queue(PULLED, broker, local), offset=partition),
+                s.UpdateOffsetResponse)
+            assert update.status.code == Code.OK, update.status
+            got_offset = call(g, "GetOffset", s.GetOffsetRequest(
+                group=d.Resource(name="pull-g"), message_queue=queue(PULLED, broker, local)), s.GetOffsetResponse)
+            assert (got_offset.status.code, got_offset.offset) == (Code.OK, partition)
+    # the commits are the Kafka group's offsets of the partitions each broker leads
+    c = Consumer({"bootstrap.servers": ",".join(g.kafka_bootstrap for g in gws.values()), "group.id": "pull-g"})
+    try:
+        want = {p: p for p in range(6)}
+        assert wait_for(lambda: {tp.partition: tp.offset for tp in c.committed(
+            [TopicPartition(PULLED, p) for p in range(6)], timeout=10)} == want or None, what="group offsets")
+    finally:
+        c.close()
+
+
+def test_pull_naming_another_or_an_unknown_broker_or_queue_is_refused(three):
+    gws = three
+    for broker, local, code in (("broker-2", 0, Code.FORBIDDEN), ("broker-9", 0, Code.BAD_REQUEST),
+                                ("broker-1", 2, Code.BAD_REQUEST)):
+        assert pull(gws[1], broker, local)[0] == [code]
+        for method, request, answer in (
+                ("GetOffset", s.GetOffsetRequest(group=d.Resource(name="pull-g"),
+                                                 message_queue=queue(PULLED, broker, local)), s.GetOffsetResponse),
+                ("QueryOffset", s.QueryOffsetRequest(message_queue=queue(PULLED, broker, local),
+                                                     query_offset_policy=d.QueryOffsetPolicy.END),
+                 s.QueryOffsetResponse),
+                ("UpdateOffset", s.UpdateOffsetRequest(group=d.Resource(name="pull-g"), offset=1,
+                                                       message_queue=queue(PULLED, broker, local)),
+                 s.UpdateOffsetResponse)):
+            assert call(gws[1], method, request, answer).status.code == code, (method, broker, local)
