@@ -139,7 +139,8 @@ def main(words: list[str]) -> int:
                                        share_topic_tests.test_share_fetch_needs_read_on_the_topic,
                                        share_topic_tests.test_share_group_offsets_need_read_on_the_topic,
                                        streams_tests.test_streams_heartbeat_needs_read_on_the_group_and_describe_on_the_topics,
-                                       streams_tests.test_streams_describe_needs_describe_on_the_group_and_its_topics)]
+                                       streams_tests.test_streams_describe_needs_describe_on_the_group_and_its_topics,
+                                       streams_tests.test_streams_heartbeat_creates_internal_topics_with_create_on_them)]
         if words:
             checks = [c for c in checks if any(w in c[0].__module__ + "." + c[0].__name__ for w in words)]
         for fn, args in checks:
