@@ -183,6 +183,7 @@ class StreamsGroups(ReconcilingGroups):
         self.partition_count = partition_count
         self.topic_names = topic_names
         self.create_topic = create_topic
+        self.create_denied = lambda names: []  # the gateway's CREATE check (names -> the refused ones)
 
     def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
         group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
@@ -306,15 +307,22 @@ class StreamsGroups(ReconcilingGroups):
                 statuses.append((MISSING_SOURCE_TOPICS, f"Source topics {', '.join(sorted(cfg.missing))} are missing."))
             else:
                 uncreated, wrong = [], []
+                absent = [name for name in sorted(cfg.internal) if self.partition_count(name) == 0]
+                denied = self.create_denied(absent) if absent else []
+                if denied:  # none is created; Kafka's words
+                    statuses.append((MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {', '.join(absent)}; "
+                                     f"Unauthorized to CREATE on topics {', '.join(denied)}."))
                 for name, (n, configs) in sorted(cfg.internal.items()):
                     have = self.partition_count(name)
-                    if have == 0:
+                    if have == 0 and denied:
+                        uncreated.append(name)
+                    elif have == 0:
                         why = self.create_topic(name, n, configs)
                         if why:
                             uncreated.append(f"{name} ({why})")
                     elif have != n:
                         wrong.append(f"{name} has {have} partitions, expected {n}")
-                if uncreated:
+                if uncreated and not denied:
                     statuses.append((MISSING_INTERNAL_TOPICS, f"Internal topics are missing: {'; '.join(uncreated)}"))
                 if wrong:
                     statuses.append((INCORRECTLY_PARTITIONED_TOPICS, "; ".join(wrong)))

@@ -8,7 +8,8 @@ With `--authorizer acl`, `guarded(api_key, fn, ctx)` runs a handler with Kafka's
   for the denied ones to its answer;
 - listings (ListGroups, OffsetFetch of all topics, DescribeGroups, DescribeConfigs, FindCoordinator
   v4) are filtered or marked after the handler ran; Metadata filters itself (metadata.py);
-- DescribeLogDirs, DescribeProducers, DescribeTransactions and ListTransactions: access_admin.py.
+- DescribeLogDirs, DescribeProducers, DescribeTransactions and ListTransactions: access_admin.py;
+  the share-group APIs: access_share.py; the streams-group APIs: access_streams.py.
 An API with no rule here (one added later) is served to principals with ALTER on the cluster only;
 others get their connection closed (`Refused`), never an unchecked answer.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import gateway.kafka.access_admin as access_admin
 import gateway.kafka.access_share as access_share
+import gateway.kafka.access_streams as access_streams
 import gateway.kafka.authz as authz
 from gateway.kafka.authz import NONE
 from security.acl import Operation as Op, ResourceType as Res
@@ -256,6 +258,8 @@ async def guarded(key: int, fn, ctx):
         return await access_admin.guarded(key, fn, ctx)
     if key in access_share.KEYS:
         return await access_share.guarded(key, fn, ctx)
+    if key in access_streams.KEYS:
+        return await access_streams.guarded(key, fn, ctx)
     if key in (33, 44):
         return await _alter_configs(ctx, fn)
     if key in SPLITS:

@@ -4,6 +4,7 @@ create the application's internal topics during a heartbeat; a cluster publishes
 answer, as CreateTopics does."""
 from __future__ import annotations
 
+import gateway.kafka.access_streams as access_streams
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.consumer_groups import describe_groups
@@ -26,7 +27,12 @@ async def streams_group_heartbeat(ctx: RequestContext):
             or group_id in state.share_groups.groups:  # one protocol per group id
         return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} is not a streams "
                 "group.", "member_id": ctx.request["member_id"], "member_epoch": 0}
-    resp = state.streams_groups.heartbeat(ctx.request, ctx.client_id, "/" + ctx.peer_host)
+    if getattr(ctx.app, "security", None) is not None:
+        state.streams_groups.create_denied = access_streams.create_denied(ctx)
+    try:
+        resp = state.streams_groups.heartbeat(ctx.request, ctx.client_id, "/" + ctx.peer_host)
+    finally:
+        state.streams_groups.create_denied = lambda names: []
     if state.streams_created:
         created, state.streams_created = state.streams_created, []
         await ctx.app.ownership.published(created)

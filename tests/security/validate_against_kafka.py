@@ -28,6 +28,7 @@ from tests.security import test_kafka_admin_describe_acl as describe_tests
 from tests.security import test_kafka_java_sasl_ssl as java_tests
 from tests.security import test_kafka_share_acl as share_tests
 from tests.security import test_kafka_share_topic_acl as share_topic_tests
+from tests.security import test_kafka_streams_acl as streams_tests
 from tests.security import test_kafka_matrix_cells as cells
 from tests.security import test_kafka_sasl_ssl as tests
 from tests.security.certs import make_certs
@@ -137,7 +138,10 @@ def main(words: list[str]) -> int:
                                        share_tests.test_share_group_admin_needs_describe_and_delete_on_the_group,
                                        share_topic_tests.test_share_consumer_needs_describe_on_subscribed_topics,
                                        share_topic_tests.test_share_fetch_needs_read_on_the_topic,
-                                       share_topic_tests.test_share_group_offsets_need_read_on_the_topic)]
+                                       share_topic_tests.test_share_group_offsets_need_read_on_the_topic,
+                                       streams_tests.test_streams_heartbeat_needs_read_on_the_group_and_describe_on_the_topics,
+                                       streams_tests.test_streams_describe_needs_describe_on_the_group_and_its_topics,
+                                       streams_tests.test_streams_heartbeat_creates_internal_topics_with_create_on_them)]
         if words:
             checks = [c for c in checks if any(w in c[0].__module__ + "." + c[0].__name__ for w in words)]
         for fn, args in checks:
