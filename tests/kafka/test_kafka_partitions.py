@@ -178,7 +178,7 @@ def _acl_ctx(tmp_path, principal: str, request: dict, version: int = 0):
                                       Permission.ALLOW)])
     store = types.SimpleNamespace(topics=types.SimpleNamespace(
         names=lambda: ["hidden", "seen"], get=lambda n: types.SimpleNamespace(read_queues=1, write_queues=1)
-        if n in ("hidden", "seen") else None, submission=3))
+        if n in ("hidden", "seen") else None, data_version={"counter": 3, "timestamp": 0}))
     app = types.SimpleNamespace(security=sec, ownership=SINGLE_NODE, store=store,
                                 config=types.SimpleNamespace(advertised="127.0.0.1"))
     return RequestContext(app, version, request, "c", "10.0.0.1", 9092, principal)
