@@ -106,7 +106,8 @@ def test_describe_scram_credentials_of_unknown_and_repeated_users(target):
     answer = target.raw().call(50, 0, {"users": [{"name": "q-twice"}, {"name": "q-twice"}, {"name": "q-none"}]})
     assert (answer["error_code"], answer["error_message"]) == (0, "")
     # Kafka answers in its HashMap's order: compared as a set
-    assert sorted((r["user"], r["error_code"], r["error_message"], r["credential_infos"]) for r in answer["results"]) == [
+    results = answer["results"]
+    assert sorted((r["user"], r["error_code"], r["error_message"], r["credential_infos"]) for r in results) == [
         ("q-none", 91, "Attempt to describe a user credential that does not exist: q-none", []),
         ("q-twice", 92, "Cannot describe SCRAM credentials for the same user twice in a single request: q-twice", [])]
 
