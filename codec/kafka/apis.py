@@ -978,7 +978,7 @@ DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1"
     F("entries", [
         F("entity", [F("entity_type", "str"), F("entity_name", "str", nullable="0+")]),
         F("values", [F("key", "str"), F("value", "f64")]),
-    ], nullable="0+"),
+    ], nullable="0+", default=NULL),
 ])
 
 ALTER_CLIENT_QUOTAS = Api(key=49, name="AlterClientQuotas", versions="0-1", flexible="1+", request=[

@@ -3,7 +3,8 @@ users` work): CreateAcls (30), DescribeAcls (29), DeleteAcls (31) on `security.a
 DescribeUserScramCredentials (50), AlterUserScramCredentials (51) on `security.credentials`.
 
 As Kafka: changing ACLs needs ALTER on the cluster, reading them DESCRIBE; users likewise; without
-`--authorizer acl` the ACL APIs answer SECURITY_DISABLED.
+`--authorizer acl` the ACL APIs and AlterUserScramCredentials answer SECURITY_DISABLED, while
+DescribeUserScramCredentials answers as Kafka without SASL users: no user has credentials.
 """
 from __future__ import annotations
 
@@ -104,26 +105,37 @@ async def delete_acls(ctx: RequestContext):
     return {"filter_results": results}
 
 
+def _credential_infos(store, name: str) -> list[dict]:
+    if store is None:
+        return []
+    return [{"mechanism": CODE_OF[m], "iterations": i} for m, i in store.describe(name) if m in CODE_OF]
+
+
 @handler(apis.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def describe_user_scram_credentials(ctx: RequestContext):
-    refused = _refused(ctx, Operation.DESCRIBE)
-    if refused:
-        return {"error_code": refused[0], "error_message": refused[1], "results": []}
-    store = ctx.app.security.credentials
+    """As Kafka 4.3: without --authorizer acl no user has credentials but nothing is refused (so
+    `kafka-configs --describe --entity-type users` works); a user named twice is refused alone."""
+    security = ctx.app.security
+    if security is not None:
+        security.refresh()
+        if authz.cluster_error(ctx, Operation.DESCRIBE):
+            return {"error_code": authz.CLUSTER_AUTHORIZATION_FAILED,
+                    "error_message": "Cluster authorization failed.", "results": []}
+    store = security.credentials if security is not None else None
     users = ctx.request["users"]
-    names = store.users() if not users else [u["name"] for u in users]
-    if len(set(names)) != len(names):
-        return {"error_code": DUPLICATE_RESOURCE, "error_message": "a user is named twice", "results": []}
+    names = [u["name"] for u in users] if users else (store.users() if store is not None else [])
     results = []
-    for name in names:
-        infos = [{"mechanism": CODE_OF[m], "iterations": i} for m, i in store.describe(name) if m in CODE_OF]
-        if infos:
-            results.append({"user": name, "error_code": 0, "error_message": None, "credential_infos": infos})
+    for name in dict.fromkeys(names):
+        infos = _credential_infos(store, name)
+        if names.count(name) > 1:
+            code, message, infos = DUPLICATE_RESOURCE, (
+                f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"), []
+        elif infos:
+            code, message = 0, ""
         else:
-            results.append({"user": name, "error_code": RESOURCE_NOT_FOUND,
-                            "error_message": f"Attempt to describe a user credential that does not exist: {name}",
-                            "credential_infos": []})
-    return {"error_code": 0, "error_message": None, "results": results}
+            code, message = RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}"
+        results.append({"user": name, "error_code": code, "error_message": message, "credential_infos": infos})
+    return {"error_code": 0, "error_message": "", "results": results}
 
 
 @handler(apis.ALTER_USER_SCRAM_CREDENTIALS)

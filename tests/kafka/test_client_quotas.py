@@ -88,7 +88,28 @@ def test_describe_refusals_as_kafka(target, components, code, message):
             "strict": False}
     answer = target.raw().call(48, 1, body)
     assert (answer["error_code"], answer["error_message"]) == (code, message)
-    assert not answer["entries"]  # Kafka: null; the gateway's codec writes a missing array as empty
+    assert answer["entries"] is None  # as Kafka: null, not an empty list
+
+
+def test_kafka_configs_describes_users_without_sasl(target):
+    """`--entity-type users` also asks for SCRAM credentials: without SASL users Kafka (and the
+    gateway without --authorizer acl) answers that none exist, so the tool prints only the quotas."""
+    user, unknown = _name("qu"), _name("nobody")
+    _set(target, "users", user, "producer_byte_rate", 4096)
+    line = f"Quota configs for user-principal '{user}' are producer_byte_rate=4096.0\n"
+    assert line in _describe(target, "--entity-type", "users")
+    assert _describe(target, "--entity-type", "users", "--entity-name", user) == line
+    assert _describe(target, "--entity-type", "users", "--entity-name", unknown) == ""
+
+
+def test_describe_scram_credentials_of_unknown_and_repeated_users(target):
+    answer = target.raw().call(50, 0, {"users": [{"name": "q-twice"}, {"name": "q-twice"}, {"name": "q-none"}]})
+    assert (answer["error_code"], answer["error_message"]) == (0, "")
+    # Kafka answers in its HashMap's order: compared as a set
+    results = answer["results"]
+    assert sorted((r["user"], r["error_code"], r["error_message"], r["credential_infos"]) for r in results) == [
+        ("q-none", 91, "Attempt to describe a user credential that does not exist: q-none", []),
+        ("q-twice", 92, "Cannot describe SCRAM credentials for the same user twice in a single request: q-twice", [])]
 
 
 def _topic(target) -> str:
