@@ -179,13 +179,16 @@ class StreamsGroups(ReconcilingGroups):
     """`partition_count(topic) -> int` (0: no such topic), `topic_names() -> list` (what a source
     regex may match) and `create_topic(name, partitions, configs) -> str | None` (why it could
     not be created, or None) are how the coordinator sees and makes topics; `configs` holds the
-    per-group `streams.*` configs."""
+    per-group `streams.*` configs (without it, an in-memory store whose standby default is
+    `standby_replicas`, the broker's group.streams.num.standby.replicas)."""
 
     kind = "streams group"
 
-    def __init__(self, partition_count, topic_names, create_topic, configs: GroupConfigs | None = None) -> None:
+    def __init__(self, partition_count, topic_names, create_topic, configs: GroupConfigs | None = None,
+                 standby_replicas: int = 0) -> None:
         super().__init__()
-        self.configs = configs if configs is not None else GroupConfigs()
+        self.configs = configs if configs is not None else GroupConfigs(
+            defaults={"streams.num.standby.replicas": str(standby_replicas)})
         self.partition_count = partition_count
         self.topic_names = topic_names
         self.create_topic = create_topic
