@@ -26,8 +26,6 @@ from semantics.kafka_consumer_groups import MemberGroups, heartbeat_error
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
 GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_CONFIG = 69, 68, 40
 LEAVE = -1
-SESSION_MS = 45_000  # group.share.session.timeout.ms
-HEARTBEAT_MS = 5_000  # group.share.heartbeat.interval.ms
 ASSIGNOR = "simple"
 
 
