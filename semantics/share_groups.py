@@ -20,7 +20,7 @@ import dataclasses
 
 import trio
 
-from semantics.group_configs import CONFIGS, GroupConfigs  # noqa: F401 (CONFIGS: re-exported)
+from semantics.group_configs import GroupConfigs
 from semantics.kafka_consumer_groups import MemberGroups, heartbeat_error
 
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
