@@ -9,10 +9,13 @@ Missing internal topics are created through `create_topic` with the topology's c
 compacted); missing source topics leave the group without tasks, reported in the heartbeat status,
 as Kafka does. Tasks are `{subtopology id: set of partitions}` and go through the consumer
 coordinator's sticky uniform assignment and reconciliation (`ReconcilingGroups`): a task is not
-given to a member while another still reports owning it. With `standby_replicas` (Kafka's
-`group.streams.num.standby.replicas`, default 0) each stateful active task also gets that many standby
-tasks on other members, preferring members of another process; a member is never given a task as standby
-while it still owns it as active. No warm-up tasks are assigned.
+given to a member while another still reports owning it. With the group config
+`streams.num.standby.replicas` (default: the broker's `group.streams.num.standby.replicas`, 0) each
+stateful active task also gets that many standby tasks on other members, preferring members of another
+process; a member is never given a task as standby while it still owns it as active. No warm-up tasks
+are assigned. The group configs `streams.heartbeat.interval.ms` (the interval a heartbeat answer gives)
+and `streams.session.timeout.ms` (when a silent member is dropped) are read per group too
+(`semantics.group_configs`).
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ import re
 
 import trio
 
-from semantics.kafka_consumer_groups import (FENCED_MEMBER_EPOCH, HEARTBEAT_MS, INVALID_REQUEST, LEAVE, NONE,
+from semantics.group_configs import GroupConfigs
+from semantics.kafka_consumer_groups import (FENCED_MEMBER_EPOCH, INVALID_REQUEST, LEAVE, NONE,
                                              STATIC_LEAVE, UNKNOWN_MEMBER_ID, Group, Member, ReconcilingGroups,
                                              _as_pairs, _owned, compute_target)
 
@@ -57,6 +61,7 @@ class StreamsGroup(Group):
     shutdown: bool = False
     endpoints: list = dataclasses.field(default_factory=list)  # PartitionsByUserEndpoint last computed
     endpoint_epoch: int = 0
+    standby_replicas: int = 0  # the streams.num.standby.replicas its standby target was computed with
 
     @property
     def assignor(self) -> str:
@@ -173,13 +178,17 @@ def _heartbeat_error(code: int, message: str) -> dict:
 class StreamsGroups(ReconcilingGroups):
     """`partition_count(topic) -> int` (0: no such topic), `topic_names() -> list` (what a source
     regex may match) and `create_topic(name, partitions, configs) -> str | None` (why it could
-    not be created, or None) are how the coordinator sees and makes topics."""
+    not be created, or None) are how the coordinator sees and makes topics; `configs` holds the
+    per-group `streams.*` configs (without it, an in-memory store whose standby default is
+    `standby_replicas`, the broker's group.streams.num.standby.replicas)."""
 
     kind = "streams group"
 
-    def __init__(self, partition_count, topic_names, create_topic, standby_replicas: int = 0) -> None:
+    def __init__(self, partition_count, topic_names, create_topic, configs: GroupConfigs | None = None,
+                 standby_replicas: int = 0) -> None:
         super().__init__()
-        self.standby_replicas = standby_replicas
+        self.configs = configs if configs is not None else GroupConfigs(
+            defaults={"streams.num.standby.replicas": str(standby_replicas)})
         self.partition_count = partition_count
         self.topic_names = topic_names
         self.create_topic = create_topic
@@ -242,7 +251,8 @@ class StreamsGroups(ReconcilingGroups):
                                              f"group's ({g.topology_epoch})."))
         self._refresh_endpoints(g)
         return {"error_code": NONE, "member_id": member_id, "member_epoch": m.epoch,
-                "heartbeat_interval_ms": HEARTBEAT_MS, "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
+                "heartbeat_interval_ms": self.configs.get_int(group_id, "streams.heartbeat.interval.ms"),
+                "acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG,
                 "task_offset_interval_ms": TASK_OFFSET_INTERVAL_MS,
                 "status": [{"status_code": c, "status_detail": d} for c, d in statuses],
                 "active_tasks": task_list(m.assigned) if send else None,
@@ -250,6 +260,11 @@ class StreamsGroups(ReconcilingGroups):
                 "endpoint_information_epoch": g.endpoint_epoch,
                 "partitions_by_user_endpoint": g.endpoints if req["endpoint_information_epoch"] != g.endpoint_epoch
                 else None}
+
+    def expired(self, g: StreamsGroup, m: StreamsMember, now: float) -> bool:
+        """Silent past the group's streams.session.timeout.ms, or kept revoked tasks past its rebalance timeout."""
+        session_s = self.configs.get_int(g.group_id, "streams.session.timeout.ms") / 1000
+        return now - m.last_seen > session_s or bool(m.revoking and now > m.revoke_deadline)
 
     def _join(self, g: StreamsGroup, req: dict, client_id: str, client_host: str):
         """The new member (epoch 0), or an error answer."""
@@ -338,10 +353,14 @@ class StreamsGroups(ReconcilingGroups):
             g.epoch += 1
         for m in g.members.values():
             m.topics = sorted(tasks)  # every member runs the one topology: any task may go anywhere
+        replicas = self.configs.get_int(g.group_id, "streams.num.standby.replicas")
         if g.epoch > g.assignment_epoch:
             g.target = compute_target(g, tasks)
-            g.standby_target = standby_target(g, self.standby_replicas)
             g.assignment_epoch = g.epoch
+            g.standby_replicas = -1
+        if replicas != g.standby_replicas:  # a new target, or the config changed: the standbys follow
+            g.standby_target = standby_target(g, replicas)
+            g.standby_replicas = replicas
 
     def _refresh_endpoints(self, g: StreamsGroup) -> None:
         """PartitionsByUserEndpoint (interactive queries): the input partitions each endpoint's active

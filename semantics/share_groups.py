@@ -10,8 +10,9 @@ the group epoch; a member's epoch is the group epoch it last received. Members w
 out are removed (their leases are left to run out, as Kafka does for a member that vanished).
 
 Group configs (`share.record.lock.duration.ms`, `share.delivery.count.limit`,
-`share.auto.offset.reset`, `share.isolation.level`, ...) and the known share-group ids are kept in
-`config/shareGroupConfigs.json`; configs change by IncrementalAlterConfigs on the GROUP resource.
+`share.auto.offset.reset`, `share.isolation.level`, ...) live in `semantics.group_configs` (shared
+with the streams groups), which also keeps the known share-group ids; configs change by
+IncrementalAlterConfigs on the GROUP resource.
 """
 from __future__ import annotations
 
@@ -19,47 +20,13 @@ import dataclasses
 
 import trio
 
+from semantics.group_configs import GroupConfigs
 from semantics.kafka_consumer_groups import MemberGroups, heartbeat_error
 
 NONE, INVALID_REQUEST, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 0, 42, 25, 110
 GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_CONFIG = 69, 68, 40
 LEAVE = -1
-SESSION_MS = 45_000  # group.share.session.timeout.ms
-HEARTBEAT_MS = 5_000  # group.share.heartbeat.interval.ms
 ASSIGNOR = "simple"
-CONFIG_FILE = "shareGroupConfigs.json"
-
-def _int_in(lo: int, hi: int):
-    def check(value: str) -> str | None:
-        try:
-            n = int(value)
-        except ValueError:
-            return "must be an integer"
-        return None if lo <= n <= hi else f"must be in [{lo}, {hi}]"
-    return check
-
-
-def _one_of(*allowed: str):
-    return lambda value: None if value in allowed else f"must be one of {', '.join(allowed)}"
-
-
-def _offset_reset(value: str) -> str | None:
-    if value in ("earliest", "latest") or value.startswith("by_duration:"):
-        return None
-    return "must be earliest, latest or by_duration:<ISO8601 duration>"
-
-
-# name -> (default, broker synonym, checker of a value: None when fine, else why not); the bounds
-# are Kafka's (GroupConfig with the broker's group.share.min/max.* defaults)
-CONFIGS = {
-    "share.auto.offset.reset": ("latest", "group.share.auto.offset.reset", _offset_reset),
-    "share.delivery.count.limit": ("5", "group.share.delivery.count.limit", _int_in(2, 10)),
-    "share.heartbeat.interval.ms": (str(HEARTBEAT_MS), "group.share.heartbeat.interval.ms", _int_in(5000, 15000)),
-    "share.isolation.level": ("read_uncommitted", "group.share.isolation.level",
-                              _one_of("read_committed", "read_uncommitted")),
-    "share.record.lock.duration.ms": ("30000", "group.share.record.lock.duration.ms", _int_in(15000, 60000)),
-    "share.session.timeout.ms": (str(SESSION_MS), "group.share.session.timeout.ms", _int_in(45000, 60000)),
-}
 
 
 @dataclasses.dataclass
@@ -113,47 +80,33 @@ class ShareGroups(MemberGroups):
 
     kind = "share group"
 
-    def __init__(self, partition_count, store=None, on_leave=None) -> None:
+    def __init__(self, partition_count, store=None, on_leave=None, configs: GroupConfigs | None = None) -> None:
         super().__init__()
         self.partition_count = partition_count
-        self.store = store
         self.on_leave = on_leave
-        doc = (store.read_config(CONFIG_FILE, {}) or {}) if store else {}
-        self.configs: dict[str, dict[str, str]] = doc.get("configs", {})
-        for group_id in doc.get("groups", ()):  # known across restarts (empty until members come back)
+        self.group_configs = configs if configs is not None else GroupConfigs(store)
+        for group_id in self.group_configs.share_groups:  # known across restarts (empty until members come back)
             self.groups[group_id] = ShareGroup(group_id)
 
     # ---- configs --------------------------------------------------------------------------
+    @property
+    def configs(self) -> dict[str, dict[str, str]]:
+        """group id -> the configs set on it (every group's: the store is shared with streams groups)."""
+        return self.group_configs.values
+
     def config(self, group_id: str, name: str) -> str:
-        return self.configs.get(group_id, {}).get(name, CONFIGS[name][0])
+        return self.group_configs.get(group_id, name)
 
     def int_config(self, group_id: str, name: str) -> int:
-        return int(self.config(group_id, name))
+        return self.group_configs.get_int(group_id, name)
 
     def alter_configs(self, group_id: str, ops: list[tuple[str, int, str | None]], validate_only: bool) -> str | None:
         """(name, operation 0 set / 1 delete, value) changes; returns why they are refused, or None."""
-        current = dict(self.configs.get(group_id, {}))
-        for name, op, value in ops:
-            if name not in CONFIGS:
-                return f"Unknown group config name: {name}"
-            if op == 1:
-                current.pop(name, None)
-            elif op == 0 and value is not None:
-                why = CONFIGS[name][2](value.strip())
-                if why:
-                    return f"Invalid value {value} for configuration {name}: {why}"
-                current[name] = value.strip()
-            else:
-                return f"Unsupported operation {op} for {name}"
-        if not validate_only:
-            self.configs[group_id] = current
-            self._persist()
-        return None
+        return self.group_configs.alter(group_id, ops, validate_only)
 
     def _persist(self) -> None:
-        if self.store is not None:
-            self.store.write_config(CONFIG_FILE, {"groups": sorted(self.groups),
-                                                  "configs": {g: c for g, c in self.configs.items() if c}})
+        self.group_configs.share_groups = sorted(self.groups)
+        self.group_configs.persist()
 
     # ---- membership -----------------------------------------------------------------------
     def expired(self, g: ShareGroup, m: Member, now: float) -> bool:
@@ -219,7 +172,8 @@ class ShareGroups(MemberGroups):
 
     def known(self) -> list[str]:
         """Every share group id this gateway knows (from a heartbeat or a config), live or not."""
-        return sorted(set(self.groups) | set(self.configs))
+        with_share_configs = {g for g, c in self.configs.items() if any(n.startswith("share.") for n in c)}
+        return sorted(set(self.groups) | with_share_configs)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         g = self.groups.get(group_id)

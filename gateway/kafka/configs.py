@@ -4,7 +4,8 @@ Topic configs live in the topic's `TopicConfig.attributes` (validated by `semant
 attributes that are not Kafka topic configs (a view's `filter.*`, RocketMQ's own) are reported
 read-only and cannot be altered. The broker's and consumer groups' configs are the gateway's
 start-up settings: described, never changed at run time (docs/mapping.md); share-group configs
-(`share.*`, `gateway.kafka.share_configs`) are per group and can be altered.
+and streams-group configs (`share.*`, `streams.*`: `gateway.kafka.share_configs`) are per group and
+can be altered.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from codec.kafka import apis
 from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
 from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
-from gateway.kafka.share_configs import alter_share_configs, share_config_entries
+from gateway.kafka.share_configs import alter_share_configs, is_group_config, share_config_entries
 from semantics import topic_configs as tc
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
@@ -194,7 +195,7 @@ def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: 
                                            "(the gateway's settings are fixed at start)"
         return errors.NONE, None
     if rtype == RESOURCE_GROUP:
-        if ops and all(n.startswith("share.") for n, _, _ in ops):  # KIP-932 share-group configs
+        if ops and all(is_group_config(n) for n, _, _ in ops):  # KIP-932 share, KIP-1071 streams configs
             return alter_share_configs(app, name, ops, validate_only)
         return errors.INVALID_REQUEST, "Group configs cannot be changed on this gateway"
     return errors.INVALID_REQUEST, f"Unknown resource type {rtype}"

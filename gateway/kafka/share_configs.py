@@ -1,32 +1,41 @@
-"""Share-group configs on the GROUP config resource (`semantics.share_groups.CONFIGS`): described
-with their group value (source GROUP_CONFIG) or default, altered by IncrementalAlterConfigs."""
+"""Per-group configs on the GROUP config resource (`semantics.group_configs.CONFIGS`: KIP-932
+`share.*`, KIP-1071 `streams.*`): described with their group value (source GROUP_CONFIG) or the
+broker's default, altered by IncrementalAlterConfigs."""
 from __future__ import annotations
 
 import gateway.kafka.errors as errors
 from gateway.kafka.state import kafka_state
 from semantics import topic_configs as tc
-from semantics.share_groups import CONFIGS
+from semantics.group_configs import CONFIGS, STRINGS
 
 SOURCE_GROUP = 8  # Kafka's ConfigSource GROUP_CONFIG
-STRINGS = ("share.auto.offset.reset", "share.isolation.level")
+PREFIXES = ("share.", "streams.")
 
 
 def share_config_entries(app, group: str) -> list[tc.Entry]:
-    sg = kafka_state(app).share_groups
-    own = sg.configs.get(group, {})
+    """The share and streams configs of `group`; a default the gateway's flags changed is the
+    broker's static config."""
+    store = kafka_state(app).group_configs
+    own = store.values.get(group, {})
     out = []
-    for name, (default, synonym, _) in CONFIGS.items():
+    for name, (kafka_default, synonym, _) in CONFIGS.items():
         ctype = tc.STRING if name in STRINGS else tc.INT
+        default = store.defaults[name]
+        source = tc.SOURCE_DEFAULT if default == kafka_default else tc.SOURCE_STATIC_BROKER
         if name in own:
             out.append(tc.Entry(name, own[name], SOURCE_GROUP, ctype, False,
-                                ((name, own[name], SOURCE_GROUP), (synonym, default, tc.SOURCE_DEFAULT))))
+                                ((name, own[name], SOURCE_GROUP), (synonym, default, source))))
         else:
-            out.append(tc.Entry(name, default, tc.SOURCE_DEFAULT, ctype, False, ((synonym, default, tc.SOURCE_DEFAULT),)))
+            out.append(tc.Entry(name, default, source, ctype, False, ((synonym, default, source),)))
     return out
+
+
+def is_group_config(name: str) -> bool:
+    return name.startswith(PREFIXES)
 
 
 def alter_share_configs(app, group: str, ops: list, validate_only: bool) -> tuple[int, str | None]:
     if not group:
         return errors.INVALID_REQUEST, "Group name must not be empty"
-    why = kafka_state(app).share_groups.alter_configs(group, ops, validate_only)
+    why = kafka_state(app).group_configs.alter(group, ops, validate_only)
     return (errors.INVALID_CONFIG, why) if why else (errors.NONE, None)

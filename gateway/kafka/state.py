@@ -9,6 +9,7 @@ from semantics import topic_configs, transactions
 from semantics.kafka_consumer_groups import ConsumerGroups
 from semantics.kafka_groups import Coordinator
 from semantics.kafka_streams_groups import StreamsGroups
+from semantics.group_configs import GroupConfigs
 from semantics.share_groups import ShareGroups
 from semantics.share_partitions import SharePartitions
 from semantics.producer_state import ProducerState, TransactionalProducers
@@ -38,8 +39,10 @@ class KafkaState:
 
         self.consumer_groups = ConsumerGroups(partition_count, regex_candidates)  # KIP-848 groups
         # KIP-932 share groups: the coordinator, and the share partitions on the app's pop engine
-        self.share_groups = ShareGroups(partition_count, app.store,
-                                        on_leave=lambda group, member: self.shares.forget_member(group, member))
+        self.group_configs = GroupConfigs(app.store, {  # share.* and streams.* group configs, one store
+            "streams.num.standby.replicas": str(app.config.streams_num_standby_replicas)})
+        self.share_groups = ShareGroups(partition_count, on_leave=lambda group, member: self.shares.forget_member(
+            group, member), configs=self.group_configs)
         self.shares = SharePartitions(app.pop, self.share_groups)
         self.streams_created: list[str] = []  # internal topics the streams coordinator made (to publish)
 
@@ -56,7 +59,7 @@ class KafkaState:
             return why
 
         self.streams_groups = StreamsGroups(partition_count, regex_candidates, create_internal_topic,  # KIP-1071
-                                            app.config.streams_num_standby_replicas)
+                                            self.group_configs)
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)

@@ -9,13 +9,13 @@ import uuid
 
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 import pytest
-from gateway_process import GatewayProcess
-from kafka_target import REFERENCE, Target, eventually, target  # noqa: F401 (fixture)
+from kafka_target import eventually, target  # noqa: F401 (fixture)
 
 from compat.jvm import run_tool
 
-HEARTBEAT, DESCRIBE, LIST_GROUPS = 88, 89, 16
-NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH, GROUP_ID_NOT_FOUND = 0, 42, 25, 110, 69
+HEARTBEAT, DESCRIBE, LIST_GROUPS, ALTER_CONFIGS, DESCRIBE_CONFIGS, FIND_COORDINATOR = 88, 89, 16, 44, 32, 10
+NONE, INVALID_REQUEST, UNKNOWN_MEMBER, FENCED_EPOCH, GROUP_ID_NOT_FOUND, INVALID_CONFIG = 0, 42, 25, 110, 69, 40
+GROUP_RESOURCE, DEFAULT_SOURCE, GROUP_SOURCE = 32, 5, 8  # ConfigResource GROUP; ConfigSource DEFAULT / GROUP
 MISSING_SOURCE_TOPICS = 1
 
 
@@ -67,8 +67,15 @@ def _source(target, partitions: int = 4) -> str:
     return name
 
 
+def _coordinator(raw, group: str) -> None:
+    """FindCoordinator until it answers (on a fresh Kafka it creates the offsets topic first)."""
+    r = raw.call(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+    assert r["coordinators"][0]["error_code"] == NONE, r
+
+
 def _join_until_tasks(raw, group, member, topology) -> dict:
     """Join, then heartbeat until tasks come (Kafka creates the internal topics asynchronously)."""
+    eventually(lambda: _coordinator(raw, group))
     r = _heartbeat(raw, group, member, 0, topology)
     assert r["error_code"] == NONE, r
     deadline = time.monotonic() + 30
@@ -184,26 +191,75 @@ def test_kafka_streams_groups_tool_lists_and_describes(target, tmp_path):
     assert lines[0][4].replace(" ", "").startswith("ACTIVE:0:[0,1,2,3];1:[0,1,2,3];"), lines
 
 
-@pytest.fixture(scope="module")
-def standby_target(tmp_path_factory):
-    """A gateway with `--streams-num-standby-replicas 1`; against Kafka the test sets the group config."""
-    if REFERENCE:
-        yield Target(REFERENCE, None)
-        return
-    g = GatewayProcess(str(tmp_path_factory.mktemp("standby") / "data"),
-                       extra_args=["--streams-num-standby-replicas", "1"]).start()
-    yield Target(g.kafka_bootstrap, g)
-    g.stop()
+def _alter_group(raw, group: str, name: str, value: str | None, op: int = 0) -> dict:
+    """IncrementalAlterConfigs on the GROUP resource: the one response."""
+    r = raw.call(ALTER_CONFIGS, 1, {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
+        {"name": name, "config_operation": op, "value": value}]}], "validate_only": False})
+    return r["responses"][0]
 
 
-def test_standby_tasks_on_the_other_member(standby_target):
-    """One standby replica: each member has the other's stateful active tasks as standbys once stable."""
-    src, app = _source(standby_target, 2), _name("stapp")
-    ra, rb = standby_target.raw(), standby_target.raw()
-    if REFERENCE:  # Kafka: the group config streams.num.standby.replicas
-        r = ra.call(44, 1, {"resources": [{"resource_type": 32, "resource_name": app, "configs": [
-            {"name": "streams.num.standby.replicas", "config_operation": 0, "value": "1"}]}], "validate_only": False})
-        assert r["responses"][0]["error_code"] == NONE, r
+def _group_configs(raw, group: str) -> dict:
+    """DescribeConfigs of the GROUP resource: name -> (value, source, synonyms)."""
+    r = raw.call(DESCRIBE_CONFIGS, 4, {"resources": [{"resource_type": GROUP_RESOURCE, "resource_name": group,
+                                                      "configuration_keys": None}],
+                                       "include_synonyms": True, "include_documentation": False})["results"][0]
+    assert r["error_code"] == NONE, r
+    return {c["name"]: (c["value"], c["config_source"], [(s["name"], s["value"], s["source"]) for s in c["synonyms"]])
+            for c in r["configs"]}
+
+
+def test_streams_group_configs_are_checked_described_and_used(target):
+    """streams.* group configs: Kafka's broker bounds and messages, GROUP_CONFIG / DEFAULT_CONFIG sources,
+    and the heartbeat interval a member is given."""
+    src, app = _source(target, 1), _name("stapp")
+    raw = target.raw()
+    for name, value, message in (
+            ("streams.heartbeat.interval.ms", "4999",
+             "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms"),
+            ("streams.heartbeat.interval.ms", "15001",
+             "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms"),
+            ("streams.session.timeout.ms", "44999",
+             "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms"),
+            ("streams.session.timeout.ms", "60001",
+             "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms"),
+            ("streams.num.standby.replicas", "3",
+             "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"),
+            ("streams.num.standby.replicas", "-1",
+             "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0")):
+        r = _alter_group(raw, app, name, value)
+        assert (r["error_code"], r["error_message"]) == (INVALID_CONFIG, message), (name, value, r)
+    described = _group_configs(raw, app)
+    assert described["streams.heartbeat.interval.ms"][:2] == ("5000", DEFAULT_SOURCE)
+    assert described["streams.session.timeout.ms"][:2] == ("45000", DEFAULT_SOURCE)
+    assert described["streams.num.standby.replicas"][:2] == ("0", DEFAULT_SOURCE)
+    assert _alter_group(raw, app, "streams.heartbeat.interval.ms", "7000")["error_code"] == NONE
+    assert _alter_group(raw, app, "streams.session.timeout.ms", "50000")["error_code"] == NONE
+    value, source, synonyms = _group_configs(raw, app)["streams.heartbeat.interval.ms"]
+    assert (value, source) == ("7000", GROUP_SOURCE)
+    assert synonyms == [("streams.heartbeat.interval.ms", "7000", GROUP_SOURCE),
+                        ("group.streams.heartbeat.interval.ms", "5000", DEFAULT_SOURCE)]
+    assert _group_configs(raw, app)["streams.session.timeout.ms"][:2] == ("50000", GROUP_SOURCE)
+    r = _join_until_tasks(raw, app, _name("m"), _topology(app, src))
+    assert r["heartbeat_interval_ms"] == 7000, r
+    assert _alter_group(raw, app, "streams.heartbeat.interval.ms", None, op=1)["error_code"] == NONE  # DELETE
+    assert _group_configs(raw, app)["streams.heartbeat.interval.ms"][:2] == ("5000", DEFAULT_SOURCE)
+    eventually(lambda: _interval(raw, app, r, 5000))
+
+
+def _interval(raw, group: str, joined: dict, expected: int) -> dict:
+    r = _heartbeat(raw, group, joined["member_id"], joined["member_epoch"], active=None)
+    assert r["error_code"] == NONE and r["heartbeat_interval_ms"] == expected, r
+    return r
+
+
+def test_standby_tasks_on_the_other_member(target):
+    """One standby replica (the group config streams.num.standby.replicas): each member has the other's
+    stateful active tasks as standbys once stable."""
+    src, app = _source(target, 2), _name("stapp")
+    ra, rb = target.raw(), target.raw()
+    r = _alter_group(ra, app, "streams.num.standby.replicas", "1")
+    assert r["error_code"] == NONE, r
+    eventually(lambda: _coordinator(ra, app))
     a, b = _name("a"), _name("b")
     held = {a: (0, set(), set()), b: (0, set(), set())}
     deadline = time.monotonic() + 60

@@ -7,7 +7,9 @@ import uuid
 
 import pytest
 import trio
+import trio.testing
 
+from semantics.group_configs import GroupConfigs
 from semantics.kafka_streams_groups import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
                                             MISSING_SOURCE_TOPICS, StreamsGroups, configure)
 
@@ -186,3 +188,41 @@ def test_a_refused_join_makes_no_group():
         assert r["error_code"] == 42 and sg.listing() == []
         assert sg.heartbeat(_req("x", 3, active=[]), "c", "/h")["error_code"] == 25 and sg.listing() == []
     trio.run(main)
+
+
+def test_group_configs_set_the_session_timeout_interval_and_standbys_per_group():
+    """streams.session.timeout.ms decides when a silent member goes, streams.heartbeat.interval.ms is
+    what the answer gives, and a new streams.num.standby.replicas moves the standbys without a rejoin."""
+    async def main():
+        topics = Topics(**{"in": 2})
+        configs = GroupConfigs()
+        sg = StreamsGroups(lambda t: topics.counts.get(t, 0), list, topics.create, configs)
+        assert configs.alter("app", [("streams.session.timeout.ms", 0, "60000"),
+                                     ("streams.heartbeat.interval.ms", 0, "9000")], False) is None
+        state = {}
+
+        def rounds(n):
+            for name in ("a", "b") * n:
+                epoch, active, _standby = state.get(name, (0, [], []))
+                req = dict(_req(name, epoch, WORD_COUNT, active), process_id=f"p-{name}" if epoch == 0 else None)
+                r = sg.heartbeat(req, "c", "/h")
+                assert r["error_code"] == 0 and r["heartbeat_interval_ms"] == 9000, r
+                prev = state.get(name, (0, [], []))
+                state[name] = (r["member_epoch"], r["active_tasks"] if r["active_tasks"] is not None else prev[1],
+                               r["standby_tasks"] if r["standby_tasks"] is not None else prev[2])
+
+        rounds(4)
+        epochs = {n: e for n, (e, _a, _s) in state.items()}
+        assert all(a for _e, a, _s in state.values()) and not any(s for _e, _a, s in state.values()), state
+        assert configs.alter("app", [("streams.num.standby.replicas", 0, "1")], False) is None
+        rounds(1)
+        standbys = {(t["subtopology_id"], p) for _e, _a, s in state.values() for t in s for p in t["partitions"]}
+        assert standbys == {("1", 0), ("1", 1)}, state  # each stateful task has its standby now
+        assert {n: e for n, (e, _a, _s) in state.items()} == epochs  # with no new epoch
+        await trio.sleep(50)  # past Kafka's default 45 s, within the group's 60 s
+        sg.expire(sg.groups["app"])
+        assert sorted(sg.groups["app"].members) == ["a", "b"]
+        await trio.sleep(11)
+        sg.expire(sg.groups["app"])
+        assert not sg.groups["app"].members
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
