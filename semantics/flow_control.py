@@ -164,8 +164,30 @@ async def append_in_turn(flow: SendFlowControl, store, msgs) -> list:
     send-back, a transaction's end, a delivery of the delay scheduler, the offsets mirror): on the loop
     while the disk keeps up, else on the worker thread in its turn, so a slow write does not stall the
     loop. Appends of one writer stay in the order it asked for them (one worker turn, arrival order)."""
-    async with write_turn(flow, store) as append:
-        return await append(msgs)
+    return await run_in_turn(flow, store, store.append_many, msgs)
+
+
+async def run_in_turn(flow: SendFlowControl, store, write, *args):
+    """`write(*args)` (a function that appends to `store`) as `append_in_turn` runs an append."""
+    if flow.appends_inline(store):
+        return write(*args)
+    async with flow.worker_turn():
+        return await trio.to_thread.run_sync(write, *args)
+
+
+def append_each(store, msgs) -> list:
+    """`store.append_many(msgs)`, else one by one: one bad message must not hold back the others
+    (those the store refuses are logged and dropped)."""
+    try:
+        return store.append_many(msgs)
+    except Exception:
+        results = []
+        for m in msgs:
+            try:
+                results.append(store.append(m))
+            except Exception:
+                log.exception("append to %s failed, dropped", m.topic)
+        return results
 
 
 @asynccontextmanager
