@@ -64,3 +64,23 @@ def test_an_end_transaction_on_a_slow_disk_does_not_hold_up_route_lookups(gatewa
     assert answered == [("route", R.SUCCESS), ("write", R.SUCCESS)]
     again = Peer(g.namesrv).call(RC.END_TRANSACTION, fields)  # decided once: a second end changes nothing
     assert again.code == R.SUCCESS
+
+
+def test_a_timer_delivery_on_a_slow_disk_does_not_hold_up_route_lookups(gateway_factory):
+    """The delay scheduler's delivery write (due 2.5 s after the send, lasting 1.5 s) is still in progress
+    when a route lookup is answered 0.6 s into it: nothing of it is visible yet; then it is."""
+    g = _slow_gateway(gateway_factory)
+    peer = Peer(g.namesrv)
+    due = time.time() + 2.5
+    _first_send(peer, "SlowTimerT", {"__STARTDELIVERTIME": str(int(due * 1000))})
+    time.sleep(max(0.0, due + 0.6 - time.time()))
+    assert Peer(g.namesrv).call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "SlowTimerT"}).code == R.SUCCESS
+    assert _max_offset(peer, "SlowTimerT") == 0  # the delivery's write has not returned yet
+    deadline = time.time() + 20
+    while _max_offset(peer, "SlowTimerT") == 0 and time.time() < deadline:
+        time.sleep(0.2)
+    assert _max_offset(peer, "SlowTimerT") == 1
+
+
+def _max_offset(peer, topic):
+    return int(peer.call(RC.GET_MAX_OFFSET, {"topic": topic, "queueId": 0}).ext_fields["offset"])
