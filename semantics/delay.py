@@ -21,7 +21,7 @@ durable (sync flush mode), by the App's off-loop config writer. A crash can only
 deliveries made after the last write: at start, the due entries past the persisted progress are
 looked up in the tails of their target queues (from `persistedAt` on, a short scan) by their
 SCHEDULE_OFFSET marker; found ones count as delivered, so nothing is delivered twice and nothing
-is skipped. Deliveries of one round are appended with one `append_many` (one write).
+is skipped. A round's deliveries are one `append_many` (one write; off the loop on a slow disk: app.flow).
 
 An entry that cannot be delivered (no REAL_TOPIC, unreadable, refused by the store) is logged and
 skipped rather than blocking its queue.
@@ -43,6 +43,7 @@ import trio
 
 from semantics.clock import WALL_CLOCK
 from semantics.delay_forward import FORWARD_RETRY_MS, HERE, LATER, Forward, Forwarder
+from semantics.flow_control import append_each, run_in_turn
 from semantics.routing import (
     DEFAULT_LEVELS,
     PROPERTY_DELAY,
@@ -78,7 +79,7 @@ class DelayScheduler:
     is saved), `writer` its off-loop ConfigWriter (None: progress is written in place)."""
 
     def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS, clock=WALL_CLOCK,
-                 durable=_not_waiting, writer=None, router=None) -> None:
+                 durable=_not_waiting, writer=None, router=None, flow=None) -> None:
         self.store = store
         self.router = router  # where due messages go in a cluster (semantics.delay_forward); None: all here
         self._fwd = Forwarder(clock)  # due messages for queues led elsewhere
@@ -100,6 +101,7 @@ class DelayScheduler:
         self._heap: list[tuple[int, int, int]] = []  # (deliver ms, offset, CommitLog offset) pending
         self._skip: set[int] = set()  # timer offsets known delivered that may still be in the heap
         self._last_end = 0  # CommitLog end offset of the latest delivery
+        self.flow, self._pending = flow, []  # app.flow; deliveries run() appends off the loop
         self._dirty = False
         self._low_mark_at = 0  # when the timer queue's low mark was last computed
         self._wake: trio.Event | None = None
@@ -201,17 +203,12 @@ class DelayScheduler:
         return entry.batch_count, msg
 
     def _append(self, msgs: list) -> None:
-        if not msgs:
-            return
-        try:
-            results = self.store.append_many(msgs)
-        except Exception:  # one bad copy must not hold back the others
-            results = []
-            for m in msgs:
-                try:
-                    results.append(self.store.append(m))
-                except Exception:
-                    log.exception("delivery of a scheduled message to %s failed, dropped", m.topic)
+        if msgs and self.flow is not None and not self.flow.appends_inline(self.store):
+            self._pending = msgs  # a slow disk: run() appends them off the event loop (app.flow)
+        elif msgs:  # one bad copy must not hold back the others (logged and dropped)
+            self._appended(append_each(self.store, msgs))
+
+    def _appended(self, results: list) -> None:
         if results:
             self._last_end = results[-1].end_offset
         self.delivered += len(results)
@@ -433,6 +430,9 @@ class DelayScheduler:
             while True:
                 self._wake = trio.Event()
                 count, upcoming = self.deliver_due(clock.now_ms())
+                if self._pending:  # in the flow's turn, before the progress is saved
+                    self._appended(await run_in_turn(self.flow, self.store, append_each, self.store, self._pending))
+                    self._pending = []
                 if count:
                     await self._durable(self._last_end)
                 if self._fwd.batches:

@@ -159,6 +159,60 @@ class SendFlowControl:
         return remark
 
 
+async def append_in_turn(flow: SendFlowControl, store, msgs) -> list:
+    """`store.append_many(msgs)` for a writer whose append is already decided and is never refused (a
+    send-back, a transaction's end, a delivery of the delay scheduler, the offsets mirror): on the loop
+    while the disk keeps up, else on the worker thread in its turn, so a slow write does not stall the
+    loop. Appends of one writer stay in the order it asked for them (one worker turn, arrival order)."""
+    return await run_in_turn(flow, store, store.append_many, msgs)
+
+
+async def run_in_turn(flow: SendFlowControl, store, write, *args):
+    """`write(*args)` (a function that appends to `store`) as `append_in_turn` runs an append."""
+    if flow.appends_inline(store):
+        return write(*args)
+    async with flow.worker_turn():
+        return await trio.to_thread.run_sync(write, *args)
+
+
+def append_each(store, msgs) -> list:
+    """`store.append_many(msgs)`, else one by one: one bad message must not hold back the others
+    (those the store refuses are logged and dropped)."""
+    try:
+        return store.append_many(msgs)
+    except Exception:
+        results = []
+        for m in msgs:
+            try:
+                results.append(store.append(m))
+            except Exception:
+                log.exception("append to %s failed, dropped", m.topic)
+        return results
+
+
+@asynccontextmanager
+async def write_turn(flow: SendFlowControl, store):
+    """Check-append-record in one turn: yields `append(msgs)` (a coroutine function); no other flow
+    append comes between entering and appending (inline: no checkpoint; else the worker turn)."""
+    if flow.appends_inline(store):
+        yield _inline_append(store)
+        return
+    async with flow.worker_turn():
+        yield _worker_append(store)
+
+
+def _inline_append(store):
+    async def append(msgs) -> list:
+        return store.append_many(msgs)
+    return append
+
+
+def _worker_append(store):
+    async def append(msgs) -> list:
+        return await trio.to_thread.run_sync(store.append_many, msgs)
+    return append
+
+
 class ProduceFlow:
     """One Kafka Produce request's appends under flow control. Kafka refuses nothing for a busy disk:
     the records are stored, and the answer's throttle_time_ms asks the producer to back off when

@@ -79,18 +79,33 @@ def consumer_send_back(store, commit_log_offset: int, group: str, delay_level: i
     """CONSUMER_SEND_MSG_BACK: append the retry (or DLQ) copy of the message at
     `commit_log_offset`. Returns the AppendResult (await app.durable(r.end_offset) before the
     SUCCESS reply in sync mode), or None when no message is there (answer SYSTEM_ERROR)."""
+    msg = send_back_message(store, commit_log_offset, group, delay_level, max_reconsume_times, origin_msg_id,
+                            now_ms, levels)
+    return None if msg is None else store.append(msg)
+
+
+def send_back_message(store, commit_log_offset: int, group: str, delay_level: int = 0,
+                      max_reconsume_times: int | None = DEFAULT_MAX_RECONSUME_TIMES,
+                      origin_msg_id: str | None = None, now_ms: int = 0, levels: DelayLevels = DEFAULT_LEVELS):
+    """The message `consumer_send_back` appends (its topic created), or None when no message is there."""
     original = store.get(commit_log_offset)
     if original is None:
         return None
     msg = build_send_back(original, group, delay_level, max_reconsume_times, origin_msg_id, now_ms, levels)
     ensure_topic(store, msg.topic if msg.topic.startswith(DLQ_PREFIX) else retry_topic(group), 1)
-    return store.append(msg)
+    return msg
 
 
 def resend_from_dlq(store, commit_log_offset: int, queue_id: int | None = None):
     """Put the dead letter at `commit_log_offset` back on its original topic (RETRY_TOPIC) as a
     fresh message (reconsumeTimes 0, same UNIQ_KEY). Returns the AppendResult, or None when the
     entry is missing or is not a dead letter with a known original topic."""
+    msg = dlq_resend_message(store, commit_log_offset, queue_id)
+    return None if msg is None else store.append(msg)
+
+
+def dlq_resend_message(store, commit_log_offset: int, queue_id: int | None = None):
+    """The message `resend_from_dlq` appends, or None (see there)."""
     dead = store.get(commit_log_offset)
     if dead is None or not dead.topic.startswith(DLQ_PREFIX):
         return None
@@ -102,5 +117,4 @@ def resend_from_dlq(store, commit_log_offset: int, queue_id: int | None = None):
         cfg = store.topics.get(topic)
         queues = cfg.write_queues if cfg is not None and cfg.write_queues > 0 else 1
         queue_id = abs(tag_hash(props.get(PROPERTY_UNIQ_KEY) or dead.msg_id)) % queues
-    return store.append(to_message(dead, topic=topic, queue_id=queue_id, properties=props,
-                                   reconsume_times=0))
+    return to_message(dead, topic=topic, queue_id=queue_id, properties=props, reconsume_times=0)

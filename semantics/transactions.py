@@ -40,6 +40,7 @@ import logging
 import trio
 
 from semantics.clock import WALL_CLOCK
+from semantics.flow_control import write_turn
 from semantics.routing import (
     DEFAULT_LEVELS,
     HALF_TOPIC,
@@ -104,6 +105,7 @@ class Transactions:
         doc = store.read_config(STATE_FILE, {}) or {}
         # Every half offset below `cursor` is decided; `outcomes` holds decided ones at/above it.
         self.cursor = min(int(doc.get("halfCursor") or 0), store.max_offset(HALF_TOPIC, 0))
+        self.in_flight: set[int] = set()  # halves an `end_in_turn` is appending the outcome of
         self.check_times = {int(k): int(v) for k, v in (doc.get("checkTimes") or {}).items()}
         # The file is a cache of the op log up to `opScanned`; the rest of the log is read again.
         self.outcomes: dict[int, str] = {int(k): v for k, v in (doc.get("decided") or {}).items()}
@@ -171,26 +173,48 @@ class Transactions:
             commit_log_offset: int | None = None, now: int | None = None):
         """Decide a half message. Returns (EndResult, AppendResult | None); in sync flush mode
         await app.durable(result.end_offset) before acknowledging."""
+        result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now)
+        if not msgs:
+            return result, None
+        results = self.store.append_many(msgs)
+        self._decided(half, outcome)
+        return result, results[-1]
+
+    async def end_in_turn(self, flow, half_offset: int, commit: bool, producer_group: str | None = None,
+                          commit_log_offset: int | None = None, now: int | None = None):
+        """`end` with its append through the send flow control (`flow`): off the event loop on a slow
+        disk; checked, appended and decided in one turn, so no other end of the half comes between."""
+        async with write_turn(flow, self.store) as append:
+            result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now)
+            if not msgs:
+                return result, None
+            self.in_flight.add(half_offset)  # a concurrent `end` or discard (on the loop) sees it decided
+            try:
+                results = await append(msgs)
+            finally:
+                self.in_flight.discard(half_offset)
+            self._decided(half, outcome)
+            return result, results[-1]
+
+    def _ending(self, half_offset: int, commit: bool, producer_group: str | None,
+                commit_log_offset: int | None, now: int | None):
+        """(EndResult, messages to append or None, half, outcome) of an end."""
         if half_offset < 0 or half_offset >= self.store.max_offset(HALF_TOPIC, 0):
-            return EndResult.NOT_FOUND, None
-        if self.outcome(half_offset) is not None:
-            return EndResult.ALREADY_DECIDED, None
+            return EndResult.NOT_FOUND, None, None, None
+        if self.outcome(half_offset) is not None or half_offset in self.in_flight:
+            return EndResult.ALREADY_DECIDED, None, None, None
         half = self.half(half_offset)
         if half is None or half.topic != HALF_TOPIC or half.queue_offset != half_offset:
-            return EndResult.NOT_FOUND, None  # (a later record of an inner-batch half is not a name)
+            return EndResult.NOT_FOUND, None, None, None  # (a later record of an inner-batch half is not a name)
         if commit_log_offset is not None and commit_log_offset != half.physical_offset:
-            return EndResult.MISMATCH, None
+            return EndResult.MISMATCH, None, None, None
         group = half.properties.get(PROPERTY_PRODUCER_GROUP)
         if producer_group is not None and group is not None and group != producer_group:
-            return EndResult.MISMATCH, None
+            return EndResult.MISMATCH, None, None, None
         outcome = COMMIT if commit else ROLLBACK
         op = self._op(half, outcome)
-        if commit:
-            results = self.store.append_many([self.committed_message(half, now), op])
-        else:
-            results = [self.store.append(op)]
-        self._decided(half, outcome)
-        return (EndResult.COMMITTED if commit else EndResult.ROLLED_BACK), results[-1]
+        msgs = [self.committed_message(half, now), op] if commit else [op]
+        return (EndResult.COMMITTED if commit else EndResult.ROLLED_BACK), msgs, half, outcome
 
     def committed_message(self, half: StoredMessage, now: int | None = None) -> Message:
         """The real message of a committed half (properties kept as RocketMQ does: TRAN_MSG,
@@ -263,6 +287,8 @@ class Transactions:
         return to_check, to_discard
 
     def discard(self, half: StoredMessage):
+        if half.queue_offset in self.in_flight:
+            return None  # being ended right now
         log.warning("transaction half message %d (group %r) discarded after %d checks without an outcome",
                     half.queue_offset, half.properties.get(PROPERTY_PRODUCER_GROUP),
                     self.check_times.get(half.queue_offset, 0))

@@ -94,7 +94,7 @@ async def end_transaction(ctx, req):
     half_offset, phys = parse_transaction_id(req.transaction_id)
     if req.resolution not in (1, 2):  # COMMIT, ROLLBACK; unspecified leaves it to the check-back
         return s.EndTransactionResponse(status=ok("left to the check-back"))
-    outcome, result = app.transactions.end(half_offset, req.resolution == 1, None, phys)
+    outcome, result = await app.transactions.end_in_turn(app.flow, half_offset, req.resolution == 1, None, phys)
     if outcome in (EndResult.NOT_FOUND, EndResult.MISMATCH):
         raise RpcError(Code.INVALID_TRANSACTION_ID, f"transaction {req.transaction_id}: {outcome.value}")
     if result is not None:

@@ -15,12 +15,11 @@ from __future__ import annotations
 import struct
 import time
 
-import trio
-
 import gateway.kafka.topics as topics
 from codec.kafka import records
 from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
 from interop.inner_batch import entry_message, index_info
+from semantics.flow_control import append_in_turn
 
 OFFSET_KEY_VERSION = 1  # OffsetCommitKey
 OFFSET_VALUE_VERSION = 4  # flexible: compact metadata string, tagged topic id
@@ -126,8 +125,4 @@ async def _append(app, group: str, rows: list) -> None:
     batch = records.parse_batches(records.build_batch(rows, base_timestamp=now))[0]
     index = partition_for(group)
     msg = entry_message(OFFSETS_TOPIC, index, batch, index_info(batch), {}, now, False)
-    if app.flow.appends_inline(app.store):
-        app.store.append(msg)
-        return
-    async with app.flow.worker_turn():  # a slow disk: off the loop, in turn; never refused (the commit is made)
-        await trio.to_thread.run_sync(app.store.append, msg)
+    await append_in_turn(app.flow, app.store, [msg])  # a slow disk: off the loop; never refused (the commit is made)

@@ -3,19 +3,31 @@ sends a producer (CHECK_TRANSACTION_STATE) for a half message nobody ended in ti
 from __future__ import annotations
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
-from gateway.remoting.common import after_durable, handles, registry
+from gateway.remoting.common import DEFERRED, after_durable, handles, registry
 from gateway.remoting.headers import optional_int, required_long
 
 
 @handles(RC.END_TRANSACTION)
 def end_transaction(channel, req):
-    """Commit (8) or roll back (12) a half message; 0 (unknown) leaves it to the check-back."""
+    """Commit (8) or roll back (12) a half message; 0 (unknown) leaves it to the check-back. On a slow
+    disk the outcome is appended off the event loop (`app.flow`) and answered from its own task."""
     app = channel.app
     kind = optional_int(req, "commitOrRollback", 0)
     if kind not in (8, 12):
         return req.response()
-    outcome, result = app.transactions.end(required_long(req, "tranStateTableOffset"), kind == 8,
-                                           req.get_str("producerGroup"), required_long(req, "commitLogOffset"))
+    args = (required_long(req, "tranStateTableOffset"), kind == 8, req.get_str("producerGroup"),
+            required_long(req, "commitLogOffset"))
+    if app.flow.appends_inline(app.store):
+        return _answer(channel, req, *app.transactions.end(*args))
+
+    async def in_turn():
+        resp = _answer(channel, req, *await app.transactions.end_in_turn(app.flow, *args))
+        return None if resp is DEFERRED else resp  # the durable wait answers it
+    channel.spawn(req, in_turn)
+    return DEFERRED
+
+
+def _answer(channel, req, outcome, result):
     if outcome.name in ("NOT_FOUND", "MISMATCH"):
         return req.response(ResponseCode.SYSTEM_ERROR, remark=outcome.value)
     if result is None:
