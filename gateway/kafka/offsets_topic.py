@@ -92,12 +92,18 @@ def group_value(g, now_ms: int) -> bytes:
     return b"".join(out)
 
 
+# Kafka never compacts a partition's active segment (offsets.topic.segment.bytes, 100 MiB), so a
+# reader sees the recent history of a group's commits; the mirror keeps records 5 minutes before
+# compacting them, or a group's commits would vanish while a reader is reading them.
+OFFSETS_CONFIGS = {"cleanup.policy": "compact", "min.compaction.lag.ms": "300000"}
+
+
 def readable(app, name: str):
     """`topics.existing` for Fetch and ListOffsets: the offsets topic, listed by Metadata from the start,
     is created (empty) when first read before any commit."""
     cfg = topics.existing(app, name)
     if cfg is None and name == OFFSETS_TOPIC:  # compacted as Kafka's: only the latest commit per key stays
-        cfg = topics.create(app, OFFSETS_TOPIC, OFFSETS_PARTITIONS, {"cleanup.policy": "compact"})
+        cfg = topics.create(app, OFFSETS_TOPIC, OFFSETS_PARTITIONS, OFFSETS_CONFIGS)
     return cfg
 
 
