@@ -12,14 +12,18 @@ is created compacted at the first commit or read.
 """
 from __future__ import annotations
 
+import logging
 import struct
 import time
 
 import gateway.kafka.topics as topics
+import store
 from codec.kafka import records
 from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
 from interop.inner_batch import entry_message, index_info
 from semantics.flow_control import append_in_turn
+
+log = logging.getLogger("rocketgate.kafka")
 
 OFFSET_KEY_VERSION = 1  # OffsetCommitKey
 OFFSET_VALUE_VERSION = 4  # flexible: compact metadata string, tagged topic id
@@ -124,11 +128,22 @@ async def mirror_group(app, group: str, g) -> None:
 
 
 async def _append(app, group: str, rows: list) -> None:
+    """Best effort: the offset table is the source of truth, so a mirror write the store refuses (a
+    full disk) is logged, at most once a minute, and the commit or SyncGroup it follows still succeeds."""
+    global _warned_at
     if not rows:
         return
     now = rows[0][0]
-    readable(app, OFFSETS_TOPIC)
-    batch = records.parse_batches(records.build_batch(rows, base_timestamp=now))[0]
-    index = partition_for(group)
-    msg = entry_message(OFFSETS_TOPIC, index, batch, index_info(batch), {}, now, False)
-    await append_in_turn(app.flow, app.store, [msg])  # a slow disk: off the loop; never refused (the commit is made)
+    try:
+        readable(app, OFFSETS_TOPIC)
+        batch = records.parse_batches(records.build_batch(rows, base_timestamp=now))[0]
+        index = partition_for(group)
+        msg = entry_message(OFFSETS_TOPIC, index, batch, index_info(batch), {}, now, False)
+        await append_in_turn(app.flow, app.store, [msg])  # a slow disk: off the loop; never refused
+    except (store.StoreError, OSError) as exc:
+        if time.monotonic() - _warned_at >= 60:
+            _warned_at = time.monotonic()
+            log.warning("%s not written for group %r (%s); the offset table has the commit", OFFSETS_TOPIC, group, exc)
+
+
+_warned_at = -60.0
