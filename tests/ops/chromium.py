@@ -33,12 +33,12 @@ def shot(browser, name: str) -> None:
 
 def main_text(browser, expected: str = "", timeout: float = 10.0) -> str:
     """The page's main text once it contains `expected` (a click's navigation may still be loading)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import WebDriverException
     deadline = time.monotonic() + timeout
     while True:
         try:
             text = browser.find_element("tag name", "main").text
-        except (NoSuchElementException, StaleElementReferenceException):
+        except WebDriverException:  # no <main> yet, a stale one, or chromium's "node does not belong to the document"
             text = None
         if (text is not None and expected in text) or time.monotonic() > deadline:
             return text or ""
