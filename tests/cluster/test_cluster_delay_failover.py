@@ -6,6 +6,7 @@ message must reach the leader (a consumer there reads it exactly once) and the o
 its follower, must not grow a diverging copy."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -118,6 +119,7 @@ def test_a_transaction_committed_after_the_move_reaches_the_new_leader_once(two)
     wait_for(lambda: same_log(gws, "tx-moving"), what="the follower to hold the leader's log")
 
 
+@pytest.mark.skipif(not os.environ.get("CLUSTER_LONG"), reason="long: make cluster-long")
 def test_a_delayed_message_of_a_killed_leader_reaches_the_elected_one_once(two):
     """kill -9 of the gateway holding the delayed message (and leading its queue): the other is
     elected; the killed one comes back with its data dir before the message is due, as a follower,
