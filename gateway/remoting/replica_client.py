@@ -1,6 +1,8 @@
 """The follower's transport to its leader (semantics.replication.ReplicaTransport): the private
 remoting requests of gateway.remoting.replica_fetch over one connection per followed queue, one
-request at a time (each queue's follower task waits for its answer before the next fetch)."""
+request at a time (each queue's follower task waits for its answer before the next fetch).
+Also the connection cache of gateway.cluster.delivery, which signs its requests and speaks TLS
+to TLS-only remoting ports (`credential`, `tls`)."""
 from __future__ import annotations
 
 import trio
@@ -42,16 +44,33 @@ class _Connection:
 
 
 class RemotingReplicaTransport:
-    def __init__(self) -> None:
+    def __init__(self, credential=None, tls=None) -> None:
         self._connections: dict[tuple, _Connection] = {}
+        self.credential = credential  # signs every request (security.inter_broker); None: unsigned
+        self.tls = tls  # () -> client SSLContext when the peers' remoting ports are TLS-only; None: plaintext
+
+    async def _open(self, host: str, port: int):
+        context = self.tls() if self.tls is not None else None
+        stream = await trio.open_tcp_stream(host, port)
+        if context is None:
+            return stream
+        tls = trio.SSLStream(stream, context, server_hostname=host)
+        try:
+            await tls.do_handshake()
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        return tls
 
     async def _call(self, key: tuple, leader: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = self._connections.get(key)
         if conn is None:
             host, _, port = leader.rpartition(":")
             with trio.fail_after(CONNECT_TIMEOUT_S):
-                stream = await trio.open_tcp_stream(host, int(port))
+                stream = await self._open(host, int(port))
             conn = self._connections[key] = _Connection(stream)
+        if self.credential is not None:
+            self.credential.sign(cmd)
         try:
             return await conn.call(cmd, timeout)
         except BaseException:
