@@ -5,7 +5,7 @@ only credential a leader accepts them from.
 Given with `--inter-broker-credentials FILE`, a JSON file `{"accessKey": ..., "secretKey": ...}`
 (the value of Apache RocketMQ 5's `innerClientAuthenticationCredentials`), the same on every
 gateway, like Kafka's inter-broker SASL user. It is not in the user store: it authenticates only
-the requests in INTER_BROKER_CODES, whose principal is `User:<accessKey>`, and nothing else.
+gateway-to-gateway requests (INTER_BROKER_CODES, REPLICATION_CODES), as `User:<accessKey>`.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from codec.remoting import RemotingCommand, RequestCode as RC
 from codec.remoting.acl import ACCESS_KEY, sign, signature_matches
 
 INTER_BROKER_CODES = frozenset((RC.CLUSTER_DELIVER,))  # accepted from the inter-broker principal only
+# a follower's fetches: accepted from the inter-broker principal too (and, as before, from cluster admins)
+REPLICATION_CODES = frozenset((RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END))
 
 
 class InterBrokerError(ValueError):

@@ -13,6 +13,7 @@ Name-server requests (route and cluster lookups) are not checked, as a RocketMQ 
 not check them; a request from an address on the global IP whitelist is not checked at all.
 CLUSTER_DELIVER (a gateway forwarding due messages) passes only with the cluster's inter-broker
 credential's signature (security.inter_broker), whitelist or not; any other principal is refused.
+A follower's REPLICA_FETCH / REPLICA_EPOCH_END passes with that signature too.
 
 What each request needs (Kafka operations, after RocketMQ 5's DefaultAuthorizationContextBuilder):
 sends WRITE on the topic (a %RETRY% topic: READ on its group); pulls, offset commits, heartbeats,
@@ -28,7 +29,7 @@ from codec.remoting.bodies import loads
 from security.acl import CLUSTER_NAME, Authorizer, Operation, ResourceType
 from security.audit import DenialLog, FailureLimiter
 from security.credentials import CredentialStore
-from security.inter_broker import INTER_BROKER_CODES, InterBrokerCredential
+from security.inter_broker import INTER_BROKER_CODES, REPLICATION_CODES, InterBrokerCredential
 from security.rocketmq_perms import whitelisted
 
 RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
@@ -180,6 +181,9 @@ class RemotingGuard:
     def check(self, req: RemotingCommand, address: str) -> RemotingCommand | None:
         if req.code in INTER_BROKER_CODES:
             return self._check_inter_broker(req, address)
+        ib = self.inter_broker
+        if req.code in REPLICATION_CODES and ib is not None and ib.signed(req) and not self.limiter.blocked(address):
+            return None  # a follower gateway (otherwise: a cluster admin, as below)
         if req.code in NAMESRV_CODES or whitelisted(self.authorizer, address):
             return None
         principal, refusal = self._authenticate(req, address)

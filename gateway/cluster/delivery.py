@@ -14,17 +14,14 @@ leader) or make the copy diverge (a follower's log is the leader's). So:
 - Security (docs/security.md, "Between gateways"): with `--inter-broker-credentials` every
   CLUSTER_DELIVER is signed with the cluster's inter-broker credential, the only one a leader
   under `--authorizer acl` accepts for it (security.inter_broker); with `--remoting-tls` the
-  leader's remoting port is reached over TLS (gateway.tls.client_context).
+  leader's remoting port is reached over TLS (gateway.remoting.replica_client.outgoing).
 """
 from __future__ import annotations
-
-import functools
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as M
 from gateway.remoting.common import DEFERRED, handles
-from gateway.remoting.replica_client import RemotingReplicaTransport
-from gateway.tls import client_context
+from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from semantics.delay_forward import HERE, LATER
 from semantics.replication.contract import NotLeader
 from semantics.routing import to_message
@@ -66,16 +63,6 @@ class LeaderRouter:
         resp = await self.transport.call(address, cmd)
         if resp.code != ResponseCode.SUCCESS:
             raise DeliveryRefused(resp.remark or f"code {resp.code}")
-
-
-def outgoing(config) -> tuple:
-    """(credential, TLS context factory) of this gateway's requests to the others: the same flags on
-    every gateway of a cluster (their remoting ports are all TLS-only, or none is)."""
-    if config is None:
-        return None, None
-    tls = functools.partial(client_context, config.tls_cert, config.tls_key, config.tls_ca) \
-        if config.remoting_tls else None
-    return config.inter_broker, tls
 
 
 def leads(node, topic: str, queue_id: int) -> bool:

@@ -1,14 +1,18 @@
 """The follower's transport to its leader (semantics.replication.ReplicaTransport): the private
 remoting requests of gateway.remoting.replica_fetch over one connection per followed queue, one
 request at a time (each queue's follower task waits for its answer before the next fetch).
-Also the connection cache of gateway.cluster.delivery, which signs its requests and speaks TLS
-to TLS-only remoting ports (`credential`, `tls`)."""
+Also the connection cache of gateway.cluster.delivery. Both sign their requests with the cluster's
+inter-broker credential and speak TLS to TLS-only remoting ports (`outgoing`; docs/security.md,
+"Between gateways")."""
 from __future__ import annotations
+
+import functools
 
 import trio
 
 from codec.remoting import FrameReader, RemotingCommand, encode
 from gateway.remoting.replica_fetch import epoch_end_command, fetch_answer, fetch_command
+from gateway.tls import client_context
 from semantics.replication import FetchAnswer, FetchRequest
 
 CONNECT_TIMEOUT_S = 3.0
@@ -41,6 +45,16 @@ class _Connection:
                 if not data:
                     raise ConnectionError("the leader closed the connection")
                 self.reader.feed(data)
+
+
+def outgoing(config) -> tuple:
+    """(credential, TLS context factory) of this gateway's requests to the others: the same flags on
+    every gateway of a cluster (their remoting ports are all TLS-only, or none is)."""
+    if config is None:
+        return None, None
+    tls = functools.partial(client_context, config.tls_cert, config.tls_key, config.tls_ca) \
+        if config.remoting_tls else None
+    return config.inter_broker, tls
 
 
 class RemotingReplicaTransport:

@@ -5,9 +5,9 @@ leader takes it from that credential only: unsigned, forged, changed, or signed 
 a super user of clients) it is refused with NO_PERMISSION and appends nothing. With
 `--remoting-tls` the forward connects over TLS.
 
-Two real gateways on a real etcd. The queue has one replica (replication requests are not signed:
-docs/cluster.md "Not done yet"), moved with `rocketgate cluster reassign` between the send and
-the due time, as in test_cluster_delay_failover."""
+Two real gateways on a real etcd; the queue has two replicas (the follower's fetches are signed
+with the same credential) and changes leader with `rocketgate cluster reassign` between the send
+and the due time, as in test_cluster_delay_failover."""
 from __future__ import annotations
 
 import json
@@ -27,6 +27,7 @@ from codec.remoting import message as M
 from gateway.config import parse_args
 from security import Security
 from security.inter_broker import InterBrokerCredential
+from tests.security.certs import make_certs
 
 NODES = (1, 2)
 LEVELS = "1s 5s 10s 20s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -46,6 +47,7 @@ def _write_credential(base, credential: InterBrokerCredential) -> str:
 def _secured_cluster(base, extra=()):
     os.makedirs(str(base), exist_ok=True)
     args = ["--authorizer", "acl", "--super-users", f"User:{ADMIN}", "--message-delay-level", LEVELS,
+            "--default-replication-factor", "2",
             "--inter-broker-credentials", _write_credential(base, BROKER), *extra]
     os.environ["ROCKETGATE_ADMIN_PASSWORD"] = ADMIN_SECRET  # each gateway bootstraps user admin
     try:
@@ -83,13 +85,30 @@ def route_brokers(g, topic: str, tls=None) -> list[str]:
     return sorted(q["brokerName"] for q in json.loads(resp.body)["queueDatas"] if q["writeQueueNums"])
 
 
+def state(g, topic: str, tls=None) -> dict:
+    """Queue 0's role, epoch, ISR and log end at this gateway (REPLICA_STATE: cluster ids)."""
+    resp = admin_call(g.remoting_port, RC.REPLICA_STATE, {"topic": topic, "queueId": 0}, tls)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    return json.loads(resp.body)
+
+
 def lead(cluster, topic: str, leader: int, tls=None) -> None:
-    """Make `leader` the only replica (and leader) of queue 0, and wait until both gateways route there."""
+    """Make `leader` lead queue 0 (the other gateway its follower), and wait until both act on it
+    and route to it."""
     from gateway.admin.cli import main
-    assert main(["cluster", "reassign", "--etcd", cluster.etcd.url, topic, "0", "--replicas", str(leader)]) == 0
-    want = [f"broker-{leader}"]
-    wait_for(lambda: all(route_brokers(g, topic, tls) == want for g in cluster.gateways.values()),
+    gws, other = cluster.gateways, next(n for n in NODES if n != leader)
+    assert main(["cluster", "reassign", "--etcd", cluster.etcd.url, topic, "0", "--replicas", f"{leader},{other}"]) == 0
+    wait_for(lambda: state(gws[leader], topic, tls).get("role") == "leader"
+             and state(gws[other], topic, tls).get("role") == "follower"
+             and state(gws[other], topic, tls).get("epoch") == state(gws[leader], topic, tls).get("epoch")
+             and all(route_brokers(g, topic, tls) == [f"broker-{leader}"] for g in gws.values()),
              what=f"node {leader} to lead {topic}")
+
+
+def same_log(gws, topic: str, end: int, tls=None) -> bool:
+    """Both copies of queue 0 end at `end`: the follower holds what the leader holds (replicated
+    under ACLs, signed with the inter-broker credential)."""
+    return state(gws[1], topic, tls)["logEnd"] == state(gws[2], topic, tls)["logEnd"] == end
 
 
 def make_topic(cluster, topic: str, tls=None) -> None:
@@ -101,10 +120,7 @@ def make_topic(cluster, topic: str, tls=None) -> None:
 
 
 def log_end(g, topic: str, tls=None) -> int:
-    """The end of the gateway's own copy of queue 0 (REPLICA_STATE: cluster ids, led here or not)."""
-    resp = admin_call(g.remoting_port, RC.REPLICA_STATE, {"topic": topic, "queueId": 0}, tls)
-    assert resp.code == ResponseCode.SUCCESS, resp.remark
-    return json.loads(resp.body)["logEnd"]
+    return state(g, topic, tls)["logEnd"]
 
 
 def deliver_command(topic: str, body: bytes) -> RemotingCommand:
@@ -156,7 +172,7 @@ def test_a_delayed_message_reaches_the_new_leader_once_under_acl(secured):
     lead(secured, "acl-delayed-moving", 2)
     assert time.monotonic() - sent_at < DELAY_SECONDS - 1, "the move took longer than the delay: nothing tested"
     assert read_at_leader(gws[2], "acl-delayed-moving", b"due-after-the-move") == [b"due-after-the-move"]
-    assert log_end(gws[1], "acl-delayed-moving") == 0  # not appended to gateway 1's stale copy
+    wait_for(lambda: same_log(gws, "acl-delayed-moving", 1), what="the follower to hold the leader's log")
 
 
 def _forged(topic: str) -> dict[str, RemotingCommand]:
@@ -189,6 +205,7 @@ def test_unsigned_forged_or_user_signed_deliveries_are_refused(secured):
     resp = call(gws[2].remoting_port, genuine)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
     assert log_end(gws[2], "acl-forged") == before + 1
+    wait_for(lambda: same_log(gws, "acl-forged", before + 1), what="the follower to copy the genuine delivery")
 
 
 def test_acl_in_a_cluster_needs_the_inter_broker_credential(tmp_path, capsys):
@@ -215,9 +232,6 @@ def test_acl_in_a_cluster_needs_the_inter_broker_credential(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def tls_cluster(tmp_path_factory):
     require_etcd()
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "security"))
-    from certs import make_certs
     base = tmp_path_factory.mktemp("cluster-delay-acl-tls")
     certs = make_certs(str(base / "certs"))
     cluster = _secured_cluster(base, ["--remoting-tls", "--tls-cert", certs.server_cert, "--tls-key", certs.server_key,
@@ -260,7 +274,7 @@ def test_forwarding_connects_with_tls_when_the_remoting_port_wants_it(tls_cluste
     wait_for(lambda: pull_bodies(gws[2], "acl-tls-moving", tls), 40, "the delayed message at the new leader")
     time.sleep(2)
     assert pull_bodies(gws[2], "acl-tls-moving", tls) == [b"due-over-tls"]
-    assert log_end(gws[1], "acl-tls-moving", tls) == 0
+    wait_for(lambda: same_log(gws, "acl-tls-moving", 1, tls), what="the follower to hold the leader's log")
 
 
 # ------------------------------------------------------------ fuzz: the guard alone
@@ -281,6 +295,7 @@ def guard(tmp_path_factory):
     s = Security(str(tmp_path_factory.mktemp("acl13-fuzz")), super_users=["User:root"], environ={},
                  inter_broker=BROKER)
     s.credentials.set_access_key("ROOT", "RS", user="root")
+    s.credentials.set_access_key("AK", "SK", user="alice")
     s.credentials.set_access_key(BROKER.access_key, "store-secret", user="impostor")  # same key, other secret
     rocketmq_perms.set_whitelist(s.authorizer, ["10.0.0.0/8"])  # every fuzz address is whitelisted
     return s
@@ -293,6 +308,11 @@ def test_the_inter_broker_signature_passes_and_nothing_else(guard):
     send = RemotingCommand(code=RC.SEND_MESSAGE, ext_fields={"topic": "t"})
     BROKER.sign(send)  # the inter-broker credential is no client login (the store has another secret)
     assert guard.check_remoting(send, "192.0.2.1").code == ResponseCode.NO_PERMISSION
+    for signer, passes in ((BROKER.sign, True), (lambda c: sig.sign(c, "ROOT", "RS"), True),
+                           (lambda c: sig.sign(c, "AK", "SK"), False), (lambda c: None, False)):
+        fetch = RemotingCommand(code=RC.REPLICA_FETCH, ext_fields={"topic": "t", "queueId": "0"})
+        signer(fetch)  # a follower gateway, a cluster admin (as before), a user, nobody
+        assert (guard.check_remoting(fetch, "192.0.2.2") is None) == passes
 
 
 @SETTINGS
