@@ -8,7 +8,7 @@ import logging
 import sys
 
 from gateway.listeners import PROTOCOLS, ListenerError, check, parse_listener
-from security import inter_broker
+from security.inter_broker import InterBrokerCredential, InterBrokerError, load as load_inter_broker
 
 
 @dataclasses.dataclass
@@ -61,8 +61,8 @@ class GatewayConfig:
     authorizer: str = "none"
     super_users: str = ""  # comma-separated principals, e.g. "User:admin"
     allow_everyone_if_no_acl_found: bool = False
-    # A cluster with --authorizer acl: what gateways sign CLUSTER_DELIVER with (security.inter_broker).
-    inter_broker: inter_broker.InterBrokerCredential | None = None
+    # A cluster with --authorizer acl: what gateways sign their requests to each other with (security.inter_broker).
+    inter_broker: InterBrokerCredential | None = None
     # Listeners and TLS (gateway/listeners.py, gateway/tls.py).
     kafka_security_protocol: str = "PLAINTEXT"
     listeners: tuple = ()  # more Kafka listeners (gateway.listeners.Listener)
@@ -129,8 +129,8 @@ _positive_int = _int_between(1, None, "value (a positive integer)")
 
 def _inter_broker(path: str):
     try:
-        return inter_broker.load(path)
-    except inter_broker.InterBrokerError as exc:
+        return load_inter_broker(path)
+    except InterBrokerError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
