@@ -1,6 +1,6 @@
 """The cluster's inter-broker credential (docs/security.md, "Between gateways"): the access key and
-secret every gateway of a secured cluster signs its private CLUSTER_DELIVER requests with, and the
-only credential a leader accepts them from.
+secret every gateway of a secured cluster signs its requests to the others with (CLUSTER_DELIVER,
+replication fetches), and the only credential a leader accepts CLUSTER_DELIVER from.
 
 Given with `--inter-broker-credentials FILE`, a JSON file `{"accessKey": ..., "secretKey": ...}`
 (the value of Apache RocketMQ 5's `innerClientAuthenticationCredentials`), the same on every
