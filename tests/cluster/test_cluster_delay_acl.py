@@ -14,12 +14,14 @@ import json
 import os
 import socket
 import ssl
+import threading
 import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from client import ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer
+from client import (ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, TransactionProducer,
+                    TransactionState)
 from clusters import require_etcd, start_cluster, wait_for
 from codec.remoting import FrameReader, RemotingCommand, RequestCode as RC, ResponseCode, encode
 from codec.remoting import acl as sig
@@ -47,7 +49,8 @@ def _write_credential(base, credential: InterBrokerCredential) -> str:
 def _secured_cluster(base, extra=()):
     os.makedirs(str(base), exist_ok=True)
     args = ["--authorizer", "acl", "--super-users", f"User:{ADMIN}", "--message-delay-level", LEVELS,
-            "--default-replication-factor", "2",
+            "--default-replication-factor", "2", "--transaction-timeout-ms", "300",
+            "--transaction-check-interval-ms", "500", "--transaction-check-max", "1000",
             "--inter-broker-credentials", _write_credential(base, BROKER), *extra]
     os.environ["ROCKETGATE_ADMIN_PASSWORD"] = ADMIN_SECRET  # each gateway bootstraps user admin
     try:
@@ -173,6 +176,27 @@ def test_a_delayed_message_reaches_the_new_leader_once_under_acl(secured):
     assert time.monotonic() - sent_at < DELAY_SECONDS - 1, "the move took longer than the delay: nothing tested"
     assert read_at_leader(gws[2], "acl-delayed-moving", b"due-after-the-move") == [b"due-after-the-move"]
     wait_for(lambda: same_log(gws, "acl-delayed-moving", 1), what="the follower to hold the leader's log")
+
+
+def test_a_transaction_committed_after_the_move_reaches_the_new_leader_once_under_acl(secured):
+    """The commit is decided on gateway 1 (its half topic) after the queue moved: it goes through
+    the same signed CLUSTER_DELIVER."""
+    gws = secured.gateways
+    make_topic(secured, "acl-tx-moving")
+    moved = threading.Event()
+    p = TransactionProducer("acl-tx-pg", gws[1].namesrv, local_transaction=lambda m, a: TransactionState.UNKNOWN,
+                            check_listener=lambda m: TransactionState.COMMIT if moved.is_set()
+                            else TransactionState.UNKNOWN, access_key=ADMIN, secret_key=ADMIN_SECRET).start()
+    try:
+        r, _ = p.send_in_transaction(Message("acl-tx-moving", b"committed-after-the-move"))
+        assert r.queue.broker_name == "broker-1"  # the half waits in gateway 1's half topic
+        lead(secured, "acl-tx-moving", 2)
+        moved.set()  # the next check-back commits it at gateway 1
+        got = read_at_leader(gws[2], "acl-tx-moving", b"committed-after-the-move")
+    finally:
+        p.shutdown()
+    assert got == [b"committed-after-the-move"]
+    wait_for(lambda: same_log(gws, "acl-tx-moving", 1), what="the follower to hold the leader's log")
 
 
 def _forged(topic: str) -> dict[str, RemotingCommand]:
