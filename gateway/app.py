@@ -19,7 +19,7 @@ from gateway.longpoll import ArrivalHub
 from gateway.ops.stats import GatewayStats
 from gateway.remoting.common import PopRemotingState
 from gateway.remoting.end_transaction import send_transaction_check
-from gateway.remoting.replica_client import RemotingReplicaTransport
+from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
 from semantics.flow_control import SendFlowControl
@@ -177,5 +177,5 @@ def _replication(config: GatewayConfig, st: store.Store, arrivals: ArrivalHub) -
     """The replica manager, named by this node's remoting address, with its follower side."""
     manager = ReplicaManager(st, f"{config.advertised}:{config.remoting_port}",
                              config.replica_lag_time_max_ms, notify=arrivals.notify)
-    Follower(manager, RemotingReplicaTransport())
+    Follower(manager, RemotingReplicaTransport(*outgoing(config)))  # signed, TLS as the cluster's ports
     return manager

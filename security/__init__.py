@@ -32,13 +32,13 @@ class Security:
     another process (the `python -m security` tool) are re-read within a second (`refresh`)."""
 
     def __init__(self, config_dir: str, super_users=(), allow_everyone_if_no_acl_found: bool = False,
-                 environ=os.environ, clock=time.monotonic) -> None:
+                 environ=os.environ, clock=time.monotonic, inter_broker=None) -> None:
         self.credentials = CredentialStore(config_dir)
         self.credentials.bootstrap_admin(environ)
         self.authorizer = Authorizer(config_dir, super_users, allow_everyone_if_no_acl_found)
         self.denials = DenialLog(clock=clock)
         self.limiter = FailureLimiter(rate=1.0, burst=20, clock=clock)
-        self.remoting = RemotingGuard(self.credentials, self.authorizer, self.denials, self.limiter)
+        self.remoting = RemotingGuard(self.credentials, self.authorizer, self.denials, self.limiter, inter_broker)
         self._clock = clock
         self._checked = clock()
         self._stamps = self._current()
@@ -76,4 +76,4 @@ def from_config(config, config_dir: str, environ=os.environ) -> Security | None:
     if getattr(config, "authorizer", "none") != "acl":
         return None
     return Security(config_dir, parse_principals(config.super_users), config.allow_everyone_if_no_acl_found,
-                    environ)
+                    environ, inter_broker=getattr(config, "inter_broker", None))

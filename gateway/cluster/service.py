@@ -88,7 +88,7 @@ class ClusterService:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         node, ttl = self.node, self.app.config.cluster_lease_ttl
         # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
-        self.app.delay.router = LeaderRouter(node)
+        self.app.delay.router = LeaderRouter(node, self.app.config)
         self.app.transactions.leads = functools.partial(leads, node)
         try:
             async with trio.open_nursery() as nursery:
