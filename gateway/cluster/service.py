@@ -104,7 +104,7 @@ class ClusterService:
                 mirror.install()
                 await node.view.load()  # again, now that the offsets are heard
                 await nursery.start(mirror.run)
-                ReplicaRoles(node, self.app.replication, nursery).install()
+                ReplicaRoles(node, self.app.replication, nursery, pop=self.app.pop).install()
                 await nursery.start(node.view.run)
                 nursery.start_soon(lambda: node.coordination.keep_alive(
                     node.lease, ttl, on_lost=self._rejoin, on_renewed=self._renewed))
