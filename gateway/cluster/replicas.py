@@ -58,7 +58,8 @@ class ReplicaRoles:
         self._role(topic, qid, leader, replicas, isr, epoch)
         if self.journal is None or len(replicas) < 2:
             return
-        self.journal.ensure(topic, qid + 1)
+        if self.node.node_id in replicas:
+            self.journal.ensure(topic, qid + 1)
         was_leading = self.journal.leads(topic, qid)
         self._role(journal_topic(topic), qid, leader, replicas, isr, epoch)
         if self.journal.leads(topic, qid) and not was_leading:

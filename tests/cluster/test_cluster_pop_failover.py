@@ -1,0 +1,98 @@
+"""POP consumption across a leader failover (issue 13; issue 14's "delivery counts and lock deadlines
+survive kill -9"): three gateways on etcd, a queue with replication factor 2, `--flush sync`
+(SYNC_MASTER: an ack is answered once the queue's in-sync replicas hold it). The native
+SimpleConsumer pops 30 of 40 messages and acks the odd-numbered ones (so the committed offset stays
+at 0); the queue's leader is killed (-9). Once the other replica is elected, the group's consumer
+pops the rest there: the never-popped ones at once, the 15 in flight at the kill only after their
+invisible time ran out, no acknowledged one ever again, and none lost.
+
+Without the pop journal (`semantics.replication.pop_journal`) the new leader knows nothing of the
+group's POP state: it starts the group at its committed offset (0) and hands out the acknowledged
+and the in-flight messages at once."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from client import ConsumeFrom, Message, Producer, SimpleConsumer
+from clusters import NODES, require_etcd, start_cluster, wait_for
+from codec.remoting import RequestCode
+from raw_kafka import remoting_call
+from semantics.replication.pop_journal import journal_topic
+from test_cluster_failover import elected_after
+
+TOPIC, GROUP = "pop-failover", "pop-failover-g"
+INVISIBLE = 15.0  # seconds: well past the election (3 s lease) so early redeliveries would show
+
+
+@pytest.fixture
+def three(tmp_path):
+    require_etcd()
+    cluster = start_cluster(tmp_path, NODES, ["--flush", "sync"])
+    yield cluster.gateways
+    cluster.stop()
+
+
+def _replicated_queue(gws):
+    """Create the topic (one queue, two replicas); (leader, follower) once both hold their roles of
+    the queue and of its pop journal, the follower in sync on both."""
+    admin = AdminClient({"bootstrap.servers": ",".join(g.kafka_bootstrap for g in gws.values())})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=2)])[TOPIC].result(10)
+    p = wait_for(lambda: (p := admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]).leader in gws
+                 and len(p.isrs) == 2 and p, 20, what="a leader and two in-sync replicas")
+    leader, follower = p.leader, next(r for r in p.replicas if r != p.leader)
+    me = f"127.0.0.1:{gws[follower].remoting_port}"
+
+    def journal_in_sync():
+        state = remoting_call(gws[leader].remoting_port, RequestCode.REPLICA_STATE,
+                              {"topic": journal_topic(TOPIC), "queueId": "0"})
+        return state.get("role") == "leader" and me in (state.get("isr") or ())
+    wait_for(journal_in_sync, 20, what="the pop journal replicated to the follower")
+    return leader, follower
+
+
+def test_acked_pops_stay_acked_and_in_flight_ones_keep_their_lock_across_a_failover(three):
+    gws = three
+    leader, follower = _replicated_queue(gws)
+    sent = {b"m%02d" % i for i in range(40)}
+    with Producer("pop-failover-p", gws[leader].namesrv) as p:
+        for body in sorted(sent):
+            p.send(Message(TOPIC, body))
+
+    due: dict[bytes, float] = {}  # in flight at the kill: not to come back before this (wall clock)
+    acked: set[bytes] = set()
+    with SimpleConsumer(GROUP, gws[follower].namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
+                        subscriptions={TOPIC: "*"}, await_duration=1) as c:
+        deadline = time.monotonic() + 30
+        while len(due) + len(acked) < 30 and time.monotonic() < deadline:
+            asked = time.time()
+            for m in c.receive(max_messages=30 - len(due) - len(acked), invisible_duration=INVISIBLE):
+                if int(m.body[1:]) % 2:
+                    c.ack(m)  # answered once the follower holds it (--flush sync)
+                    acked.add(m.body)
+                else:
+                    due[m.body] = asked + INVISIBLE - 0.01  # the broker's pop time is in whole ms
+    assert len(acked) == 15 and len(due) == 15 and b"m00" in due  # the committed offset stays 0
+
+    gws[leader].kill9()
+    elected_after(gws, leader, TOPIC)
+    again: dict[bytes, float] = {}  # body: when the receive that returned it came back
+    with SimpleConsumer(GROUP, gws[follower].namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
+                        subscriptions={TOPIC: "*"}, await_duration=1) as c:
+        deadline = time.monotonic() + 60
+        while set(again) != sent - acked and time.monotonic() < deadline:
+            batch = c.receive(max_messages=32, invisible_duration=INVISIBLE)
+            back = time.time()
+            for m in batch:
+                assert m.body not in acked, f"{m.body!r} was acknowledged before the failover"
+                assert m.body not in again, f"{m.body!r} delivered twice after the failover"
+                again[m.body] = back
+                c.ack(m)
+        assert set(again) == sent - acked  # none lost
+        early = {b: round(due[b] - t, 1) for b, t in again.items() if b in due and t < due[b]}
+        assert not early, f"in flight at the kill, redelivered before their invisible time ran out: {early}"
+        time.sleep(INVISIBLE / 5)
+        for _ in range(3):  # everything is acknowledged: nothing comes back
+            assert c.receive(max_messages=32, invisible_duration=INVISIBLE) == []
