@@ -53,6 +53,50 @@ def _replicated_queue(gws):
     return leader, follower
 
 
+def pop_and_ack_part(namesrv: str, topic: str, group: str, invisible: float, want: int = 30):
+    """Pop `want` messages with a native SimpleConsumer; ack the odd-numbered ones ("mNN" bodies).
+    Returns (acked bodies, {in-flight body: wall time before which it must not come back})."""
+    due: dict[bytes, float] = {}
+    acked: set[bytes] = set()
+    with SimpleConsumer(group, namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, subscriptions={topic: "*"},
+                        await_duration=1) as c:
+        deadline = time.monotonic() + 30
+        while len(due) + len(acked) < want and time.monotonic() < deadline:
+            asked = time.time()
+            for m in c.receive(max_messages=want - len(due) - len(acked), invisible_duration=invisible):
+                if int(m.body[1:]) % 2:
+                    c.ack(m)  # with SYNC_MASTER answered once the replica holds it
+                    acked.add(m.body)
+                else:
+                    due[m.body] = asked + invisible - 0.01  # the broker's pop time is in whole ms
+    return acked, due
+
+
+def pop_rest(namesrv: str, topic: str, group: str, invisible: float, sent: set, acked: set, due: dict,
+             timeout: float = 60) -> None:
+    """After the failover: the group (a new client: the old one's route names the dead broker) gets
+    every message not acknowledged, once, the in-flight ones not before they are due, no
+    acknowledged one; then, all acknowledged, nothing more."""
+    again: dict[bytes, float] = {}  # body: when the receive that returned it came back
+    with SimpleConsumer(group, namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, subscriptions={topic: "*"},
+                        await_duration=1) as c:
+        deadline = time.monotonic() + timeout
+        while set(again) != sent - acked and time.monotonic() < deadline:
+            batch = c.receive(max_messages=32, invisible_duration=invisible)
+            back = time.time()
+            for m in batch:
+                assert m.body not in acked, f"{m.body!r} was acknowledged before the failover"
+                assert m.body not in again, f"{m.body!r} delivered twice after the failover"
+                again[m.body] = back
+                c.ack(m)
+        assert set(again) == sent - acked, f"lost: {sorted(sent - acked - set(again))}"
+        early = {b: round(due[b] - t, 1) for b, t in again.items() if b in due and t < due[b]}
+        assert not early, f"in flight at the kill, redelivered before their invisible time ran out: {early}"
+        time.sleep(invisible / 5)
+        for _ in range(3):  # everything is acknowledged: nothing comes back
+            assert c.receive(max_messages=32, invisible_duration=invisible) == []
+
+
 def test_acked_pops_stay_acked_and_in_flight_ones_keep_their_lock_across_a_failover(three):
     gws = three
     leader, follower = _replicated_queue(gws)
@@ -60,39 +104,8 @@ def test_acked_pops_stay_acked_and_in_flight_ones_keep_their_lock_across_a_failo
     with Producer("pop-failover-p", gws[leader].namesrv) as p:
         for body in sorted(sent):
             p.send(Message(TOPIC, body))
-
-    due: dict[bytes, float] = {}  # in flight at the kill: not to come back before this (wall clock)
-    acked: set[bytes] = set()
-    with SimpleConsumer(GROUP, gws[follower].namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
-                        subscriptions={TOPIC: "*"}, await_duration=1) as c:
-        deadline = time.monotonic() + 30
-        while len(due) + len(acked) < 30 and time.monotonic() < deadline:
-            asked = time.time()
-            for m in c.receive(max_messages=30 - len(due) - len(acked), invisible_duration=INVISIBLE):
-                if int(m.body[1:]) % 2:
-                    c.ack(m)  # answered once the follower holds it (--flush sync)
-                    acked.add(m.body)
-                else:
-                    due[m.body] = asked + INVISIBLE - 0.01  # the broker's pop time is in whole ms
+    acked, due = pop_and_ack_part(gws[follower].namesrv, TOPIC, GROUP, INVISIBLE)
     assert len(acked) == 15 and len(due) == 15 and b"m00" in due  # the committed offset stays 0
-
     gws[leader].kill9()
     elected_after(gws, leader, TOPIC)
-    again: dict[bytes, float] = {}  # body: when the receive that returned it came back
-    with SimpleConsumer(GROUP, gws[follower].namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
-                        subscriptions={TOPIC: "*"}, await_duration=1) as c:
-        deadline = time.monotonic() + 60
-        while set(again) != sent - acked and time.monotonic() < deadline:
-            batch = c.receive(max_messages=32, invisible_duration=INVISIBLE)
-            back = time.time()
-            for m in batch:
-                assert m.body not in acked, f"{m.body!r} was acknowledged before the failover"
-                assert m.body not in again, f"{m.body!r} delivered twice after the failover"
-                again[m.body] = back
-                c.ack(m)
-        assert set(again) == sent - acked  # none lost
-        early = {b: round(due[b] - t, 1) for b, t in again.items() if b in due and t < due[b]}
-        assert not early, f"in flight at the kill, redelivered before their invisible time ran out: {early}"
-        time.sleep(INVISIBLE / 5)
-        for _ in range(3):  # everything is acknowledged: nothing comes back
-            assert c.receive(max_messages=32, invisible_duration=INVISIBLE) == []
+    pop_rest(gws[follower].namesrv, TOPIC, GROUP, INVISIBLE, sent, acked, due)
