@@ -5,9 +5,13 @@ queue over rebuilds every group's POP state: acknowledged records never again, i
 their deadline, the rest at once."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 import store
+from cluster.model import QueueAssignment
+from gateway.cluster.replicas import ReplicaRoles
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine, Receipt
 from semantics.pop_log import LOG_TOPIC
@@ -113,3 +117,51 @@ def test_queues_not_led_in_the_journal_log_to_the_node_log(pair):
     end = b.store.max_offset(LOG_TOPIC, 0)
     b.pop.acquire(G, "local", 0, 1, 1_000)
     assert b.store.max_offset(LOG_TOPIC, 0) > end and b.store.max_offset(JOURNAL, 0) == 0
+
+
+class _View:
+    def __init__(self, assignment) -> None:
+        self.members = {1: SimpleNamespace(remoting_addr="a:1"), 2: SimpleNamespace(remoting_addr="b:1")}
+        self.queues = {(T, 0): assignment}
+
+    def on_assignment(self, fn) -> None:
+        self.assigned = fn
+
+    def on_members(self, fn) -> None:
+        pass
+
+    def live(self) -> list[int]:
+        return [1, 2]
+
+
+class _Nursery:
+    def __init__(self) -> None:
+        self.calls = []
+
+    def start_soon(self, fn, *args) -> None:
+        self.calls.append(args)
+
+
+def test_the_cluster_layer_gives_the_journal_the_queue_s_role_and_takes_over_once(pair):
+    _, a, b = pair
+    got = a.pop.acquire(G, T, 0, 4, 30_000)
+    a.pop.ack(_receipts(got, {1}))
+    b.copy_from(a)
+    view, nursery = _View(QueueAssignment(1, (1, 2), (1, 2), 1)), _Nursery()
+    node = SimpleNamespace(node_id=2, view=view, coordination=SimpleNamespace(update_isr=None))
+    roles = ReplicaRoles(node, b.manager, nursery, pop=b.pop)
+    roles.install()
+    assert {b.manager.role(t, 0).role for t in (T, JOURNAL)} == {"follower"}
+    view.assigned(T, 0, 2, [1, 2], [2], 2)  # a left: b elected in epoch 2
+    assert {(b.manager.role(t, 0).role, b.manager.role(t, 0).epoch) for t in (T, JOURNAL)} == {("leader", 2)}
+    assert b.pop.state(G, T, 0).to_json() == a.pop.state(G, T, 0).to_json()
+    checkpoints = b.store.max_offset(JOURNAL, 0)
+    view.queues[(T, 0)] = QueueAssignment(2, (1, 2), (2,), 2)
+    view.assigned(T, 0, 2, [1, 2], [2], 2)  # heard again: no second take-over
+    assert b.store.max_offset(JOURNAL, 0) == checkpoints
+    b.manager.role(T, 0).isr.add("a:1")  # a is back and in sync on the queue, not yet on the journal
+    roles._isr_changed(T, 0, ["a:1", "b:1"])
+    assert nursery.calls[-1][2:6] == (T, 0, [2], 2)  # the ISR written to etcd: in sync on both only
+    b.manager.role(JOURNAL, 0).isr.add("a:1")
+    roles._isr_changed(JOURNAL, 0, ["a:1", "b:1"])
+    assert nursery.calls[-1][2:6] == (T, 0, [1, 2], 2)
