@@ -64,7 +64,7 @@ class ReplicaRoles:
         self._role(journal_topic(topic), qid, leader, replicas, isr, epoch)
         if self.journal.leads(topic, qid) and not was_leading:
             self.pop.take_over(topic, qid)
-            log.info("cluster: %s/%d: POP state taken over from its pop journal", topic, qid)
+            log.debug("cluster: %s/%d: POP state taken over from its pop journal", topic, qid)
 
     def _role(self, topic: str, qid: int, leader: int, replicas: list, isr: list, epoch: int) -> None:
         """This node's role for one replicated queue (unchanged roles are left alone)."""
