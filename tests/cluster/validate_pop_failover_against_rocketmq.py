@@ -75,7 +75,9 @@ class ControllerPair(System):
 
     def _launch(self) -> None:
         env = {**os.environ, "ROCKETMQ_HOME": self.workdir}
-        common = [f"-Duser.home={self.workdir}", f"-Drocketmq.home.dir={self.workdir}", "-cp",
+        # the controller's Hessian serializer reflects into java.lang (JDK 17+ needs it opened)
+        opens = [f"--add-opens=java.base/{p}=ALL-UNNAMED" for p in ("java.lang", "java.util", "java.nio", "sun.nio.ch")]
+        common = [*opens, f"-Duser.home={self.workdir}", f"-Drocketmq.home.dir={self.workdir}", "-cp",
                   java_classpath("rocketmq")]
         ns = self._spawn("namesrv", [*_java("512m"), *common, "org.apache.rocketmq.namesrv.NamesrvStartup",
                                      "-c", os.path.join(self.workdir, "namesrv.conf")], env=env)
