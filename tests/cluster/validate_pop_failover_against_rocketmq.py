@@ -10,7 +10,13 @@ invisible time, none lost) and how long the election took.
 
 RocketMQ replicates POP offsets and the revive service's progress to the slave every 10 s
 (SlaveSynchronize), so the scenario waits SYNC_WAIT after the acks before the kill, and uses a
-long invisible time so the in-flight messages are still in flight at the kill."""
+long invisible time so the in-flight messages are still in flight at the kill.
+
+Status: not yet run through. With RocketMQ 5.5.0's jars on JDK 17+ the controller embedded in the
+name server starts (once java.lang is opened for its Hessian serializer), but both brokers keep
+logging "Failed to init controller metadata, maybe the controllers in [<namesrv>] is not
+available" and never register, so the pair never comes up (the controller address or a missing
+controller setting is the suspect)."""
 from __future__ import annotations
 
 import argparse
