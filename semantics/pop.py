@@ -334,6 +334,17 @@ class PopEngine:
             return 0
         return self._log.append({"k": "drop", "g": group, "t": topic, "q": qid})
 
+    def use_journal(self, journal) -> None:
+        """Cluster mode: replicated queues keep their ops in their pop journals (semantics.replication.pop_journal)."""
+        self._log.journal = journal
+
+    def take_over(self, topic: str, qid: int) -> None:
+        """This gateway now leads the replicated queue: its groups' states are the journal copy's."""
+        for state in self._log.take_over(topic, qid, self._states):
+            self._last_pop_time = max([self._last_pop_time, *(lease.pop_time for lease in state.leases.values())])
+            if deadline := state.next_deadline(0):
+                self._arm(deadline, topic, qid)
+
     def queues(self, group: str) -> list[tuple[str, int]]:
         """(topic, queue id) of every queue the group has state on."""
         return sorted((t, q) for g, t, q in self._states if g == group)

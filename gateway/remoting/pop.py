@@ -30,6 +30,8 @@ from gateway.remoting.common import DEFERRED, after_durable, ensure_topic, handl
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
 from semantics.pop import INIT_MIN, PopEngine, Receipt
+from semantics.replication import NotLeader
+from semantics.replication.pop_journal import journaled
 from semantics.retry import DEFAULT_MAX_RECONSUME_TIMES, build_send_back
 from semantics.sql92 import FilterSyntaxError, subscription_filter
 
@@ -263,6 +265,10 @@ def _ack(channel, req, receipts: list[Receipt], batch: bool):
         done, end = await engine.ack_together(receipts)
         if done:
             await app.durable(end)
+            try:  # a replicated queue: once its in-sync replicas hold the ack (SYNC_MASTER)
+                await journaled(app.replication, [(r.topic, r.queue_id) for r in receipts])
+            except NotLeader as exc:
+                return req.response(ResponseCode.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
         return answer(done)
     channel.spawn(req, acked)
     return DEFERRED
