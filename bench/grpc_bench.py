@@ -1,10 +1,13 @@
 """`make grpc-bench`: send and receive TPS and send latency of the Java gRPC SDK
 (compat/java/rocketmqgrpc, GrpcBench) against the gateway's --grpc-port and against Apache
 RocketMQ 5.5's proxy (local mode, bench/grpc_proxy.py) on this machine; writes
-docs/grpc-benchmark.md. Options: --messages N --body-bytes B --threads T --rounds R --only gateway|proxy."""
+docs/grpc-benchmark.md. Options: --messages N --body-bytes B --threads T --rounds R --only gateway|proxy
+--baseline TREE (a third server: the gateway of another checkout, e.g. main, in the same rounds, so
+a change is measured before/after under the same load)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -33,6 +36,7 @@ def run_bench(endpoints: str, topic: str, args, log_dir: str) -> dict:
 
 
 GATEWAY, PROXY = "rocketgate --grpc-port", "Apache RocketMQ 5.5 proxy (local mode)"
+BASELINE = "rocketgate, baseline checkout"
 METRICS = [("send_tps", "send TPS", "higher"), ("send_p50_ms", "send p50 ms", "lower"),
            ("send_p99_ms", "send p99 ms", "lower"), ("receive_tps", "receive TPS", "higher"),
            ("server_cpu_ms", "server CPU ms/msg", "lower")]
@@ -58,14 +62,21 @@ def interleaved(work: str, args) -> dict[str, list[dict]]:
     gateway/proxy back to back in alternating order (bench.rounds.order), each round on its own topic
     so no run reads another's backlog."""
     topics = ["bench-grpc-warm"] + [f"bench-grpc-{i}" for i in range(args.rounds)]
-    port = free_port()
-    with Gateway(os.path.join(work, "gateway"), extra_args=["--grpc-port", str(port)]) as gateway:
+    port, base_port = free_port(), free_port()
+    base_tree = args.baseline or ROOT  # not started without --baseline
+    with Gateway(os.path.join(work, "gateway"), extra_args=["--grpc-port", str(port)]) as gateway, \
+            contextlib.ExitStack() as extra:
+        baseline = extra.enter_context(Gateway(os.path.join(work, "baseline"), extra_args=["--grpc-port", str(base_port)],
+                                               tree=base_tree)) if args.baseline else None
         proxy = RealProxy(os.path.join(work, "proxy")).start()
         try:
             proxy.create_topics({t: "NORMAL" for t in topics})
             endpoints = {GATEWAY: f"127.0.0.1:{port}", PROXY: proxy.endpoints}
             pids = {GATEWAY: gateway.pids(), PROXY: [p.pid for p in proxy.procs if p.poll() is None]}
-            names = tuple(n for n in endpoints if args.only is None or n == {"gateway": GATEWAY, "proxy": PROXY}[args.only])
+            if baseline is not None:
+                endpoints[BASELINE], pids[BASELINE] = f"127.0.0.1:{base_port}", baseline.pids()
+            names = tuple(n for n in endpoints
+                          if args.only is None or n in ({"gateway": GATEWAY, "proxy": PROXY}[args.only], BASELINE))
             done: dict[str, list[dict]] = {n: [] for n in names}
             for name in names:
                 run_bench(endpoints[name], topics[0], args, os.path.join(work, "warm-logs"))
@@ -132,12 +143,14 @@ def report(done: dict[str, list[dict]], args) -> str:
     for name, runs in done.items():
         cells = [f"{rounds.median([r[key] for r in runs]):.{0 if 'tps' in key else 2}f}" for key, _, _ in METRICS]
         lines.append(f"| {name} | {' | '.join(cells)} | {sum(r['send_failed'] for r in runs)} |")
-    if len(done) == 2:
-        lines += ["", "## Gateway / proxy, per round", "",
+    for other, title, word in ((PROXY, "Gateway / proxy", "proxy"), (BASELINE, "Gateway / baseline checkout", "baseline")):
+        if GATEWAY not in done or other not in done:
+            continue
+        lines += ["", f"## {title}, per round", "",
                   "| metric | median ratio | min–max | per-round ratios | verdict |", "| --- | --- | --- | --- | --- |"]
         for key, label, better in METRICS:
-            ratios = rounds.per_round_ratios([r[key] for r in done[GATEWAY]], [r[key] for r in done[PROXY]])
-            c = rounds.compare(ratios, better, "gateway", "proxy")
+            ratios = rounds.per_round_ratios([r[key] for r in done[GATEWAY]], [r[key] for r in done[other]])
+            c = rounds.compare(ratios, better, "gateway", word)
             if c is not None:
                 lines.append(f"| {label} | {c.median:.2f} | {c.low:.2f}–{c.high:.2f} | "
                              f"{' '.join(f'{x:.2f}' for x in c.ratios)} | {c.verdict} |")
@@ -157,6 +170,7 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", choices=["gateway", "proxy"])
+    ap.add_argument("--baseline", metavar="TREE", help="also run the gateway of this checkout (before/after)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grpc-bench-") as work:
         done = interleaved(work, args)

@@ -7,20 +7,23 @@ per-header pipeline and HPACK encoding were about half of the gateway's CPU per 
   hands it out again while the table is still the same, so the output is byte for byte what
   hpack would produce.
 - `IndexedFastDecoder` decodes the one-byte indexed fields (most of a repeated request's
-  headers) inline and leaves every other representation to hpack.
+  headers) and the literals with an indexed name (the values that change per call) inline and
+  leaves every other representation to hpack.
 - `RequestStream` checks a request header block in one pass against a stricter subset of h2's
-  inbound rules (RFC 9113 §8.2-8.3); a block that is not plainly fine (uppercase, connection
+  inbound rules (RFC 9113 §8.2-8.3), each distinct header judged once (a cache); a block that is not plainly fine (uppercase, connection
   headers, `te` but trailers, `host`, cookies, odd pseudo-headers, ...) goes through h2's own
   validation, so every malformed block is refused exactly as h2 refuses it.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import h2.connection
 import h2.stream
 import hpack
-from hpack.exceptions import HPACKDecodingError, OversizedHeaderListError
+from hpack.exceptions import HPACKDecodingError, InvalidTableIndex, OversizedHeaderListError
+from hpack.huffman_table import decode_huffman
 from hpack.table import HeaderTable, table_entry_size
 
 # A regular header name: visible ASCII without uppercase and ':' (h2 refuses 0x00-0x20, 0x41-0x5a,
@@ -34,26 +37,38 @@ _SPECIAL = frozenset({b"connection", b"proxy-connection", b"keep-alive", b"trans
 _REQUEST_PSEUDO = frozenset({b":method", b":scheme", b":path", b":authority"})
 
 
+@functools.lru_cache(maxsize=1024)
+def _plain_pair(name: bytes, value: bytes, encoding: str) -> tuple | None:
+    """The decoded pair if this one header passes h2's checks on its own, else None. Cached: most
+    of a client's headers repeat on every call (only the request id, date and timeout vary)."""
+    if name[:1] == b":":
+        if not value:
+            return None
+    elif name in _SPECIAL or _NAME.fullmatch(name) is None or (name == b"te" and value.lower() != b"trailers"):
+        return None
+    if _VALUE.fullmatch(value) is None:
+        return None
+    try:
+        return name.decode(encoding), value.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
 def plain_request_headers(headers, encoding: str) -> list | None:
     """The decoded (name, value) pairs of a request header block that passes h2's inbound checks
     for certain, or None when h2 must judge it (it may refuse it)."""
     out, pseudo, regular = [], set(), False
-    name_ok, value_ok = _NAME.fullmatch, _VALUE.fullmatch
     for name, value in headers:
+        pair = _plain_pair(name, value, encoding)
+        if pair is None:
+            return None
         if name[:1] == b":":
-            if regular or name in pseudo or name not in _REQUEST_PSEUDO or not value:
+            if regular or name in pseudo or name not in _REQUEST_PSEUDO:
                 return None
             pseudo.add(name)
-        elif name in _SPECIAL or name_ok(name) is None or (name == b"te" and value.lower() != b"trailers"):
-            return None
         else:
             regular = True
-        if value_ok(value) is None:
-            return None
-        try:
-            out.append((name.decode(encoding), value.decode(encoding)))
-        except UnicodeDecodeError:
-            return None
+        out.append(pair)
     if len(pseudo) != 4:  # :method, :scheme, :path and :authority, each once
         return None
     return out
@@ -119,12 +134,15 @@ class CachingEncoder(hpack.Encoder):
 
 
 class IndexedFastDecoder(hpack.Decoder):
-    """hpack's decoder with a short path for one-byte indexed fields (index 1-126): the same
-    headers, table and errors, without two calls and a debug log line per field."""
+    """hpack's decoder with short paths for one-byte indexed fields (index 1-126) and for literals
+    with incremental indexing under an indexed name (what a client sends for the values that
+    change per call): the same headers, table and errors, without hpack's copies of the rest of
+    the block, two calls and a debug log line per field."""
 
     def decode(self, data: bytes, raw: bool = False):
         if not raw:
             return super().decode(data, raw)
+        data = bytes(data)
         table = self.header_table
         static, entries = HeaderTable.STATIC_TABLE, table.dynamic_entries
         n_static = len(static)
@@ -141,7 +159,8 @@ class IndexedFastDecoder(hpack.Decoder):
             elif first & 0x80:
                 header, consumed = self._decode_indexed(view[i:])
             elif first & 0x40:
-                header, consumed = self._decode_literal_index(view[i:])
+                found = self._literal_with_indexed_name(data, i) if first & 0x3F else None
+                header, consumed = found if found is not None else self._decode_literal_index(view[i:])
             elif first & 0x20:
                 if headers:
                     raise HPACKDecodingError("Table size update not at the start of the block")
@@ -157,6 +176,36 @@ class IndexedFastDecoder(hpack.Decoder):
             i += consumed
         self._assert_valid_table_size()
         return headers
+
+    def _literal_with_indexed_name(self, data: bytes, i: int):
+        """(header, bytes consumed) of the literal with incremental indexing at `i` when its name
+        index and value length take at most two bytes each; None leaves it to hpack (which also
+        refuses a bad one). Nothing changes before the field is known to be whole."""
+        end = len(data)
+        index, j = data[i] & 0x3F, i + 1
+        if index == 0x3F:  # 63 + one continuation byte
+            if j >= end or data[j] & 0x80:
+                return None
+            index, j = index + data[j], j + 1
+        if j >= end:
+            return None
+        huffman, length = data[j] & 0x80, data[j] & 0x7F
+        j += 1
+        if length == 0x7F:
+            if j >= end or data[j] & 0x80:
+                return None
+            length, j = length + data[j], j + 1
+        value = data[j:j + length]
+        if len(value) != length:
+            return None
+        try:
+            name = self.header_table.get_by_index(index)[0]
+        except InvalidTableIndex:
+            return None
+        if huffman:
+            value = decode_huffman(value)
+        self.header_table.add(name, value)
+        return hpack.HeaderTuple(name, value), j + length - i
 
 
 class GrpcH2Connection(h2.connection.H2Connection):

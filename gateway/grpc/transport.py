@@ -56,8 +56,8 @@ class Call:
         self.owed = 0  # received bytes not yet acknowledged to the peer
         self.ended = False  # the client half-closed (END_STREAM) or reset the stream
         self.failed: FramingError | None = None
-        self.arrived = trio.Event()
-        self.window = trio.Event()
+        self.arrived: trio.Event | None = None  # made when the method waits for a message
+        self.window: trio.Event | None = None  # made when a send waits for a window update
         self.headers_sent = False
         # Unary and server-streaming methods leave their responses to the flush that sends the
         # trailers: one write per call (two small writes would meet Nagle and delayed ACKs).
@@ -70,7 +70,8 @@ class Call:
         return self.metadata.get("x-mq-client-id", "")
 
     def _wake(self) -> None:
-        self.arrived.set()
+        if self.arrived is not None:
+            self.arrived.set()
 
     async def receive(self) -> bytes | None:
         while not self.messages:
@@ -95,6 +96,12 @@ class Call:
 
     async def send(self, payload: bytes) -> None:
         await self.conn.send_message(self, frame(payload))
+
+    async def send_many(self, payloads: list[bytes]) -> None:
+        """Several response messages in as few DATA frames as the peer's frame size allows (a
+        ReceiveMessage answer: status, up to 32 messages, delivery timestamp)."""
+        if payloads:
+            await self.conn.send_message(self, b"".join([frame(p) for p in payloads]))
 
 
 class GrpcConnection:
@@ -166,7 +173,7 @@ class GrpcConnection:
         elif isinstance(event, h2.events.WindowUpdated):
             targets = self.calls.values() if event.stream_id == 0 else [self.calls.get(event.stream_id)]
             for call in targets:
-                if call is not None:
+                if call is not None and call.window is not None:
                     call.window.set()
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.closed = True

@@ -61,6 +61,24 @@ def test_fast_decoder_decodes_what_hpack_decodes():
             encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
 
 
+
+def test_fast_decoder_literals_with_long_values_and_deep_name_indexes():
+    """Literals whose name index or value length need one, two or more continuation bytes (names
+    deep in the dynamic table, values of 126-300 bytes), as Netty-based clients send them."""
+    rng = random.Random(13)
+    encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
+    names = [f"x-name-{n}" for n in range(90)]
+    for i in range(1500):
+        headers = [(rng.choice(names), "v" * rng.choice([0, 1, 126, 127, 128, 253, 254, 255, 300]) + str(i))
+                   for _ in range(rng.randrange(1, 6))]
+        block = encoder.encode(headers, huffman=rng.random() < 0.3)
+        if rng.random() < 0.03:
+            block = block[:rng.randrange(len(block))]  # truncated: the same error, the same table
+        assert _decoded(fast, block) == _decoded(plain, block)
+        assert fast.header_table.dynamic_entries == plain.header_table.dynamic_entries
+        if fast.header_table.dynamic_entries != encoder.header_table.dynamic_entries:
+            encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
+
 def _server(cls):
     config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True,
                                        validate_outbound_headers=False, normalize_outbound_headers=False)
