@@ -311,13 +311,22 @@ class GrpcConnection:
             await self.flush()
 
     async def flush(self) -> None:
-        async with self._send_lock:
+        """Send what h2 queued. Without a write under way this yields to the event loop only to
+        write (most reads queue nothing to send, and each yield is a turn of the scheduler)."""
+        lock = self._send_lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
             data = self.h2.data_to_send()
             if data and not self.closed:
                 try:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self._lost()
+        finally:
+            lock.release()
 
     def service(self, name: str, factory):
         """A per-connection helper `factory()` whose async `run()` goes on in the background until
