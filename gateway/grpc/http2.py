@@ -133,6 +133,10 @@ class CachingEncoder(hpack.Encoder):
         return block
 
 
+_STATIC_HEADERS = [hpack.HeaderTuple(*pair) for pair in HeaderTable.STATIC_TABLE]  # immutable: shared
+_N_STATIC = len(_STATIC_HEADERS)
+
+
 class IndexedFastDecoder(hpack.Decoder):
     """hpack's decoder with short paths for one-byte indexed fields (index 1-126) and for literals
     with incremental indexing under an indexed name (what a client sends for the values that
@@ -144,19 +148,25 @@ class IndexedFastDecoder(hpack.Decoder):
             return super().decode(data, raw)
         data = bytes(data)
         table = self.header_table
-        static, entries = HeaderTable.STATIC_TABLE, table.dynamic_entries
-        n_static = len(static)
+        entries, limit = table.dynamic_entries, self.max_header_list_size
         view, headers, size, i, end = memoryview(data), [], 0, 0, len(data)
         while i < end:
             first = data[i]
-            if first & 0x80 and 0 < first & 0x7F < 0x7F:
-                index = (first & 0x7F) - 1
-                pair = static[index] if index < n_static else None
-                if pair is None:
-                    pair = entries[index - n_static] if index - n_static < len(entries) \
-                        else table.get_by_index(index + 1)  # raises hpack's InvalidTableIndex
-                header, consumed = hpack.HeaderTuple(*pair), 1
-            elif first & 0x80:
+            if 0x80 < first < 0xFF:  # indexed, index 1-126 in this byte
+                index = first - 0x81
+                if index < _N_STATIC:
+                    header = _STATIC_HEADERS[index]
+                elif index - _N_STATIC < len(entries):
+                    header = hpack.HeaderTuple(*entries[index - _N_STATIC])
+                else:
+                    table.get_by_index(index + 1)  # raises hpack's InvalidTableIndex
+                headers.append(header)
+                size += 32 + len(header[0]) + len(header[1])  # hpack's table_entry_size
+                if size > limit:
+                    raise OversizedHeaderListError(f"A header list larger than {limit} has been received")
+                i += 1
+                continue
+            if first & 0x80:
                 header, consumed = self._decode_indexed(view[i:])
             elif first & 0x40:
                 found = self._literal_with_indexed_name(data, i) if first & 0x3F else None
