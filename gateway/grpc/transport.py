@@ -267,8 +267,11 @@ class GrpcConnection:
         if call.closed or self.closed:
             return
         try:
-            if call.headers_sent:
-                self.h2.send_headers(call.stream_id, _trailers(status, message), end_stream=True)
+            trailers = _trailers(status, message)
+            if call.headers_sent and trailers is OK_TRAILERS:
+                self.h2.send_fixed_headers(call.stream_id, OK_TRAILERS, end_stream=True)
+            elif call.headers_sent:
+                self.h2.send_headers(call.stream_id, trailers, end_stream=True)
             else:
                 self._trailers_only(call.stream_id, status, message)
             call.closed = True
@@ -283,7 +286,7 @@ class GrpcConnection:
         if call.closed or self.closed:
             raise CallEnded(StatusCode.CANCELLED, "the stream is closed")
         if not call.headers_sent:
-            h.send_headers(call.stream_id, RESPONSE_HEADERS)
+            h.send_fixed_headers(call.stream_id, RESPONSE_HEADERS)
             call.headers_sent = True
         view = memoryview(data)
         while view:
