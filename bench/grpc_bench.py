@@ -141,8 +141,8 @@ Python SDK, whose grpcio encodes with Huffman; hpack still decodes those).
   0.5 ms of the gateway's CPU; the rest is waiting in the run queue of 2 cores with 22-36 runnable
   threads, where the proxy's many JVM threads (Netty event loops, gRPC executors, the broker's
   store threads) get several shares at once. Every call passes through one event loop, so a
-  further cut of the per-call Python work (h2 is still about half of it) cannot close that gap;
-  only a second process (say, SO_REUSEPORT listeners over one store) would hold a second share
+  further cut of the per-call Python work (h2 is still about half of it) narrows that gap but
+  cannot close it; only a second process (say, SO_REUSEPORT listeners over one store) would hold a second share
   of the CPU. Not built; with the per-message CPU now level with the proxy's, that is the only
   remaining lever of size for this benchmark on a shared machine.
 """
