@@ -129,7 +129,7 @@ Python SDK, whose grpcio encodes with Huffman; hpack still decodes those).
   thread CPU, load 5-8): h2's work per call 205 -> 140 us (receiving the request 132 -> 110,
   response headers 29 -> 8, trailers 25 -> 8).
 - Measured in the rounds above (5 rounds, 5000 messages, this branch and the checkout before it
-  main at f24acd2 running as "baseline checkout" in the same rounds, `--baseline /work/main`; load average
+  main at 8dd8112, whose gateway/grpc is this branch's base f24acd2, running as "baseline checkout" in the same rounds, `--baseline /work/main`; load average
   22-36 from other jobs): CPU per message 1.25 -> 1.06 ms (per-round ratio 0.86, 0.78-0.96: lower
   in every round); send TPS 248 -> 309 (ratio 1.10, 0.79-1.34), receive TPS 406 -> 416 (1.04,
   0.70-1.22) and p99 send latency (1.06, 0.68-1.54) within the noise of this machine.
