@@ -48,6 +48,9 @@ def run() -> list[tuple[str, str, str, float]]:
         xml = os.path.join(tempfile.mkdtemp(prefix="cluster-reference-"), "junit.xml")
         subprocess.run([sys.executable, "-m", "pytest", path, "-k", SIDES, "-p", "no:cacheprovider", "-q", "-rfE",
                         f"--junitxml={xml}"], cwd=ROOT, env=env)
+        if not os.path.exists(xml):  # pytest itself failed (a collection error)
+            out.append((os.path.basename(path), "-", "FAIL", 0.0))
+            continue
         for case in ET.parse(xml).getroot().iter("testcase"):
             name, side = re.match(r"(\w+)\[(.+)\]", case.get("name")).groups()
             failed = case.find("failure") is not None or case.find("error") is not None
