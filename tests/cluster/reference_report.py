@@ -60,7 +60,7 @@ def run() -> list[tuple[str, str, str, float]]:
 
 
 def table(results) -> str:
-    rows = ["| test | side | result | seconds |", "|---|---|---|---|"]
+    rows = ["| test | side | result | seconds (with start and stop) |", "|---|---|---|---|"]
     rows += [f"| `{test}` | {side} | {outcome} | {seconds:.0f} |" for test, side, outcome, seconds in results]
     return "\n".join([f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {versions()}.", "", *rows])
 
