@@ -30,7 +30,9 @@ from semantics.kafka_consumer_groups import (FENCED_MEMBER_EPOCH, INVALID_REQUES
                                              _as_pairs, _owned, compute_target)
 
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
-MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION = 3, 4
+MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 3, 4, 5
+INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
+INTERVAL_DELAY = "Assignment delayed due to the configured assignment interval."
 STREAMS_INVALID_TOPOLOGY = 130
 ASSIGNOR = "sticky"  # Kafka's default streams task assignor (here: the sticky uniform one)
 ACCEPTABLE_RECOVERY_LAG = 10_000  # Kafka's defaults (no warm-up tasks are assigned here)
@@ -62,6 +64,8 @@ class StreamsGroup(Group):
     endpoints: list = dataclasses.field(default_factory=list)  # PartitionsByUserEndpoint last computed
     endpoint_epoch: int = 0
     standby_replicas: int = 0  # the streams.num.standby.replicas its standby target was computed with
+    first_assignment_at: float | None = None  # when its first target may be computed (initial delay)
+    assigned_at: float = float("-inf")  # when its target was last computed (assignment interval)
 
     @property
     def assignor(self) -> str:
@@ -282,7 +286,6 @@ class StreamsGroups(ReconcilingGroups):
         if g.shutdown and g.members:
             statuses.append((SHUTDOWN_APPLICATION, "A member requested the shutdown of the whole application."))
         g.shutdown = g.shutdown and bool(g.members)
-        g.statuses = statuses
         if tasks != g.tasks:
             g.tasks = tasks
             g.epoch += 1
@@ -290,12 +293,31 @@ class StreamsGroups(ReconcilingGroups):
             m.topics = sorted(tasks)  # every member runs the one topology: any task may go anywhere
         replicas = self.configs.get_int(g.group_id, "streams.num.standby.replicas")
         if g.epoch > g.assignment_epoch:
-            g.target = compute_target(g, tasks)
-            g.assignment_epoch = g.epoch
-            g.standby_replicas = -1
+            delayed = self._assignment_delayed(g)
+            if delayed:
+                statuses.append((ASSIGNMENT_DELAYED, delayed))
+            else:
+                g.target = compute_target(g, tasks)
+                g.assignment_epoch = g.epoch
+                g.assigned_at = trio.current_time()
+                g.standby_replicas = -1
+        g.statuses = statuses
         if replicas != g.standby_replicas:  # a new target, or the config changed: the standbys follow
             g.standby_target = standby_target(g, replicas)
             g.standby_replicas = replicas
+
+    def _assignment_delayed(self, g: StreamsGroup) -> str | None:
+        """Why the new target must wait (Kafka 4.3's status detail), or None: a new group's first one
+        waits `streams.initial.rebalance.delay.ms` from its first member's join, a later one until
+        `streams.assignment.interval.ms` after the previous one."""
+        now = trio.current_time()
+        if g.assignment_epoch == 0:
+            if g.first_assignment_at is None:
+                g.first_assignment_at = now + self.configs.get_int(
+                    g.group_id, "streams.initial.rebalance.delay.ms") / 1000
+            return INITIAL_DELAY if now < g.first_assignment_at else None
+        interval = self.configs.get_int(g.group_id, "streams.assignment.interval.ms") / 1000
+        return INTERVAL_DELAY if now < g.assigned_at + interval else None
 
     def _refresh_endpoints(self, g: StreamsGroup) -> None:
         """PartitionsByUserEndpoint (interactive queries): the input partitions each endpoint's active
