@@ -50,12 +50,6 @@ def _at_least(at_least: int):
     return _broker_bounded(at_least, None, None)
 
 
-def _boolean(name: str, value: str) -> str | None:
-    if value.lower() in ("true", "false"):
-        return None
-    return _invalid(name, value, "Expected value to be either true or false")
-
-
 def _one_of(*allowed: str):
     return lambda name, value: None if value in allowed else _invalid(name, value, f"must be one of {', '.join(allowed)}")
 
@@ -85,10 +79,8 @@ CONFIGS = {
     "streams.initial.rebalance.delay.ms": ("3000", "group.streams.initial.rebalance.delay.ms", _at_least(0)),
     "streams.assignment.interval.ms": ("1000", "group.streams.assignment.interval.ms", _broker_bounded(
         0, ("group.streams.min.assignment.interval.ms", 0), ("group.streams.max.assignment.interval.ms", 15000))),
-    "streams.assignor.offload.enable": ("true", "group.streams.assignor.offload.enable", _boolean),
 }
-STRINGS = ("share.auto.offset.reset", "share.isolation.level")  # the others are INT or BOOLEAN
-BOOLEANS = ("streams.assignor.offload.enable",)
+STRINGS = ("share.auto.offset.reset", "share.isolation.level")  # the others are INT
 # The gateway's own broker defaults where Kafka's differ: a new streams group is assigned at once and
 # re-assigned on every change (Kafka 4.3 waits 3 s for more members first, then batches changes per 1 s);
 # a group may set either config to get Kafka's behaviour. DescribeConfigs shows them as the broker's
@@ -125,7 +117,7 @@ class GroupConfigs:
                 why = CONFIGS[name][2](name, value.strip())
                 if why:
                     return why
-                current[name] = value.strip().lower() if name in BOOLEANS else value.strip()
+                current[name] = value.strip()
             else:
                 return f"Unsupported operation {op} for {name}"
         if not validate_only:

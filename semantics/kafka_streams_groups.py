@@ -12,10 +12,12 @@ coordinator's sticky uniform assignment and reconciliation (`ReconcilingGroups`)
 given to a member while another still reports owning it. With the group config
 `streams.num.standby.replicas` (default: the broker's `group.streams.num.standby.replicas`, 0) each
 stateful active task also gets that many standby tasks on other members, preferring members of another
-process; a member is never given a task as standby while it still owns it as active. No warm-up tasks
-are assigned. The group configs `streams.heartbeat.interval.ms` (the interval a heartbeat answer gives)
-and `streams.session.timeout.ms` (when a silent member is dropped) are read per group too
-(`semantics.group_configs`).
+process; a member is never given a task as standby while it still owns it as active. As in Kafka 4.3
+(whose sticky task assignor has none), no warm-up tasks are assigned, and static membership is refused
+as Kafka 4.3 refuses it. The group configs `streams.heartbeat.interval.ms` (the interval a heartbeat
+answer gives), `streams.session.timeout.ms` (when a silent member is dropped),
+`streams.initial.rebalance.delay.ms` and `streams.assignment.interval.ms` (when a new target may be
+computed) are read per group too (`semantics.group_configs`).
 """
 from __future__ import annotations
 
@@ -65,6 +67,7 @@ class StreamsGroup(Group):
     endpoint_epoch: int = 0
     standby_replicas: int = 0  # the streams.num.standby.replicas its standby target was computed with
     first_assignment_at: float | None = None  # when its first target may be computed (initial delay)
+    held: bool = False  # its first target is being held back by the initial delay
     assigned_at: float = float("-inf")  # when its target was last computed (assignment interval)
 
     @property
@@ -114,6 +117,18 @@ def _heartbeat_error(code: int, message: str) -> dict:
             "warmup_tasks": None, "partitions_by_user_endpoint": None}
 
 
+def _unsupported(req: dict) -> str | None:
+    """What Kafka 4.3 refuses as not supported yet (INVALID_REQUEST): static membership (an instance id,
+    even an empty one; its Streams client refuses group.instance.id with this protocol too) and warm-up
+    tasks reported after joining (its assignor gives none). Task offsets and source-topic regexes, which
+    it refuses as well, are served here (docs/mapping.md)."""
+    if req["instance_id"] is not None:
+        return "Static membership is not yet supported."
+    if req["member_epoch"] != 0 and req["warmup_tasks"]:
+        return "WarmupTasks are not supported yet."
+    return None
+
+
 class StreamsGroups(ReconcilingGroups):
     """`partition_count(topic) -> int` (0: no such topic), `topic_names() -> list` (what a source
     regex may match) and `create_topic(name, partitions, configs) -> str | None` (why it could
@@ -139,6 +154,11 @@ class StreamsGroups(ReconcilingGroups):
             return _heartbeat_error(INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
             return _heartbeat_error(INVALID_REQUEST, "MemberId can't be empty.")
+        if epoch == STATIC_LEAVE and req["instance_id"] is None:
+            return _heartbeat_error(INVALID_REQUEST, "InstanceId can't be null.")
+        unsupported = _unsupported(req)
+        if unsupported:
+            return _heartbeat_error(INVALID_REQUEST, unsupported)
         g = self.groups.get(group_id) or StreamsGroup(group_id)  # kept once a member joined it
         self.expire(g)
         now = trio.current_time()
@@ -222,11 +242,8 @@ class StreamsGroups(ReconcilingGroups):
         if g.topology is None or not g.members or topology["epoch"] > g.topology_epoch:
             g.topology, g.topology_epoch = topology, topology["epoch"]
             g.epoch += 1
-        instance = req["instance_id"]
-        for other in [o for o in g.members.values() if instance is not None and o.instance_id == instance]:
-            self._remove(g, other.member_id)  # a static member's new incarnation replaces the old
         self._remove(g, req["member_id"])  # rejoining from scratch: it gave up everything it had
-        m = g.members[req["member_id"]] = StreamsMember(req["member_id"], instance, req["rack_id"], client_id,
+        m = g.members[req["member_id"]] = StreamsMember(req["member_id"], None, req["rack_id"], client_id,
                                                         client_host, [], topology_epoch=topology["epoch"])
         g.epoch += 1
         return m
@@ -292,32 +309,37 @@ class StreamsGroups(ReconcilingGroups):
         for m in g.members.values():
             m.topics = sorted(tasks)  # every member runs the one topology: any task may go anywhere
         replicas = self.configs.get_int(g.group_id, "streams.num.standby.replicas")
-        if g.epoch > g.assignment_epoch:
-            delayed = self._assignment_delayed(g)
-            if delayed:
-                statuses.append((ASSIGNMENT_DELAYED, delayed))
-            else:
-                g.target = compute_target(g, tasks)
-                g.assignment_epoch = g.epoch
-                g.assigned_at = trio.current_time()
-                g.standby_replicas = -1
+        self._retarget(g, tasks, statuses)
         g.statuses = statuses
         if replicas != g.standby_replicas:  # a new target, or the config changed: the standbys follow
             g.standby_target = standby_target(g, replicas)
             g.standby_replicas = replicas
 
-    def _assignment_delayed(self, g: StreamsGroup) -> str | None:
-        """Why the new target must wait (Kafka 4.3's status detail), or None: a new group's first one
-        waits `streams.initial.rebalance.delay.ms` from its first member's join, a later one until
-        `streams.assignment.interval.ms` after the previous one."""
+    def _retarget(self, g: StreamsGroup, tasks: dict, statuses: list) -> None:
+        """A new target assignment when the group changed, unless Kafka 4.3's delays hold it back (the
+        ASSIGNMENT_DELAYED status says which): a new group's first target waits
+        `streams.initial.rebalance.delay.ms` from its first heartbeat (its members are at the group
+        epoch meanwhile, with no task, as on Kafka), a later one `streams.assignment.interval.ms`
+        after the previous one."""
         now = trio.current_time()
-        if g.assignment_epoch == 0:
-            if g.first_assignment_at is None:
-                g.first_assignment_at = now + self.configs.get_int(
-                    g.group_id, "streams.initial.rebalance.delay.ms") / 1000
-            return INITIAL_DELAY if now < g.first_assignment_at else None
-        interval = self.configs.get_int(g.group_id, "streams.assignment.interval.ms") / 1000
-        return INTERVAL_DELAY if now < g.assigned_at + interval else None
+        if g.first_assignment_at is None:
+            g.first_assignment_at = now + self.configs.get_int(g.group_id, "streams.initial.rebalance.delay.ms") / 1000
+        if now < g.first_assignment_at:
+            statuses.append((ASSIGNMENT_DELAYED, INITIAL_DELAY))
+            if g.epoch > g.assignment_epoch:
+                g.target, g.assignment_epoch, g.standby_replicas = {}, g.epoch, -1
+            g.held = True
+            return
+        if g.held:  # the delay is over: the first real target, at a new epoch
+            g.held = False
+            g.epoch += 1
+        if g.epoch <= g.assignment_epoch:
+            return
+        if now < g.assigned_at + self.configs.get_int(g.group_id, "streams.assignment.interval.ms") / 1000:
+            statuses.append((ASSIGNMENT_DELAYED, INTERVAL_DELAY))
+            return
+        g.target = compute_target(g, tasks)
+        g.assignment_epoch, g.assigned_at, g.standby_replicas = g.epoch, now, -1
 
     def _refresh_endpoints(self, g: StreamsGroup) -> None:
         """PartitionsByUserEndpoint (interactive queries): the input partitions each endpoint's active

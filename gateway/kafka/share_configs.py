@@ -6,7 +6,7 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 from gateway.kafka.state import kafka_state
 from semantics import topic_configs as tc
-from semantics.group_configs import BOOLEANS, CONFIGS, STRINGS
+from semantics.group_configs import CONFIGS, STRINGS
 
 SOURCE_GROUP = 8  # Kafka's ConfigSource GROUP_CONFIG
 PREFIXES = ("share.", "streams.")
@@ -19,7 +19,7 @@ def share_config_entries(app, group: str) -> list[tc.Entry]:
     own = store.values.get(group, {})
     out = []
     for name, (kafka_default, synonym, _) in CONFIGS.items():
-        ctype = tc.STRING if name in STRINGS else tc.BOOLEAN if name in BOOLEANS else tc.INT
+        ctype = tc.STRING if name in STRINGS else tc.INT
         default = store.defaults[name]
         source = tc.SOURCE_DEFAULT if default == kafka_default else tc.SOURCE_STATIC_BROKER
         if name in own:
