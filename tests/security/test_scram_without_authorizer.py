@@ -27,15 +27,15 @@ def test_user_added_without_an_authorizer_logs_in_once_acls_are_on(tmp_path):
             future.result(15)
         admin.alter_user_scram_credentials([UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_512)])[
             "carol"].result(15)
-        described = admin.describe_user_scram_credentials([USER]).result(15)
-        assert [(i.mechanism, i.iterations) for i in described[USER].scram_credential_infos] == [
+        described = admin.describe_user_scram_credentials([USER])[USER].result(15)
+        assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
             (ScramMechanism.SCRAM_SHA_256, 8192)]
     finally:
         plain.stop()
     secured = kg.start(base)  # same data dir, now SASL_SSL with ACLs (bob is no super user: DESCRIBE fails)
     try:
         conf = kg.librdkafka(secured, USER, PASSWORD)
-        md = AdminClient(conf).list_topics(timeout=15)  # authenticated: the listing (empty for bob) comes back
-        assert md.orig_broker_id >= 0
+        md = AdminClient(conf).list_topics(timeout=15)  # raises unless bob authenticated
+        assert md.brokers
     finally:
         secured.stop()
