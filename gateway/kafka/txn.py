@@ -12,6 +12,7 @@ from codec.kafka import apis
 from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
+from semantics.producer_state import INVALID_TXN_STATE
 
 
 def _now() -> int:
@@ -84,8 +85,9 @@ async def end_txn(ctx: RequestContext):
     if txn is None:
         return {"error_code": code}
     txns = kafka_state(app).txns
-    if txns.ending(txn):  # the previous end is still being written (Kafka: PrepareCommit / PrepareAbort)
-        return {"error_code": errors.CONCURRENT_TRANSACTIONS}
+    if txns.ending(txn):  # the previous end is still being written (Kafka: PrepareCommit / PrepareAbort):
+        same = txn.state == ("PrepareCommit" if ctx.request["committed"] else "PrepareAbort")  # a retry
+        return {"error_code": errors.CONCURRENT_TRANSACTIONS if same else INVALID_TXN_STATE}
     offsets = list(txn.offsets) if ctx.request["committed"] else []
     ends = await txns.finish_in_turn(txn, commit=ctx.request["committed"])  # off the loop on a slow disk
     for group in dict.fromkeys(g for g, *_ in offsets):  # the committed offsets' __consumer_offsets records

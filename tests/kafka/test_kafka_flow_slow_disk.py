@@ -58,6 +58,7 @@ def test_metadata_and_throttled_produces_do_not_wait_for_a_blocked_write(gateway
 
 
 TXN_TOPIC = "SlowTxnK"
+CONCURRENT_TRANSACTIONS = 51
 
 
 def _txn_batch(pid: int, epoch: int) -> bytes:
@@ -74,7 +75,8 @@ def _latest(client: RawClient, isolation: int) -> int:
 def test_metadata_does_not_wait_for_a_blocked_end_txn_write(gateway_factory):
     """EndTxn's commit write (the half's outcome and the committed record) goes through the flow
     control as Produce does: while it is blocked on the slow disk, Metadata on another connection is
-    answered first; then the committed record is there."""
+    answered first, and a second EndTxn is CONCURRENT_TRANSACTIONS (as Kafka answers while it is
+    PrepareCommit); then the committed record is there."""
     g = gateway_factory(extra_args=["--store-write-delay-ms", str(int(DELAY_S * 1000))])
     producer = RawClient(g.kafka_bootstrap, timeout=30)
     tid = "slow-txn"
@@ -102,6 +104,9 @@ def test_metadata_does_not_wait_for_a_blocked_end_txn_write(gateway_factory):
     ender.start()
     time.sleep(0.6)  # the commit's write is in progress
     answered.append(("metadata", _metadata(RawClient(g.kafka_bootstrap, timeout=30), TXN_TOPIC)))
+    again = RawClient(g.kafka_bootstrap, timeout=30).call(END_TXN.key, 3, {
+        "transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True})
+    answered.append(("end txn again", again["error_code"]))  # the end is still being written: retry later
     ender.join(30)
-    assert answered == [("metadata", 0), ("end txn", 0)]
+    assert answered == [("metadata", 0), ("end txn again", CONCURRENT_TRANSACTIONS), ("end txn", 0)]
     assert _latest(RawClient(g.kafka_bootstrap, timeout=30), 1) == 1  # the committed record (read_committed)
