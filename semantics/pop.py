@@ -16,6 +16,7 @@ changes; after kill -9 only records in flight at the crash can be delivered twic
 from __future__ import annotations
 
 import heapq
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,6 +28,7 @@ import codec.remoting.message as M
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
 from semantics.pop_state import QueueState
+from semantics.pop_writes import PopLogWrites
 
 INIT_MIN, INIT_MAX = 0, 1  # RocketMQ ConsumeInitMode: start at the first or at the next message
 DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and next new record
@@ -81,6 +83,7 @@ class PopEngine:
         self.max_window, self.clock = max_window, clock
         self._log = PopLog(store, writer)
         self._states = self._log.load()
+        self._writes = PopLogWrites(self._log)  # every op goes through it, in order
         self._last_pop_time = max((lease.pop_time for s in self._states.values() for lease in s.leases.values()),
                                   default=0)
         self._ops_since_snapshot = 0
@@ -238,9 +241,10 @@ class PopEngine:
                 end = max(end, self.settle(group, topic, qid, sorted(still), "ack"))
         return end
 
-    async def ack_together(self, receipts: list[Receipt]) -> tuple[int, int]:
+    async def ack_together(self, receipts: list[Receipt], flow=None) -> tuple[int, int]:
         """`ack` for concurrent callers: the acks gathered in one scheduling turn are logged as one op
-        per queue; returns (valid count, log end offset) once that op is logged."""
+        per queue; returns (valid count, log end offset) once that op is logged (with `flow`: made in
+        `deferred_log(flow)`, so it may still be queued: 0, see `logged`)."""
         done = self.gather_acks(receipts, self._pending_acks)
         turn = self._ack_turn
         if turn is None:
@@ -249,7 +253,8 @@ class PopEngine:
                 await trio.lowlevel.cancel_shielded_checkpoint()
             gathered, self._ack_turn, self._pending_acks = self._pending_acks, None, {}
             try:
-                turn[1] = self.commit_acks(gathered)
+                with self._writes.deferred(flow) if flow is not None else nullcontext():
+                    turn[1] = self.commit_acks(gathered)
             finally:
                 turn[0].set()
         else:
@@ -321,18 +326,18 @@ class PopEngine:
         start = min(max(start, self.store.min_offset(topic, qid)), self.store.max_offset(topic, qid))
         state = self._states.get((group, topic, qid))
         if state is None:
-            self._log.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            self._writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[(group, topic, qid)] = QueueState(start)
             if self.offsets is not None:
                 self.offsets.commit(group, topic, qid, start)
-            return self._log.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
+            return self._writes.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
         return self._do(group, topic, qid, state, {"k": "reset", "s": start})
 
     def drop(self, group: str, topic: str, qid: int) -> int:
         """Forget the group's state of the queue (its next pop starts afresh by its init mode)."""
         if self._states.pop((group, topic, qid), None) is None:
             return 0
-        return self._log.append({"k": "drop", "g": group, "t": topic, "q": qid})
+        return self._writes.append({"k": "drop", "g": group, "t": topic, "q": qid})
 
     def queues(self, group: str) -> list[tuple[str, int]]:
         """(topic, queue id) of every queue the group has state on."""
@@ -373,7 +378,7 @@ class PopEngine:
             else:
                 start = self.store.max_offset(topic, qid)
             start = max(start, lo)
-            self._log.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            self._writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[key] = QueueState(start)
         elif state.start < lo:
             self._do(group, topic, qid, state, {"k": "move", "s": lo})
@@ -381,7 +386,7 @@ class PopEngine:
 
     def _do(self, group, topic, qid, state: QueueState, op: dict) -> int:
         """Log the op, then apply it: the one way state changes."""
-        end = self._log.append({**op, "g": group, "t": topic, "q": qid})
+        end = self._writes.append({**op, "g": group, "t": topic, "q": qid})
         before = state.start
         state.apply(op)
         if state.start != before and self.offsets is not None:
@@ -394,9 +399,33 @@ class PopEngine:
             self.snapshot()
         return end
 
-    def snapshot(self) -> None:
+    def snapshot(self) -> bool:
+        """Write the state (False: not now, ops are applied but not yet logged; a replay would apply
+        them twice on top of it)."""
+        if self._writes.pending:
+            return False
         self._ops_since_snapshot, self._unsnapped_since = 0, None
         self._log.snapshot(self._states)
+        return True
+
+    # ---- log writes (semantics.pop_writes) ------------------------------------------------
+    def deferred_log(self, flow):
+        """A context in which ops may be queued while the disk is slow; the caller then awaits
+        `logged()` before answering. No checkpoint may come inside."""
+        return self._writes.deferred(flow)
+
+    @property
+    def log_pending(self) -> bool:
+        """Ops applied but not yet in the CommitLog (answers wait for `logged()`)."""
+        return self._writes.pending
+
+    def log_inline(self, flow) -> bool:
+        """Would an op made now be logged at once, on the event loop?"""
+        return self._writes.inline(flow)
+
+    async def logged(self) -> int:
+        """Once every op made so far is in the CommitLog (written in the flow's turn): its end offset."""
+        return await self._writes.written()
 
     def _message(self, topic, qid, offset):
         read = self.store.read(topic, qid, offset, max_count=1)
@@ -424,8 +453,9 @@ class PopEngine:
                 _, topic, qid = heapq.heappop(self._timers)
                 if self.notify is not None:
                     self.notify(topic, qid)
-            if self._unsnapped_since is not None and now >= self._unsnapped_since + SNAPSHOT_AFTER_MS:
-                self.snapshot()
+            if self._unsnapped_since is not None and now >= self._unsnapped_since + SNAPSHOT_AFTER_MS \
+                    and not self.snapshot():  # ops still being logged: again a second later
+                self._unsnapped_since = now - SNAPSHOT_AFTER_MS + 1000
             wake_at = [t for t in (self._timers[0][0] if self._timers else None,
                                    None if self._unsnapped_since is None else self._unsnapped_since + SNAPSHOT_AFTER_MS)
                        if t is not None]
