@@ -83,7 +83,7 @@ class PopEngine:
         self.max_window, self.clock = max_window, clock
         self._log = PopLog(store, writer)
         self._states = self._log.load()
-        self._writes = PopLogWrites(self._log)  # every op goes through it, in order
+        self.writes = PopLogWrites(self._log)  # every op is logged through it, in order (deferred while the disk is slow)
         self._last_pop_time = max((lease.pop_time for s in self._states.values() for lease in s.leases.values()),
                                   default=0)
         self._ops_since_snapshot = 0
@@ -244,7 +244,7 @@ class PopEngine:
     async def ack_together(self, receipts: list[Receipt], flow=None) -> tuple[int, int]:
         """`ack` for concurrent callers: the acks gathered in one scheduling turn are logged as one op
         per queue; returns (valid count, log end offset) once that op is logged (with `flow`: made in
-        `deferred_log(flow)`, so it may still be queued: 0, see `logged`)."""
+        `writes.deferred(flow)`, so it may still be queued: 0, see `writes.written`)."""
         done = self.gather_acks(receipts, self._pending_acks)
         turn = self._ack_turn
         if turn is None:
@@ -253,7 +253,7 @@ class PopEngine:
                 await trio.lowlevel.cancel_shielded_checkpoint()
             gathered, self._ack_turn, self._pending_acks = self._pending_acks, None, {}
             try:
-                with self._writes.deferred(flow) if flow is not None else nullcontext():
+                with self.writes.deferred(flow) if flow is not None else nullcontext():
                     turn[1] = self.commit_acks(gathered)
             finally:
                 turn[0].set()
@@ -326,18 +326,18 @@ class PopEngine:
         start = min(max(start, self.store.min_offset(topic, qid)), self.store.max_offset(topic, qid))
         state = self._states.get((group, topic, qid))
         if state is None:
-            self._writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            self.writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[(group, topic, qid)] = QueueState(start)
             if self.offsets is not None:
                 self.offsets.commit(group, topic, qid, start)
-            return self._writes.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
+            return self.writes.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
         return self._do(group, topic, qid, state, {"k": "reset", "s": start})
 
     def drop(self, group: str, topic: str, qid: int) -> int:
         """Forget the group's state of the queue (its next pop starts afresh by its init mode)."""
         if self._states.pop((group, topic, qid), None) is None:
             return 0
-        return self._writes.append({"k": "drop", "g": group, "t": topic, "q": qid})
+        return self.writes.append({"k": "drop", "g": group, "t": topic, "q": qid})
 
     def queues(self, group: str) -> list[tuple[str, int]]:
         """(topic, queue id) of every queue the group has state on."""
@@ -378,7 +378,7 @@ class PopEngine:
             else:
                 start = self.store.max_offset(topic, qid)
             start = max(start, lo)
-            self._writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            self.writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[key] = QueueState(start)
         elif state.start < lo:
             self._do(group, topic, qid, state, {"k": "move", "s": lo})
@@ -386,7 +386,7 @@ class PopEngine:
 
     def _do(self, group, topic, qid, state: QueueState, op: dict) -> int:
         """Log the op, then apply it: the one way state changes."""
-        end = self._writes.append({**op, "g": group, "t": topic, "q": qid})
+        end = self.writes.append({**op, "g": group, "t": topic, "q": qid})
         before = state.start
         state.apply(op)
         if state.start != before and self.offsets is not None:
@@ -402,30 +402,11 @@ class PopEngine:
     def snapshot(self) -> bool:
         """Write the state (False: not now, ops are applied but not yet logged; a replay would apply
         them twice on top of it)."""
-        if self._writes.pending:
+        if self.writes.pending:
             return False
         self._ops_since_snapshot, self._unsnapped_since = 0, None
         self._log.snapshot(self._states)
         return True
-
-    # ---- log writes (semantics.pop_writes) ------------------------------------------------
-    def deferred_log(self, flow):
-        """A context in which ops may be queued while the disk is slow; the caller then awaits
-        `logged()` before answering. No checkpoint may come inside."""
-        return self._writes.deferred(flow)
-
-    @property
-    def log_pending(self) -> bool:
-        """Ops applied but not yet in the CommitLog (answers wait for `logged()`)."""
-        return self._writes.pending
-
-    def log_inline(self, flow) -> bool:
-        """Would an op made now be logged at once, on the event loop?"""
-        return self._writes.inline(flow)
-
-    async def logged(self) -> int:
-        """Once every op made so far is in the CommitLog (written in the flow's turn): its end offset."""
-        return await self._writes.written()
 
     def _message(self, topic, qid, offset):
         read = self.store.read(topic, qid, offset, max_count=1)

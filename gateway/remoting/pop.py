@@ -102,7 +102,7 @@ def pop_message(channel, req):
     engine = pop_engine(app)
 
     def once():
-        with engine.deferred_log(app.flow):
+        with engine.writes.deferred(app.flow):
             return _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mode)
 
     resp = once()
@@ -115,8 +115,8 @@ def pop_message(channel, req):
         counts[key] = counts.get(key, 0) + 1
         try:
             deadline = trio.current_time() + min(poll_ms / 1000.0, MAX_POLL_S)
-            if engine.log_pending:  # the first try's ops (a queue's init) do not wait for the poll's end
-                await engine.logged()
+            if engine.writes.pending:  # the first try's ops (a queue's init) do not wait for the poll's end
+                await engine.writes.written()
             while (remaining := deadline - trio.current_time()) > 0:
                 await app.arrivals.wait_any(sources, remaining)
                 result = once()
@@ -126,8 +126,8 @@ def pop_message(channel, req):
                 result = _answer(req, ResponseCode.POLLING_TIMEOUT, now_ms(), invisible, 0)
         finally:
             counts[key] -= 1
-        if engine.log_pending:
-            await engine.logged()
+        if engine.writes.pending:
+            await engine.writes.written()
         return result
     channel.spawn(req, long_poll)
     return DEFERRED
@@ -135,14 +135,14 @@ def pop_message(channel, req):
 
 def _after_logged(channel, req, resp, end: int = 0, durable: bool = True):
     """Answer `resp` once the engine's ops so far are in the CommitLog (while the disk is slow they
-    are written off the event loop, in the flow's turn: `PopEngine.deferred_log`) and, if `durable`,
+    are written off the event loop, in the flow's turn: `semantics.pop_writes`) and, if `durable`,
     in sync-flush mode once they are on disk."""
     app, engine = channel.app, pop_engine(channel.app)
-    if not engine.log_pending:
+    if not engine.writes.pending:
         return after_durable(channel, req, end, resp) if durable else resp
 
     async def logged():
-        written = await engine.logged()
+        written = await engine.writes.written()
         if durable and app.sync_flush:
             await app.durable(max(end, written))
         return resp
@@ -272,7 +272,7 @@ def _ack(channel, req, receipts: list[Receipt], batch: bool):
     """The acks of one socket read are logged as one op just before their answers leave (the
     channel's `before_answers`); in sync-flush mode each is answered by a task once its op is on disk
     (`PopEngine.ack_together`: the acks of one scheduling turn share the op), as they are while the
-    disk is slow (the op is then written off the event loop: `PopEngine.deferred_log`)."""
+    disk is slow (the op is then written off the event loop: `semantics.pop_writes`)."""
     app, engine = channel.app, pop_engine(channel.app)
 
     def answer(done):
@@ -283,13 +283,13 @@ def _ack(channel, req, receipts: list[Receipt], batch: bool):
             return req.response(ResponseCode.NO_MESSAGE,
                                 remark=f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight")
         return req.response(ResponseCode.SUCCESS)
-    if not app.sync_flush and engine.log_inline(app.flow):
+    if not app.sync_flush and engine.writes.inline(app.flow):
         return answer(engine.gather_acks(receipts, _read_acks(channel, engine)))
 
     async def acked():
         done, end = await engine.ack_together(receipts, app.flow)
-        if engine.log_pending:
-            end = max(end, await engine.logged())
+        if engine.writes.pending:
+            end = max(end, await engine.writes.written())
         if done and app.sync_flush:
             await app.durable(end)
         return answer(done)
@@ -344,7 +344,7 @@ def change_invisible_time(channel, req):
     invisible = _invisible(req, "invisibleTime")
     receipt, info = _receipt(channel.app, req, ResponseCode.MESSAGE_ILLEGAL)
     app = channel.app
-    with pop_engine(app).deferred_log(app.flow):
+    with pop_engine(app).writes.deferred(app.flow):
         renewed = pop_engine(app).renew(receipt, invisible)
     if renewed is None:
         return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight (acknowledged, "

@@ -1,5 +1,5 @@
 """The pop engine's log appends while the disk is slow (semantics.pop_writes): ops made in
-`deferred_log` are queued and applied, written in order by `logged()` on the flow's worker thread;
+`writes.deferred` are queued and applied, written in order by `writes.written()` on the flow's worker thread;
 an op made outside (a Kafka share call) is written at once after the queued ones; no snapshot counts
 an op twice. A restart replays the log to the same state."""
 from __future__ import annotations
@@ -52,24 +52,24 @@ def test_deferred_ops_are_queued_then_written_in_order_off_the_loop(tmp_path):
     async def main():
         flow = SendFlowControl()
         flow.slow_until = float("inf")  # the disk is slow: appends go to the worker thread
-        with engine.deferred_log(flow):
+        with engine.writes.deferred(flow):
             first = engine.acquire(G, T, 0, 4, 30_000)
         assert [d.offset for d in first.deliveries] == [0, 1, 2, 3]  # applied at once
-        assert engine.log_pending and s.max_offset(LOG_TOPIC, 0) == 0 and threads == []
-        assert not engine.log_inline(flow)
+        assert engine.writes.pending and s.max_offset(LOG_TOPIC, 0) == 0 and threads == []
+        assert not engine.writes.inline(flow)
         assert not engine.snapshot()  # the state holds ops the log lacks
-        with engine.deferred_log(flow):
+        with engine.writes.deferred(flow):
             second = engine.acquire(G, T, 0, 2, 30_000)
         assert [d.offset for d in second.deliveries] == [4, 5]
-        # a caller that cannot wait (outside deferred_log) is logged at once, after the queued ops
+        # a caller that cannot wait (outside writes.deferred) is logged at once, after the queued ops
         done, end = engine.ack([Receipt(G, T, 0, 4, second.pop_time)])
         assert done == 1 and end > 0
-        assert not engine.log_pending and s.max_offset(LOG_TOPIC, 0) == 4  # init, pop, pop, ack
-        with engine.deferred_log(flow):
+        assert not engine.writes.pending and s.max_offset(LOG_TOPIC, 0) == 4  # init, pop, pop, ack
+        with engine.writes.deferred(flow):
             engine.ack([Receipt(G, T, 0, 0, first.pop_time)])
-        assert engine.log_pending
-        end = await engine.logged()
-        assert not engine.log_pending and s.max_offset(LOG_TOPIC, 0) == 5 and end > 0
+        assert engine.writes.pending
+        end = await engine.writes.written()
+        assert not engine.writes.pending and s.max_offset(LOG_TOPIC, 0) == 5 and end > 0
         assert threads[-1] != threading.get_ident()  # written on the worker thread
         assert engine.snapshot()
         return _leases(engine)
@@ -91,11 +91,11 @@ def test_a_restart_replays_queued_ops_written_later_in_their_order(tmp_path):
     async def main():
         flow = SendFlowControl()
         flow.slow_until = float("inf")
-        with engine.deferred_log(flow):
+        with engine.writes.deferred(flow):
             got = engine.acquire(G, T, 0, 3, 30_000)
             engine.ack([Receipt(G, T, 0, 1, got.pop_time)])
             engine.renew(Receipt(G, T, 0, 2, got.pop_time), 60_000)
-        await engine.logged()
+        await engine.writes.written()
         return _leases(engine)
 
     before = trio.run(main)
@@ -114,8 +114,8 @@ def test_while_the_disk_keeps_up_deferred_ops_are_written_at_once(tmp_path):
 
     async def main():
         flow = SendFlowControl()
-        with engine.deferred_log(flow):
+        with engine.writes.deferred(flow):
             got = engine.acquire(G, T, 0, 2, 30_000)
-        assert got.end_offset > 0 and not engine.log_pending and s.max_offset(LOG_TOPIC, 0) == 2
+        assert got.end_offset > 0 and not engine.writes.pending and s.max_offset(LOG_TOPIC, 0) == 2
     trio.run(main)
     s.close()
