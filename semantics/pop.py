@@ -36,6 +36,7 @@ DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then th
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
 _SIZE_MAGIC = struct.Struct(">iI")  # an entry's TOTALSIZE and MAGICCODE
+_PROPS_LEN = struct.Struct(">h")  # an entry's PROPERTIESLENGTH
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,32 @@ class Acquired:
     deliveries: list[Delivery] = field(default_factory=list)
     rest: int = 0  # records left in the queue (not delivered, or available again)
     end_offset: int = 0  # CommitLog end of the logged op (0: nothing logged)
+
+
+def _KEEP_ALL(properties: dict) -> bool:
+    """The `raw_keep` of a subscription to everything (no properties are parsed for it)."""
+    return True
+
+
+def _raw_properties(data: bytes) -> dict | None:
+    """A plain stored entry's properties as `store.get` decodes them (its reserved batch keys
+    dropped); None when the topic or properties fields do not fit the entry (decode it instead)."""
+    at = M.BODY_AT + M.INT32.unpack_from(data, M.BODY_LENGTH_AT)[0]
+    if at >= len(data):
+        return None
+    at += 1 + data[at]  # the topic: its length byte and its bytes
+    if at + 2 > len(data):
+        return None
+    size = _PROPS_LEN.unpack_from(data, at)[0]
+    if size < 0 or at + 2 + size != len(data):
+        return None
+    try:
+        props = M.string_to_properties(data[at + 2:].decode()) if size else {}
+    except UnicodeDecodeError:
+        return None
+    for reserved in (M.PROP_INNER_NUM, M.PROP_TAGS_CODES, M.PROP_INNER_KEYS):
+        props.pop(reserved, None)
+    return props
 
 
 def _ranges(offsets: list[int]) -> list[list[int]]:
@@ -104,7 +131,7 @@ class PopEngine:
                 init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
                 dead_letter: Callable[[str, object, int], int | None] | None = None,
                 pop_time: int | None = None, messages: bool = True, whole_batches: bool = False,
-                raw: bool = False) -> Acquired:
+                raw: bool = False, raw_keep: Callable[[dict], bool] | None = None) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
         `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
         a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
@@ -112,8 +139,9 @@ class PopEngine:
         queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time).
         `messages=False` leaves `Delivery.message` None and decodes nothing (Kafka sends the stored
         batches itself); `whole_batches` leases new records on to the end of the stored batch that
-        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`)
-        hands a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
+        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`,
+        or with `raw_keep(properties)`, the same exact check on a plain record's properties alone) hands
+        a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
         if pop_time is None:
@@ -132,8 +160,9 @@ class PopEngine:
             if offset < lowest or (messages and message is None):  # gone with retention
                 continue
             result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
+        raw_keep = (raw_keep or _KEEP_ALL) if raw and (keep is None or raw_keep is not None) else None
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
-                                           tag_filter, keep, messages, whole_batches, raw and keep is None)
+                                           tag_filter, keep, messages, whole_batches, raw_keep)
         leased = _ranges(sorted(d.offset for d in result.deliveries))
         if leased or skipped or new_next != state.next:
             op = {"k": "pop", "r": leased, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
@@ -150,9 +179,10 @@ class PopEngine:
         return self._last_pop_time
 
     def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole,
-                  raw) -> tuple[list[int], int]:
+                  raw_keep) -> tuple[list[int], int]:
         """Lease new records from `state.next` on, walking the queue's units (an entry is decoded
-        only when its message is wanted); returns (offsets skipped, new next)."""
+        only when its message is wanted; with `raw_keep` a plain one is not); returns (offsets
+        skipped, new next)."""
         skipped, position = [], state.next
         limit = min(state.start + self.max_window, self.store.max_offset(topic, qid))
         decode = messages or keep is not None
@@ -169,10 +199,13 @@ class PopEngine:
                     continue
                 if want == 0:
                     return skipped, position
-                data = self._raw_entry(phys, size) if raw else None
-                if data is not None:
-                    result.deliveries.append(Delivery(position, None, 1, data))
-                    want -= 1
+                data = self._raw_entry(phys, size) if raw_keep is not None else None
+                if data is not None and (raw_keep is _KEEP_ALL or (props := _raw_properties(data)) is not None):
+                    if raw_keep is _KEEP_ALL or raw_keep(props):
+                        result.deliveries.append(Delivery(position, None, 1, data))
+                        want -= 1
+                    else:
+                        skipped.append(position)
                     position += 1
                     continue
                 if decode and phys != entry:

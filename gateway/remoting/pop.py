@@ -164,9 +164,10 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
     engine = pop_engine(app)
     pop_time = engine.new_pop_time()
     parts, starts, offsets, rest, left = [], [], [], 0, max_n
+    filters = {"tag_filter": _tag_filter(subscription), "keep": _keeper(subscription),
+               "raw_keep": None if getattr(subscription, "match_all", False) else subscription.matches_properties}
     for topic, qid in sources:
-        got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode,
-                             tag_filter=_tag_filter(subscription), keep=_keeper(subscription),
+        got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode, **filters,
                              max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time, raw=True,
                              dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
         rest += got.rest
