@@ -20,13 +20,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
-import struct
-
 import trio
 
-import codec.remoting.message as M
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
+from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties
 from semantics.pop_state import QueueState
 from semantics.pop_writes import PopLogWrites
 
@@ -35,8 +33,6 @@ DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and ne
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
-_SIZE_MAGIC = struct.Struct(">iI")  # an entry's TOTALSIZE and MAGICCODE
-_PROPS_LEN = struct.Struct(">h")  # an entry's PROPERTIESLENGTH
 
 
 @dataclass(frozen=True)
@@ -63,32 +59,6 @@ class Acquired:
     deliveries: list[Delivery] = field(default_factory=list)
     rest: int = 0  # records left in the queue (not delivered, or available again)
     end_offset: int = 0  # CommitLog end of the logged op (0: nothing logged)
-
-
-def _KEEP_ALL(properties: dict) -> bool:
-    """The `raw_keep` of a subscription to everything (no properties are parsed for it)."""
-    return True
-
-
-def _raw_properties(data: bytes) -> dict | None:
-    """A plain stored entry's properties as `store.get` decodes them (its reserved batch keys
-    dropped); None when the topic or properties fields do not fit the entry (decode it instead)."""
-    at = M.BODY_AT + M.INT32.unpack_from(data, M.BODY_LENGTH_AT)[0]
-    if at >= len(data):
-        return None
-    at += 1 + data[at]  # the topic: its length byte and its bytes
-    if at + 2 > len(data):
-        return None
-    size = _PROPS_LEN.unpack_from(data, at)[0]
-    if size < 0 or at + 2 + size != len(data):
-        return None
-    try:
-        props = M.string_to_properties(data[at + 2:].decode()) if size else {}
-    except UnicodeDecodeError:
-        return None
-    for reserved in (M.PROP_INNER_NUM, M.PROP_TAGS_CODES, M.PROP_INNER_KEYS):
-        props.pop(reserved, None)
-    return props
 
 
 def _ranges(offsets: list[int]) -> list[list[int]]:
@@ -160,7 +130,7 @@ class PopEngine:
             if offset < lowest or (messages and message is None):  # gone with retention
                 continue
             result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
-        raw_keep = (raw_keep or _KEEP_ALL) if raw and (keep is None or raw_keep is not None) else None
+        raw_keep = (raw_keep or KEEP_ALL) if raw and (keep is None or raw_keep is not None) else None
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
                                            tag_filter, keep, messages, whole_batches, raw_keep)
         leased = _ranges(sorted(d.offset for d in result.deliveries))
@@ -199,9 +169,9 @@ class PopEngine:
                     continue
                 if want == 0:
                     return skipped, position
-                data = self._raw_entry(phys, size) if raw_keep is not None else None
-                if data is not None and (raw_keep is _KEEP_ALL or (props := _raw_properties(data)) is not None):
-                    if raw_keep is _KEEP_ALL or raw_keep(props):
+                data = raw_entry(self.store, phys, size) if raw_keep is not None else None
+                if data is not None and (raw_keep is KEEP_ALL or (props := raw_properties(data)) is not None):
+                    if raw_keep is KEEP_ALL or raw_keep(props):
                         result.deliveries.append(Delivery(position, None, 1, data))
                         want -= 1
                     else:
@@ -220,21 +190,6 @@ class PopEngine:
                     return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep, message,
                                                         messages, skipped)
         return skipped, position
-
-    def _raw_entry(self, phys: int, size: int) -> bytes | None:
-        """The bytes of a plain (not inner-batch) entry whose header, position and body CRC check out,
-        as `store.get` checks them; None: decode it instead (and let the store quarantine it)."""
-        data = self.store.read_entry(phys, size)
-        if len(data) != size or size < M.BODY_AT or self.store.is_quarantined(phys):
-            return None
-        total, magic = _SIZE_MAGIC.unpack_from(data)
-        body_len = M.INT32.unpack_from(data, M.BODY_LENGTH_AT)[0]
-        if (total != size or magic != M.MAGIC_V1 or M.INT64.unpack_from(data, M.PHYSICAL_OFFSET_AT)[0] != phys
-                or M.INT32.unpack_from(data, M.SYSFLAG_AT)[0] & M.INNER_BATCH_FLAG or body_len < 0
-                or M.BODY_AT + body_len > size
-                or M.body_crc(data[M.BODY_AT:M.BODY_AT + body_len]) != M.INT32.unpack_from(data, M.BODY_CRC_AT)[0]):
-            return None
-        return data
 
     def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:
         """Lease the offsets from `position` that are in the same stored entry (at `phys`); the new next."""
