@@ -24,7 +24,7 @@ import trio
 
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
-from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties
+from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties, span
 from semantics.pop_state import QueueState
 from semantics.pop_writes import PopLogWrites
 
@@ -162,6 +162,7 @@ class PopEngine:
             if not units:
                 break
             begin = self.store.min_physical_offset
+            block, block_at = span(self.store, units) if raw_keep is not None else (b"", 0)
             for phys, size, code in units:
                 if size <= 0 or phys < begin or (tag_filter is not None and not tag_filter(code)):
                     skipped.append(position)
@@ -169,7 +170,7 @@ class PopEngine:
                     continue
                 if want == 0:
                     return skipped, position
-                data = raw_entry(self.store, phys, size) if raw_keep is not None else None
+                data = raw_entry(self.store, phys, size, block, block_at) if raw_keep is not None else None
                 if data is not None and (raw_keep is KEEP_ALL or (props := raw_properties(data)) is not None):
                     if raw_keep is KEEP_ALL or raw_keep(props):
                         result.deliveries.append(Delivery(position, None, 1, data))

@@ -12,10 +12,25 @@ _SIZE_MAGIC = struct.Struct(">iI")  # an entry's TOTALSIZE and MAGICCODE
 _PROPS_LEN = struct.Struct(">h")  # an entry's PROPERTIESLENGTH
 
 
-def raw_entry(store, phys: int, size: int) -> bytes | None:
+def span(store, units) -> tuple[bytes, int]:
+    """(bytes, CommitLog offset) of one read covering the entries of ConsumeQueue `units` when they
+    lie close together (a producer's batch does), else (b"", 0): one read instead of one per entry."""
+    wanted = [(phys, size) for phys, size, _ in units if size > 0]
+    if len(wanted) < 2:
+        return b"", 0
+    first, end = wanted[0][0], max(phys + size for phys, size in wanted)
+    need = sum(size for _, size in wanted)
+    if first < store.min_physical_offset or end - first > min(2 * need + 4096, 1 << 20):
+        return b"", 0
+    return store.read_entry(first, end - first), first
+
+
+def raw_entry(store, phys: int, size: int, block: bytes = b"", block_at: int = 0) -> bytes | None:
     """The bytes of a plain (not inner-batch) entry whose header, position and body CRC check out,
-    as `store.get` checks them; None: decode it instead (and let the store quarantine it)."""
-    data = store.read_entry(phys, size)
+    as `store.get` checks them; None: decode it instead (and let the store quarantine it). Taken from
+    `block` (a `span` read starting at `block_at`) when it holds the entry."""
+    at = phys - block_at
+    data = block[at:at + size] if 0 <= at and at + size <= len(block) else store.read_entry(phys, size)
     if len(data) != size or size < M.BODY_AT or store.is_quarantined(phys):
         return None
     total, magic = _SIZE_MAGIC.unpack_from(data)
