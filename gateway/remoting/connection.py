@@ -35,9 +35,6 @@ WRITE_TIMEOUT_S = 30.0
 # Sends appended together when several arrive in one read (the batch form keeps its own path).
 _COALESCED_SENDS = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2))
 _SENDS = _COALESCED_SENDS | {RequestCode.SEND_BATCH_MESSAGE}
-# Answered at once with the answers before them, not with the rest of their read: a RocketMQ consumer
-# has one POP in flight per queue, so its answer must not wait for the acks read after it.
-_ANSWER_AT_ONCE = frozenset((RequestCode.POP_MESSAGE,))
 # Metric labels: a request code's name (RocketMQ's RequestCode), else its number.
 _CODE_NAMES = {v: k for k, v in vars(RequestCode).items() if k.isupper() and isinstance(v, int)}
 # Answers that are not errors: a pull or query that found nothing (yet) is the normal case.
@@ -219,12 +216,14 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                             sends = []
                         resp = _dispatch(channel, req)
                     _answer(channel, req, resp, answers)
-                    if resp is not None and req.code in _ANSWER_AT_ONCE:
-                        await _answers_out(channel, answers, topics_before)
-                        answers, topics_before = [], topics.submission
                 if sends:
                     await _append_sends(channel, sends, answers)
-                await _answers_out(channel, answers, topics_before)
+                while channel.before_answers:  # e.g. the POP acks of this read, logged as one op
+                    channel.before_answers.pop(0)()
+                if topics.submission != topics_before:  # a topic was created or changed: durable first
+                    await app.topics_written()
+                if answers:
+                    await channel.write(b"".join(answers))
         except ProtocolError as exc:
             log.info("closing remoting connection from %s: %s", channel.address, exc)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -236,17 +235,6 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                 slot[0].set()
             channel_closed(channel)
             nursery.cancel_scope.cancel()
-
-
-async def _answers_out(channel: Channel, answers: list, topics_before: int) -> None:
-    """Write the answers so far in one write, once the hooks waiting for them ran (e.g. the POP acks of
-    the read, logged as one op) and a topic created or changed meanwhile is durable."""
-    while channel.before_answers:
-        channel.before_answers.pop(0)()
-    if channel.app.store.topics.submission != topics_before:
-        await channel.app.topics_written()
-    if answers:
-        await channel.write(b"".join(answers))
 
 
 def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None, answers: list) -> None:
