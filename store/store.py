@@ -251,9 +251,11 @@ class Store:
             return cq.first_at_or_after(offset + 1, hi, lambda p, _s, _c: p != phys)
 
     def read(self, topic: str, queue_id: int, start: int, max_count: int = 32, max_bytes: int = 4 << 20,
-             tag_filter=None) -> ReadResult:
+             tag_filter=None, raw: bool = False) -> ReadResult:
         """Messages from logical offset `start`: at most `max_count` entries and about `max_bytes`
-        (always at least one entry). An inner batch is one entry, reported at its first offset."""
+        (always at least one entry). An inner batch is one entry, reported at its first offset.
+        Entries adjacent in the CommitLog are read together; with `raw`, plain entries come back
+        undecoded (store.api.RawEntry) for a reader that only forwards their bytes."""
         cq = self.consume_queues.queues.get((topic, queue_id))
         if cq is None:
             return ReadResult([], 0, 0, 0)
@@ -269,13 +271,15 @@ class Store:
         cl = self.commitlog
         cl_begin = cl.begin
         step = max(16, min(max_count, 1024))
+        run, run_at = b"", 0  # the bytes of the last run of adjacent entries read
         while off < hi:
             with self._lock:
-                raw = cq.raw(off, step)
-            if not raw:
+                units = cq.raw(off, step)
+            if not units:
                 break
             stop = False
-            for phys, size, code in UNIT.iter_unpack(raw):
+            units = list(UNIT.iter_unpack(units))
+            for i, (phys, size, code) in enumerate(units):
                 if phys == included:
                     off += 1
                     continue
@@ -285,7 +289,14 @@ class Store:
                 if len(entries) >= max_count or (entries and total + size > max_bytes):
                     stop = True
                     break
-                msg = cl.decode_at(phys, size)
+                at = phys - run_at
+                if at < 0 or at + size > len(run):
+                    run_at, at = phys, 0
+                    run = cl.read_run(phys, _run_bytes(units, i, max(size, max_bytes - total), max_count - len(entries)))
+                if at + size <= len(run):
+                    msg = cl.entry(phys, run if len(run) == size else run[at:at + size], size, raw)
+                else:  # cut short: as one entry alone (what decode_at makes of it)
+                    msg = cl.decode_at(phys, size)
                 if msg is None:
                     off += 1
                     continue
@@ -439,6 +450,24 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+RUN_GAP = 8 << 10  # other queues' entries between two of this queue's that one read may span
+
+
+def _run_bytes(units: list, i: int, budget: int, count: int) -> int:
+    """Bytes from units[i]'s entry to the end of the last of the following ones (at most `count`)
+    that one read covers: each starts at most RUN_GAP after the previous one ends, their own bytes
+    stay within `budget` (at least the first entry) and the span within twice `budget` (gaps)."""
+    phys, end = units[i][0], units[i][0] + units[i][1]
+    own = units[i][1]
+    for k in range(i + 1, min(len(units), i + count)):
+        p, size = units[k][0], units[k][1]
+        if p < end or p - end > RUN_GAP or own + size > budget or p + size - phys > 2 * budget:
+            break
+        own += size
+        end = p + size
+    return end - phys
 
 
 def open(path: str, config: StoreConfig | None = None, *, recover: bool = True) -> Store:  # noqa: A001
