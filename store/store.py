@@ -254,8 +254,7 @@ class Store:
              tag_filter=None, raw: bool = False) -> ReadResult:
         """Messages from logical offset `start`: at most `max_count` entries and about `max_bytes`
         (always at least one entry). An inner batch is one entry, reported at its first offset.
-        Entries adjacent in the CommitLog are read together; with `raw`, plain entries come back
-        undecoded (store.api.RawEntry) for a reader that only forwards their bytes."""
+        `raw`: plain entries come back undecoded, for a reader that forwards them (CommitLog.entry)."""
         cq = self.consume_queues.queues.get((topic, queue_id))
         if cq is None:
             return ReadResult([], 0, 0, 0)
@@ -264,14 +263,11 @@ class Store:
             return ReadResult([], lo, lo, hi)
         if start >= hi:
             return ReadResult([], hi, lo, hi)
-        entries = []
-        total = 0
-        off = start
-        included = -1
+        entries, total, off, included = [], 0, start, -1
         cl = self.commitlog
         cl_begin = cl.begin
         step = max(16, min(max_count, 1024))
-        run, run_at = b"", 0  # the bytes of the last run of adjacent entries read
+        runs = cl.runs(raw)
         while off < hi:
             with self._lock:
                 units = cq.raw(off, step)
@@ -289,14 +285,7 @@ class Store:
                 if len(entries) >= max_count or (entries and total + size > max_bytes):
                     stop = True
                     break
-                at = phys - run_at
-                if at < 0 or at + size > len(run):
-                    run_at, at = phys, 0
-                    run = cl.read_run(phys, _run_bytes(units, i, max(size, max_bytes - total), max_count - len(entries)))
-                if at + size <= len(run):
-                    msg = cl.entry(phys, run if len(run) == size else run[at:at + size], size, raw)
-                else:  # cut short: as one entry alone (what decode_at makes of it)
-                    msg = cl.decode_at(phys, size)
+                msg = runs.entry(units, i, max(size, max_bytes - total), max_count - len(entries))
                 if msg is None:
                     off += 1
                     continue
@@ -450,24 +439,6 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
-
-
-RUN_GAP = 8 << 10  # other queues' entries between two of this queue's that one read may span
-
-
-def _run_bytes(units: list, i: int, budget: int, count: int) -> int:
-    """Bytes from units[i]'s entry to the end of the last of the following ones (at most `count`)
-    that one read covers: each starts at most RUN_GAP after the previous one ends, their own bytes
-    stay within `budget` (at least the first entry) and the span within twice `budget` (gaps)."""
-    phys, end = units[i][0], units[i][0] + units[i][1]
-    own = units[i][1]
-    for k in range(i + 1, min(len(units), i + count)):
-        p, size = units[k][0], units[k][1]
-        if p < end or p - end > RUN_GAP or own + size > budget or p + size - phys > 2 * budget:
-            break
-        own += size
-        end = p + size
-    return end - phys
 
 
 def open(path: str, config: StoreConfig | None = None, *, recover: bool = True) -> Store:  # noqa: A001
