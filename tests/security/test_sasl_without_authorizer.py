@@ -22,6 +22,7 @@ from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ACLResourceP
 from kafka.admin import ResourcePatternFilter, ResourceType as KpResourceType
 from kafka.errors import SecurityDisabledError
 
+from client import Admin, Message, Producer
 from gateway.listeners import parse_listener
 from security import authentication_for
 from security.credentials import CredentialStore
@@ -110,6 +111,20 @@ def test_any_user_adds_a_scram_user_who_then_logs_in(gw):
     assert result == [(None, None)]
     code, _text = produce(kg.librdkafka(gw, bob, "not-bobs"), "anything")[0]
     assert code == KafkaError._AUTHENTICATION
+
+
+def test_the_remoting_port_is_unchanged_unsigned_requests_are_served(gw):
+    """Gateway only: remoting signatures stay tied to --authorizer acl, a SASL Kafka listener changes nothing."""
+    admin = Admin(gw.namesrv).start()
+    try:
+        admin.create_topic("remoting-open", queues=1)
+    finally:
+        admin.shutdown()
+    producer = Producer("open-pg", gw.namesrv).start()
+    try:
+        assert producer.send(Message("remoting-open", b"unsigned")).msg_id
+    finally:
+        producer.shutdown()
 
 
 def test_the_user_store_is_bootstrapped_only_for_sasl_listeners(tmp_path):
