@@ -114,6 +114,9 @@ def _user_store(app) -> CredentialStore:
     afresh, so what `python -m security` wrote meanwhile is seen)."""
     if app.security is not None:
         return app.security.credentials
+    if app.authentication is not None:  # SASL listeners without an authorizer: their store, re-read now
+        app.authentication.reread()
+        return app.authentication.credentials
     return CredentialStore(os.path.join(app.store.path, "config"))
 
 
