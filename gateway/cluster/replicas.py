@@ -30,6 +30,7 @@ class ReplicaRoles:
         self.node, self.manager, self.nursery, self.pop = node, manager, nursery, pop
         self.view = node.view
         self.journal = PopJournal(manager.store, manager) if pop is not None else None
+        self._isr_wanted: dict[tuple[str, int], list] = {}  # queue → newest in-sync change not yet written
         if pop is not None:
             pop.use_journal(self.journal)
 
@@ -92,11 +93,33 @@ class ReplicaRoles:
             log.warning("cluster: assignment of %s/%d ignored: %s", topic, qid, exc)
 
     def _isr_changed(self, topic: str, qid: int, isr_addrs: list) -> None:
-        """Write the queue's in-sync set: the replicas in sync on both the queue and its journal."""
-        topic = journaled_topic(topic) or topic
-        a = self.view.queues.get((topic, qid))
-        if a is None:
-            return
+        """A leader's in-sync set of a queue or of its journal changed: have it written to etcd."""
+        key = (journaled_topic(topic) or topic, qid)
+        writing = key in self._isr_wanted
+        self._isr_wanted[key] = list(isr_addrs)
+        if not writing:
+            self.nursery.start_soon(self._write_isr, *key)
+
+    async def _write_isr(self, topic: str, qid: int) -> None:
+        """The one writer of a queue's in-sync set, until no newer change waits. The queue and its
+        journal often change together; two writes at once would race on etcd's compare and the
+        newer set could be lost, leaving a caught-up replica out for good."""
+        key = (topic, qid)
+        try:
+            while (wanted := self._isr_wanted.get(key)) is not None:
+                a = self.view.queues.get(key)
+                if a is None:
+                    return
+                await self._write("in-sync set", self.node.coordination.update_isr, topic, qid,
+                                  self._in_sync_ids(topic, qid, wanted), a.epoch)
+                if self._isr_wanted.get(key) is wanted:
+                    return  # nothing newer came while writing
+        finally:
+            self._isr_wanted.pop(key, None)
+
+    def _in_sync_ids(self, topic: str, qid: int, isr_addrs: list) -> list[int]:
+        """The replicas in sync on both the queue and its journal, as node ids (this leader first if
+        missing)."""
         for key in ((topic, qid), (journal_topic(topic), qid)):
             r = self.manager.roles.get(key)
             if r is not None and r.role == LEADER:
@@ -104,7 +127,7 @@ class ReplicaRoles:
         ids = sorted(n for n, m in self.view.members.items() if m.remoting_addr in isr_addrs)
         if self.node.node_id not in ids:
             ids.insert(0, self.node.node_id)
-        self.nursery.start_soon(self._write, "in-sync set", self.node.coordination.update_isr, topic, qid, ids, a.epoch)
+        return ids
 
     def _elect_where_leader_left(self) -> None:
         live = set(self.view.live())
