@@ -2,6 +2,7 @@
 
     with KafkaBroker(tmpdir) as k:        k.bootstrap           # Apache Kafka, KRaft single node
     with RocketMQBroker(tmpdir) as r:     r.namesrv             # Apache RocketMQ namesrv + broker
+    RocketMQCluster(tmpdir, proxy=True)   .namesrv, .broker_ports, .grpc_endpoint  # namesrv + 2 brokers (+ proxy)
     with Gateway(tmpdir, flush="async") as g: g.bootstrap, g.namesrv
 
 Each keeps its data and logs under the given directory, listens on free loopback ports, and reports a
@@ -13,6 +14,7 @@ from __future__ import annotations
 import atexit
 import base64
 import glob
+import json
 import os
 import shutil
 import signal
@@ -365,6 +367,28 @@ class KafkaBroker(System):
         self._wait(p, lambda: _port_open(self.port) and _kafka_metadata_ready(self.bootstrap), "metadata")
 
 
+def _rocketmq_broker_conf(name: str, port: int, namesrv: str, store: str, flush: str = "async") -> dict:
+    """A master broker's broker.conf entries (cluster DefaultCluster) listening on `port`."""
+    return {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": name,
+        "brokerId": "0",
+        "brokerRole": "ASYNC_MASTER",
+        "listenPort": str(port),
+        "brokerIP1": "127.0.0.1",
+        "namesrvAddr": namesrv,
+        "storePathRootDir": store,
+        "storePathCommitLog": os.path.join(store, "commitlog"),
+        "flushDiskType": "SYNC_FLUSH" if flush == "sync" else "ASYNC_FLUSH",
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "defaultTopicQueueNums": "8",
+        "fileReservedTime": "48",
+        "diskMaxUsedSpaceRatio": "95",
+        "maxMessageSize": str(8 << 20),
+    }
+
+
 class RocketMQBroker(System):
     """Apache RocketMQ 5.x: a name server and one master broker (remoting protocol), store under the
     work dir, ASYNC_FLUSH by default or SYNC_FLUSH with `flush="sync"`."""
@@ -384,25 +408,8 @@ class RocketMQBroker(System):
         return f"127.0.0.1:{self.namesrv_port}"
 
     def _prepare(self) -> None:
-        conf = {
-            "brokerClusterName": "DefaultCluster",
-            "brokerName": "broker-a",
-            "brokerId": "0",
-            "brokerRole": "ASYNC_MASTER",
-            "listenPort": str(self.broker_port),
-            "brokerIP1": "127.0.0.1",
-            "namesrvAddr": self.namesrv,
-            "storePathRootDir": self.data_dir,
-            "storePathCommitLog": os.path.join(self.data_dir, "commitlog"),
-            "flushDiskType": "SYNC_FLUSH" if self.flush == "sync" else "ASYNC_FLUSH",
-            "autoCreateTopicEnable": "true",
-            "autoCreateSubscriptionGroup": "true",
-            "defaultTopicQueueNums": "8",
-            "fileReservedTime": "48",
-            "diskMaxUsedSpaceRatio": "95",
-            "maxMessageSize": str(8 << 20),
-        }
-        conf.update(self.extra)
+        conf = {**_rocketmq_broker_conf("broker-a", self.broker_port, self.namesrv, self.data_dir, self.flush),
+                **self.extra}
         with open(os.path.join(self.workdir, "broker.conf"), "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in conf.items())
         with open(os.path.join(self.workdir, "namesrv.conf"), "w") as f:
@@ -428,6 +435,68 @@ class RocketMQBroker(System):
         from bench import remoting_probe
 
         return remoting_probe.cluster_has_broker(self.namesrv, "broker-a")
+
+
+class RocketMQCluster(System):
+    """Apache RocketMQ 5.x as a cluster on this machine: one name server and one master broker per
+    name in `brokers` (same brokerClusterName, each with its own store and ports), and with
+    `proxy=True` the 5.x proxy in cluster mode (gRPC, routing through the name server) in front of
+    them: the reference the multi-gateway tests are checked against (tests/cluster/reference_sides.py)."""
+
+    name = "rocketmq-cluster"
+
+    def __init__(self, workdir: str, brokers=("broker-1", "broker-2"), heap: str = "512m", proxy: bool = False):
+        super().__init__(workdir)
+        self.heap, self.with_proxy = heap, proxy
+        self.namesrv_port = free_port()
+        self.broker_ports = {name: free_port(span=4) + 2 for name in brokers}  # see RocketMQBroker
+        self.grpc_port, self.proxy_remoting_port = free_port(), free_port()
+        self.data_dir = os.path.join(self.workdir, "stores")
+
+    @property
+    def namesrv(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def _conf(self, name: str) -> str:
+        return os.path.join(self.workdir, f"{name}.conf")
+
+    def _prepare(self) -> None:
+        for name, port in self.broker_ports.items():
+            conf = _rocketmq_broker_conf(name, port, self.namesrv, os.path.join(self.data_dir, name))
+            with open(self._conf(name), "w") as f:
+                f.writelines(f"{k}={v}\n" for k, v in conf.items())
+        with open(self._conf("namesrv"), "w") as f:
+            f.write(f"listenPort={self.namesrv_port}\n")
+        with open(os.path.join(self.workdir, "proxy.json"), "w") as f:
+            f.write(json.dumps({"rocketMQClusterName": "DefaultCluster", "namesrvAddr": self.namesrv,
+                                "grpcServerPort": self.grpc_port, "remotingListenPort": self.proxy_remoting_port,
+                                "proxyMode": "cluster"}))
+
+    def _launch(self) -> None:
+        from bench import remoting_probe
+
+        env = {**os.environ, "ROCKETMQ_HOME": self.workdir}
+        common = [f"-Duser.home={self.workdir}", f"-Drocketmq.home.dir={self.workdir}"]
+        rocketmq = [*common, "-cp", java_classpath("rocketmq")]
+        ns = self._spawn("namesrv", [*_java("256m"), *rocketmq, "org.apache.rocketmq.namesrv.NamesrvStartup",
+                                     "-c", self._conf("namesrv")], env=env)
+        self._wait(ns, lambda: _port_open(self.namesrv_port), "namesrv port")
+        started = [(name, self._spawn(name, [*_java(self.heap), *rocketmq, "org.apache.rocketmq.broker.BrokerStartup",
+                                             "-c", self._conf(name)], env=env)) for name in self.broker_ports]
+        for name, br in started:
+            self._wait(br, lambda: _port_open(self.broker_ports[name]), "broker port")
+            self._wait(br, lambda: remoting_probe.cluster_has_broker(self.namesrv, name), "registered with namesrv")
+        if self.with_proxy:
+            from compat.jvm import classpath
+
+            proxy = self._spawn("proxy", [*_java(self.heap), *common, "-cp", classpath("rocketmqproxy"),
+                                          "org.apache.rocketmq.proxy.ProxyStartup", "-pm", "cluster",
+                                          "-pc", os.path.join(self.workdir, "proxy.json")], env=env)
+            self._wait(proxy, lambda: _port_open(self.grpc_port), "proxy gRPC port", timeout=180)
 
 
 class Gateway(System):

@@ -19,7 +19,7 @@ from gateway.longpoll import ArrivalHub
 from gateway.ops.stats import GatewayStats
 from gateway.remoting.common import PopRemotingState
 from gateway.remoting.end_transaction import send_transaction_check
-from gateway.remoting.replica_client import RemotingReplicaTransport
+from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
 from semantics.flow_control import SendFlowControl
@@ -60,6 +60,8 @@ class App:
     replication: ReplicaManager  # roles of replicated queues, ISR, high watermarks (docs/internals.md)
     grpc: GrpcState = dataclasses.field(default_factory=GrpcState)  # gRPC clients' settings and telemetry streams
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
+    # what SASL listeners check passwords against: `security`, or without an authorizer the user store alone
+    authentication: security.Authentication | None = None
     # which queues this gateway serves: all of them alone, its own in a cluster (docs/cluster.md)
     ownership: object = SINGLE_NODE
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
@@ -142,6 +144,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.topics.use_writer(writer, sync)  # topic changes are journalled (fsynced as the flush mode says)
     ensure_system_topics(st, levels)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
+    guard = security.from_config(config, os.path.join(st.path, "config"))
     app = App(
         config=config, clock=clock, store=st, durability=durability, arrivals=arrivals,
         config_writer=writer,
@@ -158,7 +161,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
         pop_remoting=PopRemotingState(),
         replication=_replication(config, st, arrivals),
-        security=security.from_config(config, os.path.join(st.path, "config")),
+        security=guard,
+        authentication=security.authentication_for(config, guard, os.path.join(st.path, "config")),
         ownership=ownership,
     )
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
@@ -177,5 +181,5 @@ def _replication(config: GatewayConfig, st: store.Store, arrivals: ArrivalHub) -
     """The replica manager, named by this node's remoting address, with its follower side."""
     manager = ReplicaManager(st, f"{config.advertised}:{config.remoting_port}",
                              config.replica_lag_time_max_ms, notify=arrivals.notify)
-    Follower(manager, RemotingReplicaTransport())
+    Follower(manager, RemotingReplicaTransport(*outgoing(config)))  # signed, TLS as the cluster's ports
     return manager

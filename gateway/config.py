@@ -8,6 +8,7 @@ import logging
 import sys
 
 from gateway.listeners import PROTOCOLS, ListenerError, check, parse_listener
+from security.inter_broker import InterBrokerCredential, InterBrokerError, load as load_inter_broker
 
 
 @dataclasses.dataclass
@@ -60,6 +61,8 @@ class GatewayConfig:
     authorizer: str = "none"
     super_users: str = ""  # comma-separated principals, e.g. "User:admin"
     allow_everyone_if_no_acl_found: bool = False
+    # A cluster with --authorizer acl: what gateways sign their requests to each other with (security.inter_broker).
+    inter_broker: InterBrokerCredential | None = None
     # Listeners and TLS (gateway/listeners.py, gateway/tls.py).
     kafka_security_protocol: str = "PLAINTEXT"
     listeners: tuple = ()  # more Kafka listeners (gateway.listeners.Listener)
@@ -122,6 +125,13 @@ def _int_between(lo: int, hi: int | None, what: str):
 
 _port = _int_between(0, 65535, "port (0-65535; 0 picks a free one)")
 _positive_int = _int_between(1, None, "value (a positive integer)")
+
+
+def _inter_broker(path: str):
+    try:
+        return load_inter_broker(path)
+    except InterBrokerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _listener(text: str):
@@ -201,6 +211,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--super-users", default=d.super_users, help="principals allowed everything, e.g. User:admin")
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="a resource no ACL names is open to every authenticated principal")
+    p.add_argument("--inter-broker-credentials", dest="inter_broker", type=_inter_broker, default=None,
+                   metavar="FILE", help='JSON {"accessKey": ..., "secretKey": ...} gateways of a cluster sign '
+                   "their forwards with (needed with --cluster and --authorizer acl; docs/security.md)")
     p.add_argument("--kafka-security-protocol", type=str.upper, choices=PROTOCOLS, default=d.kafka_security_protocol,
                    help="security of the --kafka-port listener")
     p.add_argument("--listener", dest="listeners", action="append", type=_listener, default=[],
@@ -220,6 +233,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     ns = p.parse_args(argv)
     if ns.cluster is not None and not ns.cluster.startswith("etcd://"):
         p.error(f"argument --cluster: {ns.cluster!r} is not etcd://HOST:PORT[,HOST:PORT]")
+    if ns.cluster is not None and ns.authorizer == "acl" and ns.inter_broker is None:
+        p.error("--authorizer acl in a cluster needs --inter-broker-credentials FILE "
+                "(the credential gateways sign CLUSTER_DELIVER with; docs/security.md)")
     ns.listeners = tuple(ns.listeners)
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "

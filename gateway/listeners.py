@@ -107,8 +107,6 @@ def check(config) -> None:
         seen.add(lst.name)
         if lst.tls and not (config.tls_cert and config.tls_key):
             raise ListenerError(f"listener {lst} needs --tls-cert and --tls-key")
-        if lst.sasl and config.authorizer != "acl":
-            raise ListenerError(f"listener {lst} needs --authorizer acl (the user store)")
         if not is_loopback(lst.host) and not authenticates(lst, config) and not config.allow_anonymous:
             raise ListenerError(f"refusing to serve {lst.kind} on {lst.host}:{lst.port} without authentication "
                                 f"(use SASL, --tls-ca, --authorizer acl, or --allow-anonymous)")

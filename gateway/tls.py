@@ -85,6 +85,16 @@ def server_context(cert: str, key: str, ca: str | None = None) -> ssl.SSLContext
     return ctx
 
 
+def client_context(cert: str, key: str, ca: str | None = None) -> ssl.SSLContext:
+    """A gateway's context for connecting to another gateway's TLS remoting port: the peer must show
+    a certificate for its advertised host signed by `ca` (without one: by a CA in `cert`'s file, or
+    that self-signed certificate itself); this gateway shows `cert` in case the peer asks (--tls-ca)."""
+    ctx = ssl.create_default_context(cafile=ca or cert)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
 class TlsFiles:
     """The current server SSLContext for --tls-cert/--tls-key[/--tls-ca]."""
 

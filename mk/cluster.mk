@@ -23,3 +23,11 @@ CLUSTER_BENCH_ARGS ?= --rounds 3
 .PHONY: bench-cluster
 bench-cluster: setup
 	$(PY) -m bench.cluster_bench $(CLUSTER_BENCH_ARGS)
+
+# The client-facing checks of the multi-broker Spark, POP and gRPC tests, on our gateways and on the
+# real systems (tests/cluster/reference_sides.py): Spark's Kafka source across a leader kill -9 on 3 KRaft
+# Kafka nodes (RF 2), POP and QUERY_ASSIGNMENT on a RocketMQ 5.5 name server + 2 brokers, gRPC through
+# the RocketMQ proxy in cluster mode. Rewrites the results table of docs/cluster-reference.md.
+.PHONY: cluster-reference
+cluster-reference: setup
+	$(PY) tests/cluster/reference_report.py

@@ -4,7 +4,9 @@
 SASL exchanges), `security.acl` (the ACL model), `security.rocketmq_perms` (RocketMQ permissions as
 ACLs), `security.audit` (denial log, failure rate limit), `security.remoting_guard` (the remoting
 port's checks). `Security` ties them to one config dir; `from_config(config, config_dir)` gives the
-gateway's (`app.security`; None when `--authorizer` is not `acl`).
+gateway's (`app.security`; None when `--authorizer` is not `acl`). `Authentication` is the part a SASL
+listener needs without an authorizer (as Kafka without `authorizer.class.name`: who the client is, never
+what it may do); `authentication_for` gives the gateway's (`app.authentication`).
 """
 from __future__ import annotations
 
@@ -27,24 +29,26 @@ def _stamp(path: str):
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-class Security:
-    """The credential store, the authorizer and the remoting guard of one data dir. Files changed by
-    another process (the `python -m security` tool) are re-read within a second (`refresh`)."""
+class Authentication:
+    """The credential store of one data dir, the denial log and the failure limit: what SASL listeners
+    check passwords against. The store file changed by another process (the `python -m security` tool,
+    AlterUserScramCredentials) is re-read within a second (`refresh`), or at once (`reread`)."""
 
-    def __init__(self, config_dir: str, super_users=(), allow_everyone_if_no_acl_found: bool = False,
-                 environ=os.environ, clock=time.monotonic) -> None:
+    def __init__(self, config_dir: str, environ=os.environ, clock=time.monotonic) -> None:
         self.credentials = CredentialStore(config_dir)
         self.credentials.bootstrap_admin(environ)
-        self.authorizer = Authorizer(config_dir, super_users, allow_everyone_if_no_acl_found)
         self.denials = DenialLog(clock=clock)
         self.limiter = FailureLimiter(rate=1.0, burst=20, clock=clock)
-        self.remoting = RemotingGuard(self.credentials, self.authorizer, self.denials, self.limiter)
         self._clock = clock
         self._checked = clock()
         self._stamps = self._current()
 
+    def _watched(self) -> list:
+        """The stores re-read when their file changes (each has `path` and `_load`)."""
+        return [self.credentials]
+
     def _current(self):
-        return _stamp(self.credentials.path), _stamp(self.authorizer.path)
+        return tuple(_stamp(store.path) for store in self._watched())
 
     def refresh(self) -> None:
         """Re-read the files if they changed (checked at most once per RELOAD_CHECK_S)."""
@@ -52,13 +56,29 @@ class Security:
         if now - self._checked < RELOAD_CHECK_S:
             return
         self._checked = now
+        self.reread()
+
+    def reread(self) -> None:
+        """Re-read the files that changed, now."""
         stamps = self._current()
-        if stamps != self._stamps:
-            if stamps[0] != self._stamps[0]:
-                self.credentials._load()
-            if stamps[1] != self._stamps[1]:
-                self.authorizer._load()
-            self._stamps = stamps
+        for store, old, new in zip(self._watched(), self._stamps, stamps):
+            if old != new:
+                store._load()
+        self._stamps = stamps
+
+
+class Security(Authentication):
+    """Authentication plus the authorizer and the remoting guard (`--authorizer acl`); the ACL file is
+    re-read like the credential store."""
+
+    def __init__(self, config_dir: str, super_users=(), allow_everyone_if_no_acl_found: bool = False,
+                 environ=os.environ, clock=time.monotonic, inter_broker=None) -> None:
+        self.authorizer = Authorizer(config_dir, super_users, allow_everyone_if_no_acl_found)
+        super().__init__(config_dir, environ, clock)
+        self.remoting = RemotingGuard(self.credentials, self.authorizer, self.denials, self.limiter, inter_broker)
+
+    def _watched(self) -> list:
+        return [self.credentials, self.authorizer]
 
     def check_remoting(self, req, address: str):
         """None, or the answer refusing this remoting request."""
@@ -76,4 +96,18 @@ def from_config(config, config_dir: str, environ=os.environ) -> Security | None:
     if getattr(config, "authorizer", "none") != "acl":
         return None
     return Security(config_dir, parse_principals(config.super_users), config.allow_everyone_if_no_acl_found,
-                    environ)
+                    environ, inter_broker=getattr(config, "inter_broker", None))
+
+
+def authentication_for(config, security: Security | None, config_dir: str,
+                       environ=os.environ) -> Authentication | None:
+    """What SASL listeners authenticate against: the authorizer's own store with `--authorizer acl`,
+    else the data dir's store when a Kafka listener is SASL (authentication without authorization, as
+    Kafka without an authorizer), else None."""
+    if security is not None:
+        return security
+    protocols = [getattr(config, "kafka_security_protocol", "PLAINTEXT")]
+    protocols += [lst.protocol for lst in getattr(config, "listeners", ())]
+    if not any(p.startswith("SASL_") for p in protocols):
+        return None
+    return Authentication(config_dir, environ)

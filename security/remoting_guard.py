@@ -11,6 +11,9 @@ code NO_PERMISSION (16) and remark
   no matched policies." (", the decision is deny." when a DENY ACL decided).
 Name-server requests (route and cluster lookups) are not checked, as a RocketMQ NameServer does
 not check them; a request from an address on the global IP whitelist is not checked at all.
+CLUSTER_DELIVER (a gateway forwarding due messages) passes only with the cluster's inter-broker
+credential's signature (security.inter_broker), whitelist or not; any other principal is refused.
+A follower's REPLICA_FETCH / REPLICA_EPOCH_END passes with that signature too.
 
 What each request needs (Kafka operations, after RocketMQ 5's DefaultAuthorizationContextBuilder):
 sends WRITE on the topic (a %RETRY% topic: READ on its group); pulls, offset commits, heartbeats,
@@ -26,6 +29,7 @@ from codec.remoting.bodies import loads
 from security.acl import CLUSTER_NAME, Authorizer, Operation, ResourceType
 from security.audit import DenialLog, FailureLimiter
 from security.credentials import CredentialStore
+from security.inter_broker import INTER_BROKER_CODES, REPLICATION_CODES, InterBrokerCredential
 from security.rocketmq_perms import whitelisted
 
 RETRY_PREFIX, DLQ_PREFIX = "%RETRY%", "%DLQ%"
@@ -40,6 +44,7 @@ ADMIN_ALTER_CODES = frozenset((
     RC.DELETE_SUBSCRIPTIONGROUP, RC.RESEND_DLQ_MESSAGE, RC.INVOKE_BROKER_TO_RESET_OFFSET, UPDATE_BROKER_CONFIG,
     RC.SET_MESSAGE_REQUEST_MODE,
     # replication between gateways: a replica reads every entry of a queue, a role change is the cluster's
+    # (CLUSTER_DELIVER is classed here too, but only the inter-broker credential passes: check())
     RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.CLUSTER_DELIVER))
 ADMIN_DESCRIBE_CODES = frozenset((
     RC.GET_ALL_TOPIC_CONFIG, RC.GET_TOPIC_CONFIG_LIST, RC.GET_TOPIC_CONFIG, RC.GET_TOPIC_STATS_INFO,
@@ -166,13 +171,19 @@ def needs(req: RemotingCommand) -> list[Need]:
 
 class RemotingGuard:
     def __init__(self, credentials: CredentialStore, authorizer: Authorizer, denials: DenialLog | None = None,
-                 limiter: FailureLimiter | None = None) -> None:
+                 limiter: FailureLimiter | None = None, inter_broker: InterBrokerCredential | None = None) -> None:
         self.credentials = credentials
+        self.inter_broker = inter_broker  # the only signer of INTER_BROKER_CODES (security.inter_broker)
         self.authorizer = authorizer
         self.denials = denials or DenialLog()
         self.limiter = limiter or FailureLimiter()
 
     def check(self, req: RemotingCommand, address: str) -> RemotingCommand | None:
+        if req.code in INTER_BROKER_CODES:
+            return self._check_inter_broker(req, address)
+        ib = self.inter_broker
+        if req.code in REPLICATION_CODES and ib is not None and ib.signed(req) and not self.limiter.blocked(address):
+            return None  # a follower gateway (otherwise: a cluster admin, as below)
         if req.code in NAMESRV_CODES or whitelisted(self.authorizer, address):
             return None
         principal, refusal = self._authenticate(req, address)
@@ -190,6 +201,20 @@ class RemotingGuard:
                 remark = f"{principal} has no permission to access {resource} from {address}, {detail}"
                 return self._refuse(req, principal, address, op.name, resource, remark)
         return None
+
+    def _check_inter_broker(self, req: RemotingCommand, address: str) -> RemotingCommand | None:
+        """A gateway's forward: only the inter-broker credential's signature passes (no whitelist,
+        no super user); anyone else is authenticated as usual, then refused."""
+        ib = self.inter_broker
+        if ib is not None and ib.names(req) and not self.limiter.blocked(address):
+            return None if ib.signed(req) else self._failed(req, address, ib.principal, "check signature failed.")
+        principal, refusal = self._authenticate(req, address)
+        if refusal is not None:
+            return refusal
+        resource = f"Cluster:{CLUSTER_NAME}"
+        remark = (f"{principal} has no permission to access {resource} from {address}, "
+                  f"only the inter-broker principal may send CLUSTER_DELIVER.")
+        return self._refuse(req, principal, address, "CLUSTER_DELIVER", resource, remark)
 
     def _authenticate(self, req: RemotingCommand, address: str) -> tuple[str, RemotingCommand | None]:
         if self.limiter.blocked(address):

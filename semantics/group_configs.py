@@ -27,7 +27,7 @@ def _int_in(lo: int, hi: int):
     return check
 
 
-def _broker_bounded(at_least: int, lo: tuple[str, int] | None, hi: tuple[str, int]):
+def _broker_bounded(at_least: int, lo: tuple[str, int] | None, hi: tuple[str, int] | None):
     """Streams configs as Kafka checks them: an INT at least `at_least` (ConfigDef), then within the
     broker's (config name, value) bounds `lo` and `hi`."""
     def check(name: str, value: str) -> str | None:
@@ -39,10 +39,15 @@ def _broker_bounded(at_least: int, lo: tuple[str, int] | None, hi: tuple[str, in
             return _invalid(name, value, f"Value must be at least {at_least}")
         if lo is not None and n < lo[1]:
             return f"{name} must be greater than or equal to {lo[0]}"
-        if n > hi[1]:
+        if hi is not None and n > hi[1]:
             return f"{name} must be less than or equal to {hi[0]}"
         return None
     return check
+
+
+def _at_least(at_least: int):
+    """An INT with only a ConfigDef lower bound (Kafka's message)."""
+    return _broker_bounded(at_least, None, None)
 
 
 def _one_of(*allowed: str):
@@ -71,8 +76,16 @@ CONFIGS = {
         0, None, ("group.streams.max.standby.replicas", 2))),
     "streams.session.timeout.ms": ("45000", "group.streams.session.timeout.ms", _broker_bounded(
         1, ("group.streams.min.session.timeout.ms", 45000), ("group.streams.max.session.timeout.ms", 60000))),
+    "streams.initial.rebalance.delay.ms": ("3000", "group.streams.initial.rebalance.delay.ms", _at_least(0)),
+    "streams.assignment.interval.ms": ("1000", "group.streams.assignment.interval.ms", _broker_bounded(
+        0, ("group.streams.min.assignment.interval.ms", 0), ("group.streams.max.assignment.interval.ms", 15000))),
 }
 STRINGS = ("share.auto.offset.reset", "share.isolation.level")  # the others are INT
+# The gateway's own broker defaults where Kafka's differ: a new streams group is assigned at once and
+# re-assigned on every change (Kafka 4.3 waits 3 s for more members first, then batches changes per 1 s);
+# a group may set either config to get Kafka's behaviour. DescribeConfigs shows them as the broker's
+# static config (they are not Kafka's defaults).
+GATEWAY_DEFAULTS = {"streams.initial.rebalance.delay.ms": "0", "streams.assignment.interval.ms": "0"}
 
 
 class GroupConfigs:
@@ -84,7 +97,7 @@ class GroupConfigs:
         doc = (store.read_config(CONFIG_FILE, {}) or {}) if store else {}
         self.values: dict[str, dict[str, str]] = doc.get("configs", {})
         self.share_groups: list[str] = list(doc.get("groups", ()))  # known share-group ids, kept here too
-        self.defaults = {name: d for name, (d, _s, _c) in CONFIGS.items()} | (defaults or {})
+        self.defaults = {name: d for name, (d, _s, _c) in CONFIGS.items()} | GATEWAY_DEFAULTS | (defaults or {})
 
     def get(self, group_id: str, name: str) -> str:
         return self.values.get(group_id, {}).get(name, self.defaults[name])

@@ -12,25 +12,29 @@ coordinator's sticky uniform assignment and reconciliation (`ReconcilingGroups`)
 given to a member while another still reports owning it. With the group config
 `streams.num.standby.replicas` (default: the broker's `group.streams.num.standby.replicas`, 0) each
 stateful active task also gets that many standby tasks on other members, preferring members of another
-process; a member is never given a task as standby while it still owns it as active. No warm-up tasks
-are assigned. The group configs `streams.heartbeat.interval.ms` (the interval a heartbeat answer gives)
-and `streams.session.timeout.ms` (when a silent member is dropped) are read per group too
-(`semantics.group_configs`).
+process; a member is never given a task as standby while it still owns it as active. As in Kafka 4.3
+(whose sticky task assignor has none), no warm-up tasks are assigned, and static membership is refused
+as Kafka 4.3 refuses it. The group configs `streams.heartbeat.interval.ms` (the interval a heartbeat
+answer gives), `streams.session.timeout.ms` (when a silent member is dropped),
+`streams.initial.rebalance.delay.ms` and `streams.assignment.interval.ms` (when a new target may be
+computed) are read per group too (`semantics.group_configs`).
 """
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import trio
 
 from semantics.group_configs import GroupConfigs
+from semantics.kafka_streams_topology import configure
 from semantics.kafka_consumer_groups import (FENCED_MEMBER_EPOCH, INVALID_REQUEST, LEAVE, NONE,
                                              STATIC_LEAVE, UNKNOWN_MEMBER_ID, Group, Member, ReconcilingGroups,
                                              _as_pairs, _owned, compute_target)
 
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
-MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION = 3, 4
+MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 3, 4, 5
+INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
+INTERVAL_DELAY = "Assignment delayed due to the configured assignment interval."
 STREAMS_INVALID_TOPOLOGY = 130
 ASSIGNOR = "sticky"  # Kafka's default streams task assignor (here: the sticky uniform one)
 ACCEPTABLE_RECOVERY_LAG = 10_000  # Kafka's defaults (no warm-up tasks are assigned here)
@@ -62,6 +66,9 @@ class StreamsGroup(Group):
     endpoints: list = dataclasses.field(default_factory=list)  # PartitionsByUserEndpoint last computed
     endpoint_epoch: int = 0
     standby_replicas: int = 0  # the streams.num.standby.replicas its standby target was computed with
+    first_assignment_at: float | None = None  # when its first target may be computed (initial delay)
+    held: bool = False  # its first target is being held back by the initial delay
+    assigned_at: float = float("-inf")  # when its target was last computed (assignment interval)
 
     @property
     def assignor(self) -> str:
@@ -72,71 +79,6 @@ class StreamsGroup(Group):
         if self.members and not self.tasks:
             return "NotReady"
         return super().state()
-
-
-@dataclasses.dataclass
-class Configured:
-    """A topology resolved against the existing topics."""
-    tasks: dict  # subtopology id -> task count
-    sub_topics: dict  # subtopology id -> source and repartition source topics
-    internal: dict  # internal topic -> (partitions, configs)
-    missing: list  # source topics that do not exist
-
-
-def configure(topology: dict, partition_count, topic_names) -> Configured:
-    """Partition counts of every topic of the topology and the task count of every subtopology."""
-    subs = topology["subtopologies"]
-    counts, missing, sub_topics = {}, [], {}
-    for s in subs:
-        names = list(s["source_topics"])
-        for rx in s["source_topic_regex"]:
-            try:
-                names += [t for t in topic_names() if re.fullmatch(rx, t)]
-            except re.error:
-                continue
-        for t in names:
-            n = partition_count(t)
-            if n > 0:
-                counts[t] = n
-            elif t not in missing:
-                missing.append(t)
-        sub_topics[s["subtopology_id"]] = names + [ti["name"] for ti in s["repartition_source_topics"]]
-    fixed = {ti["name"]: ti["partitions"] for s in subs for ti in s["repartition_source_topics"]
-             if ti["partitions"] > 0}
-    counts.update(fixed)
-    repartition = {ti["name"] for s in subs for ti in s["repartition_source_topics"]}
-
-    def raise_to(name: str, n: int) -> bool:
-        if name in repartition and name not in fixed and counts.get(name, 0) < n:
-            counts[name] = n
-            return True
-        return False
-
-    changed = True
-    while changed:  # counts only grow, so this ends
-        changed = False
-        for s in subs:
-            n = max((counts.get(t, 0) for t in sub_topics[s["subtopology_id"]]), default=0)
-            for t in s["repartition_sink_topics"]:
-                changed |= raise_to(t, n)
-            for cg in s["copartition_groups"]:
-                names = [s["source_topics"][i] for i in cg["source_topics"]]
-                names += [s["repartition_source_topics"][i]["name"] for i in cg["repartition_source_topics"]]
-                top = max((counts.get(t, 0) for t in names), default=0)
-                for t in names:
-                    changed |= raise_to(t, top)
-    tasks = {sid: max((counts.get(t, 0) for t in names), default=0) for sid, names in sub_topics.items()}
-    internal = {}
-    for s in subs:
-        for ti in s["repartition_source_topics"]:
-            internal[ti["name"]] = (counts.get(ti["name"], 0), _configs(ti))
-        for ti in s["state_changelog_topics"]:
-            internal[ti["name"]] = (ti["partitions"] or tasks[s["subtopology_id"]], _configs(ti))
-    return Configured(tasks, sub_topics, internal, missing)
-
-
-def _configs(topic_info: dict) -> dict:
-    return {kv["key"]: kv["value"] for kv in topic_info["topic_configs"]}
 
 
 def task_list(assignment: dict) -> list[dict]:
@@ -175,6 +117,18 @@ def _heartbeat_error(code: int, message: str) -> dict:
             "warmup_tasks": None, "partitions_by_user_endpoint": None}
 
 
+def _unsupported(req: dict) -> str | None:
+    """What Kafka 4.3 refuses as not supported yet (INVALID_REQUEST): static membership (an instance id,
+    even an empty one; its Streams client refuses group.instance.id with this protocol too) and warm-up
+    tasks reported after joining (its assignor gives none). Task offsets and source-topic regexes, which
+    it refuses as well, are served here (docs/mapping.md)."""
+    if req["instance_id"] is not None:
+        return "Static membership is not yet supported."
+    if req["member_epoch"] != 0 and req["warmup_tasks"]:
+        return "WarmupTasks are not supported yet."
+    return None
+
+
 class StreamsGroups(ReconcilingGroups):
     """`partition_count(topic) -> int` (0: no such topic), `topic_names() -> list` (what a source
     regex may match) and `create_topic(name, partitions, configs) -> str | None` (why it could
@@ -200,6 +154,11 @@ class StreamsGroups(ReconcilingGroups):
             return _heartbeat_error(INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
             return _heartbeat_error(INVALID_REQUEST, "MemberId can't be empty.")
+        if epoch == STATIC_LEAVE and req["instance_id"] is None:
+            return _heartbeat_error(INVALID_REQUEST, "InstanceId can't be null.")
+        unsupported = _unsupported(req)
+        if unsupported:
+            return _heartbeat_error(INVALID_REQUEST, unsupported)
         g = self.groups.get(group_id) or StreamsGroup(group_id)  # kept once a member joined it
         self.expire(g)
         now = trio.current_time()
@@ -283,11 +242,8 @@ class StreamsGroups(ReconcilingGroups):
         if g.topology is None or not g.members or topology["epoch"] > g.topology_epoch:
             g.topology, g.topology_epoch = topology, topology["epoch"]
             g.epoch += 1
-        instance = req["instance_id"]
-        for other in [o for o in g.members.values() if instance is not None and o.instance_id == instance]:
-            self._remove(g, other.member_id)  # a static member's new incarnation replaces the old
         self._remove(g, req["member_id"])  # rejoining from scratch: it gave up everything it had
-        m = g.members[req["member_id"]] = StreamsMember(req["member_id"], instance, req["rack_id"], client_id,
+        m = g.members[req["member_id"]] = StreamsMember(req["member_id"], None, req["rack_id"], client_id,
                                                         client_host, [], topology_epoch=topology["epoch"])
         g.epoch += 1
         return m
@@ -347,20 +303,43 @@ class StreamsGroups(ReconcilingGroups):
         if g.shutdown and g.members:
             statuses.append((SHUTDOWN_APPLICATION, "A member requested the shutdown of the whole application."))
         g.shutdown = g.shutdown and bool(g.members)
-        g.statuses = statuses
         if tasks != g.tasks:
             g.tasks = tasks
             g.epoch += 1
         for m in g.members.values():
             m.topics = sorted(tasks)  # every member runs the one topology: any task may go anywhere
         replicas = self.configs.get_int(g.group_id, "streams.num.standby.replicas")
-        if g.epoch > g.assignment_epoch:
-            g.target = compute_target(g, tasks)
-            g.assignment_epoch = g.epoch
-            g.standby_replicas = -1
+        self._retarget(g, tasks, statuses)
+        g.statuses = statuses
         if replicas != g.standby_replicas:  # a new target, or the config changed: the standbys follow
             g.standby_target = standby_target(g, replicas)
             g.standby_replicas = replicas
+
+    def _retarget(self, g: StreamsGroup, tasks: dict, statuses: list) -> None:
+        """A new target assignment when the group changed, unless Kafka 4.3's delays hold it back (the
+        ASSIGNMENT_DELAYED status says which): a new group's first target waits
+        `streams.initial.rebalance.delay.ms` from its first heartbeat (its members are at the group
+        epoch meanwhile, with no task, as on Kafka), a later one `streams.assignment.interval.ms`
+        after the previous one."""
+        now = trio.current_time()
+        if g.first_assignment_at is None:
+            g.first_assignment_at = now + self.configs.get_int(g.group_id, "streams.initial.rebalance.delay.ms") / 1000
+        if now < g.first_assignment_at:
+            statuses.append((ASSIGNMENT_DELAYED, INITIAL_DELAY))
+            if g.epoch > g.assignment_epoch:
+                g.target, g.assignment_epoch, g.standby_replicas = {}, g.epoch, -1
+            g.held = True
+            return
+        if g.held:  # the delay is over: the first real target, at a new epoch
+            g.held = False
+            g.epoch += 1
+        if g.epoch <= g.assignment_epoch:
+            return
+        if now < g.assigned_at + self.configs.get_int(g.group_id, "streams.assignment.interval.ms") / 1000:
+            statuses.append((ASSIGNMENT_DELAYED, INTERVAL_DELAY))
+            return
+        g.target = compute_target(g, tasks)
+        g.assignment_epoch, g.assigned_at, g.standby_replicas = g.epoch, now, -1
 
     def _refresh_endpoints(self, g: StreamsGroup) -> None:
         """PartitionsByUserEndpoint (interactive queries): the input partitions each endpoint's active

@@ -16,24 +16,23 @@ changes; after kill -9 only records in flight at the crash can be delivered twic
 from __future__ import annotations
 
 import heapq
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable
 
-import struct
-
 import trio
 
-import codec.remoting.message as M
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
+from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties, span
 from semantics.pop_state import QueueState
+from semantics.pop_writes import PopLogWrites
 
 INIT_MIN, INIT_MAX = 0, 1  # RocketMQ ConsumeInitMode: start at the first or at the next message
 DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and next new record
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
-_SIZE_MAGIC = struct.Struct(">iI")  # an entry's TOTALSIZE and MAGICCODE
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,7 @@ class PopEngine:
         self.max_window, self.clock = max_window, clock
         self._log = PopLog(store, writer)
         self._states = self._log.load()
+        self.writes = PopLogWrites(self._log)  # every op is logged through it, in order (deferred while the disk is slow)
         self._last_pop_time = max((lease.pop_time for s in self._states.values() for lease in s.leases.values()),
                                   default=0)
         self._ops_since_snapshot = 0
@@ -101,7 +101,7 @@ class PopEngine:
                 init_mode: int = INIT_MIN, max_deliveries: int = DEFAULT_MAX_DELIVERIES,
                 dead_letter: Callable[[str, object, int], int | None] | None = None,
                 pop_time: int | None = None, messages: bool = True, whole_batches: bool = False,
-                raw: bool = False) -> Acquired:
+                raw: bool = False, raw_keep: Callable[[dict], bool] | None = None) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
         `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
         a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
@@ -109,8 +109,9 @@ class PopEngine:
         queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time).
         `messages=False` leaves `Delivery.message` None and decodes nothing (Kafka sends the stored
         batches itself); `whole_batches` leases new records on to the end of the stored batch that
-        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`)
-        hands a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
+        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`,
+        or with `raw_keep(properties)`, the same exact check on a plain record's properties alone) hands
+        a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
         if pop_time is None:
@@ -129,8 +130,9 @@ class PopEngine:
             if offset < lowest or (messages and message is None):  # gone with retention
                 continue
             result.deliveries.append(Delivery(offset, message, state.leases[offset].count + 1))
+        raw_keep = (raw_keep or KEEP_ALL) if raw and (keep is None or raw_keep is not None) else None
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
-                                           tag_filter, keep, messages, whole_batches, raw and keep is None)
+                                           tag_filter, keep, messages, whole_batches, raw_keep)
         leased = _ranges(sorted(d.offset for d in result.deliveries))
         if leased or skipped or new_next != state.next:
             op = {"k": "pop", "r": leased, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
@@ -147,9 +149,10 @@ class PopEngine:
         return self._last_pop_time
 
     def _read_new(self, state, topic, qid, want, result, tag_filter, keep, messages, whole,
-                  raw) -> tuple[list[int], int]:
+                  raw_keep) -> tuple[list[int], int]:
         """Lease new records from `state.next` on, walking the queue's units (an entry is decoded
-        only when its message is wanted); returns (offsets skipped, new next)."""
+        only when its message is wanted; with `raw_keep` a plain one is not); returns (offsets
+        skipped, new next)."""
         skipped, position = [], state.next
         limit = min(state.start + self.max_window, self.store.max_offset(topic, qid))
         decode = messages or keep is not None
@@ -159,6 +162,7 @@ class PopEngine:
             if not units:
                 break
             begin = self.store.min_physical_offset
+            block, block_at = span(self.store, units) if raw_keep is not None else (b"", 0)
             for phys, size, code in units:
                 if size <= 0 or phys < begin or (tag_filter is not None and not tag_filter(code)):
                     skipped.append(position)
@@ -166,10 +170,13 @@ class PopEngine:
                     continue
                 if want == 0:
                     return skipped, position
-                data = self._raw_entry(phys, size) if raw else None
-                if data is not None:
-                    result.deliveries.append(Delivery(position, None, 1, data))
-                    want -= 1
+                data = raw_entry(self.store, phys, size, block, block_at) if raw_keep is not None else None
+                if data is not None and (raw_keep is KEEP_ALL or (props := raw_properties(data)) is not None):
+                    if raw_keep is KEEP_ALL or raw_keep(props):
+                        result.deliveries.append(Delivery(position, None, 1, data))
+                        want -= 1
+                    else:
+                        skipped.append(position)
                     position += 1
                     continue
                 if decode and phys != entry:
@@ -184,21 +191,6 @@ class PopEngine:
                     return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep, message,
                                                         messages, skipped)
         return skipped, position
-
-    def _raw_entry(self, phys: int, size: int) -> bytes | None:
-        """The bytes of a plain (not inner-batch) entry whose header, position and body CRC check out,
-        as `store.get` checks them; None: decode it instead (and let the store quarantine it)."""
-        data = self.store.read_entry(phys, size)
-        if len(data) != size or size < M.BODY_AT or self.store.is_quarantined(phys):
-            return None
-        total, magic = _SIZE_MAGIC.unpack_from(data)
-        body_len = M.INT32.unpack_from(data, M.BODY_LENGTH_AT)[0]
-        if (total != size or magic != M.MAGIC_V1 or M.INT64.unpack_from(data, M.PHYSICAL_OFFSET_AT)[0] != phys
-                or M.INT32.unpack_from(data, M.SYSFLAG_AT)[0] & M.INNER_BATCH_FLAG or body_len < 0
-                or M.BODY_AT + body_len > size
-                or M.body_crc(data[M.BODY_AT:M.BODY_AT + body_len]) != M.INT32.unpack_from(data, M.BODY_CRC_AT)[0]):
-            return None
-        return data
 
     def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:
         """Lease the offsets from `position` that are in the same stored entry (at `phys`); the new next."""
@@ -238,9 +230,10 @@ class PopEngine:
                 end = max(end, self.settle(group, topic, qid, sorted(still), "ack"))
         return end
 
-    async def ack_together(self, receipts: list[Receipt]) -> tuple[int, int]:
+    async def ack_together(self, receipts: list[Receipt], flow=None) -> tuple[int, int]:
         """`ack` for concurrent callers: the acks gathered in one scheduling turn are logged as one op
-        per queue; returns (valid count, log end offset) once that op is logged."""
+        per queue; returns (valid count, log end offset) once that op is logged (with `flow`: made in
+        `writes.deferred(flow)`, so it may still be queued: 0, see `writes.written`)."""
         done = self.gather_acks(receipts, self._pending_acks)
         turn = self._ack_turn
         if turn is None:
@@ -249,7 +242,8 @@ class PopEngine:
                 await trio.lowlevel.cancel_shielded_checkpoint()
             gathered, self._ack_turn, self._pending_acks = self._pending_acks, None, {}
             try:
-                turn[1] = self.commit_acks(gathered)
+                with self.writes.deferred(flow) if flow is not None else nullcontext():
+                    turn[1] = self.commit_acks(gathered)
             finally:
                 turn[0].set()
         else:
@@ -321,18 +315,29 @@ class PopEngine:
         start = min(max(start, self.store.min_offset(topic, qid)), self.store.max_offset(topic, qid))
         state = self._states.get((group, topic, qid))
         if state is None:
-            self._log.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            self.writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[(group, topic, qid)] = QueueState(start)
             if self.offsets is not None:
                 self.offsets.commit(group, topic, qid, start)
-            return self._log.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
+            return self.writes.append({"k": "reset", "g": group, "t": topic, "q": qid, "s": start})
         return self._do(group, topic, qid, state, {"k": "reset", "s": start})
 
     def drop(self, group: str, topic: str, qid: int) -> int:
         """Forget the group's state of the queue (its next pop starts afresh by its init mode)."""
         if self._states.pop((group, topic, qid), None) is None:
             return 0
-        return self._log.append({"k": "drop", "g": group, "t": topic, "q": qid})
+        return self.writes.append({"k": "drop", "g": group, "t": topic, "q": qid})
+
+    def use_journal(self, journal) -> None:
+        """Cluster mode: replicated queues keep their ops in their pop journals (semantics.replication.pop_journal)."""
+        self._log.journal = journal
+
+    def take_over(self, topic: str, qid: int) -> None:
+        """This gateway now leads the replicated queue: its groups' states are the journal copy's."""
+        for state in self._log.take_over(topic, qid, self._states):
+            self._last_pop_time = max([self._last_pop_time, *(lease.pop_time for lease in state.leases.values())])
+            if deadline := state.next_deadline(0):
+                self._arm(deadline, topic, qid)
 
     def queues(self, group: str) -> list[tuple[str, int]]:
         """(topic, queue id) of every queue the group has state on."""
@@ -373,7 +378,7 @@ class PopEngine:
             else:
                 start = self.store.max_offset(topic, qid)
             start = max(start, lo)
-            self._log.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
+            self.writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[key] = QueueState(start)
         elif state.start < lo:
             self._do(group, topic, qid, state, {"k": "move", "s": lo})
@@ -381,7 +386,7 @@ class PopEngine:
 
     def _do(self, group, topic, qid, state: QueueState, op: dict) -> int:
         """Log the op, then apply it: the one way state changes."""
-        end = self._log.append({**op, "g": group, "t": topic, "q": qid})
+        end = self.writes.append({**op, "g": group, "t": topic, "q": qid})
         before = state.start
         state.apply(op)
         if state.start != before and self.offsets is not None:
@@ -394,9 +399,14 @@ class PopEngine:
             self.snapshot()
         return end
 
-    def snapshot(self) -> None:
+    def snapshot(self) -> bool:
+        """Write the state (False: not now, ops are applied but not yet logged; a replay would apply
+        them twice on top of it)."""
+        if self.writes.pending:
+            return False
         self._ops_since_snapshot, self._unsnapped_since = 0, None
         self._log.snapshot(self._states)
+        return True
 
     def _message(self, topic, qid, offset):
         read = self.store.read(topic, qid, offset, max_count=1)
@@ -424,8 +434,9 @@ class PopEngine:
                 _, topic, qid = heapq.heappop(self._timers)
                 if self.notify is not None:
                     self.notify(topic, qid)
-            if self._unsnapped_since is not None and now >= self._unsnapped_since + SNAPSHOT_AFTER_MS:
-                self.snapshot()
+            if self._unsnapped_since is not None and now >= self._unsnapped_since + SNAPSHOT_AFTER_MS \
+                    and not self.snapshot():  # ops still being logged: again a second later
+                self._unsnapped_since = now - SNAPSHOT_AFTER_MS + 1000
             wake_at = [t for t in (self._timers[0][0] if self._timers else None,
                                    None if self._unsnapped_since is None else self._unsnapped_since + SNAPSHOT_AFTER_MS)
                        if t is not None]

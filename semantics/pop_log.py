@@ -6,6 +6,10 @@ before it takes effect. Now and then the whole state is written as `config/popSt
 (atomic, fsynced) together with the log position it covers; a start loads that snapshot and
 applies the ops logged after it. An op is in the CommitLog before its answer leaves (in sync-flush
 mode the answer also waits for it to be on disk), so a process crash loses no answered op.
+
+In a cluster the ops of a replicated queue go to that queue's pop journal instead, replicated
+with the queue (`journal`, a `semantics.replication.pop_journal.PopJournal` the cluster layer
+sets), so its POP state follows the queue to a new leader (`take_over`).
 """
 from __future__ import annotations
 
@@ -27,10 +31,15 @@ class PopLog:
     def __init__(self, store, writer=None) -> None:
         self.store = store
         self.writer = writer  # the off-loop config writer (the gateway's); None: write in place
+        self.journal = None  # cluster mode: the pop journals of replicated queues (PopJournal)
         ensure_topic(store, LOG_TOPIC, 1)
 
     def append(self, op: dict) -> int:
         """Log one op; returns the CommitLog end offset (for a sync-flush durability wait)."""
+        if self.journal is not None:
+            end = self.journal.append(op)  # a queue whose journal this gateway leads
+            if end is not None:
+                return end
         body = json.dumps(op, separators=(",", ":")).encode()
         return self.store.append(Message(topic=LOG_TOPIC, queue_id=0, body=body)).end_offset
 
@@ -47,21 +56,23 @@ class PopLog:
         for _, entry in self.store.iterate(LOG_TOPIC, 0, start=position):
             try:
                 op = json.loads(entry.body)
-                key = (op["g"], op["t"], int(op["q"]))
-            except (ValueError, KeyError, TypeError):
-                log.warning("pop log: unreadable entry at %s skipped", entry.queue_offset)
-                continue
-            if op["k"] == "drop":  # the group's progress on the queue was deleted
-                states.pop(key, None)
-                continue
-            state = states.get(key)
-            if state is None:
-                if op["k"] != "init":
-                    continue
-                state = states[key] = QueueState(int(op["s"]))
-            if op["k"] != "init":
-                state.apply(op)
+            except ValueError:
+                op = None
+            apply_op(states, op, entry.queue_offset)
         return states
+
+    def take_over(self, topic: str, qid: int, states: dict[Key, QueueState]) -> list[QueueState]:
+        """This gateway now leads the replicated queue (topic, qid): every group's state of it in
+        `states` is replaced by the one its journal copy holds, and a checkpoint of that starts this
+        leadership's entries. Returns the states taken over."""
+        for key in [k for k in states if k[1] == topic and k[2] == qid]:
+            del states[key]
+        if self.journal is None:
+            return []
+        adopted = self.journal.replay(topic, qid)
+        states.update(adopted)
+        self.journal.checkpoint(topic, qid, adopted)
+        return list(adopted.values())
 
     def snapshot(self, states: dict[Key, QueueState]) -> None:
         """Write (or submit to the writer) the state with the log position it covers; a snapshot
@@ -74,3 +85,25 @@ class PopLog:
             self.store.write_config(SNAPSHOT_FILE, doc)
         else:
             self.writer.submit(SNAPSHOT_FILE, doc)
+        if self.journal is not None:
+            self.journal.checkpoint_led(states)
+
+
+def apply_op(states: dict[Key, QueueState], op, position: int) -> None:
+    """Replay one logged op into `states` (the node log's and a pop journal's rule); an unreadable
+    one (at `position`) is skipped."""
+    try:
+        kind, key = op["k"], (op["g"], op["t"], int(op["q"]))
+    except (KeyError, TypeError, ValueError):
+        log.warning("pop log: unreadable entry at %s skipped", position)
+        return
+    if kind == "drop":  # the group's progress on the queue was deleted
+        states.pop(key, None)
+        return
+    state = states.get(key)
+    if state is None:
+        if kind != "init":
+            return
+        state = states[key] = QueueState(int(op["s"]))
+    if kind != "init":
+        state.apply(op)

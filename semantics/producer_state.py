@@ -301,20 +301,49 @@ class TransactionalProducers:
 
     def finish(self, txn: Txn, commit: bool) -> list:
         """Commit or abort the transaction in progress; the AppendResults to wait durable for."""
+        halves, offsets = self._close(txn, commit)
         ends = []
-        for half in txn.halves:
+        for half in halves:
             _result, r = self.app.transactions.end(half, commit, producer_group=txn.txn_id)
             if r is not None:
                 ends.append(r)
-        if commit:
-            for group, topic, partition, offset, metadata in txn.offsets:
-                self.app.offsets.commit(group, topic, partition, offset, metadata)
-            if txn.offsets:
-                self.app.offsets.persist()
-        if txn.started_ms is not None:
-            txn.state = "CompleteCommit" if commit else "CompleteAbort"
-        txn.started_ms, txn.halves, txn.offsets, txn.partitions = None, [], [], set()
+        self._completed(txn, commit, offsets)
         return ends
+
+    async def finish_in_turn(self, txn: Txn, commit: bool) -> list:
+        """`finish` with each half's end appended through the send flow control (`app.flow`), as a
+        Produce is: off the event loop while the disk is slow. The transaction is closed before the
+        first append (state PrepareCommit / PrepareAbort), so nothing joins or ends it meanwhile."""
+        halves, offsets = self._close(txn, commit)
+        ends = []
+        for half in halves:
+            _result, r = await self.app.transactions.end_in_turn(self.app.flow, half, commit,
+                                                                 producer_group=txn.txn_id)
+            if r is not None:
+                ends.append(r)
+        self._completed(txn, commit, offsets)
+        return ends
+
+    @staticmethod
+    def _close(txn: Txn, commit: bool) -> tuple[list, list]:
+        """Take the transaction's halves and offsets off it: (halves, offsets to apply on commit)."""
+        halves, offsets = txn.halves, (txn.offsets if commit else [])
+        if txn.started_ms is not None:
+            txn.state = "PrepareCommit" if commit else "PrepareAbort"
+        txn.started_ms, txn.halves, txn.offsets, txn.partitions = None, [], [], set()
+        return halves, offsets
+
+    def _completed(self, txn: Txn, commit: bool, offsets: list) -> None:
+        for group, topic, partition, offset, metadata in offsets:
+            self.app.offsets.commit(group, topic, partition, offset, metadata)
+        if offsets:
+            self.app.offsets.persist()
+        if txn.state in ("PrepareCommit", "PrepareAbort"):
+            txn.state = "CompleteCommit" if commit else "CompleteAbort"
+
+    def ending(self, txn: Txn) -> bool:
+        """Is an end of its transaction still being written (Kafka: CONCURRENT_TRANSACTIONS meanwhile)?"""
+        return txn.state in ("PrepareCommit", "PrepareAbort")
 
     async def check(self, producer_group: str, half, body: bytes) -> bool:
         """Transaction checker (`register_checker`): a Kafka half that comes up for check-back is
@@ -325,18 +354,20 @@ class TransactionalProducers:
         if txn is None:
             return False
         if half.queue_offset in txn.halves:
-            self.expire(txn)
+            await self.expire(txn)
         else:
-            self.app.transactions.end(half.queue_offset, False, producer_group=producer_group)
+            await self.app.transactions.end_in_turn(self.app.flow, half.queue_offset, False,
+                                                    producer_group=producer_group)
         return True
 
-    def expire(self, txn: Txn) -> None:
-        self.finish(txn, commit=False)
+    async def expire(self, txn: Txn) -> None:
+        """Fence the producer (epoch bump) first, then abort what it had in progress."""
         txn.epoch += 1
         self._persist()
+        await self.finish_in_turn(txn, commit=False)
 
-    def expire_due(self, now_ms: int) -> None:
+    async def expire_due(self, now_ms: int) -> None:
         """Abort every transaction in progress past its timeout (called on transaction requests)."""
         for txn in list(self.by_id.values()):
             if txn.started_ms is not None and now_ms - txn.started_ms > txn.timeout_ms:
-                self.expire(txn)
+                await self.expire(txn)

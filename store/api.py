@@ -50,9 +50,18 @@ class AppendResult:
                 f"count={self.count}, size={self.size}, end_offset={self.end_offset})")
 
 
+class RawEntry:
+    """An entry read with `raw=True` that needed no decoding: its exact bytes and the header fields a
+    reader forwarding them looks at (an inner batch or an unusual entry still comes decoded)."""
+    __slots__ = ("raw", "sys_flag", "topic", "queue_id", "queue_offset")
+
+    def __init__(self, raw: bytes, sys_flag: int, topic: str, queue_id: int, queue_offset: int) -> None:
+        self.raw, self.sys_flag, self.topic, self.queue_id, self.queue_offset = raw, sys_flag, topic, queue_id, queue_offset
+
+
 @dataclass
 class ReadResult:
-    entries: list  # [(queue_offset, StoredMessage)]
+    entries: list  # [(queue_offset, StoredMessage, or RawEntry if read with raw=True)]
     next_offset: int
     min_offset: int
     max_offset: int

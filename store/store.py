@@ -251,9 +251,10 @@ class Store:
             return cq.first_at_or_after(offset + 1, hi, lambda p, _s, _c: p != phys)
 
     def read(self, topic: str, queue_id: int, start: int, max_count: int = 32, max_bytes: int = 4 << 20,
-             tag_filter=None) -> ReadResult:
+             tag_filter=None, raw: bool = False) -> ReadResult:
         """Messages from logical offset `start`: at most `max_count` entries and about `max_bytes`
-        (always at least one entry). An inner batch is one entry, reported at its first offset."""
+        (always at least one entry). An inner batch is one entry, reported at its first offset.
+        `raw`: plain entries come back undecoded, for a reader that forwards them (CommitLog.entry)."""
         cq = self.consume_queues.queues.get((topic, queue_id))
         if cq is None:
             return ReadResult([], 0, 0, 0)
@@ -262,20 +263,19 @@ class Store:
             return ReadResult([], lo, lo, hi)
         if start >= hi:
             return ReadResult([], hi, lo, hi)
-        entries = []
-        total = 0
-        off = start
-        included = -1
+        entries, total, off, included = [], 0, start, -1
         cl = self.commitlog
         cl_begin = cl.begin
         step = max(16, min(max_count, 1024))
+        runs = cl.runs(raw)
         while off < hi:
             with self._lock:
-                raw = cq.raw(off, step)
-            if not raw:
+                units = cq.raw(off, step)
+            if not units:
                 break
             stop = False
-            for phys, size, code in UNIT.iter_unpack(raw):
+            units = list(UNIT.iter_unpack(units))
+            for i, (phys, size, code) in enumerate(units):
                 if phys == included:
                     off += 1
                     continue
@@ -285,7 +285,7 @@ class Store:
                 if len(entries) >= max_count or (entries and total + size > max_bytes):
                     stop = True
                     break
-                msg = cl.decode_at(phys, size)
+                msg = runs.entry(units, i, max(size, max_bytes - total), max_count - len(entries))
                 if msg is None:
                     off += 1
                     continue

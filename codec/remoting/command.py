@@ -102,11 +102,20 @@ def encode(cmd: RemotingCommand) -> bytes:
     return _PREFIX.pack(length, (cmd.serialize_type << 24) | len(header)) + header + cmd.body
 
 
+_LANGUAGE_JSON: dict[str, str] = {}  # the JSON text of each language name met (a handful)
+
+
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
     """The header object with its keys in a fixed order, written without building a dict per frame."""
     remark = "" if cmd.remark is None else ',"remark":' + _json_text(cmd.remark)
-    return (f'{{"code":{int(cmd.code)},"extFields":{_json_text(stringify(cmd.ext_fields))},"flag":{int(cmd.flag)},'
-            f'"language":{_json_text(cmd.language)},"opaque":{int(cmd.opaque)},'
+    fields = _json_text(stringify(cmd.ext_fields)) if cmd.ext_fields else "{}"
+    language = _LANGUAGE_JSON.get(cmd.language)
+    if language is None:
+        language = _json_text(cmd.language)
+        if len(_LANGUAGE_JSON) < 64 and type(cmd.language) is str:
+            _LANGUAGE_JSON[cmd.language] = language
+    return (f'{{"code":{int(cmd.code)},"extFields":{fields},"flag":{int(cmd.flag)},'
+            f'"language":{language},"opaque":{int(cmd.opaque)},'
             f'"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}{remark}}}').encode()
 
 

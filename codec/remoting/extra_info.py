@@ -9,6 +9,7 @@ the message offsets in answer order).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 RETRY_PREFIX = "%RETRY%"
@@ -52,10 +53,21 @@ class ExtraInfo:
         return " ".join(str(f) for f in fields)
 
 
+# The common shape (7 or 8 ASCII fields; numbers of at most 18 digits are always in a Java long's
+# range): one match instead of a check per field. Anything else takes the field-by-field path below.
+_USUAL = re.compile(r"(-?[0-9]{1,18}) (-?[0-9]{1,18}) (-?[0-9]{1,18}) (-?[0-9]{1,18}) ([012]) ([^ ]*) "
+                    r"(-?[0-9]{1,18})(?: (-?[0-9]{1,18}))?")
+
+
 def parse_extra_info(text: str | None) -> ExtraInfo:
     """Raises ValueError when `text` is not an ExtraInfo string."""
     if not text:
         raise ValueError("extraInfo is empty")
+    usual = _USUAL.fullmatch(text)
+    if usual is not None:
+        ck, pop_time, invisible, revive, retry, broker, qid, queue_offset = usual.groups()
+        return ExtraInfo(int(ck), int(pop_time), int(invisible), int(revive), retry, broker, int(qid),
+                         None if queue_offset is None else int(queue_offset))
     parts = text.split(" ")
     if len(parts) < 7:
         raise ValueError(f"extraInfo has {len(parts)} fields, needs 7 or 8")

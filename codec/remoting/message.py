@@ -37,7 +37,7 @@ __all__ = [
     "NAME_VALUE_SEPARATOR", "PROPERTY_SEPARATOR", "PROP_INNER_NUM", "PROP_TAGS_CODES", "PROP_INNER_KEYS",
     "Message", "StoredMessage", "MessageFormatError", "encode", "decode", "body_crc",
     "properties_to_string", "string_to_properties", "tag_hash", "java_hash", "tags_code_of",
-    "index_keys", "make_msg_id", "parse_msg_id",
+    "index_keys", "make_msg_id", "parse_msg_id", "plain_header",
 ]
 
 MAGIC_V1 = 0xDAA320A7  # MessageDecoder.MESSAGE_MAGIC_CODE (-626843481 as a Java int)
@@ -325,11 +325,37 @@ def encode(msg: Message, queue_offset: int = 0, physical_offset: int = 0,
     return b"".join((head, msg.body, topic_f, props_f))
 
 
+_INNER_NUM_B, _TAGS_CODES_B = PROP_INNER_NUM.encode(), PROP_TAGS_CODES.encode()  # decode may reject these
+
+
+def plain_header(buf) -> tuple | None:
+    """HEADER's fields of the one entry that `buf` (bytes) holds exactly, when `decode(buf)` is certain to
+    succeed on it and it is a single message: ASCII topic and properties, none of the reserved
+    properties decode parses, not an inner batch. None otherwise (decode then decides). Lets a reader
+    that forwards the raw bytes skip decoding them."""
+    if type(buf) is not bytes or len(buf) < FIXED_SIZE:
+        return None
+    h = HEADER.unpack_from(buf)
+    size, body_len = h[0], h[16]
+    if (h[1] != MAGIC_V1 or h[7] & (BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG | INNER_BATCH_FLAG) or size != len(buf)
+            or body_len < 0 or HEADER_SIZE + body_len + 3 > size):
+        return None
+    p = HEADER_SIZE + body_len + 1
+    end_topic = p + buf[p - 1]
+    if end_topic + 2 > size or _PROPS_LEN.unpack_from(buf, end_topic)[0] != size - end_topic - 2:
+        return None
+    props = buf[end_topic + 2:]
+    if not (buf[p:end_topic].isascii() and props.isascii()) or _INNER_NUM_B in props or _TAGS_CODES_B in props:
+        return None
+    return h
+
+
 def decode(buf, offset: int = 0) -> StoredMessage:
     """Decode the entry at `offset` in `buf`; raises MessageFormatError if it is not a valid entry.
 
     The body CRC is not checked here (recovery does that); `body_crc` holds the stored value."""
-    mv = memoryview(buf)
+    # bytes are sliced directly (cheaper than through a memoryview); other buffers are not copied whole
+    mv = buf if type(buf) is bytes else memoryview(buf)
     end_buf = len(mv)
     if end_buf - offset < HEADER_SIZE:
         raise MessageFormatError("truncated header")

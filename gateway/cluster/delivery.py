@@ -11,13 +11,17 @@ leader) or make the copy diverge (a follower's log is the leader's). So:
   (codec.remoting.message); the leader appends them in one write if it leads every target queue,
   and answers once they are durable (sync flush) and held by the in-sync replicas, else refuses
   the whole request with NO_PERMISSION (the sender tries again after re-reading its view).
+- Security (docs/security.md, "Between gateways"): with `--inter-broker-credentials` every
+  CLUSTER_DELIVER is signed with the cluster's inter-broker credential, the only one a leader
+  under `--authorizer acl` accepts for it (security.inter_broker); with `--remoting-tls` the
+  leader's remoting port is reached over TLS (gateway.remoting.replica_client.outgoing).
 """
 from __future__ import annotations
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as M
 from gateway.remoting.common import DEFERRED, handles
-from gateway.remoting.replica_client import RemotingReplicaTransport
+from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from semantics.delay_forward import HERE, LATER
 from semantics.replication.contract import NotLeader
 from semantics.routing import to_message
@@ -39,9 +43,9 @@ class _Transport(RemotingReplicaTransport):
 class LeaderRouter:
     """Where this member delivers a due message (the delay scheduler's `router`)."""
 
-    def __init__(self, node) -> None:
+    def __init__(self, node, config=None) -> None:
         self.node = node
-        self.transport = _Transport()
+        self.transport = _Transport(*outgoing(config))
 
     def target(self, topic: str, queue_id: int) -> str:
         node = self.node

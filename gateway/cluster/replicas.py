@@ -3,7 +3,13 @@ queue with more than one replica gets its role on this node from the assignment 
 follower, or none), the leader's in-sync-set changes are written back (a transaction compared on the
 epoch), and when a leader's lease ends every live member proposes the first live in-sync replica
 as the new leader with the epoch bumped — etcd's compare-and-swap lets exactly one proposal win, and
-the bumped epoch fences the old leader if it comes back."""
+the bumped epoch fences the old leader if it comes back.
+
+A replicated queue's pop journal (`semantics.replication.pop_journal`: the POP state of every
+group on it) gets the same role as the queue, in the same epoch, right after it; a gateway that
+starts leading the journal rebuilds the queue's POP state from its copy (`PopEngine.take_over`).
+The in-sync set written to etcd is the queue's and its journal's together (a replica behind on
+either is out), so an elected replica holds every ack answered after replication."""
 from __future__ import annotations
 
 import logging
@@ -12,14 +18,20 @@ from cluster.etcd import EtcdError
 from cluster.model import elect
 from semantics.replication import StaleEpoch
 from semantics.replication.manager import FOLLOWER, LEADER
+from semantics.replication.pop_journal import PopJournal, journal_topic, journaled_topic
 
 log = logging.getLogger("rocketgate.cluster")
 
 
 class ReplicaRoles:
-    def __init__(self, node, manager, nursery) -> None:
-        self.node, self.manager, self.nursery = node, manager, nursery
+    def __init__(self, node, manager, nursery, pop=None) -> None:
+        """`pop`: the gateway's PopEngine, whose replicated queues keep their state in pop journals
+        (None: no journals, as in tests of the roles alone)."""
+        self.node, self.manager, self.nursery, self.pop = node, manager, nursery, pop
         self.view = node.view
+        self.journal = PopJournal(manager.store, manager) if pop is not None else None
+        if pop is not None:
+            pop.use_journal(self.journal)
 
     def install(self) -> None:
         self._addrs: dict[int, str] = {}  # every member's replication address, kept after it leaves
@@ -42,7 +54,20 @@ class ReplicaRoles:
         return member.remoting_addr if member is not None else self._addrs.get(node_id)
 
     def _assigned(self, topic: str, qid: int, leader: int, replicas: list, isr: list, epoch: int) -> None:
-        """This node's role for the queue, as the assignment says (unchanged roles are left alone)."""
+        """This node's role for the queue and for its pop journal, as the assignment says."""
+        self._role(topic, qid, leader, replicas, isr, epoch)
+        if self.journal is None or len(replicas) < 2:
+            return
+        if self.node.node_id in replicas:
+            self.journal.ensure(topic, qid + 1)
+        was_leading = self.journal.leads(topic, qid)
+        self._role(journal_topic(topic), qid, leader, replicas, isr, epoch)
+        if self.journal.leads(topic, qid) and not was_leading:
+            self.pop.take_over(topic, qid)
+            log.debug("cluster: %s/%d: POP state taken over from its pop journal", topic, qid)
+
+    def _role(self, topic: str, qid: int, leader: int, replicas: list, isr: list, epoch: int) -> None:
+        """This node's role for one replicated queue (unchanged roles are left alone)."""
         me = self.node.node_id
         current = self.manager.roles.get((topic, qid))
         try:
@@ -67,9 +92,15 @@ class ReplicaRoles:
             log.warning("cluster: assignment of %s/%d ignored: %s", topic, qid, exc)
 
     def _isr_changed(self, topic: str, qid: int, isr_addrs: list) -> None:
+        """Write the queue's in-sync set: the replicas in sync on both the queue and its journal."""
+        topic = journaled_topic(topic) or topic
         a = self.view.queues.get((topic, qid))
         if a is None:
             return
+        for key in ((topic, qid), (journal_topic(topic), qid)):
+            r = self.manager.roles.get(key)
+            if r is not None and r.role == LEADER:
+                isr_addrs = [addr for addr in isr_addrs if addr == self.manager.self_id or addr in r.isr]
         ids = sorted(n for n, m in self.view.members.items() if m.remoting_addr in isr_addrs)
         if self.node.node_id not in ids:
             ids.insert(0, self.node.node_id)

@@ -19,6 +19,7 @@ from gateway.cluster.delivery import LeaderRouter, leads
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
+from semantics.replication.pop_journal import journal_topic
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -88,7 +89,7 @@ class ClusterService:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         node, ttl = self.node, self.app.config.cluster_lease_ttl
         # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
-        self.app.delay.router = LeaderRouter(node)
+        self.app.delay.router = LeaderRouter(node, self.app.config)
         self.app.transactions.leads = functools.partial(leads, node)
         try:
             async with trio.open_nursery() as nursery:
@@ -104,7 +105,7 @@ class ClusterService:
                 mirror.install()
                 await node.view.load()  # again, now that the offsets are heard
                 await nursery.start(mirror.run)
-                ReplicaRoles(node, self.app.replication, nursery).install()
+                ReplicaRoles(node, self.app.replication, nursery, pop=self.app.pop).install()
                 await nursery.start(node.view.run)
                 nursery.start_soon(lambda: node.coordination.keep_alive(
                     node.lease, ttl, on_lost=self._rejoin, on_renewed=self._renewed))
@@ -164,9 +165,10 @@ class ClusterService:
         won over this one's) and a deletion are followed."""
         topics = self.app.store.topics
         cfg = topics.get(name)
-        if record is None:  # deleted in the cluster
-            if cfg is not None:
-                topics.delete(name)
+        if record is None:  # deleted in the cluster, with its pop journal
+            for deleted in (name, journal_topic(name)):
+                if deleted in topics:
+                    topics.delete(deleted)
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes)

@@ -90,19 +90,25 @@ def to_pb(stored, *, topic: str | None = None, queue_id: int | None = None, body
           properties: dict | None = None, queue_offset: int | None = None, receipt_handle: str = "",
           invisible_ms: int = 0, attempt: int = 0, deliver_at: int = 0):
     """The Message a consumer receives for one stored message (a Kafka record of an inner batch
-    passes its own body and properties)."""
+    passes its own body and properties). Filled in place: a message given to a constructor is
+    copied, and up to 32 of these make one ReceiveMessage answer."""
     props = stored.properties if properties is None else properties
     body = stored.body if body is None else body
-    sp = d.SystemProperties(
-        message_id=props.get(UNIQ_KEY) or stored.msg_id,
-        body_digest=d.Digest(type=d.DigestType.CRC32, checksum=format(zlib.crc32(body), "X")),
-        body_encoding=d.Encoding.IDENTITY, message_type=message_type(props),
-        born_host=_host(stored.born_host), store_host=_host(stored.store_host),
-        queue_id=stored.queue_id if queue_id is None else queue_id,
-        queue_offset=stored.queue_offset if queue_offset is None else queue_offset,
-        delivery_attempt=attempt)
-    sp.born_timestamp.FromMilliseconds(stored.born_timestamp)
-    sp.store_timestamp.FromMilliseconds(stored.store_timestamp)
+    out = d.Message(user_properties={k: v for k, v in props.items() if k not in SYSTEM_PROPERTIES}, body=body)
+    out.topic.name = topic or stored.topic
+    sp = out.system_properties
+    sp.message_id = props.get(UNIQ_KEY) or stored.msg_id
+    sp.body_digest.type = d.DigestType.CRC32
+    sp.body_digest.checksum = format(zlib.crc32(body), "X")
+    sp.body_encoding = d.Encoding.IDENTITY
+    sp.message_type = message_type(props)
+    sp.born_host = _host(stored.born_host)
+    sp.store_host = _host(stored.store_host)
+    sp.queue_id = stored.queue_id if queue_id is None else queue_id
+    sp.queue_offset = stored.queue_offset if queue_offset is None else queue_offset
+    sp.delivery_attempt = attempt
+    _set_ms(sp.born_timestamp, stored.born_timestamp)
+    _set_ms(sp.store_timestamp, stored.store_timestamp)
     if props.get(TAGS):
         sp.tag = props[TAGS]
     if props.get(KEYS):
@@ -111,13 +117,17 @@ def to_pb(stored, *, topic: str | None = None, queue_id: int | None = None, body
         sp.message_group = props[MESSAGE_GROUP]
     due = deliver_at or _int(props.get(routing.PROPERTY_START_DELIVER_TIME))
     if due:
-        sp.delivery_timestamp.FromMilliseconds(due)
+        _set_ms(sp.delivery_timestamp, due)
     if receipt_handle:
         sp.receipt_handle = receipt_handle
-        sp.invisible_duration.FromMilliseconds(invisible_ms)
-    user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTIES}
-    return d.Message(topic=d.Resource(name=topic or stored.topic), user_properties=user,
-                     system_properties=sp, body=body)
+        _set_ms(sp.invisible_duration, invisible_ms)
+    return out
+
+
+def _set_ms(field, ms: int) -> None:
+    """Timestamp/Duration.FromMilliseconds without its Python-level helper."""
+    field.seconds = ms // 1000
+    field.nanos = (ms % 1000) * 1_000_000
 
 
 def _int(text) -> int:

@@ -62,10 +62,15 @@ def _wrap(app, kind: str, fn, method):
             if kind == "unary":
                 response = await fn(ctx, request)
                 await call.send(response.SerializeToString())
-            else:
+            else:  # the responses go out together when the method is done: fewer, fuller DATA frames
+                responses = []
+
                 async def send(response):
-                    await call.send(response.SerializeToString())
-                await fn(ctx, request, send)
+                    responses.append(response.SerializeToString())
+                try:
+                    await fn(ctx, request, send)
+                finally:
+                    await call.send_many(responses)
         except RpcError as exc:
             await call.send(resp_cls(status=status(exc.code, exc.message)).SerializeToString())
     return serve

@@ -56,8 +56,8 @@ class Call:
         self.owed = 0  # received bytes not yet acknowledged to the peer
         self.ended = False  # the client half-closed (END_STREAM) or reset the stream
         self.failed: FramingError | None = None
-        self.arrived = trio.Event()
-        self.window = trio.Event()
+        self.arrived: trio.Event | None = None  # made when the method waits for a message
+        self.window: trio.Event | None = None  # made when a send waits for a window update
         self.headers_sent = False
         # Unary and server-streaming methods leave their responses to the flush that sends the
         # trailers: one write per call (two small writes would meet Nagle and delayed ACKs).
@@ -70,7 +70,8 @@ class Call:
         return self.metadata.get("x-mq-client-id", "")
 
     def _wake(self) -> None:
-        self.arrived.set()
+        if self.arrived is not None:
+            self.arrived.set()
 
     async def receive(self) -> bytes | None:
         while not self.messages:
@@ -95,6 +96,12 @@ class Call:
 
     async def send(self, payload: bytes) -> None:
         await self.conn.send_message(self, frame(payload))
+
+    async def send_many(self, payloads: list[bytes]) -> None:
+        """Several response messages in as few DATA frames as the peer's frame size allows (a
+        ReceiveMessage answer: status, up to 32 messages, delivery timestamp)."""
+        if payloads:
+            await self.conn.send_message(self, b"".join([frame(p) for p in payloads]))
 
 
 class GrpcConnection:
@@ -166,7 +173,7 @@ class GrpcConnection:
         elif isinstance(event, h2.events.WindowUpdated):
             targets = self.calls.values() if event.stream_id == 0 else [self.calls.get(event.stream_id)]
             for call in targets:
-                if call is not None:
+                if call is not None and call.window is not None:
                     call.window.set()
         elif isinstance(event, h2.events.ConnectionTerminated):
             self.closed = True
@@ -260,8 +267,11 @@ class GrpcConnection:
         if call.closed or self.closed:
             return
         try:
-            if call.headers_sent:
-                self.h2.send_headers(call.stream_id, _trailers(status, message), end_stream=True)
+            trailers = _trailers(status, message)
+            if call.headers_sent and trailers is OK_TRAILERS:
+                self.h2.send_fixed_headers(call.stream_id, OK_TRAILERS, end_stream=True)
+            elif call.headers_sent:
+                self.h2.send_headers(call.stream_id, trailers, end_stream=True)
             else:
                 self._trailers_only(call.stream_id, status, message)
             call.closed = True
@@ -276,7 +286,7 @@ class GrpcConnection:
         if call.closed or self.closed:
             raise CallEnded(StatusCode.CANCELLED, "the stream is closed")
         if not call.headers_sent:
-            h.send_headers(call.stream_id, RESPONSE_HEADERS)
+            h.send_fixed_headers(call.stream_id, RESPONSE_HEADERS)
             call.headers_sent = True
         view = memoryview(data)
         while view:
@@ -304,13 +314,22 @@ class GrpcConnection:
             await self.flush()
 
     async def flush(self) -> None:
-        async with self._send_lock:
+        """Send what h2 queued. Without a write under way this yields to the event loop only to
+        write (most reads queue nothing to send, and each yield is a turn of the scheduler)."""
+        lock = self._send_lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
             data = self.h2.data_to_send()
             if data and not self.closed:
                 try:
                     await self.stream.send_all(data)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     self._lost()
+        finally:
+            lock.release()
 
     def service(self, name: str, factory):
         """A per-connection helper `factory()` whose async `run()` goes on in the background until

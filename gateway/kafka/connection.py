@@ -61,7 +61,7 @@ class Connection:
         self.request_bytes = 0  # size of the request being handled (Produce quotas charge it)
         self.mute_s = 0.0  # set by a handler: not read for this long after its answer (client quotas)
         if self.listener is not None and self.listener.sasl:
-            sec = app.security
+            sec = app.authentication  # with or without an authorizer (docs/security.md)
             self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials)
 
     def admitted(self, api_key: int) -> bool:

@@ -23,6 +23,11 @@ INTERNAL = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102")
 # produce to it is refused (INVALID_TOPIC_EXCEPTION).
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_PARTITIONS = 50
+# Kafka's other internal topics (Topic.isInternal): the gateway keeps transactions and share-group state
+# in its own tables, so they never exist here unless a client created them by name. Every Metadata entry
+# naming one says is_internal, as Kafka's does, even an error; a Metadata that may auto-create does not
+# make one (Kafka's coordinators make theirs; a plain topic under that name would take client writes).
+KAFKA_INTERNAL = ("__transaction_state", "__share_group_state")
 
 
 def broker_list(ctx: RequestContext) -> list[dict]:
@@ -37,7 +42,7 @@ def broker_list(ctx: RequestContext) -> list[dict]:
 
 
 def is_internal(name: str) -> bool:
-    return name == OFFSETS_TOPIC or name.startswith(INTERNAL)
+    return name == OFFSETS_TOPIC or name in KAFKA_INTERNAL or name.startswith(INTERNAL)
 
 
 def partition_entries(app, name: str, count: int) -> list[dict]:
@@ -58,7 +63,9 @@ def partition_count_of(app, name: str) -> int | None:
 
 def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
     if error != errors.NONE or (cfg is None and name != OFFSETS_TOPIC):
-        return {"error_code": error, "name": name, "partitions": []}
+        # Kafka: is_internal on error entries too, but never for a topic the principal may not describe
+        internal = error != authz.TOPIC_AUTHORIZATION_FAILED and name is not None and is_internal(name)
+        return {"error_code": error, "name": name, "is_internal": internal, "partitions": []}
     count = OFFSETS_PARTITIONS if cfg is None else topics.partition_count(cfg)
     return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
             "is_internal": is_internal(name), "partitions": partition_entries(app, name, count)}
@@ -95,6 +102,9 @@ async def metadata(ctx: RequestContext):
                 continue
             if name == OFFSETS_TOPIC:
                 out.append(topic_metadata(name, None, errors.NONE, app))
+                continue
+            if name in KAFKA_INTERNAL and app.store.topics.get(name) is None:
+                out.append(topic_metadata(name, None, errors.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             may_create = auto and (app.store.topics.get(name) is not None
                                    or authz.allowed(ctx, Op.CREATE, Res.CLUSTER, log=False)

@@ -15,7 +15,7 @@ import gateway.kafka.topics as topics
 import store
 from codec.kafka import apis, records
 from codec.kafka.schema import DecodeError
-from gateway.kafka.metadata import is_internal
+from gateway.kafka.metadata import KAFKA_INTERNAL, is_internal
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
@@ -26,7 +26,6 @@ from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 
 # Kafka's other internal topics (the gateway keeps their state elsewhere): Kafka answers a Produce to one
 # that does not exist yet UNKNOWN_TOPIC_OR_PARTITION, so the gateway does not auto-create them either.
-KAFKA_INTERNAL = ("__transaction_state", "__share_group_state")
 
 
 def _has_keyless_record(batch) -> bool:
@@ -147,10 +146,10 @@ async def produce(ctx: RequestContext):
         if version < 3 or acks not in (-1, 0, 1):
             code = errors.UNSUPPORTED_VERSION if version < 3 else errors.INVALID_REQUIRED_ACKS
             parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
-        elif is_internal(name):  # __consumer_offsets and RocketMQ's system topics: the broker writes them
-            parts = [_partition_error(p["index"], errors.INVALID_TOPIC_EXCEPTION) for p in t["partition_data"]]
         elif name in KAFKA_INTERNAL and app.store.topics.get(name) is None:  # Kafka 4.3: never created by a Produce
             parts = [_partition_error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION) for p in t["partition_data"]]
+        elif is_internal(name):  # Kafka's and RocketMQ's internal topics: the broker writes them
+            parts = [_partition_error(p["index"], errors.INVALID_TOPIC_EXCEPTION) for p in t["partition_data"]]
         else:
             cfg, err = topics.lookup(app, name, True)
             for p in t["partition_data"]:

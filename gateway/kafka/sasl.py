@@ -16,6 +16,7 @@ async def sasl_handshake(ctx: RequestContext):
     session = getattr(ctx.conn, "sasl", None)
     if session is None:
         return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []}
+    ctx.app.authentication.refresh()  # users written meanwhile by another process can log in
     error, mechanisms = session.handshake(ctx.request["mechanism"])
     if error != NONE:
         session.failed = True  # Kafka closes the connection after a failed handshake

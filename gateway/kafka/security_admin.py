@@ -3,16 +3,20 @@ users` work): CreateAcls (30), DescribeAcls (29), DeleteAcls (31) on `security.a
 DescribeUserScramCredentials (50), AlterUserScramCredentials (51) on `security.credentials`.
 
 As Kafka: changing ACLs needs ALTER on the cluster, reading them DESCRIBE; users likewise; without
-`--authorizer acl` the ACL APIs and AlterUserScramCredentials answer SECURITY_DISABLED, while
-DescribeUserScramCredentials answers as Kafka without SASL users: no user has credentials.
+`--authorizer acl` the ACL APIs answer SECURITY_DISABLED, while the SCRAM users are kept and described
+as Kafka 4.3 keeps them without an authorizer (nothing to authorize: `kafka-configs --alter
+--add-config SCRAM-SHA-256=...` succeeds), in the data dir's user store, the one a start with
+`--authorizer acl` then uses.
 """
 from __future__ import annotations
+
+import os
 
 import gateway.kafka.authz as authz
 from codec.kafka import apis
 from gateway.kafka.registry import RequestContext, handler
 from security.acl import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
-from security.credentials import SCRAM_MECHANISMS, CredentialError, credential_from_salted_password
+from security.credentials import SCRAM_MECHANISMS, CredentialError, CredentialStore, credential_from_salted_password
 
 INVALID_REQUEST = 42
 RESOURCE_NOT_FOUND = 91
@@ -105,25 +109,38 @@ async def delete_acls(ctx: RequestContext):
     return {"filter_results": results}
 
 
+def _user_store(app) -> CredentialStore:
+    """The SCRAM users: the authorizer's store, or without --authorizer acl the data dir's own (read
+    afresh, so what `python -m security` wrote meanwhile is seen)."""
+    if app.security is not None:
+        return app.security.credentials
+    if app.authentication is not None:  # SASL listeners without an authorizer: their store, re-read now
+        app.authentication.reread()
+        return app.authentication.credentials
+    return CredentialStore(os.path.join(app.store.path, "config"))
+
+
+def _users_refused(ctx, operation: Operation):
+    """None, or (error code, message) when the principal may not read (DESCRIBE) or change (ALTER)
+    users; without an authorizer nothing is refused, as on Kafka."""
+    if ctx.app.security is None:
+        return None
+    return _refused(ctx, operation)
+
+
 def _credential_infos(store, name: str) -> list[dict]:
-    if store is None:
-        return []
     return [{"mechanism": CODE_OF[m], "iterations": i} for m, i in store.describe(name) if m in CODE_OF]
 
 
 @handler(apis.DESCRIBE_USER_SCRAM_CREDENTIALS)
 async def describe_user_scram_credentials(ctx: RequestContext):
-    """As Kafka 4.3: without --authorizer acl no user has credentials but nothing is refused (so
-    `kafka-configs --describe --entity-type users` works); a user named twice is refused alone."""
-    security = ctx.app.security
-    if security is not None:
-        security.refresh()
-        if authz.cluster_error(ctx, Operation.DESCRIBE):
-            return {"error_code": authz.CLUSTER_AUTHORIZATION_FAILED,
-                    "error_message": "Cluster authorization failed.", "results": []}
-    store = security.credentials if security is not None else None
+    """As Kafka 4.3 (with or without an authorizer): a user named twice is refused alone."""
+    refused = _users_refused(ctx, Operation.DESCRIBE)
+    if refused:
+        return {"error_code": refused[0], "error_message": refused[1], "results": []}
+    store = _user_store(ctx.app)
     users = ctx.request["users"]
-    names = [u["name"] for u in users] if users else (store.users() if store is not None else [])
+    names = [u["name"] for u in users] if users else store.users()
     results = []
     for name in dict.fromkeys(names):
         infos = _credential_infos(store, name)
@@ -142,10 +159,10 @@ async def describe_user_scram_credentials(ctx: RequestContext):
 async def alter_user_scram_credentials(ctx: RequestContext):
     req = ctx.request
     names = list(dict.fromkeys([d["name"] for d in req["deletions"]] + [u["name"] for u in req["upsertions"]]))
-    refused = _refused(ctx, Operation.ALTER)
+    refused = _users_refused(ctx, Operation.ALTER)
     if refused:
         return {"results": [{"user": n, "error_code": refused[0], "error_message": refused[1]} for n in names]}
-    store = ctx.app.security.credentials
+    store = _user_store(ctx.app)
     every = [d["name"] for d in req["deletions"]] + [u["name"] for u in req["upsertions"]]
     # As Kafka: a user named twice in one request (e.g. two mechanisms) is refused, the others go on
     errors: dict[str, tuple[int, str]] = {

@@ -30,6 +30,8 @@ from gateway.remoting.common import DEFERRED, after_durable, ensure_topic, handl
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
 from semantics.pop import INIT_MIN, PopEngine, Receipt
+from semantics.replication import NotLeader
+from semantics.replication.pop_journal import journaled
 from semantics.retry import DEFAULT_MAX_RECONSUME_TIMES, build_send_back
 from semantics.sql92 import FilterSyntaxError, subscription_filter
 
@@ -99,12 +101,15 @@ def pop_message(channel, req):
     retry = app.store.topics.get(pop_retry_topic(group, topic))
     sources = [(topic, q) for q in queues] + ([(retry.name, q) for q in range(retry.read_queues)] if retry else [])
 
+    engine = pop_engine(app)
+
     def once():
-        return _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mode)
+        with engine.writes.deferred(app.flow):
+            return _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mode)
 
     resp = once()
     if resp.code == ResponseCode.SUCCESS or poll_ms <= 0:
-        return resp
+        return _after_logged(channel, req, resp, durable=False)
 
     async def long_poll():
         key = (group, topic, qid)
@@ -112,15 +117,38 @@ def pop_message(channel, req):
         counts[key] = counts.get(key, 0) + 1
         try:
             deadline = trio.current_time() + min(poll_ms / 1000.0, MAX_POLL_S)
+            if engine.writes.pending:  # the first try's ops (a queue's init) do not wait for the poll's end
+                await engine.writes.written()
             while (remaining := deadline - trio.current_time()) > 0:
                 await app.arrivals.wait_any(sources, remaining)
                 result = once()
                 if result.code == ResponseCode.SUCCESS:
-                    return result
+                    break
+            else:
+                result = _answer(req, ResponseCode.POLLING_TIMEOUT, now_ms(), invisible, 0)
         finally:
             counts[key] -= 1
-        return _answer(req, ResponseCode.POLLING_TIMEOUT, now_ms(), invisible, 0)
+        if engine.writes.pending:
+            await engine.writes.written()
+        return result
     channel.spawn(req, long_poll)
+    return DEFERRED
+
+
+def _after_logged(channel, req, resp, end: int = 0, durable: bool = True):
+    """Answer `resp` once the engine's ops so far are in the CommitLog (while the disk is slow they
+    are written off the event loop, in the flow's turn: `semantics.pop_writes`) and, if `durable`,
+    in sync-flush mode once they are on disk."""
+    app, engine = channel.app, pop_engine(channel.app)
+    if not engine.writes.pending:
+        return after_durable(channel, req, end, resp) if durable else resp
+
+    async def logged():
+        written = await engine.writes.written()
+        if durable and app.sync_flush:
+            await app.durable(max(end, written))
+        return resp
+    channel.spawn(req, logged, after_effects=True)
     return DEFERRED
 
 
@@ -138,9 +166,10 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
     engine = pop_engine(app)
     pop_time = engine.new_pop_time()
     parts, starts, offsets, rest, left = [], [], [], 0, max_n
+    filters = {"tag_filter": _tag_filter(subscription), "keep": _keeper(subscription),
+               "raw_keep": None if getattr(subscription, "match_all", False) else subscription.matches_properties}
     for topic, qid in sources:
-        got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode,
-                             tag_filter=_tag_filter(subscription), keep=_keeper(subscription),
+        got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode, **filters,
                              max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time, raw=True,
                              dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
         rest += got.rest
@@ -245,7 +274,8 @@ def batch_ack_message(channel, req):
 def _ack(channel, req, receipts: list[Receipt], batch: bool):
     """The acks of one socket read are logged as one op just before their answers leave (the
     channel's `before_answers`); in sync-flush mode each is answered by a task once its op is on disk
-    (`PopEngine.ack_together`: the acks of one scheduling turn share the op)."""
+    (`PopEngine.ack_together`: the acks of one scheduling turn share the op), as they are while the
+    disk is slow (the op is then written off the event loop: `semantics.pop_writes`)."""
     app, engine = channel.app, pop_engine(channel.app)
 
     def answer(done):
@@ -256,13 +286,19 @@ def _ack(channel, req, receipts: list[Receipt], batch: bool):
             return req.response(ResponseCode.NO_MESSAGE,
                                 remark=f"{len(receipts) - done} of {len(receipts)} receipts name no message in flight")
         return req.response(ResponseCode.SUCCESS)
-    if not app.sync_flush:
+    if not app.sync_flush and engine.writes.inline(app.flow):
         return answer(engine.gather_acks(receipts, _read_acks(channel, engine)))
 
     async def acked():
-        done, end = await engine.ack_together(receipts)
-        if done:
+        done, end = await engine.ack_together(receipts, app.flow)
+        if engine.writes.pending:
+            end = max(end, await engine.writes.written())
+        if done and app.sync_flush:
             await app.durable(end)
+            try:  # a replicated queue: once its in-sync replicas hold the ack (SYNC_MASTER)
+                await journaled(app.replication, [(r.topic, r.queue_id) for r in receipts])
+            except NotLeader as exc:
+                return req.response(ResponseCode.FLUSH_SLAVE_TIMEOUT, remark=str(exc))
         return answer(done)
     channel.spawn(req, acked)
     return DEFERRED
@@ -314,14 +350,16 @@ def _batch_receipts(app, ack: dict) -> list[Receipt]:
 def change_invisible_time(channel, req):
     invisible = _invisible(req, "invisibleTime")
     receipt, info = _receipt(channel.app, req, ResponseCode.MESSAGE_ILLEGAL)
-    renewed = pop_engine(channel.app).renew(receipt, invisible)
+    app = channel.app
+    with pop_engine(app).writes.deferred(app.flow):
+        renewed = pop_engine(app).renew(receipt, invisible)
     if renewed is None:
         return req.response(ResponseCode.NO_MESSAGE, remark="the receipt names no message in flight (acknowledged, "
                                                               "expired or unknown)")
     deadline, end = renewed
     resp = req.response(ResponseCode.SUCCESS, {"popTime": receipt.pop_time, "invisibleTime": deadline - receipt.pop_time,
                                                "reviveQid": info.revive_qid})
-    return after_durable(channel, req, end, resp)
+    return _after_logged(channel, req, resp, end)
 
 
 @handles(RC.PEEK_MESSAGE)

@@ -96,7 +96,9 @@ def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> Remoting
     sql = isinstance(tags, Selector)
     tag_filter = None if sql or tags.match_all else tags.matches_code
     matches = tags.matches if sql else (None if tag_filter is None else tags.matches_properties)
-    result = s.read(topic, qid, offset, max_count=max_n, max_bytes=max_bytes, tag_filter=tag_filter)
+    # without a filter on properties the entries' bytes are forwarded as stored: no need to decode them
+    result = s.read(topic, qid, offset, max_count=max_n, max_bytes=max_bytes, tag_filter=tag_filter,
+                    raw=matches is None)
     parts = []
     for qoff, m in result.entries:
         if m.sys_flag & inner_batch.INNER_BATCH_FLAG:

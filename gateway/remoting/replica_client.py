@@ -1,12 +1,18 @@
 """The follower's transport to its leader (semantics.replication.ReplicaTransport): the private
 remoting requests of gateway.remoting.replica_fetch over one connection per followed queue, one
-request at a time (each queue's follower task waits for its answer before the next fetch)."""
+request at a time (each queue's follower task waits for its answer before the next fetch).
+Also the connection cache of gateway.cluster.delivery. Both sign their requests with the cluster's
+inter-broker credential and speak TLS to TLS-only remoting ports (`outgoing`; docs/security.md,
+"Between gateways")."""
 from __future__ import annotations
+
+import functools
 
 import trio
 
 from codec.remoting import FrameReader, RemotingCommand, encode
 from gateway.remoting.replica_fetch import epoch_end_command, fetch_answer, fetch_command
+from gateway.tls import client_context
 from semantics.replication import FetchAnswer, FetchRequest
 
 CONNECT_TIMEOUT_S = 3.0
@@ -41,17 +47,44 @@ class _Connection:
                 self.reader.feed(data)
 
 
+def outgoing(config) -> tuple:
+    """(credential, TLS context factory) of this gateway's requests to the others: the same flags on
+    every gateway of a cluster (their remoting ports are all TLS-only, or none is)."""
+    if config is None:
+        return None, None
+    tls = functools.partial(client_context, config.tls_cert, config.tls_key, config.tls_ca) \
+        if config.remoting_tls else None
+    return config.inter_broker, tls
+
+
 class RemotingReplicaTransport:
-    def __init__(self) -> None:
+    def __init__(self, credential=None, tls=None) -> None:
         self._connections: dict[tuple, _Connection] = {}
+        self.credential = credential  # signs every request (security.inter_broker); None: unsigned
+        self.tls = tls  # () -> client SSLContext when the peers' remoting ports are TLS-only; None: plaintext
+
+    async def _open(self, host: str, port: int):
+        context = self.tls() if self.tls is not None else None
+        stream = await trio.open_tcp_stream(host, port)
+        if context is None:
+            return stream
+        tls = trio.SSLStream(stream, context, server_hostname=host)
+        try:
+            await tls.do_handshake()
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+        return tls
 
     async def _call(self, key: tuple, leader: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = self._connections.get(key)
         if conn is None:
             host, _, port = leader.rpartition(":")
             with trio.fail_after(CONNECT_TIMEOUT_S):
-                stream = await trio.open_tcp_stream(host, int(port))
+                stream = await self._open(host, int(port))
             conn = self._connections[key] = _Connection(stream)
+        if self.credential is not None:
+            self.credential.sign(cmd)
         try:
             return await conn.call(cmd, timeout)
         except BaseException:

@@ -7,7 +7,10 @@ it does not know (checked against the 5.x proxy: "no new message", not a refusal
 SDK's producer spreads its sends over every gateway and one SimpleConsumer receives them all.
 PullMessage / UpdateOffset / GetOffset / QueryOffset name the route's (broker, broker-local queue):
 each broker's local queue i is the i-th partition its gateway leads, and the offsets a group commits
-so are the Kafka group's offsets of those partitions."""
+so are the Kafka group's offsets of those partitions.
+The route, assignment and SDK checks also run (CLUSTER_REFERENCE=1, `make cluster-reference`) against
+a real RocketMQ 5.5 cluster of two brokers behind its 5.5 proxy in cluster mode (reference_sides.py),
+which names every broker at the proxy's own endpoint."""
 from __future__ import annotations
 
 import collections
@@ -19,6 +22,7 @@ from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import NODES, require_etcd, start_cluster
+from reference_sides import gateway_brokers, reference_only, rocketmq_brokers
 from test_cluster_clients import led_by, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grpc"))
@@ -32,6 +36,7 @@ from gateway.grpc.common import Code, d, s  # noqa: E402
 
 TOPIC, SINGLE, PULLED = "grpc-spread", "grpc-one", "grpc-pulled"
 SERVICE = "/apache.rocketmq.v2.MessagingService/"
+METADATA = (("x-mq-client-id", "cluster-grpc-test"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +54,40 @@ def three(tmp_path_factory):
         cluster.stop()
 
 
-def call(gw, method: str, request, response_class, stream: bool = False):
-    with grpc.insecure_channel(gw.endpoints) as channel:
+@pytest.fixture(scope="module", params=["gateways", pytest.param("rocketmq-proxy", marks=reference_only)])
+def system(request, tmp_path_factory):
+    """Brokers behind gRPC endpoints: the three gateways, or two real brokers behind the proxy."""
+    if request.param == "gateways":
+        yield gateway_brokers(request.getfixturevalue("three"))
+    else:
+        with rocketmq_brokers(tmp_path_factory.mktemp("grpc-reference"), {TOPIC: (2, None), SINGLE: (1, ("broker-1",))},
+                              groups=("grpc-spread-g", "assign-g"), proxy=True) as side:
+            yield side
+
+
+def call(endpoint: str, method: str, request, response_class, stream: bool = False):
+    with grpc.insecure_channel(endpoint) as channel:
         kind = channel.unary_stream if stream else channel.unary_unary
         rpc = kind(SERVICE + method, request_serializer=lambda m: m.SerializeToString(),
                    response_deserializer=response_class.FromString)
-        answer = rpc(request, timeout=10)
+        answer = rpc(request, timeout=10, metadata=METADATA)
         return list(answer) if stream else answer
 
 
-def route(gw, topic: str) -> dict[str, tuple[set, set]]:
+def access(endpoint: str):
+    """The access point a client names in QueryRoute / QueryAssignment (the proxy answers with it)."""
+    host, port = endpoint.rsplit(":", 1)
+    return d.Endpoints(scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=host, port=int(port))])
+
+
+def port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+def route(endpoint: str, topic: str) -> dict[str, tuple[set, set]]:
     """broker name -> (its queue ids, its endpoints' ports)."""
-    got = call(gw, "QueryRoute", s.QueryRouteRequest(topic=d.Resource(name=topic)), s.QueryRouteResponse)
+    got = call(endpoint, "QueryRoute", s.QueryRouteRequest(topic=d.Resource(name=topic), endpoints=access(endpoint)),
+               s.QueryRouteResponse)
     assert got.status.code == Code.OK, got.status
     out = collections.defaultdict(lambda: (set(), set()))
     for q in got.message_queues:
@@ -70,17 +97,17 @@ def route(gw, topic: str) -> dict[str, tuple[set, set]]:
     return dict(out)
 
 
-def test_query_route_names_each_owner_at_its_grpc_endpoint(three):
-    gws = three
-    want = {f"broker-{n}": ({0, 1}, {g.grpc_port}) for n, g in gws.items()}  # 6 queues, 2 led by each
-    for g in gws.values():  # every gateway answers the same
-        assert route(g, TOPIC) == want
-    owner = next(iter(led_by(gws, SINGLE)))
-    assert route(gws[1], SINGLE) == {f"broker-{owner}": ({0}, {gws[owner].grpc_port})}
-    assignment = call(gws[2], "QueryAssignment", s.QueryAssignmentRequest(
-        topic=d.Resource(name=TOPIC), group=d.Resource(name="assign-g")), s.QueryAssignmentResponse)
+def test_query_route_names_each_owner_at_its_grpc_endpoint(system):
+    want = {name: ({0, 1}, {port(system.grpc[name])}) for name in system.names}  # 2 queues on each broker
+    for endpoint in system.access:  # every gateway answers the same
+        assert route(endpoint, TOPIC) == want
+    [owner] = system.owners(SINGLE)
+    assert route(system.access[0], SINGLE) == {owner: ({0}, {port(system.grpc[owner])})}
+    assignment = call(system.access[-1], "QueryAssignment", s.QueryAssignmentRequest(
+        topic=d.Resource(name=TOPIC), group=d.Resource(name="assign-g"), endpoints=access(system.access[-1])),
+        s.QueryAssignmentResponse)
     assert sorted((a.message_queue.broker.name, a.message_queue.id) for a in assignment.assignments) == [
-        ("broker-1", -1), ("broker-2", -1), ("broker-3", -1)]
+        (name, -1) for name in system.names]
 
 
 def test_a_gateway_refuses_a_topic_it_leads_no_queue_of(three):
@@ -90,9 +117,9 @@ def test_a_gateway_refuses_a_topic_it_leads_no_queue_of(three):
     sent = d.Message(topic=d.Resource(name=SINGLE), body=b"x", system_properties=d.SystemProperties(
         message_id="0100000000000000000000000A", message_type=d.MessageType.NORMAL,
         body_encoding=d.Encoding.IDENTITY))
-    refused = call(gws[other], "SendMessage", s.SendMessageRequest(messages=[sent]), s.SendMessageResponse)
+    refused = call(gws[other].endpoints, "SendMessage", s.SendMessageRequest(messages=[sent]), s.SendMessageResponse)
     assert refused.status.code == Code.FORBIDDEN, refused.status
-    taken = call(gws[owner], "SendMessage", s.SendMessageRequest(messages=[sent]), s.SendMessageResponse)
+    taken = call(gws[owner].endpoints, "SendMessage", s.SendMessageRequest(messages=[sent]), s.SendMessageResponse)
     assert taken.status.code == Code.OK, taken.status
     assert [a.status.code for a in receive(gws[other], SINGLE, f"broker-{owner}")] == [Code.FORBIDDEN]
     served = receive(gws[owner], SINGLE, f"broker-{other}")
@@ -107,13 +134,12 @@ def receive(gw, topic: str, broker: str) -> list:
         message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=0, broker=d.Broker(name=broker)),
         filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))
     request.invisible_duration.seconds = 30
-    return call(gw, "ReceiveMessage", request, s.ReceiveMessageResponse, stream=True)
+    return call(gw.endpoints, "ReceiveMessage", request, s.ReceiveMessageResponse, stream=True)
 
 
-def test_python_sdk_sends_over_every_gateway_and_one_simple_consumer_receives_all(three):
-    gws = three
-    producer = Producer(config(gws[1].endpoints), (TOPIC,))
-    consumer = SimpleConsumer(config(gws[2].endpoints), "grpc-spread-g", {TOPIC: FilterExpression("*")},
+def test_python_sdk_sends_over_every_broker_and_one_simple_consumer_receives_all(system):
+    producer = Producer(config(system.access[0]), (TOPIC,))
+    consumer = SimpleConsumer(config(system.access[-1]), "grpc-spread-g", {TOPIC: FilterExpression("*")},
                               await_duration=1)
     producer.startup()
     consumer.startup()
@@ -121,7 +147,7 @@ def test_python_sdk_sends_over_every_gateway_and_one_simple_consumer_receives_al
         bodies = [b"g%03d" % i for i in range(60)]
         receipts = [producer.send(message(TOPIC, body)) for body in bodies]
         brokers = collections.Counter(str(r.message_queue).split(".")[0] for r in receipts)
-        assert sorted(brokers) == ["broker-1", "broker-2", "broker-3"], brokers
+        assert sorted(brokers) == system.names, brokers
         got = receive_all(consumer, len(bodies), timeout=60)
         assert sorted(m.body for m in got) == bodies
     finally:
@@ -135,7 +161,7 @@ def queue(topic: str, broker: str, local: int):
 
 def pull(gw, broker: str, local: int, offset: int = 0) -> tuple[list, list, int]:
     """(status codes, (queue id, offset, body) of each message, next offset) of one PullMessage."""
-    answers = call(gw, "PullMessage", s.PullMessageRequest(
+    answers = call(gw.endpoints, "PullMessage", s.PullMessageRequest(
         group=d.Resource(name="pull-g"), message_queue=queue(PULLED, broker, local), offset=offset,
         batch_size=32, filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*")),
         s.PullMessageResponse, stream=True)
@@ -155,20 +181,20 @@ def test_pull_and_offsets_name_the_routes_broker_local_queues(three):
     led = led_by(gws, PULLED)
     for n, g in gws.items():
         broker = f"broker-{n}"
-        assert route(g, PULLED)[broker][0] == set(range(len(led[n])))
+        assert route(g.endpoints, PULLED)[broker][0] == set(range(len(led[n])))
         for local, partition in enumerate(led[n]):
             codes, got, next_offset = pull(g, broker, local)
             assert codes == [Code.OK]
             assert got == [(local, i, b"p%d-%d" % (partition, i)) for i in range(partition + 1)]
             assert next_offset == partition + 1
-            end = call(g, "QueryOffset", s.QueryOffsetRequest(message_queue=queue(PULLED, broker, local),
+            end = call(g.endpoints, "QueryOffset", s.QueryOffsetRequest(message_queue=queue(PULLED, broker, local),
                        query_offset_policy=d.QueryOffsetPolicy.END), s.QueryOffsetResponse)
             assert (end.status.code, end.offset) == (Code.OK, partition + 1)
-            update = call(g, "UpdateOffset", s.UpdateOffsetRequest(
+            update = call(g.endpoints, "UpdateOffset", s.UpdateOffsetRequest(
                 group=d.Resource(name="pull-g"), message_queue=queue(PULLED, broker, local), offset=partition),
                 s.UpdateOffsetResponse)
             assert update.status.code == Code.OK, update.status
-            got_offset = call(g, "GetOffset", s.GetOffsetRequest(
+            got_offset = call(g.endpoints, "GetOffset", s.GetOffsetRequest(
                 group=d.Resource(name="pull-g"), message_queue=queue(PULLED, broker, local)), s.GetOffsetResponse)
             assert (got_offset.status.code, got_offset.offset) == (Code.OK, partition)
     # the commits are the Kafka group's offsets of the partitions each broker leads
@@ -195,4 +221,4 @@ def test_pull_naming_another_or_an_unknown_broker_or_queue_is_refused(three):
                 ("UpdateOffset", s.UpdateOffsetRequest(group=d.Resource(name="pull-g"), offset=1,
                                                        message_queue=queue(PULLED, broker, local)),
                  s.UpdateOffsetResponse)):
-            assert call(gws[1], method, request, answer).status.code == code, (method, broker, local)
+            assert call(gws[1].endpoints, method, request, answer).status.code == code, (method, broker, local)

@@ -3,7 +3,8 @@ the partition leader is killed (-9) mid-stream: the query keeps running (the con
 the dead connection / NOT_LEADER_OR_FOLLOWER and follows Metadata to the elected replica;
 failOnDataLoss=true never fires) and its checkpointed memory sink ends with every record the
 idempotent acks=all producer had acknowledged, exactly once. Long: `make cluster-long`
-(CLUSTER_LONG=1)."""
+(CLUSTER_LONG=1). With CLUSTER_REFERENCE=1 (`make cluster-reference`) the same body runs against a
+real 3-node Apache Kafka 4.x KRaft cluster with a replication-factor-2 topic (reference_sides.py)."""
 from __future__ import annotations
 
 import collections
@@ -12,13 +13,24 @@ import time
 
 import pytest
 
+from reference_sides import kraft_cluster, reference_only, replicated_partition
 from test_cluster_clients import wait_for
-from test_cluster_failover import AckedProducer, elected_after, replicated_partition, three  # noqa: F401
+from test_cluster_failover import AckedProducer, elected_after, three  # noqa: F401 (the gateways param)
 
-pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(not os.environ.get("CLUSTER_LONG"), reason="long: make cluster-long")]
+pytestmark = [pytest.mark.timeout(600)]
+long_only = pytest.mark.skipif(not os.environ.get("CLUSTER_LONG"), reason="long: make cluster-long")
 
 TOPIC = "spark-failover"
+
+
+@pytest.fixture(params=[pytest.param("gateways", marks=long_only), pytest.param("kafka", marks=reference_only)])
+def nodes(request, tmp_path):
+    """(nodes by id, the topic's replication factor): three gateways (RF 3) or three KRaft nodes (RF 2)."""
+    if request.param == "gateways":
+        yield request.getfixturevalue("three"), 3
+    else:
+        with kraft_cluster(tmp_path / "kafka") as kafka:
+            yield kafka, 2
 
 
 @pytest.fixture
@@ -30,12 +42,12 @@ def spark():
     s.stop()
 
 
-def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_record_once(three, spark, tmp_path):  # noqa: F811
+def test_stream_keeps_reading_across_a_leader_kill_with_every_acknowledged_record_once(nodes, spark, tmp_path):
     from spark import source
 
-    gws = three
+    gws, replication_factor = nodes
     bootstrap = ",".join(g.kafka_bootstrap for g in gws.values())
-    first = replicated_partition(gws, TOPIC)
+    first = replicated_partition(gws, TOPIC, replication_factor)
     load = AckedProducer(gws, TOPIC)
 
     def produce(count):

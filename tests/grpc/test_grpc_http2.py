@@ -61,6 +61,24 @@ def test_fast_decoder_decodes_what_hpack_decodes():
             encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
 
 
+
+def test_fast_decoder_literals_with_long_values_and_deep_name_indexes():
+    """Literals whose name index or value length need one, two or more continuation bytes (names
+    deep in the dynamic table, values of 126-300 bytes), as Netty-based clients send them."""
+    rng = random.Random(13)
+    encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
+    names = [f"x-name-{n}" for n in range(90)]
+    for i in range(1500):
+        headers = [(rng.choice(names), "v" * rng.choice([0, 1, 126, 127, 128, 253, 254, 255, 300]) + str(i))
+                   for _ in range(rng.randrange(1, 6))]
+        block = encoder.encode(headers, huffman=rng.random() < 0.3)
+        if rng.random() < 0.03:
+            block = block[:rng.randrange(len(block))]  # truncated: the same error, the same table
+        assert _decoded(fast, block) == _decoded(plain, block)
+        assert fast.header_table.dynamic_entries == plain.header_table.dynamic_entries
+        if fast.header_table.dynamic_entries != encoder.header_table.dynamic_entries:
+            encoder, plain, fast = hpack.Encoder(), hpack.Decoder(), IndexedFastDecoder()
+
 def _server(cls):
     config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8", validate_inbound_headers=True,
                                        validate_outbound_headers=False, normalize_outbound_headers=False)
@@ -132,3 +150,54 @@ def test_request_headers_arrive_decoded_in_order():
     request = next(e for e in events if isinstance(e, h2.events.RequestReceived))
     assert [tuple(h) for h in request.headers] == BASE
     assert all(type(h) is tuple for h in request.headers)  # the one-pass check took them (h2 makes HeaderTuples)
+
+
+RESPONSE = ((b":status", b"200"), (b"content-type", b"application/grpc"))
+TRAILERS = ((b"grpc-status", b"0"),)
+
+
+def _after(conn, steps):
+    """What each step does on `conn`: the bytes it queues or the error it raises, then each
+    stream's state (a step is (stream id, headers, end_stream, fast))."""
+    out = []
+    for stream_id, headers, end_stream, fast in steps:
+        try:
+            if fast:
+                conn.send_fixed_headers(stream_id, headers, end_stream=end_stream)
+            else:
+                conn.send_headers(stream_id, headers, end_stream=end_stream)
+            out.append(conn.data_to_send())
+        except Exception as exc:  # noqa: BLE001 - the same refusal is the point
+            out.append((type(exc).__name__, str(exc)))
+    states = {sid: (s.state_machine.state, s.closed) for sid, s in conn.streams.items()}
+    return out, states
+
+
+@pytest.mark.parametrize("steps", [
+    [(1, RESPONSE, False), (1, TRAILERS, True)],
+    [(1, RESPONSE, False), (1, TRAILERS, True), (1, TRAILERS, True)],
+    [(1, RESPONSE, False), (1, RESPONSE, False), (1, TRAILERS, True)],
+    [(1, TRAILERS, True)],
+    [(3, RESPONSE, False)],
+    [(1, RESPONSE, False), (1, TRAILERS, False), (1, TRAILERS, True)],
+])
+def test_fixed_headers_write_and_change_state_as_send_headers_does(steps):
+    request = _request(BASE)
+    plain, fast = _server(h2.connection.H2Connection), _server(GrpcH2Connection)
+    plain.receive_data(request)
+    fast.receive_data(request)
+    plain.data_to_send(), fast.data_to_send()
+    expected = _after(plain, [(sid, h, end, False) for sid, h, end in steps])
+    assert _after(fast, [(sid, h, end, True) for sid, h, end in steps]) == expected
+
+
+def test_fixed_headers_on_a_reset_stream_refuse_as_send_headers_does():
+    client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    client.initiate_connection()
+    client.send_headers(1, BASE)
+    client.reset_stream(1)
+    data = client.data_to_send()
+    plain, fast = _server(h2.connection.H2Connection), _server(GrpcH2Connection)
+    plain.receive_data(data)
+    fast.receive_data(data)
+    assert _after(fast, [(1, RESPONSE, False, True)]) == _after(plain, [(1, RESPONSE, False, False)])

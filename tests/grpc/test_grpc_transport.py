@@ -51,7 +51,12 @@ async def big(call):
     await call.send(b"z" * n)
 
 
-METHODS = {f"/t.T/{fn.__name__}": fn for fn in (echo, count, chat, sleep, fail, crash, size, big)}
+async def batch(call):
+    n, each = (int(x) for x in (await call.receive_one()).split())
+    await call.send_many([bytes([65 + i % 26]) * each for i in range(n)])
+
+
+METHODS = {f"/t.T/{fn.__name__}": fn for fn in (echo, count, chat, sleep, fail, crash, size, big, batch)}
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +96,12 @@ def test_unary(server):
 def test_server_streaming(server):
     got = list(server.unary_stream("/t.T/count")(b"50", timeout=10))
     assert got == [str(i).encode() for i in range(50)]
+
+
+@pytest.mark.parametrize("n, each", [(40, 100_000), (3, 0), (1, 16_379), (33, 1_100)])
+def test_send_many_arrives_as_separate_messages_across_frames_and_windows(server, n, each):
+    got = list(server.unary_stream("/t.T/batch")(f"{n} {each}".encode(), timeout=10))
+    assert got == [bytes([65 + i % 26]) * each for i in range(n)]
 
 
 def test_bidi_streaming(server):

@@ -29,3 +29,15 @@ def test_an_indexed_header_on_a_later_record_is_found(header, value, expect, pay
 def test_letters_without_the_header_keys_are_not_indexed(payload):
     b = _batch([(1000 + i, None, payload, [("other", b"x")] if i else []) for i in range(4)])
     assert inner_batch.index_info(b) is inner_batch.NOT_INDEXED
+
+
+@pytest.mark.parametrize("payload", [b"\x08" * 6000 + b"\n" * 6000 + b"$" * 6000, b"\x08TAG" * 3000,
+                                     bytes(i * 7 % 26 + 65 for i in range(4096))])
+def test_keys_found_past_many_lookalike_bytes(payload):
+    """The search hops between the occurrences of each key's first byte and falls back to a substring
+    search after many: a key after thousands of them is found, and none is invented."""
+    rows = [(1000 + i, None, payload, []) for i in range(3)]
+    assert inner_batch.index_info(_batch(rows)) is inner_batch.NOT_INDEXED
+    b = _batch(rows + [(1003, None, payload, [("KEYS", b"k")]), (1004, None, payload, [("DELAY", b"2")])])
+    info = inner_batch.index_info(b)
+    assert info.keys == ["k"] and info.routing == {"DELAY": "2"}

@@ -71,6 +71,25 @@ def test_kafka_configs_alter_and_describe(target):
     assert "Invalid value soon for configuration retention.ms: Not a number of type LONG" in bad.stdout + bad.stderr
 
 
+def test_kafka_configs_scram_user_without_an_authorizer(target):
+    """AlterUserScramCredentials on a broker without an authorizer succeeds, as on Kafka 4.3 (nothing to
+    authorize): kafka-configs adds, describes and deletes a user's SCRAM credentials."""
+    user = f"cli-user-{uuid.uuid4().hex[:8]}"
+    users = ("--entity-type", "users", "--entity-name", user)
+    out = _ok(kafka_configs(target, *users, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=s1]"),
+              "kafka-configs --alter users")
+    assert f"Completed updating config for user {user}." in out
+    _ok(kafka_configs(target, *users, "--alter", "--add-config", "SCRAM-SHA-512=[password=other]"), "add a mechanism")
+    twice = kafka_configs(target, *users, "--alter", "--add-config",  # one user twice in one request
+                          "SCRAM-SHA-256=[password=a],SCRAM-SHA-512=[password=b]")
+    assert twice.returncode != 0 and "A user credential cannot be altered twice in the same request" in twice.stderr
+    described = eventually(lambda: _has(_ok(kafka_configs(target, *users, "--describe"), "describe users"),
+                                        "SCRAM-SHA-512"))
+    assert "SCRAM-SHA-256=iterations=8192" in described and "SCRAM-SHA-512=iterations=4096" in described
+    _ok(kafka_configs(target, *users, "--alter", "--delete-config", "SCRAM-SHA-512"), "kafka-configs --delete-config")
+    eventually(lambda: _lacks(_ok(kafka_configs(target, *users, "--describe"), "describe users"), "SCRAM-SHA-512"))
+
+
 def _has(text: str, part: str) -> str:
     assert part in text, text
     return text

@@ -151,3 +151,26 @@ def test_produce_to_a_missing_kafka_internal_topic_does_not_create_it(target, na
                                "include_topic_authorized_operations": False})
     assert md["topics"][0]["error_code"] == UNKNOWN_TOPIC_OR_PARTITION
     c.close()
+
+
+KAFKA_INTERNAL = ["__transaction_state", "__share_group_state"]
+
+
+@pytest.mark.parametrize("name", KAFKA_INTERNAL)
+def test_metadata_names_a_missing_kafka_internal_topic_as_internal(target, name):
+    """Before any transaction (share group), Kafka 4.3 answers a Metadata naming its transaction
+    (share-state) topic UNKNOWN_TOPIC_OR_PARTITION with is_internal set, whether or not it may create it."""
+    c = target.raw()
+    for version in (4, 9, 12):  # (before v4 naming a topic asks for its creation)
+        body = {"topics": [{"name": name, "topic_id": bytes(16)}], "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False, "include_cluster_authorized_operations": False}
+        t = c.call(METADATA, version, body)["topics"][0]
+        assert (t["name"], t["error_code"], t["is_internal"], t["partitions"]) == (
+            name, UNKNOWN_TOPIC_OR_PARTITION, True, []), (version, t)
+    # Allowed to auto-create, Kafka answers the same (and then makes the topic; the gateway does not: docs/mapping.md)
+    for version, body in ((1, {"topics": [{"name": name}]}),
+                          (12, {"topics": [{"name": name, "topic_id": bytes(16)}], "allow_auto_topic_creation": True,
+                                "include_topic_authorized_operations": False})):
+        t = c.call(METADATA, version, body)["topics"][0]
+        assert (t["error_code"], t["is_internal"], t["partitions"]) == (UNKNOWN_TOPIC_OR_PARTITION, True, []), t
+    c.close()

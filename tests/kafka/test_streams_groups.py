@@ -38,14 +38,15 @@ def _topology(app: str, src: str) -> dict:
          "copartition_groups": []}]}
 
 
-def _heartbeat(raw, group: str, member: str, epoch: int, topology=None, active=None, endpoint_epoch: int = 0) -> dict:
+def _heartbeat(raw, group: str, member: str, epoch: int, topology=None, active=None, endpoint_epoch: int = 0,
+               **fields) -> dict:
     body = {"group_id": group, "member_id": member, "member_epoch": epoch, "endpoint_information_epoch": endpoint_epoch,
             "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
             "topology": topology, "active_tasks": [] if epoch == 0 else active,
             "standby_tasks": [] if epoch == 0 or active is not None else None,
             "warmup_tasks": [] if epoch == 0 or active is not None else None, "process_id": str(uuid.uuid4()) if epoch == 0 else None,
             "user_endpoint": None, "client_tags": [] if epoch == 0 else None, "task_offsets": None,
-            "task_end_offsets": None, "shutdown_application": False}
+            "task_end_offsets": None, "shutdown_application": False, **fields}
     return raw.call(HEARTBEAT, 0, body)
 
 
@@ -284,3 +285,77 @@ def test_standby_tasks_on_the_other_member(target):
 def stateful(tasks: set) -> set:
     """The tasks of subtopology 1, the one with a changelog (standbys are kept for state only)."""
     return {(sid, p) for sid, p in tasks if sid == "1"}
+
+
+ASSIGNMENT_DELAYED = 5
+
+
+def test_more_streams_group_configs_are_checked_and_described(target):
+    """Kafka 4.3's other streams group configs: the initial rebalance delay and the assignment interval
+    (within the broker's bounds), with Kafka's messages; the assignor offload switch is no group config."""
+    app = _name("stapp")
+    raw = target.raw()
+    for name, value, message in (
+            ("streams.initial.rebalance.delay.ms", "-1",
+             "Invalid value -1 for configuration streams.initial.rebalance.delay.ms: Value must be at least 0"),
+            ("streams.assignment.interval.ms", "15001",
+             "streams.assignment.interval.ms must be less than or equal to group.streams.max.assignment.interval.ms"),
+            ("streams.assignment.interval.ms", "-1",
+             "Invalid value -1 for configuration streams.assignment.interval.ms: Value must be at least 0"),
+            ("streams.assignment.interval.ms", "soon",
+             "Invalid value soon for configuration streams.assignment.interval.ms: Not a number of type INT"),
+            ("streams.assignor.offload.enable", "false",  # a broker config only in Kafka 4.3
+             "Unknown group config name: streams.assignor.offload.enable")):
+        r = _alter_group(raw, app, name, value)
+        assert (r["error_code"], r["error_message"]) == (INVALID_CONFIG, message), (name, value, r)
+    for name, value in (("streams.initial.rebalance.delay.ms", "2500"), ("streams.assignment.interval.ms", "0")):
+        assert _alter_group(raw, app, name, value)["error_code"] == NONE
+        assert _group_configs(raw, app)[name][:2] == (value, GROUP_SOURCE)
+
+
+def test_initial_rebalance_delay_holds_the_first_assignment(target):
+    """With streams.initial.rebalance.delay.ms set, a new group's first member is told ASSIGNMENT_DELAYED and
+    given no task until the delay has passed (at the group epoch meanwhile); then it gets every task."""
+    src, app = _source(target, 2), _name("stapp")
+    raw = target.raw()
+    assert _alter_group(raw, app, "streams.initial.rebalance.delay.ms", "4000")["error_code"] == NONE
+    eventually(lambda: _coordinator(raw, app))
+    member = _name("m")
+    began = time.monotonic()
+    r = _heartbeat(raw, app, member, 0, _topology(app, src))
+    assert r["error_code"] == NONE and not _tasks(r["active_tasks"]) and r["member_epoch"] > 0, r
+    assert ASSIGNMENT_DELAYED in [s["status_code"] for s in r["status"]], r
+    while not _tasks(r["active_tasks"]) and time.monotonic() - began < 30:
+        time.sleep(0.5)
+        r = _heartbeat(raw, app, member, r["member_epoch"], active=[])
+        assert r["error_code"] == NONE, r
+        if time.monotonic() - began < 3:  # well inside the delay
+            assert not _tasks(r["active_tasks"]), r
+            assert [s["status_detail"] for s in r["status"]] == [
+                "Assignment delayed due to the configured initial rebalance delay."], r
+    assert _tasks(r["active_tasks"]) == {(s, p) for s in "01" for p in range(2)}, r
+    assert time.monotonic() - began >= 3.5
+
+
+def test_static_membership_and_warmups_are_refused_as_on_kafka_4_3(target):
+    """Kafka 4.3 has no static membership in streams groups (its Streams client refuses group.instance.id
+    with group.protocol=streams; the coordinator refuses an instance id): a join with one is refused and
+    makes no group, a static leave without one is invalid; nor warm-up tasks (its assignor gives none):
+    a member reporting some is refused."""
+    src, app = _source(target, 1), _name("stapp")
+    raw = target.raw()
+    eventually(lambda: _coordinator(raw, app))
+    member = _name("m")
+    r = _heartbeat(raw, app, member, 0, _topology(app, src), instance_id="instance-1")
+    assert (r["error_code"], r["error_message"]) == (INVALID_REQUEST, "Static membership is not yet supported."), r
+    d = raw.call(DESCRIBE, 0, {"group_ids": [app], "include_authorized_operations": False})["groups"][0]
+    assert d["error_code"] == GROUP_ID_NOT_FOUND, d
+    r = _heartbeat(raw, app, member, 0, _topology(app, src))  # the same member without an instance id
+    assert r["error_code"] == NONE, r
+    static_leave = _heartbeat(raw, app, member, -2, active=None)
+    assert (static_leave["error_code"], static_leave["error_message"]) == (INVALID_REQUEST,
+                                                                           "InstanceId can't be null."), static_leave
+    warmups = _heartbeat(raw, app, member, r["member_epoch"], active=[], warmup_tasks=[
+        {"subtopology_id": "0", "partitions": [0]}])
+    assert (warmups["error_code"], warmups["error_message"]) == (INVALID_REQUEST,
+                                                                 "WarmupTasks are not supported yet."), warmups

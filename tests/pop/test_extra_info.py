@@ -28,3 +28,11 @@ def test_retry_topics_and_offset_infos():
     assert text == "0 1 4,5,9;1 0 2"
     assert parse_offset_info(text) == {"0@1": [4, 5, 9], "1@0": [2]}
     assert parse_offset_info(offset_info([("0", 2, 17)])) == {"0@2": [17]}
+
+
+def test_extra_info_outside_the_usual_shape_takes_the_field_by_field_path():
+    """19-digit numbers, a ninth field: read as RocketMQ's ExtraInfoUtil reads them."""
+    info = parse_extra_info("9223372036854775807 -9223372036854775808 1 0 2  3 4 extra")
+    assert (info.ck_offset, info.pop_time, info.broker_name, info.queue_offset) == (2 ** 63 - 1, -2 ** 63, "", 4)
+    with pytest.raises(ValueError):
+        parse_extra_info("9223372036854775808 1 2 0 0 b 3 4")

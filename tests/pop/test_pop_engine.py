@@ -331,6 +331,22 @@ def test_raw_acquire_hands_over_stored_bytes_and_decodes_inner_batches(tmp_path)
     s.close()
 
 
+def test_raw_acquire_filters_on_the_stored_properties_as_the_decoding_keep_does(env):
+    """raw_keep: the exact check of a plain record on its stored properties (no decode); the records
+    kept and their bytes are those of the decoding path with the same filter."""
+    s, clock, offsets, eng = env
+    for expression_type, expression in (("SQL92", "TAGS = 'b'"), ("TAG", "a")):
+        f = subscription_filter(expression_type, expression)
+        keep = lambda m, o, f=f: f.matches_properties(m.properties)  # noqa: E731
+        decoded = eng.acquire("decoding-" + expression, T, 0, 32, 1000, keep=keep)
+        raw = eng.acquire("raw-" + expression, T, 0, 32, 1000, keep=keep, raw=True, raw_keep=f.matches_properties)
+        assert [d.offset for d in raw.deliveries] == [d.offset for d in decoded.deliveries]
+        assert len(raw.deliveries) == 5
+        assert [d.raw for d in raw.deliveries] == [d.message.raw for d in decoded.deliveries]
+        assert all(d.message is None for d in raw.deliveries)
+        assert eng.state("raw-" + expression, T, 0).next == 10  # the others skipped for good
+
+
 def test_raw_acquire_skips_a_corrupt_entry_as_a_decoding_read_does(tmp_path):
     import glob
 

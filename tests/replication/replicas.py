@@ -7,12 +7,13 @@ import json
 import os
 import socket
 import sys
-import time
 
 from codec.remoting import FrameReader, RemotingCommand, encode
 from gateway.remoting.replica_fetch import REPLICA_ROLE, REPLICA_STATE
 
-sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster"))
+_TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.extend([_TESTS, os.path.join(_TESTS, "cluster")])  # gateway_process; clusters and raw_kafka
+from clusters import wait_for as wait_until  # noqa: E402,F401  (the tests' one polling helper)
 from raw_kafka import KafkaRaw, batch  # noqa: E402,F401  (batch: the tests' record batches)
 
 LAG_MS = 1500  # --replica-lag-time-max-ms of the test gateways
@@ -65,16 +66,6 @@ def replicate(leader, followers: list, topic: str, epoch: int, isr: list | None 
 
 def state(gw, topic: str, qid: int = 0) -> dict:
     return json.loads(remoting(gw, REPLICA_STATE, {"topic": topic, "queueId": str(qid)}).body)
-
-
-def wait_until(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Kafka(KafkaRaw):

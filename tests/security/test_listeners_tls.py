@@ -46,7 +46,8 @@ def run_gateway(*args: str) -> subprocess.CompletedProcess:
     (["--host", "0.0.0.0"], "refusing to serve kafka on 0.0.0.0:"),
     (["--listener", "EXT=PLAINTEXT://0.0.0.0:0"], "refusing to serve kafka on 0.0.0.0:0 without authentication"),
     (["--kafka-security-protocol", "SSL"], "needs --tls-cert and --tls-key"),
-    (["--kafka-security-protocol", "SASL_PLAINTEXT"], "needs --authorizer acl"),
+    # SASL without --authorizer acl authenticates the Kafka port only: the remoting port stays anonymous
+    (["--host", "0.0.0.0", "--kafka-security-protocol", "SASL_PLAINTEXT"], "refusing to serve remoting on 0.0.0.0:"),
     (["--listener", "PLAINTEXT=SSL://127.0.0.1:0"], "listener name PLAINTEXT is used twice"),
 ])
 def test_refused_at_start(tmp_path, args, needle):
@@ -59,6 +60,9 @@ def test_allow_anonymous_and_authenticated_listeners_pass_the_check():
     parse_args(["--host", "0.0.0.0", "--allow-anonymous"])
     parse_args(["--host", "0.0.0.0", "--kafka-security-protocol", "SASL_SSL", "--tls-cert", "c", "--tls-key", "k",
                 "--authorizer", "acl"])
+    # a SASL listener needs no authorizer (authentication only, as Kafka without authorizer.class.name)
+    parse_args(["--kafka-security-protocol", "SASL_PLAINTEXT"])
+    parse_args(["--listener", "EXT=SASL_SSL://0.0.0.0:9094", "--tls-cert", "c", "--tls-key", "k"])
 
 
 def test_unreadable_certificate_is_a_startup_error(tmp_path, certs):

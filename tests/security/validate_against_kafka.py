@@ -36,7 +36,8 @@ from tests.security.certs import make_certs
 USERS = {kg.ADMIN: kg.ADMIN_PW, kg.ALICE: kg.ALICE_PW}
 
 
-def start_kafka(work: str, certs) -> tuple[subprocess.Popen, int]:
+def start_kafka(work: str, certs, authorizer: bool = True) -> tuple[subprocess.Popen, int]:
+    """Kafka with the SASL_SSL listener; `authorizer` False: no authorizer.class.name (authentication only)."""
     port, controller, internal = free_port(), free_port(), free_port()
     with open(os.path.join(work, "keystore.pem"), "w") as out:
         for path in (certs.server_key, certs.server_cert):
@@ -65,6 +66,8 @@ def start_kafka(work: str, certs) -> tuple[subprocess.Popen, int]:
         "share.coordinator.state.topic.replication.factor": "1", "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
     }
+    if not authorizer:
+        del props["authorizer.class.name"], props["super.users"]
     config = os.path.join(work, "server.properties")
     with open(config, "w") as f:
         f.writelines(f"{k}={v}\n" for k, v in props.items())

@@ -226,3 +226,35 @@ def test_group_configs_set_the_session_timeout_interval_and_standbys_per_group()
         sg.expire(sg.groups["app"])
         assert not sg.groups["app"].members
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_initial_delay_and_assignment_interval_hold_the_target():
+    """streams.initial.rebalance.delay.ms: a new group's member is at the group epoch with no task and the
+    ASSIGNMENT_DELAYED status until the delay passed; streams.assignment.interval.ms: a later change waits
+    until that long after the previous target. An instance id is refused (Kafka 4.3: not supported)."""
+    async def main():
+        topics = Topics(**{"in": 2})
+        configs = GroupConfigs()
+        sg = StreamsGroups(lambda t: topics.counts.get(t, 0), list, topics.create, configs)
+        assert configs.alter("app", [("streams.initial.rebalance.delay.ms", 0, "3000"),
+                                     ("streams.assignment.interval.ms", 0, "2000")], False) is None
+        r = sg.heartbeat(_req("a", 0, WORD_COUNT), "c", "/h")
+        assert r["member_epoch"] > 0 and r["active_tasks"] == [] and [s["status_code"] for s in r["status"]] == [5]
+        held_epoch = r["member_epoch"]
+        await trio.sleep(2)
+        r = sg.heartbeat(_req("a", held_epoch, active=[]), "c", "/h")
+        assert (r["member_epoch"], r["active_tasks"]) == (held_epoch, []), r
+        await trio.sleep(1.5)
+        r = sg.heartbeat(_req("a", held_epoch, active=[]), "c", "/h")
+        assert r["member_epoch"] > held_epoch and r["status"] == [], r
+        assert {(t["subtopology_id"], p) for t in r["active_tasks"] for p in t["partitions"]} == {
+            (s, p) for s in "01" for p in range(2)}
+        b = sg.heartbeat(_req("b", 0, WORD_COUNT), "c", "/h")  # within the interval of that target
+        assert b["active_tasks"] == [] and [s["status_detail"] for s in b["status"]] == [
+            "Assignment delayed due to the configured assignment interval."], b
+        await trio.sleep(2.5)
+        b = sg.heartbeat(_req("b", b["member_epoch"], active=[]), "c", "/h")
+        assert b["status"] == [] and sg.groups["app"].target["b"], b
+        static = sg.heartbeat(dict(_req("c", 0, WORD_COUNT), instance_id="i-1"), "c", "/h")
+        assert (static["error_code"], static["error_message"]) == (42, "Static membership is not yet supported.")
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -92,3 +92,33 @@ def test_oversized_reserved_properties_are_dropped_not_fatal():
     assert out.batch_count == 1000 and out.keys is None and out.properties == {"TAGS": "A"}
     with pytest.raises(M.MessageFormatError):
         M.encode(M.Message("T", 0, b"", {"big": "x" * 40000}))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(messages(), i64, i64, st.integers(0, 400), st.integers(0, 255))
+def test_plain_header_only_where_decode_succeeds(msg, qoff, phys, at, byte):
+    """plain_header vouches for an entry only if decode takes it as one plain message; any mutated
+    byte either keeps that true or makes plain_header step aside."""
+    raw = M.encode(msg, qoff, phys, 1, ("1.2.3.4", 5))
+    mutated = raw[:at] + bytes([byte]) + raw[at + 1:] if at < len(raw) else raw
+    for buf in (raw, mutated):
+        h = M.plain_header(buf)
+        if h is not None:
+            out = M.decode(buf)
+            assert h == M.HEADER.unpack_from(buf) and out.batch_count == 1 and out.raw == buf
+    plain = msg.batch_count == 1 and not msg.tags_codes and not msg.keys
+    if plain and msg.topic.isascii() and all(k.isascii() and v.isascii() for k, v in msg.properties.items()):
+        assert M.plain_header(raw) is not None
+
+
+def test_plain_header_steps_aside():
+    good = M.encode(M.Message("T", 0, b"x", {"TAGS": "A"}))
+    assert M.plain_header(good) == M.HEADER.unpack_from(good)
+    batch = M.encode(M.Message("T", 0, b"x", batch_count=2))
+    utf8 = M.encode(M.Message("话题", 0, b"x"))
+    bad_reserved = M.encode(M.Message("T", 0, b"x", {M.PROP_INNER_NUM: "x"}))
+    with pytest.raises(M.MessageFormatError):
+        M.decode(bad_reserved)
+    for buf in (good[:50], good + b"\x00", bytearray(good), batch, utf8, M.encode(M.Message("T", 0, b"", {"p": "é"})),
+                bad_reserved):
+        assert M.plain_header(buf) is None
