@@ -1,6 +1,6 @@
 # `make compat-report` (not part of `make test`, about an hour): third-party clients' own suites, each first
 # against real Apache Kafka / RocketMQ (bench/brokers.py) and then a fresh gateway; writes
-# docs/compat-report.md and docs/compat-report.json (compat/report/__main__.py). REPORT_SUITES picks some of
+# docs/compatibility.md and docs/compatibility.json (compat/report/__main__.py). REPORT_SUITES picks some of
 # franz-go, java, matrix, librdkafka, kafka-python.
 #
 # - franz-go: pkg/kgo's own tests, module pinned in compat/report/franzgo/go.mod (Go module proxy).

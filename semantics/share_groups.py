@@ -124,10 +124,7 @@ class ShareGroups(MemberGroups):
             return heartbeat_error(INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
             return heartbeat_error(INVALID_REQUEST, "MemberId can't be empty.")
-        g = self.groups.get(group_id)
-        if g is None:
-            g = self.groups[group_id] = ShareGroup(group_id)
-            self._persist()
+        g = self.get_or_create(group_id)
         self.expire(g)
         if epoch == LEAVE:
             self._remove(g, member_id)
@@ -180,6 +177,15 @@ class ShareGroups(MemberGroups):
         return g is not None and member_id in g.members
 
     # ---- admin ----------------------------------------------------------------------------
+    def get_or_create(self, group_id: str) -> ShareGroup:
+        """The share group, created empty (and remembered) on first use: a heartbeat, or an
+        AlterShareGroupOffsets on a group id nobody uses yet (as Kafka does)."""
+        g = self.groups.get(group_id)
+        if g is None:
+            g = self.groups[group_id] = ShareGroup(group_id)
+            self._persist()
+        return g
+
     def empty(self, group_id: str) -> bool:
         g = self.groups.get(group_id)
         if g is None:

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m compat.report [franz-go] [java] [matrix] [librdkafka] [kafka-python]   # default: all
 
-Results merge into docs/compat-report.json (per suite and system), from which docs/compat-report.md is
+Results merge into docs/compatibility.json (per suite and system), from which docs/compatibility.md is
 rewritten, so one suite can be re-run alone. Not part of `make test`: a full run takes about half an hour.
 """
 from __future__ import annotations
@@ -17,15 +17,15 @@ from compat.jvm import KAFKA_CLIENTS, ROCKETMQ_CLIENTS, ROOT
 from compat.report import franzgo, java_scenarios, kafka_python, librdkafka, markdown, matrix
 from compat.report.notes import NOTES
 
-JSON_PATH = os.path.join(ROOT, "docs", "compat-report.json")
-MD_PATH = os.path.join(ROOT, "docs", "compat-report.md")
+JSON_PATH = os.path.join(ROOT, "docs", "compatibility.json")
+MD_PATH = os.path.join(ROOT, "docs", "compatibility.md")
 INTRO = """# Compatibility report card
 
 Written by `make compat-report` (compat/report/, `python -m compat.report`): each suite runs first against
 the real broker (Apache Kafka 4.x in KRaft mode, Apache RocketMQ 5.x namesrv + broker, both from the Maven
 jars of bench/brokers.py) and then against a fresh gateway; a test is a gateway bug only where it passes on
 the real broker and fails here. Notes in *italics* (compat/report/notes.py) say why a failure is expected.
-Raw results: docs/compat-report.json; per-test logs stay in the run's temporary directory.
+Raw results: docs/compatibility.json; per-test logs stay in the run's temporary directory.
 
 Not in this report: Spark in the matrix (tests/spark reads the gateway with the stock connector), the RocketMQ
 semantics scenarios (they need short delay levels and check intervals that the real broker would have to be

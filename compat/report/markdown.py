@@ -1,4 +1,4 @@
-"""docs/compat-report.md from the suite runs kept in docs/compat-report.json (one entry per suite and system,
+"""docs/compatibility.md from the suite runs kept in docs/compatibility.json (one entry per suite and system,
 so suites can be re-run one at a time)."""
 from __future__ import annotations
 

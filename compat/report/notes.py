@@ -1,8 +1,6 @@
 """Why a gateway failure or skip is expected: features the gateway does not claim (docs/mapping.md). Keyed by
 suite, then test; the report prints the note next to the result, so an unexpected failure stands out by having
 none."""
-_NO_SHARE_GROUPS = "share groups (KIP-932, ShareFetch/ShareAcknowledge) are not implemented"
-
 _KAFKA_TOOLS = ("the test runs Kafka's shell tools (KAFKA_PATH, a Kafka distribution) to create topics; the report "
                 "gives it none, so it fails on both systems")
 _NO_ACLS = "the report runs both systems without an authorizer (the gateway's ACLs: --authorizer acl, docs/security.md)"
@@ -18,14 +16,6 @@ NOTES: dict[str, dict[str, str]] = {
     },
     "kafka-python integration tests": {
         "test_admin_integration::test_create_describe_delete_acls": _NO_ACLS,
-        "test_admin_integration::test_describe_log_dirs": "the store is one directory: no log-dir APIs",
         "test_admin_integration::test_alter_replica_log_dirs": "the store is one directory: no log-dir APIs",
-    },
-    "franz-go kgo": {
-        "TestConsumeRegexShareSkipsInternal": _NO_SHARE_GROUPS,
-        "TestShareGroup": _NO_SHARE_GROUPS,
-        "TestShareGroupAckOnClose": _NO_SHARE_GROUPS,
-        "TestShareGroupETL": _NO_SHARE_GROUPS,
-        "TestShareGroupOffsetsAdmin": _NO_SHARE_GROUPS,
     },
 }

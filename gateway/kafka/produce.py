@@ -28,12 +28,18 @@ from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 # that does not exist yet UNKNOWN_TOPIC_OR_PARTITION, so the gateway does not auto-create them either.
 
 
-def _has_keyless_record(batch) -> bool:
-    """A record without a key in the batch (Kafka refuses those on a compacted topic)."""
-    try:
-        return any(key is None for key, _ in records.scan_keys_headers(batch.records_bytes(), batch.record_count))
-    except (DecodeError, ValueError):
-        return True  # records that cannot be read are refused as well
+def _keyless_record_errors(batches, topic: str, index: int) -> list[dict]:
+    """KIP-467 `record_errors` for the records without a key (Kafka refuses those on a compacted
+    topic): one entry per such record, indexed within its batch; records that cannot be read count."""
+    why = f"Compacted topic cannot accept message without key in topic partition {topic}-{index}"
+    errors_ = []
+    for batch in batches:
+        try:
+            keys = [key for key, _ in records.scan_keys_headers(batch.records_bytes(), batch.record_count)]
+        except (DecodeError, ValueError):
+            keys = [None]
+        errors_ += [{"batch_index": i, "batch_index_error_message": why} for i, key in enumerate(keys) if key is None]
+    return errors_
 
 
 def _partition_error(index: int, code: int, message: str | None = None) -> dict:
@@ -59,9 +65,14 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
             kind, why = problem
             return _partition_error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE,
                                     why), 0
-    if topics.compacted(cfg) and any(_has_keyless_record(b) for b in batches):
-        return _partition_error(index, errors.INVALID_RECORD, "Compacted topic cannot accept message without "
-                                f"key in topic partition {topic}-{index}."), 0
+    keyless = _keyless_record_errors(batches, topic, index) if topics.compacted(cfg) else []
+    if keyless:  # Kafka's message: the count and the first three record errors
+        shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
+                          for e in keyless[:3])
+        why = (f"One or more records have been rejected due to {len(keyless)} record errors in total, and only "
+               f"showing the first three errors at most: [{shown}]")
+        return dict(_partition_error(index, errors.INVALID_RECORD, why), record_errors=keyless,
+                    log_start_offset=app.store.min_offset(topic, index)), 0
     append_time = topics.log_append_time(cfg)
     now = int(time.time() * 1000)
     for b in [] if append_time else batches:

@@ -23,7 +23,7 @@ def _by_ids(assignment: dict) -> dict:
 async def share_group_heartbeat(ctx: RequestContext):
     state = kafka_state(ctx.app)
     group_id = ctx.request["group_id"]
-    if group_id and (group_id in state.consumer_groups.groups or state.coordinator.groups.get(group_id)):
+    if group_id and _is_other_group(ctx.app, group_id):
         return {"error_code": errors.INCONSISTENT_GROUP_PROTOCOL, "error_message": f"Group {group_id} is not a "
                 "share group.", "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
     resp = state.share_groups.heartbeat(ctx.request, ctx.client_id, "/" + ctx.peer_host)
@@ -99,8 +99,17 @@ async def describe_share_group_offsets(ctx: RequestContext):
     return {"groups": out}
 
 
-def _refuse_live(app, group: str) -> dict | None:
+def _is_other_group(app, group_id: str) -> bool:
+    state = kafka_state(app)
+    return group_id in state.consumer_groups.groups or bool(state.coordinator.groups.get(group_id))
+
+
+def _refuse_live(app, group: str, create: bool = False) -> dict | None:
+    """Refuse offset admin on a group with live members, or on an unknown group (AlterShareGroupOffsets
+    creates an unknown group empty instead, as Kafka does; a group of another type stays not found)."""
     sg = kafka_state(app).share_groups
+    if create and group and not _is_other_group(app, group):
+        sg.get_or_create(group)
     if not is_share_group(app, group) and not app.pop.queues(group):
         return {"error_code": errors.GROUP_ID_NOT_FOUND, "error_message": f"Group {group} not found.", "responses": []}
     if not sg.empty(group):
@@ -111,7 +120,7 @@ def _refuse_live(app, group: str) -> dict | None:
 @handler(apis.ALTER_SHARE_GROUP_OFFSETS)
 async def alter_share_group_offsets(ctx: RequestContext):
     app, req = ctx.app, ctx.request
-    refused = _refuse_live(app, req["group_id"])
+    refused = _refuse_live(app, req["group_id"], create=True)
     if refused is not None:
         return refused
     end, out = 0, []

@@ -1,5 +1,5 @@
 """The report card's own logic (compat/report): which Go tests reach a broker, and how runs on the real broker
-and on the gateway turn into docs/compat-report.md (counts, failures with the reference's result, notes)."""
+and on the gateway turn into docs/compatibility.md (counts, failures with the reference's result, notes)."""
 from compat.report import markdown
 from compat.report.gotests import broker_tests
 from compat.report.suite import FAIL, PASS, SKIP, SuiteRun, one_line
