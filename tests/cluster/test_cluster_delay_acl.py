@@ -20,8 +20,8 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from client import (ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, TransactionProducer,
-                    TransactionState)
+import test_cluster_delay_failover as delay_failover
+from client import Message, Producer, TransactionProducer, TransactionState
 from clusters import require_etcd, start_cluster, wait_for
 from codec.remoting import FrameReader, RemotingCommand, RequestCode as RC, ResponseCode, encode
 from codec.remoting import acl as sig
@@ -145,21 +145,7 @@ def secured(tmp_path_factory):
 
 
 def read_at_leader(g, topic: str, want: bytes, settle: float = 3.0) -> list[bytes]:
-    c = LitePullConsumer(f"{topic}-readers", g.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
-                         access_key=ADMIN, secret_key=ADMIN_SECRET).start()
-    try:
-        c.assign([MessageQueue(topic, "broker-2", 0)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + 40
-        while want not in got and time.monotonic() < deadline:
-            got += [m.body for m in c.poll(1.0)]
-        assert want in got, f"{want!r} never reached the leader (got {got})"
-        end = time.monotonic() + settle
-        while time.monotonic() < end:
-            got += [m.body for m in c.poll(0.5)]
-        return got
-    finally:
-        c.shutdown()
+    return delay_failover.read_at_leader(g, topic, want, settle, access_key=ADMIN, secret_key=ADMIN_SECRET)
 
 
 def test_a_delayed_message_reaches_the_new_leader_once_under_acl(secured):

@@ -60,10 +60,12 @@ def make_topic(etcd, gws, topic: str) -> None:
     lead(etcd, gws, topic, 1)
 
 
-def read_at_leader(g, topic: str, want: bytes, settle: float = 3.0) -> list[bytes]:
+def read_at_leader(g, topic: str, want: bytes, settle: float = 3.0, **credentials) -> list[bytes]:
     """Every body a consumer reads from broker-2's queue 0 (from offset 0) until `want` has come
-    and `settle` more seconds passed (a second copy would show up meanwhile)."""
-    c = LitePullConsumer(f"{topic}-readers", g.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET).start()
+    and `settle` more seconds passed (a second copy would show up meanwhile). `credentials`: the
+    consumer's access_key / secret_key on a secured cluster."""
+    c = LitePullConsumer(f"{topic}-readers", g.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
+                         **credentials).start()
     try:
         c.assign([MessageQueue(topic, "broker-2", 0)])
         got: list[bytes] = []
