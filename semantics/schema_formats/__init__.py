@@ -1,0 +1,47 @@
+"""Schema formats of the registry (AVRO, PROTOBUF, JSON): one module per format, one interface.
+
+Each format module (`avro`, `protobuf`, `jsonschema`) exposes:
+
+    parse(text: str, references: dict[str, str]) -> Parsed
+        `references` maps each reference name (as registered: an Avro full name, a .proto import path,
+        a JSON Schema $ref URL) to the referenced schema's text, already resolved transitively by the
+        registry. Raises SchemaError for anything that is not a valid schema of the format.
+    reader_errors(reader: Parsed, writer: Parsed) -> list[str]
+        Why data written with `writer` cannot be read with `reader` (empty: it can). The registry
+        composes BACKWARD (new reads old), FORWARD (old reads new), FULL and the transitive levels.
+    check_payload(parsed: Parsed, payload: bytes) -> None
+        Raises SchemaError when `payload` (the bytes after the 5-byte magic/id frame; for PROTOBUF
+        starting with Confluent's message-index array) does not decode against the schema.
+
+`Parsed` carries `canonical` (the text stored and compared: registering a schema whose canonical form
+is already registered returns the existing id), `normalized` (the form for `normalize=true`), and
+`name` (the record name for RecordNameStrategy: Avro full name, first Protobuf message, JSON title).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+FORMATS = {"AVRO": "avro", "PROTOBUF": "protobuf", "JSON": "jsonschema"}
+
+
+class SchemaError(ValueError):
+    """A schema, reference or payload that its format refuses; str() is the message for the client."""
+
+
+@dataclass
+class Parsed:
+    schema_type: str
+    canonical: str
+    normalized: str
+    name: str | None
+    native: Any = field(default=None, repr=False)  # the format library's own object
+
+
+def module(schema_type: str):
+    """The format module of a registry schemaType ("AVRO" when absent), or SchemaError."""
+    name = FORMATS.get((schema_type or "AVRO").upper())
+    if name is None:
+        raise SchemaError(f"Unknown schema type {schema_type}")
+    return importlib.import_module(f"{__name__}.{name}")
