@@ -19,6 +19,7 @@ import logging
 
 import trio
 
+from codec.remoting import message
 from semantics import topic_configs as tc
 
 log = logging.getLogger("rocketgate")
@@ -57,9 +58,12 @@ def partition_bytes(store, topic: str, queue_id: int) -> int:
 
 def start_for_bytes(store, topic: str, queue_id: int, limit: int) -> int:
     """The log start offset that keeps the newest entries worth at least `limit` bytes, dropping
-    whole entries from the front only while the rest stays at or above the limit."""
+    whole entries from the front only while the rest stays at or above the limit. An entry counts
+    without the store's own header (fixed fields and topic name), so what is kept is at least the
+    limit in Kafka's terms: record batches (and any properties) as Kafka's log would hold them."""
     start, end = store.min_offset(topic, queue_id), store.max_offset(topic, queue_id)
-    entries = list(entry_sizes(store, topic, queue_id, start, end))
+    overhead = message.FIXED_SIZE + len(topic.encode())
+    entries = [(offset, size - overhead) for offset, size in entry_sizes(store, topic, queue_id, start, end)]
     excess = sum(size for _offset, size in entries) - limit
     for offset, size in entries:
         if size > excess:
