@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import signal
 import sys
 
 import trio
 
+from gateway import data_dir
 from gateway.app import App, StartupError, build_app
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.cluster.service import JoinError, join
@@ -243,19 +243,17 @@ def main(config: GatewayConfig) -> int:
         stream=sys.stderr,
     )
     try:
-        os.makedirs(config.data_dir, exist_ok=True)
-        probe = os.path.join(config.data_dir, ".write-test")
-        with open(probe, "wb") as f:
-            f.write(b"x")
-        os.unlink(probe)
-    except OSError as exc:
-        sys.stderr.write(f"rocketgate: error: data dir {config.data_dir!r} is not writable: {exc.strerror or exc}\n")
+        lock = data_dir.take(config.data_dir)
+    except data_dir.DataDirError as exc:
+        sys.stderr.write(f"rocketgate: error: {exc}\n")
         return 2
     try:
         return trio.run(_run, config)
     except StartupError as exc:
         sys.stderr.write(f"rocketgate: error: {exc}\n")
         return 2
+    finally:
+        lock.release()
 
 
 async def _join(config: GatewayConfig):

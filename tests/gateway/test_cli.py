@@ -47,10 +47,14 @@ def test_unknown_flag_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
-def test_unwritable_data_dir_is_one_line_exit_2(tmp_path):
-    (tmp_path / "file").write_bytes(b"not a directory")  # root ignores chmod, not ENOTDIR
-    r = run_cli("--data-dir", str(tmp_path / "file" / "data"), *ports())
-    assert_one_line_error(r, "data dir", "not writable")
+@pytest.mark.parametrize("under, needle", [
+    ("file", "is a file, not a directory (--data-dir)"),  # used to say "not writable: File exists"
+    ("file/data", "a part of the path is a file"),  # root ignores chmod, not ENOTDIR
+])
+def test_data_dir_that_is_a_file_is_one_line_exit_2(tmp_path, under, needle):
+    (tmp_path / "file").write_bytes(b"not a directory")
+    r = run_cli("--data-dir", str(tmp_path / under), *ports())
+    assert_one_line_error(r, "data dir", needle)
 
 
 @pytest.mark.parametrize("flag", ["--kafka-port", "--remoting-port"])
