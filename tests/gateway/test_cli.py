@@ -65,7 +65,28 @@ def test_port_in_use_is_one_line_exit_2(tmp_path, flag):
         port = taken.getsockname()[1]
         args = {"--kafka-port": str(free_port()), "--remoting-port": str(free_port()), flag: str(port)}
         r = run_cli("--data-dir", str(tmp_path / "data"), *[x for kv in args.items() for x in kv])
-    assert_one_line_error(r, str(port), "in use")
+    assert_one_line_error(r, str(port), "in use", f"({flag})")
+
+
+@pytest.mark.parametrize("same, needle", [
+    (["--kafka-port", "--remoting-port"], "--kafka-port and --remoting-port both ask for port"),
+    (["--remoting-port", "--grpc-port"], "--remoting-port and --grpc-port both ask for port"),
+    (["--kafka-port", "--http-port"], "--kafka-port and --http-port both ask for port"),
+])
+def test_two_listeners_on_one_port_name_both_flags(tmp_path, same, needle):
+    """Used to be a bare "address already in use" from the second bind."""
+    args = {"--kafka-port": str(free_port()), "--remoting-port": str(free_port())}
+    port = str(free_port())
+    args.update({flag: port for flag in same})
+    r = run_cli("--data-dir", str(tmp_path / "data"), *[x for kv in args.items() for x in kv])
+    assert_one_line_error(r, needle, port)
+
+
+def test_extra_listener_on_the_remoting_port_names_it(tmp_path):
+    port = free_port()
+    r = run_cli("--data-dir", str(tmp_path / "data"), "--kafka-port", str(free_port()), "--remoting-port", str(port),
+                "--listener", f"LOCAL=PLAINTEXT://127.0.0.1:{port}")
+    assert_one_line_error(r, "--listener LOCAL and --remoting-port both ask for port", str(port))
 
 
 @pytest.mark.parametrize("args, needle", [
