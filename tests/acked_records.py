@@ -6,7 +6,7 @@ import os
 import time
 
 
-def produce_acked(bootstrap: str, topic: str, count: int, prefix: bytes = b"r") -> list[bytes]:
+def produce_acked(bootstrap: str, topic: str, count: int, prefix: bytes = b"r", value_bytes: int = 32) -> list[bytes]:
     """Send `count` records with acks=all; the values the broker acknowledged (asserts none failed)."""
     from confluent_kafka import Producer
 
@@ -19,7 +19,7 @@ def produce_acked(bootstrap: str, topic: str, count: int, prefix: bytes = b"r") 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                          "message.timeout.ms": 20000})
     for i in range(count):
-        producer.produce(topic, value=prefix + b"-%d-" % i + os.urandom(32), on_delivery=report)
+        producer.produce(topic, value=prefix + b"-%d-" % i + os.urandom(value_bytes), on_delivery=report)
         producer.poll(0)
     assert producer.flush(30) == 0 and not failed, failed
     return acked
