@@ -96,11 +96,11 @@ def main(argv=None) -> int:
             print(f"node {node}: kafka {args.host}:{args.kafka_port + node - 1}, "
                   f"remoting {args.host}:{args.remoting_port + node - 1}", flush=True)
         print("Ctrl-C (or SIGTERM) stops the cluster", flush=True)
-        while all(g.poll() is None for g in gateways):
-            if stop.sleep(0.2):
-                print(f"received {signal.Signals(stop.signal).name}, stopping the cluster", flush=True)
-                return 0
-        return 1  # a gateway ended by itself: its log says why
+        while not stop.sleep(0.2):  # a terminal's Ctrl-C reaches the gateways too: the flag comes first
+            if any(g.poll() is not None for g in gateways):
+                return 1  # a gateway ended by itself: its log says why
+        print(f"received {signal.Signals(stop.signal).name}, stopping the cluster", flush=True)
+        return 0
     finally:
         stop_all(gateways, etcd)
 

@@ -69,13 +69,15 @@ def port_free(port: int) -> bool:
 
 
 @pytest.mark.skipif(shutil.which("etcd") is None, reason="etcd not installed (make setup)")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_local_cluster_starts_two_members_and_a_signal_stops_the_tree(tmp_path, signum):
+@pytest.mark.parametrize("signum, whole_group", [(signal.SIGTERM, False), (signal.SIGINT, False),
+                                                 (signal.SIGINT, True)], ids=["SIGTERM", "SIGINT", "Ctrl-C"])
+def test_local_cluster_starts_two_members_and_a_signal_stops_the_tree(tmp_path, signum, whole_group):
+    """Ctrl-C: a terminal sends SIGINT to the launcher and its children alike."""
     kafka, remoting, etcd = pair(), pair(), pair()  # node 2 (and etcd's peer) take the next port
     proc = subprocess.Popen([sys.executable, "-m", "gateway.local_cluster", "--nodes", "2",
                              "--base-dir", str(tmp_path), "--kafka-port", str(kafka), "--remoting-port", str(remoting),
                              "--etcd-port", str(etcd)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, start_new_session=True)
     tree: set[int] = set()
     try:
         wait_port(kafka, 60)
@@ -88,7 +90,10 @@ def test_local_cluster_starts_two_members_and_a_signal_stops_the_tree(tmp_path, 
         assert sorted(md.brokers) == [1, 2]
         tree = descendants(proc.pid)
         assert len(tree) >= 3, tree  # etcd and two gateways
-        proc.send_signal(signum)
+        if whole_group:
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
         out, _ = proc.communicate(timeout=90)
         assert proc.returncode == 0, out
         assert "node 2: kafka" in out
