@@ -51,7 +51,7 @@ def acquire(path: str, *, shared: bool = False, what: str = "gateway") -> DataDi
     """Lock the existing directory `path` without waiting: exclusive for a process that writes
     the store, shared for one that only reads it. DataDirLocked when another process conflicts;
     OSError when the lock file cannot be made (the directory is missing, a file, read-only)."""
-    fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = _open(os.path.join(path, LOCK_FILE), shared)
     try:
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -68,6 +68,16 @@ def acquire(path: str, *, shared: bool = False, what: str = "gateway") -> DataDi
         except OSError:
             pass  # the lock holds; only the message for others is lost
     return DataDirLock(path, fd, shared)
+
+
+def _open(lock_path: str, shared: bool) -> int:
+    """A reader needs no write access to an existing lock file (flock works on any descriptor)."""
+    if shared:
+        try:
+            return os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            pass
+    return os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
 
 def _holder(fd: int) -> tuple[str | None, str | None]:
