@@ -128,4 +128,3 @@ def test_lock_api_shared_and_exclusive(tmp_path):
         with pytest.raises(DataDirLocked, match=rf"store rebuild \(PID {os.getpid()}\)"):
             acquire(d, shared=True)
     acquire(d).release()  # released: free again
-
