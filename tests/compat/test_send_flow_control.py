@@ -52,7 +52,8 @@ def test_store_held_too_long_refuses_sends_for_a_while(tmp_path, version):
     from confluent_kafka import Producer
 
     hold = str(tmp_path / "hold-store-writes")
-    gw = start_gateway(tmp_path, ["--store-write-hold-file", hold, "--os-page-cache-busy-timeout-ms", "1"])
+    gw = start_gateway(tmp_path, ["--store-write-hold-file", hold, "--os-page-cache-busy-timeout-ms", "1",
+                                  "--wait-time-mills-in-send-queue", "60000"])  # a loaded machine: no queue refusals
     held = Producer({"bootstrap.servers": gw.kafka_bootstrap, "message.timeout.ms": 300000})
     delivered = []
     try:
