@@ -11,12 +11,14 @@ import urllib.request
 
 
 class EtcdServer:
-    def __init__(self, data_dir: str, client_port: int, peer_port: int, binary: str = "etcd") -> None:
+    def __init__(self, data_dir: str, client_port: int, peer_port: int, binary: str = "etcd",
+                 preexec_fn=None) -> None:
         self.data_dir = data_dir
         self.client_port = client_port
         self.peer_port = peer_port
         self.binary = shutil.which(binary) or binary
         self.proc: subprocess.Popen | None = None
+        self.preexec_fn = preexec_fn  # e.g. the launcher's die-with-parent hook
         self.log_path = os.path.join(os.path.dirname(os.path.abspath(data_dir)), f"etcd-{client_port}.log")
 
     @property
@@ -33,7 +35,7 @@ class EtcdServer:
                "--initial-cluster", f"rocketgate={peer}", "--initial-cluster-state", "new",
                "--log-level", "warn"]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=self.preexec_fn)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -101,7 +101,7 @@ def open_store(config: GatewayConfig) -> store.Store:
             max_message_size=config.store_max_message_bytes,
             flush=config.flush,
             file_reserved_hours=config.file_reserved_hours,
-            write_delay_ms=config.store_write_delay_ms,
+            write_delay_ms=config.store_write_delay_ms, write_hold_file=config.store_write_hold_file,
             disk_max_used_space_ratio=config.disk_max_used_space_ratio / 100,
             index_slots=config.index_slots, index_entries=config.index_entries,
             # msgIds name this address: clients use it to view messages and send them back.

@@ -55,6 +55,7 @@ class GatewayConfig:
     os_page_cache_busy_timeout_ms: int = 1000
     wait_time_mills_in_send_queue: int = 200
     store_write_delay_ms: int = 0  # tests/benchmarks only: every store write sleeps this long
+    store_write_hold_file: str | None = None  # tests only: store writes wait while this file exists
     # Replication (semantics/replication): a follower this long behind leaves the in-sync set.
     replica_lag_time_max_ms: int = 30_000
     # Security (docs/security.md): "acl" checks every remoting request's signature and permissions.
@@ -204,6 +205,7 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    default=d.wait_time_mills_in_send_queue, help="refuse a send that waited this long to be stored")
     p.add_argument("--store-write-delay-ms", type=_int_between(0, None, "value (0 or more)"),
                    default=d.store_write_delay_ms, help=argparse.SUPPRESS)  # a throttled disk, for tests
+    p.add_argument("--store-write-hold-file", default=None, help=argparse.SUPPRESS)  # a stalled disk, for tests
     p.add_argument("--replica-lag-time-max-ms", type=_positive_int, default=d.replica_lag_time_max_ms,
                    help="a replica that has not caught up for this long leaves the in-sync set")
     p.add_argument("--authorizer", choices=["none", "acl"], default=d.authorizer,

@@ -9,6 +9,7 @@ or SASL_SSL.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import ipaddress
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -30,6 +31,11 @@ class Listener:
     kind: str = "kafka"
     advertised_host: str | None = None
     advertised_port: int | None = None
+    flag: str = ""  # the command-line flag that asked for this port, for error messages
+
+    @property
+    def origin(self) -> str:
+        return self.flag or f"--listener {self.name}"
 
     @property
     def tls(self) -> bool:
@@ -72,10 +78,12 @@ def parse_listener(text: str) -> Listener:
 
 def endpoints(config) -> list[Listener]:
     """Every port to bind: the Kafka port, the extra Kafka listeners, the remoting port, the gRPC port."""
-    main = Listener(config.kafka_security_protocol, config.kafka_security_protocol, config.host, config.kafka_port)
+    main = Listener(config.kafka_security_protocol, config.kafka_security_protocol, config.host, config.kafka_port,
+                    flag="--kafka-port")
     remoting = Listener("REMOTING", "SSL" if config.remoting_tls else "PLAINTEXT", config.host,
-                        config.remoting_port, "remoting")
-    grpc = [] if config.grpc_port is None else [Listener("GRPC", "PLAINTEXT", config.host, config.grpc_port, "grpc")]
+                        config.remoting_port, "remoting", flag="--remoting-port")
+    grpc = [] if config.grpc_port is None else [
+        Listener("GRPC", "PLAINTEXT", config.host, config.grpc_port, "grpc", flag="--grpc-port")]
     return [main, *config.listeners, remoting, *grpc]
 
 
@@ -98,8 +106,29 @@ def authenticates(listener: Listener, config) -> bool:
     return listener.sasl or (listener.protocol == "SSL" and bool(config.tls_ca))
 
 
+_WILDCARDS = ("", "0.0.0.0", "::")
+
+
+def _same_port(a: Listener, b: Listener) -> bool:
+    """Would binding both fail? The same port on the same host, or on every address and one of them."""
+    return a.port == b.port != 0 and (a.host == b.host or a.host in _WILDCARDS or b.host in _WILDCARDS)
+
+
+def _check_ports(config) -> None:
+    """Two of our own listeners on one port: name both flags (the bind would say only 'in use')."""
+    ports = endpoints(config)
+    if config.http_port is not None:
+        ports.append(Listener("HTTP", "PLAINTEXT", config.host, config.http_port, "http", flag="--http-port"))
+    for i, a in enumerate(ports):
+        for b in ports[i + 1:]:
+            if _same_port(a, b):
+                raise ListenerError(f"{a.origin} and {b.origin} both ask for port {a.port}: "
+                                    f"give each listener a port of its own")
+
+
 def check(config) -> None:
     """Refuse flag combinations that cannot work or that would open the store to a network."""
+    _check_ports(config)
     seen = set()
     for lst in endpoints(config):
         if lst.name in seen:
@@ -110,3 +139,10 @@ def check(config) -> None:
         if not is_loopback(lst.host) and not authenticates(lst, config) and not config.allow_anonymous:
             raise ListenerError(f"refusing to serve {lst.kind} on {lst.host}:{lst.port} without authentication "
                                 f"(use SASL, --tls-ca, --authorizer acl, or --allow-anonymous)")
+
+
+def bind_failure(exc: OSError) -> str:
+    """Why a port could not be bound, in words: EADDRINUSE says another process has it."""
+    if exc.errno == errno.EADDRINUSE:
+        return "address already in use (another process listens on that port)"
+    return exc.strerror or str(exc)

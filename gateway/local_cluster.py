@@ -1,9 +1,11 @@
 """`python -m gateway.local_cluster --nodes N`: a local cluster on one machine (docs/cluster.md): one
 private etcd and N gateways (node ids 1..N, Kafka ports 9092.., remoting ports 9876..), each with its
-own data dir under --base-dir, until Ctrl-C. Extra arguments after `--` go to every gateway."""
+own data dir under --base-dir, until Ctrl-C or SIGTERM, which stop the whole tree. Extra arguments
+after `--` go to every gateway."""
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import signal
 import subprocess
@@ -11,6 +13,9 @@ import sys
 import time
 
 from cluster.etcd_server import EtcdServer
+
+STOP_TIMEOUT = 15.0  # the gateways get this long (together) to stop on SIGTERM, then are killed
+_PR_SET_PDEATHSIG = 1
 
 
 def _args(argv):
@@ -32,33 +37,72 @@ def gateway_command(args, node: int, cluster_url: str) -> list[str]:
             "--node-id", str(node), "--advertised-host", args.host, *args.gateway_args]
 
 
+def die_with_parent() -> None:
+    """preexec_fn: the child gets SIGTERM when the launcher dies, even by kill -9 (Linux prctl)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: SIGTERM/SIGINT of the launcher still stop the tree
+
+
+class _Stop:
+    """SIGTERM and SIGINT set a flag instead of raising, so no start or stop is cut in half."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._set)
+
+    def _set(self, signum, _frame) -> None:
+        self.signal = signum
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep unless stopped; whether a stop was asked for."""
+        if self.signal is None:
+            time.sleep(seconds)
+        return self.signal is not None
+
+
+def stop_all(gateways: list[subprocess.Popen], etcd: EtcdServer | None, timeout: float = STOP_TIMEOUT) -> None:
+    """SIGTERM every gateway, wait for them together (killing what is left after `timeout`), then etcd."""
+    for g in gateways:
+        if g.poll() is None:
+            g.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for g in gateways:
+        try:
+            g.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            g.kill()
+            g.wait()
+    if etcd is not None:
+        etcd.stop()
+
+
 def main(argv=None) -> int:
+    stop = _Stop()
     args = _args(argv)
     os.makedirs(args.base_dir, exist_ok=True)
-    etcd = EtcdServer(os.path.join(args.base_dir, "etcd"), args.etcd_port, args.etcd_port + 1).start()
-    print(f"etcd: {etcd.url} (log {etcd.log_path})", flush=True)
-    gateways = []
+    etcd = EtcdServer(os.path.join(args.base_dir, "etcd"), args.etcd_port, args.etcd_port + 1,
+                      preexec_fn=die_with_parent)
+    gateways: list[subprocess.Popen] = []
     try:
+        etcd.start()
+        print(f"etcd: {etcd.url} (log {etcd.log_path})", flush=True)
         for node in range(1, args.nodes + 1):
-            gateways.append(subprocess.Popen(gateway_command(args, node, etcd.url)))
+            if stop.signal is not None:
+                break
+            gateways.append(subprocess.Popen(gateway_command(args, node, etcd.url), preexec_fn=die_with_parent))
             print(f"node {node}: kafka {args.host}:{args.kafka_port + node - 1}, "
                   f"remoting {args.host}:{args.remoting_port + node - 1}", flush=True)
-        print("Ctrl-C stops the cluster", flush=True)
-        while all(g.poll() is None for g in gateways):
-            time.sleep(0.5)
-        return 1  # a gateway ended by itself: its log says why
-    except KeyboardInterrupt:
+        print("Ctrl-C (or SIGTERM) stops the cluster", flush=True)
+        while not stop.sleep(0.2):  # a terminal's Ctrl-C reaches the gateways too: the flag comes first
+            if any(g.poll() is not None for g in gateways):
+                return 1  # a gateway ended by itself: its log says why
+        print(f"received {signal.Signals(stop.signal).name}, stopping the cluster", flush=True)
         return 0
     finally:
-        for g in gateways:
-            if g.poll() is None:
-                g.send_signal(signal.SIGTERM)
-        for g in gateways:
-            try:
-                g.wait(15)
-            except subprocess.TimeoutExpired:
-                g.kill()
-        etcd.stop()
+        stop_all(gateways, etcd)
 
 
 if __name__ == "__main__":

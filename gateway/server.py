@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 import signal
 import sys
 
 import trio
 
+from gateway import data_dir
 from gateway.app import App, StartupError, build_app
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.cluster.service import JoinError, join
 from gateway.config import GatewayConfig
 from gateway.connections import Connection, Connections
-from gateway.listeners import endpoints
+from gateway.listeners import bind_failure, endpoints
 from gateway.ops.http import HttpService, bind_http
 from gateway.tls import TlsError, TlsFiles, accept as accept_tls
 from gateway.services import start_services, write_left
@@ -27,7 +27,7 @@ SHUTDOWN_GRACE = 1.0
 IDLE_SWEEP_PERIOD = 1.0  # how often idle connections are looked for
 
 
-async def _bind(host: str, name: str, port: int) -> list[trio.socket.SocketType]:
+async def _bind(host: str, name: str, port: int, flag: str) -> list[trio.socket.SocketType]:
     """Bound (not yet listening) sockets for `port` on every address of `host`, as
     trio.open_tcp_listeners binds them. Connecting is refused until _listen; a bind error is a
     StartupError (not an OSError in an ExceptionGroup: this runs before any nursery)."""
@@ -45,8 +45,7 @@ async def _bind(host: str, name: str, port: int) -> list[trio.socket.SocketType]
     except OSError as exc:
         for sock in socks:
             sock.close()
-        reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
-        raise StartupError(f"cannot listen for {name} on {host}:{port}: {reason}") from None
+        raise StartupError(f"cannot listen for {name} on {host}:{port} ({flag}): {bind_failure(exc)}") from None
     return socks
 
 
@@ -56,7 +55,7 @@ async def _bind_all(config: GatewayConfig) -> dict:
     try:
         for listener in endpoints(config):
             name = listener.kind if listener.kind != "kafka" else f"kafka ({listener.name})"
-            bound[listener] = await _bind(listener.host, name, listener.port)
+            bound[listener] = await _bind(listener.host, name, listener.port, listener.origin)
     except StartupError:
         _close_all(bound)
         raise
@@ -243,19 +242,17 @@ def main(config: GatewayConfig) -> int:
         stream=sys.stderr,
     )
     try:
-        os.makedirs(config.data_dir, exist_ok=True)
-        probe = os.path.join(config.data_dir, ".write-test")
-        with open(probe, "wb") as f:
-            f.write(b"x")
-        os.unlink(probe)
-    except OSError as exc:
-        sys.stderr.write(f"rocketgate: error: data dir {config.data_dir!r} is not writable: {exc.strerror or exc}\n")
+        lock = data_dir.take(config.data_dir)
+    except data_dir.DataDirError as exc:
+        sys.stderr.write(f"rocketgate: error: {exc}\n")
         return 2
     try:
         return trio.run(_run, config)
     except StartupError as exc:
         sys.stderr.write(f"rocketgate: error: {exc}\n")
         return 2
+    finally:
+        lock.release()
 
 
 async def _join(config: GatewayConfig):

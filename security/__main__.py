@@ -18,6 +18,7 @@ from security.acl import (CLUSTER_NAME, AclBinding, AclError, AclFilter, Authori
                           Permission, ResourceType)
 from security.credentials import SCRAM_MECHANISMS, CredentialError, CredentialStore
 from security import rocketmq_perms
+from store.lock import DataDirLock, DataDirLocked, acquire
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -86,8 +87,33 @@ def _binding(ns) -> AclBinding:
                       ns.host, Operation[ns.operation], Permission.DENY if ns.deny else Permission.ALLOW)
 
 
+def _lock_for_writing(data_dir: str) -> DataDirLock | None:
+    """Hold the data-dir lock while writing offline, so no gateway starts mid-change; a running
+    gateway holds it itself and re-reads the files we write (a live change: None). Anything else
+    holding it (another offline writer, a store tool) refuses the change: DataDirLocked."""
+    os.makedirs(data_dir, exist_ok=True)
+    try:
+        return acquire(data_dir, what="python -m security")
+    except DataDirLocked as exc:
+        if exc.holder_what != "gateway":
+            raise
+        sys.stderr.write(f"security: the {exc.holder} running on {data_dir!r} picks this change up live\n")
+        return None
+
+
 def run(argv: list[str] | None = None) -> int:
     ns = _parser().parse_args(argv)
+    if ns.what == "list":  # read-only: the files are replaced atomically, no lock needed
+        return _apply(ns)
+    lock = _lock_for_writing(ns.data_dir)
+    try:
+        return _apply(ns)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _apply(ns) -> int:
     config_dir = os.path.join(ns.data_dir, "config")
     creds, acls = CredentialStore(config_dir), Authorizer(config_dir)
     if ns.what == "user" and ns.action == "set":
@@ -124,7 +150,7 @@ def run(argv: list[str] | None = None) -> int:
 def main() -> int:
     try:
         return run()
-    except (AclError, CredentialError) as exc:
+    except (AclError, CredentialError, DataDirLocked, OSError) as exc:
         sys.stderr.write(f"security: error: {exc}\n")
         return 2
 

@@ -39,6 +39,11 @@ GROUP_BYTES = 1 << 20  # survivors per rewritten batch at most (about)
 DECODE_ERRORS = (DecodeError, struct.error, ValueError, IndexError)
 
 
+def is_internal(topic: str) -> bool:
+    """Kafka's internal topics (`__consumer_offsets`, `__transaction_state`...) start with two underscores."""
+    return topic.startswith("__")
+
+
 @dataclasses.dataclass
 class Policy:
     dirty_ratio: float
@@ -224,21 +229,28 @@ class Compactor:
         began = time.monotonic()
         stats = Stats()
         carry_below = self.store.expiring_before(now_ms, CARRY_WITHIN_MS)
+        compacted = []  # the topics this pass rewrote
         for name in self.store.topics.names():
             cfg = self.store.topics.get(name)
             policy = policy_of(cfg.attributes) if cfg is not None else None
             if policy is None:
                 continue
+            rewrites_before = stats.rewrites
             for qid in self.store.queues(name):
                 q = self.queues.get((name, qid)) or self.queues.setdefault((name, qid), QueueCompactor(self.store, name, qid))
                 try:
                     q.compact(policy, now_ms, carry_below, stats)
                 except Exception:  # one bad queue must not stop the others
                     log.exception("compaction of %s-%d failed", name, qid)
+            if stats.rewrites > rewrites_before:
+                compacted.append(name)
         stats.seconds = time.monotonic() - began
-        if stats.rewrites:
-            log.info("compaction: %d batches rewritten, %d records removed, %.1f MB read in %.2f s",
-                     stats.rewrites, stats.removed, stats.read_bytes / 1e6, stats.seconds)
+        if compacted:
+            # INFO for the operator's topics; the offsets topic compacts every pass a group commits
+            # (a heartbeat, not news), so a pass over internal topics alone is DEBUG.
+            level = logging.DEBUG if all(is_internal(name) for name in compacted) else logging.INFO
+            log.log(level, "compaction of %s: %d batches rewritten, %d records removed, %.1f MB read in %.2f s",
+                    ", ".join(compacted), stats.rewrites, stats.removed, stats.read_bytes / 1e6, stats.seconds)
         for field in dataclasses.fields(Stats):
             setattr(self.totals, field.name, getattr(self.totals, field.name) + getattr(stats, field.name))
         return stats

@@ -32,7 +32,8 @@ its record.
 `SendFlowControl` is built with the App (`app.flow`) and observes every store write through
 `Store.set_write_observer` (all writers: both protocols, the delay scheduler, transactions). The
 store's `write_delay_ms` (tests and benchmarks only) adds a blocking sleep to each write: a
-throttled disk on demand.
+throttled disk on demand; its `write_hold_file` (tests only) stalls every write while that file
+exists, and the disk counts as slow meanwhile, so writes wait on the worker thread, not the loop.
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ import time
 from contextlib import asynccontextmanager
 
 import trio
+
+from store.seams import writes_held
 
 log = logging.getLogger("rocketgate.flow")
 
@@ -110,7 +113,8 @@ class SendFlowControl:
     def _disk_slow(self, store) -> bool:
         now = self.clock()
         flush_began = store.flush_began
-        if store.last_flush_s > SLOW_FLUSH_S or (flush_began is not None and now - flush_began > SLOW_FLUSH_S):
+        if store.last_flush_s > SLOW_FLUSH_S or (flush_began is not None and now - flush_began > SLOW_FLUSH_S) \
+                or writes_held(getattr(store, "config", None)):  # the stalled-disk test seam
             self.slow_until = max(self.slow_until, now + SLOW_HOLD_S)
         return now < self.slow_until
 

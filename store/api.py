@@ -25,6 +25,7 @@ class StoreConfig:
     store_host: tuple = ("127.0.0.1", 10911)
     disk_max_used_space_ratio: float = 0.75  # refuse writes (StoreFull) above this (clamped to 10..95 %)
     write_delay_ms: int = 0  # tests and benchmarks only: every write sleeps this long (a throttled disk)
+    write_hold_file: str | None = None  # tests only: writes wait while this file exists (store.seams)
 
 
 class AppendResult:

@@ -10,12 +10,14 @@ the new end becomes visible with the dispatch). `sync` may run on the flusher th
 """
 from __future__ import annotations
 
+import os
 import struct
 import time
 
 from codec.remoting import message as M
 from store.api import AppendResult, MessageTooLarge, RawEntry, StoreConfig, StoreError
 from store.dispatch import DispatchRequest
+from store.segment_size import check as check_segment_size
 from store.segments import Segments
 
 BLANK_MIN = 8  # CommitLog.END_FILE_MIN_BLANK_LENGTH
@@ -34,6 +36,8 @@ class PreparedAppend:
 
 class CommitLog(Segments):
     def __init__(self, directory: str, config: StoreConfig) -> None:
+        # the store records its file size: opened with another one, positions would map to the wrong files
+        check_segment_size(os.path.dirname(directory), directory, config.commitlog_file_size)
         super().__init__(directory, config.commitlog_file_size, preallocate=True)
         self.host = (config.store_host[0], int(config.store_host[1]))
         self._host_ip = M._ip4(self.host[0])

@@ -38,6 +38,7 @@ from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, 
 from store.flush import Flusher
 from store.indexfile import IndexService
 from store.quarantine import Quarantine, verify
+from store.seams import before_write
 from store.space import DiskGuard, guard_space
 
 log = logging.getLogger("rocketgate.store")
@@ -146,8 +147,7 @@ class Store:
                 prepared = guard_space(self.space, self.commitlog.prepare, msgs, self.consume_queues.next_offset)
             began = self.write_began = time.monotonic()
             try:  # no store lock while writing: on a slow disk this may block for seconds
-                if self.config.write_delay_ms:
-                    time.sleep(self.config.write_delay_ms / 1000)  # a throttled disk, for tests and benchmarks
+                before_write(self.config)  # test seams: a throttled or a stalled disk (store.seams)
                 guard_space(self.space, self.commitlog.write_prepared, prepared)
                 with self._lock:
                     results, requests = self.commitlog.publish(prepared)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway_process import GatewayProcess, free_port, wait_port  # noqa: F401 - re-exported for tests
+from gateway_process import GatewayProcess, free_port, stop_all, wait_port  # noqa: F401 - re-exported for tests
 
 
 @pytest.fixture
@@ -16,8 +16,7 @@ def gateway_factory(tmp_path):
         return g.start()
 
     yield make
-    for g in started:
-        g.stop()
+    stop_all(started)  # every one, even when one fails to stop
 
 
 @pytest.fixture

@@ -19,9 +19,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_port(port: int, timeout: float = 20.0) -> None:
+def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
+    """Until `port` accepts connections; TimeoutError after `timeout`, or as soon as `proc` ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise TimeoutError(f"the process ended (status {proc.returncode}) before port {port} opened")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
@@ -58,11 +61,13 @@ class GatewayProcess:
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         try:
-            wait_port(self.kafka_port)
-            wait_port(self.remoting_port)
-        except TimeoutError:
+            wait_port(self.kafka_port, proc=self.proc)
+            wait_port(self.remoting_port, proc=self.proc)
+        except BaseException as exc:  # not up (or the test was interrupted): never leave it running
             self.stop()
-            raise RuntimeError("gateway did not start:\n" + self.log())
+            if isinstance(exc, TimeoutError):
+                raise RuntimeError(f"gateway did not start ({exc}):\n" + self.log()) from None
+            raise
         return self
 
     def log(self) -> str:
@@ -92,3 +97,16 @@ class GatewayProcess:
     def restart(self) -> "GatewayProcess":
         self.stop()
         return self.start()
+
+
+def stop_all(processes) -> None:
+    """Stop every one of `processes` (anything with `stop()`), even when stopping one fails; the
+    first failure is raised once all were tried. For fixtures and finally blocks."""
+    first = None
+    for p in processes:
+        try:
+            p.stop()
+        except BaseException as exc:  # noqa: BLE001 - keep stopping the others
+            first = first or exc
+    if first is not None:
+        raise first

@@ -5,7 +5,6 @@ process is alive), /readyz (store recovered and listeners accepting; 503 otherwi
 shutting down) and a read-only JSON API under /api/ that `gateway.admin` uses."""
 from __future__ import annotations
 
-import errno
 import logging
 
 import trio
@@ -19,6 +18,7 @@ from starlette.routing import Route
 import gateway.ops.inspect as inspect
 import gateway.ops.messages as messages
 from gateway.app import StartupError
+from gateway.listeners import bind_failure
 from gateway.ops.collector import make_registry
 from gateway.ops.pages import Throughput, routes as page_routes
 
@@ -129,8 +129,8 @@ def bind_http(config) -> _BoundConfig | None:
     try:
         cfg.sockets = cfg.create_sockets()
     except OSError as exc:
-        reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
-        raise StartupError(f"cannot listen for http on {config.host}:{config.http_port}: {reason}") from None
+        raise StartupError(f"cannot listen for http on {config.host}:{config.http_port} (--http-port): "
+                           f"{bind_failure(exc)}") from None
     return cfg
 
 

@@ -11,7 +11,7 @@ import time
 import uuid
 
 from cluster.etcd_server import EtcdServer
-from gateway_process import GatewayProcess, free_port, wait_port
+from gateway_process import GatewayProcess, free_port, stop_all, wait_port
 
 NODES = (1, 2, 3)
 
@@ -38,9 +38,7 @@ class Cluster:
         return ",".join(g.kafka_bootstrap for g in self.gateways.values())
 
     def stop(self) -> None:
-        for g in self.gateways.values():
-            g.stop()
-        self.etcd.stop()
+        stop_all([*self.gateways.values(), self.etcd])  # etcd too when a gateway fails to stop
 
 
 def wait_for(fn, timeout: float = 20.0, what: str = "condition"):
@@ -92,7 +90,11 @@ class KraftNode(GatewayProcess):
 
     def start(self, timeout: float = 180) -> "KraftNode":
         self.launch()
-        wait_port(self.kafka_port, timeout)
+        try:
+            wait_port(self.kafka_port, timeout, proc=self.proc)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self, timeout: float = 30) -> int | None:

@@ -4,15 +4,19 @@ a real broker's refusal (retryResponseCodes has SYSTEM_BUSY since ISSUE #5838) u
 1 + retryTimesWhenSendFailed attempts, then throws MQClientException; Kafka producers (librdkafka, the Java
 console producer) are answered with throttle_time_ms and deliver everything.
 
-The conditions are forced: `--wait-time-mills-in-send-queue 0` makes every send "too long in the
-queue"; `--store-write-delay-ms 300` (a throttled disk) with `--os-page-cache-busy-timeout-ms 100`
-makes every write hold the store past the limit."""
+The conditions are forced, never timed: `--wait-time-mills-in-send-queue 0` makes every send "too
+long in the queue"; the stalled-disk seam `--store-write-hold-file F` (store.seams: every store write
+waits while F exists) holds the store for as long as the test wants, so sends are refused while it is
+held and taken again once the test releases it. `--store-write-delay-ms 300` (a throttled disk) with
+`--os-page-cache-busy-timeout-ms 100` makes every write slow, for the Kafka throttling tests."""
 import json
+import os
+import time
 
 import pytest
 
 from compat.harness import failure_context, run_on_gateway, start_gateway
-from compat.jvm import ROCKETMQ_CLIENTS
+from compat.jvm import ROCKETMQ_CLIENTS, ScenarioRun
 from compat.tools import kafka_tool
 
 pytestmark = pytest.mark.timeout(600)
@@ -41,16 +45,47 @@ def test_send_that_waited_too_long_is_refused(tmp_path, version):
 
 @pytest.mark.parametrize("version", ["4.9", "5"])
 def test_store_held_too_long_refuses_sends_for_a_while(tmp_path, version):
-    """Each write holds the store 300 ms (> 100): the next 300 ms of sends are refused, then one
-    goes through again (and starts the next busy period)."""
-    r, ctx = busy_send(tmp_path, version, SLOW_DISK, 6, 200)
-    outcomes = r["outcomes"]
-    assert outcomes[0]["ok"] and outcomes[0]["ms"] >= 300, (outcomes, ctx)
-    refused = [o for o in outcomes if not o["ok"]]
-    assert refused and all(o["code"] == 2 and o["remark"] == PC_REMARK for o in refused), outcomes
-    assert sum(o["ok"] for o in outcomes) >= 2, outcomes  # flow control lasts a while, not forever
-    if version == "4.9":  # no retry: exactly one attempt per send
-        assert r["attempts"] == len(outcomes), r
+    """A Kafka record's write is held (the stalled-disk seam): every RocketMQ send meanwhile is
+    refused with PC_SYNCHRONIZED; once the test releases the store, the held record is acknowledged
+    and sends go through again. Used to be timed (300 ms writes, 200 ms pauses): under load no send
+    was refused."""
+    from confluent_kafka import Producer
+
+    hold = str(tmp_path / "hold-store-writes")
+    gw = start_gateway(tmp_path, ["--store-write-hold-file", hold, "--os-page-cache-busy-timeout-ms", "1",
+                                  "--wait-time-mills-in-send-queue", "60000"])  # a loaded machine: no queue refusals
+    held = Producer({"bootstrap.servers": gw.kafka_bootstrap, "message.timeout.ms": 300000})
+    delivered = []
+    try:
+        held.produce("fc-held", b"held", on_delivery=lambda err, _m: delivered.append(err))
+        held.flush(30)  # the topic exists and the record is stored: the seam is armed after it
+        assert delivered == [None], delivered
+        open(hold, "w").close()
+        held.produce("fc-held", b"held-2", on_delivery=lambda err, _m: delivered.append(err))
+        _wait_for_log(gw, "store write held while", held)
+        log_dir = str(tmp_path / "logs")
+        args = lambda n: [gw.namesrv, "fc", f"busy_send:fc-topic:{n}:0"]  # noqa: E731
+        refused = ScenarioRun(ROCKETMQ_CLIENTS[version], "compat.RocketCompat", args(3), log_dir)["busy_send"]
+        os.unlink(hold)
+        assert held.flush(60) == 0 and delivered == [None, None], delivered  # acknowledged once released
+        taken = ScenarioRun(ROCKETMQ_CLIENTS[version], "compat.RocketCompat", args(2), log_dir)["busy_send"]
+    finally:
+        if os.path.exists(hold):
+            os.unlink(hold)
+        gw.stop()
+    ctx = failure_context(gw)
+    assert [o["ok"] for o in refused["outcomes"]] == [False] * 3, (refused, ctx)
+    assert all(o["code"] == 2 and o["remark"] == PC_REMARK for o in refused["outcomes"]), refused
+    assert all(o.get("gave_up", False) == (version == "5") for o in refused["outcomes"]), refused
+    assert refused["attempts"] == 3 * ATTEMPTS[version], refused
+    assert [o["ok"] for o in taken["outcomes"]] == [True, True], (taken, ctx)  # for a while, not forever
+
+
+def _wait_for_log(gw, text: str, producer, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in gw.log():
+        assert time.monotonic() < deadline, f"no {text!r} in the gateway log" + failure_context(gw)
+        producer.poll(0.05)
 
 
 @pytest.fixture(scope="module")

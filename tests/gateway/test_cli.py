@@ -47,10 +47,14 @@ def test_unknown_flag_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "data").exists()
 
 
-def test_unwritable_data_dir_is_one_line_exit_2(tmp_path):
-    (tmp_path / "file").write_bytes(b"not a directory")  # root ignores chmod, not ENOTDIR
-    r = run_cli("--data-dir", str(tmp_path / "file" / "data"), *ports())
-    assert_one_line_error(r, "data dir", "not writable")
+@pytest.mark.parametrize("under, needle", [
+    ("file", "is a file, not a directory (--data-dir)"),  # used to say "not writable: File exists"
+    ("file/data", "a part of the path is a file"),  # root ignores chmod, not ENOTDIR
+])
+def test_data_dir_that_is_a_file_is_one_line_exit_2(tmp_path, under, needle):
+    (tmp_path / "file").write_bytes(b"not a directory")
+    r = run_cli("--data-dir", str(tmp_path / under), *ports())
+    assert_one_line_error(r, "data dir", needle)
 
 
 @pytest.mark.parametrize("flag", ["--kafka-port", "--remoting-port"])
@@ -61,7 +65,28 @@ def test_port_in_use_is_one_line_exit_2(tmp_path, flag):
         port = taken.getsockname()[1]
         args = {"--kafka-port": str(free_port()), "--remoting-port": str(free_port()), flag: str(port)}
         r = run_cli("--data-dir", str(tmp_path / "data"), *[x for kv in args.items() for x in kv])
-    assert_one_line_error(r, str(port), "in use")
+    assert_one_line_error(r, str(port), "in use", f"({flag})")
+
+
+@pytest.mark.parametrize("same, needle", [
+    (["--kafka-port", "--remoting-port"], "--kafka-port and --remoting-port both ask for port"),
+    (["--remoting-port", "--grpc-port"], "--remoting-port and --grpc-port both ask for port"),
+    (["--kafka-port", "--http-port"], "--kafka-port and --http-port both ask for port"),
+])
+def test_two_listeners_on_one_port_name_both_flags(tmp_path, same, needle):
+    """Used to be a bare "address already in use" from the second bind."""
+    args = {"--kafka-port": str(free_port()), "--remoting-port": str(free_port())}
+    port = str(free_port())
+    args.update({flag: port for flag in same})
+    r = run_cli("--data-dir", str(tmp_path / "data"), *[x for kv in args.items() for x in kv])
+    assert_one_line_error(r, needle, port)
+
+
+def test_extra_listener_on_the_remoting_port_names_it(tmp_path):
+    port = free_port()
+    r = run_cli("--data-dir", str(tmp_path / "data"), "--kafka-port", str(free_port()), "--remoting-port", str(port),
+                "--listener", f"LOCAL=PLAINTEXT://127.0.0.1:{port}")
+    assert_one_line_error(r, "--listener LOCAL and --remoting-port both ask for port", str(port))
 
 
 @pytest.mark.parametrize("args, needle", [

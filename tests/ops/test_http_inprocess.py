@@ -63,6 +63,6 @@ def test_http_port_in_use_is_a_startup_error(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        with pytest.raises(StartupError, match=f"cannot listen for http on 127.0.0.1:{port}: address already in use"):
+        with pytest.raises(StartupError, match=fr"cannot listen for http on 127.0.0.1:{port} \(--http-port\): address already in use"):
             bind_http(GatewayConfig(http_port=port))
     assert bind_http(GatewayConfig()) is None  # no --http-port: no HTTP server
