@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from store import faults
+import store.faults as faults
 from store.topic_journal import TopicJournal, recover
 
 log = logging.getLogger("rocketgate.store")

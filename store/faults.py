@@ -2,8 +2,8 @@
 
 `pwrite`, `pwritev`, `open_file`, `allocate` and `write` are what the store writes its files with
 (os.pwrite, os.pwritev, os.open, store.space.reserve, os.write). Unless the environment variable
-ROCKETGATE_STORE_FAULTS is set when a store opens, they stay those functions and nothing else runs.
-Set, `install` replaces them with ones that fail the way an fd limit, a failing device or a full
+ROCKETGATE_STORE_FAULTS is set when this module is first imported, they stay those functions and
+nothing else runs. Set, `install` replaces them with ones that fail the way an fd limit, a failing device or a full
 disk makes them fail, so tests can check that nothing acknowledged is lost. Never set it in
 production. Its value: comma-separated rules,
 
@@ -73,10 +73,6 @@ def install(spec: str | None) -> None:
     pwrite, pwritev, open_file, allocate, write = faulty_pwrite, faulty_pwritev, faulty_open, faulty_allocate, faulty_write
 
 
-def install_from_env() -> None:
-    install(os.environ.get(ENV))
-
-
 def _kind_of_path(path: str) -> str:
     parts = str(path).split(os.sep)
     return "cq" if "consumequeue" in parts else "cl" if "commitlog" in parts else "other"
@@ -143,3 +139,6 @@ class _Rules:
     def before_document_write(self) -> None:
         if self._disk_full():
             raise OSError(errno.ENOSPC, "No space left on device (fault seam)")
+
+
+install(os.environ.get(ENV))

@@ -6,9 +6,10 @@ faults, and the process's private memory does not grow with the store (machine-l
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 
-from store import faults
+import store.faults as faults
 
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
@@ -79,7 +80,9 @@ class Segments:
                 fd = self._open(start)
             n = min(len(mv), start + self.file_size - pos)
             self._reserve(start, fd, pos - start + n)
-            faults.pwrite(fd, mv[:n], pos - start)
+            n = faults.pwrite(fd, mv[:n], pos - start)  # short (a disk filling up): the rest goes next
+            if not n:
+                raise OSError(errno.EIO, "pwrite wrote nothing")
             pos += n
             mv = mv[n:]
         if advance_end and pos > self.end:
@@ -97,7 +100,7 @@ class Segments:
             self._reserve(start, fd, pos - start + total)
             done = faults.pwritev(fd, parts, pos - start)
             if done < total:  # a short write: finish the rest the plain way
-                faults.pwrite(fd, b"".join(parts)[done:], pos - start + done)
+                self.write(pos + done, b"".join(parts)[done:], advance_end=False)
             if advance_end and pos + total > self.end:
                 self.end = pos + total
             return

@@ -35,7 +35,6 @@ from store.commitlog import CommitLog
 from store.config import ConfigDir, TopicTable
 from store.consumequeue import UNIT, ConsumeQueueTable
 from store.dispatch import ConsumeQueueDispatcher, Dispatcher, DispatchRequest, IndexDispatcher
-from store import faults
 from store.flush import Flusher
 from store.indexfile import IndexService
 from store.quarantine import Quarantine, verify
@@ -61,7 +60,6 @@ def _raise_fd_limit() -> None:
 class Store:
     def __init__(self, path: str, config: StoreConfig | None = None) -> None:
         _raise_fd_limit()
-        faults.install_from_env()  # a test-only seam; nothing happens unless its variable is set
         self.path = path
         self.config = config = config or StoreConfig()
         if config.commitlog_file_size < 4096:
