@@ -150,8 +150,8 @@ class ConsumeQueue:
         before it and return them (`segments.detach_before`) for the caller to release."""
         self.min_offset = self.first_at_or_after(
             self.min_offset, self.max_offset, lambda p, s, c: p >= commitlog_min and s > 0)
-        self.drain()
-        return self.seg.detach_before(self.min_offset * UNIT_SIZE)
+        self.try_drain()  # a failed drain (a full disk: retention is what frees it) must not stop retention
+        return self.seg.detach_before(min(self.min_offset, self.pending_start) * UNIT_SIZE)
 
     def close(self) -> None:
         """Write what is buffered and close the files. Units that cannot be written are logged (one

@@ -136,6 +136,35 @@ def test_random_consumequeue_write_failures_under_load_lose_nothing_acknowledged
         g.stop()
 
 
+def fail_consumequeue_writes(monkeypatch) -> None:
+    real = faults.pwrite
+
+    def failing(fd, data, offset):
+        if faults._kind_of_fd(fd) == "cq":
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(faults, "pwrite", failing)
+
+
+def test_retention_goes_on_while_consumequeue_writes_fail(tmp_path, monkeypatch):
+    """Before: the ConsumeQueue drain in `advance_min` raised out of `delete_expired` (the
+    gateway's retention task, whose failure stops the gateway) with the CommitLog files already
+    detached, on the full disk retention is there to relieve."""
+    s = store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=64 << 10, index_slots=1000,
+                                                             index_entries=4000))
+    try:
+        fail_consumequeue_writes(monkeypatch)
+        for i in range(60):
+            s.append(M.Message("T", 0, b"%d" % i + bytes(4000)))
+        assert s.delete_expired(int(time.time() * 1000) + 100 * 3600_000) >= 2
+        kept = [int(m.body[:3].rstrip(b"\0")) for _, m in s.iterate("T", 0)]
+        assert kept and kept == list(range(kept[0], 60))
+    finally:
+        monkeypatch.undo()
+        s.close()
+
+
 def test_consumequeue_writes_failing_in_process_never_give_an_offset_twice(tmp_path, monkeypatch):
     """The same in one process, deterministic: every ConsumeQueue write fails (EMFILE) while the
     flusher runs between appends and no garbage collection breaks the failed drain's reference
@@ -145,13 +174,7 @@ def test_consumequeue_writes_failing_in_process_never_give_an_offset_twice(tmp_p
     config = store.StoreConfig(commitlog_file_size=1 << 20, index_slots=1000, index_entries=4000)
     s = store.open(str(tmp_path / "data"), config)
     real = faults.pwrite
-
-    def failing(fd, data, offset):
-        if faults._kind_of_fd(fd) == "cq":
-            raise OSError(errno.EMFILE, "Too many open files")
-        return real(fd, data, offset)
-
-    monkeypatch.setattr(faults, "pwrite", failing)
+    fail_consumequeue_writes(monkeypatch)
     offsets = []
     gc.disable()
     try:
