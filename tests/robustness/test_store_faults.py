@@ -7,6 +7,9 @@
 - a full disk (ENOSPC on every write needing new blocks) and SIGTERM: the gateway exits 0 without a
   traceback, says which units it could not write, and a restart has every acknowledged message;
 - one failed CommitLog allocation far below the used-space ratio: writes are refused, then resume.
+
+In one process (the seam's functions monkeypatched): every ConsumeQueue write failing gives no
+offset twice and loses nothing across a crash, and retention goes on meanwhile.
 """
 from __future__ import annotations
 
@@ -191,6 +194,7 @@ def test_consumequeue_writes_failing_in_process_never_give_an_offset_twice(tmp_p
         assert [(q, m.body) for q, m in reopened.iterate("T", 0)] == [(i, b"m%d" % i) for i in range(300)]
     finally:
         reopened.close()
+        s.close()
 
 
 def test_sigterm_on_a_full_disk_exits_0_and_a_restart_has_every_acknowledged_message(tmp_path, monkeypatch):
