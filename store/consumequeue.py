@@ -51,13 +51,14 @@ class ConsumeQueue:
 
     def try_drain(self) -> bool:
         """`drain`, a failure logged (once per run of failures) instead of raised; True when nothing
-        is left buffered. After a failure `put` waits for DRAIN_AT more bytes before trying again
-        (the flusher tries every interval): a failing disk costs no write per message."""
+        is left buffered. After a failure `put` waits until twice as much is buffered before trying
+        again (the flusher tries every interval): a failing disk costs no write per message, and
+        the copies the tries make stay linear in what is buffered."""
         try:
             self.drain()
             return True
         except OSError as exc:
-            self.drain_at = len(self.pending) + DRAIN_AT
+            self.drain_at = 2 * len(self.pending)
             if self.write_error is None:
                 log.warning("consumequeue %s-%d: write failed (%s); %d units kept in memory, retried",
                             self.topic, self.queue_id, exc, self.max_offset - self.pending_start)

@@ -30,6 +30,7 @@ from codec.remoting import ResponseCode
 from codec.remoting import message as M
 from gateway_process import GatewayProcess
 from store import faults, flush
+from store.consumequeue import UNIT, ConsumeQueue
 
 TOPIC = "FaultT"
 QUEUES = 2
@@ -148,6 +149,24 @@ def fail_consumequeue_writes(monkeypatch) -> None:
         return real(fd, data, offset)
 
     monkeypatch.setattr(faults, "pwrite", failing)
+
+
+def test_a_failing_consumequeue_is_not_written_to_once_per_message(tmp_path, monkeypatch):
+    """Before: once 64 KiB were buffered, every put tried the write again (and logged a warning)."""
+    tries = []
+
+    def failing(fd, data, offset):
+        tries.append(len(data))
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(faults, "pwrite", failing)
+    cq = ConsumeQueue(str(tmp_path / "cq"), "T", 0, 300_000)
+    for i in range(100_000):
+        cq.put(UNIT.pack(i, 100, 0), 1)
+    assert cq.max_offset == 100_000 and len(tries) <= 10
+    assert cq.unit(99_999) == (99_999, 100, 0)
+    monkeypatch.undo()
+    cq.close()
 
 
 def test_retention_goes_on_while_consumequeue_writes_fail(tmp_path, monkeypatch):
