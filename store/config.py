@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import store.faults as faults
 from store.topic_journal import TopicJournal, recover
 
 log = logging.getLogger("rocketgate.store")
@@ -37,7 +38,7 @@ def atomic_write(path: str, data: bytes, mode: int = 0o644) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[faults.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -21,7 +21,12 @@ TRUNCATE_SCAN = 4096  # units read per step of truncate_phys
 
 
 class ConsumeQueue:
-    """Units are buffered in memory and written on flush (or every 64 KiB); the caller serializes."""
+    """Units are buffered in memory and written on flush (or every 64 KiB); the caller serializes.
+
+    A unit's queue offset is taken when it is put, whether or not it then reaches the disk: the
+    CommitLog entry is already published, so the offset is its own and is never handed out again.
+    Units that cannot be written (EMFILE, ENOSPC, EIO) stay buffered, readable, and are written by
+    a later drain; until then the checkpoint does not pass them, so recovery rebuilds them."""
 
     def __init__(self, directory: str, topic: str, queue_id: int, units_per_file: int) -> None:
         self.topic = topic
@@ -32,30 +37,52 @@ class ConsumeQueue:
             self.seg.truncate(self.seg.end - self.seg.end % UNIT_SIZE)
         self.max_offset = self.seg.end // UNIT_SIZE
         self.min_offset = self.seg.begin // UNIT_SIZE
-        self.pending = bytearray()
+        self.pending = bytearray()  # never exported (no memoryview of it): `+=` cannot fail
         self.pending_start = self.max_offset
+        self.drain_at = DRAIN_AT  # buffered bytes at which `put` drains
+        self.write_error: str | None = None  # why the last drain failed; None once one succeeds
 
     def put(self, units: bytes, count: int) -> None:
-        """Append `count` units (already packed)."""
+        """Append `count` units (already packed). A failed write is not raised (see the class)."""
         self.pending += units
         self.max_offset += count
-        if len(self.pending) >= DRAIN_AT:
-            try:
-                self.drain()
-            except OSError as exc:  # disk full: the units stay buffered (and readable) for the next drain
-                log.warning("consumequeue %s-%d: write failed (%s); kept in memory", self.topic, self.queue_id, exc)
+        if len(self.pending) >= self.drain_at:
+            self.try_drain()
+
+    def try_drain(self) -> bool:
+        """`drain`, a failure logged (once per run of failures) instead of raised; True when nothing
+        is left buffered. After a failure `put` waits until twice as much is buffered before trying
+        again (the flusher tries every interval): a failing disk costs no write per message, and
+        the copies the tries make stay linear in what is buffered."""
+        try:
+            self.drain()
+            return True
+        except OSError as exc:
+            self.drain_at = 2 * len(self.pending)
+            if self.write_error is None:
+                log.warning("consumequeue %s-%d: write failed (%s); %d units kept in memory, retried",
+                            self.topic, self.queue_id, exc, self.max_offset - self.pending_start)
+            self.write_error = str(exc)  # the text only: no traceback (and its frames) kept alive
+            return False
+
+    def drain(self) -> None:
+        """Write the buffered units; an OSError leaves them buffered."""
+        if self.pending:
+            # A copy: no view of `pending` may outlive a failed write (a traceback kept alive by a
+            # reference cycle would hold it, and the next `+=` would raise BufferError).
+            self.seg.write(self.pending_start * UNIT_SIZE, bytes(self.pending))
+            self.pending = bytearray()
+            self.pending_start = self.max_offset
+        self.drain_at = DRAIN_AT
+        if self.write_error is not None:
+            log.warning("consumequeue %s-%d: written again", self.topic, self.queue_id)
+            self.write_error = None
 
     def start_at(self, offset: int) -> None:
         """Make an empty queue begin at logical `offset` (rebuilding after its files were deleted)."""
         self.drain()
         self.seg.truncate(self.seg.begin)
         self.min_offset = self.max_offset = self.pending_start = offset
-
-    def drain(self) -> None:
-        if self.pending:
-            self.seg.write(self.pending_start * UNIT_SIZE, self.pending)
-            self.pending = bytearray()
-            self.pending_start = self.max_offset
 
     def raw(self, start: int, count: int) -> bytes:
         """Packed units [start, start+count), fewer at the end; none if `start` is below min_offset."""
@@ -124,11 +151,18 @@ class ConsumeQueue:
         before it and return them (`segments.detach_before`) for the caller to release."""
         self.min_offset = self.first_at_or_after(
             self.min_offset, self.max_offset, lambda p, s, c: p >= commitlog_min and s > 0)
-        self.drain()
-        return self.seg.detach_before(self.min_offset * UNIT_SIZE)
+        self.try_drain()  # a failed drain (a full disk: retention is what frees it) must not stop retention
+        return self.seg.detach_before(min(self.min_offset, self.pending_start) * UNIT_SIZE)
 
     def close(self) -> None:
-        self.drain()
+        """Write what is buffered and close the files. Units that cannot be written are logged (one
+        line), not raised: the checkpoint does not cover them, so the next start rebuilds them."""
+        try:
+            self.drain()
+        except OSError as exc:
+            log.error("consumequeue %s-%d: offsets %d..%d not written at close (%s); the next start "
+                      "rebuilds them from the CommitLog", self.topic, self.queue_id, self.pending_start,
+                      self.max_offset - 1, exc.strerror or exc)
         self.seg.close()
 
 
@@ -205,16 +239,12 @@ class ConsumeQueueTable:
             os.path.join(self.dir, topic_dir(topic))
 
     def drain(self) -> list[ConsumeQueue]:
-        """Write every queue's buffered units; the queues (to sync outside the store lock). Raises the
-        first OSError after trying every queue (a failed queue keeps its units buffered)."""
-        failure = None
-        for cq in self.queues.values():
-            try:
-                cq.drain()
-            except OSError as exc:
-                failure = failure or exc
-        if failure is not None:
-            raise failure
+        """Write every queue's buffered units; the queues (to sync outside the store lock). Raises
+        OSError after trying every queue if any failed (those keep their units buffered)."""
+        failed = [cq for cq in self.queues.values() if not cq.try_drain()]
+        if failed:
+            raise OSError(f"{len(failed)} ConsumeQueue(s) not written, e.g. {failed[0].topic}-"
+                          f"{failed[0].queue_id}: {failed[0].write_error}")
         return list(self.queues.values())
 
     def close(self) -> None:

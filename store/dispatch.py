@@ -82,12 +82,19 @@ class ConsumeQueueDispatcher:
         self.queues = queues
 
     def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
+        """`put` never fails for I/O, so every queue's end moves with the CommitLog; creating or
+        realigning a queue here (its topic was deleted since the append took its offsets) may:
+        that request is logged and the others still go on to their queues."""
         queues, create = self.queues.queues, self.queues.create
         for r in requests:
             key = (r.topic, r.queue_id)
-            cq = queues.get(key) or create(key)
-            if r.queue_offset == cq.max_offset or self._align(cq, r):
-                cq.put(pack_units(r), r.count)
+            try:
+                cq = queues.get(key) or create(key)
+                if r.queue_offset == cq.max_offset or self._align(cq, r):
+                    cq.put(pack_units(r), r.count)
+            except OSError as exc:
+                log.error("dispatch: %s/%d: units of CommitLog offset %d not queued (%s); the next start "
+                          "rebuilds them", r.topic, r.queue_id, r.physical_offset, exc.strerror or exc)
 
     def rewrite(self, r: DispatchRequest) -> None:
         """A rewrite entry (`Store.rewrite`, live or in a replay): units [queue_offset, + count) point

@@ -105,11 +105,16 @@ class Flusher:
             self._retired.pop()()
 
     def close(self, close_files) -> None:
-        """Flush everything, write the checkpoints, then `close_files()`. Idempotent."""
+        """Flush everything, write the checkpoints, then `close_files()`. Idempotent. A failed
+        fdatasync or write (a full disk, EIO) is logged, not raised: the stop goes on, and the next
+        start recovers from the checkpoints that were written."""
         with self.sync_lock:
             if self.closed:
                 return
-            self.flushed_offset = self.commitlog.sync()
+            try:
+                self.flushed_offset = self.commitlog.sync()
+            except OSError as exc:
+                log.error("flush: CommitLog fdatasync at close failed (%s)", exc.strerror or exc)
             if self.derived:
                 self._try_flush_derived()
             self.closed = True

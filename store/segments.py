@@ -6,9 +6,10 @@ faults, and the process's private memory does not grow with the store (machine-l
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 
-from store.space import reserve
+import store.faults as faults
 
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
@@ -45,7 +46,7 @@ class Segments:
 
     def _open(self, start: int, new: bool = True) -> int:
         path = os.path.join(self.dir, file_name(start))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = faults.open_file(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         bisect.insort(self.starts, start)
         self.fds[start] = fd
         return fd
@@ -57,7 +58,7 @@ class Segments:
         if self.preallocate and upto > self._reserved.get(start, 0):
             done = self._reserved.get(start, 0)
             target = min(self.file_size, upto + RESERVE_AHEAD)
-            reserve(fd, done, target - done)
+            faults.allocate(fd, done, target - done)
             self._reserved[start] = target
 
     @property
@@ -79,7 +80,9 @@ class Segments:
                 fd = self._open(start)
             n = min(len(mv), start + self.file_size - pos)
             self._reserve(start, fd, pos - start + n)
-            os.pwrite(fd, mv[:n], pos - start)
+            n = faults.pwrite(fd, mv[:n], pos - start)  # short (a disk filling up): the rest goes next
+            if not n:
+                raise OSError(errno.EIO, "pwrite wrote nothing")
             pos += n
             mv = mv[n:]
         if advance_end and pos > self.end:
@@ -95,9 +98,9 @@ class Segments:
             if fd is None:
                 fd = self._open(start)
             self._reserve(start, fd, pos - start + total)
-            done = os.pwritev(fd, parts, pos - start)
+            done = faults.pwritev(fd, parts, pos - start)
             if done < total:  # a short write: finish the rest the plain way
-                os.pwrite(fd, b"".join(parts)[done:], pos - start + done)
+                self.write(pos + done, b"".join(parts)[done:], advance_end=False)
             if advance_end and pos + total > self.end:
                 self.end = pos + total
             return

@@ -1,7 +1,8 @@
 """Disk space as RocketMQ's DefaultMessageStore guards it: appends are refused (`StoreFull`) while
 the store's filesystem is fuller than `disk_max_used_space_ratio` or since a file could not be
 allocated; both are looked at again at most every CHECK_INTERVAL, so writes resume by themselves
-once retention or an operator frees space (no restart).
+once retention or an operator frees space (no restart). After a failed allocation, a look that
+finds the disk below the ratio lets one append try again: writes resume when it succeeds.
 
 CommitLog blocks are allocated for real ahead of the writes (`reserve`, 4 MB ahead; IndexFiles
 with posix_fallocate before they are mapped), so a full disk is an OSError on allocation, never a SIGBUS on a mapped
@@ -22,7 +23,6 @@ from store.errors import StoreError, StoreFull
 log = logging.getLogger("rocketgate.store")
 
 CHECK_INTERVAL = 1.0  # seconds between statvfs calls
-RETRY_FREED = 1 << 20  # after a failed allocation, try again once this much more space is free
 MIN_RATIO, MAX_RATIO = 0.10, 0.95  # RocketMQ clamps diskMaxUsedSpaceRatio to [10, 95] %
 SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _FALLOC_FL_KEEP_SIZE = 1
@@ -82,8 +82,7 @@ class DiskGuard:
         self._checked_at = float("-inf")
         self._used = 0.0
         self._alloc_failed = False
-        self._avail = 0  # bytes available at the last look
-        self._avail_at_failure = 0
+        self._trying = None  # CommitLog end when `check` let one append try after a failed allocation
         self._headroom = 0  # bytes that could be written at the last look before passing the ratio
         self._written_at = 0
         self.full = False
@@ -93,8 +92,7 @@ class DiskGuard:
         also notes how many bytes may still be written before the ratio is reached."""
         st = os.statvfs(self.path)
         used = (st.f_blocks - st.f_bfree) * st.f_frsize
-        self._avail = st.f_bavail * st.f_frsize
-        usable = used + self._avail
+        usable = used + st.f_bavail * st.f_frsize
         self._headroom = max(0, int(usable * self.ratio) - used)
         return used / usable if usable > 0 else 0.0
 
@@ -108,6 +106,9 @@ class DiskGuard:
     def check(self, written: int = 0) -> None:
         """`written`: a count of bytes the store has written (the CommitLog end). The disk is looked
         at every CHECK_INTERVAL, and sooner once half the headroom left at the last look is written."""
+        if self._trying is not None and written > self._trying:  # the append let through was written
+            self._alloc_failed, self._trying = False, None
+            self._set_full(self._used > self.ratio)
         now = self.clock()
         if now - self._checked_at >= CHECK_INTERVAL or written - self._written_at >= self._headroom // 2:
             self._checked_at, self._written_at = now, written
@@ -116,21 +117,22 @@ class DiskGuard:
             except OSError:
                 pass
             over = self._used > self.ratio
-            if self._alloc_failed and not over and self._avail > self._avail_at_failure + RETRY_FREED:
-                self._alloc_failed = False  # space was freed since the failure: try allocating again
+            if self._alloc_failed and not over:
+                self._trying = written  # this append may try allocating again
+                return
             self._set_full(over or self._alloc_failed)
         if self.full:
             raise StoreFull(self.remark())
 
     def allocation_failed(self, exc: OSError) -> StoreFull:
-        """Refuse writes from now until a look finds the disk below the ratio and more space free
-        than at the failure (so a disk that stays full is not retried and logged every second)."""
-        self._alloc_failed = True
+        """Refuse writes from now until a look (at most every CHECK_INTERVAL) finds the disk below
+        the ratio and the one append it lets through is written, as the next `check` sees: a disk
+        that stays full costs one refused append a second, logged once."""
+        self._alloc_failed, self._trying = True, None
         try:
-            self.used_ratio()
+            self._used = self.used_ratio()
         except OSError:
             pass
-        self._avail_at_failure = self._avail
         self._checked_at = self.clock()
         self._set_full(True, exc)
         return StoreFull(self.remark())

@@ -45,17 +45,35 @@ def test_writes_refused_above_the_ratio_and_resumed_below(fs):
     g.check()
 
 
-def test_a_failed_allocation_waits_for_space_to_be_freed(fs):
+def test_after_a_failed_allocation_below_the_ratio_one_append_a_look_tries_again(fs):
+    """Issue 30: a failed allocation at 50 % used (limit 75 %) refused writes for the rest of the
+    run, until more than 1 MiB was freed; now each look lets one append try, and a written one
+    resumes writes."""
     g, now = guard()
     fs.free = 500  # 50 % used: under the ratio, but the file did not fit
     err = g.allocation_failed(OSError(errno.ENOSPC, "No space left on device"))
     assert isinstance(err, store.StoreFull)
+    with pytest.raises(store.StoreFull):
+        g.check()  # no look yet: refused
+    now[0] += space.CHECK_INTERVAL
+    g.check(100)  # a look below the ratio: this append may try; it fails to allocate again
+    g.allocation_failed(OSError(errno.ENOSPC, "No space left on device"))
+    with pytest.raises(store.StoreFull):
+        g.check(100)
+    now[0] += space.CHECK_INTERVAL
+    g.check(100)  # the next try is written ...
+    g.check(200)  # ... which the next append sees: writes resume
+    assert not g.full
+    g.check(300)
+
+
+def test_a_failed_allocation_above_the_ratio_lets_nothing_try(fs):
+    g, now = guard()
+    fs.free = 100  # 90 % used
+    g.allocation_failed(OSError(errno.ENOSPC, "No space left on device"))
     now[0] += space.CHECK_INTERVAL
     with pytest.raises(store.StoreFull):
-        g.check()  # nothing freed: not retried
-    fs.free = 500 + space.RETRY_FREED // 4096 + 1
-    now[0] += space.CHECK_INTERVAL
-    g.check()
+        g.check()
 
 
 def test_written_bytes_bring_the_next_look_forward(fs):
