@@ -127,6 +127,32 @@ def schedule(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) ->
         msg, topic=SCHEDULE_TOPIC, queue_id=qid, properties=props, tags_codes=[due] * msg.batch_count)
 
 
+def unschedule(entry: StoredMessage, q: int) -> Message | None:
+    """The message to deliver for an entry of schedule queue `q` (None if it has no REAL_TOPIC): the
+    reverse of `schedule`, marked SCHEDULE_OFFSET=<q>:<offset> (semantics.delay's crash recovery)."""
+    props = dict(entry.properties)
+    topic = props.get(PROPERTY_REAL_TOPIC)
+    if not topic:
+        return None
+    try:
+        qid = int(props.get(PROPERTY_REAL_QID, "0"))
+    except ValueError:
+        qid = 0
+    props.pop(PROPERTY_DELAY, None)
+    props.pop(PROPERTY_START_DELIVER_TIME, None)
+    props[PROPERTY_SCHEDULE_OFFSET] = f"{q}:{entry.queue_offset}"
+    codes = None  # the deliver times give way to the tags codes (from TAGS, or the batch's own)
+    saved = props.pop(PROPERTY_REAL_TAGS_CODES, None)
+    if saved:
+        try:
+            codes = [int(c) for c in saved.split(",")]
+        except ValueError:
+            codes = None
+        if codes is not None and len(codes) != entry.batch_count:
+            codes = None
+    return to_message(entry, topic=topic, queue_id=qid, properties=props, tags_codes=codes)
+
+
 def to_message(stored: StoredMessage, **changes) -> Message:
     """A new Message carrying a stored one's content (for a second write: delivery, retry, commit)."""
     fields = dict(
