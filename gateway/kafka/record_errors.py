@@ -18,10 +18,12 @@ def delay_record_errors(batches, now_ms: int, levels: routing.DelayLevels) -> li
             found = routing_headers(batch)
         except (DecodeError, ValueError):
             continue  # an unreadable batch is refused by the store path (CORRUPT_MESSAGE)
-        bad = {}
+        bad, verdicts = {}, {}  # verdicts: one check per distinct header (a batch mostly repeats one)
         for i, name, value in found:
-            text = "" if value is None else bytes(value).decode("utf-8", "replace")
-            refused = routing.delay_refusal({name: text}, now_ms, levels)
+            if (name, value) not in verdicts:
+                text = "" if value is None else bytes(value).decode("utf-8", "replace")
+                verdicts[name, value] = routing.delay_refusal({name: text}, now_ms, levels)
+            refused = verdicts[name, value]
             if refused is not None:
                 bad.setdefault(i, str(refused))
         out += [{"batch_index": i, "batch_index_error_message": why} for i, why in sorted(bad.items())]
