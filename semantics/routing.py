@@ -113,6 +113,34 @@ def delay_refusal(props: dict, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS
     return None
 
 
+# RocketMQ 5's own timer properties (its 5.x client's setDelayTimeSec / setDelayTimeMs / setDeliverTimeMs),
+# in the order its broker reads them, each with its unit (0: an epoch ms deliver time).
+ROCKETMQ_TIMER_PROPERTIES = {"TIMER_DELAY_SEC": 1000, "TIMER_DELAY_MS": 1, "TIMER_DELIVER_MS": 0}
+
+
+def adopt_rocketmq_timer(msg: Message, now_ms: int) -> Message:
+    """A remoting message with RocketMQ 5's timer properties given the deliver time they name as
+    `__STARTDELIVERTIME`, read as RocketMQ 5.5's broker does (HookUtils.transformTimerMessage): the
+    first present counts, a DELAY level above 0 wins over them, DelayRefused when it is not an
+    integer. A message that has a __STARTDELIVERTIME keeps it."""
+    props = msg.properties
+    for name, unit in ROCKETMQ_TIMER_PROPERTIES.items():
+        if name in props:
+            break
+    else:
+        return msg
+    if PROPERTY_START_DELIVER_TIME in props:
+        return msg
+    level = _java_int(props.get(PROPERTY_DELAY), 32)
+    if level is not None and level > 0:
+        return msg
+    value = _java_int(props[name], 64)
+    if value is None:
+        raise DelayRefused(f'timer message illegal, {name} "{props[name]}" is not an integer', timer=True)
+    return dataclasses.replace(msg, properties={
+        **props, PROPERTY_START_DELIVER_TIME: str(now_ms + value * unit if unit else value)})
+
+
 def route(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) -> Message:
     """The message to append instead of `msg`: a half message, a scheduled one, or `msg` itself.
     DelayRefused for delay properties the delay rule refuses."""

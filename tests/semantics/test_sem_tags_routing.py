@@ -3,7 +3,7 @@ import pytest
 
 from codec.remoting.message import Message, tag_hash
 from semantics.routing import (
-    HALF_TOPIC, SCHEDULE_TOPIC, DelayLevels, DEFAULT_LEVELS, DelayRefused, route,
+    HALF_TOPIC, SCHEDULE_TOPIC, DelayLevels, DEFAULT_LEVELS, DelayRefused, adopt_rocketmq_timer, route,
 )
 from codec.remoting.tags import parse_tags
 
@@ -135,3 +135,20 @@ def test_deliver_time_in_the_past_is_not_delayed():
     """As RocketMQ 5.5: a deliver time not ahead (even negative) is stored at once."""
     for start in (str(NOW), "-5", str(-(1 << 63))):
         assert route(msg(__STARTDELIVERTIME=start), NOW).topic == "T"
+
+
+def test_rocketmq_timer_properties_become_the_deliver_time():
+    """RocketMQ 5's TIMER_DELAY_SEC / TIMER_DELAY_MS / TIMER_DELIVER_MS (remoting), read as its broker does."""
+    def due(**props):
+        return adopt_rocketmq_timer(msg(**props), NOW).properties.get("__STARTDELIVERTIME")
+    assert due(TIMER_DELAY_SEC="2") == str(NOW + 2000)
+    assert due(TIMER_DELAY_MS="1500") == str(NOW + 1500)
+    assert due(TIMER_DELIVER_MS=str(NOW + 7)) == str(NOW + 7)
+    assert due(TIMER_DELAY_SEC="1", TIMER_DELIVER_MS=str(NOW + 7)) == str(NOW + 1000)  # the broker's order
+    assert due(TIMER_DELAY_SEC="1", DELAY="2") is None  # a level wins, as on the broker
+    assert due(TIMER_DELAY_SEC="1", DELAY="0") == str(NOW + 1000)
+    assert due(TIMER_DELAY_SEC="1", __STARTDELIVERTIME="5") == "5"  # the gateway's own wins
+    assert due(TAGS="a") is None
+    with pytest.raises(DelayRefused) as info:
+        adopt_rocketmq_timer(msg(TIMER_DELIVER_MS="soon"), NOW)
+    assert info.value.timer
