@@ -28,9 +28,10 @@ def _ms() -> int:
     return int(time.time() * 1000)
 
 
-def _produce_raw(gw, topic: str, rows: list) -> dict:
+def _produce_raw(gw, topic: str, rows: list, compression: int = records.NONE) -> dict:
     now = _ms()
-    batch = records.build_batch([(now, None, value, headers) for value, headers in rows], base_timestamp=now)
+    batch = records.build_batch([(now, None, value, headers) for value, headers in rows], base_timestamp=now,
+                                compression=compression)
     c = RawClient(gw.kafka_bootstrap, timeout=30)
     try:
         body = {"acks": -1, "timeout_ms": 5000, "topic_data": [
@@ -77,6 +78,15 @@ def test_bad_delay_headers_refuse_the_batch_with_record_errors(gateway, headers,
                                             "total, and only showing the first three errors at most: "
                                             "[RecordError(batchIndex=1, message='")
     assert _stored(gateway, topic) == before  # nothing of the batch: neither the good nor the delayed records
+
+
+@pytest.mark.parametrize("compression", [records.GZIP, records.LZ4, records.ZSTD])
+def test_a_compressed_batch_is_checked_too(gateway, compression):
+    topic = f"dr-{uuid.uuid4().hex[:8]}"
+    assert _produce_raw(gateway, topic, [(b"ok", [])], compression)["error_code"] == 0
+    resp = _produce_raw(gateway, topic, [(b"a", []), (b"bad", [("DELAY", b"x")])], compression)
+    assert resp["error_code"] == INVALID_RECORD and [e["batch_index"] for e in resp["record_errors"]] == [1]
+    assert _stored(gateway, topic) == {"topic": 1, "scheduled": 0}
 
 
 def test_the_rule_lets_through_what_rocketmq_stores(gateway):
