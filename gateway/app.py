@@ -114,7 +114,7 @@ def open_store(config: GatewayConfig) -> store.Store:
 def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SINGLE_NODE) -> App:
     """Open the store and build the App; StartupError for a bad setting or an unusable store."""
     try:
-        levels = DelayLevels(config.message_delay_level)
+        levels = DelayLevels(config.message_delay_level, config.timer_max_delay_sec * 1000)
     except ValueError as exc:
         raise StartupError(str(exc)) from None
     try:

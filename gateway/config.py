@@ -48,6 +48,7 @@ class GatewayConfig:
     log_level: str = "INFO"
     # RocketMQ semantics (defaults are RocketMQ's broker defaults).
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    timer_max_delay_sec: int = 259_200  # RocketMQ 5's timerMaxDelaySec: deliver times further ahead are refused
     transaction_timeout_ms: int = 6000
     transaction_check_interval_ms: int = 30000
     transaction_check_max: int = 15
@@ -187,6 +188,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--log-level", default=d.log_level)
     p.add_argument("--message-delay-level", default=d.message_delay_level,
                    help="the 18 (or more) delay levels, e.g. '1s 5s 10s 30s 1m ... 2h' (units s/m/h/d)")
+    p.add_argument("--timer-max-delay-sec", type=_positive_int, default=d.timer_max_delay_sec,
+                   help="the furthest a deliver time (__STARTDELIVERTIME, gRPC delivery_timestamp) may lie "
+                        "ahead; sends beyond it are refused (RocketMQ timerMaxDelaySec)")
     p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms)
     p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
     p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)

@@ -77,12 +77,7 @@ def index_info(batch: records.Batch) -> EntryIndex:
     batch whose first record has no key or header, and that has none of those header keys, is not
     indexed; the key itself is stored.) A batch with routing properties is split by
     `split_by_routing` into runs that share them."""
-    if batch.compression == records.NONE:
-        raw, start = batch.data, records.HEADER_SIZE
-        payload = memoryview(raw)[start:]
-    else:
-        payload = raw = batch.records_bytes()
-        start = 0
+    raw, start, payload = _records_section(batch)
     first = records.decode_records(payload, 1)[0]
     if first.key is None and not first.headers:
         if not _has_indexed_header_key(raw, start):
@@ -107,6 +102,30 @@ def index_info(batch: records.Batch) -> EntryIndex:
             if text and " " not in text:
                 keys.append(text)
     return EntryIndex(codes if any_tag else None, keys or None, routing)
+
+
+def _records_section(batch: records.Batch):
+    """(bytes holding the records, where they start, a view of them): no copy when uncompressed."""
+    if batch.compression == records.NONE:
+        raw, start = batch.data, records.HEADER_SIZE
+        return raw, start, memoryview(raw)[start:]
+    raw = batch.records_bytes()
+    return raw, 0, raw
+
+
+_ROUTING_MARK_SCANS = _MARK_SCANS[2:]
+_ROUTING_ONLY = {name.encode(): name for name in ROUTING_HEADERS}
+
+
+def routing_headers(batch: records.Batch) -> list[tuple[int, str, bytes | None]]:
+    """(record index, header name, value) of every DELAY / __STARTDELIVERTIME header of a batch,
+    empty and null values too (the produce path checks them all); a batch where neither header key
+    occurs costs only the C-speed searches. DecodeError for unreadable records."""
+    raw, start, payload = _records_section(batch)
+    if not any(raw.find(letter, start) >= 0 and _occurs(raw, mark, start) for mark, letter in _ROUTING_MARK_SCANS):
+        return []
+    scanned = records.scan_keys_headers(payload, batch.record_count, _ROUTING_ONLY)
+    return [(i, name, value) for i, (_key, headers) in enumerate(scanned) for name, value in headers]
 
 
 def split_by_routing(b: records.Batch) -> list[records.Batch] | None:

@@ -46,16 +46,11 @@ from semantics.delay_forward import FORWARD_RETRY_MS, HERE, LATER, Forward, Forw
 from semantics.flow_control import append_each, run_in_turn
 from semantics.routing import (
     DEFAULT_LEVELS,
-    PROPERTY_DELAY,
-    PROPERTY_REAL_QID,
-    PROPERTY_REAL_TAGS_CODES,
-    PROPERTY_REAL_TOPIC,
     PROPERTY_SCHEDULE_OFFSET,
-    PROPERTY_START_DELIVER_TIME,
     SCHEDULE_TOPIC,
     DelayLevels,
     ensure_topic,
-    to_message,
+    unschedule,
 )
 
 log = logging.getLogger("rocketgate.delay")
@@ -163,30 +158,7 @@ class DelayScheduler:
 
     # ---- delivering ----------------------------------------------------------------------------
 
-    @staticmethod
-    def real_copy(entry, q: int):
-        """The message to append for a schedule entry (None if it has no REAL_TOPIC)."""
-        props = dict(entry.properties)
-        topic = props.get(PROPERTY_REAL_TOPIC)
-        if not topic:
-            return None
-        try:
-            qid = int(props.get(PROPERTY_REAL_QID, "0"))
-        except ValueError:
-            qid = 0
-        props.pop(PROPERTY_DELAY, None)
-        props.pop(PROPERTY_START_DELIVER_TIME, None)
-        props[PROPERTY_SCHEDULE_OFFSET] = f"{q}:{entry.queue_offset}"
-        codes = None  # the deliver times give way to the tags codes (from TAGS, or the batch's own)
-        saved = props.pop(PROPERTY_REAL_TAGS_CODES, None)
-        if saved:
-            try:
-                codes = [int(c) for c in saved.split(",")]
-            except ValueError:
-                codes = None
-            if codes is not None and len(codes) != entry.batch_count:
-                codes = None
-        return to_message(entry, topic=topic, queue_id=qid, properties=props, tags_codes=codes)
+    real_copy = staticmethod(unschedule)
 
     def _take(self, q: int, off: int, phys: int):
         """(units the entry at `off` spans, the copy to deliver or None when it is dropped)."""
@@ -329,6 +301,19 @@ class DelayScheduler:
             "persistedAt": self.persisted_at,
             "recalled": [[t, k, due] for (t, k), due in self.recalled.items()],
         }
+
+    def pending(self) -> list[tuple[int, int, int | None]]:
+        """(schedule queue, messages not delivered yet, earliest deliver ms or None) per queue, read
+        from the cursors and timer heap delivery itself moves: a delivered message leaves at once."""
+        out = []
+        for q in range(self.levels.max_level):
+            cursor, end = self.cursor[q], self.store.max_offset(SCHEDULE_TOPIC, q)
+            head = self.store.units(SCHEDULE_TOPIC, q, cursor, 1) if cursor < end else []
+            out.append((q, max(0, end - cursor), head[0][2] if head else None))
+        self._load_timers()
+        waiting = [item for item in self._heap if item[1] not in self._skip] + list(self._fwd.in_flight)
+        out.append((self.levels.timer_queue, len(waiting), min(waiting)[0] if waiting else None))
+        return out
 
     def persist(self) -> None:
         self._save(PROGRESS_FILE, self.snapshot())

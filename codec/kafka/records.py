@@ -93,7 +93,14 @@ class Batch:
         return None
 
     def records_bytes(self) -> bytes:
-        """The (decompressed) records section."""
+        """The (decompressed) records section. A compressed one is decompressed once: the produce
+        path's checks and its index scan read it in turn."""
+        if self.compression == NONE:
+            return bytes(memoryview(self.raw)[HEADER_SIZE:])
+        return self._decompressed
+
+    @functools.cached_property
+    def _decompressed(self) -> bytes:
         return decompress(self.compression, memoryview(self.raw)[HEADER_SIZE:])
 
 

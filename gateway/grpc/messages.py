@@ -18,7 +18,6 @@ from semantics import routing
 
 TAGS, KEYS, UNIQ_KEY, MESSAGE_GROUP = "TAGS", "KEYS", "UNIQ_KEY", "__SHARDINGKEY"
 IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-MAX_DELAY_MS = 24 * 3600 * 1000  # the RocketMQ proxy's default maxDelayTimeMills
 # Properties the store or RocketMQ keeps for itself: never shown as user properties.
 SYSTEM_PROPERTIES = {TAGS, KEYS, UNIQ_KEY, MESSAGE_GROUP, IMMUNITY, "CLUSTER", "MIN_OFFSET", "MAX_OFFSET",
                      routing.PROPERTY_START_DELIVER_TIME, routing.PROPERTY_DELAY, routing.PROPERTY_TRANSACTION,
@@ -32,7 +31,7 @@ def _ms(ts) -> int:
     return ts.seconds * 1000 + ts.nanos // 1_000_000
 
 
-def to_store(msg, qid: int, born_host: tuple, now_ms: int) -> store.Message:
+def to_store(msg, qid: int, born_host: tuple) -> store.Message:
     """The store message of one sent Message (RpcError for a bad one)."""
     sp = msg.system_properties
     body = msg.body
@@ -54,12 +53,8 @@ def to_store(msg, qid: int, born_host: tuple, now_ms: int) -> store.Message:
     kind = sp.message_type
     if sp.message_group:
         props[MESSAGE_GROUP] = sp.message_group
-    if sp.HasField("delivery_timestamp"):
-        due = _ms(sp.delivery_timestamp)
-        if due - now_ms > MAX_DELAY_MS:
-            raise RpcError(Code.ILLEGAL_DELIVERY_TIME, f"the delivery timestamp {due} ms is more than "
-                                                       f"{MAX_DELAY_MS} ms ahead")
-        props[routing.PROPERTY_START_DELIVER_TIME] = str(due)
+    if sp.HasField("delivery_timestamp"):  # checked by the delay rule (routing.delay_refusal) with the others
+        props[routing.PROPERTY_START_DELIVER_TIME] = str(_ms(sp.delivery_timestamp))
     if kind == d.MessageType.TRANSACTION:
         props[routing.PROPERTY_TRANSACTION] = "true"
         if sp.HasField("orphaned_transaction_recovery_duration"):

@@ -16,7 +16,6 @@ from gateway.remoting.common import BROKER_NAME
 VERSION = "v1"
 MESSAGE_TYPE = "message.type"  # the topic attribute naming its message type (RocketMQ 5)
 ANY_TYPE = ("", "MIXED", "UNSPECIFIED")
-TIMER_MAX_DELAY_MS = 3 * 24 * 3600 * 1000  # the broker's timerMaxDelaySec: handles further ahead are refused
 
 
 def recall_handle(topic: str, due_ms: int, message_id: str) -> str:
@@ -55,7 +54,7 @@ async def recall_message(ctx, req):
     if broker != BROKER_NAME:
         raise RpcError(Code.INTERNAL_SERVER_ERROR, "recall failed, broker service not available")
     due = int(due_text) if due_text.isascii() and due_text.isdigit() else -1
-    if not 0 < due - app.clock.now_ms() < TIMER_MAX_DELAY_MS:
+    if not 0 < due - app.clock.now_ms() < app.delay_levels.timer_max_delay_ms:  # as timerMaxDelaySec
         raise RpcError(Code.INTERNAL_SERVER_ERROR, "recall failed, timestamp invalid")
     app.delay.recall(topic, message_id, due)
     return s.RecallMessageResponse(status=ok(), message_id=message_id)

@@ -48,9 +48,12 @@ def _prepare(ctx, msgs):
             raise RpcError(Code.MESSAGE_BODY_EMPTY, "the message body is empty")
         sp = m.system_properties
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
-        out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born, now))
+        out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born))
         check_type(cfg, message_type(out[-1].properties))
-    return [routing.route(m, now, app.delay_levels) for m in out]
+    try:
+        return [routing.route(m, now, app.delay_levels) for m in out]
+    except routing.DelayRefused as exc:  # a delivery_timestamp beyond --timer-max-delay-sec
+        raise RpcError(Code.ILLEGAL_DELIVERY_TIME, str(exc)) from None
 
 
 def _append_error(exc: store.StoreError) -> RpcError:

@@ -10,6 +10,7 @@ import trio
 
 import gateway.kafka.errors as errors
 import gateway.kafka.quotas as quotas
+import gateway.kafka.record_errors as record_errors
 import gateway.kafka.timestamps as timestamps
 import gateway.kafka.topics as topics
 import store
@@ -66,13 +67,10 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
             return _partition_error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE,
                                     why), 0
     keyless = _keyless_record_errors(batches, topic, index) if topics.compacted(cfg) else []
-    if keyless:  # Kafka's message: the count and the first three record errors
-        shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
-                          for e in keyless[:3])
-        why = (f"One or more records have been rejected due to {len(keyless)} record errors in total, and only "
-               f"showing the first three errors at most: [{shown}]")
-        return dict(_partition_error(index, errors.INVALID_RECORD, why), record_errors=keyless,
-                    log_start_offset=app.store.min_offset(topic, index)), 0
+    refused = keyless or record_errors.delay_record_errors(batches, int(time.time() * 1000), app.delay_levels)
+    if refused:  # nothing of the partition is stored
+        return record_errors.invalid_records(index, refused, errors.INVALID_RECORD,
+                                             app.store.min_offset(topic, index)), 0
     append_time = topics.log_append_time(cfg)
     now = int(time.time() * 1000)
     for b in [] if append_time else batches:

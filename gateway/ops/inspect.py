@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from semantics.routing import HALF_TOPIC, SCHEDULE_TOPIC
+from semantics.routing import HALF_TOPIC
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -56,18 +56,11 @@ def groups(app) -> list[dict]:
 
 def delay_queues(app) -> list[dict]:
     """Per delay level (and the timer queue for exact deliver times): messages waiting and the
-    deliver time (epoch ms) of the head, None when the level is drained."""
-    st, sched = app.store, app.delay
-    levels = app.delay_levels
-    out = []
-    for q in range(levels.queue_count):
-        cursor = sched.cursor[q]
-        end = st.max_offset(SCHEDULE_TOPIC, q)
-        units = st.units(SCHEDULE_TOPIC, q, cursor, 1) if cursor < end else []
-        level = str(q + 1) if q < levels.queue_count - 1 else "timer"
-        out.append({"level": level, "depth": max(0, end - cursor),
-                    "next_due_ms": units[0][2] if units else None})
-    return out
+    deliver time (epoch ms) of the earliest, None when the level is drained. Read from the
+    scheduler's own delivery state, so a delivered message is never shown as pending."""
+    last = app.delay_levels.queue_count - 1
+    return [{"level": str(q + 1) if q < last else "timer", "depth": depth, "next_due_ms": due}
+            for q, depth, due in app.delay.pending()]
 
 
 def pending_transactions(app) -> int:

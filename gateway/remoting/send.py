@@ -107,7 +107,9 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
             limit = h.int("maxReconsumeTimes", retry.DEFAULT_MAX_RECONSUME_TIMES)
             msgs = [_retry_or_dlq(app, m, limit) for m in msgs]
         now, levels = now_ms(), delay_levels(app)
-        msgs = [routing.route(m, now, levels) for m in msgs]
+        msgs = [routing.route(routing.adopt_rocketmq_timer(m, now), now, levels) for m in msgs]
+    except routing.DelayRefused as exc:  # RocketMQ 5.5: MESSAGE_ILLEGAL for a timer, SYSTEM_ERROR for DELAY
+        return req.response(ResponseCode.MESSAGE_ILLEGAL if exc.timer else ResponseCode.SYSTEM_ERROR, remark=str(exc))
     except store.StoreError as exc:
         return append_error(req, exc)
     return PreparedSend(req, msgs, qid)

@@ -3,7 +3,7 @@ import pytest
 
 from codec.remoting.message import Message, tag_hash
 from semantics.routing import (
-    HALF_TOPIC, SCHEDULE_TOPIC, DelayLevels, DEFAULT_LEVELS, route,
+    HALF_TOPIC, SCHEDULE_TOPIC, DelayLevels, DEFAULT_LEVELS, DelayRefused, adopt_rocketmq_timer, route,
 )
 from codec.remoting.tags import parse_tags
 
@@ -77,10 +77,35 @@ def test_delay_level(level, queue, delay):
     assert r.tags_codes == [NOW + delay]
 
 
-@pytest.mark.parametrize("level", ["0", "-1", "abc", ""])
+@pytest.mark.parametrize("level", ["0", "-1", "-2147483648"])
 def test_delay_level_not_delayed(level):
+    """As RocketMQ 5.5: a level <= 0 is stored at once."""
     r = route(msg(DELAY=level), NOW)
     assert r.topic == "T"
+
+
+@pytest.mark.parametrize("level", ["abc", "", " 3", "1.5", "2147483648", "\u0663", "3 "])
+def test_delay_level_not_an_integer_is_refused(level):
+    """As RocketMQ 5.5 (Integer.parseInt throws: SYSTEM_ERROR): refused, not sent undelayed."""
+    with pytest.raises(DelayRefused) as info:
+        route(msg(DELAY=level), NOW)
+    assert not info.value.timer and f'"{level}"' in str(info.value)
+
+
+@pytest.mark.parametrize("start", ["abc", "", "12.5", str(1 << 63), str(NOW + 3 * 86_400_000 + 1)])
+def test_deliver_time_not_a_time_or_too_far_is_refused(start):
+    with pytest.raises(DelayRefused) as info:
+        route(msg(__STARTDELIVERTIME=start, DELAY="3"), NOW)
+    assert info.value.timer and str(info.value).startswith("timer message illegal")
+
+
+def test_timer_max_delay_is_the_levels_setting():
+    ahead = NOW + 3 * 86_400_000
+    assert route(msg(__STARTDELIVERTIME=str(ahead)), NOW).tags_codes == [ahead]
+    with pytest.raises(DelayRefused):
+        route(msg(__STARTDELIVERTIME=str(NOW + 61_000)), NOW, DelayLevels(timer_max_delay_ms=60_000))
+    with pytest.raises(DelayRefused):  # a transactional message is checked too (before it waits as a half)
+        route(msg(__STARTDELIVERTIME="soon", TRAN_MSG="true"), NOW)
 
 
 def test_start_deliver_time():
@@ -106,6 +131,24 @@ def test_half_message():
     assert m.topic == "T" and "REAL_TOPIC" not in m.properties  # the input is not modified
 
 
-def test_absurd_deliver_time_still_fits_the_consumequeue():
-    r = route(msg(__STARTDELIVERTIME=str(10 ** 30)), NOW)
-    assert r.tags_codes == [(1 << 63) - 1]
+def test_deliver_time_in_the_past_is_not_delayed():
+    """As RocketMQ 5.5: a deliver time not ahead (even negative) is stored at once."""
+    for start in (str(NOW), "-5", str(-(1 << 63))):
+        assert route(msg(__STARTDELIVERTIME=start), NOW).topic == "T"
+
+
+def test_rocketmq_timer_properties_become_the_deliver_time():
+    """RocketMQ 5's TIMER_DELAY_SEC / TIMER_DELAY_MS / TIMER_DELIVER_MS (remoting), read as its broker does."""
+    def due(**props):
+        return adopt_rocketmq_timer(msg(**props), NOW).properties.get("__STARTDELIVERTIME")
+    assert due(TIMER_DELAY_SEC="2") == str(NOW + 2000)
+    assert due(TIMER_DELAY_MS="1500") == str(NOW + 1500)
+    assert due(TIMER_DELIVER_MS=str(NOW + 7)) == str(NOW + 7)
+    assert due(TIMER_DELAY_SEC="1", TIMER_DELIVER_MS=str(NOW + 7)) == str(NOW + 1000)  # the broker's order
+    assert due(TIMER_DELAY_SEC="1", DELAY="2") is None  # a level wins, as on the broker
+    assert due(TIMER_DELAY_SEC="1", DELAY="0") == str(NOW + 1000)
+    assert due(TIMER_DELAY_SEC="1", __STARTDELIVERTIME="5") == "5"  # the gateway's own wins
+    assert due(TAGS="a") is None
+    with pytest.raises(DelayRefused) as info:
+        adopt_rocketmq_timer(msg(TIMER_DELIVER_MS="soon"), NOW)
+    assert info.value.timer

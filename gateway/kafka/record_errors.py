@@ -1,0 +1,41 @@
+"""KIP-467 refusals of a produce partition: INVALID_RECORD with one `record_errors` entry per bad
+record (`batch_index` within its batch) and Kafka's summary message; nothing of the partition is
+stored. The delayed-delivery headers are checked here by the one delay rule every protocol uses
+(semantics.routing.delay_refusal, docs/mapping.md "Delay rule")."""
+from __future__ import annotations
+
+from codec.kafka.schema import DecodeError
+from interop.inner_batch import routing_headers
+from semantics import routing
+
+
+def delay_record_errors(batches, now_ms: int, levels: routing.DelayLevels) -> list[dict]:
+    """A record error for each record whose DELAY or __STARTDELIVERTIME header the delay rule
+    refuses (an empty or null value too)."""
+    out = []
+    for batch in batches:
+        try:
+            found = routing_headers(batch)
+        except (DecodeError, ValueError):
+            continue  # an unreadable batch is refused by the store path (CORRUPT_MESSAGE)
+        bad, verdicts = {}, {}  # verdicts: one check per distinct header (a batch mostly repeats one)
+        for i, name, value in found:
+            if (name, value) not in verdicts:
+                text = "" if value is None else bytes(value).decode("utf-8", "replace")
+                verdicts[name, value] = routing.delay_refusal({name: text}, now_ms, levels)
+            refused = verdicts[name, value]
+            if refused is not None:
+                bad.setdefault(i, str(refused))
+        out += [{"batch_index": i, "batch_index_error_message": why} for i, why in sorted(bad.items())]
+    return out
+
+
+def invalid_records(index: int, errors_: list[dict], code: int, log_start_offset: int) -> dict:
+    """The partition response refusing its records, with Kafka's message: the count and the first
+    three record errors."""
+    shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
+                      for e in errors_[:3])
+    why = (f"One or more records have been rejected due to {len(errors_)} record errors in total, and only "
+           f"showing the first three errors at most: [{shown}]")
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": log_start_offset, "error_message": why, "record_errors": errors_}
