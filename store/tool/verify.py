@@ -1,0 +1,201 @@
+"""`rocketgate store verify`: every CommitLog entry (magic, sizes, body CRC, its own offset, torn
+tails), every ConsumeQueue unit against the entry it points to and every entry against its unit,
+every IndexFile entry against the entry it points to (its key hash among the entry's keys) and
+every keyed entry against the index; quarantined entries (config/quarantine.json) are listed.
+
+Entries past a derived directory's checkpoint that its files do not cover yet are `pending` (a
+gateway that was killed: recovery re-dispatches them at the next start), not damage."""
+from __future__ import annotations
+
+import os
+import time
+
+from codec.formats.store import IndexEntry, IndexHeader
+from codec.remoting import message as M
+from store.dispatch import REWRITE
+from store.indexfile import key_hash
+from store.tool.files import CommitLogFiles, Progress, checkpoint, config, consume_queues
+
+ENTRY = IndexEntry.compile()
+INDEX_HEADER = IndexHeader.sizeof()
+SOURCE_ATTR = "filter.source.topic"
+
+
+class Report:
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = data_dir
+        self.counts: dict[str, int] = {}
+        self.damage: list[dict] = []
+        self.notes: list[str] = []
+
+    def count(self, what: str, n: int = 1) -> None:
+        self.counts[what] = self.counts.get(what, 0) + n
+
+    def bad(self, where: str, what: str) -> None:
+        self.damage.append({"where": where, "what": what})
+
+    def as_dict(self) -> dict:
+        return {"data_dir": self.data_dir, "ok": not self.damage, "counts": self.counts,
+                "damage": self.damage, "notes": self.notes}
+
+
+def _topics(data_dir: str) -> dict[str, dict]:
+    doc = config(data_dir, "topics.json", {}) or {}
+    return doc.get("topicConfigTable") or {}
+
+
+def _cached_entry(cl: CommitLogFiles, cache: dict, phys: int, size: int | None = None):
+    hit = cache.get(phys)
+    if hit is None:
+        if len(cache) > 4096:
+            cache.clear()
+        hit = cache[phys] = cl.entry(phys, size)
+    return hit
+
+
+def verify(data_dir: str, progress_out=None, commitlog_file_size: int = 1 << 30) -> dict:
+    began = time.monotonic()
+    report = Report(data_dir)
+    cl = CommitLogFiles(data_dir, commitlog_file_size)
+    quarantined = {int(k): v for k, v in ((config(data_dir, "quarantine.json", {}) or {}).get("entries") or {}).items()}
+    topics = _topics(data_dir)
+    queues = consume_queues(data_dir)
+    cq_ck = checkpoint(os.path.join(data_dir, "consumequeue"))
+    index_ck = checkpoint(os.path.join(data_dir, "index"))
+    cache: dict = {}
+    indexed = _check_index(data_dir, cl, cache, report)
+    _check_queues(queues, topics, cl, cache, report)
+    progress = Progress(cl.total, progress_out)
+    missing_queues = set()
+    for phys, kind, value in cl.walk(progress=progress):
+        if kind == "blank":
+            report.count("blank markers")
+            continue
+        if kind == "damage":
+            if phys in quarantined:
+                report.count("quarantined entries")
+                report.notes.append(f"CommitLog {phys}: quarantined ({quarantined[phys]})")
+            report.bad(f"CommitLog {phys}", value)
+            continue
+        msg = value
+        report.count("entries")
+        report.count("entry bytes", msg.size)
+        _entry_against_queue(msg, phys, queues, topics, cq_ck, cl, cache, report, missing_queues)
+        _entry_against_index(msg, phys, indexed, index_ck, report)
+    for phys, why in sorted(quarantined.items()):
+        if not any(d["where"] == f"CommitLog {phys}" for d in report.damage):
+            report.notes.append(f"CommitLog {phys}: in quarantine.json ({why}) but reads sound now")
+    seconds = time.monotonic() - began
+    out = report.as_dict()
+    out.update(commitlog={"files": len(cl.files), "begin": cl.begin, "end": cl.end, "bytes": cl.total},
+               consumequeue_checkpoint=cq_ck, index_checkpoint=index_ck, seconds=round(seconds, 3),
+               mb_per_s=round(cl.total / 1e6 / max(seconds, 1e-9), 1))
+    return out
+
+
+def _entry_against_queue(msg, phys, queues, topics, cq_ck, cl, cache, report, missing_queues) -> None:
+    """The entry's unit is in its queue and points back at it (or at a compacted copy)."""
+    if msg.topic not in topics or REWRITE in msg.properties:
+        return  # a deleted topic's entries stay in the CommitLog until retention; rewrites re-serve old offsets
+    key = (msg.topic, msg.queue_id)
+    cq = queues.get(key)
+    covered = cq_ck is not None and phys < cq_ck
+    if cq is None:
+        if covered and key not in missing_queues:
+            missing_queues.add(key)
+            report.bad(f"ConsumeQueue {msg.topic}/{msg.queue_id}", "missing (its entries are in the CommitLog)")
+        elif not covered:
+            report.count("entries pending dispatch")
+        return
+    if msg.queue_offset < cq.min_offset:
+        return  # retention or DeleteRecords moved the queue past it
+    unit = cq.unit(msg.queue_offset)
+    if unit is None:
+        if covered:
+            report.bad(f"CommitLog {phys}", f"no unit at {msg.topic}/{msg.queue_id} offset {msg.queue_offset}")
+        else:
+            report.count("entries pending dispatch")
+        return
+    if unit[0] != phys:
+        target, _why = _cached_entry(cl, cache, unit[0])
+        if target is None or REWRITE not in target.properties:
+            report.bad(f"CommitLog {phys}", f"unit {msg.topic}/{msg.queue_id}@{msg.queue_offset} points at {unit[0]}")
+
+
+def _check_queues(queues, topics, cl, cache, report) -> None:
+    """Every unit points at a sound entry of its topic (a view's: of its base topic) and queue."""
+    for (topic, qid), cq in sorted(queues.items()):
+        report.count("consume queues")
+        if cq.torn:
+            report.notes.append(f"ConsumeQueue {topic}/{qid}: torn unit at the tail ({cq.torn} bytes; cut at open)")
+        attrs = (topics.get(topic) or {}).get("attributes") or {}
+        want_topic = attrs.get(SOURCE_ATTR) or attrs.get("+" + SOURCE_ATTR) or topic
+        for offset, phys, size, _code in cq.units():
+            report.count("consume queue units")
+            if phys < cl.begin:
+                continue  # retention removed the entry; the queue's min offset moves past it
+            msg, why = _cached_entry(cl, cache, phys, size)
+            where = f"ConsumeQueue {topic}/{qid}@{offset}"
+            if msg is None:
+                report.bad(where, f"points at CommitLog {phys}: {why}")
+            elif msg.topic != want_topic or msg.queue_id != qid:
+                report.bad(where, f"points at an entry of {msg.topic}/{msg.queue_id}")
+            elif want_topic == topic and REWRITE not in msg.properties and not (
+                    msg.queue_offset <= offset < msg.queue_offset + msg.batch_count):
+                report.bad(where, f"points at the entry of offsets {msg.queue_offset}+{msg.batch_count}")
+
+
+def _check_index(data_dir, cl, cache, report) -> set:
+    """Every IndexFile entry points at a sound entry that has a key of its hash; (hash, phys) of all."""
+    directory = os.path.join(data_dir, "index")
+    seen: set = set()
+    names = sorted(n for n in os.listdir(directory) if len(n) == 17 and n.isdigit()) if os.path.isdir(directory) else []
+    for name in names:
+        report.count("index files")
+        with open(os.path.join(directory, name), "rb") as f:
+            head_raw = f.read(INDEX_HEADER)
+            if len(head_raw) < INDEX_HEADER:
+                report.bad(f"IndexFile {name}", "shorter than its header (recovery rebuilds the index)")
+                continue
+            head = IndexHeader.parse(head_raw)
+            size = os.fstat(f.fileno()).st_size
+            entries_at = _entries_at(size, head.index_count)
+            if entries_at is None:
+                report.notes.append(f"IndexFile {name}: slot count unknown, entries not checked")
+                continue
+            f.seek(entries_at)
+            raw = f.read(head.index_count * IndexEntry.sizeof())
+        for n in range(1, head.index_count):
+            e = ENTRY.parse(raw[n * 20:n * 20 + 20])
+            report.count("index entries")
+            where = f"IndexFile {name}#{n}"
+            if e.prev_index >= n or e.prev_index < 0:
+                report.bad(where, f"chain points forward to {e.prev_index}")
+            if e.physical_offset < cl.begin:
+                continue
+            seen.add((e.key_hash, e.physical_offset))
+            msg, why = _cached_entry(cl, cache, e.physical_offset)
+            if msg is None:
+                report.bad(where, f"points at CommitLog {e.physical_offset}: {why}")
+            elif e.key_hash not in {key_hash(k) for k in M.index_keys(msg.topic, msg.properties, msg.keys)}:
+                report.bad(where, f"key hash {e.key_hash} is none of the keys of the entry at {e.physical_offset}")
+    return seen
+
+
+def _entries_at(size: int, count: int, slots_choices=(5_000_000,)) -> int | None:
+    """Where the entries start: the file's slot count is not in it; the gateway's default, else the
+    one count that makes the file's size whole (files written with --index-slots)."""
+    for slots in slots_choices:
+        at = INDEX_HEADER + 4 * slots
+        if at <= size and (size - at) % 20 == 0 and at + 20 * count <= size:
+            return at
+    return None
+
+
+def _entry_against_index(msg, phys, indexed, index_ck, report) -> None:
+    if index_ck is None or phys >= index_ck:
+        return
+    for key in M.index_keys(msg.topic, msg.properties, msg.keys):
+        if (key_hash(key), phys) not in indexed:
+            report.bad(f"CommitLog {phys}", f"key {key!r} is not in the index")
+            return
