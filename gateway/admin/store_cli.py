@@ -42,7 +42,8 @@ def add_commands(nouns, command, parser_class) -> None:
     d.add_argument("--count", type=int, help="at most this many units, with --topic")
     d.add_argument("--print-data-log", action="store_true", help="also bodies, properties, keys and values")
     d.add_argument("--deep-iteration", action="store_true", help="the records inside inner batches")
-    common(command(verbs, "verify", run_verify, "check CRCs, magic and every derived file against the CommitLog"))
+    v = common(command(verbs, "verify", run_verify, "check CRCs, magic and every derived file against the CommitLog"))
+    v.add_argument("--index-slots", type=int, default=5_000_000, help="the gateway's --index-slots")
     r = common(command(verbs, "rebuild", run_rebuild, "rebuild ConsumeQueues and IndexFiles from the CommitLog "
                                                       "(the gateway must be stopped)"))
     r.add_argument("--index-slots", type=int, default=5_000_000, help="the gateway's --index-slots")
@@ -86,7 +87,7 @@ def _line(item: dict, indent: str = "") -> str:
 
 def run_verify(args) -> int:
     _lock(args.data_dir, True)
-    report = verify.verify(args.data_dir, _progress(args), args.commitlog_file_size or 1 << 30)
+    report = verify.verify(args.data_dir, _progress(args), args.commitlog_file_size or 1 << 30, args.index_slots)
     if args.json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:

@@ -8,14 +8,13 @@ import mmap
 import os
 import time
 
-from codec.formats.message import EntryHead
-from codec.formats.store import Checkpoint, ConsumeQueueUnit
+from codec.formats.store import Checkpoint
 from codec.remoting import message as M
-from store.consumequeue import dir_topic
+from store.commitlog import SIZE_MAGIC
+from store.consumequeue import UNIT, UNIT_SIZE, dir_topic
 
-HEAD = EntryHead.compile()
-UNIT = ConsumeQueueUnit.compile()
-UNIT_SIZE = ConsumeQueueUnit.sizeof()
+# The bulk reads use the hot path's precompiled structs (EntryHead and ConsumeQueueUnit of
+# codec.formats, held to them by tests/formats): a construct parse per unit would be ~20x slower.
 
 
 def _map(path: str):
@@ -86,17 +85,42 @@ class CommitLogFiles:
             return None, "outside the CommitLog"
         if at + 8 > len(mm):
             return None, "torn entry header"
-        head = HEAD.parse(mm[at:at + 8])
-        if head.magic != M.MAGIC_V1:
-            return None, f"bad magic code 0x{head.magic:08x}"
-        if size is not None and head.total_size != size:
-            return None, f"size {head.total_size}, the unit says {size}"
-        if head.total_size < M.FIXED_SIZE or at + head.total_size > len(mm):
-            return None, f"bad or torn entry of size {head.total_size}"
+        total, magic = SIZE_MAGIC.unpack_from(mm, at)
+        if magic != M.MAGIC_V1:
+            return None, f"bad magic code 0x{magic:08x}"
+        if size is not None and total != size:
+            return None, f"size {total}, the unit says {size}"
+        if total < M.FIXED_SIZE or at + total > len(mm):
+            return None, f"bad or torn entry of size {total}"
         try:
-            return M.decode(mm[at:at + head.total_size]), None
+            return M.decode(mm[at:at + total]), None
         except M.MessageFormatError as exc:
             return None, str(exc)
+
+    def summary(self, phys: int, size: int):
+        """(topic, queue id, queue offset, record count, is a rewrite) of the sound-looking entry of
+        `size` bytes at `phys` without copying its body, or (None, why): the ConsumeQueue check."""
+        mm, at = self.buffer_at(phys)
+        if mm is None or at + M.FIXED_SIZE > len(mm):
+            return None, "outside the CommitLog"
+        h = M.HEADER.unpack_from(mm, at)
+        if h[1] != M.MAGIC_V1:
+            return None, f"bad magic code 0x{h[1]:08x}"
+        if h[0] != size or at + size > len(mm):
+            return None, f"size {h[0]}, the unit says {size}"
+        p = at + M.HEADER_SIZE + h[16]
+        if h[16] < 0 or p + 3 > at + size:
+            return None, "bad body length"
+        tlen = mm[p]
+        try:
+            topic = mm[p + 1:p + 1 + tlen].decode()
+            props = mm[p + 3 + tlen:at + size]
+            count = 1
+            if h[7] & M.INNER_BATCH_FLAG:
+                count = int(M.string_to_properties(props.decode()).get(M.PROP_INNER_NUM, 1))
+        except ValueError as exc:
+            return None, f"undecodable entry: {exc}"
+        return (topic, h[3], h[5], count, b"REWRITE\x01" in props), None
 
     def walk(self, start: int | None = None, end: int | None = None, progress=None):
         """Yield (phys, kind, value) in order: ("entry", StoredMessage), ("blank", size) or
@@ -117,7 +141,7 @@ class CommitLogFiles:
                 if pos + 8 > len(mm):
                     yield phys, "damage", f"torn tail: {len(mm) - pos} bytes"
                     break
-                size, magic = _head(mm, pos)
+                size, magic = SIZE_MAGIC.unpack_from(mm, pos)
                 if magic == M.BLANK_MAGIC:
                     yield phys, "blank", size
                     break
@@ -147,11 +171,6 @@ class CommitLogFiles:
             progress(done)
 
 
-def _head(mm, pos: int) -> tuple[int, int]:
-    h = HEAD.parse(mm[pos:pos + 8])
-    return h.total_size, h.magic
-
-
 class ConsumeQueueFiles:
     """One queue's units, mapped read-only, as one run of 20-byte units from `min_offset`."""
 
@@ -169,16 +188,15 @@ class ConsumeQueueFiles:
     def units(self):
         """(queue offset, phys, size, tags code) of every unit."""
         for start, mm in self.files:
-            for i in range(len(mm) // UNIT_SIZE):
-                u = UNIT.parse(mm[i * UNIT_SIZE:(i + 1) * UNIT_SIZE])
-                yield start // UNIT_SIZE + i, u.physical_offset, u.size, u.tags_code
+            whole = len(mm) - len(mm) % UNIT_SIZE
+            for i, (phys, size, code) in enumerate(UNIT.iter_unpack(memoryview(mm)[:whole])):
+                yield start // UNIT_SIZE + i, phys, size, code
 
     def unit(self, offset: int):
         pos = offset * UNIT_SIZE
         for start, mm in reversed(self.files):
             if start <= pos and pos + UNIT_SIZE <= start + len(mm):
-                u = UNIT.parse(mm[pos - start:pos - start + UNIT_SIZE])
-                return u.physical_offset, u.size, u.tags_code
+                return UNIT.unpack_from(mm, pos - start)
         return None
 
 

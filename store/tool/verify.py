@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 import time
 
-from codec.formats.store import IndexEntry, IndexHeader
+from codec.formats.store import IndexEntry, IndexHeader  # noqa: F401 - IndexEntry: ENTRY's definition
 from codec.remoting import message as M
 from store.dispatch import REWRITE
-from store.indexfile import key_hash
+from store.indexfile import ENTRY, key_hash
 from store.tool.files import CommitLogFiles, Progress, checkpoint, config, consume_queues
 
-ENTRY = IndexEntry.compile()
 INDEX_HEADER = IndexHeader.sizeof()
 SOURCE_ATTR = "filter.source.topic"
 
@@ -53,7 +52,16 @@ def _cached_entry(cl: CommitLogFiles, cache: dict, phys: int, size: int | None =
     return hit
 
 
-def verify(data_dir: str, progress_out=None, commitlog_file_size: int = 1 << 30) -> dict:
+def _cached_summary(cl: CommitLogFiles, cache: dict, phys: int, size: int):
+    hit = cache.get((phys, size))
+    if hit is None:
+        if len(cache) > 65536:
+            cache.clear()
+        hit = cache[(phys, size)] = cl.summary(phys, size)
+    return hit
+
+
+def verify(data_dir: str, progress_out=None, commitlog_file_size: int = 1 << 30, index_slots: int = 5_000_000) -> dict:
     began = time.monotonic()
     report = Report(data_dir)
     cl = CommitLogFiles(data_dir, commitlog_file_size)
@@ -63,8 +71,8 @@ def verify(data_dir: str, progress_out=None, commitlog_file_size: int = 1 << 30)
     cq_ck = checkpoint(os.path.join(data_dir, "consumequeue"))
     index_ck = checkpoint(os.path.join(data_dir, "index"))
     cache: dict = {}
-    indexed = _check_index(data_dir, cl, cache, report)
-    _check_queues(queues, topics, cl, cache, report)
+    indexed = _check_index(data_dir, cl, cache, report, index_slots)
+    _check_queues(queues, topics, cl, report)
     progress = Progress(cl.total, progress_out)
     missing_queues = set()
     for phys, kind, value in cl.walk(progress=progress):
@@ -122,8 +130,10 @@ def _entry_against_queue(msg, phys, queues, topics, cq_ck, cl, cache, report, mi
             report.bad(f"CommitLog {phys}", f"unit {msg.topic}/{msg.queue_id}@{msg.queue_offset} points at {unit[0]}")
 
 
-def _check_queues(queues, topics, cl, cache, report) -> None:
+def _check_queues(queues, topics, cl, report) -> None:
     """Every unit points at a sound entry of its topic (a view's: of its base topic) and queue."""
+    cache = {}
+    units = 0
     for (topic, qid), cq in sorted(queues.items()):
         report.count("consume queues")
         if cq.torn:
@@ -131,21 +141,22 @@ def _check_queues(queues, topics, cl, cache, report) -> None:
         attrs = (topics.get(topic) or {}).get("attributes") or {}
         want_topic = attrs.get(SOURCE_ATTR) or attrs.get("+" + SOURCE_ATTR) or topic
         for offset, phys, size, _code in cq.units():
-            report.count("consume queue units")
+            units += 1
             if phys < cl.begin:
                 continue  # retention removed the entry; the queue's min offset moves past it
-            msg, why = _cached_entry(cl, cache, phys, size)
-            where = f"ConsumeQueue {topic}/{qid}@{offset}"
-            if msg is None:
-                report.bad(where, f"points at CommitLog {phys}: {why}")
-            elif msg.topic != want_topic or msg.queue_id != qid:
-                report.bad(where, f"points at an entry of {msg.topic}/{msg.queue_id}")
-            elif want_topic == topic and REWRITE not in msg.properties and not (
-                    msg.queue_offset <= offset < msg.queue_offset + msg.batch_count):
-                report.bad(where, f"points at the entry of offsets {msg.queue_offset}+{msg.batch_count}")
+            entry, why = _cached_summary(cl, cache, phys, size)
+            if entry is None:
+                report.bad(f"ConsumeQueue {topic}/{qid}@{offset}", f"points at CommitLog {phys}: {why}")
+                continue
+            e_topic, e_qid, e_offset, e_count, rewrite = entry
+            if e_topic != want_topic or e_qid != qid:
+                report.bad(f"ConsumeQueue {topic}/{qid}@{offset}", f"points at an entry of {e_topic}/{e_qid}")
+            elif want_topic == topic and not rewrite and not e_offset <= offset < e_offset + e_count:
+                report.bad(f"ConsumeQueue {topic}/{qid}@{offset}", f"points at the entry of offsets {e_offset}+{e_count}")
+    report.count("consume queue units", units)
 
 
-def _check_index(data_dir, cl, cache, report) -> set:
+def _check_index(data_dir, cl, cache, report, slots: int) -> set:
     """Every IndexFile entry points at a sound entry that has a key of its hash; (hash, phys) of all."""
     directory = os.path.join(data_dir, "index")
     seen: set = set()
@@ -159,37 +170,34 @@ def _check_index(data_dir, cl, cache, report) -> set:
                 continue
             head = IndexHeader.parse(head_raw)
             size = os.fstat(f.fileno()).st_size
-            entries_at = _entries_at(size, head.index_count)
+            entries_at = _entries_at(size, head.index_count, slots)
             if entries_at is None:
                 report.notes.append(f"IndexFile {name}: slot count unknown, entries not checked")
                 continue
             f.seek(entries_at)
             raw = f.read(head.index_count * IndexEntry.sizeof())
         for n in range(1, head.index_count):
-            e = ENTRY.parse(raw[n * 20:n * 20 + 20])
+            h, phys, _diff, prev = ENTRY.unpack_from(raw, n * ENTRY.size)
             report.count("index entries")
             where = f"IndexFile {name}#{n}"
-            if e.prev_index >= n or e.prev_index < 0:
-                report.bad(where, f"chain points forward to {e.prev_index}")
-            if e.physical_offset < cl.begin:
+            if prev >= n or prev < 0:
+                report.bad(where, f"chain points forward to {prev}")
+            if phys < cl.begin:
                 continue
-            seen.add((e.key_hash, e.physical_offset))
-            msg, why = _cached_entry(cl, cache, e.physical_offset)
+            seen.add((h, phys))
+            msg, why = _cached_entry(cl, cache, phys)
             if msg is None:
-                report.bad(where, f"points at CommitLog {e.physical_offset}: {why}")
-            elif e.key_hash not in {key_hash(k) for k in M.index_keys(msg.topic, msg.properties, msg.keys)}:
-                report.bad(where, f"key hash {e.key_hash} is none of the keys of the entry at {e.physical_offset}")
+                report.bad(where, f"points at CommitLog {phys}: {why}")
+            elif h not in {key_hash(k) for k in M.index_keys(msg.topic, msg.properties, msg.keys)}:
+                report.bad(where, f"key hash {h} is none of the keys of the entry at {phys}")
     return seen
 
 
-def _entries_at(size: int, count: int, slots_choices=(5_000_000,)) -> int | None:
-    """Where the entries start: the file's slot count is not in it; the gateway's default, else the
-    one count that makes the file's size whole (files written with --index-slots)."""
-    for slots in slots_choices:
-        at = INDEX_HEADER + 4 * slots
-        if at <= size and (size - at) % 20 == 0 and at + 20 * count <= size:
-            return at
-    return None
+def _entries_at(size: int, count: int, slots: int) -> int | None:
+    """Where the entries start (the slot count is not in the file: the gateway's --index-slots);
+    None when that count does not fit the file's size."""
+    at = INDEX_HEADER + 4 * slots
+    return at if at <= size and (size - at) % 20 == 0 and at + 20 * count <= size else None
 
 
 def _entry_against_index(msg, phys, indexed, index_ck, report) -> None:
