@@ -11,13 +11,28 @@ import sys
 from store.tool import dump, rebuild, verify
 
 
+class Locked(Exception):
+    """rebuild found the data dir locked by a gateway (exit 3)."""
+
+
 def _lock(data_dir: str, shared: bool):
-    """The data-dir lock (store/lock.py, issue: data-dir lock); a no-op until that module is merged."""
+    """The data-dir lock (store/lock.py): shared for dump and verify, which also read a live
+    gateway's dir (its exclusive lock then refuses ours: we go on read-only, saying so);
+    exclusive for rebuild, which a running gateway refuses. Returns the held lock (keep it), or
+    None. Until store/lock.py is merged this takes no lock."""
     try:
-        from store import lock  # noqa: PLC0415 - optional until store/lock.py lands
+        from store import lock  # noqa: PLC0415 - store/lock.py comes with the data-dir lock issue
     except ImportError:
         return None
-    return lock.acquire(data_dir, shared=shared, what="rocketgate store")
+    try:
+        return lock.acquire(data_dir, shared=shared, what="rocketgate store")
+    except lock.DataDirLocked as exc:
+        if not shared:
+            raise Locked(str(exc)) from None
+        holder = getattr(exc, "holder", None) or "another process"
+        sys.stderr.write(f"rocketgate store: {data_dir} is in use by {holder}: reading it live, read-only "
+                         "(it may change meanwhile)\n")
+        return None
 
 
 def add_commands(nouns, command, parser_class) -> None:
@@ -55,7 +70,7 @@ def _progress(args):
 
 
 def run_dump(args) -> int:
-    _lock(args.data_dir, True)
+    held = _lock(args.data_dir, True)  # noqa: F841 - held until the command returns
     if args.topic is not None:
         items = dump.queue(args.data_dir, args.topic, args.queue, args.offset, args.count, args.print_data_log,
                            args.deep_iteration, args.commitlog_file_size or 1 << 30)
@@ -86,7 +101,7 @@ def _line(item: dict, indent: str = "") -> str:
 
 
 def run_verify(args) -> int:
-    _lock(args.data_dir, True)
+    held = _lock(args.data_dir, True)  # noqa: F841 - held until the command returns
     report = verify.verify(args.data_dir, _progress(args), args.commitlog_file_size or 1 << 30, args.index_slots)
     if args.json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
@@ -103,7 +118,11 @@ def run_verify(args) -> int:
 
 
 def run_rebuild(args) -> int:
-    _lock(args.data_dir, False)
+    try:
+        held = _lock(args.data_dir, False)  # noqa: F841 - held until the command returns
+    except Locked as exc:
+        sys.stderr.write(f"rocketgate: error: {exc}\n")
+        return 3
     report = rebuild.rebuild(args.data_dir, _progress(args), args.commitlog_file_size, args.index_slots,
                              args.index_entries)
     if args.json:

@@ -167,6 +167,8 @@ class CommitLogFiles:
                     yield phys, "entry", msg
                 pos += size
             done += len(mm)
+            if isinstance(mm, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                mm.madvise(mmap.MADV_DONTNEED)  # out of this process's memory; the page cache keeps it
         if progress is not None:
             progress(done)
 

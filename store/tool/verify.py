@@ -64,15 +64,17 @@ def _cached_summary(cl: CommitLogFiles, cache: dict, phys: int, size: int):
 def verify(data_dir: str, progress_out=None, commitlog_file_size: int = 1 << 30, index_slots: int = 5_000_000) -> dict:
     began = time.monotonic()
     report = Report(data_dir)
+    # The checkpoints before the CommitLog is mapped: on a live gateway a checkpoint never covers
+    # more than the mapped CommitLog, so what points past both was written after this began.
+    cq_ck = checkpoint(os.path.join(data_dir, "consumequeue"))
+    index_ck = checkpoint(os.path.join(data_dir, "index"))
     cl = CommitLogFiles(data_dir, commitlog_file_size)
     quarantined = {int(k): v for k, v in ((config(data_dir, "quarantine.json", {}) or {}).get("entries") or {}).items()}
     topics = _topics(data_dir)
     queues = consume_queues(data_dir)
-    cq_ck = checkpoint(os.path.join(data_dir, "consumequeue"))
-    index_ck = checkpoint(os.path.join(data_dir, "index"))
     cache: dict = {}
-    indexed = _check_index(data_dir, cl, cache, report, index_slots)
-    _check_queues(queues, topics, cl, report)
+    indexed = _check_index(data_dir, cl, cache, report, index_slots, index_ck)
+    _check_queues(queues, topics, cl, report, cq_ck, progress_out)
     progress = Progress(cl.total, progress_out)
     missing_queues = set()
     for phys, kind, value in cl.walk(progress=progress):
@@ -130,10 +132,11 @@ def _entry_against_queue(msg, phys, queues, topics, cq_ck, cl, cache, report, mi
             report.bad(f"CommitLog {phys}", f"unit {msg.topic}/{msg.queue_id}@{msg.queue_offset} points at {unit[0]}")
 
 
-def _check_queues(queues, topics, cl, report) -> None:
+def _check_queues(queues, topics, cl, report, ck, progress_out=None) -> None:
     """Every unit points at a sound entry of its topic (a view's: of its base topic) and queue."""
     cache = {}
     units = 0
+    progress = Progress(sum(cq.max_offset - cq.min_offset for cq in queues.values()) * 20, progress_out)
     for (topic, qid), cq in sorted(queues.items()):
         report.count("consume queues")
         if cq.torn:
@@ -142,8 +145,13 @@ def _check_queues(queues, topics, cl, report) -> None:
         want_topic = attrs.get(SOURCE_ATTR) or attrs.get("+" + SOURCE_ATTR) or topic
         for offset, phys, size, _code in cq.units():
             units += 1
+            if not units & 0xFFFF:
+                progress(units * 20, "ConsumeQueues")
             if phys < cl.begin:
                 continue  # retention removed the entry; the queue's min offset moves past it
+            if _written_since(phys, cl, ck):
+                report.count("units written while verifying")
+                continue
             entry, why = _cached_summary(cl, cache, phys, size)
             if entry is None:
                 report.bad(f"ConsumeQueue {topic}/{qid}@{offset}", f"points at CommitLog {phys}: {why}")
@@ -156,7 +164,7 @@ def _check_queues(queues, topics, cl, report) -> None:
     report.count("consume queue units", units)
 
 
-def _check_index(data_dir, cl, cache, report, slots: int) -> set:
+def _check_index(data_dir, cl, cache, report, slots: int, ck) -> set:
     """Every IndexFile entry points at a sound entry that has a key of its hash; (hash, phys) of all."""
     directory = os.path.join(data_dir, "index")
     seen: set = set()
@@ -184,6 +192,9 @@ def _check_index(data_dir, cl, cache, report, slots: int) -> set:
                 report.bad(where, f"chain points forward to {prev}")
             if phys < cl.begin:
                 continue
+            if _written_since(phys, cl, ck):
+                report.count("index entries written while verifying")
+                continue
             seen.add((h, phys))
             msg, why = _cached_entry(cl, cache, phys)
             if msg is None:
@@ -191,6 +202,13 @@ def _check_index(data_dir, cl, cache, report, slots: int) -> set:
             elif h not in {key_hash(k) for k in M.index_keys(msg.topic, msg.properties, msg.keys)}:
                 report.bad(where, f"key hash {h} is none of the keys of the entry at {phys}")
     return seen
+
+
+def _written_since(phys: int, cl, ck) -> bool:
+    """A unit or index entry pointing past the mapped CommitLog and past its checkpoint: a live
+    gateway wrote both after the CommitLog was mapped (on a stopped one: damage, the checkpoint
+    vouches for what it covers)."""
+    return phys >= cl.end and (ck is None or phys >= ck)
 
 
 def _entries_at(size: int, count: int, slots: int) -> int | None:
