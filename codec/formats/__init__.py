@@ -4,10 +4,11 @@ agreement tests that hold the hot paths' precompiled `struct` code to them (test
 
 Families: `message` (CommitLog entry, blank marker, batch items, ids), `store` (ConsumeQueue,
 IndexFile, checkpoints, config files), `remoting` (RemotingCommand frames), `kafka` (headers,
-RecordBatch, record)."""
+RecordBatch, record), `framing` (Kafka size prefix, gRPC prefix, HTTP/2 frame header, xerial
+snappy), `offsets_topic` (the `__consumer_offsets` records the gateway mirrors)."""
 from __future__ import annotations
 
-from codec.formats import kafka, message, remoting, store  # noqa: F401 - each registers its layouts
+from codec.formats import framing, kafka, message, offsets_topic, remoting, store  # noqa: F401 - each registers
 from codec.formats.common import LAYOUTS, Layout
 
-__all__ = ["LAYOUTS", "Layout", "kafka", "message", "remoting", "store"]
+__all__ = ["LAYOUTS", "Layout", "framing", "kafka", "message", "offsets_topic", "remoting", "store"]

@@ -10,11 +10,12 @@ from codec.formats import LAYOUTS
 from codec.formats.common import TaggedFields
 
 FAMILIES = ["CommitLog", "ConsumeQueue", "IndexFile", "Checkpoints", "Config", "Remoting bodies", "Ids",
-            "RemotingCommand", "Kafka"]
+            "RemotingCommand", "Kafka", "__consumer_offsets", "Framing"]
 _FMT = {"b": "i8", "B": "u8", "h": "i16", "H": "u16", "i": "i32", "I": "u32", "l": "i32", "L": "u32",
         "q": "i64", "Q": "u64"}
 _NAMED = {"_NullableBlob": "zigzag varint length (-1 = null) + bytes",
-          "_NullableString": "i16 length (-1 = null) + utf8 string", "_IPv4": "4 bytes (IPv4)"}
+          "_NullableString": "i16 length (-1 = null) + utf8 string", "_IPv4": "4 bytes (IPv4)",
+          "_CompactString": "uvarint length + 1, then utf8 string"}
 
 
 def _unwrap(con):
@@ -120,7 +121,7 @@ def render() -> str:
         lines += [f"## {family}", ""]
         for lay in [lay for lay in LAYOUTS if lay.family == family]:
             size = _size(lay.construct)
-            lines += [f"### {lay.name}", "", f"Where: {lay.where}. " + (f"Size: {size} bytes. " if size else ""),
+            lines += [f"### {lay.name}", "", f"Where: {lay.where}." + (f" Size: {size} bytes." if size else ""),
                       "", lay.doc, ""]
             table = rows(lay.construct)
             if table:
