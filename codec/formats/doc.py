@@ -10,7 +10,7 @@ from codec.formats import LAYOUTS
 from codec.formats.common import TaggedFields
 
 FAMILIES = ["CommitLog", "ConsumeQueue", "IndexFile", "Checkpoints", "Config", "Remoting bodies", "Ids",
-            "RemotingCommand", "Kafka", "__consumer_offsets", "Framing"]
+            "System topics", "RemotingCommand", "Kafka", "__consumer_offsets", "Framing"]
 _FMT = {"b": "i8", "B": "u8", "h": "i16", "H": "u16", "i": "i32", "I": "u32", "l": "i32", "L": "u32",
         "q": "i64", "Q": "u64"}
 _NAMED = {"_NullableBlob": "zigzag varint length (-1 = null) + bytes",

@@ -84,3 +84,23 @@ CONFIG_DOCUMENTS = {
 ConfigDocument = register("ConfigDocument", "Config", JsonDocument, "config/*.json",
                           "A JSON document written atomically (temp file, fsync, rename) with indent 1. "
                           "Documents: " + "; ".join(f"{k}: {v}" for k, v in CONFIG_DOCUMENTS.items()) + ".")
+
+
+class _CompactJson(Adapter):
+    """UTF-8 JSON without spaces (json.dumps with separators (",", ":"))."""
+
+    def _decode(self, obj, context, path):
+        import json
+        return json.loads(obj)
+
+    def _encode(self, obj, context, path):
+        import json
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+
+PopLogOp = register("PopLogOp", "System topics", _CompactJson(GreedyBytes),
+                    "body of an RMQ_SYS_POP_LOG entry (queue 0), or of an RMQ_SYS_POP_JOURNAL_<topic> entry",
+                    'One POP engine op as compact JSON: {"k": kind ("init", "pop", "ack", "nack", "drop", '
+                    '"states" ...), "g": group, "t": topic, "q": queue id, ...}; a pop journal entry adds "cp", '
+                    "the journal offset of the latest checkpoint. config/popState.json holds the snapshot and "
+                    '"logNext", the log position it covers (semantics.pop_log, semantics.replication.pop_journal).')

@@ -128,3 +128,29 @@ def test_config_document_both_directions(doc):
         assert ConfigDocument.build(doc) == raw
         cfg.write_bytes("doc", ConfigDocument.build(doc))
         assert cfg.read("doc") == doc
+
+
+ops = st.fixed_dictionaries({"k": st.sampled_from(["init", "pop", "ack", "drop"]), "g": text, "t": text,
+                             "q": st.integers(0, 1000)}, optional={"s": st.integers(0, 1 << 40), "o": st.integers()})
+
+
+@settings(max_examples=25, deadline=None)
+@given(op_list=st.lists(ops, min_size=1, max_size=4))
+def test_pop_log_op_both_directions(op_list):
+    """What PopLog.append stores parses with PopLogOp, and a PopLogOp-built body replays through
+    the pop log's loader (apply_op) as the op itself."""
+    import store as store_pkg
+    from codec.formats.store import PopLogOp
+    from codec.remoting.message import Message
+    from semantics.pop_log import LOG_TOPIC, PopLog
+    from store.tool.files import CommitLogFiles
+    with tempfile.TemporaryDirectory() as d:
+        s = store_pkg.open(d)
+        log = PopLog(s)
+        for op in op_list:
+            log.append(op)
+        s.append(Message(topic=LOG_TOPIC, queue_id=0, body=PopLogOp.build(op_list[0])))
+        s.close()
+        bodies = [v.body for _p, kind, v in CommitLogFiles(d).walk() if kind == "entry" and v.topic == LOG_TOPIC]
+    assert [PopLogOp.parse(b) for b in bodies] == op_list + [op_list[0]]
+    assert bodies[-1] == bodies[0]
