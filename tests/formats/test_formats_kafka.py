@@ -75,6 +75,11 @@ def test_hot_path_batch_parses_with_the_definition(recs, base_offset, producer_i
         batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp, batch.producer_id, batch.producer_epoch,
         batch.base_sequence, batch.record_count)
     assert RecordBatchHeader.build(h) == raw[:R.HEADER_SIZE]
+    assert R.PRODUCER_FIELDS.unpack_from(raw, R.PRODUCER_ID_AT) == (h.producer_id, h.producer_epoch,
+                                                                   h.base_sequence, h.record_count)
+    stamped = RecordBatch.parse(R.with_log_append_time(raw, 12345)).header
+    assert (stamped.max_timestamp, stamped.attributes & R.TIMESTAMP_LOG_APPEND, stamped.crc) == (
+        12345, R.TIMESTAMP_LOG_APPEND, R.crc32c(R.with_log_append_time(raw, 12345)[R.CRC_START:]))
     parsed = Records.parse(R.decompress(h.attributes & 7, p.records))
     want = R.decode_records(batch.records_bytes(), batch.record_count)
     assert [(r.offset_delta, r.timestamp_delta, r.key, r.value, [(x.key.decode(), x.value) for x in r.headers])
@@ -109,7 +114,7 @@ def test_definition_built_batch_decodes_on_the_hot_path(recs, base_offset, produ
 def test_named_positions_are_the_definition_offsets():
     from codec.formats import doc
     offsets = {f: int(o) for o, _s, f, _t, _m in doc.rows(RecordBatchHeader)}
-    assert (offsets["base_offset"], offsets["batch_length"], offsets["attributes"], offsets["max_timestamp"],
-            offsets["producer_id"], offsets["record_count"]) == (
-        R.BASE_OFFSET_AT, R.BATCH_LENGTH_AT, R.ATTRS_AT, R.MAX_TS_AT, R.PRODUCER_ID_AT, R.RECORD_COUNT_AT)
+    assert (offsets["base_offset"], offsets["batch_length"], offsets["crc"], offsets["attributes"],
+            offsets["max_timestamp"], offsets["producer_id"], offsets["record_count"]) == (
+        R.BASE_OFFSET_AT, R.BATCH_LENGTH_AT, R.CRC_AT, R.ATTRS_AT, R.MAX_TS_AT, R.PRODUCER_ID_AT, R.RECORD_COUNT_AT)
     assert offsets["attributes"] == R.CRC_START and RecordBatchHeader.sizeof() == R.HEADER_SIZE

@@ -115,9 +115,11 @@ def test_a_flipped_body_byte_is_damage(made, tmp_path):
 def test_a_lost_consume_queue_is_damage_and_rebuild_restores_it(made, tmp_path):
     data = _copy(made, tmp_path)
     shutil.rmtree(os.path.join(data, "consumequeue", KAFKA_TOPIC, "1"))
+    shutil.rmtree(os.path.join(data, "consumequeue", ROCKET_TOPIC))
     r = tool("verify", data)
     assert r.returncode == 1
     assert f"DAMAGE ConsumeQueue {KAFKA_TOPIC}/1: missing" in r.stdout
+    assert f"DAMAGE ConsumeQueue {ROCKET_TOPIC}/0: missing" in r.stdout
     rb = tool("rebuild", data, "--json")
     assert rb.returncode == 0, rb.stderr
     assert json.loads(rb.stdout)["entries"] >= N + 2
@@ -127,12 +129,13 @@ def test_a_lost_consume_queue_is_damage_and_rebuild_restores_it(made, tmp_path):
     try:
         c = KafkaConsumer(bootstrap_servers=gw.kafka_bootstrap, auto_offset_reset="earliest",
                           consumer_timeout_ms=5000, enable_auto_commit=False)
-        c.assign([TopicPartition(KAFKA_TOPIC, 0), TopicPartition(KAFKA_TOPIC, 1)])
+        c.assign([TopicPartition(KAFKA_TOPIC, 0), TopicPartition(KAFKA_TOPIC, 1)]
+                 + [TopicPartition(ROCKET_TOPIC, q) for q in range(4)])
         got = sorted(m.value.decode() for m in c)
         c.close()
     finally:
         gw.stop()
-    assert got == sorted(f"kafka-{i}" for i in range(N))
+    assert got == sorted([f"kafka-{i}" for i in range(N)] + [f"rocket-{i}" for i in range(N)])
 
 
 def _flip_rocket_body(data, needle=b"rocket-7"):
