@@ -14,6 +14,7 @@ from codec.formats.store import IndexEntry, IndexHeader  # noqa: F401 - IndexEnt
 from codec.remoting import message as M
 from store.dispatch import REWRITE
 from store.indexfile import ENTRY, key_hash
+from store.topic_journal import JOURNAL, apply_record, decode_records, renamed_journals
 from store.tool.files import CommitLogFiles, Progress, checkpoint, config, consume_queues
 
 INDEX_HEADER = IndexHeader.sizeof()
@@ -39,8 +40,28 @@ class Report:
 
 
 def _topics(data_dir: str) -> dict[str, dict]:
+    """The topic table as the gateway's recovery would load it (topics.json, then the journals'
+    newer records), without folding anything: read-only, also beside a live gateway."""
     doc = config(data_dir, "topics.json", {}) or {}
-    return doc.get("topicConfigTable") or {}
+    table = dict(doc.get("topicConfigTable") or {})
+    try:
+        version = int((doc.get("dataVersion") or {}).get("counter", 0))
+    except (TypeError, ValueError, AttributeError):
+        version = 0
+    path = os.path.join(data_dir, "config", JOURNAL)
+    if not os.path.isdir(os.path.dirname(path)):
+        return table
+    for file in [p for _v, p in renamed_journals(path)] + [path]:
+        try:
+            with open(file, "rb") as f:
+                records, _good = decode_records(f.read())
+        except FileNotFoundError:
+            continue
+        for record in records:
+            if record["v"] > version:
+                apply_record(table, record)
+                version = record["v"]
+    return table
 
 
 def _cached_entry(cl: CommitLogFiles, cache: dict, phys: int, size: int | None = None):

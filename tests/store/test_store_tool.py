@@ -10,13 +10,14 @@ import subprocess
 import sys
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from client import Message, Producer
 from gateway_process import GatewayProcess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-KAFKA_TOPIC, ROCKET_TOPIC, N = "tool-kafka", "tool-rocket", 60
+KAFKA_TOPIC, ROCKET_TOPIC, VIEW_TOPIC, N = "tool-kafka", "tool-rocket", "tool-view", 60
 
 
 def tool(*args) -> subprocess.CompletedProcess:
@@ -38,7 +39,10 @@ def made(tmp_path_factory):
         kp.close()
         with Producer("tool-pg", gw.namesrv) as p:
             for i in range(N):
-                p.send(Message(ROCKET_TOPIC, b"rocket-%d" % i, tags="TagA", keys=[f"key{i}"]))
+                p.send(Message(ROCKET_TOPIC, b"rocket-%d" % i, tags="TagA" if i % 3 else "TagB", keys=[f"key{i}"]))
+        admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
+        admin.create_topics([NewTopic(VIEW_TOPIC, 4, 1, config={  # a filtered view: units point at the base's entries
+            "filter.source.topic": ROCKET_TOPIC, "filter.tag.expression": "TagA"})])[VIEW_TOPIC].result(15)
         live = tool("verify", data, "--json")
     finally:
         gw.stop()
@@ -62,6 +66,9 @@ def test_verify_is_clean_on_a_live_and_a_stopped_gateway(made):
     assert report["counts"]["index entries"] >= N  # every RocketMQ key
     text = tool("verify", data)
     assert text.returncode == 0 and text.stdout.startswith("OK:")
+    view_units = sum(int(tool("dump", data, "--topic", VIEW_TOPIC, "--queue", str(q), "--json").stdout.count("\n"))
+                     for q in range(4))
+    assert view_units == len([i for i in range(N) if i % 3])  # verified against the base topic's entries
 
 
 def test_dump_a_queue_deep_iteration_shows_every_kafka_record(made):
@@ -86,7 +93,7 @@ def test_dump_a_commitlog_range_prints_rocketmq_messages(made):
     r = tool("dump", data, "--print-data-log")
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if f"topic: {ROCKET_TOPIC} " in ln]
-    assert len(lines) == N and "body: rocket-0" in lines[0] and '"TAGS": "TagA"' in lines[0]
+    assert len(lines) == N and "body: rocket-0" in lines[0] and '"TAGS": "TagB"' in lines[0]
 
 
 def _last_commitlog_file(data):
@@ -132,10 +139,14 @@ def test_a_lost_consume_queue_is_damage_and_rebuild_restores_it(made, tmp_path):
         c.assign([TopicPartition(KAFKA_TOPIC, 0), TopicPartition(KAFKA_TOPIC, 1)]
                  + [TopicPartition(ROCKET_TOPIC, q) for q in range(4)])
         got = sorted(m.value.decode() for m in c)
+        c.assign([TopicPartition(VIEW_TOPIC, q) for q in range(4)])  # views: backfilled by the gateway at start
+        c.seek_to_beginning()
+        view = sorted(m.value.decode() for m in c)
         c.close()
     finally:
         gw.stop()
     assert got == sorted([f"kafka-{i}" for i in range(N)] + [f"rocket-{i}" for i in range(N)])
+    assert view == sorted(f"rocket-{i}" for i in range(N) if i % 3)
 
 
 def _flip_rocket_body(data, needle=b"rocket-7"):
