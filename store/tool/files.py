@@ -97,6 +97,13 @@ class CommitLogFiles:
         except M.MessageFormatError as exc:
             return None, str(exc)
 
+    def release(self) -> None:
+        """Drop the mapped pages from this process (the page cache keeps them): random reads of a
+        large store would otherwise show its whole size as this process's resident memory."""
+        for _start, mm in self.files:
+            if isinstance(mm, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+                mm.madvise(mmap.MADV_DONTNEED)
+
     def summary(self, phys: int, size: int):
         """(topic, queue id, queue offset, record count, is a rewrite) of the sound-looking entry of
         `size` bytes at `phys` without copying its body, or (None, why): the ConsumeQueue check."""
@@ -133,11 +140,14 @@ class CommitLogFiles:
             if fstart + len(mm) <= start or fstart >= end:
                 continue
             pos = max(start - fstart, 0) if start > fstart else 0
+            released = 0
             while pos < len(mm) and fstart + pos < end:
                 phys = fstart + pos
                 seen += 1
-                if progress is not None and not seen & 1023:
-                    progress(done + pos)
+                if not seen & 1023:
+                    if progress is not None:
+                        progress(done + pos)
+                    released = _release_before(mm, pos, released)
                 if pos + 8 > len(mm):
                     yield phys, "damage", f"torn tail: {len(mm) - pos} bytes"
                     break
@@ -168,9 +178,22 @@ class CommitLogFiles:
                 pos += size
             done += len(mm)
             if isinstance(mm, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-                mm.madvise(mmap.MADV_DONTNEED)  # out of this process's memory; the page cache keeps it
+                mm.madvise(mmap.MADV_DONTNEED)  # as `release`, file by file
         if progress is not None:
             progress(done)
+
+
+RELEASE_EVERY = 64 << 20
+
+
+def _release_before(mm, pos: int, released: int) -> int:
+    """Drop the pages of `mm` before `pos` from this process once 64 MiB have been read past the
+    last drop (`CommitLogFiles.release`, a file at a time); the new drop point."""
+    upto = pos - pos % mmap.PAGESIZE
+    if upto - released >= RELEASE_EVERY and isinstance(mm, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, released, upto - released)
+        return upto
+    return released
 
 
 class ConsumeQueueFiles:

@@ -69,6 +69,7 @@ def _cached_entry(cl: CommitLogFiles, cache: dict, phys: int, size: int | None =
     if hit is None:
         if len(cache) > 4096:
             cache.clear()
+            cl.release()
         hit = cache[phys] = cl.entry(phys, size)
     return hit
 
@@ -76,8 +77,9 @@ def _cached_entry(cl: CommitLogFiles, cache: dict, phys: int, size: int | None =
 def _cached_summary(cl: CommitLogFiles, cache: dict, phys: int, size: int):
     hit = cache.get((phys, size))
     if hit is None:
-        if len(cache) > 65536:
+        if len(cache) > 1024:  # page faults map ~64 KiB around each read: keep the mapped set small
             cache.clear()
+            cl.release()
         hit = cache[(phys, size)] = cl.summary(phys, size)
     return hit
 
