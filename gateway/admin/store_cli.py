@@ -15,11 +15,16 @@ class Locked(Exception):
     """rebuild found the data dir locked by a gateway (exit 3)."""
 
 
+class LiveRead:
+    """Stands for the lock dump and verify could not take: a gateway is running on the dir."""
+
+
 def _lock(data_dir: str, shared: bool):
     """The data-dir lock (store/lock.py): shared for dump and verify, which also read a live
     gateway's dir (its exclusive lock then refuses ours: we go on read-only, saying so);
-    exclusive for rebuild, which a running gateway refuses. Returns the held lock (keep it), or
-    None. Until store/lock.py is merged this takes no lock."""
+    exclusive for rebuild, which a running gateway refuses. Returns the held lock (keep it),
+    LiveRead (verify then reads the tail as being written) or None. Until store/lock.py is merged
+    this takes no lock."""
     try:
         from store import lock  # noqa: PLC0415 - store/lock.py comes with the data-dir lock issue
     except ImportError:
@@ -32,7 +37,7 @@ def _lock(data_dir: str, shared: bool):
         holder = getattr(exc, "holder", None) or "another process"
         sys.stderr.write(f"rocketgate store: {data_dir} is in use by {holder}: reading it live, read-only "
                          "(it may change meanwhile)\n")
-        return None
+        return LiveRead()
 
 
 def add_commands(nouns, command, parser_class) -> None:
@@ -101,8 +106,9 @@ def _line(item: dict, indent: str = "") -> str:
 
 
 def run_verify(args) -> int:
-    held = _lock(args.data_dir, True)  # noqa: F841 - held until the command returns
-    report = verify.verify(args.data_dir, _progress(args), args.commitlog_file_size or 1 << 30, args.index_slots)
+    held = _lock(args.data_dir, True)  # held until the command returns
+    report = verify.verify(args.data_dir, _progress(args), args.commitlog_file_size or 1 << 30, args.index_slots,
+                           live=isinstance(held, LiveRead))
     if args.json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:

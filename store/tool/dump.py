@@ -53,7 +53,8 @@ def records(body: bytes, base_offset: int, print_data: bool) -> list[dict] | dic
     out = []
     for r in recs:
         item = {"offset": base_offset + r.offset_delta, "timestamp": h.base_timestamp + r.timestamp_delta,
-                "key_length": -1 if r.key is None else len(r.key), "value_length": -1 if r.value is None else len(r.value),
+                "key_length": -1 if r.key is None else len(r.key),
+                "value_length": -1 if r.value is None else len(r.value),
                 "headers": len(r.headers)}
         if print_data:
             item.update(key=_blob(r.key), value=_blob(r.value),

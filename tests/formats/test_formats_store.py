@@ -51,7 +51,8 @@ def test_index_file_written_by_the_hot_path_parses(puts, base_ts):
     for n, (key, phys, dt) in enumerate(puts, start=1):
         e = IndexEntry.parse(raw[entries_at + n * IndexEntry.sizeof():])
         h = indexfile.key_hash(key)
-        assert (e.key_hash, e.physical_offset, e.time_diff) == (h, phys, max(0, (base_ts + dt - head.begin_timestamp) // 1000))
+        diff = max(0, (base_ts + dt - head.begin_timestamp) // 1000)
+        assert (e.key_hash, e.physical_offset, e.time_diff) == (h, phys, diff)
         assert e.prev_index == newest.get(h % SLOTS, 0)
         newest[h % SLOTS] = n
     for slot in range(SLOTS):
