@@ -89,3 +89,19 @@ def test_group_metadata_both_directions(group_id, generation, members, now):
     assert GroupMetadataValue.build(p) == raw
     key = ot.group_key(group_id)
     assert GroupMetadataKey.parse(key).group == group_id and GroupMetadataKey.build(dict(group=group_id)) == key
+
+
+@given(payloads=st.lists(blobs, min_size=1, max_size=4))
+def test_size_prefix_the_connection_counter_reads_is_the_frames(payloads):
+    """gateway.connections counts whole frames of both protocols by their i32 size prefix: the
+    KafkaFrame (= the remoting Frame's) length field, over frames built by the definition."""
+    from codec.kafka.connection import SIZE
+    from gateway.connections import _SIZE
+    stream = b"".join(KafkaFrame.build(dict(payload=p)) for p in payloads)
+    at, sizes = 0, []
+    while at < len(stream):
+        (n,) = _SIZE.unpack_from(stream, at)
+        assert SIZE.unpack_from(stream, at) == (n,)
+        sizes.append(n)
+        at += 4 + n
+    assert sizes == [len(p) for p in payloads]
