@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from store.tool import dump, rebuild, verify
@@ -31,6 +32,10 @@ def _lock(data_dir: str, shared: bool):
         return None
     try:
         return lock.acquire(data_dir, shared=shared, what="rocketgate store")
+    except OSError as exc:  # no lock file can be made: a read-only copy can still be read
+        if not shared:
+            raise Locked(f"cannot lock {data_dir}: {exc}") from None
+        return None
     except lock.DataDirLocked as exc:
         if not shared:
             raise Locked(str(exc)) from None
@@ -70,11 +75,20 @@ def add_commands(nouns, command, parser_class) -> None:
     r.add_argument("--index-entries", type=int, default=20_000_000, help="the gateway's --index-entries")
 
 
+def _missing(data_dir: str) -> bool:
+    if os.path.isdir(os.path.join(data_dir, "commitlog")):
+        return False
+    sys.stderr.write(f"rocketgate: error: {data_dir} is not a data dir (no commitlog/ in it)\n")
+    return True
+
+
 def _progress(args):
     return None if args.quiet else sys.stderr
 
 
 def run_dump(args) -> int:
+    if _missing(args.data_dir):
+        return 1
     held = _lock(args.data_dir, True)  # noqa: F841 - held until the command returns
     if args.topic is not None:
         items = dump.queue(args.data_dir, args.topic, args.queue, args.offset, args.count, args.print_data_log,
@@ -106,6 +120,8 @@ def _line(item: dict, indent: str = "") -> str:
 
 
 def run_verify(args) -> int:
+    if _missing(args.data_dir):
+        return 1
     held = _lock(args.data_dir, True)  # held until the command returns
     report = verify.verify(args.data_dir, _progress(args), args.commitlog_file_size or 1 << 30, args.index_slots,
                            live=isinstance(held, LiveRead))
@@ -124,6 +140,8 @@ def run_verify(args) -> int:
 
 
 def run_rebuild(args) -> int:
+    if _missing(args.data_dir):
+        return 1
     try:
         held = _lock(args.data_dir, False)  # noqa: F841 - held until the command returns
     except Locked as exc:
