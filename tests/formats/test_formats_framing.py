@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import cramjam
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec import grpc
@@ -16,6 +16,7 @@ from gateway.kafka import offsets_topic as ot
 from semantics.kafka_groups import Group, Member
 
 
+@settings(deadline=None)
 @given(correlation_id=i32, client_id=text)
 def test_kafka_frame_both_directions(correlation_id, client_id):
     frame = protocol.request_frame(18, 0, correlation_id, {}, client_id)
@@ -23,6 +24,7 @@ def test_kafka_frame_both_directions(correlation_id, client_id):
     assert KafkaFrame.build(dict(payload=frame[4:])) == frame
 
 
+@settings(deadline=None)
 @given(payload=blobs)
 def test_grpc_message_both_directions(payload):
     raw = grpc.frame(payload)
@@ -32,6 +34,7 @@ def test_grpc_message_both_directions(payload):
     assert built == raw and grpc.MessageReader(1 << 20).feed(built) == [payload]
 
 
+@settings(deadline=None)
 @given(length=st.integers(0, (1 << 24) - 1), end_stream=st.booleans(), stream_id=st.integers(1, (1 << 31) - 1))
 def test_http2_headers_frame_header_both_directions(length, end_stream, stream_id):
     raw = http2._HEADERS_FRAME.pack(length >> 16, length & 0xFFFF, 0x1, 0x5 if end_stream else 0x4, stream_id)
@@ -40,6 +43,7 @@ def test_http2_headers_frame_header_both_directions(length, end_stream, stream_i
     assert Http2FrameHeader.build(p) == raw
 
 
+@settings(deadline=None)
 @given(chunks=st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=4))
 def test_xerial_snappy_built_by_the_definition_decompresses_on_the_hot_path(chunks):
     raw = XerialSnappy.build(dict(version=1, compatible_version=1,
@@ -49,6 +53,7 @@ def test_xerial_snappy_built_by_the_definition_decompresses_on_the_hot_path(chun
     assert [bytes(cramjam.snappy.decompress_raw(b)) for b in p.blocks] == chunks
 
 
+@settings(deadline=None)
 @given(group=text, topic=text, partition=i32)
 def test_offset_commit_key_both_directions(group, topic, partition):
     raw = ot.offset_key(group, topic, partition)
@@ -57,6 +62,7 @@ def test_offset_commit_key_both_directions(group, topic, partition):
     assert OffsetCommitKey.build(dict(group=group, topic=topic, partition=partition)) == raw
 
 
+@settings(deadline=None)
 @given(offset=i64, epoch=i32, metadata=text, ts=i64, topic_id=st.binary(min_size=16, max_size=16))
 def test_offset_commit_value_both_directions(offset, epoch, metadata, ts, topic_id):
     raw = ot.offset_value(offset, epoch, metadata, ts, topic_id)
@@ -73,6 +79,7 @@ members = st.lists(st.builds(Member, member_id=text, instance_id=st.none() | tex
                              protocols=st.just([("range", b"sub")]), assignment=blobs), max_size=3)
 
 
+@settings(deadline=None)
 @given(group_id=text, generation=i32, members=members, now=i64)
 def test_group_metadata_both_directions(group_id, generation, members, now):
     g = Group(group_id, generation=generation, protocol_type="consumer", protocol="range",
@@ -91,6 +98,7 @@ def test_group_metadata_both_directions(group_id, generation, members, now):
     assert GroupMetadataKey.parse(key).group == group_id and GroupMetadataKey.build(dict(group=group_id)) == key
 
 
+@settings(deadline=None)
 @given(payloads=st.lists(blobs, min_size=1, max_size=4))
 def test_size_prefix_the_connection_counter_reads_is_the_frames(payloads):
     """gateway.connections counts whole frames of both protocols by their i32 size prefix: the

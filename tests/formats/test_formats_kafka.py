@@ -2,7 +2,7 @@
 and the hot paths (codec.kafka.protocol, codec.kafka.records) agree, both directions."""
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec.formats.kafka import (RecordBatch, RecordBatchHeader, Record, RequestHeaderV1, RequestHeaderV2,
@@ -16,6 +16,7 @@ api_versions = st.sampled_from([(api.key, v) for api in apis.BY_KEY.values()
                                 for v in range(api.min_version, api.max_version + 1)])
 
 
+@settings(deadline=None)
 @given(av=api_versions, correlation_id=i32, client_id=text)
 def test_request_header_both_directions(av, correlation_id, client_id):
     key, version = av
@@ -39,6 +40,7 @@ def _empty_request(key, version):
     return {}
 
 
+@settings(deadline=None)
 @given(av=api_versions, correlation_id=i32, tags=st.lists(st.tuples(st.integers(0, 1000), blobs), max_size=3))
 def test_response_header_both_directions(av, correlation_id, tags):
     key, version = av
@@ -61,6 +63,7 @@ records = st.lists(st.tuples(st.integers(0, 1 << 40), st.none() | blobs, st.none
                    min_size=1, max_size=5)
 
 
+@settings(deadline=None)
 @given(recs=records, base_offset=i64, producer_id=i64, epoch=i16, seq=i32, leader_epoch=i32,
        codec=st.sampled_from([R.NONE, R.GZIP, R.SNAPPY, R.LZ4, R.ZSTD]))
 def test_hot_path_batch_parses_with_the_definition(recs, base_offset, producer_id, epoch, seq, leader_epoch, codec):
@@ -86,6 +89,7 @@ def test_hot_path_batch_parses_with_the_definition(recs, base_offset, producer_i
             for r in parsed] == [(w.offset_delta, w.timestamp_delta, w.key, w.value, w.headers) for w in want]
 
 
+@settings(deadline=None)
 @given(recs=records, base_offset=i64, producer_id=i64, epoch=i16, seq=i32)
 def test_definition_built_batch_decodes_on_the_hot_path(recs, base_offset, producer_id, epoch, seq):
     base_ts = recs[0][0]

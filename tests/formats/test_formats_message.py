@@ -19,7 +19,7 @@ messages = st.builds(
     batch_count=st.integers(1, 5))
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(msg=messages, qoff=i64, phys=i64, ts=i64, host=st.tuples(ipv4, i32))
 def test_hot_path_entry_parses_with_the_definition(msg, qoff, phys, ts, host):
     raw = M.encode(msg, qoff, phys, ts, host)
@@ -37,7 +37,7 @@ def test_hot_path_entry_parses_with_the_definition(msg, qoff, phys, ts, host):
     assert (head.total_size, head.magic) == (len(raw), M.MAGIC_V1)
 
 
-@settings(max_examples=150)
+@settings(deadline=None, max_examples=150)
 @given(msg=messages, qoff=i64, phys=i64, ts=i64, host=st.tuples(ipv4, i32))
 def test_definition_built_entry_decodes_on_the_hot_path(msg, qoff, phys, ts, host):
     raw = StoredMessage.build(dict(
@@ -72,6 +72,7 @@ def test_named_positions_are_the_definition_offsets():
     assert M.BODY_AT == M.HEADER_SIZE == offsets["body"] + 4
 
 
+@settings(deadline=None)
 @given(size=st.integers(8, (1 << 31) - 1))
 def test_blank_marker(size):
     raw = M.BLANK.pack(size, M.BLANK_MAGIC)
@@ -79,6 +80,7 @@ def test_blank_marker(size):
     assert BlankMarker.build({"total_size": size}) == raw
 
 
+@settings(deadline=None)
 @given(items=st.lists(st.builds(bodies.BatchItem, flag=i32, body=blobs,
                                 properties=properties.map(lambda p: M.properties_to_string(p))), max_size=4))
 def test_batch_body_both_directions(items):
@@ -91,6 +93,7 @@ def test_batch_body_both_directions(items):
     assert bodies.decode_batch(built) == items
 
 
+@settings(deadline=None)
 @given(host=ipv4, port=i32, phys=i64)
 def test_offset_msg_id_both_directions(host, port, phys):
     msg_id = M.make_msg_id(host, port, phys)
@@ -100,6 +103,7 @@ def test_offset_msg_id_both_directions(host, port, phys):
     assert built == msg_id and M.parse_msg_id(built) == (host, port, phys)
 
 
+@settings(deadline=None)
 @given(ip=st.binary(min_size=4, max_size=4), pid=st.integers(0, 0xFFFF), salt=i32, ms=i32,
        counter=st.integers(0, 0xFFFF))
 def test_uniq_key_both_directions(ip, pid, salt, ms, counter):

@@ -2,7 +2,7 @@
 (codec.remoting.command) agree on JSON and ROCKETMQ-binary frames, both directions."""
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codec.formats.remoting import Frame
@@ -21,6 +21,7 @@ def _fields(cmd):
             cmd.serialize_type)
 
 
+@settings(deadline=None)
 @given(cmd=commands)
 def test_hot_path_frame_parses_with_the_definition(cmd):
     raw = C.encode(cmd)
@@ -37,6 +38,7 @@ def test_hot_path_frame_parses_with_the_definition(cmd):
     assert Frame.build(p) == raw
 
 
+@settings(deadline=None)
 @given(cmd=commands)
 def test_definition_built_frame_decodes_on_the_hot_path(cmd):
     if cmd.serialize_type == C.JSON:

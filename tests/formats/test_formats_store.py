@@ -20,6 +20,7 @@ from format_strategies import i32, i64, text
 SLOTS, ENTRIES = 7, 16
 
 
+@settings(deadline=None)
 @given(phys=i64, size=i32, code=i64)
 def test_consume_queue_unit_both_directions(phys, size, code):
     raw = UNIT.pack(phys, size, code)
@@ -33,7 +34,7 @@ puts = st.lists(st.tuples(st.text(min_size=1, max_size=12), st.integers(0, 1 << 
                 min_size=1, max_size=ENTRIES - 1)
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(puts=puts, base_ts=st.integers(0, 1 << 41))
 def test_index_file_written_by_the_hot_path_parses(puts, base_ts):
     with tempfile.TemporaryDirectory() as d:
@@ -64,7 +65,7 @@ def used_slots(raw) -> int:
     return sum(1 for s in range(SLOTS) if IndexSlot.parse(raw[40 + 4 * s:]).newest)
 
 
-@settings(max_examples=40)
+@settings(deadline=None, max_examples=40)
 @given(puts=puts, base_ts=st.integers(0, 1 << 41))
 def test_index_file_built_by_the_definition_is_read_by_the_hot_path(puts, base_ts):
     slots, entries = [0] * SLOTS, [IndexEntry.build(dict(key_hash=0, physical_offset=0, time_diff=0, prev_index=0))]
@@ -90,6 +91,7 @@ def test_index_file_built_by_the_definition_is_read_by_the_hot_path(puts, base_t
             f.close()
 
 
+@settings(deadline=None)
 @given(offset=st.integers(-1, 1 << 62))
 def test_checkpoint_both_directions(offset):
     with tempfile.TemporaryDirectory() as d:
@@ -104,6 +106,7 @@ records = st.fixed_dictionaries({"v": st.integers(0, 1 << 40), "op": st.just("pu
                                  "topic": st.dictionaries(text, st.integers() | text, max_size=3)})
 
 
+@settings(deadline=None)
 @given(record=records)
 def test_topic_journal_record_both_directions(record):
     line = encode_record(record)
@@ -119,6 +122,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | text,
                            max_leaves=10)
 
 
+@settings(deadline=None)
 @given(doc=st.dictionaries(text, json_values, max_size=4))
 def test_config_document_both_directions(doc):
     with tempfile.TemporaryDirectory() as d:
