@@ -85,9 +85,7 @@ def queue(data_dir: str, topic: str, queue_id: int, offset: int | None, count: i
         raise LookupError(f"no ConsumeQueue {topic}/{queue_id} in {data_dir}")
     last = None
     shown = 0
-    for n, phys, size, code in cq.units():
-        if offset is not None and n < offset:
-            continue
+    for n, phys, size, code in cq.units(offset or 0):
         if count is not None and shown >= count:
             break
         shown += 1

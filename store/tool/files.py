@@ -210,12 +210,16 @@ class ConsumeQueueFiles:
             self.torn = (last_start + len(last)) % UNIT_SIZE
             self.max_offset = (last_start + len(last)) // UNIT_SIZE
 
-    def units(self):
-        """(queue offset, phys, size, tags code) of every unit."""
+    def units(self, first: int = 0):
+        """(queue offset, phys, size, tags code) of every unit from queue offset `first` on."""
         for start, mm in self.files:
             whole = len(mm) - len(mm) % UNIT_SIZE
-            for i, (phys, size, code) in enumerate(UNIT.iter_unpack(memoryview(mm)[:whole])):
-                yield start // UNIT_SIZE + i, phys, size, code
+            skip = min(max(first * UNIT_SIZE - start, 0), whole)
+            if skip == whole:
+                continue
+            base = (start + skip) // UNIT_SIZE
+            for i, (phys, size, code) in enumerate(UNIT.iter_unpack(memoryview(mm)[skip:whole])):
+                yield base + i, phys, size, code
 
     def unit(self, offset: int):
         pos = offset * UNIT_SIZE
