@@ -8,6 +8,8 @@ import mmap
 import os
 import time
 
+from construct import ConstructError
+
 from codec.formats.store import Checkpoint
 from codec.remoting import message as M
 from store.commitlog import SIZE_MAGIC
@@ -34,7 +36,7 @@ def checkpoint(directory: str) -> int | None:
     try:
         with open(os.path.join(directory, ".checkpoint"), "rb") as f:
             return Checkpoint.parse(f.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, ConstructError):
         return None
 
 
@@ -238,7 +240,10 @@ def consume_queues(data_dir: str) -> dict[tuple[str, int], ConsumeQueueFiles]:
         tdir = os.path.join(root, tname)
         if tname.startswith(".") or not os.path.isdir(tdir):
             continue
-        topic = dir_topic(tname)
+        try:
+            topic = dir_topic(tname)
+        except ValueError:
+            continue  # not a directory the store made (the store skips it too)
         for qname in os.listdir(tdir):
             if qname.isdigit():
                 out[(topic, int(qname))] = ConsumeQueueFiles(os.path.join(tdir, qname), topic, int(qname))

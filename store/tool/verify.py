@@ -42,8 +42,10 @@ class Report:
 def _topics(data_dir: str) -> dict[str, dict]:
     """The topic table as the gateway's recovery would load it (topics.json, then the journals'
     newer records), without folding anything: read-only, also beside a live gateway."""
-    doc = config(data_dir, "topics.json", {}) or {}
-    table = dict(doc.get("topicConfigTable") or {})
+    doc = config(data_dir, "topics.json", {})
+    doc = doc if isinstance(doc, dict) else {}
+    table = doc.get("topicConfigTable")
+    table = dict(table) if isinstance(table, dict) else {}
     try:
         version = int((doc.get("dataVersion") or {}).get("counter", 0))
     except (TypeError, ValueError, AttributeError):
@@ -62,6 +64,14 @@ def _topics(data_dir: str) -> dict[str, dict]:
                 apply_record(table, record)
                 version = record["v"]
     return table
+
+
+def _quarantined(data_dir: str) -> dict[int, str]:
+    doc = config(data_dir, "quarantine.json", {})
+    entries = doc.get("entries") if isinstance(doc, dict) else None
+    if not isinstance(entries, dict):
+        return {}
+    return {int(k): str(v) for k, v in entries.items() if str(k).lstrip("-").isdigit()}
 
 
 def _cached_entry(cl: CommitLogFiles, cache: dict, phys: int, size: int | None = None):
@@ -95,7 +105,7 @@ def verify(data_dir: str, progress_out=None, commitlog_file_size: int = 1 << 30,
     cq_ck = checkpoint(os.path.join(data_dir, "consumequeue"))
     index_ck = checkpoint(os.path.join(data_dir, "index"))
     cl = CommitLogFiles(data_dir, commitlog_file_size)
-    quarantined = {int(k): v for k, v in ((config(data_dir, "quarantine.json", {}) or {}).get("entries") or {}).items()}
+    quarantined = _quarantined(data_dir)
     topics = _topics(data_dir)
     queues = consume_queues(data_dir)
     cache: dict = {}
@@ -170,7 +180,8 @@ def _check_queues(queues, topics, cl, report, ck, progress_out=None) -> None:
         report.count("consume queues")
         if cq.torn:
             report.notes.append(f"ConsumeQueue {topic}/{qid}: torn unit at the tail ({cq.torn} bytes; cut at open)")
-        attrs = (topics.get(topic) or {}).get("attributes") or {}
+        entry = topics.get(topic)
+        attrs = (entry.get("attributes") if isinstance(entry, dict) else None) or {}
         want_topic = attrs.get(SOURCE_ATTR) or attrs.get("+" + SOURCE_ATTR) or topic
         for offset, phys, size, _code in cq.units():
             units += 1
@@ -208,6 +219,9 @@ def _check_index(data_dir, cl, cache, report, slots: int, ck) -> set:
                 continue
             head = IndexHeader.parse(head_raw)
             size = os.fstat(f.fileno()).st_size
+            if head.index_count < 1:
+                report.bad(f"IndexFile {name}", f"index count {head.index_count} in its header")
+                continue
             entries_at = _entries_at(size, head.index_count, slots)
             if entries_at is None:
                 report.notes.append(f"IndexFile {name}: slot count unknown, entries not checked")
