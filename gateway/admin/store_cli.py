@@ -73,6 +73,9 @@ def add_commands(nouns, command, parser_class) -> None:
                                                       "(the gateway must be stopped)"))
     r.add_argument("--index-slots", type=int, default=5_000_000, help="the gateway's --index-slots")
     r.add_argument("--index-entries", type=int, default=20_000_000, help="the gateway's --index-entries")
+    r.add_argument("--allow-cut", action="store_true",
+                   help="rebuild even when the CommitLog is damaged before its tail (it is cut there, "
+                        "as recovery does: the entries after the damage are lost)")
 
 
 def _missing(data_dir: str) -> bool:
@@ -147,12 +150,18 @@ def run_rebuild(args) -> int:
     except Locked as exc:
         sys.stderr.write(f"rocketgate: error: {exc}\n")
         return 3
-    report = rebuild.rebuild(args.data_dir, _progress(args), args.commitlog_file_size, args.index_slots,
-                             args.index_entries)
+    try:
+        report = rebuild.rebuild(args.data_dir, _progress(args), args.commitlog_file_size, args.index_slots,
+                                 args.index_entries, args.allow_cut)
+    except rebuild.RebuildRefused as exc:
+        sys.stderr.write(f"rocketgate: error: {exc}\n")
+        return 1
     if args.json:
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:
         sys.stdout.write(f"rebuilt {report['consume_queues']} ConsumeQueues and {report['index_files']} IndexFiles "
                          f"from {report['entries']} entries ({report['commitlog_bytes'] / 1e6:,.1f} MB) in "
                          f"{report['seconds']} s\n")
+        if report["cut_at"] is not None:
+            sys.stdout.write(f"the CommitLog was cut at {report['cut_at']} (damage from there on)\n")
     return 0

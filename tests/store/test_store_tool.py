@@ -211,3 +211,25 @@ def test_rebuild_refuses_a_locked_data_dir(made, tmp_path):
         assert v.returncode == 0 and "reading it live" in v.stderr
     finally:
         held.release()
+
+
+def test_rebuild_refuses_to_cut_a_commitlog_damaged_before_its_tail(made, tmp_path):
+    """A replay from the start stops at the first bad entry and recovery cuts the CommitLog there:
+    rebuild checks first and refuses, leaving every file as it was."""
+    data = _copy(made, tmp_path)
+    _flip_rocket_body(data)
+    path = _last_commitlog_file(data)
+    size, queues = os.path.getsize(path), sorted(os.listdir(os.path.join(data, "consumequeue")))
+    r = tool("rebuild", data)
+    assert r.returncode == 1 and "a rebuild would cut it" in r.stderr and "body CRC mismatch" in r.stderr
+    assert os.path.getsize(path) == size and sorted(os.listdir(os.path.join(data, "consumequeue"))) == queues
+
+
+def test_rebuild_cuts_a_torn_tail_as_recovery_does(made, tmp_path):
+    data = _copy(made, tmp_path)
+    path = _last_commitlog_file(data)
+    os.truncate(path, os.path.getsize(path) - 10)
+    r = tool("rebuild", data, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["cut_at"] is not None
+    assert tool("verify", data).returncode == 0  # the torn entry is gone, the rest is whole
