@@ -24,6 +24,7 @@ I64 = struct.Struct(">q")
 # Named positions in a RecordBatch header
 BASE_OFFSET_AT = 0
 BATCH_LENGTH_AT = 8
+CRC_AT = 17
 ATTRS_AT = 21
 MAX_TS_AT = 35
 PRODUCER_ID_AT = 43
@@ -151,7 +152,7 @@ def with_log_append_time(batch: bytes, ts: int) -> bytes:
     tail = bytearray(batch[CRC_START:])
     struct.pack_into(">h", tail, 0, attrs)
     struct.pack_into(">q", tail, MAX_TS_AT - CRC_START, ts)
-    return batch[:17] + struct.pack(">I", crc32c(tail)) + bytes(tail)
+    return batch[:CRC_AT] + struct.pack(">I", crc32c(tail)) + bytes(tail)
 
 
 # ---------------------------------------------------------------- compression

@@ -7,6 +7,7 @@ import sys
 
 import gateway.admin.commands as commands
 import gateway.cluster.admin as cluster_admin
+import gateway.admin.store_cli as store_cli
 from gateway.admin.endpoints import SECURITY_PROTOCOLS, AdminError
 from gateway.admin.output import emit
 
@@ -106,12 +107,15 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--msg-id", help="the dead letter's offsetMsgId")
     which.add_argument("--all", action="store_true", help="every dead letter of the group")
     cluster_admin.add_commands(nouns, _command, _Parser, env)
+    store_cli.add_commands(nouns, _command, _Parser)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """The exit code (the `rocketgate` console script exits with it)."""
     args = parser().parse_args(argv)
+    if getattr(args, "store", False):  # the offline store tool prints and exits on its own
+        return args.fn(args)
     try:
         result, columns = args.fn(args)
     except AdminError as exc:
