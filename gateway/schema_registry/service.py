@@ -17,18 +17,23 @@ from gateway.app import StartupError
 from gateway.ops.http import bind_port
 from gateway.schema_registry.access import Access, Authenticate
 from gateway.schema_registry.common import BufferedBody, error
+from gateway.schema_registry.forward import ForwardToLeader
 
 log = logging.getLogger("rocketgate.schema_registry")
 
 
-def make_asgi_app(registry, access: Access) -> BufferedBody:
+def make_asgi_app(gateway_app) -> BufferedBody:
+    """The registry's ASGI app: bodies read whole, then forwarded to the `_schemas` leader in a cluster
+    (gateway.schema_registry.forward), then authenticated and routed here."""
+    registry, access = gateway_app.schema_registry, Access(gateway_app)
+
     async def http_error(request, exc: HTTPException):
         # Unknown paths and methods: Confluent's Jersey answers them with the status as error_code.
         return error(exc.status_code, exc.status_code, f"HTTP {exc.status_code} {exc.detail}")
 
     app = Starlette(routes=[*subjects.routes(registry, access), *settings.routes(registry, access)],
                     exception_handlers={HTTPException: http_error})
-    return BufferedBody(Authenticate(app, access, error))
+    return BufferedBody(ForwardToLeader(Authenticate(app, access, error), gateway_app))
 
 
 def bind_schema_registry(config):
@@ -58,5 +63,5 @@ class SchemaRegistryService:
             task_status.started(binds)
 
     async def _serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await serve(make_asgi_app(self.app.schema_registry, Access(self.app)), self.bound,
+        await serve(make_asgi_app(self.app), self.bound,
                     shutdown_trigger=self.app.stats.shutdown.wait, task_status=task_status)
