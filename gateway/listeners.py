@@ -119,6 +119,9 @@ def _check_ports(config) -> None:
     ports = endpoints(config)
     if config.http_port is not None:
         ports.append(Listener("HTTP", "PLAINTEXT", config.host, config.http_port, "http", flag="--http-port"))
+    if config.schema_registry_port is not None:
+        ports.append(Listener("SCHEMA_REGISTRY", "PLAINTEXT", config.host, config.schema_registry_port, "http",
+                              flag="--schema-registry-port"))
     for i, a in enumerate(ports):
         for b in ports[i + 1:]:
             if _same_port(a, b):

@@ -119,18 +119,23 @@ class _BoundConfig(HypercornConfig):
 def bind_http(config) -> _BoundConfig | None:
     """The hypercorn config with --http-port bound, None without --http-port; StartupError when the
     port cannot be bound."""
-    if config.http_port is None:
-        return None
+    return None if config.http_port is None else bind_port(config.host, config.http_port, "http", "--http-port")
+
+
+def bind_port(host: str, port: int, what: str, flag: str, configure=None) -> _BoundConfig:
+    """A hypercorn config listening on host:port (bound now; StartupError when it cannot be);
+    `configure(cfg)` runs first (TLS settings decide which kind of socket hypercorn makes)."""
     cfg = _BoundConfig()
-    cfg.bind = [f"{config.host}:{config.http_port}"]
+    cfg.bind = [f"{host}:{port}"]
+    if configure is not None:
+        configure(cfg)
     cfg.accesslog = None
     cfg.errorlog = log
     cfg.graceful_timeout = 1.0
     try:
         cfg.sockets = cfg.create_sockets()
     except OSError as exc:
-        raise StartupError(f"cannot listen for http on {config.host}:{config.http_port} (--http-port): "
-                           f"{bind_failure(exc)}") from None
+        raise StartupError(f"cannot listen for {what} on {host}:{port} ({flag}): {bind_failure(exc)}") from None
     return cfg
 
 
