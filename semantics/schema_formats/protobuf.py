@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.message import DecodeError
 
+from codec.schema_registry import FrameError, decode_message_indexes
+
 from . import Parsed, SchemaError
 from .protobuf_compat import differences, incompatible
 from .protobuf_parse import MAIN_FILE, build_pool, compile_files
@@ -68,31 +70,6 @@ def reader_errors(reader: Parsed, writer: Parsed) -> list[str]:
             for kind, path in incompatible(found)]
 
 
-def read_message_indexes(payload: bytes) -> tuple[list[int], int]:
-    """Confluent's message-index array at the start of `payload`: (indexes, bytes it took)."""
-    position = 0
-
-    def varint() -> int:
-        nonlocal position
-        result = shift = 0
-        while True:
-            if position >= len(payload) or shift > 63:
-                raise SchemaError("Truncated or malformed message index in the payload")
-            byte = payload[position]
-            position += 1
-            result |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return (result >> 1) ^ -(result & 1)  # zig-zag
-
-    count = varint()
-    if count == 0:
-        return [0], position
-    if count < 0 or count > MAX_INDEX_DEPTH:
-        raise SchemaError(f"Invalid message index count {count} in the payload")
-    return [varint() for _ in range(count)], position
-
-
 def message_descriptor(parsed: Parsed, indexes: list[int]):
     """The message the indexes point at: a top-level message in declaration order, then nested ones."""
     main = parsed.native.main
@@ -106,10 +83,13 @@ def message_descriptor(parsed: Parsed, indexes: list[int]):
 
 
 def check_payload(parsed: Parsed, payload: bytes) -> None:
-    indexes, used = read_message_indexes(payload)
+    try:
+        indexes, body = decode_message_indexes(bytes(payload), max_count=MAX_INDEX_DEPTH)
+    except FrameError as exc:
+        raise SchemaError(f"Malformed message index in the payload: {exc}") from None
     descriptor = message_descriptor(parsed, indexes)
     message = message_factory.GetMessageClass(descriptor)()
     try:
-        message.ParseFromString(bytes(payload[used:]))
+        message.ParseFromString(body)
     except (DecodeError, RuntimeError, ValueError) as exc:
         raise SchemaError(f"Payload does not decode as {descriptor.full_name}: {exc}") from None
