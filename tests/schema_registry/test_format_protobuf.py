@@ -9,12 +9,15 @@ client's, not ours.
 from __future__ import annotations
 
 import base64
+import importlib
+import importlib.resources
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import message_factory
+from grpc_tools import protoc
 from hypothesis import given, settings, strategies as st
 
 from semantics.schema_formats import SchemaError, module
@@ -240,3 +243,31 @@ def test_random_payloads_raise_nothing_but_schema_error(payload):
         protobuf.check_payload(parsed, payload)
     except SchemaError:
         pass
+
+
+def test_what_confluents_serializer_registers_parses_with_its_references(tmp_path, monkeypatch):
+    """The serializer registers each import as base64 descriptor and the schema with references by
+    import path: exactly what the registry hands to `parse`."""
+    (tmp_path / "fmtshop").mkdir()
+    (tmp_path / "fmtshop" / "money.proto").write_text(DEP.replace("shop.common", "fmtshop.common"))
+    (tmp_path / "fmtshop" / "order.proto").write_text(
+        P3 + 'package fmtshop;\nimport "fmtshop/money.proto";\nimport "google/protobuf/timestamp.proto";\n'
+             "message Order { string id = 1; fmtshop.common.Money price = 2; google.protobuf.Timestamp at = 3; }\n")
+    include = str(importlib.resources.files("grpc_tools") / "_proto")
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"-I{include}", f"--python_out={tmp_path}",
+                        "fmtshop/money.proto", "fmtshop/order.proto"]) == 0
+    monkeypatch.syspath_prepend(str(tmp_path))
+    order_pb2 = importlib.import_module("fmtshop.order_pb2")
+    registry = SchemaRegistryClient.new_client({"url": "mock://registered"})
+    serializer = ProtobufSerializer(order_pb2.Order, registry, {"use.deprecated.format": False})
+    framed = serializer(order_pb2.Order(id="x"), SerializationContext("orders", MessageField.VALUE))
+    latest = registry.get_latest_version("orders-value")
+    assert [r.name for r in latest.schema.references] == ["fmtshop/money.proto"]  # well-known types skipped
+    references = {r.name: registry.get_version(r.subject, r.version).schema.schema_str
+                  for r in latest.schema.references}
+    parsed = protobuf.parse(latest.schema.schema_str, references)
+    assert parsed.name == "fmtshop.Order"
+    assert 'import "fmtshop/money.proto";' in parsed.canonical
+    protobuf.check_payload(parsed, framed[5:])
+    text_form = protobuf.parse(parsed.canonical, references)
+    assert text_form.canonical == parsed.canonical
