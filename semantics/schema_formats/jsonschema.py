@@ -30,6 +30,7 @@ DRAFTS = {
                 jsonschema.Draft201909Validator, jsonschema.Draft202012Validator)
 }
 DEFAULT_DRAFT = jsonschema.Draft7Validator
+MAX_DEPTH = 200  # JSON nesting of a schema; deeper ones are refused before anything recurses into them
 
 
 @dataclass
@@ -48,6 +49,19 @@ def load_json(text, what: str):
         return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, TypeError, RecursionError) as exc:
         raise SchemaError(f"Invalid {what}: {exc}") from None
+
+
+def _check_depth(document, what: str) -> None:
+    """Refuse a schema nested deeper than MAX_DEPTH (measured without recursion)."""
+    stack = [(document, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SchemaError(f"Invalid {what}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((value, depth + 1) for value in item.values())
+        elif isinstance(item, list):
+            stack.extend((value, depth + 1) for value in item)
 
 
 def _draft(schema):
@@ -83,6 +97,7 @@ def parse(text: str, references: dict[str, str]) -> Parsed:
     if not isinstance(text, str):
         raise SchemaError("Invalid schema: not a string")
     schema = load_json(text, "schema")
+    _check_depth(schema, "schema")
     if not isinstance(schema, (dict, bool)):
         raise SchemaError("Invalid schema: a JSON Schema is an object or a boolean")
     draft = _draft(schema)
@@ -91,6 +106,7 @@ def parse(text: str, references: dict[str, str]) -> Parsed:
         resources = []
         for name, ref_text in (references or {}).items():
             ref_schema = load_json(ref_text, f"reference {name}")
+            _check_depth(ref_schema, f"reference {name}")
             if not isinstance(ref_schema, (dict, bool)):
                 raise SchemaError(f"Invalid reference {name}: not a JSON Schema")
             ref_draft = _draft(ref_schema)
@@ -117,7 +133,10 @@ def parse(text: str, references: dict[str, str]) -> Parsed:
 
 
 def reader_errors(reader: Parsed, writer: Parsed) -> list[str]:
-    found = differences(writer.native.schema, writer.native.resolver, reader.native.schema, reader.native.resolver)
+    try:
+        found = differences(writer.native.schema, writer.native.resolver, reader.native.schema, reader.native.resolver)
+    except RecursionError:  # a chain of types deeper than the interpreter's stack: refuse, never crash
+        return ["Schemas nested too deeply to compare"]
     return [f"Found incompatible change: Difference{{jsonPath='{path}', type={kind}}}"
             for kind, path in incompatible(found)]
 

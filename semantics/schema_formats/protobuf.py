@@ -65,7 +65,10 @@ def serialized(parsed: Parsed) -> str:
 
 
 def reader_errors(reader: Parsed, writer: Parsed) -> list[str]:
-    found = differences(writer.native.files, writer.native.main, reader.native.files, reader.native.main)
+    try:
+        found = differences(writer.native.files, writer.native.main, reader.native.files, reader.native.main)
+    except RecursionError:  # a chain of types deeper than the interpreter's stack: refuse, never crash
+        return ["Schemas nested too deeply to compare"]
     return [f"Found incompatible change: Difference{{fullPath='{path}', type={kind}}}"
             for kind, path in incompatible(found)]
 

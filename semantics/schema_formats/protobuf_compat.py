@@ -138,11 +138,12 @@ def _real_oneof(message, f) -> str | None:
 
 def _compare_message(ctx, original, original_name, update, update_name) -> None:
     pair = (original_name, update_name)
-    if pair not in ctx.compared:
-        ctx.compared[pair] = True  # a recursive reference meets this pair as compatible so far
-        start = len(ctx.found)
-        _compare_fields(ctx, original, update)
-        ctx.compared[pair] = not incompatible(ctx.found[start:])
+    if pair in ctx.compared:
+        return  # compared already, or being compared (a recursive reference: compatible so far)
+    ctx.compared[pair] = True
+    start = len(ctx.found)
+    _compare_fields(ctx, original, update)
+    ctx.compared[pair] = not incompatible(ctx.found[start:])
     _compare_types(ctx, original, original_name, update, update_name)
 
 

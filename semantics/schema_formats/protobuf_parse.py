@@ -55,7 +55,7 @@ def to_proto_text(text: str) -> str:
 def _check_import_path(name: str) -> str:
     clean = posixpath.normpath(name)
     if (not name or name != clean or clean.startswith(("/", "../")) or clean == ".."
-            or "\\" in name or "\0" in name or not name.endswith(".proto")):
+            or "\\" in name or "\0" in name or not name.endswith(".proto") or name == MAIN_FILE):
         raise SchemaError(f"Invalid reference name {name!r}: an import path like 'dir/file.proto'")
     return clean
 

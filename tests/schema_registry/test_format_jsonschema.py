@@ -154,6 +154,8 @@ def test_each_confluent_draft_is_checked_against_its_metaschema(draft):
     ('{"properties": {"a": {"$ref": "#/definitions/nope"}}}', {}, "unresolved reference"),
     ('{"$ref": "a.json"}', {"a.json": "{broken"}, "reference a.json"),
     ('{"type": "number", "maximum": NaN}', {}, "NaN"),
+    ('{"type":"object","properties":{"a":' * 101 + "{}" + "}}" * 101, {}, "nested deeper"),
+    ("[" * 100000 + "]" * 100000, {}, "recursion"),
 ])
 def test_invalid_schemas_are_refused(text, references, message):
     with pytest.raises(SchemaError, match=message):

@@ -167,6 +167,8 @@ def test_rendered_canonical_compiles_back_to_the_same_descriptor():
     (P3 + 'import "a.proto";\nmessage M {}', {"a.proto": P3 + 'import "b.proto";', "b.proto": P3 + 'import "a.proto";'},
      "recursively imports"),
     ("syntax = \"proto4\";", {}, "proto4"),
+    (P3 + 'import "__schema__.proto";\nmessage M {}', {"__schema__.proto": P3}, "Invalid reference name"),
+    (P3 + "message A { " * 100 + " }" * 100, {}, "recursion limit"),
 ])
 def test_invalid_schemas_are_refused_with_protocs_message(text, references, message):
     with pytest.raises(SchemaError, match=message):
@@ -181,6 +183,13 @@ def test_imports_resolve_from_references_and_well_known_types_need_none():
     assert parsed.name == "shop.Order"
     assert 'import "money.proto";' in parsed.canonical
     assert module("PROTOBUF") is protobuf
+
+
+def test_a_reference_chain_deeper_than_the_stack_is_refused_not_crashed():
+    depth = 1500
+    text = P3 + "\n".join(f"message A{i} {{ A{i + 1} next = 1; }}" for i in range(depth)) + f"\nmessage A{depth} {{}}"
+    parsed = protobuf.parse(text, {})
+    assert protobuf.reader_errors(parsed, parsed) == ["Schemas nested too deeply to compare"]
 
 
 def _serialize_with_confluent(parsed, message_name, **fields):
