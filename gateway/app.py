@@ -27,6 +27,7 @@ from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine
 from semantics.replication import Follower, ReplicaManager
 from semantics.rocketmq_clients import ClientRegistry
+from semantics.schema_registry import Registry
 from semantics.routing import DelayLevels, ensure_system_topics
 from semantics.transactions import Transactions, register_checker
 from semantics.views import Views
@@ -62,6 +63,8 @@ class App:
     security: security.Security | None = None  # users, keys, ACLs (docs/security.md); None: --authorizer none
     # what SASL listeners check passwords against: `security`, or without an authorizer the user store alone
     authentication: security.Authentication | None = None
+    # Confluent's schema registry over `_schemas` (semantics.schema_registry); None without --schema-registry-port
+    schema_registry: Registry | None = None
     # which queues this gateway serves: all of them alone, its own in a cluster (docs/cluster.md)
     ownership: object = SINGLE_NODE
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
@@ -145,6 +148,9 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     ensure_system_topics(st, levels)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     guard = security.from_config(config, os.path.join(st.path, "config"))
+    replication = _replication(config, st, arrivals)
+    registry = None if config.schema_registry_port is None else \
+        Registry(st, flow, durable=durability.durable, replicated=replication.wait_replicated)
     app = App(
         config=config, clock=clock, store=st, durability=durability, arrivals=arrivals,
         config_writer=writer,
@@ -160,7 +166,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         flow=flow,
         pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
         pop_remoting=PopRemotingState(),
-        replication=_replication(config, st, arrivals),
+        replication=replication,
+        schema_registry=registry,
         security=guard,
         authentication=security.authentication_for(config, guard, os.path.join(st.path, "config")),
         ownership=ownership,
@@ -174,6 +181,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     # A queue this node starts leading may hold batches it copied: rebuild their producer state.
     app.replication.on_leader = lambda topic, _qid: app.kafka.producers.forget_topic(topic)
     register_checker(app, "grpc", functools.partial(grpc_transaction_check, app))
+    if registry is not None:  # after the cluster hooks: `_schemas` is placed like any topic it creates
+        registry.start()
     return app
 
 

@@ -19,6 +19,7 @@ class GatewayConfig:
     remoting_port: int = 9876
     grpc_port: int | None = None  # RocketMQ 5 gRPC (gateway.grpc); off when None
     http_port: int | None = None  # /metrics, /healthz, /readyz, /api (gateway.ops); off when None
+    schema_registry_port: int | None = None  # Confluent's registry REST API (gateway.schema_registry); off: None
     flush: str = "async"
     # Address clients are told to connect back to; defaults to host.
     advertised_host: str | None = None
@@ -156,6 +157,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    help="serve RocketMQ 5's gRPC protocol (rocketmq-clients SDKs) on this port (off by default)")
     p.add_argument("--http-port", type=_port, default=None,
                    help="serve /metrics, /healthz, /readyz and the admin API on this port (off by default)")
+    p.add_argument("--schema-registry-port", type=_port, default=None,
+                   help="serve Confluent's schema registry REST API on this port (off by default; "
+                   "docs/schema-registry.md)")
     p.add_argument("--flush", choices=["async", "sync"], default=d.flush)
     p.add_argument("--advertised-host", default=None, help="host clients connect back to (default: --host)")
     p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false")

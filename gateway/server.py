@@ -17,6 +17,7 @@ from gateway.config import GatewayConfig
 from gateway.connections import Connection, Connections
 from gateway.listeners import endpoints
 from gateway.ops.http import HttpService, bind_http
+from gateway.schema_registry.service import SchemaRegistryService, bind_schema_registry
 from gateway.tls import TlsError, TlsFiles, accept as accept_tls
 from gateway.services import start_services, write_left
 
@@ -84,7 +85,7 @@ def _listen(socks: list) -> list[trio.SocketListener]:
     return [trio.SocketListener(sock) for sock in socks]
 
 
-async def _serve(app: App, bound: dict | None = None, http=None) -> None:
+async def _serve(app: App, bound: dict | None = None, http=None, registry_port=None) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let busy connections finish their request
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
@@ -102,6 +103,8 @@ async def _serve(app: App, bound: dict | None = None, http=None) -> None:
             await start_services(app, services)
             if http is not None:  # --http-port: /readyz answers 503 until the listeners are up
                 await services.start(HttpService(app, http).run)
+            if registry_port is not None:  # --schema-registry-port
+                await services.start(SchemaRegistryService(app, registry_port).run)
             async with trio.open_nursery() as conns:
                 conns.start_soon(_sweep_idle, connections, IDLE_SWEEP_PERIOD,
                                  app.config.request_deadline_ms / 1000)
@@ -275,6 +278,7 @@ async def _run(config: GatewayConfig) -> int:
     try:
         _tls_files(config)  # a certificate that cannot be loaded stops the start here
         http = bind_http(config)  # --http-port (gateway.ops); None when off
+        registry_port = bind_schema_registry(config)  # --schema-registry-port; None when off
         app = build_app(config, ownership=await _join(config))
         if config.verify:
             checked = app.store.verify()
@@ -283,7 +287,7 @@ async def _run(config: GatewayConfig) -> int:
         _close_all(bound)
         raise
     try:
-        await _serve(app, bound, http)
+        await _serve(app, bound, http, registry_port)
     finally:
         app.offsets.persist()
         write_left(app.config_writer.writer)

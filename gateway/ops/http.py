@@ -119,10 +119,13 @@ class _BoundConfig(HypercornConfig):
 def bind_http(config) -> _BoundConfig | None:
     """The hypercorn config with --http-port bound, None without --http-port; StartupError when the
     port cannot be bound."""
-    if config.http_port is None:
-        return None
+    return None if config.http_port is None else bind_port(config.host, config.http_port, "http")
+
+
+def bind_port(host: str, port: int, what: str) -> _BoundConfig:
+    """A hypercorn config listening on host:port (bound now; StartupError when it cannot be)."""
     cfg = _BoundConfig()
-    cfg.bind = [f"{config.host}:{config.http_port}"]
+    cfg.bind = [f"{host}:{port}"]
     cfg.accesslog = None
     cfg.errorlog = log
     cfg.graceful_timeout = 1.0
@@ -130,7 +133,7 @@ def bind_http(config) -> _BoundConfig | None:
         cfg.sockets = cfg.create_sockets()
     except OSError as exc:
         reason = "address already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
-        raise StartupError(f"cannot listen for http on {config.host}:{config.http_port}: {reason}") from None
+        raise StartupError(f"cannot listen for {what} on {host}:{port}: {reason}") from None
     return cfg
 
 

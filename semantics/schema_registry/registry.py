@@ -64,7 +64,7 @@ class Registry:
 
     def get_version(self, subject: str, version: str | int, deleted: bool = False) -> Version:
         state = self.fresh()
-        if not state.versions(subject, deleted=True):
+        if not state.versions(subject, deleted):  # a soft-deleted subject is not found, as Confluent's
             raise err.subject_not_found(subject)
         if version_number(version) == -1:
             found = state.latest(subject, deleted)
@@ -100,7 +100,8 @@ class Registry:
 
     # --- writes ----------------------------------------------------------------------------------
 
-    async def register(self, subject: str, body: dict, normalize: bool = False) -> Schema:
+    async def register(self, subject: str, body: dict, normalize: bool = False) -> Version:
+        """The version of `subject` that has `body`'s schema: the existing one, else a new one."""
         async with self._writing:
             state = self.fresh()
             mode = state.mode(subject)
@@ -121,7 +122,7 @@ class Registry:
                 if v.schema.identity == identity or (v.schema.schema_type == parsed.schema_type and
                                                      v.schema.references == refs and self._same(v.schema, parsed,
                                                                                                 normalize)):
-                    return v.schema
+                    return v
             problems = self._compat_errors(state.compatibility(subject), parsed, live)
             if problems:
                 raise err.incompatible(problems)
@@ -130,9 +131,9 @@ class Registry:
                 raise err.store_error("schema ids exhausted")
             version = max(state.subjects.get(subject, {}) or [0]) + 1
             await self._write_schema(subject, version, Schema(schema_id, stored, parsed.schema_type, refs))
-            return self.state.schema_by_id(schema_id)
+            return self.state.version(subject, version)
 
-    async def _import(self, subject: str, identity: tuple, wanted_id, wanted_version) -> Schema:
+    async def _import(self, subject: str, identity: tuple, wanted_id, wanted_version) -> Version:
         state = self.state
         if wanted_id is None or isinstance(wanted_id, bool) or not isinstance(wanted_id, int) or \
                 not 1 <= wanted_id <= MAX_ID:
@@ -151,7 +152,7 @@ class Registry:
             raise err.not_permitted(f"Overwrite new schema with version {version} is not permitted.")
         schema_type, text, refs = identity
         await self._write_schema(subject, version, Schema(wanted_id, text, schema_type, refs))
-        return self.state.schema_by_id(wanted_id)
+        return self.state.version(subject, version)
 
     async def _write_schema(self, subject: str, version: int, schema: Schema, deleted: bool = False) -> None:
         key = wire.encode_key(wire.Key("SCHEMA", subject, version))
