@@ -64,6 +64,10 @@ def serialized(parsed: Parsed) -> str:
     return base64.standard_b64encode(parsed.native.main.SerializeToString()).decode("ascii")
 
 
+def formatted(parsed: Parsed, fmt: str) -> str | None:
+    return serialized(parsed) if fmt == "serialized" else None
+
+
 def reader_errors(reader: Parsed, writer: Parsed) -> list[str]:
     try:
         found = differences(writer.native.files, writer.native.main, reader.native.files, reader.native.main)
