@@ -183,13 +183,18 @@ JSON_WORDS = ['{', '}', '[', ']', ':', ',', '"type"', '"object"', '"properties"'
               '"allOf"', '"enum"', '1', 'true', 'null', '"$schema"', '"required"', '"not"', '"a"']
 
 
+SCHEMA_WORDS = ["type", "properties", "items", "$ref", "allOf", "anyOf", "oneOf", "not", "enum", "required",
+                "additionalProperties", "patternProperties", "maximum", "minLength", "prefixItems", "a"]
+SCHEMA_VALUES = st.sampled_from(["string", "integer", "object", "array", "#", "^a", "a"]) | st.integers(-2, 5)
+RANDOM_SCHEMAS = st.recursive(st.none() | st.booleans() | SCHEMA_VALUES,
+                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                                  st.sampled_from(SCHEMA_WORDS), inner, max_size=4),
+                              max_leaves=16).map(json.dumps)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.one_of(st.text(max_size=200), st.lists(st.sampled_from(JSON_WORDS), max_size=40).map("".join),
-                 st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-                                  st.sampled_from(["type", "properties", "items", "$ref", "allOf", "not", "enum",
-                                                   "required", "a"]), inner, max_size=3),
-                              max_leaves=12).map(json.dumps)))
+                 RANDOM_SCHEMAS))
 def test_random_text_raises_nothing_but_schema_error(text):
     try:
         parsed = js.parse(text, {})
@@ -200,3 +205,14 @@ def test_random_text_raises_nothing_but_schema_error(text):
         js.check_payload(parsed, text.encode())
     except SchemaError:
         pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(RANDOM_SCHEMAS, RANDOM_SCHEMAS)
+def test_comparing_any_two_valid_schemas_answers_a_list(old, new):
+    try:
+        before, after = js.parse(old, {}), js.parse(new, {})
+    except SchemaError:
+        return
+    assert isinstance(js.reader_errors(after, before), list)
+    assert js.reader_errors(before, before) == []

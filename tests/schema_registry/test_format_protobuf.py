@@ -280,3 +280,39 @@ def test_what_confluents_serializer_registers_parses_with_its_references(tmp_pat
     protobuf.check_payload(parsed, framed[5:])
     text_form = protobuf.parse(parsed.canonical, references)
     assert text_form.canonical == parsed.canonical
+
+
+FIELD_TYPES = ["int32", "int64", "sint32", "string", "bytes", "bool", "double", "fixed32", "E", "N", "M",
+               "map<string, int32>", "map<int32, N>"]
+
+
+@st.composite
+def proto_schemas(draw):
+    """Small valid proto3 files: a message M with a nested N, an enum E, fields of every kind, oneofs."""
+    def fields(numbers):
+        out, oneof = [], []
+        for number in numbers:
+            kind = draw(st.sampled_from(FIELD_TYPES))
+            label = "" if kind.startswith("map") else draw(st.sampled_from(["", "repeated ", "optional "]))
+            line = f"{kind} f{number} = {number};"
+            if not label and not kind.startswith("map") and draw(st.booleans()):
+                oneof.append(line)
+            else:
+                out.append(label + line)
+        if oneof:
+            out.append("oneof choice { " + " ".join(oneof) + " }")
+        return " ".join(out)
+
+    numbers = draw(st.lists(st.integers(1, 8), unique=True, max_size=6))
+    nested = draw(st.lists(st.integers(1, 4), unique=True, max_size=3))
+    return (P3 + f"message M {{ {fields(numbers)} message N {{ {fields(nested)} }} }}\n"
+            "enum E { ZERO = 0; ONE = 1; }\n")
+
+
+@settings(max_examples=150, deadline=None)
+@given(proto_schemas(), proto_schemas())
+def test_comparing_any_two_schemas_answers_a_list(old, new):
+    before, after = protobuf.parse(old, {}), protobuf.parse(new, {})
+    assert isinstance(protobuf.reader_errors(after, before), list)
+    assert protobuf.reader_errors(before, before) == []
+    assert protobuf.parse(before.canonical, {}).canonical == before.canonical

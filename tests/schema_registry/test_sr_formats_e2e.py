@@ -6,12 +6,14 @@ a reference; the deserializer fetches both by id in `format=serialized` (base64 
 """
 from __future__ import annotations
 
+import base64
 import importlib
 import importlib.resources
 import json
 import sys
 import uuid
 
+import httpx
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -19,6 +21,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2
 
 from codec.schema_registry import unframe
 from sr_fixtures import registry_gateway  # noqa: F401 - fixture
@@ -90,6 +93,9 @@ def test_protobuf_serde_with_an_import_reference_end_to_end(registry_gateway, ge
     assert [(r.name, r.subject) for r in registered.references] == [("e2eshop/money.proto", "e2eshop.money.proto")]
     assert 'import "e2eshop/money.proto";' in registered.schema_str
     assert set(client.get_subjects()) >= {f"{topic}-value", "e2eshop.money.proto"}
+    serialized = httpx.get(f"{registry_gateway.url}/schemas/ids/{schema_id}", params={"format": "serialized"}).json()
+    descriptor = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized["schema"]))
+    assert list(descriptor.dependency) == ["e2eshop/money.proto"] and descriptor.message_type[0].name == "Order"
 
     # the same schema as .proto text is the same schema: same id; a changed field type is refused
     text_id = client.register_schema(f"{topic}-value", Schema(ORDER, "PROTOBUF", registered.references))
