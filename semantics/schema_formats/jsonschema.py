@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 import jsonschema
 import referencing
@@ -114,6 +115,8 @@ def parse(text: str, references: dict[str, str]) -> Parsed:
             resources.append((name, _resource(ref_schema, ref_draft)))
         root = _resource(schema, draft)
         base = root.id() or ""
+        if base:  # "$ref": "address.json" under "$id": "https://x/customer.json" means https://x/address.json
+            resources += [(urljoin(base, name), resource) for name, resource in resources]
         registry = referencing.Registry().with_resources(resources).with_resource(base, root)
         resolver = registry.resolver(base_uri=base)
         for ref in _refs_in(schema, []):

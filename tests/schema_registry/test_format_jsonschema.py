@@ -124,6 +124,14 @@ def test_references_resolve_and_their_changes_count():
         js.check_payload(before, b'{"home": {"street": 5}}')
 
 
+def test_a_relative_reference_under_an_id_finds_the_reference_by_its_name():
+    text = json.dumps({"$id": "https://example.com/schemas/customer.json", "type": "object",
+                       "properties": {"home": {"$ref": "address.json"}}})
+    parsed = js.parse(text, {"address.json": json.dumps(obj({"street": S}))})
+    with pytest.raises(SchemaError, match="street"):
+        js.check_payload(parsed, b'{"home": {"street": 1}}')
+
+
 def test_canonical_form_sorts_keys_and_drops_whitespace():
     one = js.parse('{"type": "object",\n "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}', {})
     two = js.parse('{"properties":{"a":{"type":"integer"},"b":{"type":"string"}},"type":"object"}', {})
