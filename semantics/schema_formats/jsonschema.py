@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import jsonschema
+import jsonschema_specifications
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
@@ -117,7 +118,8 @@ def parse(text: str, references: dict[str, str]) -> Parsed:
         base = root.id() or ""
         if base:  # "$ref": "address.json" under "$id": "https://x/customer.json" means https://x/address.json
             resources += [(urljoin(base, name), resource) for name, resource in resources]
-        registry = referencing.Registry().with_resources(resources).with_resource(base, root)
+        # the drafts' own metaschemas are known, as to Confluent's loader; nothing is fetched from the network
+        registry = jsonschema_specifications.REGISTRY.with_resources(resources).with_resource(base, root)
         resolver = registry.resolver(base_uri=base)
         for ref in _refs_in(schema, []):
             resolver.lookup(ref)

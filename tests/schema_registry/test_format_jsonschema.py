@@ -132,6 +132,13 @@ def test_a_relative_reference_under_an_id_finds_the_reference_by_its_name():
         js.check_payload(parsed, b'{"home": {"street": 1}}')
 
 
+def test_a_reference_to_a_drafts_metaschema_resolves_without_the_network():
+    parsed = js.parse('{"$ref": "http://json-schema.org/draft-07/schema#"}', {})
+    js.check_payload(parsed, b'{"type": "string"}')
+    with pytest.raises(SchemaError):
+        js.check_payload(parsed, b'{"type": 5}')
+
+
 def test_canonical_form_sorts_keys_and_drops_whitespace():
     one = js.parse('{"type": "object",\n "properties": {"b": {"type": "string"}, "a": {"type": "integer"}}}', {})
     two = js.parse('{"properties":{"a":{"type":"integer"},"b":{"type":"string"}},"type":"object"}', {})
