@@ -11,6 +11,7 @@ as in Confluent's registry and clients.
 from __future__ import annotations
 
 import ast
+import atexit
 import base64
 import binascii
 import functools
@@ -19,6 +20,7 @@ import importlib.resources
 import os
 import posixpath
 import re
+import shutil
 import tempfile
 import threading
 
@@ -72,6 +74,7 @@ def _builtin_dirs() -> tuple[str, ...]:
     except ImportError:
         pass
     confluent = tempfile.mkdtemp(prefix="rocketgate-proto-builtin-")
+    atexit.register(shutil.rmtree, confluent, ignore_errors=True)
     for module_name in _BUILTIN_MODULES:
         try:
             module = importlib.import_module(module_name)
