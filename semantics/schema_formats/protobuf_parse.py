@@ -34,6 +34,8 @@ MAIN_FILE = "__schema__.proto"  # the registered schema's own file name while co
 _BUILTIN_MODULES = ("confluent_kafka.schema_registry.confluent.meta_pb2",
                     "confluent_kafka.schema_registry.confluent.type.decimal_pb2")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_SYNTAX = re.compile(r"\b(syntax|edition)\s*=")
 _compile_lock = threading.Lock()  # protoc's compiler is not documented as reentrant
 
 
@@ -50,8 +52,18 @@ def looks_like_descriptor(text: str) -> bytes | None:
 
 
 def to_proto_text(text: str) -> str:
+    """.proto text to compile: a descriptor rendered; a file without syntax gets protoc's default
+    stated (on its first line, so error positions stay), or protoc logs a warning to stderr."""
     raw = looks_like_descriptor(text)
-    return text if raw is None else render(descriptor_pb2.FileDescriptorProto.FromString(raw))
+    if raw is not None:
+        try:
+            return render(descriptor_pb2.FileDescriptorProto.FromString(raw))
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            raise SchemaError(f"Invalid schema: not a usable FileDescriptorProto ({exc})") from None
+    text = text.removeprefix("\ufeff")
+    if not _SYNTAX.search(_COMMENTS.sub(" ", text)):
+        text = 'syntax = "proto2"; ' + text
+    return text
 
 
 def _check_import_path(name: str) -> str:

@@ -316,3 +316,29 @@ def test_comparing_any_two_schemas_answers_a_list(old, new):
     assert isinstance(protobuf.reader_errors(after, before), list)
     assert protobuf.reader_errors(before, before) == []
     assert protobuf.parse(before.canonical, {}).canonical == before.canonical
+
+
+def test_a_file_without_syntax_is_proto2_and_protoc_writes_nothing_to_stderr(capfd):
+    parsed = protobuf.parse("// no syntax line\nmessage M { optional int32 a = 1; }", {})
+    assert parsed.canonical.startswith('syntax = "proto2";')
+    with pytest.raises(SchemaError, match="schema:1:"):  # positions still count the user's lines
+        protobuf.parse("// no syntax line\nmessage M { optional Nope a = 1; }", {})
+    assert capfd.readouterr().err == ""
+
+
+DESCRIPTOR_SEED = protobuf.parse(
+    P2 + "package p; message A { optional int32 a = 1 [default = 3]; repeated string s = 2; map<string, A> m = 3;"
+         " oneof o { int32 x = 4; } enum E { Z = 0; } optional E e = 5; } service S { rpc M (A) returns (A); }",
+    {}).native.main.SerializeToString()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(DESCRIPTOR_SEED) - 1), st.integers(0, 255)), min_size=1, max_size=4))
+def test_corrupted_base64_descriptors_raise_nothing_but_schema_error(changes):
+    corrupt = bytearray(DESCRIPTOR_SEED)
+    for position, value in changes:
+        corrupt[position] = value
+    try:
+        protobuf.parse(base64.b64encode(bytes(corrupt)).decode(), {})
+    except SchemaError:
+        pass
