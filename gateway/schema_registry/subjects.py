@@ -6,21 +6,21 @@ from starlette.routing import Route
 import semantics.schema_registry.errors as err
 from gateway.schema_registry.common import endpoint, flag, json_body, raw, respond
 from security.acl import Operation
-from semantics.schema_formats import FORMATS
+from semantics.schema_formats import FORMATS, SchemaError, formatted
 
 
-def version_body(v) -> dict:
+def version_body(v, text: str | None = None) -> dict:
     out = {"subject": v.subject, "version": v.version, "id": v.id}
-    return out | schema_body(v.schema)
+    return out | schema_body(v.schema, text)
 
 
-def schema_body(schema) -> dict:
+def schema_body(schema, text: str | None = None) -> dict:
     out = {}
     if schema.schema_type != "AVRO":
         out["schemaType"] = schema.schema_type
     if schema.references:
         out["references"] = [{"name": n, "subject": s, "version": ver} for n, s, ver in schema.references]
-    out["schema"] = schema.schema
+    out["schema"] = schema.schema if text is None else text
     return out
 
 
@@ -40,6 +40,16 @@ def routes(registry, access) -> list[Route]:
     def visible(request, name: str) -> bool:
         return access.allowed(request, Operation.DESCRIBE, name)
 
+    def text_for(request, schema) -> str | None:
+        """The schema rendered for `?format=` (PROTOBUF `serialized`: what confluent-kafka's deserializer asks for)."""
+        fmt = request.query_params.get("format")
+        if not fmt:
+            return None
+        try:
+            return formatted(registry.parsed(schema), fmt)
+        except SchemaError:
+            return None
+
     @endpoint
     async def subjects(request):
         names = registry.fresh().subject_names(flag(request, "deleted"))
@@ -56,14 +66,17 @@ def routes(registry, access) -> list[Route]:
     async def register(request):
         body = await json_body(request)
         v = await registry.register(subject(request, Operation.WRITE), body, flag(request, "normalize"))
-        return respond({"id": v.id, "version": v.version} | schema_body(v.schema))
+        # the schema as the client sent it: confluent-kafka caches this text under the id, and its
+        # Protobuf deserializer reads that cache as a base64 descriptor (the form its serializer sent)
+        sent = body.get("schema") if isinstance(body, dict) and isinstance(body.get("schema"), str) else None
+        return respond({"id": v.id, "version": v.version} | schema_body(v.schema, sent))
 
     @endpoint
     async def version(request):
         subject(request)
         v = registry.get_version(request.path_params["subject"], request.path_params["version"],
                                  flag(request, "deleted"))
-        return respond(version_body(v))
+        return respond(version_body(v, text_for(request, v.schema)))
 
     @endpoint
     async def delete_version(request):
@@ -75,7 +88,8 @@ def routes(registry, access) -> list[Route]:
         subject(request)
         v = registry.get_version(request.path_params["subject"], request.path_params["version"],
                                  flag(request, "deleted"))
-        return raw(v.schema.schema)
+        text = text_for(request, v.schema)
+        return raw(v.schema.schema if text is None else text)
 
     @endpoint
     async def referenced_by(request):
@@ -103,11 +117,14 @@ def routes(registry, access) -> list[Route]:
 
     @endpoint
     async def schema_by_id(request):
-        return respond(schema_body(_by_id(request)))
+        schema = _by_id(request)
+        return respond(schema_body(schema, text_for(request, schema)))
 
     @endpoint
     async def schema_text_by_id(request):
-        return raw(_by_id(request).schema)
+        schema = _by_id(request)
+        text = text_for(request, schema)
+        return raw(schema.schema if text is None else text)
 
     @endpoint
     async def id_versions(request):

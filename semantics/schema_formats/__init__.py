@@ -13,6 +13,9 @@ Each format module (`avro`, `protobuf`, `jsonschema`) exposes:
         Raises SchemaError when `payload` (the bytes after the 5-byte magic/id frame; for PROTOBUF
         starting with Confluent's message-index array) does not decode against the schema.
 
+Optionally `formatted(parsed, fmt) -> str | None`: the schema text for a REST `?format=` value the
+format knows (PROTOBUF: `serialized`, a base64 FileDescriptorProto); None for an unknown value.
+
 `Parsed` carries `canonical` (the text stored and compared: registering a schema whose canonical form
 is already registered returns the existing id), `normalized` (the form for `normalize=true`), and
 `name` (the record name for RecordNameStrategy: Avro full name, first Protobuf message, JSON title).
@@ -45,3 +48,9 @@ def module(schema_type: str):
     if name is None:
         raise SchemaError(f"Unknown schema type {schema_type}")
     return importlib.import_module(f"{__name__}.{name}")
+
+
+def formatted(parsed: Parsed, fmt: str | None) -> str | None:
+    """The schema text for `?format=fmt` (None when the format has no such rendering: use the stored text)."""
+    render = getattr(module(parsed.schema_type), "formatted", None)
+    return render(parsed, fmt) if fmt and render is not None else None
