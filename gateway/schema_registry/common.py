@@ -40,21 +40,44 @@ def flag(request, name: str) -> bool:
 
 
 async def json_body(request):
-    """The request's JSON body; 413 above MAX_BODY_BYTES (by Content-Length or as it streams in),
-    42201 when it is not JSON (Confluent answers unparseable bodies as an invalid schema)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise RequestTooLarge()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise RequestTooLarge()
-        chunks.append(chunk)
+    """The request's JSON body (already read whole by `BufferedBody`); 42201 when it is not JSON
+    (Confluent answers unparseable bodies as an invalid schema)."""
     try:
-        return json.loads(b"".join(chunks) or b"null")
+        return json.loads(await request.body() or b"null")
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise RegistryError(422, 42201, f"Invalid JSON body: {str(exc)[:200]}") from None
+
+
+class BufferedBody:
+    """ASGI middleware: every request body is read whole before routing, so a body above MAX_BODY_BYTES
+    is refused (413) before anything parses it, and a body no handler reads (a wrong method, a GET with a
+    body) is consumed all the same: the connection stays usable for the client's next request."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or ()).get(b"content-length", b"")
+        chunks, size, more = [], 0, True
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            more = False
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False) and size <= MAX_BODY_BYTES
+        if size > MAX_BODY_BYTES or (declared.isdigit() and int(declared) > MAX_BODY_BYTES):
+            too_large = RequestTooLarge()
+            return await error(too_large.status, too_large.code, too_large.message)(scope, receive, send)
+        pending = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay():  # the whole body once, then the client's own messages (a disconnect)
+            return pending.pop() if pending else await receive()
+        await self.app(scope, replay, send)
 
 
 def endpoint(handler):

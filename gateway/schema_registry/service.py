@@ -13,18 +13,19 @@ from starlette.exceptions import HTTPException
 import gateway.schema_registry.settings as settings
 import gateway.schema_registry.subjects as subjects
 from gateway.ops.http import bind_port
-from gateway.schema_registry.common import error
+from gateway.schema_registry.common import BufferedBody, error
 
 log = logging.getLogger("rocketgate.schema_registry")
 
 
-def make_asgi_app(registry) -> Starlette:
+def make_asgi_app(registry) -> BufferedBody:
     async def http_error(request, exc: HTTPException):
         # Unknown paths and methods: Confluent's Jersey answers them with the status as error_code.
         return error(exc.status_code, exc.status_code, f"HTTP {exc.status_code} {exc.detail}")
 
-    return Starlette(routes=[*subjects.routes(registry), *settings.routes(registry)],
-                     exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=[*subjects.routes(registry), *settings.routes(registry)],
+                    exception_handlers={HTTPException: http_error})
+    return BufferedBody(app)
 
 
 def bind_schema_registry(config):
