@@ -1,5 +1,5 @@
 """franz-go's schema registry client and serde (github.com/twmb/franz-go/pkg/sr, pinned in
-compat/srgo/go.mod, fetched by `make sr-clients`) against a real gateway process: compat/srgo is built
+compat/srgo/go.mod, fetched by `make sr-clients`) against a real gateway process (the Kafka side: sr_broker.py): compat/srgo is built
 and run once, and every value it printed is checked here."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from sr_broker import client_bootstrap  # noqa: F401 - fixture
 from sr_fixtures import registry_gateway  # noqa: F401 - fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,11 +22,11 @@ pytestmark = [pytest.mark.timeout(900),
 
 
 @pytest.fixture
-def run(registry_gateway, tmp_path):
+def run(registry_gateway, client_bootstrap, tmp_path):
     binary = str(tmp_path / "srgo")
     built = subprocess.run(["go", "build", "-o", binary, "."], cwd=MODULE, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
-    out = subprocess.run([binary, registry_gateway.url, registry_gateway.gateway.kafka_bootstrap, "gousers"],
+    out = subprocess.run([binary, registry_gateway.url, client_bootstrap, "gousers"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])

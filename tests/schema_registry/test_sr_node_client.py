@@ -1,5 +1,5 @@
 """Node's @kafkajs/confluent-schema-registry with kafkajs (pinned in compat/srnode/package-lock.json,
-installed by `make sr-clients`) against a real gateway process: compat/srnode/run.js runs once and
+installed by `make sr-clients`) against a real gateway process (the Kafka side: sr_broker.py): compat/srnode/run.js runs once and
 every value it printed is checked here."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 import httpx
 import pytest
 
+from sr_broker import client_bootstrap  # noqa: F401 - fixture
 from sr_fixtures import registry_gateway  # noqa: F401 - fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,8 +23,8 @@ pytestmark = [pytest.mark.timeout(600),
 
 
 @pytest.fixture
-def run(registry_gateway):
-    out = subprocess.run(["node", "run.js", registry_gateway.url, registry_gateway.gateway.kafka_bootstrap, "nd"],
+def run(registry_gateway, client_bootstrap):
+    out = subprocess.run(["node", "run.js", registry_gateway.url, client_bootstrap, "nd"],
                          cwd=PACKAGE, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,8 +1,8 @@
 """spark/pipelines/schema_avro against a real gateway with --schema-registry-port: values framed by
 confluent-kafka's AvroSerializer under two schema versions (two ids), one unframed value; the pipeline
 decodes each id with its own from_avro, filters on a decoded field and writes framed Avro that
-confluent-kafka's AvroDeserializer reads back. Runs only against the gateway (a Kafka broker has no
-registry)."""
+confluent-kafka's AvroDeserializer reads back. With SPARK_TEST_BROKER=kafka the records go through a real
+Apache Kafka broker while the registry stays on the gateway."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ from gateway_process import free_port, wait_port
 from spark.pipelines import schema_avro
 
 pytestmark = [pytest.mark.timeout(600),
-              pytest.mark.skipif(AGAINST_KAFKA or bool(EXTERNAL), reason="needs the gateway's schema registry")]
+              pytest.mark.skipif(bool(EXTERNAL), reason="starts its own gateway for the schema registry")]
 
 USER_V1 = json.dumps({"type": "record", "name": "User", "namespace": "t",
                       "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "int"}]})
@@ -28,16 +28,16 @@ USER_V2 = json.dumps({"type": "record", "name": "User", "namespace": "t",
 
 
 @pytest.fixture
-def registry_gateway(gateway_factory):
+def registry_gateway(gateway_factory, kafka_broker):
+    """(Kafka bootstrap, registry URL): the gateway's own, or Apache Kafka's with SPARK_TEST_BROKER=kafka."""
     port = free_port()
     g = gateway_factory(extra_args=["--schema-registry-port", str(port)])
     wait_port(port)
-    return g, f"http://127.0.0.1:{port}"
+    return kafka_broker.bootstrap if AGAINST_KAFKA else g.kafka_bootstrap, f"http://127.0.0.1:{port}"
 
 
 def test_decode_by_id_filter_and_write_framed(spark, registry_gateway, topic_name, capsys):
-    gateway, url = registry_gateway
-    bootstrap = gateway.kafka_bootstrap
+    bootstrap, url = registry_gateway
     topic, target = topic_name("users"), topic_name("adults")
     create_topic(bootstrap, topic, partitions=2)
     client = SchemaRegistryClient({"url": url})
