@@ -6,6 +6,9 @@ Apache Kafka broker while the registry stays on the gateway."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -17,6 +20,7 @@ from codec.schema_registry import unframe
 from gateway_process import free_port, wait_port
 from spark.pipelines import schema_avro
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(bool(EXTERNAL), reason="starts its own gateway for the schema registry")]
 
@@ -67,3 +71,14 @@ def test_decode_by_id_filter_and_write_framed(spark, registry_gateway, topic_nam
                    ("k5", {"name": "new1", "age": 17, "email": "e1"}),
                    ("k6", {"name": "new2", "age": 18, "email": None}),
                    ("k7", {"name": "new3", "age": 19, "email": "e3"})]
+
+
+def test_unreachable_registry_is_one_error_line():
+    """Checked before Spark starts: one `error:` line, exit status 2."""
+    dead = free_port()
+    out = subprocess.run([sys.executable, "-m", "spark.pipelines.schema_avro", "--bootstrap", "127.0.0.1:1",
+                          "--registry", f"http://127.0.0.1:{dead}", "--topic", "t", "--target", "u"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"error: schema registry at http://127.0.0.1:{dead} unreachable: " \
+                                 "<urlopen error [Errno 111] Connection refused>"
