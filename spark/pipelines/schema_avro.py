@@ -6,8 +6,9 @@ schema registry and decodes each id's records with its own `from_avro` (writer s
 reader schema = the latest of --reader-subject, default `<topic>-value`, so every version lands in
 one struct type). --where filters on the decoded fields. The rows are encoded with `to_avro` by the
 reader schema, registered under --target-subject (default `<target>-value`), and written to --target
-with that id's 5-byte frame in front; keys and headers pass unchanged. Values that are not framed, or
-whose id the registry does not know, are counted and left out.
+with that id's 5-byte frame in front; keys and headers pass unchanged. Values that are not framed are
+counted and left out; an id the registry does not know, or a payload its schema cannot read, ends the
+job with an error (nothing is dropped silently).
 """
 from __future__ import annotations
 

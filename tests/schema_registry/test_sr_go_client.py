@@ -1,6 +1,6 @@
 """franz-go's schema registry client and serde (github.com/twmb/franz-go/pkg/sr, pinned in
-compat/srgo/go.mod, fetched by `make sr-clients`) against a real gateway process (the Kafka side: sr_broker.py): compat/srgo is built
-and run once, and every value it printed is checked here."""
+compat/srgo/go.mod, fetched by `make sr-clients`) against a real gateway process (the Kafka side:
+sr_broker.py): compat/srgo is built and run once, and every value it printed is checked here."""
 from __future__ import annotations
 
 import json

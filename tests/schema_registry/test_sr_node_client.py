@@ -1,6 +1,6 @@
 """Node's @kafkajs/confluent-schema-registry with kafkajs (pinned in compat/srnode/package-lock.json,
-installed by `make sr-clients`) against a real gateway process (the Kafka side: sr_broker.py): compat/srnode/run.js runs once and
-every value it printed is checked here."""
+installed by `make sr-clients`) against a real gateway process (the Kafka side: sr_broker.py):
+compat/srnode/run.js runs once and every value it printed is checked here."""
 from __future__ import annotations
 
 import json
