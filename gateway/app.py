@@ -182,7 +182,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     app.replication.on_leader = lambda topic, _qid: app.kafka.producers.forget_topic(topic)
     register_checker(app, "grpc", functools.partial(grpc_transaction_check, app))
     if registry is not None:  # after the cluster hooks: `_schemas` is placed like any topic it creates
-        registry.start()
+        registry.start(create=not ownership.clustered)
     return app
 
 

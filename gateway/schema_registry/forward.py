@@ -2,7 +2,8 @@
 whole log and who alone appends to it, so ids come from exactly one writer. Every other gateway forwards
 each registry request to it (as Confluent's followers forward writes to their leader) and relays the
 answer, reads included: a schema registered through any gateway is readable through every other one as
-soon as the first answered. A forwarded request reaching a gateway that does not lead either (a view
+soon as the first answered. `_schemas` is created (and placed over the live members, with
+--default-replication-factor replicas) at the cluster's first registry request. A forwarded request reaching a gateway that does not lead either (a view
 changing under a failover) is answered 50003, never forwarded again."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from gateway.schema_registry.common import error
-from semantics.schema_registry.log import QUEUE, TOPIC
+from semantics.schema_registry.log import QUEUE, TOPIC, ensure_topic
 
 log = logging.getLogger("rocketgate.schema_registry")
 
@@ -33,7 +34,11 @@ class ForwardToLeader:
     def _leader(self):
         """None when this gateway serves; else the leading member (None as second value: unknown)."""
         ownership = self.gateway.ownership
-        if not getattr(ownership, "clustered", False) or ownership.owns(TOPIC, QUEUE):
+        if not getattr(ownership, "clustered", False):
+            return False, None
+        if not ownership.assigned(TOPIC):  # the first request: place `_schemas` over the members up now
+            ensure_topic(self.gateway.store)
+        if ownership.owns(TOPIC, QUEUE):
             return False, None
         assignment = ownership.assignment(TOPIC, QUEUE)
         member = ownership.live().get(assignment.leader) if assignment is not None else None

@@ -23,9 +23,11 @@ class Registry:
         self._writing = trio.Lock()
         self._parsed: dict[int, Parsed] = {}  # by schema id: parsing is the costly part
 
-    def start(self) -> None:
-        """Create `_schemas` if needed and replay it (the registry's whole state)."""
-        ensure_topic(self.log.store)
+    def start(self, create: bool = True) -> None:
+        """Replay `_schemas` (the registry's whole state), creating it first when `create` (alone; a
+        cluster creates it at its first request, once the members are up to hold its replicas)."""
+        if create:
+            ensure_topic(self.log.store)
         self.log.catch_up()
 
     def fresh(self) -> RegistryState:

@@ -62,3 +62,40 @@ def test_one_id_sequence_under_concurrent_registrations(tmp_path):
         assert again["id"] == ids[0]
     finally:
         cluster.stop()
+
+
+def _leader_url(nodes: list[RegistryNode]) -> str:
+    """The registry of the gateway that leads `_schemas` (it answers without forwarding)."""
+    for n in nodes:
+        try:
+            if httpx.get(n.url + "/subjects", timeout=5, headers={"x-rocketgate-forwarded": "1"}).status_code == 200:
+                return n.url
+        except httpx.HTTPError:
+            continue
+    return ""
+
+
+def test_registry_survives_losing_its_leader(tmp_path):
+    require_etcd()
+    cluster = start_cluster(tmp_path, gateway=RegistryNode, extra_args=["--default-replication-factor", "3"])
+    try:
+        nodes = list(cluster.gateways.values())
+        for n in nodes:
+            wait_port(n.registry_port)
+        wait_for(lambda: _leader_url(nodes), what="a _schemas leader")
+        first = [httpx.post(f"{nodes[i % 3].url}/subjects/s{i}/versions", json=schema(i), timeout=30).json()["id"]
+                 for i in range(5)]
+        assert first == [1, 2, 3, 4, 5]
+        leader_url = _leader_url(nodes)
+        leader = next(n for n in nodes if n.url == leader_url)
+        leader.kill9()
+        survivors = [n for n in nodes if n is not leader]
+        wait_for(lambda: _leader_url(survivors), timeout=40, what="a new _schemas leader")
+        for n in survivors:
+            assert [httpx.get(f"{n.url}/schemas/ids/{i}", timeout=30).status_code for i in first] == [200] * 5
+        again = httpx.post(f"{survivors[0].url}/subjects/s0/versions", json=schema(0), timeout=30).json()
+        assert again["id"] == 1  # the new leader replayed the same log
+        new = httpx.post(f"{survivors[1].url}/subjects/fresh/versions", json=schema(99), timeout=30).json()
+        assert new["id"] == 6
+    finally:
+        cluster.stop()
