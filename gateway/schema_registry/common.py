@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from urllib.parse import quote, unquote
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.responses import Response
 
 from semantics.schema_registry import RegistryError
@@ -19,6 +21,29 @@ MAX_BODY_BYTES = 2 << 20  # a larger request is refused (413) before it is read 
 class RequestTooLarge(RegistryError):
     def __init__(self) -> None:
         super().__init__(413, 41301, f"Request body larger than {MAX_BODY_BYTES} bytes")
+
+
+class Segment(Convertor):
+    """`{name:segment}`: one path segment, percent-decoded only after routing, so a subject with a '/'
+    (sent as %2F by every client) is one segment and not two (routes match `undecoded_path`)."""
+    regex = "[^/]+"
+
+    def convert(self, value: str) -> str:
+        return unquote(value)
+
+    def to_string(self, value: str) -> str:
+        return quote(str(value), safe="")
+
+
+register_url_convertor("segment", Segment())
+
+
+def undecoded_path(scope) -> str:
+    """The request path as the client sent it (ASGI's `path` is already percent-decoded)."""
+    raw = scope.get("raw_path")
+    if not raw:
+        return scope["path"]
+    return raw.split(b"?", 1)[0].decode("latin-1")
 
 
 def respond(body, status: int = 200) -> Response:
@@ -51,7 +76,8 @@ async def json_body(request):
 class BufferedBody:
     """ASGI middleware: every request body is read whole before routing, so a body above MAX_BODY_BYTES
     is refused (413) before anything parses it, and a body no handler reads (a wrong method, a GET with a
-    body) is consumed all the same: the connection stays usable for the client's next request."""
+    body) is consumed all the same: the connection stays usable for the client's next request. Routing
+    sees the undecoded path (see `Segment`)."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -74,6 +100,7 @@ class BufferedBody:
             too_large = RequestTooLarge()
             return await error(too_large.status, too_large.code, too_large.message)(scope, receive, send)
         pending = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+        scope = dict(scope, path=undecoded_path(scope))  # routes decode their own segments
 
         async def replay():  # the whole body once, then the client's own messages (a disconnect)
             return pending.pop() if pending else await receive()

@@ -139,8 +139,6 @@ def test_json_serde_end_to_end_and_content_model_rules(registry_gateway):
     assert invalid.value.http_status_code == 422
 
 
-@pytest.mark.xfail(strict=True, reason="REST routes take the %2F-decoded path: a subject with '/' (the client's default "
-                                       "subject for an import, its path) answers 404; remove when routed by raw path")
 def test_protobuf_import_registers_under_its_path_as_subject(registry_gateway, generated):
     order_pb2, _money_pb2 = generated
     client = SchemaRegistryClient({"url": registry_gateway.url})
