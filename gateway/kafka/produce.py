@@ -13,6 +13,7 @@ import gateway.kafka.quotas as quotas
 import gateway.kafka.timestamps as timestamps
 import gateway.kafka.topics as topics
 import store
+from codec import schema_frames
 from codec.kafka import apis, records
 from codec.kafka.schema import DecodeError
 from gateway.kafka.metadata import KAFKA_INTERNAL, is_internal
@@ -42,6 +43,31 @@ def _keyless_record_errors(batches, topic: str, index: int) -> list[dict]:
     return errors_
 
 
+def _schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
+    """KIP-467 `record_errors` for the records the topic's schema validation refuses (one per record,
+    indexed within its batch). Only 5-byte heads are read unless a side validates in full."""
+    full = (rule.key is not None and rule.key.full) or (rule.value is not None and rule.value.full)
+    errors_ = []
+    for batch in batches:
+        try:
+            pairs = schema_frames.keys_values(batch.records_bytes(), batch.record_count, None if full else 5)
+        except (DecodeError, ValueError) as exc:
+            return [{"batch_index": 0, "batch_index_error_message": f"records cannot be read: {exc}"}]
+        errors_ += [{"batch_index": i, "batch_index_error_message": why}
+                    for i, why in app.schema_validation.refusals("kafka", topic, rule, pairs)]
+    return errors_
+
+
+def _record_errors_answer(app, topic: str, index: int, record_errors: list[dict]) -> dict:
+    """INVALID_RECORD with KIP-467 `record_errors` and Kafka's message: the count and the first three."""
+    shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
+                      for e in record_errors[:3])
+    why = (f"One or more records have been rejected due to {len(record_errors)} record errors in total, and only "
+           f"showing the first three errors at most: [{shown}]")
+    return dict(_partition_error(index, errors.INVALID_RECORD, why), record_errors=record_errors,
+                log_start_offset=app.store.min_offset(topic, index))
+
+
 def _partition_error(index: int, code: int, message: str | None = None) -> dict:
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": -1, "error_message": message}
@@ -66,13 +92,12 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
             return _partition_error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE,
                                     why), 0
     keyless = _keyless_record_errors(batches, topic, index) if topics.compacted(cfg) else []
-    if keyless:  # Kafka's message: the count and the first three record errors
-        shown = ", ".join(f"RecordError(batchIndex={e['batch_index']}, message='{e['batch_index_error_message']}')"
-                          for e in keyless[:3])
-        why = (f"One or more records have been rejected due to {len(keyless)} record errors in total, and only "
-               f"showing the first three errors at most: [{shown}]")
-        return dict(_partition_error(index, errors.INVALID_RECORD, why), record_errors=keyless,
-                    log_start_offset=app.store.min_offset(topic, index)), 0
+    if keyless:
+        return _record_errors_answer(app, topic, index, keyless), 0
+    rule = app.schema_validation.rule(cfg)
+    refused = _schema_record_errors(app, rule, batches, topic) if rule is not None else None
+    if refused:  # schema validation (semantics.schema_validation): nothing of the request's batches is stored
+        return _record_errors_answer(app, topic, index, refused), 0
     append_time = topics.log_append_time(cfg)
     now = int(time.time() * 1000)
     for b in [] if append_time else batches:
