@@ -66,6 +66,13 @@ def validates(attributes: dict) -> bool:
     return any(level_of(attributes, part) in ("true", "full") for part in ("key", "value"))
 
 
+def registry_problem(registry, attributes: dict) -> str | None:
+    """Validation needs this gateway's registry: refused when the topic is configured, not at every send."""
+    if registry is None and validates(attributes):
+        return f"Invalid configuration: {NO_REGISTRY}"
+    return None
+
+
 _MISSING = object()
 
 
@@ -111,6 +118,20 @@ class SchemaValidation:
                 out.append((i, why))
                 self._count(protocol, topic, why.partition(" ")[0], 1)  # every reason starts with its side
         return out
+
+    def body_refusal(self, protocol: str, cfg, bodies: list[bytes]) -> str | None:
+        """Why a RocketMQ send of these message bodies to topic `cfg` is refused (None: accepted). The
+        body is the framed value; RocketMQ's KEYS are index strings, never framed, so only the value
+        side applies."""
+        rule = self.rule(cfg)
+        if rule is None or rule.value is None:
+            return None
+        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), [(None, b) for b in bodies])
+        if not refused:
+            return None
+        index, why = refused[0]
+        return (f"schema validation of topic {cfg.name} refused {len(refused)} of {len(bodies)} message(s); "
+                f"message {index}: {why}")
 
     def _count(self, protocol: str, topic: str, part: str, n: int) -> None:
         key = (protocol, topic, part)

@@ -40,14 +40,7 @@ def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
             why = tc.problem(name, value, app.config.store_max_message_bytes)
             if why:
                 return why
-    return registry_problem(app, configs)
-
-
-def registry_problem(app, attributes: dict) -> str | None:
-    """Schema validation needs this gateway's registry: refused at config time, not at every produce."""
-    if app.schema_registry is None and schema_validation.validates(attributes):
-        return f"Invalid configuration: {schema_validation.NO_REGISTRY}"
-    return None
+    return schema_validation.registry_problem(app.schema_registry, configs)
 
 
 def _broker_entries(app) -> list[tc.Entry]:
@@ -183,7 +176,7 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
             if why:
                 return errors.INVALID_CONFIG, why
             changed[n] = changed[n].strip()
-    why = registry_problem(app, changed)
+    why = schema_validation.registry_problem(app.schema_registry, changed)
     if why:
         return errors.INVALID_CONFIG, why
     if not validate_only:
