@@ -8,18 +8,23 @@ from codec.kafka.schema import DecodeError, read_varint
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint, the one-byte case (short lengths, -1 for null) without a call."""
+    """A zigzag varint, the one- and two-byte cases (lengths up to 8 KiB, -1 for null) without a loop."""
     b = buf[pos]
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    b2 = buf[pos + 1]
+    if b2 < 0x80:
+        v = (b & 0x7F) | (b2 << 7)
+        return (v >> 1) ^ -(v & 1), pos + 2
     return read_varint(buf, pos)
 
 
-def keys_values(payload, count: int, head: int | None = 5) -> list[tuple[bytes | None, bytes | None]]:
-    """(key, value) of each of `count` records (None when null), cut to `head` bytes when given;
+def keys_values(payload, count: int, head: int | None = 5) -> tuple[list, list]:
+    """(keys, values) of the `count` records (None when null), each cut to `head` bytes when given;
     DecodeError when the section is not `count` well-formed records."""
     buf = bytes(payload)
-    out = []
+    limit = (1 << 62) if head is None else head
+    keys, values = [], []
     pos = 0
     try:
         for _ in range(count):
@@ -38,16 +43,17 @@ def keys_values(payload, count: int, head: int | None = 5) -> list[tuple[bytes |
             if klen >= 0:
                 if pos + klen > end:
                     raise DecodeError("record key out of range")
-                key = buf[pos:pos + (klen if head is None else min(klen, head))]
+                key = buf[pos:pos + (klen if klen < limit else limit)]
                 pos += klen
             vlen, pos = _varint(buf, pos)
             value = None
             if vlen >= 0:
                 if pos + vlen > end:
                     raise DecodeError("record value out of range")
-                value = buf[pos:pos + (vlen if head is None else min(vlen, head))]
-            out.append((key, value))
+                value = buf[pos:pos + (vlen if vlen < limit else limit)]
+            keys.append(key)
+            values.append(value)
             pos = end
     except IndexError:
         raise DecodeError("truncated record") from None
-    return out
+    return keys, values

@@ -11,8 +11,9 @@ A topic opts in with Confluent Server's topic configs:
 A null key or value passes: serializers write null for null (a tombstone, a keyless record).
 
 Cost: a topic's rule is cached against its attributes dict (one lookup for a topic without
-validation); per record the id level reads 5 bytes and looks (topic, side, id) up in a verdict
-cache that is cleared whenever the registry applies a `_schemas` record."""
+validation); per record the id level reads 5 bytes and looks them up in the call's table of heads
+seen (a miss asks the verdict cache by (topic, side, id), which is cleared whenever the registry
+applies a `_schemas` record)."""
 from __future__ import annotations
 
 import dataclasses
@@ -97,26 +98,41 @@ class SchemaValidation:
         self._rules[cfg.name] = (attrs, rule)
         return rule
 
-    def refusals(self, protocol: str, topic: str, rule: Rule,
-                 pairs: list[tuple[bytes | None, bytes | None]]) -> list[tuple[int, str]]:
-        """(record index, why) of each refused (key, value) pair, counted per topic and side. The pairs
-        hold 5-byte heads unless a side is `full` (then whole keys/values)."""
+    def refusals(self, protocol: str, topic: str, rule: Rule, keys: list | None,
+                 values: list | None) -> list[tuple[int, str]]:
+        """(record index, why) of each refused record, counted per topic and side. `keys` and `values`
+        (None: that side is not checked) hold 5-byte heads unless the side is `full` (whole payloads)."""
+        count = len(values if values is not None else keys)
         if self.registry is None:
-            out = [(i, NO_REGISTRY) for i in range(len(pairs))]
-            self._count(protocol, topic, (rule.value or rule.key).part, len(out))
-            return out
+            self._count(protocol, topic, (rule.value or rule.key).part, count)
+            return [(i, NO_REGISTRY) for i in range(count)]
         self._sync()
+        bad: dict[int, str] = {}
+        for side, column in ((rule.key, keys), (rule.value, values)):
+            if side is None or column is None:
+                continue
+            for i, why in self._side_refusals(topic, side, column):
+                if i not in bad:
+                    bad[i] = why
+                    self._count(protocol, topic, side.part, 1)
+        return sorted(bad.items())
+
+    def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
+        """The refused entries of one side: the 5-byte head's verdict is looked up once per distinct
+        head in the call (a batch mostly repeats one id), the payload decoded per record when `full`."""
+        seen: dict[bytes, str | None] = {}
         out = []
-        key_side, value_side = rule.key, rule.value
-        for i, (key, value) in enumerate(pairs):
-            why = None
-            if key_side is not None and key is not None:
-                why = self._check(topic, key_side, key)
-            if why is None and value_side is not None and value is not None:
-                why = self._check(topic, value_side, value)
+        for i, data in enumerate(column):
+            if data is None:  # a null key or value: nothing to frame
+                continue
+            head = data[:5]
+            why = seen.get(head, _MISSING)
+            if why is _MISSING:
+                why = seen[head] = self._head_verdict(topic, side, head)
+            if why is None and side.full:
+                why = self._decode(side, int.from_bytes(head[1:5], "big", signed=True), data[5:])
             if why is not None:
                 out.append((i, why))
-                self._count(protocol, topic, why.partition(" ")[0], 1)  # every reason starts with its side
         return out
 
     def body_refusal(self, protocol: str, cfg, bodies: list[bytes]) -> str | None:
@@ -126,7 +142,7 @@ class SchemaValidation:
         rule = self.rule(cfg)
         if rule is None or rule.value is None:
             return None
-        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), [(None, b) for b in bodies])
+        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), None, bodies)
         if not refused:
             return None
         index, why = refused[0]
@@ -145,17 +161,16 @@ class SchemaValidation:
             self._verdicts.clear()
             self._applied = applied
 
-    def _check(self, topic: str, side: Side, data: bytes) -> str | None:
-        if len(data) < 5 or data[0] != 0:
+    def _head_verdict(self, topic: str, side: Side, head: bytes) -> str | None:
+        """Why a key/value starting with these 5 bytes is refused (None: its id is the subject's)."""
+        if len(head) < 5 or head[0] != 0:
             return f"{side.part} is not framed with a schema id (magic byte 0 and a 4-byte id)"
-        schema_id = int.from_bytes(data[1:5], "big", signed=True)
+        schema_id = int.from_bytes(head[1:5], "big", signed=True)
         cache_key = (topic, side, schema_id)
         verdict = self._verdicts.get(cache_key, _MISSING)
         if verdict is _MISSING:
             verdict = self._verdicts[cache_key] = self._verdict(topic, side, schema_id)
-        if verdict is not None or not side.full:
-            return verdict
-        return self._decode(side, schema_id, data[5:])
+        return verdict
 
     def _verdict(self, topic: str, side: Side, schema_id: int) -> str | None:
         state = self.registry.state

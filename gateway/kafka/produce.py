@@ -50,11 +50,11 @@ def _schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
     errors_ = []
     for batch in batches:
         try:
-            pairs = schema_frames.keys_values(batch.records_bytes(), batch.record_count, None if full else 5)
+            keys, values = schema_frames.keys_values(batch.records_bytes(), batch.record_count, None if full else 5)
         except (DecodeError, ValueError) as exc:
             return [{"batch_index": 0, "batch_index_error_message": f"records cannot be read: {exc}"}]
         errors_ += [{"batch_index": i, "batch_index_error_message": why}
-                    for i, why in app.schema_validation.refusals("kafka", topic, rule, pairs)]
+                    for i, why in app.schema_validation.refusals("kafka", topic, rule, keys, values)]
     return errors_
 
 
