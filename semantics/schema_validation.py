@@ -118,8 +118,14 @@ class SchemaValidation:
         return sorted(bad.items())
 
     def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
-        """The refused entries of one side: the 5-byte head's verdict is looked up once per distinct
-        head in the call (a batch mostly repeats one id), the payload decoded per record when `full`."""
+        """The refused entries of one side. At the id level the distinct 5-byte heads are judged
+        (a set, built in C: a batch mostly repeats one id) and the records walked only when one is
+        refused; the full level decodes each payload."""
+        if not side.full:
+            verdicts = {head: self._head_verdict(topic, side, head) for head in set(column) if head is not None}
+            if not any(verdicts.values()):
+                return []
+            return [(i, verdicts[head]) for i, head in enumerate(column) if head is not None and verdicts[head]]
         seen: dict[bytes, str | None] = {}
         out = []
         for i, data in enumerate(column):
@@ -129,7 +135,7 @@ class SchemaValidation:
             why = seen.get(head, _MISSING)
             if why is _MISSING:
                 why = seen[head] = self._head_verdict(topic, side, head)
-            if why is None and side.full:
+            if why is None:
                 why = self._decode(side, int.from_bytes(head[1:5], "big", signed=True), data[5:])
             if why is not None:
                 out.append((i, why))

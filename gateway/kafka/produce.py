@@ -50,7 +50,8 @@ def _schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
     errors_ = []
     for batch in batches:
         try:
-            keys, values = schema_frames.keys_values(batch.records_bytes(), batch.record_count, None if full else 5)
+            keys, values = schema_frames.columns(batch.records_bytes(), batch.record_count, rule.key is not None,
+                                                 rule.value is not None, None if full else 5)
         except (DecodeError, ValueError) as exc:
             return [{"batch_index": 0, "batch_index_error_message": f"records cannot be read: {exc}"}]
         errors_ += [{"batch_index": i, "batch_index_error_message": why}
