@@ -127,3 +127,20 @@ def test_refusals_are_counted_per_topic_in_metrics(gw, admin):
         text = resp.read().decode()
     assert f'rocketgate_schema_refused_records_total{{protocol="remoting",side="value",topic="{topic}"}} 2.0' in text
     assert f'rocketgate_schema_refused_records_total{{protocol="kafka",side="value",topic="{topic}"}} 1.0' in text
+
+
+def test_dashboard_and_admin_list_subjects_and_validating_topics(gw, admin, capsys):
+    from gateway.admin.cli import main
+    topic = _topic(admin, {"confluent.value.schema.validation": "true",
+                           "confluent.value.subject.name.strategy": "RecordNameStrategy"})
+    _note(gw, topic, "listed")  # registers t.Note's schema under <topic>-value
+    assert main(["--http", gw.http, "--json", "schemas", "subjects"]) == 0
+    subjects = {row["subject"]: row for row in json.loads(capsys.readouterr().out)}
+    assert subjects[f"{topic}-value"]["versions"] == "1" and subjects[f"{topic}-value"]["type"] == "AVRO"
+    assert main(["--http", gw.http, "--json", "schemas", "topics"]) == 0
+    rows = {row["topic"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows[topic]["value_validation"] == "true" and rows[topic]["value_strategy"] == "RecordNameStrategy"
+    assert rows[topic]["key_validation"] == "false"
+    with urllib.request.urlopen(f"http://{gw.http}/schemas", timeout=10) as resp:
+        page = resp.read().decode()
+    assert f"{topic}-value" in page and "RecordNameStrategy" in page
