@@ -20,8 +20,9 @@ include $(wildcard mk/*.mk)
 
 setup: install $(SETUP_TARGETS)
 
+# The schema registry (Confluent's REST API, docs/schema-registry.md) on 8081, as Confluent's own default.
 run: install
-	$(PY) -m gateway --data-dir ./data
+	$(PY) -m gateway --data-dir ./data --schema-registry-port 8081
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)

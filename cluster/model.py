@@ -33,6 +33,7 @@ class Member:
     kafka_port: int
     remoting_port: int
     grpc_port: int = 0  # RocketMQ 5 gRPC (--grpc-port); 0 when off
+    schema_registry_port: int = 0  # the registry's REST API (--schema-registry-port); 0 when off
 
     @property
     def remoting_addr(self) -> str:
@@ -45,7 +46,7 @@ class Member:
     def from_json(cls, raw: bytes) -> "Member":
         d = json.loads(raw)
         return cls(int(d["node_id"]), d["host"], int(d["kafka_port"]), int(d["remoting_port"]),
-                   int(d.get("grpc_port") or 0))
+                   int(d.get("grpc_port") or 0), int(d.get("schema_registry_port") or 0))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

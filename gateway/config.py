@@ -20,6 +20,7 @@ class GatewayConfig:
     grpc_port: int | None = None  # RocketMQ 5 gRPC (gateway.grpc); off when None
     http_port: int | None = None  # /metrics, /healthz, /readyz, /api (gateway.ops); off when None
     schema_registry_port: int | None = None  # Confluent's registry REST API (gateway.schema_registry); off: None
+    schema_registry_tls: bool = False  # the registry port serves HTTPS with --tls-cert/--tls-key (--tls-ca: mTLS)
     flush: str = "async"
     # Address clients are told to connect back to; defaults to host.
     advertised_host: str | None = None
@@ -160,6 +161,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     p.add_argument("--schema-registry-port", type=_port, default=None,
                    help="serve Confluent's schema registry REST API on this port (off by default; "
                    "docs/schema-registry.md)")
+    p.add_argument("--schema-registry-tls", action="store_true",
+                   help="the schema registry port serves HTTPS only, with --tls-cert/--tls-key (and --tls-ca)")
     p.add_argument("--flush", choices=["async", "sync"], default=d.flush)
     p.add_argument("--advertised-host", default=None, help="host clients connect back to (default: --host)")
     p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false")

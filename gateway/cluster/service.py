@@ -62,7 +62,7 @@ async def join(config) -> ClusterNode:
     etcd = Etcd.from_url(config.cluster)
     coordination = Coordination(etcd)
     member = Member(config.node_id, config.advertised, config.kafka_port, config.remoting_port,
-                    config.grpc_port or 0)
+                    config.grpc_port or 0, config.schema_registry_port or 0)
     try:
         asked = time.monotonic()
         lease = await coordination.register(member, config.cluster_lease_ttl)

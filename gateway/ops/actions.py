@@ -36,14 +36,15 @@ def admin_user(app, request) -> str | None:
     sec = app.security
     if sec is None:
         return None
-    user = _session_user(request.cookies.get(SESSION_COOKIE, "")) or _basic_user(sec, request)
+    user = _session_user(request.cookies.get(SESSION_COOKIE, "")) or basic_user(sec, request)
     host = request.client.host if request.client else ""
     if user and sec.authorizer.authorize(f"User:{user}", host, Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster"):
         return user
     return None
 
 
-def _basic_user(sec, request) -> str | None:
+def basic_user(sec, request) -> str | None:
+    """The user whose HTTP Basic credentials this request carries (checked against the user store)."""
     header = request.headers.get("authorization", "")
     if not header.lower().startswith("basic "):
         return None

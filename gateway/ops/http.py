@@ -125,10 +125,13 @@ def bind_http(config) -> _BoundConfig | None:
     return None if config.http_port is None else bind_port(config.host, config.http_port, "http")
 
 
-def bind_port(host: str, port: int, what: str) -> _BoundConfig:
-    """A hypercorn config listening on host:port (bound now; StartupError when it cannot be)."""
+def bind_port(host: str, port: int, what: str, configure=None) -> _BoundConfig:
+    """A hypercorn config listening on host:port (bound now; StartupError when it cannot be);
+    `configure(cfg)` runs first (TLS settings decide which kind of socket hypercorn makes)."""
     cfg = _BoundConfig()
     cfg.bind = [f"{host}:{port}"]
+    if configure is not None:
+        configure(cfg)
     cfg.accesslog = None
     cfg.errorlog = log
     cfg.graceful_timeout = 1.0

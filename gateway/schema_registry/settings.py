@@ -5,6 +5,9 @@ from starlette.routing import Route
 
 import semantics.schema_registry.errors as err
 from gateway.schema_registry.common import endpoint, flag, json_body, respond
+from security.acl import Operation
+
+ALTER = Operation.ALTER_CONFIGS
 
 
 def _field(body, name: str, refuse):
@@ -13,9 +16,12 @@ def _field(body, name: str, refuse):
     return body[name]
 
 
-def routes(registry) -> list[Route]:
-    def subject_of(request):
-        return request.path_params.get("subject")
+def routes(registry, access) -> list[Route]:
+    def subject_of(request, operation: Operation = Operation.DESCRIBE_CONFIGS):
+        """The subject of a /config or /mode path (None: the global setting), checked for `operation`."""
+        subject = request.path_params.get("subject")
+        access.check(request, operation, subject)
+        return subject
 
     @endpoint
     async def get_config(request):
@@ -27,15 +33,16 @@ def routes(registry) -> list[Route]:
 
     @endpoint
     async def put_config(request):
+        subject = subject_of(request, ALTER)
         body = await json_body(request)
         # Confluent's clients send "compatibility" (confluent-kafka's ServerConfig may send "compatibilityLevel")
         name = "compatibilityLevel" if isinstance(body, dict) and "compatibility" not in body else "compatibility"
         level = _field(body, name, err.invalid_compatibility)
-        return respond({"compatibility": await registry.set_config(subject_of(request), level)})
+        return respond({"compatibility": await registry.set_config(subject, level)})
 
     @endpoint
     async def delete_config(request):
-        return respond({"compatibilityLevel": await registry.delete_config(subject_of(request))})
+        return respond({"compatibilityLevel": await registry.delete_config(subject_of(request, ALTER))})
 
     @endpoint
     async def get_mode(request):
@@ -47,16 +54,17 @@ def routes(registry) -> list[Route]:
 
     @endpoint
     async def put_mode(request):
-        body = await json_body(request)
-        mode = _field(body, "mode", err.invalid_mode)
-        return respond({"mode": await registry.set_mode(subject_of(request), mode, flag(request, "force"))})
+        subject = subject_of(request, ALTER)
+        mode = _field(await json_body(request), "mode", err.invalid_mode)
+        return respond({"mode": await registry.set_mode(subject, mode, flag(request, "force"))})
 
     @endpoint
     async def delete_mode(request):
-        return respond({"mode": await registry.delete_mode(subject_of(request))})
+        return respond({"mode": await registry.delete_mode(subject_of(request, ALTER))})
 
     @endpoint
     async def compatibility(request):
+        access.check(request, Operation.READ, request.path_params["subject"])
         body = await json_body(request)
         problems = registry.check_compatibility(request.path_params["subject"], request.path_params.get("version"),
                                                 body, flag(request, "normalize"))

@@ -5,6 +5,7 @@ from starlette.routing import Route
 
 import semantics.schema_registry.errors as err
 from gateway.schema_registry.common import endpoint, flag, json_body, raw, respond
+from security.acl import Operation
 from semantics.schema_formats import FORMATS, SchemaError, formatted
 
 
@@ -30,7 +31,15 @@ def _schema_id(request) -> int:
     return int(text)
 
 
-def routes(registry) -> list[Route]:
+def routes(registry, access) -> list[Route]:
+    def subject(request, operation: Operation = Operation.READ) -> str:
+        name = request.path_params["subject"]
+        access.check(request, operation, name)
+        return name
+
+    def visible(request, name: str) -> bool:
+        return access.allowed(request, Operation.DESCRIBE, name)
+
     def text_for(request, schema) -> str | None:
         """The schema rendered for `?format=` (PROTOBUF `serialized`: what confluent-kafka's deserializer asks for)."""
         fmt = request.query_params.get("format")
@@ -45,17 +54,18 @@ def routes(registry) -> list[Route]:
     async def subjects(request):
         names = registry.fresh().subject_names(flag(request, "deleted"))
         prefix = request.query_params.get("subjectPrefix")
-        return respond([n for n in names if prefix is None or n.startswith(prefix)])
+        return respond([n for n in names if (prefix is None or n.startswith(prefix)) and visible(request, n)])
 
     @endpoint
     async def versions(request):
+        subject(request)
         found = registry.subject_versions(request.path_params["subject"], flag(request, "deleted"))
         return respond([v.version for v in found])
 
     @endpoint
     async def register(request):
         body = await json_body(request)
-        v = await registry.register(request.path_params["subject"], body, flag(request, "normalize"))
+        v = await registry.register(subject(request, Operation.WRITE), body, flag(request, "normalize"))
         # the schema as the client sent it: confluent-kafka caches this text under the id, and its
         # Protobuf deserializer reads that cache as a base64 descriptor (the form its serializer sent)
         sent = body.get("schema") if isinstance(body, dict) and isinstance(body.get("schema"), str) else None
@@ -63,17 +73,19 @@ def routes(registry) -> list[Route]:
 
     @endpoint
     async def version(request):
+        subject(request)
         v = registry.get_version(request.path_params["subject"], request.path_params["version"],
                                  flag(request, "deleted"))
         return respond(version_body(v, text_for(request, v.schema)))
 
     @endpoint
     async def delete_version(request):
-        return respond(await registry.delete_version(request.path_params["subject"], request.path_params["version"],
+        return respond(await registry.delete_version(subject(request, Operation.DELETE), request.path_params["version"],
                                                      flag(request, "permanent")))
 
     @endpoint
     async def version_schema(request):
+        subject(request)
         v = registry.get_version(request.path_params["subject"], request.path_params["version"],
                                  flag(request, "deleted"))
         text = text_for(request, v.schema)
@@ -81,23 +93,26 @@ def routes(registry) -> list[Route]:
 
     @endpoint
     async def referenced_by(request):
-        v = registry.get_version(request.path_params["subject"], request.path_params["version"], deleted=True)
+        v = registry.get_version(subject(request), request.path_params["version"], deleted=True)
         return respond(registry.state.referenced_by(v.subject, v.version))
 
     @endpoint
     async def lookup(request):
         body = await json_body(request)
-        v = registry.lookup(request.path_params["subject"], body, flag(request, "normalize"), flag(request, "deleted"))
+        v = registry.lookup(subject(request), body, flag(request, "normalize"), flag(request, "deleted"))
         return respond(version_body(v))
 
     @endpoint
     async def delete_subject(request):
-        return respond(await registry.delete_subject(request.path_params["subject"], flag(request, "permanent")))
+        return respond(await registry.delete_subject(subject(request, Operation.DELETE), flag(request, "permanent")))
 
     def _by_id(request):
         schema = registry.schema_by_id(_schema_id(request))
         if schema is None:
             raise err.schema_not_found(request.path_params["id"])
+        uses = registry.state.uses_of(schema.id, deleted=True)  # READ on one of its subjects is enough
+        if uses and not any(access.allowed(request, Operation.READ, v.subject) for v in uses):
+            access.check(request, Operation.READ, uses[0].subject)
         return schema
 
     @endpoint
@@ -130,7 +145,7 @@ def routes(registry) -> list[Route]:
         deleted, latest_only = flag(request, "deleted"), flag(request, "latestOnly")
         out = []
         for name in state.subject_names(deleted):
-            if name.startswith(prefix):
+            if name.startswith(prefix) and visible(request, name):
                 found = state.versions(name, deleted)
                 out += [version_body(v) for v in (found[-1:] if latest_only else found)]
         return respond(out)

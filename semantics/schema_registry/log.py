@@ -12,7 +12,10 @@ from codec.kafka import records
 from codec.kafka.schema import DecodeError
 from codec.remoting.message import INNER_BATCH_FLAG
 from interop.inner_batch import entry_message, index_info
+from store.errors import MessageTooLarge, StoreError
+import semantics.schema_registry.errors as err
 from semantics.flow_control import append_in_turn
+from semantics.replication import NotLeader
 from semantics.schema_registry.state import RegistryState
 
 log = logging.getLogger("rocketgate.schema_registry")
@@ -65,15 +68,23 @@ class SchemasLog:
         batch = records.parse_batches(records.build_batch([(now, k, v, []) for k, v in rows],
                                                           base_timestamp=now))[0]
         msg = entry_message(TOPIC, QUEUE, batch, index_info(batch), {}, now, False)
-        if self.flow is not None:
-            [result] = await append_in_turn(self.flow, self.store, [msg])
-        else:
-            [result] = self.store.append_many([msg])
-        if self.durable is not None:
-            await self.durable(result.end_offset)
-        if self.replicated is not None:
-            await self.replicated(TOPIC, QUEUE, result.queue_offset + result.count)
-        self.catch_up()
+        try:
+            if self.flow is not None:
+                [result] = await append_in_turn(self.flow, self.store, [msg])
+            else:
+                [result] = self.store.append_many([msg])
+            if self.durable is not None:
+                await self.durable(result.end_offset)
+            if self.replicated is not None:
+                await self.replicated(TOPIC, QUEUE, result.queue_offset + result.count)
+        except MessageTooLarge as exc:  # a schema the body limit let through, above --max-message-bytes
+            raise err.invalid_schema(f"Invalid schema: too large for the store ({exc})") from None
+        except (StoreError, OSError) as exc:
+            raise err.store_error(str(exc)) from None
+        except NotLeader:
+            raise err.RegistryError(500, 50003, "the lead of _schemas moved during the write; retry") from None
+        finally:
+            self.catch_up()  # whatever reached the log is applied, even when the wait failed
 
 
 def _records_of(msg) -> list[tuple[bytes | None, bytes | None]]:

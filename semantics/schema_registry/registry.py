@@ -82,21 +82,27 @@ class Registry:
         parsed = _parse(schema_type, text, references.resolve(state, refs))
         if not state.versions(subject, deleted=True):
             raise err.subject_not_found(subject)
-        for v in state.versions(subject, deleted):
-            if v.schema.identity == (parsed.schema_type, parsed.canonical, refs) or \
-                    v.schema.identity == (parsed.schema_type, parsed.normalized, refs):
-                return v
-            if v.schema.schema_type == parsed.schema_type and v.schema.references == refs and \
-                    self._same(v.schema, parsed, normalize):
-                return v
+        found = self._matching(state.versions(subject, deleted), parsed, refs, normalize)
+        if found is not None:
+            return found
         raise err.schema_not_found()
 
-    def _same(self, schema: Schema, parsed: Parsed, normalize: bool) -> bool:
-        try:
-            mine = self.parsed(schema)
-        except (SchemaError, err.RegistryError):
-            return False
-        return mine.canonical == parsed.canonical or (normalize and mine.normalized == parsed.normalized)
+    def _matching(self, versions: list[Version], parsed: Parsed, refs: tuple, normalize: bool) -> Version | None:
+        """The first of `versions` whose schema is `parsed` (same text as stored, canonical or, with
+        `normalize`, normalized; a stored text another registry wrote is parsed to compare)."""
+        for v in versions:
+            schema = v.schema
+            if schema.schema_type != parsed.schema_type or schema.references != refs:
+                continue
+            if schema.schema in (parsed.canonical, parsed.normalized):
+                return v
+            try:
+                mine = self.parsed(schema)
+            except (SchemaError, err.RegistryError):
+                continue
+            if mine.canonical == parsed.canonical or (normalize and mine.normalized == parsed.normalized):
+                return v
+        return None
 
     # --- writes ----------------------------------------------------------------------------------
 
@@ -118,11 +124,9 @@ class Registry:
             if mode == "IMPORT":
                 return await self._import(subject, identity, wanted_id, wanted_version)
             live = state.versions(subject)
-            for v in live:
-                if v.schema.identity == identity or (v.schema.schema_type == parsed.schema_type and
-                                                     v.schema.references == refs and self._same(v.schema, parsed,
-                                                                                                normalize)):
-                    return v
+            found = self._matching(live, parsed, refs, normalize)
+            if found is not None:
+                return found
             problems = self._compat_errors(state.compatibility(subject), parsed, live)
             if problems:
                 raise err.incompatible(problems)

@@ -135,3 +135,15 @@ def test_foreign_and_broken_records_are_skipped(open_registry):
     r.fresh()
     assert r.state.skipped == 2 and r.state.max_id == 1
     assert run(r.register, "s", AB).id == 2
+
+
+def test_a_schema_above_the_store_limit_is_refused_not_a_crash(tmp_path):
+    st = store.open(str(tmp_path / "small"), store.StoreConfig(max_message_size=64 << 10))
+    try:
+        r = Registry(st)
+        r.start()
+        big = avro(*[{"name": f"f{i}", "type": "int", "default": 0} for i in range(3000)])
+        assert code(lambda: trio.run(r.register, "s", big)) == 42201
+        assert r.state.subject_names() == [] and run(r.register, "s", A).id == 1
+    finally:
+        st.close()
