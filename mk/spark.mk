@@ -11,7 +11,7 @@ $(SPARK_JARS_DIR)/.resolved: spark/pom.xml spark/maven-settings.xml $(VENV)/.ins
 	@v=$$($(SPARK_VERSION_CMD)) && echo "resolving spark-sql-kafka-0-10 $$v" && \
 	rm -rf $(SPARK_JARS_DIR) && \
 	mvn -q -B -s spark/maven-settings.xml -f spark/pom.xml dependency:copy-dependencies -Dspark.version=$$v && \
-	ls $(SPARK_JARS_DIR)/spark-sql-kafka-0-10_*-$$v.jar >/dev/null && \
+	ls $(SPARK_JARS_DIR)/spark-sql-kafka-0-10_*-$$v.jar $(SPARK_JARS_DIR)/spark-avro_*-$$v.jar >/dev/null && \
 	echo $$v > $@
 
 SETUP_TARGETS += spark-jars
