@@ -193,3 +193,20 @@ def test_configs_are_validated_described_and_need_the_registry(registry_gateway,
     with pytest.raises(Exception) as refused:
         fut.result(20)
     assert "schema registry" in str(refused.value)
+
+
+def test_full_level_with_json_schema(registry_gateway):
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+    gw = registry_gateway
+    client = SchemaRegistryClient({"url": gw.url})
+    schema = json.dumps({"$schema": "http://json-schema.org/draft-07/schema#", "title": "Reading", "type": "object",
+                         "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]})
+    topic = _topic(gw, {"confluent.value.schema.validation": "full"})
+    good = JSONSerializer(schema, client)({"celsius": 21.5}, SerializationContext(topic, MessageField.VALUE))
+    assert _send(gw, topic, [good]) == [None]
+    schema_id = int.from_bytes(good[1:5], "big")
+    answer = _raw_produce(gw, topic, [frame(schema_id, b'{"celsius": "warm"}'), frame(schema_id, b"{not json")])
+    assert answer["error_code"] == INVALID_RECORD
+    assert [e["batch_index"] for e in answer["record_errors"]] == [0, 1]
+    assert all("does not decode with schema id" in e["batch_index_error_message"] for e in answer["record_errors"])
+    assert _stored(gw, topic) == 1
