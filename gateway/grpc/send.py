@@ -50,7 +50,8 @@ def _prepare(ctx, msgs):
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
         out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born, now))
         check_type(cfg, message_type(out[-1].properties))
-    refused = app.schema_validation.body_refusal("grpc", cfg, [m.body for m in out])
+    validation = app.schema_validation
+    refused = validation.rule(cfg) and validation.body_refusal("grpc", cfg, [m.body for m in out])
     if refused:
         raise RpcError(Code.BAD_REQUEST, refused)
     return [routing.route(m, now, app.delay_levels) for m in out]

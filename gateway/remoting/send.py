@@ -106,7 +106,8 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
         if len(req.body or b"") > app.config.max_message_bytes:
             return req.response(ResponseCode.MESSAGE_ILLEGAL,
                                 remark=f"the message body size over max value, MAX: {app.config.max_message_bytes}")
-        refused = app.schema_validation.body_refusal("remoting", cfg, [_plain_body(app, m) for m in msgs])
+        refused = app.schema_validation.rule(cfg) and app.schema_validation.body_refusal(
+            "remoting", cfg, [_plain_body(app, m) for m in msgs])  # bodies listed only for a validating topic
         if refused:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, remark=refused)
         if topic.startswith(retry.RETRY_PREFIX):
