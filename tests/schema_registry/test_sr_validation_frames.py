@@ -40,3 +40,39 @@ def test_every_truncation_is_a_decode_error():
         except DecodeError:
             continue
         raise AssertionError(f"a section cut at {cut} of {len(section)} bytes was read")
+
+
+def _validation(text: str):
+    """A SchemaValidation over a registry state holding `text` as id 1 under t-value (no store)."""
+    import types
+    from codec import schema_registry as wire
+    from semantics.schema_formats import module
+    from semantics.schema_registry import RegistryState
+    from semantics.schema_validation import SchemaValidation
+    state = RegistryState()
+    state.apply(wire.encode_key(wire.Key("SCHEMA", "t-value", 1)),
+                wire.encode_schema_value(wire.SchemaValue("t-value", 1, 1, text)))
+    parsed = module("AVRO").parse(text, {})
+    return SchemaValidation(types.SimpleNamespace(state=state, log=types.SimpleNamespace(applied=1),
+                                                  fresh=lambda: state, parsed=lambda _schema: parsed))
+
+
+AVRO = '{"type":"record","name":"R","fields":[{"name":"n","type":"long"},{"name":"s","type":"string"}]}'
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=40),
+                          st.binary(max_size=40).map(lambda b: b"\x00\x00\x00\x00\x01" + b)), min_size=1, max_size=6))
+def test_hostile_values_are_refused_or_accepted_never_raised(values):
+    from semantics.schema_validation import rule_of
+    validation = _validation(AVRO)
+    for level in ("true", "full"):
+        rule = rule_of({"confluent.value.schema.validation": level})
+        heads = values if level == "full" else [None if v is None else v[:5] for v in values]
+        refused = dict(validation.refusals("kafka", "t", rule, None, heads))
+        for i, v in enumerate(values):
+            framed = v is not None and v[:5] == b"\x00\x00\x00\x00\x01"
+            if v is None or (framed and level == "true"):
+                assert i not in refused
+            elif not framed:
+                assert "not framed" in refused[i] or "not registered" in refused[i]
