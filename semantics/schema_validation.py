@@ -11,24 +11,21 @@ A topic opts in with Confluent Server's topic configs:
 A null key or value passes: serializers write null for null (a tombstone, a keyless record).
 
 Cost: a topic's rule is cached against its attributes dict (one lookup for a topic without
-validation); per record the id level reads 5 bytes and looks them up in the call's table of heads
-seen (a miss asks the verdict cache by (topic, side, id), which is cleared whenever the registry
-applies a `_schemas` record)."""
+validation). The id level gets each record's first 5 bytes (codec.schema_frames) and judges each
+distinct head of a batch once, from a verdict cache by (topic, side, id) that is cleared whenever the
+registry applies a `_schemas` record. The full level decodes every payload."""
 from __future__ import annotations
 
 import dataclasses
-import logging
 
 from semantics.schema_formats import SchemaError, module
 from semantics.topic_configs import SR_CLASS_PREFIX as CLASS_PREFIX, SR_DEFAULT_STRATEGY as DEFAULT_STRATEGY
 
-log = logging.getLogger("rocketgate.schema_validation")
-
 VALIDATION = {"key": "confluent.key.schema.validation", "value": "confluent.value.schema.validation"}
 STRATEGY = {"key": "confluent.key.subject.name.strategy", "value": "confluent.value.subject.name.strategy"}
-LEVELS = ("false", "true", "full")
 STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
 NO_REGISTRY = "schema validation needs the gateway's schema registry (--schema-registry-port)"
+MAX_REASON = 300  # characters of a decoder's message in a refusal (the answer stays small)
 MAX_VERDICTS = 10_000  # (topic, side, id) answers kept; ids come from clients, so the cache is bounded
 
 
@@ -148,7 +145,8 @@ class SchemaValidation:
         rule = self.rule(cfg)
         if rule is None or rule.value is None:
             return None
-        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), None, bodies)
+        values = bodies if rule.value.full else [b[:5] for b in bodies]
+        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), None, values)
         if not refused:
             return None
         index, why = refused[0]
@@ -203,10 +201,12 @@ class SchemaValidation:
             parsed = self.registry.parsed(schema)
             module(schema.schema_type).check_payload(parsed, payload)
         except SchemaError as exc:
-            return f"{side.part} does not decode with schema id {schema_id}: {exc}"
+            why = str(exc)
         except Exception as exc:  # noqa: BLE001 - a decoder's own error on hostile bytes refuses the record
-            return f"{side.part} does not decode with schema id {schema_id}: {type(exc).__name__}: {exc}"
-        return None
+            why = f"{type(exc).__name__}: {exc}"
+        else:
+            return None
+        return f"{side.part} does not decode with schema id {schema_id}: {why[:MAX_REASON]}"
 
     def topics(self, store) -> list[dict]:
         """Every topic that validates, with its settings (the dashboard and `rocketgate schemas topics`)."""
