@@ -32,11 +32,14 @@ class AsyncAdmin:
         self.instance.brokers.update(brokers)
         return brokers
 
-    async def create_topic(self, topic: str, queues: int = 4, perm: int = 6) -> None:
+    async def create_topic(self, topic: str, queues: int = 4, perm: int = 6, attributes: dict | None = None) -> None:
+        """Create or update `topic`; `attributes` are set as RocketMQ 5's "+key=value" list."""
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
+                  "perm": perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        if attributes:
+            fields["attributes"] = ",".join(f"+{k}={v}" for k, v in attributes.items())
         for addr in (await self._brokers()).values():
-            await self.instance.invoke(addr, RC.UPDATE_AND_CREATE_TOPIC, {
-                "topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
-                "perm": perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False})
+            await self.instance.invoke(addr, RC.UPDATE_AND_CREATE_TOPIC, fields)
         self.instance.routes.pop(topic, None)
 
     async def list_topics(self) -> list[str]:

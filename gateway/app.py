@@ -28,6 +28,7 @@ from semantics.pop import PopEngine
 from semantics.replication import Follower, ReplicaManager
 from semantics.rocketmq_clients import ClientRegistry
 from semantics.schema_registry import Registry
+from semantics.schema_validation import SchemaValidation
 from semantics.routing import DelayLevels, ensure_system_topics
 from semantics.transactions import Transactions, register_checker
 from semantics.views import Views
@@ -71,9 +72,12 @@ class App:
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
     kafka: KafkaState = dataclasses.field(init=False)
+    # topics' schema validation rules and refusal counts (semantics.schema_validation), on `schema_registry`
+    schema_validation: SchemaValidation = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kafka", KafkaState(self))
+        object.__setattr__(self, "schema_validation", SchemaValidation(self.schema_registry))
 
     @property
     def sync_flush(self) -> bool:

@@ -33,8 +33,17 @@ class ConfigDef:
 
 
 D = ConfigDef
+SR_CLASS_PREFIX = "io.confluent.kafka.serializers.subject."
+SR_STRATEGIES = tuple(prefix + s for prefix in (SR_CLASS_PREFIX, "")
+                      for s in ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"))
+SR_DEFAULT_STRATEGY = SR_CLASS_PREFIX + "TopicNameStrategy"
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     "cleanup.policy": D(LIST, "delete", choices=("compact", "delete"), synonym="log.cleanup.policy"),
+    # Confluent Server's schema validation (semantics.schema_validation): true/false, or our "full"
+    "confluent.key.schema.validation": D(BOOLEAN, "false", choices=("full",)),
+    "confluent.key.subject.name.strategy": D(STRING, SR_DEFAULT_STRATEGY, choices=SR_STRATEGIES),
+    "confluent.value.schema.validation": D(BOOLEAN, "false", choices=("full",)),
+    "confluent.value.subject.name.strategy": D(STRING, SR_DEFAULT_STRATEGY, choices=SR_STRATEGIES),
     "compression.type": D(STRING, "producer", choices=("uncompressed", "zstd", "lz4", "snappy", "gzip",
                                                        "producer")),
     "compression.gzip.level": D(INT, "-1", 1, 9),  # or -1 (checked in _problem)
@@ -119,6 +128,9 @@ def _problem(name: str, d: ConfigDef, text: str) -> str | None:
             return "Not a number of type DOUBLE"
         return _bounds(d, float(text))
     if d.type == BOOLEAN:
+        if d.choices:  # a boolean with more values (schema validation's "full")
+            allowed = ("true", "false", *d.choices)
+            return None if text.lower() in allowed else f"Expected value to be one of {', '.join(allowed)}"
         return None if text.lower() in ("true", "false") else "Expected value to be either true or false"
     if d.type == STRING:
         return None if text in d.choices else f"String must be one of: {', '.join(d.choices)}"

@@ -94,6 +94,11 @@ def parser() -> argparse.ArgumentParser:
     by_key.add_argument("key")
     _command(query, "msgid", commands.query_msgid, "one message by its offsetMsgId").add_argument("msg_id")
 
+    schemas = nouns.add_parser("schemas", help="the schema registry (needs --http)").add_subparsers(
+        dest="verb", required=True, parser_class=_Parser)
+    _command(schemas, "subjects", commands.schemas_subjects, "subjects with their versions, latest id and level")
+    _command(schemas, "topics", commands.schemas_topics, "topics that validate records against the registry")
+
     dlq = nouns.add_parser("dlq", help="dead letters of a group").add_subparsers(
         dest="verb", required=True, parser_class=_Parser)
     listing = _command(dlq, "list", commands.dlq_list, "a group's dead letters (needs --http)")

@@ -127,6 +127,19 @@ def query_msgid(args):
     return Http(args.http).get(f"/api/messages/{quote(args.msg_id, safe='')}"), None
 
 
+# ---- schemas (HTTP API: the registry's subjects, the topics that validate) -----------------------
+def schemas_subjects(args):
+    found = Http(args.http).get("/api/schemas")
+    if not found["registry"]:
+        raise AdminError("this gateway runs no schema registry (its --schema-registry-port is off)")
+    return found["subjects"], ["subject", "versions", "latest_version", "latest_id", "type", "compatibility"]
+
+
+def schemas_topics(args):
+    return Http(args.http).get("/api/schemas")["topics"], [
+        "topic", "key_validation", "key_strategy", "key_refused", "value_validation", "value_strategy", "value_refused"]
+
+
 # ---- dead letters ------------------------------------------------------------------------------
 DLQ_COLUMNS = ["offset", "msg_id", "topic", "keys", "tags", "reconsume_times"]
 

@@ -50,6 +50,10 @@ def _prepare(ctx, msgs):
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
         out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born))
         check_type(cfg, message_type(out[-1].properties))
+    validation = app.schema_validation
+    refused = validation.rule(cfg) and validation.body_refusal("grpc", cfg, [m.body for m in out])
+    if refused:
+        raise RpcError(Code.BAD_REQUEST, refused)
     try:
         return [routing.route(m, now, app.delay_levels) for m in out]
     except routing.DelayRefused as exc:  # a delivery_timestamp beyond --timer-max-delay-sec

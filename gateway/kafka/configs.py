@@ -15,7 +15,7 @@ from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
 from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, is_group_config, share_config_entries
-from semantics import topic_configs as tc
+from semantics import schema_validation, topic_configs as tc
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 SHORT = 4  # ConfigType SHORT (the other types are named in semantics.topic_configs)
@@ -40,7 +40,7 @@ def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
             why = tc.problem(name, value, app.config.store_max_message_bytes)
             if why:
                 return why
-    return None
+    return schema_validation.registry_problem(app.schema_registry, configs)
 
 
 def _broker_entries(app) -> list[tc.Entry]:
@@ -176,6 +176,9 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
             if why:
                 return errors.INVALID_CONFIG, why
             changed[n] = changed[n].strip()
+    why = schema_validation.registry_problem(app.schema_registry, changed)
+    if why:
+        return errors.INVALID_CONFIG, why
     if not validate_only:
         cfg.attributes = changed
         app.store.topics.update(cfg)

@@ -4,6 +4,7 @@ stored. The delayed-delivery headers are checked here by the one delay rule ever
 (semantics.routing.delay_refusal, docs/mapping.md "Delay rule")."""
 from __future__ import annotations
 
+from codec import schema_frames
 from codec.kafka.schema import DecodeError
 from interop.inner_batch import routing_headers
 from semantics import routing
@@ -39,3 +40,19 @@ def invalid_records(index: int, errors_: list[dict], code: int, log_start_offset
            f"showing the first three errors at most: [{shown}]")
     return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
             "log_start_offset": log_start_offset, "error_message": why, "record_errors": errors_}
+
+
+def schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
+    """KIP-467 `record_errors` for the records the topic's schema validation refuses (one per record,
+    indexed within its batch). Only 5-byte heads are read unless a side validates in full."""
+    full = (rule.key is not None and rule.key.full) or (rule.value is not None and rule.value.full)
+    errors_ = []
+    for batch in batches:
+        try:
+            keys, values = schema_frames.columns(batch.records_bytes(), batch.record_count, rule.key is not None,
+                                                 rule.value is not None, None if full else 5)
+        except (DecodeError, ValueError) as exc:
+            return [{"batch_index": 0, "batch_index_error_message": f"records cannot be read: {exc}"}]
+        errors_ += [{"batch_index": i, "batch_index_error_message": why}
+                    for i, why in app.schema_validation.refusals("kafka", topic, rule, keys, values)]
+    return errors_

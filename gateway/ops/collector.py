@@ -84,6 +84,9 @@ class AppCollector:
                        "ShareFetch partitions, RocketMQ pulls and POPs over remoting and gRPC).", ("protocol", "topic"), stats.fetched_bytes.items())
         yield _counter("fetches", "Fetch answers that carried messages per topic (a Kafka partition in a Fetch "
                        "or ShareFetch response, a RocketMQ pull or POP).", ("protocol", "topic"), stats.fetches.items())
+        yield _counter("schema_refused_records", "Records (Kafka) and messages (RocketMQ) refused by their topic's "
+                       "schema validation, per protocol, topic and side (key or value).", ("protocol", "topic", "side"),
+                       self.app.schema_validation.refused.items())
         yield _counter("principal_requests", "Requests per authenticated principal (User:ANONYMOUS without "
                        "authentication).", ("protocol", "principal"), stats.principal_requests.items())
         yield _gauge("up_seconds", "Seconds since the gateway started.", samples=[((), time.time() - stats.started)])

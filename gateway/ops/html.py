@@ -7,7 +7,7 @@ from html import escape
 from urllib.parse import quote
 
 NAV = [("/", "Overview"), ("/topics", "Topics"), ("/groups", "Groups"), ("/messages", "Messages"),
-       ("/dlq", "DLQ"), ("/delay", "Delay queues"), ("/transactions", "Transactions")]
+       ("/dlq", "DLQ"), ("/delay", "Delay queues"), ("/transactions", "Transactions"), ("/schemas", "Schemas")]
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:0;color:#222}
 nav{background:#1f2d3d;padding:.6em 1em}nav a{color:#fff;margin-right:1.2em;text-decoration:none}

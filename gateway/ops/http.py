@@ -51,6 +51,9 @@ def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
     async def groups(request):
         return JSONResponse(inspect.groups(app))
 
+    async def schemas(request):
+        return JSONResponse(inspect.schemas(app))
+
     async def group(request):
         name = request.path_params["group"]
         if name not in app.offsets.groups():
@@ -90,7 +93,7 @@ def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
     return Starlette(routes=[
         Route("/metrics", metrics), Route("/healthz", healthz), Route("/readyz", readyz),
         Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
-        Route("/api/delay", delay), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
+        Route("/api/delay", delay), Route("/api/schemas", schemas), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
         Route("/api/messages", messages_by_key), Route("/api/messages/{msg_id}", message_by_id),
         *page_routes(app, throughput),
     ])

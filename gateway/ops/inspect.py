@@ -154,3 +154,31 @@ def dead_letter_page(app, group: str, start: int = 0, limit: int = 100) -> dict:
             break
         nxt = res.next_offset
     return {"group": group, "messages": rows, "next": nxt, "end": end}
+
+
+def schema_subjects(app) -> list[dict]:
+    """The registry's live subjects: versions, the latest version's id, type and the compatibility
+    level (empty without --schema-registry-port)."""
+    registry = app.schema_registry
+    if registry is None:
+        return []
+    state = registry.fresh()
+    rows = []
+    for subject in state.subject_names():
+        versions = state.versions(subject)
+        latest = versions[-1]
+        rows.append({"subject": subject, "versions": ",".join(str(v.version) for v in versions),
+                     "latest_version": latest.version, "latest_id": latest.id,
+                     "type": latest.schema.schema_type, "compatibility": state.compatibility(subject)})
+    return rows
+
+
+def validated_topics(app) -> list[dict]:
+    """Topics whose records are validated against the registry, with their refusal counts."""
+    return app.schema_validation.topics(app.store)
+
+
+def schemas(app) -> dict:
+    return {"registry": app.schema_registry is not None, "subjects": schema_subjects(app),
+            "topics": validated_topics(app)}
+

@@ -240,12 +240,25 @@ def routes(app, throughput: Throughput) -> list[Route]:
             halves[:500], ["half_offset", "topic", "producer_group", "msg_id", "stored", "checks"],
             numeric=("half_offset", "checks")))
 
+    async def schemas(request):
+        if app.schema_registry is None:
+            body = '<p class="note">No schema registry on this gateway (start it with --schema-registry-port).</p>'
+        else:
+            body = "<h2>Subjects</h2>" + table(inspect.schema_subjects(app), [
+                "subject", "versions", "latest_version", "latest_id", "type", "compatibility"],
+                numeric=("latest_version", "latest_id"))
+        body += "<h2>Topics that validate</h2>" + table(inspect.validated_topics(app), [
+            "topic", "key_validation", "key_strategy", "key_refused", "value_validation", "value_strategy",
+            "value_refused"], links={"topic": lambda r: f"/topics/{q(r['topic'])}"},
+            numeric=("key_refused", "value_refused"))
+        return html("Schemas", "/schemas", body)
+
     both = ["GET", "POST"]
     return [Route("/", overview), Route("/login", login), Route("/topics", topics, methods=both),
             Route("/topics/{name:path}", topic), Route("/groups", groups),
             Route("/groups/{name:path}", group, methods=both), Route("/messages", browser),
             Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group, methods=both), Route("/delay", delay),
-            Route("/transactions", transactions)]
+            Route("/transactions", transactions), Route("/schemas", schemas)]
 
 
 def _message_list(rows: list[dict]) -> str:

@@ -9,6 +9,7 @@ from gateway.cluster.remoting_queues import own_broker_name
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
+from semantics import schema_validation, topic_configs
 
 VERSION_DESC = "V4_9_8"
 
@@ -41,6 +42,9 @@ def create_topic(channel, req):
         else:
             key, _, value = item.lstrip("+").partition("=")
             attributes[key] = value
+    why = _schema_attributes_problem(channel.app, attributes)
+    if why:
+        return req.response(ResponseCode.INVALID_PARAMETER, remark=why)
     if cfg is None:
         topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
     else:
@@ -48,6 +52,17 @@ def create_topic(channel, req):
         topics.update(cfg)
         channel.app.ownership.topic_grown(cfg)  # a cluster places the new queues
     return req.response()
+
+
+def _schema_attributes_problem(app, attributes: dict) -> str | None:
+    """Schema validation attributes (the Kafka topic configs confluent.*) are checked as Kafka's
+    CreateTopics checks them; other attributes are RocketMQ's own and kept as given."""
+    for key, value in attributes.items():
+        if key.startswith("confluent."):
+            why = topic_configs.problem(key, value, app.config.store_max_message_bytes)
+            if why:
+                return why
+    return schema_validation.registry_problem(app.schema_registry, attributes)
 
 
 @handles(RC.GET_ALL_TOPIC_CONFIG, RC.GET_TOPIC_CONFIG_LIST)

@@ -7,8 +7,11 @@ together in one write (connection.py); `send_message` is the path for one send a
 from __future__ import annotations
 
 import random
+import zlib
 
 import store
+from codec.kafka import records
+from codec.kafka.schema import DecodeError
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as smsg
 from codec.remoting.bodies import decode_batch
@@ -103,6 +106,10 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
         if len(req.body or b"") > app.config.max_message_bytes:
             return req.response(ResponseCode.MESSAGE_ILLEGAL,
                                 remark=f"the message body size over max value, MAX: {app.config.max_message_bytes}")
+        refused = app.schema_validation.rule(cfg) and app.schema_validation.body_refusal(
+            "remoting", cfg, [_plain_body(app, m) for m in msgs])  # bodies listed only for a validating topic
+        if refused:
+            return req.response(ResponseCode.MESSAGE_ILLEGAL, remark=refused)
         if topic.startswith(retry.RETRY_PREFIX):
             limit = h.int("maxReconsumeTimes", retry.DEFAULT_MAX_RECONSUME_TIMES)
             msgs = [_retry_or_dlq(app, m, limit) for m in msgs]
@@ -113,6 +120,21 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
     except store.StoreError as exc:
         return append_error(req, exc)
     return PreparedSend(req, msgs, qid)
+
+
+def _plain_body(app, m) -> bytes:
+    """The body as the producer framed it, for schema validation: a body the client compressed
+    (sysFlag bit 0; type bits 0x700: 1 LZ4 frame, 2 ZSTD, else zlib) is inflated (zlib up to the
+    message size limit); one that does not inflate is validated as it is (and so refused)."""
+    if not m.sys_flag & smsg.COMPRESSED_FLAG:
+        return m.body
+    kind = (m.sys_flag & 0x700) >> 8
+    try:
+        if kind in (1, 2):
+            return records.decompress(records.LZ4 if kind == 1 else records.ZSTD, m.body)
+        return zlib.decompressobj().decompress(m.body, app.config.max_message_bytes)
+    except (zlib.error, DecodeError):
+        return m.body
 
 
 def _queue_for(req, cfg, qid: int) -> int:

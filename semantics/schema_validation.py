@@ -1,0 +1,225 @@
+"""Schema validation at the broker (issue 23), for Kafka produces and RocketMQ sends alike.
+
+A topic opts in with Confluent Server's topic configs:
+    confluent.key.schema.validation / confluent.value.schema.validation
+        false (default); true: the key/value must be framed (magic byte 0, 4-byte schema id) with an id
+        registered under its subject; full: that, and the payload must decode against the schema.
+    confluent.key.subject.name.strategy / confluent.value.subject.name.strategy
+        TopicNameStrategy (default; subject <topic>-key / <topic>-value), RecordNameStrategy (the
+        schema's record name), TopicRecordNameStrategy (<topic>-<record name>); Confluent's class
+        names io.confluent.kafka.serializers.subject.<Strategy> are accepted too.
+A null key or value passes: serializers write null for null (a tombstone, a keyless record).
+
+Cost: a topic's rule is cached against its attributes dict (one lookup for a topic without
+validation). The id level gets each record's first 5 bytes (codec.schema_frames) and judges each
+distinct head of a batch once, from a verdict cache by (topic, side, id) that is cleared whenever the
+registry applies a `_schemas` record. The full level decodes every payload."""
+from __future__ import annotations
+
+import dataclasses
+
+from semantics.schema_formats import SchemaError, module
+from semantics.topic_configs import SR_CLASS_PREFIX as CLASS_PREFIX, SR_DEFAULT_STRATEGY as DEFAULT_STRATEGY
+
+VALIDATION = {"key": "confluent.key.schema.validation", "value": "confluent.value.schema.validation"}
+STRATEGY = {"key": "confluent.key.subject.name.strategy", "value": "confluent.value.subject.name.strategy"}
+STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+NO_REGISTRY = "schema validation needs the gateway's schema registry (--schema-registry-port)"
+MAX_REASON = 300  # characters of a decoder's message in a refusal (the answer stays small)
+MAX_VERDICTS = 10_000  # (topic, side, id) answers kept; ids come from clients, so the cache is bounded
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """How one side (key or value) of a topic's records is validated."""
+    part: str  # "key" or "value"
+    strategy: str  # a short name of STRATEGIES
+    full: bool  # decode the payload too
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    key: Side | None
+    value: Side | None
+
+
+def level_of(attributes: dict, part: str) -> str:
+    return str(attributes.get(VALIDATION[part], "false")).strip().lower()
+
+
+def rule_of(attributes: dict) -> Rule | None:
+    """The topic's validation rule, None when neither side validates."""
+    sides = []
+    for part in ("key", "value"):
+        level = level_of(attributes, part)
+        if level not in ("true", "full"):
+            sides.append(None)
+            continue
+        strategy = str(attributes.get(STRATEGY[part], DEFAULT_STRATEGY)).strip().removeprefix(CLASS_PREFIX)
+        sides.append(Side(part, strategy if strategy in STRATEGIES else "TopicNameStrategy", level == "full"))
+    return None if sides == [None, None] else Rule(*sides)
+
+
+def validates(attributes: dict) -> bool:
+    return any(level_of(attributes, part) in ("true", "full") for part in ("key", "value"))
+
+
+def registry_problem(registry, attributes: dict) -> str | None:
+    """Validation needs this gateway's registry: refused when the topic is configured, not at every send."""
+    if registry is None and validates(attributes):
+        return f"Invalid configuration: {NO_REGISTRY}"
+    return None
+
+
+_MISSING = object()
+
+
+class SchemaValidation:
+    """The App's validator: topic rules, the verdict cache and the refusal counters."""
+
+    def __init__(self, registry) -> None:
+        self.registry = registry  # semantics.schema_registry.Registry, None without --schema-registry-port
+        self._rules: dict[str, tuple[dict, Rule | None]] = {}
+        self._verdicts: dict[tuple, str | None] = {}
+        self._applied = -1
+        self.refused: dict[tuple[str, str, str], int] = {}  # (protocol, topic, part) -> records refused
+
+    def rule(self, cfg) -> Rule | None:
+        """The rule of a TopicConfig; recomputed only when its attributes dict is replaced (every
+        config change replaces it)."""
+        attrs = cfg.attributes
+        hit = self._rules.get(cfg.name)
+        if hit is not None and hit[0] is attrs:
+            return hit[1]
+        rule = rule_of(attrs or {})
+        self._rules[cfg.name] = (attrs, rule)
+        return rule
+
+    def refusals(self, protocol: str, topic: str, rule: Rule, keys: list | None,
+                 values: list | None) -> list[tuple[int, str]]:
+        """(record index, why) of each refused record, counted per topic and side. `keys` and `values`
+        (None: that side is not checked) hold 5-byte heads unless the side is `full` (whole payloads)."""
+        count = len(values if values is not None else keys)
+        if self.registry is None:
+            self._count(protocol, topic, (rule.value or rule.key).part, count)
+            return [(i, NO_REGISTRY) for i in range(count)]
+        self._sync()
+        bad: dict[int, str] = {}
+        for side, column in ((rule.key, keys), (rule.value, values)):
+            if side is None or column is None:
+                continue
+            for i, why in self._side_refusals(topic, side, column):
+                if i not in bad:
+                    bad[i] = why
+                    self._count(protocol, topic, side.part, 1)
+        return sorted(bad.items())
+
+    def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
+        """The refused entries of one side. At the id level the distinct 5-byte heads are judged
+        (a set, built in C: a batch mostly repeats one id) and the records walked only when one is
+        refused; the full level decodes each payload."""
+        if not side.full:
+            verdicts = {head: self._head_verdict(topic, side, head) for head in set(column) if head is not None}
+            if not any(verdicts.values()):
+                return []
+            return [(i, verdicts[head]) for i, head in enumerate(column) if head is not None and verdicts[head]]
+        seen: dict[bytes, str | None] = {}
+        out = []
+        for i, data in enumerate(column):
+            if data is None:  # a null key or value: nothing to frame
+                continue
+            head = data[:5]
+            why = seen.get(head, _MISSING)
+            if why is _MISSING:
+                why = seen[head] = self._head_verdict(topic, side, head)
+            if why is None:
+                why = self._decode(side, int.from_bytes(head[1:5], "big", signed=True), data[5:])
+            if why is not None:
+                out.append((i, why))
+        return out
+
+    def body_refusal(self, protocol: str, cfg, bodies: list[bytes]) -> str | None:
+        """Why a RocketMQ send of these message bodies to topic `cfg` is refused (None: accepted). The
+        body is the framed value; RocketMQ's KEYS are index strings, never framed, so only the value
+        side applies."""
+        rule = self.rule(cfg)
+        if rule is None or rule.value is None:
+            return None
+        values = bodies if rule.value.full else [b[:5] for b in bodies]
+        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), None, values)
+        if not refused:
+            return None
+        index, why = refused[0]
+        return (f"schema validation of topic {cfg.name} refused {len(refused)} of {len(bodies)} message(s); "
+                f"message {index}: {why}")
+
+    def _count(self, protocol: str, topic: str, part: str, n: int) -> None:
+        key = (protocol, topic, part)
+        self.refused[key] = self.refused.get(key, 0) + n
+
+    def _sync(self) -> None:
+        """Catch the registry up with `_schemas`; verdicts are dropped when anything was applied."""
+        self.registry.fresh()
+        applied = self.registry.log.applied
+        if applied != self._applied or len(self._verdicts) > MAX_VERDICTS:
+            self._verdicts.clear()
+            self._applied = applied
+
+    def _head_verdict(self, topic: str, side: Side, head: bytes) -> str | None:
+        """Why a key/value starting with these 5 bytes is refused (None: its id is the subject's)."""
+        if len(head) < 5 or head[0] != 0:
+            return f"{side.part} is not framed with a schema id (magic byte 0 and a 4-byte id)"
+        schema_id = int.from_bytes(head[1:5], "big", signed=True)
+        cache_key = (topic, side, schema_id)
+        verdict = self._verdicts.get(cache_key, _MISSING)
+        if verdict is _MISSING:
+            verdict = self._verdicts[cache_key] = self._verdict(topic, side, schema_id)
+        return verdict
+
+    def _verdict(self, topic: str, side: Side, schema_id: int) -> str | None:
+        state = self.registry.state
+        schema = state.schema_by_id(schema_id)
+        if schema is None:
+            return f"{side.part} schema id {schema_id} is not registered"
+        if side.strategy == "TopicNameStrategy":
+            subject = f"{topic}-{side.part}"
+        else:
+            try:
+                name = self.registry.parsed(schema).name
+            except Exception as exc:  # noqa: BLE001 - a stored schema that no longer parses refuses, never crashes
+                return f"{side.part} schema id {schema_id} does not parse: {exc}"
+            if not name:
+                return f"{side.part} schema id {schema_id} has no record name for {side.strategy}"
+            subject = name if side.strategy == "RecordNameStrategy" else f"{topic}-{name}"
+        if not state.subject_has_id(subject, schema_id):
+            return f"{side.part} schema id {schema_id} is not registered under subject {subject}"
+        return None
+
+    def _decode(self, side: Side, schema_id: int, payload: bytes) -> str | None:
+        schema = self.registry.state.schema_by_id(schema_id)
+        try:
+            parsed = self.registry.parsed(schema)
+            module(schema.schema_type).check_payload(parsed, payload)
+        except SchemaError as exc:
+            why = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a decoder's own error on hostile bytes refuses the record
+            why = f"{type(exc).__name__}: {exc}"
+        else:
+            return None
+        return f"{side.part} does not decode with schema id {schema_id}: {why[:MAX_REASON]}"
+
+    def topics(self, store) -> list[dict]:
+        """Every topic that validates, with its settings (the dashboard and `rocketgate schemas topics`)."""
+        out = []
+        for name in sorted(store.topics.names()):
+            cfg = store.topics.get(name)
+            attrs = (cfg.attributes or {}) if cfg is not None else {}
+            if cfg is None or not validates(attrs):
+                continue
+            row = {"topic": name}
+            for part in ("key", "value"):
+                row[f"{part}_validation"] = level_of(attrs, part)
+                row[f"{part}_strategy"] = str(attrs.get(STRATEGY[part], DEFAULT_STRATEGY)).removeprefix(CLASS_PREFIX)
+                row[f"{part}_refused"] = sum(n for (_, t, p), n in self.refused.items() if t == name and p == part)
+            out.append(row)
+        return out
