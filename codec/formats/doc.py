@@ -66,6 +66,8 @@ def kind(con) -> str:
         return "one of: " + ", ".join(sorted({_label(v) for v in con.cases.values()}))
     if isinstance(con, (c.Array, c.GreedyRange)):
         return "repeated " + kind(con.subcon)
+    if isinstance(con, c.FocusedSeq) and [getattr(sub, "name", None) for sub in con.subcons] == ["count", "items"]:
+        return f"{kind(con.subcons[0])} count + " + kind(con.subcons[1])  # PrefixedArray
     if isinstance(con, c.Struct):
         return "struct"
     return name
