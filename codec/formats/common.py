@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from construct import (Adapter, Array, Bytes, Construct, GreedyBytes, GreedyString, Prefixed, Rebuild,
-                       Struct, VarInt, ZigZag, len_, this)
+from construct import (Adapter, Array, Bytes, Construct, GreedyBytes, GreedyString, NullTerminated, Prefixed,
+                       Rebuild, StringEncoded, Struct, VarInt, ZigZag, len_, this)
 
-__all__ = ["IPv4", "PropertiesString", "JsonDocument", "DecimalText", "NullableVarBytes", "TaggedFields",
+__all__ = ["IPv4", "PropertiesString", "JsonDocument", "CompactJson", "CompactJsonUtf8", "DecimalText",
+           "DecimalTextUntil", "NullableVarBytes", "TaggedFields",
            "Layout", "LAYOUTS", "register", "properties_text", "parse_properties_text"]
 
 
@@ -66,6 +67,25 @@ class _Json(Adapter):
 JsonDocument = _Json(GreedyBytes)
 
 
+class _CompactJson(Adapter):
+    """UTF-8 JSON without spaces (json.dumps with separators (",", ":")); non-ASCII escaped unless
+    `ensure_ascii` is False."""
+
+    def __init__(self, subcon, ensure_ascii: bool = True):
+        super().__init__(subcon)
+        self.ensure_ascii = ensure_ascii
+
+    def _decode(self, obj, context, path):
+        return json.loads(obj)
+
+    def _encode(self, obj, context, path):
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=self.ensure_ascii).encode()
+
+
+CompactJson = _CompactJson(GreedyBytes)
+CompactJsonUtf8 = _CompactJson(GreedyBytes, ensure_ascii=False)
+
+
 class _Decimal(Adapter):
     def _decode(self, obj, context, path):
         return int(obj)
@@ -75,6 +95,11 @@ class _Decimal(Adapter):
 
 
 DecimalText = _Decimal(GreedyString("ascii"))
+
+
+def DecimalTextUntil(term: bytes) -> Construct:
+    """ASCII decimal ended by `term` (consumed, not part of the number)."""
+    return _Decimal(StringEncoded(NullTerminated(GreedyBytes, term=term), "ascii"))
 
 
 class _NullableBlob(Adapter):

@@ -10,12 +10,13 @@ from codec.formats import LAYOUTS
 from codec.formats.common import TaggedFields
 
 FAMILIES = ["CommitLog", "ConsumeQueue", "IndexFile", "Checkpoints", "Config", "Remoting bodies", "Ids",
-            "System topics", "RemotingCommand", "Kafka", "__consumer_offsets", "Framing"]
+            "System topics", "RemotingCommand", "Kafka", "__consumer_offsets", "Framing", "Schema registry"]
 _FMT = {"b": "i8", "B": "u8", "h": "i16", "H": "u16", "i": "i32", "I": "u32", "l": "i32", "L": "u32",
         "q": "i64", "Q": "u64"}
 _NAMED = {"_NullableBlob": "zigzag varint length (-1 = null) + bytes",
           "_NullableString": "i16 length (-1 = null) + utf8 string", "_IPv4": "4 bytes (IPv4)",
-          "_CompactString": "uvarint length + 1, then utf8 string"}
+          "_CompactString": "uvarint length + 1, then utf8 string",
+          "_MessageIndexes": "zigzag varint count, then zigzag varint indexes (0 alone = [0])"}
 
 
 def _unwrap(con):
@@ -46,6 +47,8 @@ def kind(con) -> str:
         inner = _unwrap(con.subcon)
         if isinstance(inner, c.Prefixed):
             return f"{kind(inner.lengthfield)} length + {con.encoding} string"
+        if isinstance(inner, c.NullTerminated):
+            return f"{con.encoding} string ending at {inner.term!r}"
         return f"{con.encoding} string (rest)"
     if isinstance(con, c.Prefixed):
         return f"{kind(con.lengthfield)} length + {kind(con.subcon)}"
@@ -63,6 +66,8 @@ def kind(con) -> str:
         return "one of: " + ", ".join(sorted({_label(v) for v in con.cases.values()}))
     if isinstance(con, (c.Array, c.GreedyRange)):
         return "repeated " + kind(con.subcon)
+    if isinstance(con, c.FocusedSeq) and [getattr(sub, "name", None) for sub in con.subcons] == ["count", "items"]:
+        return f"{kind(con.subcons[0])} count + " + kind(con.subcons[1])  # PrefixedArray
     if isinstance(con, c.Struct):
         return "struct"
     return name

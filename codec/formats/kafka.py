@@ -1,11 +1,11 @@
 """Kafka framing: the request header v0-v2 and response header v0-v1 (the message bodies are
 declared by Kafka's own JSON schemas, codec.kafka.apis), and the RecordBatch v2 header and record
-that the gateway stores verbatim as inner batches. Hot paths: codec.kafka.protocol and
-codec.kafka.records."""
+that the gateway stores verbatim as inner batches, and the consumer protocol's subscription metadata.
+Hot paths: codec.kafka.protocol, codec.kafka.records, semantics.kafka_groups.subscription_topics."""
 from __future__ import annotations
 
-from construct import (Adapter, Array, Bytes, Const, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb, Prefixed, Rebuild,
-                       Struct, ZigZag, len_, this)
+from construct import (Adapter, Array, Bytes, Const, GreedyBytes, Int8sb, Int16sb, Int32sb, Int32ub, Int64sb,
+                       PascalString, Prefixed, PrefixedArray, Rebuild, Struct, ZigZag, len_, this)
 
 from codec.formats.common import NullableVarBytes, TaggedFields, register
 
@@ -80,3 +80,12 @@ RecordBatch = Struct(
     "header" / RecordBatchHeader,
     "records" / Bytes(this.header.batch_length - 49) * "the records section (compressed per attributes)",
 )
+
+ConsumerProtocolSubscription = register("ConsumerProtocolSubscription", "Kafka", Struct(
+    "version" / Int16sb * "ConsumerProtocolSubscription version (0-3: every version starts with the topics)",
+    "topics" / PrefixedArray(Int32sb, PascalString(Int16sb, "utf8")) * "i32 count, then each: i16 length + UTF-8",
+    "rest" / GreedyBytes * "user data (i32 length + bytes), then by version owned partitions, generation id, "
+                           "rack: not read by the gateway",
+), "a member's metadata for the protocol of a classic group of protocol type \"consumer\" (JoinGroup)",
+    "Written by the clients; the gateway reads only the topics (semantics.kafka_groups.subscription_topics: "
+    "OffsetDelete keeps the offsets of topics a live member subscribes to); bytes that are not one give no topics.")

@@ -4,11 +4,13 @@ config/. The hot paths (store.consumequeue, store.indexfile, store.flush, store.
 store.config) keep their own `struct`/text code; tests/formats hold them to these."""
 from __future__ import annotations
 
+import json
 import zlib
 
-from construct import Adapter, Bytes, Check, Const, GreedyBytes, Int32sb, Int64sb, Struct
+from construct import (Adapter, Bytes, Check, Const, GreedyBytes, Int32sb, Int64sb, NullTerminated, StringEncoded,
+                       Struct)
 
-from codec.formats.common import DecimalText, JsonDocument, register
+from codec.formats.common import CompactJson, DecimalText, DecimalTextUntil, JsonDocument, register
 
 ConsumeQueueUnit = register("ConsumeQueueUnit", "ConsumeQueue", Struct(
     "physical_offset" / Int64sb * "CommitLog offset of the entry",
@@ -48,11 +50,9 @@ class _TopicRecord(Adapter):
     """`%08x %s\\n`: CRC-32 of the JSON in hex, a space, the JSON, a newline."""
 
     def _decode(self, obj, context, path):
-        import json
         return json.loads(obj.payload)
 
     def _encode(self, obj, context, path):
-        import json
         payload = json.dumps(obj, separators=(",", ":")).encode()
         return {"crc": b"%08x" % zlib.crc32(payload), "payload": payload}
 
@@ -81,24 +81,34 @@ CONFIG_DOCUMENTS = {
     "messageRequestMode.json": "POP/PULL mode per group and topic",
 }
 
-ConfigDocument = register("ConfigDocument", "Config", JsonDocument, "config/*.json",
+ConfigDocument = register("ConfigDocument", "Config", JsonDocument, "config/*.json but store.json",
                           "A JSON document written atomically (temp file, fsync, rename) with indent 1. "
                           "Documents: " + "; ".join(f"{k}: {v}" for k, v in CONFIG_DOCUMENTS.items()) + ".")
 
 
-class _CompactJson(Adapter):
-    """UTF-8 JSON without spaces (json.dumps with separators (",", ":"))."""
+class _JsonLine(Adapter):
+    """json.dumps with its default separators (", ", ": "), then a newline."""
 
     def _decode(self, obj, context, path):
-        import json
         return json.loads(obj)
 
     def _encode(self, obj, context, path):
-        import json
-        return json.dumps(obj, separators=(",", ":")).encode()
+        return json.dumps(obj).encode() + b"\n"
 
 
-PopLogOp = register("PopLogOp", "System topics", _CompactJson(GreedyBytes),
+StoreSize = register("StoreSize", "Config", _JsonLine(GreedyBytes), "config/store.json",
+                     '{"commitlog_file_size": N} and a newline, written atomically once, when a store is made '
+                     "(store.segment_size): the CommitLog file size positions map to files by; another "
+                     "--commitlog-file-size is refused at start.")
+
+DataDirLockFile = register("DataDirLockFile", "Config", Struct(
+    "pid" / DecimalTextUntil(b" ") * "the exclusive holder's PID in ASCII decimal, then a space",
+    "what" / StringEncoded(NullTerminated(GreedyBytes, term=b"\n"), "utf8") * 'what it is ("gateway", ...), then \\n',
+), "<data dir>/lock", "flock(2)ed by the process that writes the store (shared by read-only tools); its holder "
+   "writes this so a refused process can name it (store.lock). Empty when no exclusive holder is left.")
+
+
+PopLogOp = register("PopLogOp", "System topics", CompactJson,
                     "body of an RMQ_SYS_POP_LOG entry (queue 0), or of an RMQ_SYS_POP_JOURNAL_<topic> entry",
                     'One POP engine op as compact JSON: {"k": kind ("init", "pop", "ack", "nack", "drop", '
                     '"states" ...), "g": group, "t": topic, "q": queue id, ...}; a pop journal entry adds "cp", '

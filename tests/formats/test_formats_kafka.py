@@ -1,14 +1,17 @@
-"""Kafka headers, RecordBatch v2 header and records: the construct definitions (codec.formats.kafka)
-and the hot paths (codec.kafka.protocol, codec.kafka.records) agree, both directions."""
+"""Kafka headers, RecordBatch v2 header and records, the consumer protocol's subscription: the construct
+definitions (codec.formats.kafka) and the hot paths (codec.kafka.protocol, codec.kafka.records,
+semantics.kafka_groups) agree, both directions."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codec.formats.kafka import (RecordBatch, RecordBatchHeader, Record, RequestHeaderV1, RequestHeaderV2,
-                                 ResponseHeaderV0, ResponseHeaderV1)
+from codec.formats.kafka import (ConsumerProtocolSubscription, RecordBatch, RecordBatchHeader, Record, RequestHeaderV1,
+                                 RequestHeaderV2, ResponseHeaderV0, ResponseHeaderV1)
 from codec.kafka import apis, protocol, records as R
-from construct import GreedyRange
+from construct import ConstructError, GreedyRange
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as ClientSubscription
+from semantics.kafka_groups import subscription_topics
 from format_strategies import blobs, i16, i32, i64, text
 
 Records = GreedyRange(Record)
@@ -122,3 +125,29 @@ def test_named_positions_are_the_definition_offsets():
             offsets["max_timestamp"], offsets["producer_id"], offsets["record_count"]) == (
         R.BASE_OFFSET_AT, R.BATCH_LENGTH_AT, R.CRC_AT, R.ATTRS_AT, R.MAX_TS_AT, R.PRODUCER_ID_AT, R.RECORD_COUNT_AT)
     assert offsets["attributes"] == R.CRC_START and RecordBatchHeader.sizeof() == R.HEADER_SIZE
+
+
+topic_lists = st.lists(text.filter(lambda t: len(t.encode()) < 1 << 15), max_size=5)
+
+
+@settings(deadline=None)
+@given(version=st.integers(0, 3), topic_list=topic_lists, user_data=blobs)
+def test_consumer_subscription_a_client_writes_parses(version, topic_list, user_data):
+    """What kafka-python sends in JoinGroup parses with the definition, and the hot path reads its topics."""
+    raw = ClientSubscription(version, topic_list, user_data).encode(version=version)
+    p = ConsumerProtocolSubscription.parse(raw)
+    assert (p.version, list(p.topics)) == (version, topic_list)
+    assert subscription_topics(raw) == set(topic_list)
+
+
+@settings(deadline=None)
+@given(version=st.integers(0, 3), topic_list=topic_lists, rest=blobs, cut=st.integers(0, 40))
+def test_consumer_subscription_built_by_the_definition_is_read_by_the_hot_path(version, topic_list, rest, cut):
+    raw = ConsumerProtocolSubscription.build(dict(version=version, topics=topic_list, rest=rest))
+    assert subscription_topics(raw) == set(topic_list)
+    damaged = raw[:max(len(raw) - cut, 0)]  # a cut one: no topics where the definition refuses it
+    try:
+        expected = set(ConsumerProtocolSubscription.parse(damaged).topics)
+    except (ConstructError, UnicodeDecodeError):
+        expected = set()
+    assert subscription_topics(damaged) == expected

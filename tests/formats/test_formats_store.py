@@ -1,16 +1,18 @@
 """Store files: the construct definitions (codec.formats.store) and the hot paths (store.consumequeue,
-store.indexfile, store.flush, store.topic_journal, store.config) agree, both directions."""
+store.indexfile, store.flush, store.topic_journal, store.config, store.segment_size, store.lock) agree,
+both directions."""
 from __future__ import annotations
 
 import os
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codec.formats.store import (Checkpoint, ConfigDocument, ConsumeQueueUnit, IndexEntry, IndexHeader, IndexSlot,
-                                 TopicJournalRecord)
-from store import indexfile
+from codec.formats.store import (Checkpoint, ConfigDocument, ConsumeQueueUnit, DataDirLockFile, IndexEntry, IndexHeader,
+                                 IndexSlot, StoreSize, TopicJournalRecord)
+from store import indexfile, lock, segment_size
 from store.config import ConfigDir
 from store.consumequeue import UNIT, UNIT_SIZE
 from store.flush import CHECKPOINT, read_checkpoint
@@ -159,3 +161,42 @@ def test_pop_log_op_both_directions(op_list):
         bodies = [v.body for _p, kind, v in CommitLogFiles(d).walk() if kind == "entry" and v.topic == LOG_TOPIC]
     assert [PopLogOp.parse(b) for b in bodies] == op_list + [op_list[0]]
     assert bodies[-1] == bodies[0]
+
+
+@settings(deadline=None, max_examples=30)
+@given(size=st.integers(1, 1 << 40))
+def test_store_size_both_directions(size):
+    """config/store.json as store.segment_size writes it parses with StoreSize, and a StoreSize-built
+    file is the size the store reads back."""
+    with tempfile.TemporaryDirectory() as d:
+        segment_size.check(d, os.path.join(d, "commitlog"), size)
+        path = os.path.join(d, "config", segment_size.FILE)
+        raw = open(path, "rb").read()
+        assert StoreSize.parse(raw) == {"commitlog_file_size": size}
+        assert StoreSize.build({"commitlog_file_size": size}) == raw
+        open(path, "wb").write(StoreSize.build({"commitlog_file_size": size + 1}))
+        assert segment_size.stored(d) == size + 1
+
+
+holder_names = text.filter(lambda s: s and s == s.strip() and "\n" not in s)
+
+
+@settings(deadline=None, max_examples=30)
+@given(what=holder_names)
+def test_data_dir_lock_file_both_directions(what):
+    """The lock file store.lock's holder writes parses with DataDirLockFile, and a DataDirLockFile-built
+    one is what a refused process names the holder by."""
+    with tempfile.TemporaryDirectory() as d:
+        held = lock.acquire(d, what=what)
+        try:
+            raw = open(os.path.join(d, lock.LOCK_FILE), "rb").read()
+            p = DataDirLockFile.parse(raw)
+            assert (p.pid, p.what) == (os.getpid(), what)
+            assert DataDirLockFile.build(dict(pid=os.getpid(), what=what)) == raw
+            rewritten = DataDirLockFile.build(dict(pid=os.getpid(), what="x" + what))
+            open(os.path.join(d, lock.LOCK_FILE), "wb").write(rewritten)
+            with pytest.raises(lock.DataDirLocked) as refused:
+                lock.acquire(d)
+            assert (refused.value.holder, refused.value.holder_what) == (f"x{what} (PID {os.getpid()})", "x" + what)
+        finally:
+            held.release()
