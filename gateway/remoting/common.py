@@ -64,6 +64,18 @@ def group_error(name: str | None) -> str | None:
     return None
 
 
+def client_group_error(name: str | None) -> str | None:
+    """The same check worded as RocketMQ's client `Validators.checkGroup` words it (length first): the
+    message the 5.x proxy answers gRPC calls with (ILLEGAL_CONSUMER_GROUP)."""
+    if not name or not name.strip():
+        return "the specified group is blank"
+    if len(name) > GROUP_MAX_LENGTH:
+        return f"the specified group[{name}] is longer than group max length: {GROUP_MAX_LENGTH}."
+    if not _GROUP_CHARS.match(name):
+        return f"the specified group[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    return None
+
+
 def legal_group(name: str | None) -> bool:
     return group_error(name) is None
 
