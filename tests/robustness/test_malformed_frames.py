@@ -35,11 +35,13 @@ def test_malformed_kafka_frames_are_logged_once_a_minute_and_counted(gateway_fac
         _send_and_close(g.kafka_port, struct.pack(">i", 5) + b"x" * 5)  # below the 10-byte minimum
     assert g.proc.poll() is None
     warned = [line for line in open(g.log_path, errors="replace") if "closing kafka connection from" in line]
-    assert len(warned) == 1, warned[:5]
+    assert 1 <= len(warned) <= 2, warned[:5]  # one a minute: a second only if sending took over a minute
     assert g.stop() == 0
     log = open(g.log_path, errors="replace").read()
     summary = re.search(r"(\d+) more like this since the last report: closing kafka connection from 127\.0\.0\.1", log)
-    assert summary is not None and int(summary.group(1)) == frames - 1, log[-2000:]
+    assert summary is not None, log[-2000:]
+    counted = sum(int(n) for n in re.findall(r"\((\d+) more since the last report\)", "".join(warned)))
+    assert len(warned) + counted + int(summary.group(1)) == frames  # every one logged or counted
 
 
 def _request_labels(http: str, protocol_name: str) -> set[str]:
