@@ -88,6 +88,7 @@ async def _serve(app: App, bound: dict | None = None, http=None, registry_port=N
     """Serve until SIGTERM/SIGINT: then stop accepting, let busy connections finish their request
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
+    from gateway.kafka.connection import MALFORMED_LOG
     from gateway.grpc.connection import handle_connection as grpc_handler
     from gateway.remoting import handle_connection as remoting_handler
 
@@ -127,6 +128,7 @@ async def _serve(app: App, bound: dict | None = None, http=None, registry_port=N
                 with trio.move_on_after(SHUTDOWN_GRACE):
                     await connections.wait_idle()
                 conns.cancel_scope.cancel()
+            MALFORMED_LOG.report_suppressed()
             # The flush services ran until every connection was done; _run() flushes the rest.
             services.cancel_scope.cancel()
 

@@ -21,6 +21,7 @@ from gateway.grpc.messages import to_pb
 from gateway.grpc.renew import Renewer
 from gateway.grpc.route import served_queues, topic_config
 from gateway.ops.stats import stats_of
+from gateway.remoting.common import client_group_error
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
 from semantics import routing
 from semantics.pop import Receipt
@@ -59,8 +60,9 @@ def _filter(expr):
 
 
 def _group(req) -> str:
-    if not req.group.name:
-        raise RpcError(Code.ILLEGAL_CONSUMER_GROUP, "the consumer group is empty")
+    error = client_group_error(req.group.name)  # as the 5.5 proxy answers (measured)
+    if error:
+        raise RpcError(Code.ILLEGAL_CONSUMER_GROUP, error)
     return req.group.name
 
 

@@ -11,7 +11,7 @@ import ipaddress
 from gateway.cluster import routes
 from gateway.cluster.ownership import clustered
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s
-from gateway.remoting.common import BROKER_NAME, ensure_topic, legal_topic
+from gateway.remoting.common import BROKER_NAME, client_group_error, ensure_topic, legal_topic
 
 ACCEPTED_TYPES = [d.MessageType.NORMAL, d.MessageType.FIFO, d.MessageType.DELAY, d.MessageType.TRANSACTION]
 
@@ -125,9 +125,10 @@ async def heartbeat(ctx, req):
 
 @rpc("QueryAssignment")
 async def query_assignment(ctx, req):
+    error = client_group_error(req.group.name)  # as the 5.5 proxy answers (measured)
+    if error:
+        raise RpcError(Code.ILLEGAL_CONSUMER_GROUP, error)
     cfg = topic_config(ctx.app, req.topic.name, create=False)
-    if not req.group.name:
-        raise RpcError(Code.ILLEGAL_CONSUMER_GROUP, "the consumer group is empty")
     assignments = [d.Assignment(message_queue=d.MessageQueue(
         topic=req.topic, id=-1, permission=_permission(cfg.perm), broker=b, accept_message_types=ACCEPTED_TYPES))
         for b, _ in brokers(ctx, req, cfg)]

@@ -2,7 +2,8 @@
 
 Requests are handled one after the other (like a Kafka broker's muted channel), which keeps the
 order pipelined idempotent producers rely on. What the client gets wrong (a frame size outside
-[10, max_frame_bytes], a request that does not decode) closes this connection with one warning;
+[10, max_frame_bytes], a request that does not decode) closes this connection with one warning,
+rate-limited per peer address (`MALFORMED_LOG`);
 an exception from a handler is our bug: it is logged with its traceback and closes this
 connection only.
 
@@ -28,6 +29,7 @@ import gateway.kafka.quotas as quotas
 from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_frame, send_parts
 from gateway.tls import subject_principal
+from security.audit import RateLimitedLog
 from security.sasl import SaslSession
 
 log = logging.getLogger("rocketgate.kafka")
@@ -36,6 +38,10 @@ ANONYMOUS = "User:ANONYMOUS"
 FAILED_AUTHENTICATION_DELAY_S = 0.1
 PRE_AUTH_APIS = frozenset((17, 18, 36))  # SaslHandshake, ApiVersions, SaslAuthenticate
 _API_NAMES = {key: api.name for key, api in BY_KEY.items()}  # metric labels
+UNKNOWN_API = "unknown"
+# What a client gets wrong is logged once a minute per peer address, with the count of the rest (a
+# fuzzer or a broken client sends many); the server logs the last counts when it stops.
+MALFORMED_LOG = RateLimitedLog(log)
 
 
 class Connection:
@@ -82,7 +88,7 @@ async def handle_connection(stream, app) -> None:
             try:
                 event = wire.next_event()
             except DecodeError as exc:
-                log.warning("closing kafka connection from %s: %s", conn.peer_host, exc)
+                MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: %s", conn.peer_host, exc)
                 return
             if event is NEED_DATA:
                 data = await stream.receive_some(RECV_CHUNK)
@@ -101,12 +107,12 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
     header = request.header
     conn.client_id = header.client_id or ""
     if not conn.admitted(header.api_key):
-        log.warning("closing kafka connection from %s: api %d before SASL authentication", conn.peer_host,
-                    header.api_key)
+        MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: api %d before SASL "
+                              "authentication", conn.peer_host, header.api_key)
         return False
     began = time.perf_counter()
     stats = conn.stats
-    api = _API_NAMES.get(header.api_key) or str(header.api_key)
+    api = _API_NAMES.get(header.api_key, UNKNOWN_API)  # a fuzzer's api keys must not grow the label set
     stats.principal_request("kafka", conn.principal)
     conn.request_bytes = len(request.payload)
     try:
@@ -117,8 +123,8 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
         return False
     except DecodeError as exc:
         stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)
-        log.warning("closing kafka connection from %s: malformed %s v%d request: %s", conn.peer_host,
-                    header.api_key, header.api_version, exc)
+        MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: malformed %s v%d request: %s",
+                              conn.peer_host, header.api_key, header.api_version, exc)
         return False
     except Exception:  # a handler bug: this connection only, the server keeps serving
         stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)

@@ -1,12 +1,13 @@
 """Admin calls (mqadmin, client Admin): topic config, stats, consumer progress and connections."""
 from __future__ import annotations
 
+import json
 import time
 
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
 from gateway.cluster.remoting_queues import own_broker_name
-from gateway.remoting.common import CLUSTER_NAME, DEFERRED, handles, legal_topic, mq_key, registry
+from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
 from semantics import schema_validation, topic_configs
@@ -205,9 +206,20 @@ def all_subscription_groups(channel, req):
     return req.response(body=dumps({"dataVersion": _data_version(), "subscriptionGroupTable": table}))
 
 
-@handles(RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RC.DELETE_SUBSCRIPTIONGROUP)
+@handles(RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+def create_subscription_group(channel, req):
+    """Groups exist implicitly, nothing to configure; a name RocketMQ refuses is refused (INVALID_PARAMETER)."""
+    try:
+        name = json.loads(req.body or b"{}").get("groupName")
+    except (ValueError, AttributeError):
+        name = None
+    error = group_error(name if isinstance(name, str) else None)
+    return req.response(ResponseCode.INVALID_PARAMETER, remark=error) if error else req.response()
+
+
+@handles(RC.DELETE_SUBSCRIPTIONGROUP)
 def subscription_group_noop(channel, req):
-    return req.response()  # groups exist implicitly; nothing to configure
+    return req.response()  # groups exist implicitly
 
 
 @handles(RC.GET_BROKER_RUNTIME_INFO)

@@ -11,7 +11,7 @@ import json
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps
-from gateway.remoting.common import BROKER_NAME, ensure_topic, handles, registry
+from gateway.remoting.common import BROKER_NAME, ensure_topic, handles, legal_group, registry
 from gateway.remoting.headers import INT_MAX, RequestError, optional_str, required_str
 from semantics import retry
 from semantics.sql92 import FilterSyntaxError, subscription_filter
@@ -95,7 +95,9 @@ def heart_beat(channel, req):
     """Register the client's producers and consumers; a malformed subscription refuses the whole
     heartbeat (SUBSCRIPTION_PARSE_FAILED, the reason as remark) and registers nothing."""
     data = _heartbeat_body(req)
-    consumers = data.get("consumerDataSet") or []
+    # a consumer of a group RocketMQ refuses is answered SUCCESS and not registered, as RocketMQ 5 does
+    consumers = [cd for cd in data.get("consumerDataSet") or [] if legal_group(cd.get("groupName"))]
+    data = {**data, "consumerDataSet": consumers}
     for cd in consumers:
         for sub in cd.get("subscriptionDataSet") or []:
             error = _subscription_error(sub)

@@ -21,6 +21,11 @@ HANDLERS: dict = {}
 DEFERRED = object()  # a handler returns this when it answers later from its own task
 
 _LEGAL_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]{1,127}$")
+# RocketMQ 5's TopicValidator.validateGroup: the topic characters, at most 120 (issue 30: a group
+# named with NUL or control bytes was stored and then broke Kafka clients listing groups)
+_GROUP_CHARS = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+GROUP_MAX_LENGTH = 120
+FAQ = " \nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 
 def handles(*codes: int):
@@ -46,6 +51,33 @@ def registry(app) -> ClientRegistry:
 
 def legal_topic(name: str | None) -> bool:
     return bool(name) and _LEGAL_TOPIC.match(name) is not None
+
+
+def group_error(name: str | None) -> str | None:
+    """Why RocketMQ would refuse this consumer group name (its remark), or None when it is legal."""
+    if not name or not name.strip():
+        return "The specified group is blank."
+    if not _GROUP_CHARS.match(name):
+        return f"The specified group: {name}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(name) > GROUP_MAX_LENGTH:
+        return f"The specified group: {name}, is longer than group max length: {GROUP_MAX_LENGTH}."
+    return None
+
+
+def client_group_error(name: str | None) -> str | None:
+    """The same check worded as RocketMQ's client `Validators.checkGroup` words it (length first): the
+    message the 5.x proxy answers gRPC calls with (ILLEGAL_CONSUMER_GROUP)."""
+    if not name or not name.strip():
+        return "the specified group is blank"
+    if len(name) > GROUP_MAX_LENGTH:
+        return f"the specified group[{name}] is longer than group max length: {GROUP_MAX_LENGTH}."
+    if not _GROUP_CHARS.match(name):
+        return f"the specified group[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    return None
+
+
+def legal_group(name: str | None) -> bool:
+    return group_error(name) is None
 
 
 def is_system_group_topic(name: str) -> bool:

@@ -251,7 +251,7 @@ def _answer(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None
 def _observe(channel: Channel, req: RemotingCommand, resp: RemotingCommand | None, read_at) -> None:
     """Count one answered request (latency from the read that brought it; an error unless _NOT_ERRORS)."""
     seconds = time.monotonic() - read_at if read_at is not None else 0.0
-    name = _CODE_NAMES.get(req.code) or str(req.code)
+    name = _CODE_NAMES.get(req.code, "unknown")  # any int32 may come: a bounded label set
     channel.stats.requests.observe("remoting", name, seconds, resp is not None and resp.code not in _NOT_ERRORS)
     channel.stats.principal_request("remoting", remoting_principal(channel.app, req))
 

@@ -4,7 +4,7 @@ GET_EARLIEST_MSG_STORETIME)."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from gateway.remoting.common import handles, offsets_on_disk
+from gateway.remoting.common import handles, legal_group, offsets_on_disk
 from gateway.remoting.headers import optional_str, queue_id, required_long, required_str
 
 
@@ -25,8 +25,10 @@ def query_consumer_offset(channel, req):
 
 @handles(RC.UPDATE_CONSUMER_OFFSET)
 def update_consumer_offset(channel, req):
-    channel.app.offsets.commit(required_str(req, "consumerGroup"), required_str(req, "topic"), queue_id(req),
-                               required_long(req, "commitOffset"))
+    group = required_str(req, "consumerGroup")
+    if not legal_group(group):  # a group RocketMQ could not have created does not exist (nothing stored)
+        return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"Group {group} not exist!")
+    channel.app.offsets.commit(group, required_str(req, "topic"), queue_id(req), required_long(req, "commitOffset"))
     if not channel.app.offsets.durable:
         return req.response()
     return offsets_on_disk(channel, req, req.response())

@@ -26,7 +26,7 @@ from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_t
 from codec.remoting.message import INNER_BATCH_FLAG, INT32, QUEUE_ID_AT, RECONSUME_TIMES_AT
 from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
-from gateway.remoting.common import DEFERRED, after_durable, ensure_topic, handles, now_ms, registry
+from gateway.remoting.common import DEFERRED, FAQ, after_durable, ensure_topic, handles, legal_group, now_ms, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
 from semantics.pop import INIT_MIN, PopEngine, Receipt
@@ -84,6 +84,8 @@ def _filter(app, req, group, topic):
 def pop_message(channel, req):
     app = channel.app
     group, topic = required_str(req, "consumerGroup"), required_str(req, "topic")
+    if not legal_group(group):
+        return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"subscription group [{group}] does not exist,{FAQ}")
     qid = required_int(req, "queueId")
     max_n = required_int(req, "maxMsgNums")
     invisible = _invisible(req, "invisibleTime")

@@ -10,7 +10,7 @@ import trio
 import interop.to_rocketmq as inner_batch
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.ops.stats import stats_of
-from gateway.remoting.common import DEFERRED, handles, offsets_on_disk, registry
+from gateway.remoting.common import DEFERRED, FAQ, handles, legal_group, offsets_on_disk, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, queue_id,
                                       required_long)
 from semantics.sql92 import FilterSyntaxError, Selector, subscription_filter
@@ -31,6 +31,8 @@ def pull_message(channel, req):
     max_n = max(1, min(optional_int(req, "maxMsgNums", 32), 1024))
     sys_flag = optional_int(req, "sysFlag", 0)
     max_bytes = min(optional_int(req, "maxMsgBytes", DEFAULT_PULL_BYTES) or DEFAULT_PULL_BYTES, MAX_BODY_BYTES)
+    if group and not legal_group(group):
+        return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"subscription group [{group}] does not exist,{FAQ}")
     cfg = app.store.topics.get(topic)
     if cfg is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")

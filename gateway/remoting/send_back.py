@@ -6,7 +6,7 @@ from __future__ import annotations
 import interop.to_rocketmq as inner_batch
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting import message as smsg
-from gateway.remoting.common import DEFERRED, after_durable, delay_levels, handles, now_ms
+from gateway.remoting.common import DEFERRED, FAQ, after_durable, delay_levels, handles, legal_group, now_ms
 from gateway.remoting.headers import optional_int, optional_str, required_long
 from semantics import retry, routing
 from semantics.flow_control import append_in_turn
@@ -17,6 +17,8 @@ def consumer_send_back(channel, req):
     """For a record of a Kafka batch the message id picks the record out of the entry."""
     app = channel.app
     offset, group = required_long(req, "offset"), optional_str(req, "group")
+    if group and not legal_group(group):
+        return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"subscription group not exist, {group}{FAQ}")
     origin_msg_id = req.get_str("originMsgId")
     args = (optional_int(req, "delayLevel", 0),
             optional_int(req, "maxReconsumeTimes", retry.DEFAULT_MAX_RECONSUME_TIMES),

@@ -15,6 +15,7 @@ from codec.kafka.connection import CLOSED, NEED_DATA, LocalProtocolError, Remote
 from codec.kafka.schema import DecodeError, Frame, Spliced
 from gateway.kafka import connection as kafka_connection
 from gateway.kafka import handlers
+from security.audit import RateLimitedLog
 
 METADATA, FETCH, API_VERSIONS = 3, 1, 18
 
@@ -192,7 +193,8 @@ def test_a_handler_bug_is_logged_with_its_traceback_and_closes_only_that_connect
 
 
 @pytest.mark.parametrize("error", [DecodeError("truncated"), RemoteProtocolError("bad")])
-def test_a_request_that_does_not_decode_closes_quietly_with_one_warning(caplog, error):
+def test_a_request_that_does_not_decode_closes_quietly_with_one_warning(caplog, error, monkeypatch):
+    monkeypatch.setattr(kafka_connection, "MALFORMED_LOG", RateLimitedLog(kafka_connection.log))  # a fresh minute
     with caplog.at_level(logging.WARNING, logger="rocketgate.kafka"):
         got = _serve_and_call(_fake("bad", error), _metadata(1, "bad"))
     assert got == b""
