@@ -285,3 +285,22 @@ def test_rocketmq_pop_consumer_of_the_same_queue(bootstrap):
     resp = Peer(bootstrap.namesrv).call(RequestCode.QUERY_CONSUMER_OFFSET,
                                         {"consumerGroup": group, "topic": topic, "queueId": 0})
     assert int(resp.ext_fields["offset"]) == max(o for _v, o in got) + 1  # no gap left leased
+
+
+@pytest.mark.skipif(REFERENCE is not None, reason="filtered views are the gateway's")
+def test_a_view_of_the_queue_stays_dense(bootstrap):
+    """A filtered view (every tag) over the partition: the immediate records at view offsets 0.. in
+    order, then the delayed ones once due; no gap and no record twice."""
+    topic = _topic(bootstrap)
+    view = f"view-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": _address(bootstrap)})
+    admin.create_topics([NewTopic(view, num_partitions=1, replication_factor=1, config={
+        "filter.source.topic": topic, "filter.tag.expression": "*"})])[view].result(30)
+    batch = _batch(int(time.time() * 1000) + DELAY_S * 1000)
+    _produce_confluent(bootstrap, topic, batch)
+    seen = _read_all(bootstrap, view, 0, len(batch))
+    immediate = [v for v, h in batch if h is None]
+    assert sorted(seen) == list(range(len(batch)))
+    assert [seen[o] for o in range(len(immediate))] == immediate
+    assert sorted(seen[o] for o in range(len(immediate), len(batch))) == sorted(v for v, h in batch if h)
+    assert _read_all(bootstrap, view, 2, 1) == {2: immediate[2]}  # a fetch inside the cut batch
