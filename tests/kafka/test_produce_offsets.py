@@ -135,12 +135,21 @@ def test_offsets_of_a_batch_mixing_delayed_and_immediate_records(bootstrap, clie
 
 
 def test_kafka_python_consumer_reads_over_the_gaps(bootstrap):
-    """kafka-python's consumer, from offset 0, reads each record of the batch once, at the offsets stored."""
+    """kafka-python's consumer, from offset 0, reads each record once at the offsets stored: over the
+    mixed batch's gaps and over a batch all of whose records are delayed (on the gateway an empty
+    batch taking their offsets), up to an immediate record after it."""
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTopicPartition
     topic = _topic(bootstrap)
-    batch = _batch(int(time.time() * 1000) + DELAY_S * 1000)
+    due = int(time.time() * 1000) + DELAY_S * 1000
+    batch = _batch(due)
     reported = _produce_confluent(bootstrap, topic, batch)
+    all_delayed = [(f"{v}-later", ("__STARTDELIVERTIME", str(due))) for v in ("a", "b")]
+    reported_later = _produce_confluent(bootstrap, topic, all_delayed)
+    last = [(f"{batch[0][0]}-last", None)]
+    reported_last = _produce_confluent(bootstrap, topic, last)
+    assert reported_last[last[0][0]] == reported_later[all_delayed[0][0]] + 2  # after the delayed ones' offsets
+    want = len(batch) + len(all_delayed) + len(last)
     c = KafkaConsumer(bootstrap_servers=_address(bootstrap), enable_auto_commit=False)
     tp = KTopicPartition(topic, 0)
     c.assign([tp])
@@ -148,12 +157,14 @@ def test_kafka_python_consumer_reads_over_the_gaps(bootstrap):
     stored: dict[int, str] = {}
     deadline = time.monotonic() + 60
     try:
-        while len(stored) < len(batch) and time.monotonic() < deadline:
+        while len(stored) < want and time.monotonic() < deadline:
             for records in c.poll(500).values():
                 stored.update((r.offset, r.value.decode()) for r in records)
     finally:
         c.close()
-    _check(bootstrap, topic, batch, reported, stored)
+    assert stored.get(reported_last[last[0][0]]) == last[0][0]
+    assert sorted(stored.values()) == sorted(v for v, _h in batch + all_delayed + last)
+    _check(bootstrap, topic, batch, reported, {o: v for o, v in stored.items() if v in dict(batch)})
 
 
 def _java_classpath(tmp_path) -> str:
