@@ -69,9 +69,6 @@ class EntryIndex:
 
 
 NOT_INDEXED = EntryIndex(None, None, {})
-# The ConsumeQueue tags code of an offset of a batch stored with gaps that holds no record: outside
-# the int32 range of tag hashes, so no tag filter matches it, and views leave it out.
-GAP_TAGS_CODE = 1 << 32
 
 
 def index_info(batch: records.Batch) -> EntryIndex:
@@ -148,9 +145,9 @@ def with_gaps(b: records.Batch, index: EntryIndex, kept: set[int]) -> tuple[reco
     stored there now (the others wait elsewhere: delayed, or a transaction's half): those records at
     their own offsets (offset delta = index in `b`), the others' offsets left empty, lastOffsetDelta,
     producer id, epoch and base sequence those of `b`. The gaps are what compaction leaves, so Kafka
-    clients skip them; the batch may hold no record. Its index data has one tags code per offset,
-    GAP_TAGS_CODE at the gaps."""
-    recs = records.decode_records(b.records_bytes(), b.record_count)
+    clients skip them; the batch may hold no record. Its index data has one tags code per offset
+    (0 at the gaps, which no tag filter matches)."""
+    recs = records.decode_records(b.records_bytes(), b.record_count) if kept else []  # a transaction's: none kept
     rows, deltas, keys = [], [], []
     for i, r in enumerate(recs):
         if i in kept:
@@ -161,8 +158,9 @@ def with_gaps(b: records.Batch, index: EntryIndex, kept: set[int]) -> tuple[reco
                                producer_id=b.producer_id, producer_epoch=b.producer_epoch,
                                base_sequence=b.base_sequence, offset_deltas=deltas,
                                last_offset_delta=b.last_offset_delta)
-    codes = index.tags_codes or [0] * b.record_count
-    codes = [c if i in kept else GAP_TAGS_CODE for i, c in enumerate(codes)]
+    codes = index.tags_codes
+    if codes is not None:
+        codes = [c if i in kept else 0 for i, c in enumerate(codes)]
     return records.parse_batches(data)[0], EntryIndex(codes, keys or None, {})
 
 

@@ -29,7 +29,6 @@ import threading
 
 from codec.remoting.message import INNER_BATCH_FLAG, INT32, SYSFLAG_AT, decode
 from codec.remoting.tags import TagFilter, parse_tags
-from interop.inner_batch import GAP_TAGS_CODE
 from store.dispatch import DispatchRequest
 
 log = logging.getLogger("rocketgate.views")
@@ -122,7 +121,7 @@ class Views:
             codes = r.codes()
             for view, filt in views.items():
                 if filt.match_all:
-                    keep = [c for c in codes if c != GAP_TAGS_CODE] if inner else codes  # a view has no gaps
+                    keep = codes
                 elif inner:
                     keep = [c for c in codes if c in filt.codes]
                 elif codes[0] in filt.codes and filt.matches(r.properties.get("TAGS")):
@@ -182,7 +181,7 @@ class Views:
             for view, filt in views.items():
                 lo = max(0, nexts[view] - start)
                 if filt.match_all:
-                    keep = [u for u in units[lo:] if u[2] != GAP_TAGS_CODE]
+                    keep = units[lo:]
                 else:  # hash first (one comprehension), then the exact tag of single entries
                     codes = filt.codes
                     keep = [u for u in units[lo:] if u[2] in codes

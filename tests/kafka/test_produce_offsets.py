@@ -299,19 +299,27 @@ def test_rocketmq_pop_consumer_of_the_same_queue(bootstrap):
 
 
 @pytest.mark.skipif(REFERENCE is not None, reason="filtered views are the gateway's")
-def test_a_view_of_the_queue_stays_dense(bootstrap):
-    """A filtered view (every tag) over the partition: the immediate records at view offsets 0.. in
-    order, then the delayed ones once due; no gap and no record twice."""
+def test_views_of_the_queue(bootstrap):
+    """A view of every tag holds what the partition holds, gaps included (the same offsets); a view
+    of one tag holds its matching records at dense view offsets, the delayed one once due."""
     topic = _topic(bootstrap)
-    view = f"view-{uuid.uuid4().hex[:8]}"
+    every, one = f"view-{uuid.uuid4().hex[:8]}", f"view-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": _address(bootstrap)})
-    admin.create_topics([NewTopic(view, num_partitions=1, replication_factor=1, config={
-        "filter.source.topic": topic, "filter.tag.expression": "*"})])[view].result(30)
+    for view, expression in ((every, "*"), (one, "A")):
+        admin.create_topics([NewTopic(view, num_partitions=1, replication_factor=1, config={
+            "filter.source.topic": topic, "filter.tag.expression": expression})])[view].result(30)
     batch = _batch(int(time.time() * 1000) + DELAY_S * 1000)
-    _produce_confluent(bootstrap, topic, batch)
-    seen = _read_all(bootstrap, view, 0, len(batch))
-    immediate = [v for v, h in batch if h is None]
-    assert sorted(seen) == list(range(len(batch)))
-    assert [seen[o] for o in range(len(immediate))] == immediate
-    assert sorted(seen[o] for o in range(len(immediate), len(batch))) == sorted(v for v, h in batch if h)
-    assert _read_all(bootstrap, view, 2, 1) == {2: immediate[2]}  # a fetch inside the cut batch
+    p = Producer({"bootstrap.servers": _address(bootstrap), "linger.ms": 2000})
+    for i, (value, header) in enumerate(batch):  # records 0, 1 (delayed), 3 and 4 (delayed) are tagged A
+        headers = ([header] if header else []) + ([("TAGS", b"A")] if i in (0, 1, 3, 4) else [])
+        p.produce(topic, value=value.encode(), partition=0, headers=headers)
+    assert p.flush(60) == 0
+    stored = _read_all(bootstrap, topic, 0, len(batch))
+    assert _read_all(bootstrap, every, 0, len(batch)) == stored
+    first_gap = next(o for o in range(len(batch)) if o not in stored)
+    after = min(o for o in stored if o > first_gap)
+    assert _read_all(bootstrap, every, first_gap, 1) == {after: stored[after]}  # a fetch starting in a gap
+    tagged = _read_all(bootstrap, one, 0, 4)
+    assert [tagged[0], tagged[1]] == [batch[0][0], batch[3][0]] and sorted(tagged) == [0, 1, 2, 3]
+    assert sorted([tagged[2], tagged[3]]) == sorted([batch[1][0], batch[4][0]])
+    assert _read_all(bootstrap, one, 1, 1) == {1: batch[3][0]}  # a fetch inside the cut batch
