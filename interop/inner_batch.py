@@ -5,6 +5,8 @@ Produce stores each RecordBatch verbatim as the body of one entry with `INNER_BA
 ConsumeQueue offsets). What RocketMQ readers need besides the bytes goes into the entry's fields:
 the per-record tags codes (from TAGS headers), the index keys (record keys and KEYS headers) and
 the routing properties (DELAY / __STARTDELIVERTIME headers) the store routes the entry by.
+A batch some of whose records wait elsewhere (delayed, transactional) is stored with gaps where
+they are (`with_gaps`), so its records keep the offsets the produce response gave them.
 """
 from __future__ import annotations
 
@@ -92,15 +94,7 @@ def index_info(batch: records.Batch) -> EntryIndex:
         for hk, hv in headers:
             if hk in ROUTING_HEADERS and hv and not routing.get(hk):
                 routing[hk] = hv.decode("utf-8", "replace")
-            elif hk == KEYS and hv:
-                keys.extend(k for k in hv.decode("utf-8", "replace").split(" ") if k)
-        if key:
-            try:
-                text = key.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            if text and " " not in text:
-                keys.append(text)
+        keys += _index_keys(key, headers)
     return EntryIndex(codes if any_tag else None, keys or None, routing)
 
 
@@ -128,10 +122,27 @@ def routing_headers(batch: records.Batch) -> list[tuple[int, str, bytes | None]]
     return [(i, name, value) for i, (_key, headers) in enumerate(scanned) for name, value in headers]
 
 
-def split_by_routing(b: records.Batch) -> list[records.Batch] | None:
+def _index_keys(key, headers) -> list[str]:
+    """The index keys of one record: its KEYS header (space separated) and its UTF-8 key without spaces."""
+    keys = []
+    for hk, hv in headers:
+        if hk == KEYS and hv:
+            keys.extend(k for k in hv.decode("utf-8", "replace").split(" ") if k)
+    if key:
+        try:
+            text = key.decode("utf-8")
+        except UnicodeDecodeError:
+            return keys
+        if text and " " not in text:
+            keys.append(text)
+    return keys
+
+
+def split_by_routing(b: records.Batch) -> list[tuple[records.Batch, range]] | None:
     """A batch whose records do not all carry the same DELAY / __STARTDELIVERTIME headers, cut into
-    runs of records that do (each re-encoded with its own sequence range), so that an immediate
-    record is not delayed with its neighbours; None when one entry fits all (the usual case)."""
+    runs of records that do, each re-encoded with its own sequence range and given with the indexes
+    of its records in `b`, so that an immediate record is not delayed with its neighbours; None when
+    one entry fits all (the usual case)."""
     recs = records.decode_records(b.records_bytes(), b.record_count)
     runs = [list(g) for _k, g in itertools.groupby(
         enumerate(recs), key=lambda ir: [(k, v) for k, v in ir[1].headers if k in ROUTING_HEADERS and v])]
@@ -144,8 +155,32 @@ def split_by_routing(b: records.Batch) -> list[records.Batch] | None:
         data = records.build_batch(rows, base_timestamp=rows[0][0], compression=b.compression,
                                    producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=seq,
                                    transactional=bool(b.attributes & records.TRANSACTIONAL))
-        out.extend(records.parse_batches(data))
+        out.append((records.parse_batches(data)[0], range(run[0][0], run[-1][0] + 1)))
     return out
+
+
+def with_gaps(b: records.Batch, index: EntryIndex, kept: set[int]) -> tuple[records.Batch, EntryIndex]:
+    """The batch `b` as it is stored in its partition when only the records at indexes `kept` are
+    stored there now (the others wait elsewhere: delayed, or a transaction's half): those records at
+    their own offsets (offset delta = index in `b`), the others' offsets left empty, lastOffsetDelta,
+    producer id, epoch and base sequence those of `b`. The gaps are what compaction leaves, so Kafka
+    clients skip them; the batch may hold no record. Its index data has one tags code per offset
+    (0 at the gaps, which no tag filter matches)."""
+    recs = records.decode_records(b.records_bytes(), b.record_count) if kept else []  # a transaction's: none kept
+    rows, deltas, keys = [], [], []
+    for i, r in enumerate(recs):
+        if i in kept:
+            rows.append((b.base_timestamp + r.timestamp_delta, r.key, r.value, r.headers))
+            deltas.append(i)
+            keys += _index_keys(r.key, r.headers)
+    data = records.build_batch(rows, base_timestamp=b.base_timestamp, compression=b.compression,
+                               producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                               base_sequence=b.base_sequence, offset_deltas=deltas,
+                               last_offset_delta=b.last_offset_delta)
+    codes = index.tags_codes
+    if codes is not None:
+        codes = [c if i in kept else 0 for i, c in enumerate(codes)]
+    return records.parse_batches(data)[0], EntryIndex(codes, keys or None, {})
 
 
 def entry_message(topic: str, queue_id: int, b: records.Batch, index: EntryIndex, properties: dict, now: int,
@@ -153,17 +188,36 @@ def entry_message(topic: str, queue_id: int, b: records.Batch, index: EntryIndex
     """The inner-batch message that stores batch `b` (marked LogAppendTime = `now` when the topic
     says so); `properties` are the routing and transaction properties it goes with."""
     body = records.with_log_append_time(b.data, now) if append_time else b.data
-    return Message(topic, queue_id, body, sys_flag=INNER_BATCH_FLAG, batch_count=b.record_count,
+    return Message(topic, queue_id, body, sys_flag=INNER_BATCH_FLAG, batch_count=b.last_offset_delta + 1,
                    tags_codes=index.tags_codes, keys=index.keys, properties=properties,
                    born_timestamp=now if append_time else b.max_timestamp)
 
 
 def producer_fields(raw) -> tuple[int, int, int, int] | None:
-    """(producer id, producer epoch, base sequence, record count) of the batch in a raw CommitLog
-    entry (header fields only, nothing decoded); None when the entry is not an inner batch."""
+    """(producer id, producer epoch, base sequence, offsets taken: lastOffsetDelta + 1, as Kafka
+    derives a batch's last sequence) of the batch in a raw CommitLog entry (header fields only,
+    nothing decoded); None when the entry is not an inner batch."""
     if len(raw) < BODY_AT + records.HEADER_SIZE or not INT32.unpack_from(raw, SYSFLAG_AT)[0] & INNER_BATCH_FLAG:
         return None
-    return records.PRODUCER_FIELDS.unpack_from(raw, BODY_AT + records.PRODUCER_ID_AT)
+    pid, epoch, seq, _count = records.PRODUCER_FIELDS.unpack_from(raw, BODY_AT + records.PRODUCER_ID_AT)
+    return pid, epoch, seq, INT32.unpack_from(raw, BODY_AT + records.LAST_OFFSET_DELTA_AT)[0] + 1
+
+
+def present_offsets(msg) -> frozenset[int] | None:
+    """The offset deltas of a stored inner batch that hold a record; None when every offset does
+    (read from the header alone), for a plain entry, or when the batch cannot be decoded (its readers
+    skip it). A batch stored with gaps (`with_gaps`, compaction) holds fewer records than offsets."""
+    body = msg.body
+    if not msg.sys_flag & INNER_BATCH_FLAG or len(body) < records.HEADER_SIZE:
+        return None
+    count = INT32.unpack_from(body, records.RECORD_COUNT_AT)[0]
+    if count == INT32.unpack_from(body, records.LAST_OFFSET_DELTA_AT)[0] + 1:
+        return None
+    try:
+        b = records.parse_batches(body)[0]
+        return frozenset(r.offset_delta for r in records.decode_records(b.records_bytes(), b.record_count))
+    except (DecodeError, struct.error, ValueError, IndexError):
+        return None
 
 
 def record_timestamps(msg) -> list[tuple[int, int]]:
@@ -175,11 +229,17 @@ def record_timestamps(msg) -> list[tuple[int, int]]:
             if problem is not None:
                 raise DecodeError(problem)
             b = records.parse_batches(msg.body)[0]
-            if b.attributes & records.TIMESTAMP_LOG_APPEND:
+            append_time = b.attributes & records.TIMESTAMP_LOG_APPEND
+            if append_time and b.record_count == b.last_offset_delta + 1:  # no gaps: nothing to decode
                 return [(i, b.max_timestamp) for i in range(b.record_count)]
-            return [(r.offset_delta, b.base_timestamp + r.timestamp_delta)
+            return [(r.offset_delta, b.max_timestamp if append_time else b.base_timestamp + r.timestamp_delta)
                     for r in records.decode_records(b.records_bytes(), b.record_count)]
         except (DecodeError, struct.error, ValueError, IndexError) as exc:
             DAMAGED.skip(msg.physical_offset, msg.topic, msg.queue_id, f"inner batch cannot be decoded: {exc}")
             return [(0, msg.store_timestamp)]
     return [(0, msg.born_timestamp)]
+
+
+def is_gap(msg, present: frozenset[int] | None, offset: int) -> bool:
+    """Does queue `offset` of stored entry `msg` (`present`: its `present_offsets`) hold no record?"""
+    return present is not None and offset - msg.queue_offset not in present

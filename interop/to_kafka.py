@@ -22,14 +22,18 @@ def view_batch(raw, offset: int, count: int, filt) -> bytes:
     """What a view serves from the inner-batch entry `raw`, whose last `count` matching records
     are at view offsets `offset`.. (the view's units from `offset` on that point at this entry).
 
-    When every record matches, the batch is served verbatim; otherwise the matching records
+    When every record matches, the batch is served verbatim (a view of every tag holds all its
+    offsets, the gaps of a batch stored with gaps too, so it serves that one verbatim as well); otherwise the matching records
     (the last `count` of them) are re-encoded uncompressed with the view's offsets (per-record
     work, views only). Empty when none matches (the entry changed under the view)."""
     blen = INT32.unpack_from(raw, BODY_LENGTH_AT)[0]
     body = raw[BODY_AT:BODY_AT + blen]
     b = records.parse_batches(body)[0]
-    if count == b.record_count:
+    units = b.last_offset_delta + 1
+    if count == b.record_count == units:  # every record matches
         return records.with_base_offset(body, offset)
+    if filt.match_all and count <= units:  # a batch with gaps: a view of every tag keeps them, as the base does
+        return records.with_base_offset(body, offset + count - units)
     recs = records.decode_records(b.records_bytes(), b.record_count)
     matching = [r for r in recs if filt.matches_code(tag_code(r.headers) or 0)][-count:]
     log_append = bool(b.attributes & records.TIMESTAMP_LOG_APPEND)

@@ -22,6 +22,7 @@ from typing import Callable
 
 import trio
 
+from interop.inner_batch import is_gap, present_offsets
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog
 from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties, span
@@ -156,7 +157,7 @@ class PopEngine:
         skipped, position = [], state.next
         limit = min(state.start + self.max_window, self.store.max_offset(topic, qid))
         decode = messages or keep is not None
-        entry, message = -1, None  # the CommitLog position of the entry last decoded, and its message
+        entry, message, present = -1, None, None  # the entry last decoded: position, message, offsets with records
         while want > 0 and position < limit:
             units = self.store.units(topic, qid, position, min(limit - position, max(want, 32)))
             if not units:
@@ -181,7 +182,8 @@ class PopEngine:
                     continue
                 if decode and phys != entry:
                     entry, message = phys, self.store.get(phys)
-                if decode and (message is None or (keep is not None and not keep(message, position))):
+                    present = None if message is None else present_offsets(message)
+                if decode and (message is None or is_gap(message, present, position) or (keep is not None and not keep(message, position))):
                     skipped.append(position)
                 else:
                     result.deliveries.append(Delivery(position, message if messages else None, 1))
@@ -195,8 +197,9 @@ class PopEngine:
     def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:
         """Lease the offsets from `position` that are in the same stored entry (at `phys`); the new next."""
         end = self.store.entry_end(topic, qid, position - 1, phys, limit)
+        present = None if message is None else present_offsets(message)
         for offset in range(position, end):
-            if keep is not None and (message is None or not keep(message, offset)):
+            if is_gap(message, present, offset) or (keep is not None and (message is None or not keep(message, offset))):
                 skipped.append(offset)
             else:
                 result.deliveries.append(Delivery(offset, message if messages else None, 1))

@@ -13,7 +13,9 @@ Unlike Kafka's log, the partition is not the only place a batch goes: a delayed 
 __STARTDELIVERTIME) waits in the schedule topic and is appended to the partition when due (after
 newer batches), a transactional batch waits in the half topic (and stays only there if aborted).
 So the tails of those topics (entries naming the partition in REAL_TOPIC / REAL_QID, indexed once)
-count too, and the rebuilt batches are ordered by sequence, not by where they were found.
+count too, and the rebuilt batches are ordered by sequence, not by where they were found. The
+partition holds every batch whole (its entry keeps the batch's sequence range, with gaps where records
+wait elsewhere), so a run found elsewhere inside a batch's range is part of that batch.
 """
 from __future__ import annotations
 
@@ -137,6 +139,9 @@ class ProducerState:
             return None
         epoch = max(e for e, _f, _l in found)
         mine = [(f, l, off) for (e, f, l), off in found.items() if e == epoch]
+        # a delayed run of a batch (scheduled, or delivered since) holds part of the batch's range,
+        # which its entry in the partition holds whole: the whole batch is what a retry repeats
+        mine = [b for b in mine if not any(o[0] <= b[0] and b[1] <= o[1] and o[:2] != b[:2] for o in mine)]
         firsts = [f for f, _l, _o in mine]
         wrapped = max(firsts) - min(firsts) > 1 << 30  # sequences wrapped at int32 max in between
         mine.sort(key=lambda b: b[0] + (1 << 31) if wrapped and b[0] < 1 << 30 else b[0])

@@ -35,7 +35,7 @@ def _pull(app, topic, qid, offset, max_n, subscription, local_id):
     for first, m in read.entries:
         if m.sys_flag & INNER_BATCH_FLAG:
             for i, record in enumerate(inner_batch.records_as_messages(m)):
-                if first + i >= offset and subscription.matches_properties(record.properties):
+                if record is not None and first + i >= offset and subscription.matches_properties(record.properties):
                     out.append(to_pb(m, body=record.body, properties=record.properties, queue_offset=first + i,
                                      queue_id=local_id))
         elif subscription.matches_properties(m.properties):

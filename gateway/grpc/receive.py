@@ -134,9 +134,9 @@ class _Receive:
         if m.sys_flag & INNER_BATCH_FLAG:
             records = inner_batch.records_as_messages(m)
             index = delivery.offset - m.queue_offset
-            if not 0 <= index < len(records):
+            record = records[index] if 0 <= index < len(records) else None
+            if record is None:
                 return None
-            record = records[index]
             return to_pb(m, body=record.body, properties=record.properties, **common)
         return to_pb(m, **common)
 

@@ -17,7 +17,7 @@ import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.quotas as quotas
 import gateway.kafka.topics as topics
 from codec.kafka import apis
-from codec.kafka.records import BATCH_LENGTH_AT, RECORD_COUNT_AT, stored_batch_problem
+from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT, RECORD_COUNT_AT, stored_batch_problem
 from codec.kafka.schema import DecodeError, Spliced
 from codec.remoting import message as stored
 from codec.remoting.message import (BODY_AT, BODY_CRC_AT, BODY_LENGTH_AT, INNER_BATCH_FLAG as INNER_BATCH, INT32 as _I32,
@@ -212,7 +212,7 @@ def _skip(s, topic: str, partition: int, first: int, phys: int, high: int, why: 
 def _view_cut(s, view_topic: str, partition: int, offset: int, phys: int, raw: bytes, filt) -> tuple[bytes, int]:
     """(batch, next view offset) for a view unit that points at a Kafka record batch entry: the
     view holds one unit per matching record of the batch, contiguous; `offset` may be any of them."""
-    run = s.units(view_topic, partition, offset, _I32.unpack_from(raw, BODY_AT + RECORD_COUNT_AT)[0])
+    run = s.units(view_topic, partition, offset, _I32.unpack_from(raw, BODY_AT + LAST_OFFSET_DELTA_AT)[0] + 1)
     n = 1
     while n < len(run) and run[n][0] == phys:
         n += 1

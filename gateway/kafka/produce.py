@@ -1,6 +1,7 @@
 """Produce: each partition's RecordBatch is validated, deduplicated (idempotent producers) and
 stored verbatim as one inner-batch CommitLog entry (`interop.inner_batch`); a batch with DELAY /
-__STARTDELIVERTIME headers is routed to the schedule topic, a transactional one to the half topic.
+__STARTDELIVERTIME headers is routed to the schedule topic, a transactional one to the half topic,
+and the partition keeps their offsets as gaps, so base_offset + index is each record's own offset.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from codec.kafka.schema import DecodeError
 from gateway.kafka.metadata import KAFKA_INTERNAL, is_internal
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
-from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing
+from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing, with_gaps
 from semantics import routing, transactions, views
 from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
@@ -108,28 +109,49 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
                 return _partition_error(index, code), end
             extra = {routing.PROPERTY_TRANSACTION: "true", routing.PROPERTY_PRODUCER_GROUP: txn.txn_id,
                      transactions.PROPERTY_IMMUNITY: str(-(-txn.timeout_ms // 1000))}
-        first = None
-        for piece in pieces or [b]:
-            if pieces:
-                entry = index_info(piece)
-            try:
-                msg = _batch_message(app, topic, index, piece, entry, extra, now, append_time)
-                res = (await append([msg]))[0]
-            except store.StoreError as exc:
-                code = errors.for_store_error(exc)
-                return _partition_error(index, code, None if code == errors.MESSAGE_TOO_LARGE else str(exc)), end
-            if txn is not None:
-                txn.halves.append(res.queue_offset)
-            first = first or res
-            end = max(end, res.end_offset)
+        try:
+            msgs = _batch_messages(app, topic, index, b, entry, pieces, extra, now, append_time)
+            results = await append(msgs)
+        except store.StoreError as exc:
+            code = errors.for_store_error(exc)
+            return _partition_error(index, code, None if code == errors.MESSAGE_TOO_LARGE else str(exc)), end
+        except DecodeError as exc:
+            return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), end
+        stored = results[-1]  # the entry in the partition itself: its offsets are the batch's
+        if txn is not None:
+            txn.halves.extend(res.queue_offset for res in results[:-1])
+        end = max([end] + [res.end_offset for res in results])
         if idempotent:
             st.producers.record(b.producer_id, b.producer_epoch, topic, index, b.base_sequence,
-                                b.record_count, first.queue_offset)
+                                b.record_count, stored.queue_offset)
         if base is None:
-            base = first.queue_offset
+            base = stored.queue_offset
     return {"index": index, "error_code": errors.NONE, "base_offset": base,
             "log_append_time_ms": now if append_time else -1,
             "log_start_offset": app.store.min_offset(topic, index)}, end
+
+
+def _batch_messages(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, pieces, extra: dict,
+                    now: int, append_time: bool) -> list:
+    """The entries that store batch `b`, the one in the partition last. Records that go elsewhere
+    first (a delayed run to the schedule topic, a transactional batch to the half topic) leave gaps
+    at their offsets in the partition's entry, so every record stored there now keeps offset
+    base + its index in `b`, the offset the client computes from the response's base_offset
+    (docs/mapping.md, "Produce"). A batch stored whole stays one verbatim entry."""
+    if not entry.routing and not extra:
+        return [entry_message(topic, index, b, entry, {}, now, append_time)]
+    elsewhere, kept = [], set()
+    for piece, at in pieces or [(b, range(b.record_count))]:
+        msg = _batch_message(app, topic, index, piece, index_info(piece) if pieces else entry, extra, now,
+                             append_time)
+        if msg.topic == topic and msg.queue_id == index:
+            kept.update(at)  # not delayed after all (DELAY=0, a deliver time in the past)
+        else:
+            elsewhere.append(msg)
+    if not elsewhere:
+        return [entry_message(topic, index, b, entry, {}, now, append_time)]
+    b, entry = with_gaps(b, entry, kept)
+    return elsewhere + [entry_message(topic, index, b, entry, {}, now, append_time)]
 
 
 def _batch_message(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, extra: dict, now: int,

@@ -39,7 +39,6 @@ MAX_POP_NUMS = 32  # a 5.x broker refuses more
 MAX_INVISIBLE_MS = 12 * 3600 * 1000  # the longest invisible time accepted (gRPC's limit)
 MAX_POLL_S = 20.0
 REVIVE_QID = 0
-_ALL = subscription_filter(None, None)
 
 
 def pop_engine(app) -> PopEngine:
@@ -207,7 +206,9 @@ def _keeper(subscription):
             records = batches.get(message.physical_offset)
             if records is None:
                 records = batches[message.physical_offset] = inner_batch.records_as_messages(message)
-            return subscription.matches_properties(records[offset - message.queue_offset].properties)
+            index = offset - message.queue_offset
+            record = records[index] if 0 <= index < len(records) else None
+            return record is not None and subscription.matches_properties(record.properties)
         return subscription.matches_properties(message.properties)
     return keep
 
@@ -223,8 +224,11 @@ def _encode(deliveries, queue_id: int) -> list[bytes]:
         elif m.sys_flag & INNER_BATCH_FLAG:
             records = batches.get(m.physical_offset)
             if records is None:
-                records = batches[m.physical_offset] = inner_batch.expand(m, m.queue_offset, m.queue_offset, _ALL)
-            raw, times = records[d.offset - m.queue_offset], 0
+                records = batches[m.physical_offset] = inner_batch.expand_slots(m)
+            index = d.offset - m.queue_offset
+            raw, times = records[index] if 0 <= index < len(records) else None, 0
+            if raw is None:
+                continue  # a gap of a batch leased before it was known as one: nothing to hand over
         else:
             raw, times = m.raw, m.reconsume_times
         buf = bytearray(raw)

@@ -143,3 +143,39 @@ def test_a_delayed_message_of_a_killed_leader_reaches_the_elected_one_once(two):
     assert time.monotonic() - sent_at < 19, "the restart took longer than the delay: nothing tested"
     assert read_at_leader(gws[2], "delayed-killed", b"due-after-the-kill") == [b"due-after-the-kill"]
     wait_for(lambda: same_log(gws, "delayed-killed"), what="the follower to hold the leader's log")
+
+
+def test_a_kafka_batch_with_gaps_is_replicated_as_stored(two):
+    """A Kafka batch mixing immediate and delayed records (acks=all), stored with gaps at the
+    delayed ones' offsets (docs/mapping.md "Produce offsets are exact"), is replicated as it is: once
+    the follower leads, each immediate record is at the offset the produce response gave it, each
+    delayed one (delivered at the old leader after the move) once, at a later offset."""
+    from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
+    etcd, gws = two
+    topic = "kafka-gaps-moving"
+    make_topic(etcd, gws, topic)
+    values = [(f"r{i}", [("DELAY", str(DELAY_LEVEL).encode())] if i % 3 == 1 else None) for i in range(7)]
+    reported = {}
+    p = KafkaProducer({"bootstrap.servers": gws[1].kafka_bootstrap, "linger.ms": 500, "acks": "all"})
+    for value, headers in values:
+        p.produce(topic, value=value.encode(), partition=0, headers=headers,
+                  on_delivery=lambda err, m: reported.setdefault(m.value().decode(), None if err else m.offset()))
+    assert p.flush(30) == 0
+    lead(etcd, gws, topic, 2)
+    c = Consumer({"bootstrap.servers": gws[2].kafka_bootstrap, "group.id": f"{topic}-g", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    stored = {}
+    deadline = time.monotonic() + 60
+    try:
+        while len(stored) < len(values) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                stored[m.offset()] = m.value().decode()
+    finally:
+        c.close()
+    assert sorted(stored.values()) == sorted(v for v, _h in values)
+    for value, headers in values:
+        if headers is None:
+            assert stored.get(reported[value]) == value
+        else:
+            assert reported[value] not in stored and {v: o for o, v in stored.items()}[value] >= len(values)

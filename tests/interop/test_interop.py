@@ -50,7 +50,7 @@ def test_index_info_of_tags_keys_and_routing():
     assert idx.keys == ["x", "y", "k1"]
     assert idx.routing == {"DELAY": "3"}
     pieces = inner_batch.split_by_routing(b)
-    assert [p.record_count for p in pieces] == [2, 1]
+    assert [(p.record_count, at) for p, at in pieces] == [(2, range(0, 2)), (1, range(2, 3))]
 
 
 def test_entry_message_stores_the_batch_verbatim():

@@ -326,6 +326,6 @@ def test_kafka_open_transaction_aborted_after_kill9(gateway_factory):
         places = [(part, off) for part, off, _v in got]
         assert len(places) == len(set(places)), (isolation, got)
         assert sorted(v for _p, _o, v in got) == sorted(want), (isolation, got)
-        for part in (0, 1):  # dense offsets: nothing of B took a place in the real topic
-            offs = sorted(o for pp, o, _v in got if pp == part)
-            assert offs == list(range(len(offs))), (isolation, got)
+        # B's produce left gaps (offsets holding no record, docs/mapping.md), as A's and C's did before
+        # their commits appended them: C0 comes after every A record of its partition
+        assert max(o for pp, o, v in got if pp == 0 and v != b"C0") < dict(((v, o) for _p, o, v in got))[b"C0"]
