@@ -60,7 +60,6 @@ NOT_YET = {
     57: "UpdateFeatures not served (Kafka 0-2)",
     71: "GetTelemetrySubscriptions not served (Kafka 0, with a telemetry reporter): KIP-714",
     72: "PushTelemetry not served (Kafka 0, with a telemetry reporter): KIP-714",
-    74: "ListConfigResources not served (Kafka 0-1)",
 }
 
 # The finalized features clients read (Java producers: transaction.version; consumers and admin tools:
