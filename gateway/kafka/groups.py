@@ -6,8 +6,7 @@ offset table RocketMQ groups use too.
 """
 from __future__ import annotations
 
-import base64
-import binascii
+import re
 
 import gateway.cluster.routes as routes
 import gateway.kafka.errors as errors
@@ -28,26 +27,15 @@ TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms defau
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"  # ListGroups v5 group types
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2  # FindCoordinator key types (share: v6+, KIP-932)
 NO_BROKER = {"node_id": -1, "host": "", "port": -1}
-
-
-def _share_partition_key(key: str) -> bool:
-    """Whether `key` is "group:topicId:partition" with the topic id as Kafka prints it (URL-safe base64
-    of the 16 bytes), the form a share coordinator key must have."""
-    parts = key.split(":")
-    if len(parts) != 3 or not parts[0] or len(parts[1]) != 22:
-        return False
-    try:
-        int(parts[2])
-        return len(base64.urlsafe_b64decode(parts[1] + "==")) == 16
-    except (ValueError, binascii.Error):
-        return False
+# A share coordinator key: "group:topicId:partition", the id as Kafka prints it (unpadded URL-safe base64).
+SHARE_PARTITION_KEY = re.compile(r"[^:]+:[A-Za-z0-9_-]{22}:-?[0-9]{1,10}")
 
 
 def _coordinator_key_error(key_type: int, key: str | None, version: int) -> int:
     """Kafka's INVALID_REQUEST for an unknown key type, a share key before v6 or a malformed share key."""
     if key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY):
         return errors.INVALID_REQUEST
-    if key_type == SHARE_KEY and (version < 6 or not _share_partition_key(key or "")):
+    if key_type == SHARE_KEY and (version < 6 or not SHARE_PARTITION_KEY.fullmatch(key or "")):
         return errors.INVALID_REQUEST
     return errors.NONE
 
