@@ -310,10 +310,11 @@ class KafkaBroker(System):
     name = "kafka"
 
     def __init__(self, workdir: str, flush: str = "async", heap: str = JVM_HEAP, extra: dict | None = None,
-                 format_args: list[str] | None = None):
+                 format_args: list[str] | None = None, classpath: str | None = None):
         super().__init__(workdir)
         self.flush, self.heap, self.extra = flush, heap, extra or {}
         self.format_args = format_args or []  # e.g. --add-scram (SCRAM users exist from the start)
+        self.classpath = classpath  # extra classes (a metrics reporter plugin), ahead of Kafka's jars
         self.port = free_port()
         self.controller_port = free_port()
         self.config_path = os.path.join(self.workdir, "server.properties")
@@ -361,8 +362,8 @@ class KafkaBroker(System):
             raise BrokerError(f"kafka storage format failed ({r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-3000:]}")
 
     def _launch(self) -> None:
-        cmd = [*_java(self.heap), f"-Dkafka.logs.dir={self.workdir}", "-cp", java_classpath("kafka"),
-               "kafka.Kafka", self.config_path]
+        cp = java_classpath("kafka") if self.classpath is None else f"{self.classpath}:{java_classpath('kafka')}"
+        cmd = [*_java(self.heap), f"-Dkafka.logs.dir={self.workdir}", "-cp", cp, "kafka.Kafka", self.config_path]
         p = self._spawn("kafka", cmd)
         self._wait(p, lambda: _port_open(self.port) and _kafka_metadata_ready(self.bootstrap), "metadata")
 

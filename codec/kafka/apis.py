@@ -142,7 +142,7 @@ LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-11", flexible="6+", re
     ]),
 ])
 
-METADATA = Api(key=3, name="Metadata", versions="0-12", flexible="9+", request=[
+METADATA = Api(key=3, name="Metadata", versions="0-13", flexible="9+", request=[
     F("topics", [F("topic_id", "uuid", "10+"), F("name", "str", nullable="10+")], nullable="1+"),
     F("allow_auto_topic_creation", "bool", "4+", default=True),
     F("include_cluster_authorized_operations", "bool", "8-10"),
@@ -171,16 +171,18 @@ METADATA = Api(key=3, name="Metadata", versions="0-12", flexible="9+", request=[
         F("topic_authorized_operations", "i32", "8+", default=NO_AUTH_OPS),
     ]),
     F("cluster_authorized_operations", "i32", "8-10", default=NO_AUTH_OPS),
+    F("error_code", "i16", "13+"),
 ])
 
-OFFSET_COMMIT = Api(key=8, name="OffsetCommit", versions="2-9", flexible="8+", request=[
+OFFSET_COMMIT = Api(key=8, name="OffsetCommit", versions="2-10", flexible="8+", request=[
     F("group_id", "str"),
     F("generation_id_or_member_epoch", "i32", "1+", default=-1),
     F("member_id", "str", "1+"),
     F("group_instance_id", "str", "7+", nullable="7+"),
     F("retention_time_ms", "i64", "2-4", default=-1),
     F("topics", [
-        F("name", "str"),
+        F("name", "str", "0-9"),
+        F("topic_id", "uuid", "10+"),
         F("partitions", [
             F("partition_index", "i32"),
             F("committed_offset", "i64"),
@@ -191,7 +193,8 @@ OFFSET_COMMIT = Api(key=8, name="OffsetCommit", versions="2-9", flexible="8+", r
     ]),
 ], response=[
     F("throttle_time_ms", "i32", "3+"),
-    F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
+    F("topics", [F("name", "str", "0-9"), F("topic_id", "uuid", "10+"),
+                 F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
 ])
 
 _OFFSET_FETCH_PARTITION = [
@@ -202,14 +205,15 @@ _OFFSET_FETCH_PARTITION = [
     F("error_code", "i16"),
 ]
 
-OFFSET_FETCH = Api(key=9, name="OffsetFetch", versions="1-9", flexible="6+", request=[
+OFFSET_FETCH = Api(key=9, name="OffsetFetch", versions="1-10", flexible="6+", request=[
     F("group_id", "str", "0-7"),
     F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], "0-7", nullable="2-7"),
     F("groups", [
         F("group_id", "str"),
         F("member_id", "str", "9+", nullable="9+"),
         F("member_epoch", "i32", "9+", default=-1),
-        F("topics", [F("name", "str"), F("partition_indexes", "[i32]")], nullable="8+"),
+        F("topics", [F("name", "str", "0-9"), F("topic_id", "uuid", "10+"), F("partition_indexes", "[i32]")],
+          nullable="8+", default=NULL),  # null: every committed partition
     ], "8+"),
     F("require_stable", "bool", "7+"),
 ], response=[
@@ -218,12 +222,12 @@ OFFSET_FETCH = Api(key=9, name="OffsetFetch", versions="1-9", flexible="6+", req
     F("error_code", "i16", "2-7"),
     F("groups", [
         F("group_id", "str"),
-        F("topics", [F("name", "str"), F("partitions", _OFFSET_FETCH_PARTITION)]),
+        F("topics", [F("name", "str", "0-9"), F("topic_id", "uuid", "10+"), F("partitions", _OFFSET_FETCH_PARTITION)]),
         F("error_code", "i16"),
     ], "8+"),
 ])
 
-FIND_COORDINATOR = Api(key=10, name="FindCoordinator", versions="0-4", flexible="3+", request=[
+FIND_COORDINATOR = Api(key=10, name="FindCoordinator", versions="0-6", flexible="3+", request=[
     F("key", "str", "0-3"),
     F("key_type", "i8", "1+"),
     F("coordinator_keys", "[str]", "4+"),
@@ -309,13 +313,14 @@ SYNC_GROUP = Api(key=14, name="SyncGroup", versions="0-5", flexible="4+", reques
     F("assignment", "bytes"),
 ])
 
-DESCRIBE_GROUPS = Api(key=15, name="DescribeGroups", versions="0-5", flexible="5+", request=[
+DESCRIBE_GROUPS = Api(key=15, name="DescribeGroups", versions="0-6", flexible="5+", request=[
     F("groups", "[str]"),
     F("include_authorized_operations", "bool", "3+"),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("groups", [
         F("error_code", "i16"),
+        F("error_message", "str", "6+", nullable="6+"),
         F("group_id", "str"),
         F("group_state", "str"),
         F("protocol_type", "str"),
@@ -461,9 +466,10 @@ DELETE_GROUPS = Api(key=42, name="DeleteGroups", versions="0-2", flexible="2+", 
     F("results", [F("group_id", "str"), F("error_code", "i16")]),
 ])
 
-DESCRIBE_CLUSTER = Api(key=60, name="DescribeCluster", versions="0-1", flexible="0+", request=[
+DESCRIBE_CLUSTER = Api(key=60, name="DescribeCluster", versions="0-2", flexible="0+", request=[
     F("include_cluster_authorized_operations", "bool"),
     F("endpoint_type", "i8", "1+", default=1),
+    F("include_fenced_brokers", "bool", "2+"),
 ], response=[
     F("throttle_time_ms", "i32"),
     F("error_code", "i16"),
@@ -473,6 +479,7 @@ DESCRIBE_CLUSTER = Api(key=60, name="DescribeCluster", versions="0-1", flexible=
     F("controller_id", "i32", default=-1),
     F("brokers", [
         F("broker_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+"),
+        F("is_fenced", "bool", "2+"),
     ]),
     F("cluster_authorized_operations", "i32", default=NO_AUTH_OPS),
 ])
@@ -526,7 +533,7 @@ OFFSET_DELETE = Api(key=47, name="OffsetDelete", versions="0", flexible="1+", re
     F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
 ])
 
-DESCRIBE_LOG_DIRS = Api(key=35, name="DescribeLogDirs", versions="1-4", flexible="2+", request=[
+DESCRIBE_LOG_DIRS = Api(key=35, name="DescribeLogDirs", versions="1-5", flexible="2+", request=[
     F("topics", [F("topic", "str"), F("partitions", "[i32]")], nullable="0+"),
 ], response=[
     F("throttle_time_ms", "i32"),
@@ -541,6 +548,7 @@ DESCRIBE_LOG_DIRS = Api(key=35, name="DescribeLogDirs", versions="1-4", flexible
         ]),
         F("total_bytes", "i64", "4+", default=-1),
         F("usable_bytes", "i64", "4+", default=-1),
+        F("is_cordoned", "bool", "5+"),
     ]),
 ])
 
@@ -821,7 +829,7 @@ ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-3", f
     ]),
 ])
 
-ADD_OFFSETS_TO_TXN = Api(key=25, name="AddOffsetsToTxn", versions="0-3", flexible="3+", request=[
+ADD_OFFSETS_TO_TXN = Api(key=25, name="AddOffsetsToTxn", versions="0-4", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
     F("producer_epoch", "i16"),
@@ -1205,6 +1213,14 @@ STREAMS_GROUP_DESCRIBE = Api(key=89, name="StreamsGroupDescribe", versions="0", 
     ]),
 ])
 
+LIST_CONFIG_RESOURCES = Api(key=74, name="ListConfigResources", versions="0-1", flexible="0+", request=[
+    F("resource_types", "[i8]", "1+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("config_resources", [F("resource_name", "str"), F("resource_type", "i8", "1+", default=16)]),
+])
+
 STREAMS_APIS = [STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE]
 
 PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
@@ -1221,5 +1237,6 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
+       LIST_CONFIG_RESOURCES,
        *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -5,7 +5,8 @@
 - DescribeProducers (61): READ on each topic, else TOPIC_AUTHORIZATION_FAILED on its partitions;
 - DescribeTransactions (65): DESCRIBE on each transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED
   for that entry; the partitions of a described transaction keep only the topics the principal may DESCRIBE;
-- ListTransactions (66): only the transactional ids the principal may DESCRIBE.
+- ListTransactions (66): only the transactional ids the principal may DESCRIBE;
+- ListConfigResources (74): DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED and nothing.
 """
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import gateway.kafka.authz as authz
 from security.acl import Operation as Op, ResourceType as Res
 
 DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 35, 61, 65, 66
-KEYS = frozenset((DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS))
+LIST_CONFIG_RESOURCES = 74
+KEYS = frozenset((DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
+                  LIST_CONFIG_RESOURCES))
 CLUSTER_DENIED = authz.CLUSTER_AUTHORIZATION_FAILED
 TOPIC_DENIED = authz.TOPIC_AUTHORIZATION_FAILED
 TXN_DENIED = authz.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -25,6 +28,10 @@ async def guarded(key: int, fn, ctx):
         if authz.allowed(ctx, Op.DESCRIBE, Res.CLUSTER):
             return await fn(ctx)
         return {"error_code": CLUSTER_DENIED, "results": []}
+    if key == LIST_CONFIG_RESOURCES:
+        if authz.allowed(ctx, Op.DESCRIBE_CONFIGS, Res.CLUSTER):
+            return await fn(ctx)
+        return {"error_code": CLUSTER_DENIED, "config_resources": []}
     if key == DESCRIBE_PRODUCERS:
         return await _describe_producers(ctx, fn)
     if key == DESCRIBE_TRANSACTIONS:

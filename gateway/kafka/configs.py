@@ -1,4 +1,5 @@
-"""Config APIs: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topics, the broker, groups).
+"""Config APIs: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topics, the broker, groups),
+ListConfigResources (KIP-1142: which resources have configs).
 
 Topic configs live in the topic's `TopicConfig.attributes` (validated by `semantics.topic_configs`);
 attributes that are not Kafka topic configs (a view's `filter.*`, RocketMQ's own) are reported
@@ -12,12 +13,16 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
-from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC
+from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC, broker_list, visible_names
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, is_group_config, share_config_entries
+from gateway.kafka.state import kafka_state
 from semantics import schema_validation, topic_configs as tc
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
+RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
+# ListConfigResources v1's types, in the order Kafka 4.3 lists them when none is named.
+LISTED_TYPES = (RESOURCE_BROKER_LOGGER, RESOURCE_BROKER, RESOURCE_TOPIC, RESOURCE_GROUP, RESOURCE_CLIENT_METRICS)
 SHORT = 4  # ConfigType SHORT (the other types are named in semantics.topic_configs)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 # Consumer-group configs (Kafka's GroupConfig) with the values this gateway's coordinator uses.
@@ -229,3 +234,28 @@ async def incremental_alter_configs(ctx: RequestContext):
         code, message = _alter(ctx.app, r["resource_type"], r["resource_name"], ops, False, validate_only)
         results.append((r["resource_type"], r["resource_name"], code, message))
     return _alter_response(results)
+
+
+@handler(apis.LIST_CONFIG_RESOURCES)
+async def list_config_resources(ctx: RequestContext):
+    """As Kafka 4.3: v0 lists client-metrics resources only (there are none: the gateway has no client
+    metrics subscriptions); v1 the named types, every type when none is named, UNSUPPORTED_VERSION for
+    a type without configs. Brokers (and their loggers) by node id, every topic Metadata lists, the
+    groups with a config of their own."""
+    wanted = (ctx.request["resource_types"] or list(LISTED_TYPES)) if ctx.version >= 1 else [RESOURCE_CLIENT_METRICS]
+    if any(t not in LISTED_TYPES for t in wanted):
+        return {"error_code": errors.UNSUPPORTED_VERSION, "config_resources": []}
+    listed = []
+    for rtype in LISTED_TYPES:
+        if rtype not in wanted:
+            continue
+        if rtype in (RESOURCE_BROKER_LOGGER, RESOURCE_BROKER):
+            names = [str(b["node_id"]) for b in broker_list(ctx)]
+        elif rtype == RESOURCE_TOPIC:
+            names = visible_names(ctx.app)
+        elif rtype == RESOURCE_GROUP:
+            names = sorted(g for g, own in kafka_state(ctx.app).group_configs.values.items() if own)
+        else:
+            names = []
+        listed += [{"resource_name": name, "resource_type": rtype} for name in names]
+    return {"error_code": errors.NONE, "config_resources": listed}

@@ -6,6 +6,8 @@ offset table RocketMQ groups use too.
 """
 from __future__ import annotations
 
+import re
+
 import gateway.cluster.routes as routes
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
@@ -23,22 +25,40 @@ from gateway.kafka.txn import init_transactional
 MAX_EPOCH = 32767
 TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
 CLASSIC, CONSUMER, SHARE, STREAMS = "classic", "consumer", "share", "streams"  # ListGroups v5 group types
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2  # FindCoordinator key types (share: v6+, KIP-932)
+NO_BROKER = {"node_id": -1, "host": "", "port": -1}
+# A share coordinator key: "group:topicId:partition", the id as Kafka prints it (unpadded URL-safe base64).
+SHARE_PARTITION_KEY = re.compile(r"[^:]+:[A-Za-z0-9_-]{22}:-?[0-9]{1,10}")
+
+
+def _coordinator_key_error(key_type: int, key: str | None, version: int) -> int:
+    """Kafka's INVALID_REQUEST for an unknown key type, a share key before v6 or a malformed share key."""
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY):
+        return errors.INVALID_REQUEST
+    if key_type == SHARE_KEY and (version < 6 or not SHARE_PARTITION_KEY.fullmatch(key or "")):
+        return errors.INVALID_REQUEST
+    return errors.NONE
 
 
 @handler(apis.FIND_COORDINATOR)
 async def find_coordinator(ctx: RequestContext):
     """This broker; in a cluster the live gateway the key hashes to (docs/cluster.md)."""
-    if clustered(ctx.app):
-        keys = ctx.request["coordinator_keys"] if ctx.version >= 4 else [ctx.request["key"]]
-        found = [(k, routes.kafka_broker(ctx.app.ownership.coordinator(k))) for k in keys]
-    else:
-        broker = broker_list(ctx)[0]  # the address the client's listener advertises
-        found = [(k, broker) for k in (ctx.request["coordinator_keys"] if ctx.version >= 4 else [None])]
+    keys = ctx.request["coordinator_keys"] if ctx.version >= 4 else [ctx.request["key"]]
+    key_type = ctx.request.get("key_type", GROUP_KEY)
+    found = []
+    for k in keys:
+        code = _coordinator_key_error(key_type, k, ctx.version)
+        if code != errors.NONE:
+            found.append((k, NO_BROKER, code))
+        elif clustered(ctx.app):
+            found.append((k, routes.kafka_broker(ctx.app.ownership.coordinator(k)), code))
+        else:
+            found.append((k, broker_list(ctx)[0], code))  # the address the client's listener advertises
     if ctx.version >= 4:
         return {"coordinators": [{"key": k, "node_id": b["node_id"], "host": b["host"], "port": b["port"],
-                                  "error_code": errors.NONE} for k, b in found]}
-    b = found[0][1]
-    return {"error_code": errors.NONE, "node_id": b["node_id"], "host": b["host"], "port": b["port"]}
+                                  "error_code": code, "error_message": ""} for k, b, code in found]}
+    _, b, code = found[0]
+    return {"error_code": code, "node_id": b["node_id"], "host": b["host"], "port": b["port"]}
 
 
 @handler(apis.JOIN_GROUP)
@@ -102,34 +122,51 @@ async def offset_commit(ctx: RequestContext):
                                                          bool(app.offsets.group_offsets(group)))
     out = []
     committed = []
+    by_id = topics.names_by_id(app) if ctx.version >= 10 else None  # v10 names topics by id (KIP-848)
     for t in req["topics"]:
-        cfg = topics.existing(app, t["name"])
+        name = t["name"] if by_id is None else by_id.get(bytes(t["topic_id"]))
+        cfg = topics.existing(app, name)
         parts = []
         for p in t["partitions"]:
             index = p["partition_index"]
-            part_code = code if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
+            if name is None:
+                part_code = errors.UNKNOWN_TOPIC_ID
+            else:
+                part_code = code if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
             if part_code == errors.NONE:
                 offset, epoch, meta = p["committed_offset"], p.get("committed_leader_epoch", -1), \
                     p["committed_metadata"] or ""
-                app.offsets.commit(group, t["name"], index, offset, meta, epoch)
-                committed.append((t["name"], index, offset, epoch, meta))
+                app.offsets.commit(group, name, index, offset, meta, epoch)
+                committed.append((name, index, offset, epoch, meta))
             parts.append({"partition_index": index, "error_code": part_code})
-        out.append({"name": t["name"], "partitions": parts})
+        out.append({"name": name, "topic_id": t.get("topic_id"), "partitions": parts})
     await mirror(app, group, committed)  # the __consumer_offsets records Kafka would write
     # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
     await app.offsets.wait_durable()
     return {"topics": out}
 
 
-def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
-    """OffsetFetch topics for one group; `wanted` None means every committed partition."""
+def _fetch_group_offsets(app, group: str, wanted, by_id: dict | None = None) -> list[dict]:
+    """OffsetFetch topics for one group; `wanted` None means every committed partition. With `by_id`
+    (v10+) topics are named by id: an unknown id gets UNKNOWN_TOPIC_ID, and the whole-group answer
+    leaves out offsets of topics that no longer exist (they have no id), as Kafka does."""
     if wanted is None:
         by_topic: dict[str, list[int]] = {}
         for (topic, qid) in sorted(app.offsets.group_offsets(group)):
             by_topic.setdefault(topic, []).append(qid)
-        wanted = [{"name": t, "partition_indexes": q} for t, q in by_topic.items()]
+        wanted = [{"name": t, "partition_indexes": q} for t, q in by_topic.items()
+                  if by_id is None or topics.existing(app, t) is not None]
+        if by_id is not None:
+            wanted = [{**t, "topic_id": topics.topic_id(t["name"])} for t in wanted]
+    elif by_id is not None:
+        wanted = [{**t, "name": by_id.get(bytes(t["topic_id"]))} for t in wanted]
     out = []
     for t in wanted:
+        if t["name"] is None:
+            out.append({"topic_id": t["topic_id"], "partitions": [
+                {"partition_index": qid, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": errors.UNKNOWN_TOPIC_ID} for qid in t["partition_indexes"]]})
+            continue
         parts = []
         for qid in t["partition_indexes"]:
             offset = app.offsets.fetch(group, t["name"], qid)
@@ -137,7 +174,7 @@ def _fetch_group_offsets(app, group: str, wanted) -> list[dict]:
                           "committed_leader_epoch": app.offsets.leader_epoch(group, t["name"], qid),
                           "metadata": app.offsets.metadata(group, t["name"], qid) if offset is not None else "",
                           "error_code": errors.NONE})
-        out.append({"name": t["name"], "partitions": parts})
+        out.append({"name": t["name"], "topic_id": t.get("topic_id"), "partitions": parts})
     return out
 
 
@@ -146,12 +183,13 @@ async def offset_fetch(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     if ctx.version >= 8:
         out = []
+        by_id = topics.names_by_id(app) if ctx.version >= 10 else None
         for g in req["groups"]:
             code = errors.NONE
             if g.get("member_id") is not None:  # v9: a KIP-848 member fetches with its epoch
                 code = consumer_groups(app).check_commit(g["group_id"], g["member_id"], g["member_epoch"])
             out.append({"group_id": g["group_id"], "error_code": code or errors.NONE,
-                        "topics": _fetch_group_offsets(app, g["group_id"], g["topics"]) if not code else []})
+                        "topics": _fetch_group_offsets(app, g["group_id"], g["topics"], by_id) if not code else []})
         return {"groups": out}
     return {"error_code": errors.NONE, "topics": _fetch_group_offsets(app, req["group_id"], req["topics"])}
 
@@ -197,6 +235,10 @@ async def describe_groups(ctx: RequestContext):
         if d["group_state"] in ("Dead", "Empty") and _rocketmq_members(app, group_id):
             d["group_state"] = "Stable"  # live RocketMQ consumers use these offsets: not resettable now
         d["error_code"] = errors.NONE
+        if d["group_state"] == "Dead" and ctx.version >= 6:  # KIP-1043: say so instead of a Dead group
+            d["error_code"] = errors.GROUP_ID_NOT_FOUND
+            other = consumer_group or is_share_group(app, group_id)
+            d["error_message"] = f"Group {group_id} {'is not a classic group' if other else 'not found'}."
         out.append(d)
     return {"groups": out}
 

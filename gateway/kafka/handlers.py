@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gateway.kafka.access as access
 import gateway.kafka.errors as errors
+import gateway.kafka.features as features
 from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
 import gateway.kafka.configs  # noqa: F401
@@ -66,5 +67,7 @@ def api_versions_frame(header) -> bytes:
     if not protocol.supported(apis.API_VERSIONS.key, version):
         return protocol.response_frame(apis.API_VERSIONS.key, 0, header.correlation_id,
                                        {"error_code": errors.UNSUPPORTED_VERSION, "api_keys": table})
-    return protocol.response_frame(apis.API_VERSIONS.key, version, header.correlation_id,
-                                   {"error_code": errors.NONE, "api_keys": table})
+    body = {"error_code": errors.NONE, "api_keys": table}
+    if version >= 3:
+        body.update(features.api_versions_features(version))
+    return protocol.response_frame(apis.API_VERSIONS.key, version, header.correlation_id, body)

@@ -28,6 +28,11 @@ def name_of_topic_id(app, tid: bytes) -> str | None:
     """The existing topic whose id is `tid`, or None."""
     return next((n for n in app.store.topics.names() if topic_id(n) == bytes(tid)), None)
 
+
+def names_by_id(app) -> dict[bytes, str]:
+    """Every existing topic by its id: one pass for a request that names many topics by id."""
+    return {topic_id(n): n for n in app.store.topics.names()}
+
 def legal_name(name: str | None) -> bool:
     """Whether Kafka may create a topic of this name; existing topics are served whatever their name
     (RocketMQ names its own topics `%DLQ%<group>`, `%RETRY%<group>`)."""

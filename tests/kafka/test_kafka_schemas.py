@@ -5,12 +5,14 @@ from its message JSON (common/message/*.json): per version, each struct's fields
 nullability and compactness, its tagged fields by tag, and whether it is flexible. Field names there
 are Kafka's own snake_case of the JSON's CamelCase ("TopicData" -> "topic_data"), the convention our
 declarations follow, so names compare as they are. A version is checked against kafka-clients 4.x (the
-compat kafka4 module) when 4.x has it, else against 3.9 (versions 4.x dropped but we still advertise);
-a version neither knows fails.
+compat kafka4 module) or the kafka-clients of the Kafka 4.3.1 the benchmarks run (bench/jars/kafka: versions
+newer than the compat module's 4.x, such as DescribeLogDirs v5) when either has it, else against 3.9
+(versions 4.x dropped but we still advertise); a version none knows fails.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -18,9 +20,11 @@ import pytest
 
 from codec.kafka import apis, protocol
 from codec.kafka.schema import F, Struct
-from compat.jvm import JVM_FLAGS, KAFKA_CLIENTS, classpath
+from bench.brokers import JARS
+from compat.jvm import JAVA_DIR, JVM_FLAGS, KAFKA_CLIENTS, classpath
 
-MODULES = [KAFKA_CLIENTS["4"], KAFKA_CLIENTS["3.9"]]  # a version is checked against the first that has it
+BROKER = "kafka 4.3.1 (bench/jars)"  # compat.KafkaSchemas (built in kafka4) run on the broker's kafka-clients
+MODULES = [KAFKA_CLIENTS["4"], BROKER, KAFKA_CLIENTS["3.9"]]  # a version is checked against the first that has it
 KAFKA_TYPES = {"i8": "int8", "i16": "int16", "u16": "uint16", "i32": "int32", "i64": "int64", "f64": "float64", "bool": "bool",
                "uuid": "uuid", "str": "string", "bytes": "bytes", "records": "records"}
 LENGTH_PREFIXED = ("string", "bytes", "records", "array")
@@ -33,18 +37,29 @@ KAFKA_RENAMES = {"AddPartitionsToTxn": {
 ADVERTISED = [(api, v) for api in apis.ALL for v in range(api.min_version, api.max_version + 1)]
 
 
-def kafka_schemas(module: str) -> dict[str, dict]:
+def kafka_schemas(module: str, names: list[str]) -> dict[str, dict]:
     """API name -> {"key", "lowest", "highest", "highest_stable", "versions": {"3": {"request", "response"}}}
-    for every API we declare, from compat.KafkaSchemas run on the module's kafka-clients."""
+    for the named APIs, from compat.KafkaSchemas run on the module's kafka-clients."""
     java = shutil.which("java") or "java"
-    cmd = [java, *JVM_FLAGS, "-cp", classpath(module), "compat.KafkaSchemas", *(api.name for api in apis.ALL)]
+    if module == BROKER:
+        cp = os.path.join(JAVA_DIR, KAFKA_CLIENTS["4"], "target", "classes") + ":" + os.path.join(JARS, "kafka", "*")
+    else:
+        cp = classpath(module)
+    cmd = [java, *JVM_FLAGS, "-cp", cp, "compat.KafkaSchemas", *names]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     return {d["name"]: d for d in map(json.loads, out.splitlines())}
 
 
 @pytest.fixture(scope="module")
 def kafka():
-    return {module: kafka_schemas(module) for module in MODULES}
+    """The schemas of every module; the broker's kafka-clients only for APIs we advertise beyond the
+    compat 4.x module (KafkaSchemas, compiled against 4.2, does not know every type of 4.3's schemas)."""
+    names = [api.name for api in apis.ALL]
+    found = {module: kafka_schemas(module, names) for module in MODULES if module != BROKER}
+    four = found[KAFKA_CLIENTS["4"]]
+    newer = [api.name for api in apis.ALL if api.name not in four or api.max_version > four[api.name]["highest"]]
+    found[BROKER] = kafka_schemas(BROKER, newer) if newer else {}
+    return found
 
 
 def schema_for(kafka, api: apis.Api, version: int) -> dict:
@@ -134,7 +149,8 @@ def test_advertised_range_is_stable_in_kafka_4(kafka, api):
     """We never advertise past Kafka 4's highest stable version; versions below its lowest are the
     ones 4.x dropped, which we advertise only if we do not serve them (checked against 3.9 above)."""
     spec = kafka[KAFKA_CLIENTS["4"]][api.name]
-    assert api.max_version <= spec["highest_stable"]
+    newest = kafka[BROKER].get(api.name, spec)  # the broker's 4.3 when it knows newer versions
+    assert api.max_version <= max(spec["highest_stable"], newest["highest_stable"])
     assert api.served_from >= spec["lowest"]
 
 

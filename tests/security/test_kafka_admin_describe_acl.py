@@ -1,5 +1,5 @@
-"""DescribeLogDirs, DescribeProducers, DescribeTransactions and ListTransactions over SASL_SSL with ACLs
-(kafka-python): alice may read/write `orders` only; admin is a super user. Also run against real Kafka
+"""DescribeLogDirs, DescribeProducers, DescribeTransactions, ListTransactions and ListConfigResources
+over SASL_SSL with ACLs (kafka-python): alice may read/write `orders` only; admin is a super user. Also run against real Kafka
 by validate_against_kafka.py."""
 from __future__ import annotations
 
@@ -40,6 +40,19 @@ def test_describe_log_dirs_needs_describe_on_the_cluster(gw):  # noqa: F811
         assert (denied.error_code, list(denied.results)) == (CLUSTER_DENIED, [])
         served = _send(admin, DescribeLogDirsRequest(topics=None))
         assert served.error_code == 0 and len(served.results) >= 1
+    finally:
+        alice.close()
+        admin.close()
+
+
+def test_list_config_resources_needs_describe_configs_on_the_cluster(gw):  # noqa: F811
+    from kafka.protocol.admin.configs import ListConfigResourcesRequest
+    alice, admin = _client(gw, ALICE, ALICE_PW), _client(gw, ADMIN, ADMIN_PW)
+    try:
+        denied = _send(alice, ListConfigResourcesRequest(resource_types=[]))
+        assert (denied.error_code, list(denied.config_resources)) == (CLUSTER_DENIED, [])
+        served = _send(admin, ListConfigResourcesRequest(resource_types=[]))
+        assert served.error_code == 0 and len(served.config_resources) >= 1
     finally:
         alice.close()
         admin.close()

@@ -134,6 +134,7 @@ def main(words: list[str]) -> int:
                                        cells.test_kafka_python_cluster_authorization_denied)]
         checks.append((cells.test_kafka_python_plain_wrong_password_and_unknown_user, (log_text,)))
         checks += [(fn, ()) for fn in (describe_tests.test_describe_log_dirs_needs_describe_on_the_cluster,
+                                       describe_tests.test_list_config_resources_needs_describe_configs_on_the_cluster,
                                        describe_tests.test_describe_producers_needs_read_on_the_topic,
                                        describe_tests.test_transactions_need_describe_on_the_transactional_id,
                                        describe_tests.test_client_quotas_need_configs_rights_on_the_cluster,
