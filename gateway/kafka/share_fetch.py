@@ -138,7 +138,8 @@ async def share_fetch(ctx: RequestContext):
     await app.durable(end)
     ids = {name: tid for tid, name in names.items() if name}
     by_topic: dict = {}
-    shown = set(fetched) | denied | {(name, p) for name, tid, p, _ in parts if (tid, p) in ack_codes}
+    acked = {(name, p) for name, tid, p, _ in parts if name is not None and (tid, p) in ack_codes}
+    shown = set(fetched) | denied | acked  # partitions of unknown ids (a deleted topic's) are answered below
     if epoch == INITIAL:
         shown |= set(session.partitions)
     for name, p in sorted(shown):
