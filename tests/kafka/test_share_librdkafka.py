@@ -160,3 +160,30 @@ def test_polling_on_after_a_subscribed_topic_is_deleted(broker):
     assert not disconnects.lines
     if not REFERENCE:
         assert "Traceback" not in broker.proc.log()
+
+
+def test_small_fetch_max_bytes_delivers_every_record_one_batch_at_a_time(broker):
+    """librdkafka 0171's fetch.max.bytes=1500 with ten 1 000-byte records, each its own batch: a
+    ShareFetch carries one batch (what it acquires, no more), the next one the next batch, so all ten
+    arrive one per poll (the gateway acquired all ten and sent one batch: the other nine stayed
+    locked, delivered to nobody)."""
+    topic, group, _ = fresh(broker.bootstrap, 0)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    values = [b"%04d" % i + b"x" * 996 for i in range(10)]
+    for v in values:
+        p.produce(topic, v)
+        p.flush(30)  # one record batch each
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "fetch.max.bytes": 1500})
+    c.subscribe([topic])
+    got, sizes = [], []
+    try:
+        for _ in range(30):  # 0171's loop: 30 polls of 2 s
+            msgs = [m for m in c.poll(2) if not m.error()]
+            got += [m.value() for m in msgs]
+            sizes += [len(msgs)] if msgs else []
+            if len(got) >= len(values):
+                break
+    finally:
+        c.close()
+    assert sorted(got) == values
+    assert set(sizes) == {1}
