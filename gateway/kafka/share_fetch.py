@@ -76,11 +76,12 @@ def _ranges(deliveries) -> list[dict]:
     return out
 
 
-def byte_end(app, topic: str, partition: int, start: int, max_bytes: int) -> int:
+def byte_end(app, topic: str, partition: int, start: int, reach: int, max_bytes: int) -> int:
     """The offset after the stored batches from `start` whose sizes fit in `max_bytes` (the first
-    one whatever its size): as Kafka, a ShareFetch acquires only within the batches it can send."""
+    one whatever its size), looking no further than `reach`: as Kafka, a ShareFetch acquires only
+    within the batches it can send."""
     s = app.store
-    high = s.max_offset(topic, partition)
+    high = min(s.max_offset(topic, partition), reach)
     entries = fetch_entries(s, topic, partition, start, high, max(max_bytes, 1))
     total = 0
     for i, (first, _phys, size) in enumerate(entries):
@@ -104,8 +105,9 @@ def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes,
         cfg = topics.existing(app, name)
         if not topics.has_partition(cfg, p):
             continue
-        acquired = shares.acquire(group, member, name, p, left, whole_batches=whole,
-                                  end_for=lambda start, t=name, q=p: byte_end(app, t, q, start, max_bytes))
+        def end_for(start, reach, t=name, q=p):
+            return byte_end(app, t, q, start, reach, max_bytes)
+        acquired = shares.acquire(group, member, name, p, left, whole_batches=whole, end_for=end_for)
         end = max(end, acquired.end_offset)
         if not acquired.deliveries:
             continue
