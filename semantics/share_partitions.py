@@ -18,6 +18,8 @@ and nothing changes).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from semantics.pop import INIT_MAX, INIT_MIN, Receipt
 from semantics.share_groups import ShareGroups
 from semantics.share_sessions import ShareSessions
@@ -50,15 +52,20 @@ class SharePartitions:
     def lock_ms(self, group: str) -> int:
         return self.groups.int_config(group, "share.record.lock.duration.ms")
 
-    def acquire(self, group: str, member: str, topic: str, partition: int, max_n: int, whole_batches: bool = False):
+    def acquire(self, group: str, member: str, topic: str, partition: int, max_n: int, whole_batches: bool = False,
+                end_for: Callable[[int], int] | None = None):
         """Lease up to `max_n` records to the member (with `whole_batches`, on to the end of the last
         stored batch, as Kafka's batch-optimized mode does): a `semantics.pop.Acquired` whose
-        deliveries carry offsets only (the fetch sends the stored batches)."""
+        deliveries carry offsets only (the fetch sends the stored batches). `end_for(first, reach)`:
+        the offset the lease stays below when it would start at `first` (a ShareFetch's max_bytes),
+        `reach` the offset it cannot pass anyway (`max_n` new records)."""
         reset = self.groups.config(group, "share.auto.offset.reset")
+        max_deliveries = self.groups.int_config(group, "share.delivery.count.limit")
+        if end_for is not None:
+            max_n = min(max_n, self._count_below(group, topic, partition, max_n, max_deliveries, end_for) or max_n)
         acquired = self.engine.acquire(group, topic, partition, max_n, self.lock_ms(group),
                                        init_mode=INIT_MIN if reset == "earliest" else INIT_MAX,
-                                       max_deliveries=self.groups.int_config(group, "share.delivery.count.limit"),
-                                       messages=False, whole_batches=whole_batches)
+                                       max_deliveries=max_deliveries, messages=False, whole_batches=whole_batches)
         holders = self.holders.setdefault((group, topic, partition), {})
         state = self.engine.state(group, topic, partition)
         if state is not None and len(holders) > 2 * self.engine.max_window:
@@ -67,6 +74,20 @@ class SharePartitions:
         for d in acquired.deliveries:
             holders[d.offset] = member
         return acquired
+
+    def _count_below(self, group: str, topic: str, partition: int, max_n: int, max_deliveries: int, end_for) -> int:
+        """How many records a lease takes to stay below `end_for(its first offset)`: the engine leases
+        the records available again first (ascending, those delivered `max_deliveries` times aside),
+        then new ones from `next`, to the end of a stored batch (`end_for` ends on a batch's end)."""
+        state = self.engine.state(group, topic, partition)
+        if state is None:
+            again, following = [], self.engine.start_offset(group, topic, partition)
+        else:
+            now = self.engine.clock()
+            again = [o for o in state.available(now) if state.leases[o].count < max_deliveries]
+            following = state.next
+        end = end_for(min(again[:1] + [following]), following + max_n)
+        return sum(1 for o in again if o < end) + max(0, end - following)
 
     def acknowledge(self, group: str, member: str, topic: str, partition: int, batches: list) -> tuple[int, int]:
         """Apply acknowledgement batches ({first_offset, last_offset, acknowledge_types}); returns

@@ -14,7 +14,7 @@ import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.access_share import TOPIC_DENIED, may_read
-from gateway.kafka.fetch import read_batches
+from gateway.kafka.fetch import fetch_entries, read_batches
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from gateway.ops.stats import stats_of
@@ -22,6 +22,7 @@ from semantics.share_sessions import FINAL, INITIAL
 
 LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
 MAX_RECORDS = 10_000  # per request, whatever the client asks
+WHOLE_RANGE = 0x7FFFFFFF  # the acquired range is read whole: its bytes were bounded when acquiring
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # share_acquire_mode (KIP-1206): whole stored batches, or max_records strictly
 
 
@@ -75,9 +76,28 @@ def _ranges(deliveries) -> list[dict]:
     return out
 
 
+def byte_end(app, topic: str, partition: int, start: int, reach: int, max_bytes: int) -> int:
+    """The offset after the stored batches from `start` whose sizes fit in `max_bytes` (the first
+    one whatever its size), looking no further than `reach`: as Kafka, a ShareFetch acquires only
+    within the batches it can send."""
+    s = app.store
+    high = min(s.max_offset(topic, partition), reach)
+    entries = fetch_entries(s, topic, partition, start, high, max(max_bytes, 1))
+    total = 0
+    for i, (first, _phys, size) in enumerate(entries):
+        if i and total + size > max_bytes:
+            return first
+        total += size
+    if not entries:
+        return start
+    first, phys, _size = entries[-1]
+    return s.entry_end(topic, partition, first, phys, high)
+
+
 def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes, whole) -> tuple[dict, int]:
     """{(topic, partition): entry} with acquired records, and the log end offset; `whole`: acquire
-    on to the end of the last stored batch (batch-optimized mode)."""
+    on to the end of the last stored batch (batch-optimized mode). Each partition acquires within
+    `max_bytes` of stored batches, and every batch holding an acquired record is sent."""
     out, end, left = {}, 0, max_records
     for name, p in partitions:
         if left <= 0:
@@ -85,13 +105,15 @@ def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes,
         cfg = topics.existing(app, name)
         if not topics.has_partition(cfg, p):
             continue
-        acquired = shares.acquire(group, member, name, p, left, whole_batches=whole)
+        def end_for(start, reach, t=name, q=p):
+            return byte_end(app, t, q, start, reach, max_bytes)
+        acquired = shares.acquire(group, member, name, p, left, whole_batches=whole, end_for=end_for)
         end = max(end, acquired.end_offset)
         if not acquired.deliveries:
             continue
         left -= len(acquired.deliveries)
         first, last = acquired.deliveries[0].offset, acquired.deliveries[-1].offset
-        records = read_batches(app, name, p, first, last + 1, max_bytes, at_least_one=True)
+        records = read_batches(app, name, p, first, last + 1, WHOLE_RANGE, at_least_one=True)
         stats_of(app).fetched("kafka", name, len(records))
         out[(name, p)] = {"records": records, "acquired_records": _ranges(acquired.deliveries)}
     return out, end
@@ -138,7 +160,8 @@ async def share_fetch(ctx: RequestContext):
     await app.durable(end)
     ids = {name: tid for tid, name in names.items() if name}
     by_topic: dict = {}
-    shown = set(fetched) | denied | {(name, p) for name, tid, p, _ in parts if (tid, p) in ack_codes}
+    acked = {(name, p) for name, tid, p, _ in parts if name is not None and (tid, p) in ack_codes}
+    shown = set(fetched) | denied | acked  # partitions of unknown ids (a deleted topic's) are answered below
     if epoch == INITIAL:
         shown |= set(session.partitions)
     for name, p in sorted(shown):

@@ -5,6 +5,7 @@ comes again at once, a rejected one never does.
 Run against the gateway, or with SHARE_REFERENCE=kafka against a real Apache Kafka 4.x (first)."""
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -12,7 +13,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
                                    ResourceType)
-from test_share_groups import Broker
+from test_share_groups import REFERENCE, Broker
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -95,3 +96,94 @@ def test_released_record_comes_again_and_rejected_never(broker):
         c.close()
     assert values[0] not in rest + late  # rejected (and everything else accepted): never again
     assert set(again + rest) == set(values)
+
+
+class Disconnects(logging.Handler):
+    """librdkafka's log lines (the `logger` config) telling that a broker closed the connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "connection closed by peer" in record.getMessage():
+            self.lines.append(record.getMessage())
+
+
+def test_polling_on_after_a_subscribed_topic_is_deleted(broker):
+    """librdkafka 0170's topic deletion: a record of the topic was acknowledged just before the
+    delete (the acknowledgement rides on the next ShareFetch); the consumer goes on with its other
+    topic, no topic error reaches the application and the broker keeps the connection (the gateway
+    failed that ShareFetch with a traceback and closed it)."""
+    doomed, group, _ = fresh(broker.bootstrap, 3)
+    kept, _, _ = fresh(broker.bootstrap, 0)
+    disconnects = Disconnects()
+    log = logging.getLogger(f"share-delete-{group}")
+    log.addHandler(disconnects)
+    log.setLevel(logging.INFO)
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "logger": log,
+                       "share.acknowledgement.mode": "explicit", "topic.metadata.refresh.interval.ms": 500,
+                       "topic.metadata.propagation.max.ms": 0})
+    c.subscribe([doomed, kept])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    surfaced, got = [], []
+    later = [b"after%02d" % i for i in range(5)]
+    try:
+        first = []
+        deadline = time.monotonic() + 60
+        while not first and time.monotonic() < deadline:
+            for m in c.poll(0.5):
+                if not m.error():
+                    first.append(m.value())
+                    c.acknowledge(m)  # sent with the next ShareFetch, after the delete
+        assert first, "nothing consumed before the delete"
+        admin.delete_topics([doomed])[doomed].result(30)
+        time.sleep(3)  # the delete reaches the consumer's metadata, as 0170 waits
+        p = Producer({"bootstrap.servers": broker.bootstrap})
+        for v in later:
+            p.produce(kept, v)
+        assert p.flush(30) == 0
+        deadline = time.monotonic() + 60
+        while not set(later) <= set(got) and time.monotonic() < deadline:
+            for m in c.poll(0.5):
+                if m.error():
+                    surfaced.append(m.error())
+                    continue
+                got.append(m.value())
+                c.acknowledge(m)
+            c.commit_sync()
+    finally:
+        c.close()
+        log.removeHandler(disconnects)
+    assert set(later) <= set(got)
+    assert not surfaced
+    assert not disconnects.lines
+    if not REFERENCE:
+        assert "Traceback" not in broker.proc.log()
+
+
+def test_small_fetch_max_bytes_delivers_every_record_one_batch_at_a_time(broker):
+    """librdkafka 0171's fetch.max.bytes=1500 with ten 1 000-byte records, each its own batch: a
+    ShareFetch carries one batch (what it acquires, no more), the next one the next batch, so all ten
+    arrive one per poll (the gateway acquired all ten and sent one batch: the other nine stayed
+    locked, delivered to nobody)."""
+    topic, group, _ = fresh(broker.bootstrap, 0)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    values = [b"%04d" % i + b"x" * 996 for i in range(10)]
+    for v in values:
+        p.produce(topic, v)
+        p.flush(30)  # one record batch each
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "fetch.max.bytes": 1500})
+    c.subscribe([topic])
+    got, sizes = [], []
+    try:
+        for _ in range(30):  # 0171's loop: 30 polls of 2 s
+            msgs = [m for m in c.poll(2) if not m.error()]
+            got += [m.value() for m in msgs]
+            sizes += [len(msgs)] if msgs else []
+            if len(got) >= len(values):
+                break
+    finally:
+        c.close()
+    assert sorted(got) == values
+    assert set(sizes) == {1}

@@ -115,6 +115,19 @@ def test_acknowledge_types(env):
     assert engine.state(G, T, 0).start == 2
 
 
+def test_a_byte_bound_leases_only_below_its_end_released_and_new_records_alike(env):
+    """`end_for(first, reach)` (a ShareFetch's max_bytes as an offset: here one record a batch) keeps the
+    lease below it, wherever the lease starts: at released records or at new ones."""
+    s, clock, engine, shares = env
+    two = lambda first, reach: min(first + 2, reach)  # noqa: E731
+    assert offsets(shares.acquire(G, "a", T, 0, 500, end_for=two)) == [0, 1]
+    assert offsets(shares.acquire(G, "a", T, 0, 500, end_for=two)) == [2, 3]
+    assert shares.acknowledge(G, "a", T, 0, [batch(0, 1, RELEASE), batch(2, 3, ACCEPT)])[0] == NONE
+    assert offsets(shares.acquire(G, "a", T, 0, 500, end_for=lambda first, reach: first + 1)) == [0]
+    assert offsets(shares.acquire(G, "a", T, 0, 500, end_for=two)) == [1]  # 2 and 3 are done, 4 is past the end
+    assert offsets(shares.acquire(G, "a", T, 0, 500, end_for=two)) == [4, 5]
+
+
 def test_acknowledgements_of_records_the_member_does_not_hold_change_nothing(env):
     s, clock, engine, shares = env
     shares.acquire(G, "a", T, 0, 3)
