@@ -178,6 +178,23 @@ def dir_topic(name: str) -> str:
     return bytes.fromhex(name[1:]).decode() if name.startswith("~") else name
 
 
+def queue_dirs(directory: str):
+    """(topic, queue id, path) of every queue directory the store made under `directory`, sorted by
+    topic directory; anything else there (dot files, foreign names) is skipped."""
+    if not os.path.isdir(directory):
+        return
+    for tname in sorted(os.listdir(directory)):
+        tdir = os.path.join(directory, tname)
+        if tname.startswith(".") or not os.path.isdir(tdir):
+            continue
+        try:
+            topic = dir_topic(tname)
+        except ValueError:
+            continue
+        for qname in os.listdir(tdir):
+            if qname.isdigit():
+                yield topic, int(qname), os.path.join(tdir, qname)
+
 class ConsumeQueueTable:
     """Every ConsumeQueue of the store (`consumequeue/<topic dir>/<queueId>/`), by (topic, queue id).
     The store lock serializes changes; reads of `queues` need no lock."""
@@ -187,18 +204,8 @@ class ConsumeQueueTable:
         self.units_per_file = units_per_file
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
         os.makedirs(directory, exist_ok=True)
-        for tname in os.listdir(directory):
-            tdir = os.path.join(directory, tname)
-            if tname.startswith(".") or not os.path.isdir(tdir):
-                continue
-            try:
-                topic = dir_topic(tname)
-            except ValueError:
-                continue
-            for qname in os.listdir(tdir):
-                if qname.isdigit():
-                    self.queues[(topic, int(qname))] = ConsumeQueue(
-                        os.path.join(tdir, qname), topic, int(qname), units_per_file)
+        for topic, qid, qdir in queue_dirs(directory):
+            self.queues[(topic, qid)] = ConsumeQueue(qdir, topic, qid, units_per_file)
 
     def create(self, key: tuple[str, int]) -> ConsumeQueue:
         cq = self.queues.get(key)

@@ -132,12 +132,8 @@ def renamed_journals(path: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def recover(config) -> tuple[dict, int]:
-    """The topic table (name -> topics.json entry) and its version, from topics.json and the
-    journals; journals that held anything are folded into a new topics.json, the renamed ones
-    deleted and topics.journal emptied. A torn or corrupt tail is cut (kept in `<file>.corrupt`,
-    logged); it never fails the start."""
-    doc = config.read(SNAPSHOT, {})
+def snapshot_table(doc) -> tuple[dict, int]:
+    """(topic table, data version) of a topics.json document; anything malformed reads as empty."""
     doc = doc if isinstance(doc, dict) else {}
     table = doc.get("topicConfigTable")
     table = dict(table) if isinstance(table, dict) else {}
@@ -145,6 +141,15 @@ def recover(config) -> tuple[dict, int]:
         version = int((doc.get("dataVersion") or {}).get("counter", 0))
     except (TypeError, ValueError, AttributeError):
         version = 0
+    return table, version
+
+
+def recover(config) -> tuple[dict, int]:
+    """The topic table (name -> topics.json entry) and its version, from topics.json and the
+    journals; journals that held anything are folded into a new topics.json, the renamed ones
+    deleted and topics.journal emptied. A torn or corrupt tail is cut (kept in `<file>.corrupt`,
+    logged); it never fails the start."""
+    table, version = snapshot_table(config.read(SNAPSHOT, {}))
     path = config.path(JOURNAL)
     renamed = [p for _, p in renamed_journals(path)]
     folded = bool(renamed)

@@ -13,7 +13,7 @@ from construct import ConstructError
 from codec.formats.store import Checkpoint
 from codec.remoting import message as M
 from store.commitlog import SIZE_MAGIC
-from store.consumequeue import UNIT, UNIT_SIZE, dir_topic
+from store.consumequeue import UNIT, UNIT_SIZE, queue_dirs
 
 # The bulk reads use the hot path's precompiled structs (EntryHead and ConsumeQueueUnit of
 # codec.formats, held to them by tests/formats): a construct parse per unit would be ~20x slower.
@@ -232,22 +232,8 @@ class ConsumeQueueFiles:
 
 
 def consume_queues(data_dir: str) -> dict[tuple[str, int], ConsumeQueueFiles]:
-    root = os.path.join(data_dir, "consumequeue")
-    out = {}
-    if not os.path.isdir(root):
-        return out
-    for tname in sorted(os.listdir(root)):
-        tdir = os.path.join(root, tname)
-        if tname.startswith(".") or not os.path.isdir(tdir):
-            continue
-        try:
-            topic = dir_topic(tname)
-        except ValueError:
-            continue  # not a directory the store made (the store skips it too)
-        for qname in os.listdir(tdir):
-            if qname.isdigit():
-                out[(topic, int(qname))] = ConsumeQueueFiles(os.path.join(tdir, qname), topic, int(qname))
-    return out
+    return {(topic, qid): ConsumeQueueFiles(qdir, topic, qid)
+            for topic, qid, qdir in queue_dirs(os.path.join(data_dir, "consumequeue"))}
 
 
 def config(data_dir: str, name: str, default=None):

@@ -14,7 +14,7 @@ from codec.formats.store import IndexEntry, IndexHeader  # noqa: F401 - IndexEnt
 from codec.remoting import message as M
 from store.dispatch import REWRITE
 from store.indexfile import ENTRY, key_hash
-from store.topic_journal import JOURNAL, apply_record, decode_records, renamed_journals
+from store.topic_journal import JOURNAL, apply_record, decode_records, renamed_journals, snapshot_table
 from store.tool.files import CommitLogFiles, Progress, checkpoint, config, consume_queues
 
 INDEX_HEADER = IndexHeader.sizeof()
@@ -42,14 +42,7 @@ class Report:
 def _topics(data_dir: str) -> dict[str, dict]:
     """The topic table as the gateway's recovery would load it (topics.json, then the journals'
     newer records), without folding anything: read-only, also beside a live gateway."""
-    doc = config(data_dir, "topics.json", {})
-    doc = doc if isinstance(doc, dict) else {}
-    table = doc.get("topicConfigTable")
-    table = dict(table) if isinstance(table, dict) else {}
-    try:
-        version = int((doc.get("dataVersion") or {}).get("counter", 0))
-    except (TypeError, ValueError, AttributeError):
-        version = 0
+    table, version = snapshot_table(config(data_dir, "topics.json", {}))
     path = os.path.join(data_dir, "config", JOURNAL)
     if not os.path.isdir(os.path.dirname(path)):
         return table
