@@ -93,6 +93,19 @@ class GatewayConfig:
         return max(self.max_message_bytes, min(self.max_frame_bytes, self.commitlog_file_size // 4))
 
 
+class _DefaultsFormatter(argparse.HelpFormatter):
+    """--help shows every flag's default (unless its help already says it): "off" for an unset
+    option or switch, so a newcomer sees what running without the flag does."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help_text = action.help or ""
+        if "default" in help_text.lower() or action.default is argparse.SUPPRESS or not action.option_strings:
+            return help_text
+        unset = action.default is None or action.default is False or action.default in ("", [])
+        shown = "off" if unset else "%(default)s"
+        return f"{help_text} (default: {shown})"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as one line and exit code 2, never a traceback."""
 
@@ -149,13 +162,16 @@ def _listener(text: str):
 MIN_COMMITLOG_FILE_SIZE = 4096
 
 
-def parse_args(argv: list[str] | None = None) -> GatewayConfig:
+def build_parser() -> _Parser:
+    """The command line (docs/config.md); every flag but the test-only ones has a help text."""
     d = GatewayConfig()
-    p = _Parser(prog="python -m gateway", description="rocketgate: Kafka + RocketMQ protocols over one store")
-    p.add_argument("--data-dir", default=d.data_dir)
-    p.add_argument("--host", default=d.host)
-    p.add_argument("--kafka-port", type=_port, default=d.kafka_port)
-    p.add_argument("--remoting-port", type=_port, default=d.remoting_port)
+    p = _Parser(prog="python -m gateway", description="rocketgate: Kafka + RocketMQ protocols over one store",
+                formatter_class=_DefaultsFormatter, epilog="Every flag is described in docs/config.md.")
+    p.add_argument("--data-dir", default=d.data_dir, help="the store's directory (CommitLog, queues, config)")
+    p.add_argument("--host", default=d.host, help="address every listener binds")
+    p.add_argument("--kafka-port", type=_port, default=d.kafka_port, help="the Kafka protocol's port")
+    p.add_argument("--remoting-port", type=_port, default=d.remoting_port,
+                   help="RocketMQ's remoting protocol's port (name server and broker in one)")
     p.add_argument("--grpc-port", type=_port, default=None,
                    help="serve RocketMQ 5's gRPC protocol (rocketmq-clients SDKs) on this port (off by default)")
     p.add_argument("--http-port", type=_port, default=None,
@@ -165,13 +181,20 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    "docs/schema-registry.md)")
     p.add_argument("--schema-registry-tls", action="store_true",
                    help="the schema registry port serves HTTPS only, with --tls-cert/--tls-key (and --tls-ca)")
-    p.add_argument("--flush", choices=["async", "sync"], default=d.flush)
+    p.add_argument("--flush", choices=["async", "sync"], default=d.flush,
+                   help="sync: acknowledge a write once it is on disk (fsync); async: flushed in the background")
     p.add_argument("--advertised-host", default=None, help="host clients connect back to (default: --host)")
-    p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false")
-    p.add_argument("--default-partitions", type=_positive_int, default=d.default_partitions)
-    p.add_argument("--max-frame-bytes", type=_size, default=d.max_frame_bytes)
-    p.add_argument("--max-message-bytes", type=_size, default=d.max_message_bytes)
-    p.add_argument("--commitlog-file-size", type=_size, default=d.commitlog_file_size)
+    p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false",
+                   help="refuse requests naming unknown topics instead of creating them "
+                   "(by default topics are created on first use)")
+    p.add_argument("--default-partitions", type=_positive_int, default=d.default_partitions,
+                   help="partitions (queues) of an auto-created topic")
+    p.add_argument("--max-frame-bytes", type=_size, default=d.max_frame_bytes,
+                   help="the largest request frame read (sizes take k/m/g)")
+    p.add_argument("--max-message-bytes", type=_size, default=d.max_message_bytes,
+                   help="the largest message (a topic's max.message.bytes may raise it)")
+    p.add_argument("--commitlog-file-size", type=_size, default=d.commitlog_file_size,
+                   help="size of each CommitLog file")
     p.add_argument("--disk-max-used-space-ratio", type=_int_between(1, 100, "percentage (1-100)"),
                    default=d.disk_max_used_space_ratio,
                    help="refuse writes while the data dir's filesystem is fuller than this (%%; 10..95 applies)")
@@ -192,15 +215,18 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    help="at start, walk the whole CommitLog checking body CRCs; corrupt entries are quarantined")
     p.add_argument("--index-slots", type=_positive_int, default=d.index_slots, help=argparse.SUPPRESS)
     p.add_argument("--index-entries", type=_positive_int, default=d.index_entries, help=argparse.SUPPRESS)
-    p.add_argument("--log-level", default=d.log_level)
+    p.add_argument("--log-level", default=d.log_level, help="DEBUG, INFO, WARNING, ERROR or CRITICAL")
     p.add_argument("--message-delay-level", default=d.message_delay_level,
                    help="the 18 (or more) delay levels, e.g. '1s 5s 10s 30s 1m ... 2h' (units s/m/h/d)")
     p.add_argument("--timer-max-delay-sec", type=_positive_int, default=d.timer_max_delay_sec,
                    help="the furthest a deliver time (__STARTDELIVERTIME, gRPC delivery_timestamp) may lie "
                         "ahead; sends beyond it are refused (RocketMQ timerMaxDelaySec)")
-    p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms)
-    p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms)
-    p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max)
+    p.add_argument("--transaction-timeout-ms", type=int, default=d.transaction_timeout_ms,
+                   help="a RocketMQ half message older than this is checked with its producer")
+    p.add_argument("--transaction-check-interval-ms", type=int, default=d.transaction_check_interval_ms,
+                   help="how often half messages are checked")
+    p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max,
+                   help="checks of one half message before it is rolled back")
     p.add_argument("--log-retention-check-interval-ms", type=_positive_int,
                    default=d.log_retention_check_interval_ms, help="how often topic retention.ms/bytes are applied")
     p.add_argument("--log-cleaner-backoff-ms", type=_positive_int, default=d.log_cleaner_backoff_ms,
@@ -239,10 +265,17 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                    help="allow serving a non-loopback address without authentication")
     p.add_argument("--cluster", default=None, metavar="etcd://HOST:PORT[,HOST:PORT]",
                    help="join the cluster coordinated by this etcd (docs/cluster.md)")
-    p.add_argument("--node-id", type=_int_between(0, 2**31 - 1, "node id"), default=d.node_id)
-    p.add_argument("--default-replication-factor", type=_positive_int, default=d.default_replication_factor)
+    p.add_argument("--node-id", type=_int_between(0, 2**31 - 1, "node id"), default=d.node_id,
+                   help="this gateway's id in the cluster (Kafka's node.id)")
+    p.add_argument("--default-replication-factor", type=_positive_int, default=d.default_replication_factor,
+                   help="replicas of an auto-created topic in a cluster")
     p.add_argument("--cluster-lease-ttl", type=_int_between(2, 3600, "lease TTL (2-3600 s)"),
                    default=d.cluster_lease_ttl, help=argparse.SUPPRESS)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> GatewayConfig:
+    p = build_parser()
     ns = p.parse_args(argv)
     if ns.cluster is not None and not ns.cluster.startswith("etcd://"):
         p.error(f"argument --cluster: {ns.cluster!r} is not etcd://HOST:PORT[,HOST:PORT]")

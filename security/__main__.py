@@ -114,37 +114,61 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _apply(ns) -> int:
+    """Make the change and confirm it on stdout, one line per change (`list`: the JSON listing)."""
     config_dir = os.path.join(ns.data_dir, "config")
     creds, acls = CredentialStore(config_dir), Authorizer(config_dir)
-    if ns.what == "user" and ns.action == "set":
-        creds.set_password(ns.name, ns.password, ns.mechanism or SCRAM_MECHANISMS, ns.iterations)
-    elif ns.what == "user":
-        for mechanism in ns.mechanism or SCRAM_MECHANISMS:
-            creds.delete_scram(ns.name, mechanism)
-    elif ns.what == "access-key" and ns.action == "set":
-        creds.set_access_key(ns.key, ns.secret, ns.user)
-    elif ns.what == "access-key":
-        creds.delete_access_key(ns.key)
-    elif ns.what == "acl" and ns.action == "add":
-        error = acls.create([_binding(ns)])[0]
-        if error is not None:
-            raise error
-    elif ns.what == "acl":
-        b = _binding(ns)
-        acls.delete([AclFilter(b.resource_type, b.name, b.pattern_type, b.principal, b.host, b.operation,
-                               b.permission)])
-    elif ns.what == "rocketmq" and ns.action == "grant":
-        rocketmq_perms.grant(acls, ns.user, ns.kind, ns.name, ns.perm)
-    elif ns.what == "rocketmq" and ns.action == "admin":
-        rocketmq_perms.set_admin(acls, ns.user, not ns.off)
-    elif ns.what == "rocketmq":
-        rocketmq_perms.set_whitelist(acls, ns.patterns)
-    else:
+    if ns.what == "list":
         print(json.dumps({"users": {u: creds.describe(u) for u in creds.users()},
                           "access_keys": {k: creds.access_key(k).user for k in creds.access_keys()},
                           "acls": [b.to_json() for b in acls.bindings()],
                           "rocketmq_whitelist": rocketmq_perms.whitelist(acls)}, indent=1))
+        return 0
+    for line in _change(ns, creds, acls):
+        print(line)
     return 0
+
+
+def _describe(b: AclBinding) -> str:
+    pattern = "prefixed" if b.pattern_type is PatternType.PREFIXED else "literal"
+    return (f"{b.permission.name} {b.principal} {b.operation.name} on {b.resource_type.name} {b.name!r} "
+            f"({pattern}) from host {b.host}")
+
+
+def _change(ns, creds: CredentialStore, acls: Authorizer) -> list[str]:
+    """Apply one command; the lines saying what changed (or that nothing did)."""
+    if ns.what == "user" and ns.action == "set":
+        mechanisms = ns.mechanism or SCRAM_MECHANISMS
+        creds.set_password(ns.name, ns.password, mechanisms, ns.iterations)
+        return [f"user {ns.name}: {m} credentials set ({ns.iterations} iterations)" for m in mechanisms]
+    if ns.what == "user":
+        return [f"user {ns.name}: {m} credentials deleted" if creds.delete_scram(ns.name, m)
+                else f"user {ns.name}: had no {m} credentials (nothing deleted)"
+                for m in ns.mechanism or SCRAM_MECHANISMS]
+    if ns.what == "access-key" and ns.action == "set":
+        creds.set_access_key(ns.key, ns.secret, ns.user)
+        return [f"access key {ns.key}: set, for user {ns.user or ns.key}"]
+    if ns.what == "access-key":
+        deleted = creds.delete_access_key(ns.key)
+        return [f"access key {ns.key}: " + ("deleted" if deleted else "not found (nothing deleted)")]
+    if ns.what == "acl" and ns.action == "add":
+        binding = _binding(ns)
+        error = acls.create([binding])[0]
+        if error is not None:
+            raise error
+        return [f"ACL added: {_describe(binding)}"]
+    if ns.what == "acl":
+        b = _binding(ns)
+        removed = acls.delete([AclFilter(b.resource_type, b.name, b.pattern_type, b.principal, b.host, b.operation,
+                                         b.permission)])[0]
+        return [f"ACL removed: {_describe(r)}" for r in removed] or [f"no ACL {_describe(b)} (nothing removed)"]
+    if ns.what == "rocketmq" and ns.action == "grant":
+        rocketmq_perms.grant(acls, ns.user, ns.kind, ns.name, ns.perm)
+        return [f"RocketMQ: user {ns.user} now has {ns.perm.upper()} on {ns.kind} {ns.name!r}"]
+    if ns.what == "rocketmq" and ns.action == "admin":
+        rocketmq_perms.set_admin(acls, ns.user, not ns.off)
+        return [f"RocketMQ: user {ns.user} " + ("may no longer run" if ns.off else "may now run") + " admin operations"]
+    rocketmq_perms.set_whitelist(acls, ns.patterns)
+    return [f"RocketMQ: global IP whitelist set to {', '.join(ns.patterns) or '(empty: no address whitelisted)'}"]
 
 
 def main() -> int:

@@ -27,13 +27,13 @@ def topics_create(args):
     configs = dict(_key_value(c) for c in args.config)
     topic = NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1, config=configs)
     admin = kafka_admin(args)  # kept alive until the future is done
-    wait(admin.create_topics([topic])[args.topic], f"cannot create topic {args.topic!r}")
+    wait(admin.create_topics([topic])[args.topic], f"cannot create topic {args.topic!r}", admin)
     return {"created": args.topic, "partitions": args.partitions, "config": configs}, None
 
 
 def topics_delete(args):
     admin = kafka_admin(args)  # kept alive until the future is done
-    wait(admin.delete_topics([args.topic])[args.topic], f"cannot delete topic {args.topic!r}")
+    wait(admin.delete_topics([args.topic])[args.topic], f"cannot delete topic {args.topic!r}", admin)
     return {"deleted": args.topic}, None
 
 

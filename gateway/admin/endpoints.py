@@ -10,6 +10,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from codec.kafka import apis, protocol as kafka_protocol
 from codec.remoting import RemotingCommand, encode
 from codec.remoting.acl import sign
 from codec.remoting.command import FrameReader
@@ -86,8 +87,60 @@ def kafka_admin(args):
     from confluent_kafka.admin import AdminClient
     errors: list = []  # the client's own errors (authentication failures arrive only here)
     admin = AdminClient({**kafka_config(args), "error_cb": errors.append})
-    admin.bootstrap, admin.client_errors = args.bootstrap, errors
+    admin.bootstrap, admin.client_errors, admin.args = args.bootstrap, errors, args
     return admin
+
+
+SASL_HINT = "pass --sasl-username and --sasl-password (or ROCKETGATE_SASL_USERNAME and ROCKETGATE_SASL_PASSWORD)"
+
+
+def sasl_required(args) -> list[str] | None:
+    """The mechanisms of the Kafka listener when it is a SASL listener, else None. Asked when a client
+    without credentials lost its connection ("Broker transport failure"): a SaslHandshake is answered
+    with its mechanisms by a SASL listener and with ILLEGAL_SASL_STATE by any other (as Kafka does)."""
+    host, _, port = args.bootstrap.split(",")[0].rpartition(":")
+    request = kafka_protocol.request_frame(apis.SASL_HANDSHAKE.key, 1, 1, {"mechanism": args.sasl_mechanism})
+    try:
+        with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as raw:
+            sock = _tls(args).wrap_socket(raw, server_hostname=host) if security_protocol(args) == "SSL" else raw
+            sock.sendall(request)
+            payload = _read_frame(sock)
+    except (OSError, ValueError):
+        return None
+    if payload is None:
+        return None
+    try:
+        _, body = kafka_protocol.decode_response(apis.SASL_HANDSHAKE.key, 1, payload)
+    except Exception:  # noqa: BLE001 - not a Kafka answer: no verdict
+        return None
+    return list(body["mechanisms"]) if body["mechanisms"] or body["error_code"] == 0 else None
+
+
+def _read_frame(sock) -> bytes | None:
+    """One size-prefixed Kafka response, or None when the connection closed first."""
+    data = b""
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            return None
+        data += chunk
+    return data[4:4 + int.from_bytes(data[:4], "big")]
+
+
+def _check_sasl_needed(admin) -> None:
+    """A lost connection (transport failure, no answer) without credentials against a SASL listener:
+    AdminError saying what to pass; else return and let the caller report the failure."""
+    args = getattr(admin, "args", None)
+    if args is None or security_protocol(args).startswith("SASL"):
+        return
+    mechanisms = sasl_required(args)
+    if mechanisms is not None:
+        raise AdminError(f"the Kafka listener at {args.bootstrap} requires SASL authentication "
+                         f"({', '.join(mechanisms)}): {SASL_HINT}", 2)
+
+
+def _transport_failure(err) -> bool:
+    return hasattr(err, "code") and err.code() in (-195, -185)  # _TRANSPORT, _TIMED_OUT
 
 
 def metadata(admin):
@@ -101,22 +154,27 @@ def metadata(admin):
         refusals = [e for e in getattr(admin, "client_errors", ()) if e.code() == -169]  # _AUTHENTICATION
         if refusals:
             err = refusals[0]
+        if _transport_failure(err):
+            _check_sasl_needed(admin)
         text = err.str() if hasattr(err, "str") else str(err)
         where = getattr(admin, "bootstrap", "the Kafka listener")
         raise AdminError(f"cannot read the topics at {where}: {text}", 1 if refusals else 3) from None
 
 
-def wait(future, what: str):
-    """The result of a confluent-kafka future; its KafkaException as a one-line AdminError."""
+def wait(future, what: str, admin=None):
+    """The result of a confluent-kafka future (of `admin`'s); its KafkaException as a one-line AdminError."""
     from confluent_kafka import KafkaException
     try:
         return future.result(timeout=TIMEOUT_S)
     except KafkaException as exc:
         err = exc.args[0] if exc.args else exc
+        if _transport_failure(err):
+            _check_sasl_needed(admin)
         text = err.str() if hasattr(err, "str") else str(err)
-        unreachable = hasattr(err, "code") and err.code() in (-195, -185)  # _TRANSPORT, _TIMED_OUT
+        unreachable = _transport_failure(err)
         raise AdminError(f"{what}: {text}", 3 if unreachable else 1) from None
     except TimeoutError:
+        _check_sasl_needed(admin)
         raise AdminError(f"{what}: the Kafka listener did not answer in {TIMEOUT_S:.0f} s", 3) from None
 
 

@@ -49,10 +49,15 @@ class Http2FrameTracker(NoBudget):
 
 async def handle_connection(conn, app) -> None:
     conn.frames = Http2FrameTracker()
-    stream = await secure(conn, app.config)
-    if stream is None:
-        return
-    await GrpcConnection(stream, methods(app), max_message_size=max_request_size(app), socket=conn.socket).serve()
+    app.stats.connection_opened("grpc")
+    try:
+        stream = await secure(conn, app.config)
+        if stream is None:
+            return
+        await GrpcConnection(stream, methods(app), max_message_size=max_request_size(app),
+                             socket=conn.socket).serve()
+    finally:
+        app.stats.connections["grpc"] -= 1
 
 
 def max_request_size(app) -> int:

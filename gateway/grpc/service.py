@@ -8,6 +8,7 @@ request, send)` (send(response) per message); bidi `async fn(ctx, call)` (reads 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from google.protobuf.message import DecodeError
 
@@ -19,7 +20,7 @@ import gateway.grpc.send  # noqa: F401  (SendMessage, EndTransaction)
 import gateway.grpc.telemetry  # noqa: F401  (Telemetry)
 from codec.grpc import StatusCode
 from gateway.grpc import auth
-from gateway.grpc.common import RPCS, SERVICE, RpcError, s, status
+from gateway.grpc.common import OK_CODE, RPCS, SERVICE, RpcError, s, status
 from gateway.grpc.transport import CallEnded
 
 
@@ -53,7 +54,8 @@ def _wrap(app, kind: str, fn, method):
             await fn(Context(app, checked), checked)
         return bidi
 
-    async def serve(call):
+    async def serve(call) -> bool:
+        """True when the answer's Status is not OK (the call counts as an error in /metrics)."""
         call.defer_flush = True
         request = _decode(req_cls, await call.receive_one())
         ctx = Context(app, call)
@@ -62,6 +64,7 @@ def _wrap(app, kind: str, fn, method):
             if kind == "unary":
                 response = await fn(ctx, request)
                 await call.send(response.SerializeToString())
+                return response.status.code != OK_CODE
             else:  # the responses go out together when the method is done: fewer, fuller DATA frames
                 responses = []
 
@@ -71,9 +74,26 @@ def _wrap(app, kind: str, fn, method):
                     await fn(ctx, request, send)
                 finally:
                     await call.send_many(responses)
+                return False
         except RpcError as exc:
             await call.send(resp_cls(status=status(exc.code, exc.message)).SerializeToString())
+            return True
     return serve
+
+
+def _observed(app, name: str, handler):
+    """Counts each call in /metrics as protocol "grpc", request <method name>: its time from the
+    request's headers to its answer (a Telemetry stream: its whole life) and whether it failed (a
+    Status other than OK, a gRPC error status, a bug)."""
+    requests = app.stats.requests
+
+    async def observed(call):
+        began, failed = time.perf_counter(), True
+        try:
+            failed = bool(await handler(call))
+        finally:
+            requests.observe("grpc", name, time.perf_counter() - began, failed)
+    return observed
 
 
 # The SDKs export their client metrics (OpenTelemetry OTLP) to the endpoints the Settings name.
@@ -93,5 +113,5 @@ def methods(app) -> dict:
     for method in service.methods:
         entry = RPCS.get(method.name)
         if entry is not None:
-            table[f"/{SERVICE}/{method.name}"] = _wrap(app, entry[0], entry[1], method)
+            table[f"/{SERVICE}/{method.name}"] = _observed(app, method.name, _wrap(app, entry[0], entry[1], method))
     return table

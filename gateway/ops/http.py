@@ -157,6 +157,8 @@ class HttpService:
             nursery.start_soon(throughput.run)
             binds = await nursery.start(self._serve, cfg, throughput, nursery.cancel_scope)
             log.info("http listener ready on %s", ", ".join(binds))
+            for url in binds:  # the newcomer's way in (make run): where the dashboard is
+                log.info("dashboard: %s/  metrics: %s/metrics  health: %s/healthz", url, url, url)
             task_status.started(binds)
 
     async def _serve(self, cfg: HypercornConfig, throughput: Throughput, done: trio.CancelScope, *,

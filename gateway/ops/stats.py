@@ -61,8 +61,8 @@ class GatewayStats:
         self.requests = RequestStats()
         self.bytes_in = {"kafka": 0, "remoting": 0}
         self.bytes_out = {"kafka": 0, "remoting": 0}
-        self.connections = {"kafka": 0, "remoting": 0}
-        self.connections_accepted = {"kafka": 0, "remoting": 0}
+        self.connections = {"kafka": 0, "remoting": 0, "grpc": 0}
+        self.connections_accepted = {"kafka": 0, "remoting": 0, "grpc": 0}
         self.request_bytes = None  # gateway.connections.RequestBytes, set by the server
         self.appended: dict[str, int] = {}  # messages stored per topic (both protocols)
         self.fetched_bytes: dict[tuple[str, str], int] = {}  # (protocol, topic) -> message bytes served

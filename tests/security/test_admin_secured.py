@@ -12,7 +12,7 @@ import pytest
 
 from codec.remoting.message import make_msg_id
 from security.credentials import CredentialStore
-from tests.gateway_process import ROOT
+from tests.gateway_process import ROOT, GatewayProcess, free_port
 from tests.security import kafka_gateway as kg
 from tests.security.kafka_gateway import ADMIN, ADMIN_PW, ALICE, ALICE_PW
 
@@ -80,8 +80,11 @@ def test_kafka_commands_refused_without_or_with_weak_credentials(gw):
         admin(gw, "--security-protocol", "SASL_SSL", "topics", "list"), 2)
     wrong = error(admin(gw, "topics", "list", env=as_user(ADMIN, "wrong")), 1)
     assert "Authentication failed during authentication due to invalid credentials" in wrong
-    # TLS without SASL on the SASL_SSL listener: the gateway closes the connection
-    error(admin(gw, "topics", "list"), 3)
+    # TLS without SASL on the SASL_SSL listener: the gateway closes the connection; the command says
+    # what to pass instead of librdkafka's "Broker transport failure"
+    assert "requires SASL authentication (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512): pass --sasl-username and " \
+           "--sasl-password (or ROCKETGATE_SASL_USERNAME and ROCKETGATE_SASL_PASSWORD)" in error(
+               admin(gw, "topics", "list"), 2)
     refused = error(admin(gw, "topics", "create", "alice-t", env=as_user(ALICE, ALICE_PW)), 1)
     assert "cannot create topic 'alice-t'" in refused and "authoriz" in refused.lower()
 
@@ -103,3 +106,22 @@ def test_remoting_command_signed_over_tls(fresh_gw):
     assert "closed the connection (a TLS-only listener needs --remoting-tls)" in error(
         admin(gw, *resend[1:], env=alice), 3)
     assert "--access-key and --secret-key go together" in error(admin(gw, "--access-key", "AK-admin", *resend), 2)
+
+
+def test_a_sasl_plaintext_listener_asks_for_credentials(tmp_path):
+    """Refused by a SASL listener for want of credentials, every Kafka command says to pass them; an
+    unreachable listener stays "unreachable" (exit 3), credentials given make it work."""
+    CredentialStore(str(tmp_path / "data" / "config")).set_password(ADMIN, ADMIN_PW)
+    gw = GatewayProcess(str(tmp_path / "data"), extra_args=["--kafka-security-protocol", "SASL_PLAINTEXT"]).start()
+    try:
+        for command in (["topics", "list"], ["topics", "create", "t1"], ["topics", "describe", "t1"]):
+            refused = error(admin(gw, *command, kafka_tls=False), 2)
+            assert f"the Kafka listener at {gw.kafka_bootstrap} requires SASL authentication" in refused
+            assert "--sasl-username and --sasl-password" in refused and "transport failure" not in refused
+        created = admin(gw, "topics", "create", "t1", kafka_tls=False, env=as_user(ADMIN, ADMIN_PW))
+        assert created.returncode == 0, created.stderr
+    finally:
+        gw.stop()
+    closed = subprocess.run([sys.executable, "-m", "gateway.admin", "--bootstrap", f"127.0.0.1:{free_port()}",
+                             "topics", "list"], cwd=ROOT, capture_output=True, text=True, timeout=90)
+    assert closed.returncode == 3 and "Broker transport failure" in closed.stderr

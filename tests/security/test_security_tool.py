@@ -48,6 +48,7 @@ def test_tool_manages_users_keys_and_acls(tmp_path, capsys):
     run(["--data-dir", d, "acl", "remove", "--principal", "User:alice", "--topic", "app.", "--prefixed",
          "--operation", "WRITE"])
     run(["--data-dir", d, "user", "delete", "alice"])
+    capsys.readouterr()  # the changes' confirmations
     run(["--data-dir", d, "list"])
     listed = json.loads(capsys.readouterr().out)
     assert listed["users"] == {} and len(listed["acls"]) == 2
@@ -106,3 +107,32 @@ def test_a_damaged_file_stops_the_gateway_start(tmp_path):
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().splitlines()[-1].startswith("rocketgate: error:") and "acls.json" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_tool_confirms_each_change_in_one_line(tmp_path):
+    d = str(tmp_path / "data")
+
+    def tool(*args) -> list[str]:
+        r = subprocess.run([sys.executable, "-m", "security", "--data-dir", d, *args], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.splitlines()
+
+    assert tool("user", "set", "alice", "--password", "pw") == [
+        "user alice: SCRAM-SHA-256 credentials set (4096 iterations)",
+        "user alice: SCRAM-SHA-512 credentials set (4096 iterations)"]
+    assert tool("access-key", "set", "AK", "--secret", "SK", "--user", "alice") == [
+        "access key AK: set, for user alice"]
+    assert tool("acl", "add", "--principal", "User:alice", "--topic", "app.", "--prefixed",
+                "--operation", "WRITE") == ["ACL added: ALLOW User:alice WRITE on TOPIC 'app.' (prefixed) from host *"]
+    assert tool("acl", "remove", "--principal", "User:alice", "--topic", "app.", "--prefixed",
+                "--operation", "WRITE") == ["ACL removed: ALLOW User:alice WRITE on TOPIC 'app.' (prefixed) from host *"]
+    assert tool("acl", "remove", "--principal", "User:alice", "--topic", "app.", "--operation", "WRITE") == [
+        "no ACL ALLOW User:alice WRITE on TOPIC 'app.' (literal) from host * (nothing removed)"]
+    assert tool("rocketmq", "grant", "alice", "topic", "orders", "PUB|SUB") == [
+        "RocketMQ: user alice now has PUB|SUB on topic 'orders'"]
+    assert tool("rocketmq", "admin", "alice") == ["RocketMQ: user alice may now run admin operations"]
+    assert tool("rocketmq", "whitelist", "10.0.0.*") == ["RocketMQ: global IP whitelist set to 10.0.0.*"]
+    assert tool("user", "delete", "alice", "--mechanism", "SCRAM-SHA-512") == [
+        "user alice: SCRAM-SHA-512 credentials deleted"]
+    assert tool("access-key", "delete", "nope") == ["access key nope: not found (nothing deleted)"]
