@@ -325,7 +325,7 @@ def _parse(schema_type: str, text: str, refs: dict[str, str]) -> Parsed:
     except SchemaError as exc:
         raise err.invalid_schema(str(exc)) from None
     except ImportError:
-        raise err.invalid_schema(f"Schema type {schema_type} is not served by this gateway yet") from None
+        raise err.invalid_schema(f"Schema type {schema_type} cannot be served: its format module does not load") from None
     try:
         return fmt.parse(text, refs)
     except SchemaError as exc:
