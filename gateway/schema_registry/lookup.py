@@ -1,13 +1,15 @@
 """Schema ids for broker-side validation on a gateway whose copy of `_schemas` lacks them (no replica
 in a cluster, or a lagging one): asked of the registry leader by id (`GET /schemas/ids/{id}` and
 `.../versions`), as Confluent Server's broker asks its registry. semantics.schema_validation caches the
-answers; this module only fetches them."""
+answers; this module only fetches them. In a secured cluster the requests carry the inter-broker
+credential (gateway.schema_registry.access lets it read every subject)."""
 from __future__ import annotations
 
 import logging
 
 import httpx
 
+from gateway.schema_registry.access import basic_header
 from gateway.schema_registry.forward import FORWARDED, base_url, leader_of, registry_client
 from semantics.schema_registry.state import Schema
 
@@ -29,6 +31,8 @@ class LeaderLookup:
         if self._client is None:
             self._client = registry_client(self.gateway.config)
         base, headers = base_url(self.gateway.config, leader), {FORWARDED.decode(): "1"}
+        if self.gateway.config.inter_broker is not None:  # a secured cluster: the leader wants credentials
+            headers["authorization"] = basic_header(self.gateway.config.inter_broker)
         out: dict[int, tuple | None] = {}
         for schema_id in ids:
             try:
