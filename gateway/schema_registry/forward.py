@@ -41,12 +41,12 @@ def base_url(config, member) -> str:
     return f"{'https' if config.schema_registry_tls else 'http'}://{member.host}:{member.schema_registry_port}"
 
 
-def registry_client(config) -> httpx.AsyncClient:
+def registry_client(config, timeout: float = TIMEOUT_S) -> httpx.AsyncClient:
     """An HTTP client for a peer's registry port, with this gateway's TLS settings."""
     tls = config.schema_registry_tls
     verify = (config.tls_ca or config.tls_cert) if tls else False
     cert = (config.tls_cert, config.tls_key) if tls and config.tls_ca else None
-    return httpx.AsyncClient(timeout=TIMEOUT_S, verify=verify or False, cert=cert)
+    return httpx.AsyncClient(timeout=timeout, verify=verify or False, cert=cert)
 
 
 class ForwardToLeader:

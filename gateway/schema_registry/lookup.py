@@ -14,6 +14,7 @@ from gateway.schema_registry.forward import FORWARDED, base_url, leader_of, regi
 from semantics.schema_registry.state import Schema
 
 log = logging.getLogger("rocketgate.schema_registry")
+TIMEOUT_S = 3.0  # a produce waits on this: well inside a producer's request timeout (30 s by default)
 
 
 class LeaderLookup:
@@ -29,7 +30,7 @@ class LeaderLookup:
         if not forward or leader is None or not leader.schema_registry_port:
             return {}  # this gateway leads (its own state is the answer) or no leader serves now
         if self._client is None:
-            self._client = registry_client(self.gateway.config)
+            self._client = registry_client(self.gateway.config, TIMEOUT_S)
         base, headers = base_url(self.gateway.config, leader), {FORWARDED.decode(): "1"}
         if self.gateway.config.inter_broker is not None:  # a secured cluster: the leader wants credentials
             headers["authorization"] = basic_header(self.gateway.config.inter_broker)
@@ -46,8 +47,12 @@ class LeaderLookup:
                                 found.status_code, uses.status_code, schema_id)
                     continue
                 out[schema_id] = _entry(schema_id, found.json(), uses.json())
-            except (httpx.HTTPError, ValueError, TypeError, KeyError) as exc:
+            except httpx.HTTPError as exc:  # the leader is unreachable or slow: ask about no more ids now
                 log.warning("schema validation: asking the registry leader about id %d failed: %s", schema_id, exc)
+                break
+            except (ValueError, TypeError, KeyError) as exc:
+                log.warning("schema validation: the registry leader's answer about id %d is unreadable: %s",
+                            schema_id, exc)
         return out
 
 
