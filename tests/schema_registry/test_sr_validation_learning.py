@@ -75,6 +75,18 @@ def test_the_sync_path_is_provisional_until_learn():
     trio.run(main)
 
 
+def test_the_grpc_path_learns_before_it_answers():
+    validation, leader = _validation(AVRO), Leader()
+    validation.fetch_ids = leader
+
+    async def main():
+        assert await validation.body_refusal_learning("grpc", _cfg(), [_head(2) + b"x"]) is None
+        refused = await validation.body_refusal_learning("grpc", _cfg(), [_head(2) + b"x", _head(9) + b"x"])
+        assert refused.endswith("refused 1 of 2 message(s); message 1: value schema id 9 is not registered")
+        assert leader.asked == [[2], [9]] and validation.refused == {("grpc", "t", "value"): 1}
+    trio.run(main)
+
+
 def test_an_unreachable_leader_refuses_and_never_raises():
     validation = _validation(AVRO)
     validation.fetch_ids = Leader(fails=True)
