@@ -21,14 +21,20 @@ def columns(payload, count: int, keys: bool, values: bool,
     pos = 0
     try:
         for _ in range(count):
-            b = buf[pos]  # the record's length
+            b = buf[pos]  # the record's length; one- and two-byte varints inline (below 8 KiB)
             if b < 0x80:
-                end = pos + 1 + ((b >> 1) ^ -(b & 1))
-                pos += 2  # and the attributes byte
+                start = pos + 1
+                end = start + ((b >> 1) ^ -(b & 1))
             else:
-                length, pos = _varint(buf, pos)
-                end = pos + length
-                pos += 1
+                b2 = buf[pos + 1]
+                if b2 < 0x80:
+                    b = (b & 0x7F) | (b2 << 7)
+                    start = pos + 2
+                    end = start + ((b >> 1) ^ -(b & 1))
+                else:
+                    length, start = read_varint(buf, pos)
+                    end = start + length
+            pos = start + 1  # past the attributes byte
             if not pos < end <= n:
                 raise DecodeError("record length out of range")
             while buf[pos] > 0x7F:  # timestampDelta
@@ -54,9 +60,16 @@ def columns(payload, count: int, keys: bool, values: bool,
             if values:
                 b = buf[pos]
                 if b < 0x80:
-                    vlen, pos = (b >> 1) ^ -(b & 1), pos + 1
+                    vlen = (b >> 1) ^ -(b & 1)
+                    pos += 1
                 else:
-                    vlen, pos = _varint(buf, pos)
+                    b2 = buf[pos + 1]
+                    if b2 < 0x80:
+                        b = (b & 0x7F) | (b2 << 7)
+                        vlen = (b >> 1) ^ -(b & 1)
+                        pos += 2
+                    else:
+                        vlen, pos = read_varint(buf, pos)
                 if pos + vlen > end:
                     raise DecodeError("record value out of range")
                 keep_value(None if vlen < 0 else buf[pos:pos + (vlen if vlen < limit else limit)])

@@ -13,10 +13,19 @@ A null key or value passes: serializers write null for null (a tombstone, a keyl
 Cost: a topic's rule is cached against its attributes dict (one lookup for a topic without
 validation). The id level gets each record's first 5 bytes (codec.schema_frames) and judges each
 distinct head of a batch once, from a verdict cache by (topic, side, id) that is cleared whenever the
-registry applies a `_schemas` record. The full level decodes every payload."""
+registry applies a `_schemas` record. The full level decodes every payload.
+
+In a cluster a gateway may hold no replica of `_schemas` (or a lagging one): an id it does not know is
+asked of the registry leader (`fetch_ids`, set by gateway.schema_registry.lookup) by the async entry
+points, `refusals_learning` and `body_refusal_learning` (or `learn` when `pending` after a sync
+judgement, as the remoting loop does), and kept: an id's schema never changes, and its
+subjects are kept as Confluent Server's caching registry client keeps them. Known ids never wait on it;
+an id the leader does not know is asked again after REMOTE_RETRY_S at the earliest."""
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 
 from semantics.schema_formats import SchemaError, module
 from semantics.topic_configs import SR_CLASS_PREFIX as CLASS_PREFIX, SR_DEFAULT_STRATEGY as DEFAULT_STRATEGY
@@ -25,8 +34,12 @@ VALIDATION = {"key": "confluent.key.schema.validation", "value": "confluent.valu
 STRATEGY = {"key": "confluent.key.subject.name.strategy", "value": "confluent.value.subject.name.strategy"}
 STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
 NO_REGISTRY = "schema validation needs the gateway's schema registry (--schema-registry-port)"
+log = logging.getLogger("rocketgate.schema_validation")
 MAX_REASON = 300  # characters of a decoder's message in a refusal (the answer stays small)
 MAX_VERDICTS = 10_000  # (topic, side, id) answers kept; ids come from clients, so the cache is bounded
+MAX_REMOTE = 10_000  # ids learnt from the registry leader
+MAX_ASKED = 16  # ids of one batch asked of the leader (a hostile batch may hold thousands)
+REMOTE_RETRY_S = 1.0  # an id the leader did not know (or could not be asked about) is asked again after this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +96,11 @@ class SchemaValidation:
         self._verdicts: dict[tuple, str | None] = {}
         self._applied = -1
         self.refused: dict[tuple[str, str, str], int] = {}  # (protocol, topic, part) -> records refused
+        # async (ids) -> {id: (Schema, frozenset of subjects) or None when the leader has no such id}
+        self.fetch_ids = None
+        self._remote: dict[int, tuple] = {}  # id -> (Schema, subjects) learnt from the leader
+        self._asked: dict[int, float] = {}  # id -> monotonic time it was last asked of the leader
+        self._unknown: set[int] = set()  # ids the current judgement wants asked
 
     def rule(self, cfg) -> Rule | None:
         """The rule of a TopicConfig; recomputed only when its attributes dict is replaced (every
@@ -98,21 +116,67 @@ class SchemaValidation:
     def refusals(self, protocol: str, topic: str, rule: Rule, keys: list | None,
                  values: list | None) -> list[tuple[int, str]]:
         """(record index, why) of each refused record, counted per topic and side. `keys` and `values`
-        (None: that side is not checked) hold 5-byte heads unless the side is `full` (whole payloads)."""
+        (None: that side is not checked) hold 5-byte heads unless the side is `full` (whole payloads).
+        An id this gateway does not know and may ask the leader about leaves `pending` true and the
+        answer provisional (not counted): the caller awaits `learn()` and asks again."""
+        bad = self._judge(topic, rule, keys, values)
+        if self.pending:
+            return sorted((i, why) for i, (_, why) in bad.items())
+        return self._counted(protocol, topic, bad)
+
+    @property
+    def pending(self) -> bool:
+        """Whether the last judgement met ids to ask the registry leader about (`learn`)."""
+        return bool(self._unknown) and self.fetch_ids is not None
+
+    async def refusals_learning(self, protocol: str, topic: str, rule: Rule, keys: list | None,
+                                values: list | None) -> list[tuple[int, str]]:
+        """`refusals`, after asking the registry leader about ids this gateway does not know."""
+        bad = self._judge(topic, rule, keys, values)
+        if self.pending:
+            await self.learn()
+            bad = self._judge(topic, rule, keys, values)
+            self._unknown.clear()
+        return self._counted(protocol, topic, bad)
+
+    def _judge(self, topic: str, rule: Rule, keys: list | None, values: list | None) -> dict:
+        """{record index: (part, why)} of the refused records."""
         count = len(values if values is not None else keys)
         if self.registry is None:
-            self._count(protocol, topic, (rule.value or rule.key).part, count)
-            return [(i, NO_REGISTRY) for i in range(count)]
+            return {i: ((rule.value or rule.key).part, NO_REGISTRY) for i in range(count)}
         self._sync()
-        bad: dict[int, str] = {}
+        bad: dict[int, tuple[str, str]] = {}
         for side, column in ((rule.key, keys), (rule.value, values)):
             if side is None or column is None:
                 continue
             for i, why in self._side_refusals(topic, side, column):
-                if i not in bad:
-                    bad[i] = why
-                    self._count(protocol, topic, side.part, 1)
-        return sorted(bad.items())
+                bad.setdefault(i, (side.part, why))
+        return bad
+
+    def _counted(self, protocol: str, topic: str, bad: dict) -> list[tuple[int, str]]:
+        out = []
+        for i, (part, why) in sorted(bad.items()):
+            self._count(protocol, topic, part, 1)
+            out.append((i, why))
+        return out
+
+    async def learn(self) -> None:
+        """Ask the registry leader about the ids judged unknown; verdicts are judged again after."""
+        ids, now = sorted(self._unknown)[:MAX_ASKED], time.monotonic()  # the rest stay refused
+        self._unknown.clear()
+        for schema_id in ids:
+            self._asked[schema_id] = now
+        if len(self._asked) > MAX_REMOTE:
+            self._asked = {i: t for i, t in self._asked.items() if now - t < REMOTE_RETRY_S}
+        try:
+            found = await self.fetch_ids(ids)
+        except Exception as exc:  # noqa: BLE001 - an unreachable leader leaves the ids unknown (refused)
+            found = {}
+            log.warning("schema validation: asking the registry leader about ids %s failed: %s", ids, exc)
+        if len(self._remote) > MAX_REMOTE:
+            self._remote.clear()
+        self._remote.update({i: entry for i, entry in found.items() if entry is not None})
+        self._verdicts.clear()
 
     def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
         """The refused entries of one side. At the id level the distinct 5-byte heads are judged
@@ -146,11 +210,24 @@ class SchemaValidation:
         if rule is None or rule.value is None:
             return None
         values = bodies if rule.value.full else [b[:5] for b in bodies]
-        refused = self.refusals(protocol, cfg.name, Rule(None, rule.value), None, values)
+        return self._body_answer(cfg, len(bodies), self.refusals(protocol, cfg.name, Rule(None, rule.value),
+                                                                 None, values))
+
+    async def body_refusal_learning(self, protocol: str, cfg, bodies: list[bytes]) -> str | None:
+        """`body_refusal`, after asking the registry leader about ids this gateway does not know."""
+        rule = self.rule(cfg)
+        if rule is None or rule.value is None:
+            return None
+        values = bodies if rule.value.full else [b[:5] for b in bodies]
+        refused = await self.refusals_learning(protocol, cfg.name, Rule(None, rule.value), None, values)
+        return self._body_answer(cfg, len(bodies), refused)
+
+    @staticmethod
+    def _body_answer(cfg, count: int, refused: list) -> str | None:
         if not refused:
             return None
         index, why = refused[0]
-        return (f"schema validation of topic {cfg.name} refused {len(refused)} of {len(bodies)} message(s); "
+        return (f"schema validation of topic {cfg.name} refused {len(refused)} of {count} message(s); "
                 f"message {index}: {why}")
 
     def _count(self, protocol: str, topic: str, part: str, n: int) -> None:
@@ -173,12 +250,30 @@ class SchemaValidation:
         cache_key = (topic, side, schema_id)
         verdict = self._verdicts.get(cache_key, _MISSING)
         if verdict is _MISSING:
-            verdict = self._verdicts[cache_key] = self._verdict(topic, side, schema_id)
+            verdict = self._verdict(topic, side, schema_id)
+            if verdict is None or self.fetch_ids is None:  # a refusal may change once the leader is asked
+                self._verdicts[cache_key] = verdict
         return verdict
 
     def _verdict(self, topic: str, side: Side, schema_id: int) -> str | None:
-        state = self.registry.state
-        schema = state.schema_by_id(schema_id)
+        """This gateway's copy of `_schemas` first, then what the leader told; a refusal, and when the
+        leader may be asked, the id is noted in `_unknown` (ids registered through another gateway, not yet or
+        never replicated here)."""
+        verdict = self._subject_verdict(topic, side, schema_id, self.registry.state.schema_by_id(schema_id), None)
+        if verdict is None or self.fetch_ids is None:
+            return verdict
+        remote = self._remote.get(schema_id)
+        if remote is not None:
+            verdict = self._subject_verdict(topic, side, schema_id, *remote)
+            if verdict is None:
+                return None
+        if time.monotonic() - self._asked.get(schema_id, -REMOTE_RETRY_S) >= REMOTE_RETRY_S:
+            self._unknown.add(schema_id)  # refused unless the leader, asked, knows better
+        return verdict
+
+    def _subject_verdict(self, topic: str, side: Side, schema_id: int, schema, subjects) -> str | None:
+        """The verdict on `schema` (None: not registered), its subjects from this gateway's state, or
+        `subjects` when given (learnt from the leader)."""
         if schema is None:
             return f"{side.part} schema id {schema_id} is not registered"
         if side.strategy == "TopicNameStrategy":
@@ -191,12 +286,13 @@ class SchemaValidation:
             if not name:
                 return f"{side.part} schema id {schema_id} has no record name for {side.strategy}"
             subject = name if side.strategy == "RecordNameStrategy" else f"{topic}-{name}"
-        if not state.subject_has_id(subject, schema_id):
+        known = self.registry.state.subject_has_id(subject, schema_id) if subjects is None else subject in subjects
+        if not known:
             return f"{side.part} schema id {schema_id} is not registered under subject {subject}"
         return None
 
     def _decode(self, side: Side, schema_id: int, payload: bytes) -> str | None:
-        schema = self.registry.state.schema_by_id(schema_id)
+        schema = self.registry.state.schema_by_id(schema_id) or self._remote[schema_id][0]
         try:
             parsed = self.registry.parsed(schema)
             module(schema.schema_type).check_payload(parsed, payload)

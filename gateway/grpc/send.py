@@ -50,10 +50,6 @@ def _prepare(ctx, msgs):
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
         out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born))
         check_type(cfg, message_type(out[-1].properties))
-    validation = app.schema_validation
-    refused = validation.rule(cfg) and validation.body_refusal("grpc", cfg, [m.body for m in out])
-    if refused:
-        raise RpcError(Code.BAD_REQUEST, refused)
     try:
         return [routing.route(m, now, app.delay_levels) for m in out]
     except routing.DelayRefused as exc:  # a delivery_timestamp beyond --timer-max-delay-sec
@@ -71,6 +67,11 @@ async def send_message(ctx, req):
     app = ctx.app
     read_at = app.flow.clock()  # its wait for the send queue starts here (flow control)
     msgs = _prepare(ctx, list(req.messages))
+    cfg, validation = topic_config(app, req.messages[0].topic.name), app.schema_validation
+    if validation.rule(cfg):  # ids this gateway lacks are asked of the registry leader (an await)
+        refused = await validation.body_refusal_learning("grpc", cfg, [m.body for m in req.messages])
+        if refused:
+            raise RpcError(Code.BAD_REQUEST, refused)
     try:  # off the loop while the disk is slow, as remoting sends
         results = await app.flow.append(app.store, msgs, read_at)
     except SendRefused as exc:  # the proxy answers a broker's SYSTEM_BUSY so

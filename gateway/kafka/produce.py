@@ -71,7 +71,7 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
     refused = keyless or record_errors.delay_record_errors(batches, int(time.time() * 1000), app.delay_levels)
     if not refused:
         rule = app.schema_validation.rule(cfg)  # schema validation (semantics.schema_validation)
-        refused = record_errors.schema_record_errors(app, rule, batches, topic) if rule is not None else None
+        refused = await record_errors.schema_record_errors(app, rule, batches, topic) if rule is not None else None
     if refused:  # nothing of the partition is stored
         return record_errors.invalid_records(index, refused, errors.INVALID_RECORD,
                                              app.store.min_offset(topic, index)), 0

@@ -42,7 +42,7 @@ def invalid_records(index: int, errors_: list[dict], code: int, log_start_offset
             "log_start_offset": log_start_offset, "error_message": why, "record_errors": errors_}
 
 
-def schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
+async def schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
     """KIP-467 `record_errors` for the records the topic's schema validation refuses (one per record,
     indexed within its batch). Only 5-byte heads are read unless a side validates in full."""
     full = (rule.key is not None and rule.key.full) or (rule.value is not None and rule.value.full)
@@ -54,5 +54,5 @@ def schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
         except (DecodeError, ValueError) as exc:
             return [{"batch_index": 0, "batch_index_error_message": f"records cannot be read: {exc}"}]
         errors_ += [{"batch_index": i, "batch_index_error_message": why}
-                    for i, why in app.schema_validation.refusals("kafka", topic, rule, keys, values)]
+                    for i, why in await app.schema_validation.refusals_learning("kafka", topic, rule, keys, values)]
     return errors_

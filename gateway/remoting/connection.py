@@ -203,6 +203,9 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                         continue
                     if req.code in _SENDS:
                         resp = _guarded(req, prepare_send, channel, req)
+                        if app.schema_validation.pending:  # schema ids this gateway lacks: ask, judge again
+                            await app.schema_validation.learn()
+                            resp = _guarded(req, prepare_send, channel, req)
                         if isinstance(resp, PreparedSend):
                             if req.code in _COALESCED_SENDS:
                                 sends.append(resp)

@@ -22,40 +22,50 @@ PASSED_HEADERS = (b"authorization", b"content-type", b"accept")
 TIMEOUT_S = 15.0
 
 
+def leader_of(gateway_app):
+    """(forward?, leader): (False, None) when this gateway serves the registry (it leads `_schemas` or
+    runs alone); else (True, the leading live member, None when unknown)."""
+    ownership = gateway_app.ownership
+    if not getattr(ownership, "clustered", False):
+        return False, None
+    if not ownership.assigned(TOPIC):  # the first request: place `_schemas` over the members up now
+        ensure_topic(gateway_app.store)
+    if ownership.owns(TOPIC, QUEUE):
+        return False, None
+    assignment = ownership.assignment(TOPIC, QUEUE)
+    member = ownership.live().get(assignment.leader) if assignment is not None else None
+    return True, member
+
+
+def base_url(config, member) -> str:
+    return f"{'https' if config.schema_registry_tls else 'http'}://{member.host}:{member.schema_registry_port}"
+
+
+def registry_client(config, timeout: float = TIMEOUT_S) -> httpx.AsyncClient:
+    """An HTTP client for a peer's registry port, with this gateway's TLS settings."""
+    tls = config.schema_registry_tls
+    verify = (config.tls_ca or config.tls_cert) if tls else False
+    cert = (config.tls_cert, config.tls_key) if tls and config.tls_ca else None
+    return httpx.AsyncClient(timeout=timeout, verify=verify or False, cert=cert)
+
+
 class ForwardToLeader:
     """ASGI middleware: serve here when this gateway leads `_schemas` (or runs alone), else relay."""
 
     def __init__(self, app, gateway_app) -> None:
         self.app = app
         self.gateway = gateway_app
-        self.tls = gateway_app.config.schema_registry_tls
         self._client: httpx.AsyncClient | None = None
-
-    def _leader(self):
-        """None when this gateway serves; else the leading member (None as second value: unknown)."""
-        ownership = self.gateway.ownership
-        if not getattr(ownership, "clustered", False):
-            return False, None
-        if not ownership.assigned(TOPIC):  # the first request: place `_schemas` over the members up now
-            ensure_topic(self.gateway.store)
-        if ownership.owns(TOPIC, QUEUE):
-            return False, None
-        assignment = ownership.assignment(TOPIC, QUEUE)
-        member = ownership.live().get(assignment.leader) if assignment is not None else None
-        return True, member
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            config = self.gateway.config
-            verify = (config.tls_ca or config.tls_cert) if self.tls else False
-            cert = (config.tls_cert, config.tls_key) if self.tls and config.tls_ca else None
-            self._client = httpx.AsyncClient(timeout=TIMEOUT_S, verify=verify or False, cert=cert)
+            self._client = registry_client(self.gateway.config)
         return self._client
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        forward, leader = self._leader()
+        forward, leader = leader_of(self.gateway)
         if not forward:
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or ())
@@ -66,9 +76,8 @@ class ForwardToLeader:
             return await error(500, 50003, "Error while forwarding the request to the leader: no live leader "
                                "of _schemas serves the registry")(scope, receive, send)
         message = await receive()  # BufferedBody hands the whole body in one message
-        scheme = "https" if self.tls else "http"
         path = scope.get("raw_path") or quote(scope["path"]).encode()
-        url = f"{scheme}://{leader.host}:{leader.schema_registry_port}{path.decode('latin-1')}"
+        url = base_url(self.gateway.config, leader) + path.decode("latin-1")
         query = scope.get("query_string", b"").decode("latin-1")
         if query:
             url += "?" + query

@@ -18,6 +18,7 @@ from gateway.ops.http import bind_port
 from gateway.schema_registry.access import Access, Authenticate
 from gateway.schema_registry.common import BufferedBody, error
 from gateway.schema_registry.forward import ForwardToLeader
+from gateway.schema_registry.lookup import LeaderLookup
 
 log = logging.getLogger("rocketgate.schema_registry")
 
@@ -55,6 +56,8 @@ class SchemaRegistryService:
     def __init__(self, app, bound) -> None:
         self.app = app
         self.bound = bound
+        if getattr(app.ownership, "clustered", False):  # ids this gateway lacks are asked of the leader
+            app.schema_validation.fetch_ids = LeaderLookup(app)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:

@@ -203,7 +203,8 @@ class Registry:
                 if not found.deleted:
                     raise err.version_not_soft_deleted(subject, found.version)
                 key = wire.encode_key(wire.Key("SCHEMA", subject, found.version))
-                await self.log.append([(key, None)])
+                last = len(state.versions(subject, deleted=True)) == 1
+                await self.log.append([(key, None), *(self._settings_tombstones(state, subject) if last else [])])
                 return found.version
             if found.deleted:
                 raise err.version_soft_deleted(subject, found.version)
@@ -224,8 +225,8 @@ class Registry:
             if permanent:
                 if live:
                     raise err.subject_not_soft_deleted(subject)
-                await self.log.append([(wire.encode_key(wire.Key("SCHEMA", subject, v.version)), None)
-                                       for v in every])
+                await self.log.append([*((wire.encode_key(wire.Key("SCHEMA", subject, v.version)), None)
+                                         for v in every), *self._settings_tombstones(state, subject)])
                 return [v.version for v in every]
             if not live:
                 raise err.subject_soft_deleted(subject)
@@ -236,6 +237,13 @@ class Registry:
             await self.log.append([(wire.encode_key(wire.Key("DELETE_SUBJECT", subject)),
                                     wire.encode_delete_subject_value(subject, live[-1].version))])
             return [v.version for v in live]
+
+    @staticmethod
+    def _settings_tombstones(state: RegistryState, subject: str) -> list[tuple]:
+        """A subject gone for good takes its compatibility level and mode with it (as Confluent's
+        registry does on a permanent delete of the subject or of its last version)."""
+        return [(wire.encode_key(wire.Key(keytype, subject)), None)
+                for keytype, table in (("CONFIG", state.configs), ("MODE", state.modes)) if subject in table]
 
     def _writable(self, subject: str) -> None:
         if self.state.mode(subject) == "READONLY":
@@ -317,7 +325,7 @@ def _parse(schema_type: str, text: str, refs: dict[str, str]) -> Parsed:
     except SchemaError as exc:
         raise err.invalid_schema(str(exc)) from None
     except ImportError:
-        raise err.invalid_schema(f"Schema type {schema_type} is not served by this gateway yet") from None
+        raise err.invalid_schema(f"Schema type {schema_type} cannot be served: its format module does not load") from None
     try:
         return fmt.parse(text, refs)
     except SchemaError as exc:

@@ -121,3 +121,27 @@ def test_state_survives_restart(registry_gateway, kill9):
         assert snapshot(http) == before
         assert http.get("/mode/s2").json() == {"mode": "READONLY"}
         assert http.post("/subjects/new/versions", json=avro("N")).json()["id"] == 5  # ids 1-4 stay taken
+
+
+@pytest.mark.parametrize("how", ["subject", "last version"])
+def test_permanent_delete_takes_the_subjects_config_and_mode(registry_gateway, how):
+    """Confluent's registry drops a subject's compatibility level and mode with the subject itself (a
+    permanent delete of the subject, or of its last version): GET /config/{s} then answers 40408 and
+    GET /mode/{s} 40409, as for a subject that never had them; another subject's settings stay."""
+    with httpx.Client(base_url=registry_gateway.url, timeout=10) as http:
+        assert http.post("/subjects/gone/versions", json=avro("G")).status_code == 200
+        assert http.put("/config/gone", json={"compatibility": "NONE"}).status_code == 200
+        assert http.put("/mode/gone", json={"mode": "READWRITE"}).status_code == 200
+        assert http.put("/config/kept", json={"compatibility": "FULL"}).status_code == 200  # another subject's
+        if how == "subject":
+            assert http.delete("/subjects/gone").json() == [1]
+            assert http.delete("/subjects/gone?permanent=true").json() == [1]
+        else:
+            assert http.delete("/subjects/gone/versions/1").json() == 1
+            assert http.delete("/subjects/gone/versions/1?permanent=true").json() == 1
+        config = http.get("/config/gone")
+        assert config.status_code == 404 and config.json()["error_code"] == 40408, config.text
+        mode = http.get("/mode/gone")
+        assert mode.status_code == 404 and mode.json()["error_code"] == 40409, mode.text
+        assert http.get("/config/gone?defaultToGlobal=true").json() == {"compatibilityLevel": "BACKWARD"}
+        assert http.get("/config/kept").json() == {"compatibilityLevel": "FULL"}

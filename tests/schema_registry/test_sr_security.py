@@ -68,3 +68,31 @@ def test_basic_auth_tls_and_subject_acls(secured):
         assert (refused.value.http_status_code, refused.value.error_code) == (401, 40101)
     with pytest.raises(httpx.HTTPError):  # HTTPS only
         httpx.get(url.replace("https", "http") + "/subjects", timeout=5)
+
+
+def test_the_inter_broker_credential_reads_every_subject_and_writes_nothing(tmp_path, gateway_factory):
+    """What a cluster gateway asks the registry leader for schema ids with (gateway.schema_registry.lookup):
+    HTTP Basic with the inter-broker credential reads every subject's ids, and may not write."""
+    data = str(tmp_path / "data")
+    _security(data, "user", "set", "admin", "--password", "admin-pw")
+    credential = tmp_path / "inter-broker.json"
+    credential.write_text(json.dumps({"accessKey": "rg-peer", "secretKey": "peer-secret"}))
+    credential.chmod(0o600)
+    port = free_port()
+    gateway_factory(extra_args=["--authorizer", "acl", "--super-users", "User:admin", "--schema-registry-port",
+                                str(port), "--inter-broker-credentials", str(credential)])
+    wait_port(port)
+    url = f"http://127.0.0.1:{port}"
+    body = {"schema": SCHEMA}
+    assert httpx.post(f"{url}/subjects/orders-value/versions", json=body, auth=("admin", "admin-pw"),
+                      timeout=10).json()["id"] == 1
+    peer = ("rg-peer", "peer-secret")
+    assert httpx.get(f"{url}/schemas/ids/1", auth=peer, timeout=10).status_code == 200
+    assert httpx.get(f"{url}/schemas/ids/1/versions", auth=peer, timeout=10).json() == \
+        [{"subject": "orders-value", "version": 1}]
+    for method, path, sent in (("POST", "/subjects/other-value/versions", body),
+                               ("PUT", "/config", {"compatibility": "NONE"}), ("DELETE", "/subjects/orders-value", None)):
+        refused = httpx.request(method, url + path, json=sent, auth=peer, timeout=10)
+        assert (refused.status_code, refused.json()["error_code"]) == (403, 40301), (path, refused.text)
+    wrong = httpx.get(f"{url}/schemas/ids/1", auth=("rg-peer", "wrong"), timeout=10)
+    assert wrong.status_code == 401
