@@ -5,6 +5,7 @@
 varints (every length below 8 KiB) are read inline, as this loop runs once per produced record."""
 from __future__ import annotations
 
+from codec.kafka.records import zigzag_at
 from codec.kafka.schema import DecodeError, read_varint
 
 
@@ -48,7 +49,7 @@ def columns(payload, count: int, keys: bool, values: bool,
                 if keys:
                     keep_key(None)
             else:
-                klen, pos = _varint(buf, pos + 1)
+                klen, pos = zigzag_at(buf, pos + 1)
                 if klen >= 0:
                     if pos + klen > end:
                         raise DecodeError("record key out of range")
@@ -77,15 +78,3 @@ def columns(payload, count: int, keys: bool, values: bool,
     except IndexError:
         raise DecodeError("truncated record") from None
     return key_list, value_list
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint, the one- and two-byte cases without a loop."""
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    b2 = buf[pos + 1]
-    if b2 < 0x80:
-        v = (b & 0x7F) | (b2 << 7)
-        return (v >> 1) ^ -(v & 1), pos + 2
-    return read_varint(buf, pos)

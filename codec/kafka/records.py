@@ -241,7 +241,7 @@ def decode_records(payload, count: int) -> list[Record]:
     return out
 
 
-def _zigzag_at(buf: bytes, pos: int) -> tuple[int, int]:
+def zigzag_at(buf: bytes, pos: int) -> tuple[int, int]:
     """A signed varint with the one- and two-byte cases (most lengths) decoded without a loop."""
     b = buf[pos]
     if b < 0x80:
@@ -263,7 +263,7 @@ def scan_keys_headers(payload, count: int, only: dict[bytes, str] | None = None)
     pos = 0
     try:
         for _ in range(count):
-            length, pos = _zigzag_at(buf, pos)
+            length, pos = zigzag_at(buf, pos)
             end = pos + length
             if length < 0 or end > len(buf):
                 raise DecodeError("record length out of range")
@@ -273,22 +273,22 @@ def scan_keys_headers(payload, count: int, only: dict[bytes, str] | None = None)
             pos += 1
             while buf[pos] & 0x80:  # offsetDelta
                 pos += 1
-            klen, pos = _zigzag_at(buf, pos + 1)
+            klen, pos = zigzag_at(buf, pos + 1)
             key = None
             if klen >= 0:
                 key = buf[pos:pos + klen]
                 pos += klen
-            vlen, pos = _zigzag_at(buf, pos)
+            vlen, pos = zigzag_at(buf, pos)
             if vlen > 0:
                 pos += vlen
             headers = []
             if buf[pos] != 0:
-                nh, pos = _zigzag_at(buf, pos)
+                nh, pos = zigzag_at(buf, pos)
                 for _h in range(max(nh, 0)):
-                    klen, pos = _zigzag_at(buf, pos)
+                    klen, pos = zigzag_at(buf, pos)
                     hk = buf[pos:pos + klen] if klen > 0 else b""
                     pos += max(klen, 0)
-                    vlen, pos = _zigzag_at(buf, pos)
+                    vlen, pos = zigzag_at(buf, pos)
                     hv = None
                     if vlen >= 0:
                         hv = buf[pos:pos + vlen]
