@@ -7,6 +7,8 @@ tests/compat; here the point is the spreading over brokers.)"""
 from __future__ import annotations
 
 import collections
+import os
+import shutil
 import time
 
 import pytest
@@ -207,7 +209,16 @@ def test_refuses_a_live_node_id_and_a_foreign_data_dir(three, tmp_path):
     taken = subprocess.run([sys.executable, "-m", "gateway", "--data-dir", str(tmp_path / "x"), *base,
                             "--node-id", "2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert taken.returncode == 2 and "node id 2 is held by a live gateway" in taken.stderr
-    foreign = subprocess.run([sys.executable, "-m", "gateway", "--data-dir", gws[1].data_dir, *base,
+    # a live gateway's data dir is refused by its lock first (tests/gateway/test_data_dir_lock.py) ...
+    live = subprocess.run([sys.executable, "-m", "gateway", "--data-dir", gws[1].data_dir, *base,
+                           "--node-id", "9"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert live.returncode == 2 and "is locked by gateway" in live.stderr
+    # ... and a node's data dir that no process holds, by the node id it records
+    from gateway.cluster.service import NODE_ID_FILE
+    idle = tmp_path / "node1-copy"
+    idle.mkdir()
+    shutil.copy(os.path.join(gws[1].data_dir, NODE_ID_FILE), idle / NODE_ID_FILE)
+    foreign = subprocess.run([sys.executable, "-m", "gateway", "--data-dir", str(idle), *base,
                               "--node-id", "9"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert foreign.returncode == 2 and "belongs to node id 1, not 9" in foreign.stderr
 
