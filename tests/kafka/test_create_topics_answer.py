@@ -13,6 +13,8 @@ from codec.kafka import protocol
 from tests.kafka.kafka_raw import RawClient
 
 CREATE_TOPICS = 19
+SCHEMA_CONFIGS = ("confluent.key.schema.validation", "confluent.key.subject.name.strategy",
+                  "confluent.value.schema.validation", "confluent.value.subject.name.strategy")
 CASES = {  # name: (version, configs, validate_only), created in this order on one gateway
     "plain-v7": (7, [], False),
     "set-v7": (7, [("retention.ms", "1000"), ("cleanup.policy", "compact"), ("max.message.bytes", "2000")], False),
@@ -22,13 +24,14 @@ CASES = {  # name: (version, configs, validate_only), created in this order on o
     # a filtered view of "plain-v7": its filter.* attributes are listed read-only after Kafka's configs
     "view-v7": (7, [("filter.source.topic", "plain-v7"), ("filter.tag.expression", "a || b")], False),
 }
-DIGESTS = {  # sha256 of each answer frame (correlation ids 1..6), from the code before the cache
-    "plain-v7": "c600174c7f2526f807c450adc90727d4f881cbfa5016dcfea49b40c964d58133",
-    "set-v7": "b999ffc4c711e5e872a4e6d1ac63e72f5c5305e891473583aa5f5443892ffee7",
-    "plain-v5": "d9c52f5168c4925df3cdab43c4a1d053b1a81e1888822001a7380116e9f4863b",
-    "set-v5": "2f9a70276e5d4940af734d28716ee4eb3869f774bb4217360650c442443aa62a",
+DIGESTS = {  # sha256 of each answer frame (correlation ids 1..6), from the code before the cache; retaken when the
+    # four confluent.* schema-validation configs joined every topic's listed configs (docs/schema-registry.md)
+    "plain-v7": "c9b16ddd10ba18b5d618b0e1555ea2d5784f0a195bccb962928f7c2bd3d2eda6",
+    "set-v7": "51a7cb4b3c49f8a5a953aafb1e1c5f6b0f8576e3e7da975628d84bf3e4182721",
+    "plain-v5": "f802ad29ce79f83444bccf1f78ab8b9acf43e86620e4013f3adc5a5ad705da69",
+    "set-v5": "d52c822140bc803b96a9317c1e453931d00cc954c9f6c71bf7b6d835fe75b782",
     "check-v7": "841c80ab3fc9157e4679ab62184a4502dac56a25eabafc10aeeafda6995b0e9d",
-    "view-v7": "e522c4b90aba32e7ab08f5cb00415024d41862879e7a13f30132b735de2f132a",
+    "view-v7": "b26ea918a761254bd264b2785790a6a9c9ba4c97de841dc738b895704c47bda7",
 }
 
 
@@ -65,5 +68,7 @@ def test_answer_unchanged(answers, case):
     if validate_only:
         assert listed == {}
     else:
-        assert len(listed) == 33 + 2 * case.startswith("view") and all(listed[k] == v for k, v in configs)
+        kafka_and_schema_configs = 33 + len(SCHEMA_CONFIGS)
+        assert len(listed) == kafka_and_schema_configs + 2 * case.startswith("view")
+        assert all(listed[k] == v for k, v in configs) and all(listed[k] == "false" for k in SCHEMA_CONFIGS[::2])
     assert hashlib.sha256(raw).hexdigest() == DIGESTS[case], (case, raw.hex())
