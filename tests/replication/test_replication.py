@@ -27,10 +27,14 @@ def _topic() -> str:
 
 @pytest.fixture
 def nodes(gateway_factory):
+    made = []  # each node its own data dir, also across calls (two gateways may not share one: its lock)
+
     def make(n: int, flush: str = "async"):
-        return [gateway_factory(flush=flush, name=f"node{i}",
-                                extra_args=["--replica-lag-time-max-ms", str(LAG_MS), "--default-partitions", "1"])
-                for i in range(n)]
+        new = [gateway_factory(flush=flush, name=f"node{len(made) + i}",
+                               extra_args=["--replica-lag-time-max-ms", str(LAG_MS), "--default-partitions", "1"])
+               for i in range(n)]
+        made.extend(new)
+        return new
     return make
 
 
@@ -182,6 +186,7 @@ def test_a_stale_leader_is_fenced(nodes):
     c = nodes(1)[0]
     lead(b, [a, c], topic, epoch=2, isr=[])
     follow(c, b, topic, epoch=2)
+    wait_until(lambda: state(c, topic)["logEnd"] == 1, what="c caught up with b")
     # A replica of the new epoch that fetches from a fences it: a refuses writes from then on.
     follow(c, a, topic, epoch=2)
     wait_until(lambda: state(a, topic)["fenced"], what="a fenced")
