@@ -54,3 +54,14 @@ def formatted(parsed: Parsed, fmt: str | None) -> str | None:
     """The schema text for `?format=fmt` (None when the format has no such rendering: use the stored text)."""
     render = getattr(module(parsed.schema_type), "formatted", None)
     return render(parsed, fmt) if fmt and render is not None else None
+
+
+def difference_errors(compare, path_field: str) -> list[str]:
+    """Confluent's wording of the incompatible differences `compare()` finds ((kind, path) pairs), as
+    its PROTOBUF (`fullPath`) and JSON (`jsonPath`) checkers print them; a chain of types deeper than
+    the interpreter's stack is refused, never a crash."""
+    try:
+        found = compare()
+    except RecursionError:
+        return ["Schemas nested too deeply to compare"]
+    return [f"Found incompatible change: Difference{{{path_field}='{path}', type={kind}}}" for kind, path in found]

@@ -18,7 +18,7 @@ import referencing
 import referencing.exceptions
 import referencing.jsonschema
 
-from . import Parsed, SchemaError
+from . import Parsed, SchemaError, difference_errors
 from .jsonschema_compat import differences, incompatible
 
 def _dialect_key(uri: str) -> str:
@@ -138,12 +138,9 @@ def parse(text: str, references: dict[str, str]) -> Parsed:
 
 
 def reader_errors(reader: Parsed, writer: Parsed) -> list[str]:
-    try:
-        found = differences(writer.native.schema, writer.native.resolver, reader.native.schema, reader.native.resolver)
-    except RecursionError:  # a chain of types deeper than the interpreter's stack: refuse, never crash
-        return ["Schemas nested too deeply to compare"]
-    return [f"Found incompatible change: Difference{{jsonPath='{path}', type={kind}}}"
-            for kind, path in incompatible(found)]
+    return difference_errors(lambda: incompatible(differences(writer.native.schema, writer.native.resolver,
+                                                              reader.native.schema, reader.native.resolver)),
+                             "jsonPath")
 
 
 def check_payload(parsed: Parsed, payload: bytes) -> None:

@@ -17,7 +17,7 @@ from google.protobuf.message import DecodeError
 
 from codec.schema_registry import FrameError, decode_message_indexes
 
-from . import Parsed, SchemaError
+from . import Parsed, SchemaError, difference_errors
 from .protobuf_compat import differences, incompatible
 from .protobuf_parse import MAIN_FILE, build_pool, compile_files
 from .protobuf_render import render
@@ -69,12 +69,9 @@ def formatted(parsed: Parsed, fmt: str) -> str | None:
 
 
 def reader_errors(reader: Parsed, writer: Parsed) -> list[str]:
-    try:
-        found = differences(writer.native.files, writer.native.main, reader.native.files, reader.native.main)
-    except RecursionError:  # a chain of types deeper than the interpreter's stack: refuse, never crash
-        return ["Schemas nested too deeply to compare"]
-    return [f"Found incompatible change: Difference{{fullPath='{path}', type={kind}}}"
-            for kind, path in incompatible(found)]
+    return difference_errors(lambda: incompatible(differences(writer.native.files, writer.native.main,
+                                                              reader.native.files, reader.native.main)),
+                             "fullPath")
 
 
 def message_descriptor(parsed: Parsed, indexes: list[int]):
