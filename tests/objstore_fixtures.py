@@ -19,9 +19,10 @@ import pytest
 from bench.objstore_server import SeaweedS3
 
 
-def _short_tempdir(prefix: str) -> str:
-    """Under /tmp: the server's unix sockets live in its work dir, and their paths must stay short."""
-    return tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+def new_server(**kwargs) -> SeaweedS3:
+    """A server (not started) in a new dir under /tmp: its unix sockets live there, and their paths
+    must stay short. kwargs: SeaweedS3's (tls, domain)."""
+    return SeaweedS3(tempfile.mkdtemp(prefix="seaweed-", dir="/tmp"), **kwargs)
 
 
 def object_store_on(server: SeaweedS3, bucket: str, prefix: str = "t/", **options):
@@ -34,11 +35,11 @@ def object_store_on(server: SeaweedS3, bucket: str, prefix: str = "t/", **option
 
 @pytest.fixture(scope="session")
 def seaweed_s3():
-    server = SeaweedS3(_short_tempdir("seaweed-"))
+    server = new_server()
     try:
         yield server.start()
     finally:
-        _discard(server)
+        discard(server)
 
 
 @pytest.fixture
@@ -60,16 +61,16 @@ def seaweed_factory():
     started: list[SeaweedS3] = []
 
     def make(**kwargs) -> SeaweedS3:
-        server = SeaweedS3(_short_tempdir("seaweed-"), **kwargs)
+        server = new_server(**kwargs)
         started.append(server)
         return server.start()
 
     yield make
     for server in started:
-        _discard(server)
+        discard(server)
 
 
-def _discard(server: SeaweedS3) -> None:
+def discard(server: SeaweedS3) -> None:
     """SIGKILL (nothing of it is kept, so no graceful stop is waited for) and its files removed."""
     server.kill9()
     shutil.rmtree(server.workdir, ignore_errors=True)

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from objstore_fixtures import object_store_on
+from objstore_fixtures import discard, new_server, object_store_on
 from store.objstore.api import NotFound, ObjectStoreError
 from tests.security.certs import make_certs
 
@@ -17,7 +17,7 @@ def test_server_stopped_is_an_error_then_recovers(seaweed_factory):
     server.create_bucket("tier-bucket")
     store = object_store_on(server, "tier-bucket")
     store.put("k", b"before")
-    server.stop()
+    server.kill9()  # as a crash: no goodbye to the open connections
     for call in (lambda: store.get("k"), lambda: store.put("k2", b"x"), lambda: store.head("k"),
                  lambda: list(store.list()), lambda: store.delete("k")):
         with pytest.raises(ObjectStoreError) as failed:
@@ -59,9 +59,19 @@ def test_wrong_credentials_are_a_clear_error(seaweed_s3, s3_bucket, tmp_path):
         object_store_on(seaweed_s3, s3_bucket, credentials_file=str(unknown)).get("k")
 
 
-def test_tls_endpoint_verified_by_the_ca_file(seaweed_factory, tmp_path):
-    certs = make_certs(str(tmp_path / "certs"))
-    server = seaweed_factory(tls=(certs.server_cert, certs.server_key))
+@pytest.fixture(scope="module")
+def tls_and_domain(tmp_path_factory):
+    """One server for the TLS and the virtual-host tests: HTTPS with a throwaway CA, domain localhost."""
+    certs = make_certs(str(tmp_path_factory.mktemp("certs")))
+    server = new_server(tls=(certs.server_cert, certs.server_key), domain="localhost")
+    try:
+        yield server.start(), certs
+    finally:
+        discard(server)
+
+
+def test_tls_endpoint_verified_by_the_ca_file(tls_and_domain):
+    server, certs = tls_and_domain
     server.create_bucket("tier-bucket")
     store = object_store_on(server, "tier-bucket", endpoint=server.https_endpoint, ca_file=certs.ca)
     store.put("k", b"over tls")
@@ -71,10 +81,10 @@ def test_tls_endpoint_verified_by_the_ca_file(seaweed_factory, tmp_path):
         untrusted.get("k")
 
 
-def test_virtual_host_addressing(seaweed_factory, monkeypatch):
+def test_virtual_host_addressing(tls_and_domain, monkeypatch):
     """BUCKET.localhost names the bucket in the Host header (the server knows its domain). The test
     resolves *.localhost to 127.0.0.1 itself: this machine's resolver does not."""
-    server = seaweed_factory(domain="localhost")
+    server, _ = tls_and_domain
     server.create_bucket("vbucket")
     real_getaddrinfo = socket.getaddrinfo
     asked = []

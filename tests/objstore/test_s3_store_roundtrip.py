@@ -53,11 +53,12 @@ def test_list_in_key_order_relative_to_the_prefix(object_store, seaweed_s3, s3_b
     assert list(object_store.list("zzz")) == []
 
 
-def test_list_pages_through_more_than_one_answer(object_store):
+def test_list_pages_through_more_than_one_answer(object_store, seaweed_s3, s3_bucket):
     """S3 answers at most 1000 keys a page: the listing follows the continuation tokens."""
     keys = [f"k/{i:05d}" for i in range(1005)]
     for key in keys:
         object_store.put(key, b"")
+    assert seaweed_s3.client().list_objects_v2(Bucket=s3_bucket, Prefix="t/k/")["IsTruncated"]  # two pages
     assert [i.key for i in object_store.list("k/")] == keys
 
 
