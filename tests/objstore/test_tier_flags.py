@@ -46,8 +46,10 @@ def test_credentials_from_the_environment(seaweed_s3, s3_bucket, monkeypatch, tm
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweed_s3.secret_key)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-3")
     store = open_object_store(parse_args(["--tier-url", f"s3://{s3_bucket}/p", "--tier-endpoint",
                                           seaweed_s3.endpoint]))
+    assert store._client.meta.region_name == "eu-west-3"  # signed for that region, and still accepted
     store.put("k", b"env")
     assert store.get("k") == b"env"
 
@@ -74,3 +76,16 @@ def test_gateway_starts_with_a_tier(seaweed_s3, s3_bucket, tmp_path):
         g.start()
     finally:
         g.stop()
+
+
+def test_a_credentials_file_named_by_the_flag_wins_over_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "FROM_ENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+    creds = tmp_path / "credentials"
+    creds.write_text("[default]\naws_access_key_id = FROM_FILE\naws_secret_access_key = file-secret\n")
+    store = open_object_store(parse_args(["--tier-url", "s3://b/p", "--tier-endpoint", "http://127.0.0.1:1",
+                                          "--tier-credentials-file", str(creds)]))
+    assert store._client._request_signer._credentials.access_key == "FROM_FILE"
+    creds.write_text("[other]\naws_access_key_id = X\naws_secret_access_key = Y\n")
+    with pytest.raises(ValueError, match="no aws_access_key_id"):
+        open_object_store(parse_args(["--tier-url", "s3://b/p", "--tier-credentials-file", str(creds)]))
