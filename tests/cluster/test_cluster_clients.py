@@ -290,3 +290,35 @@ def test_a_killed_gateway_leaves_metadata_and_routes(three):
     for p in md.topics["spread"].partitions.values():
         if p.id in led[3]:
             assert p.leader in (1, 2) and 3 in p.replicas
+
+
+def _topic_ids(gws, topic: str) -> dict[int, bytes]:
+    """Each gateway's Metadata v12 id of `topic` (absent while a gateway does not know the topic)."""
+    out = {}
+    for node, g in gws.items():
+        c = KafkaRaw("127.0.0.1", g.kafka_port)
+        try:
+            t = c.call(3, 12, {"topics": [{"name": topic, "topic_id": bytes(16)}],
+                               "allow_auto_topic_creation": False})["topics"][0]
+        finally:
+            c.close()
+        if t["error_code"] == 0:
+            out[node] = bytes(t["topic_id"])
+    return out
+
+
+def test_every_gateway_answers_the_creators_topic_id(three):
+    """KIP-516: the id made by the creating gateway travels with the topic's record in etcd; a
+    topic deleted and re-created gets a new one, again the same everywhere."""
+    _, gws = three
+    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
+    admin.create_topics([NewTopic("ids", num_partitions=3, replication_factor=2)])["ids"].result(10)
+    first = wait_for(lambda: (lambda ids: ids if len(ids) == len(gws) and len(set(ids.values())) == 1 else None)(
+        _topic_ids(gws, "ids")), what="one id on every gateway")
+    admin.delete_topics(["ids"])["ids"].result(10)
+    wait_for(lambda: not _topic_ids(gws, "ids"), what="deleted everywhere")
+    other = AdminClient({"bootstrap.servers": gws[3].kafka_bootstrap})
+    other.create_topics([NewTopic("ids", num_partitions=3, replication_factor=2)])["ids"].result(10)
+    second = wait_for(lambda: (lambda ids: ids if len(ids) == len(gws) and len(set(ids.values())) == 1 else None)(
+        _topic_ids(gws, "ids")), what="one new id on every gateway")
+    assert set(second.values()) != set(first.values())
