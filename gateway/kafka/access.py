@@ -40,13 +40,13 @@ def _partitions(parts, code: int, error: str = "error_code") -> list:
 # ------------------------------------------------------------ per-topic splits
 # api key -> (request list, name field, response list, operation, entry for a denied topic)
 def _produce_entry(t, code):
-    return {"name": t["name"], "partition_responses": [
+    return {"name": t["name"], "topic_id": t.get("topic_id"), "partition_responses": [
         {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
          "log_start_offset": -1} for p in t["partition_data"]]}
 
 
 def _fetch_entry(t, code):
-    return {"topic": t["topic"], "partitions": [
+    return {"topic": t["topic"], "topic_id": t.get("topic_id"), "partitions": [
         {"partition_index": p["partition"], "error_code": code, "high_watermark": -1, "records": None}
         for p in t["partitions"]]}
 
@@ -93,6 +93,9 @@ async def _split(ctx, key: int, fn):
     allowed, denied = [], []
     for item in items:
         name = item if name_field is None else item[name_field]
+        if name is None and key in (0, 1):  # v13+: an unknown topic id stays UNKNOWN_TOPIC_ID, as Kafka answers
+            allowed.append(item)
+            continue
         (allowed if _topic_allowed(ctx, key, op, name or "") else denied).append(item)
     if not denied:
         return await fn(ctx)

@@ -13,6 +13,7 @@ import struct
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.leaders as leaders
 import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.quotas as quotas
 import gateway.kafka.topics as topics
@@ -234,7 +235,7 @@ async def fetch(ctx: RequestContext):
     min_bytes = req["min_bytes"]
     max_bytes = quotas.fetch_max_bytes(ctx, req.get("max_bytes", 0x7FFFFFFF))
     min_bytes = min(min_bytes, max_bytes)
-    keys = [(t["topic"], p["partition"]) for t in req["topics"] for p in t["partitions"]]
+    keys = [(t["topic"], p["partition"]) for t in req["topics"] if t["topic"] is not None for p in t["partitions"]]
     while True:
         responses, total, failed = _fetch_once(app, req, max_bytes)
         remaining = deadline - trio.current_time()
@@ -244,7 +245,7 @@ async def fetch(ctx: RequestContext):
                 release(responses)
                 return {"responses": [], "session_id": 0, "throttle_time_ms": throttle_ms}
             stats_of(app).fetch_response(responses)
-            return {"responses": responses, "session_id": 0}
+            return leaders.with_leader_hints(ctx, {"responses": responses, "session_id": 0}, leaders.FETCH_LAYOUT)
         release(responses)
         await app.arrivals.wait_any(keys, remaining)
 
@@ -256,6 +257,12 @@ def _fetch_once(app, req, max_bytes: int):
     failed = False
     for t in req["topics"]:
         name = t["topic"]
+        if name is None:
+            responses.append({"topic": None, "topic_id": t["topic_id"], "partitions": [
+                {"partition_index": p["partition"], "error_code": errors.UNKNOWN_TOPIC_ID, "high_watermark": -1,
+                 "records": b""} for p in t["partitions"]]})
+            failed = True
+            continue
         cfg = offsets_topic.readable(app, name)
         parts = []
         for p in t["partitions"]:
@@ -280,5 +287,5 @@ def _fetch_once(app, req, max_bytes: int):
                                                 view=views.view_filter(cfg))
                 total += len(entry["records"])
             parts.append(entry)
-        responses.append({"topic": name, "partitions": parts})
+        responses.append({"topic": name, "topic_id": t.get("topic_id"), "partitions": parts})
     return responses, total, failed

@@ -29,6 +29,19 @@ def name_of_topic_id(app, tid) -> str | None:
     return app.store.topics.name_of_id(bytes(tid)) if tid is not None else None
 
 
+# api key -> (first version naming topics by id (KIP-516), topic list, name field) of such requests
+_BY_ID = {0: (13, "topic_data", "name"), 1: (13, "topics", "topic")}
+
+
+def name_topics_by_id(app, key: int, version: int, request: dict) -> None:
+    """Fill in the name of each topic a Produce v13+ or Fetch v13+ request names by id (None for an id
+    no topic has: the handler answers UNKNOWN_TOPIC_ID), so authorization and handlers work by name."""
+    spec = _BY_ID.get(key)
+    if spec is not None and version >= spec[0]:
+        for t in request[spec[1]]:
+            t[spec[2]] = name_of_topic_id(app, t["topic_id"])
+
+
 def legal_name(name: str | None) -> bool:
     """Whether Kafka may create a topic of this name; existing topics are served whatever their name
     (RocketMQ names its own topics `%DLQ%<group>`, `%RETRY%<group>`)."""

@@ -19,7 +19,7 @@ from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
 
 from clusters import NODES, require_etcd, start_cluster, wait_for
 from codec.remoting.message import properties_to_string
-from raw_kafka import KafkaRaw, remoting_call
+from raw_kafka import KafkaRaw, batch, remoting_call
 from gateway_process import free_port
 
 
@@ -91,6 +91,33 @@ def test_a_non_replica_answers_not_leader_or_follower(three):
         assert raw.produce_error("spread", 0, b"x") == 6  # NOT_LEADER_OR_FOLLOWER
         assert raw.list_offsets_error("spread", 0) == 6
         assert raw.fetch_error("spread", 0) == 6
+    finally:
+        raw.close()
+
+
+def test_not_leader_answers_name_the_leader(three):
+    """KIP-951 leader discovery: Produce v10+ and Fetch v16+ answered NOT_LEADER_OR_FOLLOWER carry the
+    partition's current leader and epoch and that leader's endpoint, as Kafka's brokers answer."""
+    _, gws = three
+    md = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap}).list_topics("spread", timeout=10)
+    leader = md.topics["spread"].partitions[0].leader
+    other = next(n for n in NODES if n != leader)
+    raw = KafkaRaw("127.0.0.1", gws[other].kafka_port)
+    endpoint = [{"node_id": leader, "host": "127.0.0.1", "port": gws[leader].kafka_port, "rack": None}]
+    try:
+        produced = raw.call(0, 10, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": "spread", "partition_data": [{"index": 0, "records": batch([b"x"])}]}]})
+        p = produced["responses"][0]["partition_responses"][0]
+        assert p["error_code"] == 6 and p["current_leader"]["leader_id"] == leader
+        assert produced["node_endpoints"] == endpoint
+        fetched = raw.call(1, 16, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+                                   "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                                   "topics": [{"topic_id": _topic_ids({leader: gws[leader]}, "spread")[leader],
+                                               "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                               "partition_max_bytes": 1 << 20}]}]})
+        f = fetched["responses"][0]["partitions"][0]
+        assert f["error_code"] == 6 and f["current_leader"] == p["current_leader"]
+        assert fetched["node_endpoints"] == endpoint
     finally:
         raw.close()
 
