@@ -154,6 +154,29 @@ LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-11", flexible="6+", re
     ]),
 ])
 
+OFFSET_FOR_LEADER_EPOCH = Api(key=23, name="OffsetForLeaderEpoch", versions="2-4", flexible="4+", request=[
+    F("replica_id", "i32", "3+", default=-2),
+    F("topics", [
+        F("topic", "str"),
+        F("partitions", [
+            F("partition", "i32"),
+            F("current_leader_epoch", "i32", "2+", default=-1),
+            F("leader_epoch", "i32"),
+        ]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32", "2+"),
+    F("topics", [
+        F("topic", "str"),
+        F("partitions", [
+            F("error_code", "i16"),
+            F("partition", "i32"),
+            F("leader_epoch", "i32", "1+", default=-1),
+            F("end_offset", "i64", default=-1),
+        ]),
+    ]),
+])
+
 METADATA = Api(key=3, name="Metadata", versions="0-13", flexible="9+", request=[
     F("topics", [F("topic_id", "uuid", "10+"), F("name", "str", nullable="10+")], nullable="1+"),
     F("allow_auto_topic_creation", "bool", "4+", default=True),
@@ -1243,7 +1266,7 @@ SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, 
 
 TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
 
-ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
+ALL = [PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,

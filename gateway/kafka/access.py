@@ -55,6 +55,11 @@ def _offsets_entry(t, code):
     return {"name": t["name"], "partitions": _partitions(t["partitions"], code)}
 
 
+def _leader_epoch_entry(t, code):
+    return {"topic": t["topic"], "partitions": [{"partition": p["partition"], "error_code": code}
+                                                for p in t["partitions"]]}
+
+
 def _add_partitions_entry(t, code):
     return {"name": t["name"], "results": _partitions(t["partitions"], code, error="partition_error_code")}
 
@@ -68,6 +73,7 @@ SPLITS = {
     0: ("topic_data", "name", "responses", Op.WRITE, _produce_entry),
     1: ("topics", "topic", "responses", Op.READ, _fetch_entry),
     2: ("topics", "name", "topics", Op.DESCRIBE, _offsets_entry),
+    23: ("topics", "topic", "topics", Op.DESCRIBE, _leader_epoch_entry),  # OffsetForLeaderEpoch
     8: ("topics", "name", "topics", Op.READ, _offsets_entry),
     19: ("topics", "name", "topics", Op.CREATE, _named_error),
     20: ("topic_names", None, "responses", Op.DELETE, _named_error),

@@ -16,6 +16,7 @@ import gateway.kafka.consumer_groups  # noqa: F401
 import gateway.kafka.describe_producers  # noqa: F401
 import gateway.kafka.fetch  # noqa: F401
 import gateway.kafka.groups  # noqa: F401
+import gateway.kafka.leader_epochs  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401
 import gateway.kafka.log_dirs  # noqa: F401
 import gateway.kafka.metadata  # noqa: F401

@@ -22,7 +22,7 @@ def with_leader_hints(ctx, body: dict, layout: tuple[str, str, str]) -> dict:
     endpoints = {}
     for t in body["responses"]:
         for p in t[parts_key]:
-            if p["error_code"] != errors.NOT_LEADER_OR_FOLLOWER or t[topic_key] is None:
+            if p.get("error_code") != errors.NOT_LEADER_OR_FOLLOWER or t[topic_key] is None:
                 continue
             a = node.assignment(t[topic_key], p[index_key])
             if a is None or a.leader not in live:

@@ -104,22 +104,28 @@ def test_not_leader_answers_name_the_leader(three):
     other = next(n for n in NODES if n != leader)
     raw = KafkaRaw("127.0.0.1", gws[other].kafka_port)
     endpoint = [{"node_id": leader, "host": "127.0.0.1", "port": gws[leader].kafka_port, "rack": None}]
+    fetch_body = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+                  "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                  "topics": [{"topic_id": _topic_ids({leader: gws[leader]}, "spread")[leader],
+                              "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
     try:
         produced = raw.call(0, 10, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
             {"name": "spread", "partition_data": [{"index": 0, "records": batch([b"x"])}]}]})
         p = produced["responses"][0]["partition_responses"][0]
         assert p["error_code"] == 6 and p["current_leader"]["leader_id"] == leader
         assert produced["node_endpoints"] == endpoint
-        fetched = raw.call(1, 16, {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
-                                   "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
-                                   "topics": [{"topic_id": _topic_ids({leader: gws[leader]}, "spread")[leader],
-                                               "partitions": [{"partition": 0, "fetch_offset": 0,
-                                                               "partition_max_bytes": 1 << 20}]}]})
+        fetched = raw.call(1, 16, fetch_body)
         f = fetched["responses"][0]["partitions"][0]
         assert f["error_code"] == 6 and f["current_leader"] == p["current_leader"]
         assert fetched["node_endpoints"] == endpoint
     finally:
         raw.close()
+    at_leader = KafkaRaw("127.0.0.1", gws[leader].kafka_port)
+    try:  # the leader's answers have no error: nothing added
+        assert at_leader.produce("spread", batch([b"y"]))[0] == 0
+        assert at_leader.call(1, 16, fetch_body)["responses"][0]["partitions"][0]["error_code"] == 0
+    finally:
+        at_leader.close()
 
 
 def test_producer_ids_come_in_blocks_never_reused(three):
