@@ -568,6 +568,29 @@ OFFSET_DELETE = Api(key=47, name="OffsetDelete", versions="0", flexible="1+", re
     F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
 ])
 
+ALTER_REPLICA_LOG_DIRS = Api(key=34, name="AlterReplicaLogDirs", versions="1-2", flexible="2+", request=[
+    F("dirs", [F("path", "str"), F("topics", [F("name", "str"), F("partitions", "[i32]")])]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [F("topic_name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
+])
+
+UPDATE_FEATURES = Api(key=57, name="UpdateFeatures", versions="0-2", flexible="0+", request=[
+    F("timeout_ms", "i32", default=60000),
+    F("feature_updates", [
+        F("feature", "str"),
+        F("max_version_level", "i16"),
+        F("allow_downgrade", "bool", "0"),
+        F("upgrade_type", "i8", "1+", default=1),
+    ]),
+    F("validate_only", "bool", "1+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("results", [F("feature", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")], "0-1"),
+])
+
 DESCRIBE_LOG_DIRS = Api(key=35, name="DescribeLogDirs", versions="1-5", flexible="2+", request=[
     F("topics", [F("topic", "str"), F("partitions", "[i32]")], nullable="0+"),
 ], response=[
@@ -1271,6 +1294,6 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, METADATA, OFFSET_C
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
-       LIST_CONFIG_RESOURCES,
+       LIST_CONFIG_RESOURCES, ALTER_REPLICA_LOG_DIRS, UPDATE_FEATURES,
        *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import gateway.kafka.access as access
 import gateway.kafka.errors as errors
-import gateway.kafka.features as features
+import gateway.kafka.features as features  # also UpdateFeatures
 import gateway.kafka.topics as topic_names
 from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)

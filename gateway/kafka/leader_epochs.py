@@ -37,6 +37,19 @@ def epoch_end(pairs: list[tuple[int, int]], requested: int, log_end: int) -> tup
     return floor, pairs[higher][1]
 
 
+def batch_epochs(app, name: str, index: int):
+    """`offset -> the leader epoch that wrote it` for a replicated queue (the epochs Fetch writes into
+    served batches, so clients have a position epoch to validate after a leader change); None for a
+    queue without an epoch table (a single gateway's: batches keep epoch -1, as Metadata says)."""
+    if not app.replication.replicates(name, index):
+        return None
+    pairs = app.replication.epochs.entries(name, index)
+    if not pairs:
+        return None
+    starts = [start for _, start in pairs]
+    return lambda offset: pairs[max(bisect.bisect_right(starts, offset) - 1, 0)][0]
+
+
 def _epochs(app, name: str, index: int) -> tuple[int, list[tuple[int, int]]]:
     """(the leader's current epoch, the partition's (epoch, start offset) pairs)."""
     role = app.replication.role(name, index) if app.replication.replicates(name, index) else None

@@ -48,12 +48,10 @@ NOT_YET = {
     24: "AddPartitionsToTxn 0-3 (Kafka 0-5): v4+ batches transactions (verification, KIP-890)",
     26: "EndTxn 0-4 (Kafka 0-5): v5 bumps the producer epoch on every end (TV2, KIP-890)",
     28: "TxnOffsetCommit 0-3 (Kafka 0-5): v4/v5 TV2",
-    34: "AlterReplicaLogDirs not served (Kafka 1-2)",
     38: "CreateDelegationToken not served (Kafka 1-3)",
     39: "RenewDelegationToken not served (Kafka 1-2)",
     40: "ExpireDelegationToken not served (Kafka 1-2)",
     41: "DescribeDelegationToken not served (Kafka 1-3)",
-    57: "UpdateFeatures not served (Kafka 0-2)",
     71: "GetTelemetrySubscriptions not served (Kafka 0, with a telemetry reporter): KIP-714",
     72: "PushTelemetry not served (Kafka 0, with a telemetry reporter): KIP-714",
 }

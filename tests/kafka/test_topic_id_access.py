@@ -1,7 +1,9 @@
 """Produce v13 / Fetch v13+ name topics by id: with ACLs on, the ids are turned into names before
 authorization (in process, gateway only: the ACL rules themselves are checked against Kafka in
 tests/security). A topic the principal may not read is TOPIC_AUTHORIZATION_FAILED under its id; an
-id no topic has reaches the handler (which answers UNKNOWN_TOPIC_ID, as Kafka does)."""
+id no topic has reaches the handler (which answers UNKNOWN_TOPIC_ID, as Kafka does). Also the
+authorization of the other APIs issue 33 added: OffsetForLeaderEpoch (DESCRIBE on each topic),
+UpdateFeatures and AlterReplicaLogDirs (ALTER on the cluster)."""
 from __future__ import annotations
 
 import types
@@ -63,3 +65,39 @@ def test_older_versions_keep_their_names(tmp_path):
     request = {"topics": [{"topic": "seen", "topic_id": STRANGER, "partitions": []}]}
     _ctx(tmp_path, 1, request, version=12)
     assert request["topics"][0]["topic"] == "seen"
+
+
+# ------------------------------------------------------------ the APIs issue 33 added, under ACLs
+CLUSTER_AUTHORIZATION_FAILED = 31
+
+
+def _alice(tmp_path, request: dict, version: int):
+    return _ctx(tmp_path, -1, request, version)
+
+
+def test_update_features_and_log_dir_moves_need_alter_on_the_cluster(tmp_path):
+    from gateway.kafka.handlers import HANDLERS
+    update = {"timeout_ms": 1000, "validate_only": True, "feature_updates": [
+        {"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}]}
+    body = trio.run(access.guarded, 57, HANDLERS[57], _alice(tmp_path, update, 1))
+    assert (body["error_code"], body["results"]) == (CLUSTER_AUTHORIZATION_FAILED, [])
+    move = {"dirs": [{"path": "/x", "topics": [{"name": "seen", "partitions": [0, 1]}]}]}
+    body = trio.run(access.guarded, 34, HANDLERS[34], _alice(tmp_path, move, 2))
+    assert [p["error_code"] for t in body["results"] for p in t["partitions"]] == [CLUSTER_AUTHORIZATION_FAILED] * 2
+
+
+def test_offset_for_leader_epoch_needs_describe_on_the_topic(tmp_path):
+    request = {"replica_id": -1, "topics": [{"topic": name, "partitions": [
+        {"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]} for name in ("seen", "hidden")]}
+    handled = []
+
+    async def handler(ctx):
+        handled.extend(t["topic"] for t in ctx.request["topics"])
+        return {"topics": []}
+    ctx = _alice(tmp_path, request, 4)
+    ctx.app.security.authorizer.create([AclBinding(Res.TOPIC, "seen", PatternType.LITERAL, "User:alice", "*",
+                                                   Op.DESCRIBE, Permission.ALLOW)])
+    body = trio.run(access.guarded, 23, handler, ctx)
+    assert handled == ["seen"]
+    assert [(t["topic"], [p["error_code"] for p in t["partitions"]]) for t in body["topics"]] == \
+        [("hidden", [TOPIC_AUTHORIZATION_FAILED])]
