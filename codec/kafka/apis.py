@@ -933,7 +933,7 @@ TXN_OFFSET_COMMIT = Api(key=28, name="TxnOffsetCommit", versions="0-3", flexible
 
 # Security (gateway/kafka/sasl.py, gateway/kafka/security_admin.py). SaslHandshake v0 (raw SASL tokens
 # after the handshake, no SaslAuthenticate) is not offered: every maintained client uses v1.
-SASL_HANDSHAKE = Api(key=17, name="SaslHandshake", versions="1", flexible="none", request=[
+SASL_HANDSHAKE = Api(key=17, name="SaslHandshake", versions="0-1", flexible="none", request=[
     F("mechanism", "str"),
 ], response=[
     F("error_code", "i16"),

@@ -44,7 +44,6 @@ NOT_CLIENT_FACING = {
 
 # Client-facing APIs whose advertised range is not yet Kafka 4.3's; remove an entry once it matches.
 NOT_YET = {
-    17: "SaslHandshake 1 (Kafka 0-1): v0 means SASL tokens sent unframed after the handshake; not served",
     24: "AddPartitionsToTxn 0-3 (Kafka 0-5): v4+ batches transactions (verification, KIP-890)",
     26: "EndTxn 0-4 (Kafka 0-5): v5 bumps the producer epoch on every end (TV2, KIP-890)",
     28: "TxnOffsetCommit 0-3 (Kafka 0-5): v4/v5 TV2",
