@@ -8,14 +8,13 @@ required user_alice="alice-secret";), then the gateway."""
 from __future__ import annotations
 
 import os
-import socket
 import struct
 
 import pytest
 
-from codec.kafka import protocol
 from security.credentials import CredentialStore
 from tests.gateway_process import GatewayProcess
+from tests.kafka.kafka_raw import RawClient
 from tests.security.kafka_gateway import ALICE, ALICE_PW
 
 REFERENCE = os.environ.get("KAFKA_SASL_PLAINTEXT_BOOTSTRAP")
@@ -34,60 +33,39 @@ def bootstrap(tmp_path_factory):
     g.stop()
 
 
-class _Socket:
-    def __init__(self, bootstrap: str) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=20)
-        self.correlation = 0
+def _connect(bootstrap: str) -> RawClient:
+    return RawClient(bootstrap, timeout=20)
 
-    def frame(self) -> bytes:
-        size = struct.unpack(">i", self._exact(4))[0]
-        return self._exact(size)
 
-    def _exact(self, n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-
-    def call(self, key: int, version: int, body: dict) -> dict:
-        self.correlation += 1
-        self.sock.sendall(protocol.request_frame(key, version, self.correlation, body))
-        correlation, resp = protocol.decode_response(key, version, self.frame())
-        assert correlation == self.correlation
-        return resp
-
-    def token(self, data: bytes) -> bytes:
-        self.sock.sendall(struct.pack(">i", len(data)) + data)
-        return self.frame()
+def _token(client: RawClient, data: bytes) -> bytes:
+    """Send one bare SASL token; the server's bare answer."""
+    client.send_raw(struct.pack(">i", len(data)) + data)
+    return client.recv_frame()
 
 
 def test_v0_handshake_then_bare_plain_token(bootstrap):
-    s = _Socket(bootstrap)
+    s = _connect(bootstrap)
     hs = s.call(SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})
     assert hs["error_code"] == 0 and "PLAIN" in hs["mechanisms"]
-    assert s.token(f"\0{ALICE}\0{ALICE_PW}".encode()) == b""  # PLAIN: an empty server token
+    assert _token(s, f"\0{ALICE}\0{ALICE_PW}".encode()) == b""  # PLAIN: an empty server token
     md = s.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
     assert md["brokers"]  # authenticated: ordinary requests follow
-    s.sock.close()
+    s.close()
 
 
 def test_v0_wrong_password_closes(bootstrap):
-    s = _Socket(bootstrap)
+    s = _connect(bootstrap)
     assert s.call(SASL_HANDSHAKE, 0, {"mechanism": "PLAIN"})["error_code"] == 0
     with pytest.raises((ConnectionError, OSError)):
-        s.token(f"\0{ALICE}\0wrong".encode())
+        _token(s, f"\0{ALICE}\0wrong".encode())
         s.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
-    s.sock.close()
+    s.close()
 
 
 def test_v1_still_uses_sasl_authenticate(bootstrap):
-    s = _Socket(bootstrap)
+    s = _connect(bootstrap)
     assert s.call(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})["error_code"] == 0
     auth = s.call(36, 2, {"auth_bytes": f"\0{ALICE}\0{ALICE_PW}".encode()})
     assert auth["error_code"] == 0
     assert s.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})["brokers"]
-    s.sock.close()
+    s.close()
