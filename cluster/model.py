@@ -73,14 +73,18 @@ class TopicRecord:
     queues: int
     perm: int = 6
     attributes: dict = dataclasses.field(default_factory=dict)
+    topic_id: str = ""  # the creator's topic id (KIP-516) as UUID text, which every gateway takes; "" before ids
 
     def to_json(self) -> bytes:
-        return json.dumps({"queues": self.queues, "perm": self.perm, "attributes": self.attributes}).encode()
+        return json.dumps({"queues": self.queues, "perm": self.perm, "attributes": self.attributes,
+                           "topicId": self.topic_id}).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> "TopicRecord":
         d = json.loads(raw)
-        return cls(int(d["queues"]), int(d.get("perm", 6)), dict(d.get("attributes") or {}))
+        tid = d.get("topicId")
+        return cls(int(d["queues"]), int(d.get("perm", 6)), dict(d.get("attributes") or {}),
+                   tid if isinstance(tid, str) else "")
 
 
 def member_key(node_id: int) -> bytes:

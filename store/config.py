@@ -4,12 +4,15 @@ and the topic table kept in `config/topics.json` (RocketMQ's topicConfigTable la
 journal `config/topics.journal` (store.topic_journal) when the gateway's writer runs."""
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -152,6 +155,36 @@ class TopicConfig:
     write_queues: int = 8
     perm: int = 6
     attributes: dict = field(default_factory=dict)
+    topic_id: bytes = b""  # KIP-516's UUID (16 bytes), made with the topic and stored with it
+
+
+_LEGACY_IDS = uuid.UUID("6b1f5c8e-4d0a-4e53-9a6f-2f6d1c3b7a90").bytes  # namespace of the name-derived ids
+
+
+def legacy_topic_id(name: str) -> bytes:
+    """The id of a topic stored before ids were (`uuid5` of its name in the gateway's namespace):
+    what such topics were always answered with, so their clients and committed offsets keep it."""
+    digest = bytearray(hashlib.sha1(_LEGACY_IDS + name.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return bytes(digest)
+
+
+def new_topic_id() -> bytes:
+    """A random topic id as Kafka makes them (Uuid.randomUuid): never the zero id nor Kafka's
+    metadata topic id (1), and its base64 form never starts with '-' (tools take it for a flag)."""
+    while True:
+        tid = uuid.uuid4().bytes
+        if int.from_bytes(tid, "big") > 1 and not base64.urlsafe_b64encode(tid).startswith(b"-"):
+            return tid
+
+
+def parse_topic_id(text) -> bytes | None:
+    """The 16 bytes of a stored id (canonical UUID text), None if absent or malformed."""
+    try:
+        return uuid.UUID(text).bytes if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 class TopicTable:
@@ -174,15 +207,20 @@ class TopicTable:
         self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
         self.on_deleted = None  # called with each deleted topic's name (likewise)
         self._topics: dict[str, TopicConfig] = {}
+        self._by_id: dict[bytes, str] = {}  # topic id -> name
+        self._id_of: dict[str, bytes] = {}  # name -> the id _by_id has it under
         self._dirty = False  # the last write failed
         table, self._version = recover(config)
         for name, t in table.items():
             try:
                 self._topics[name] = TopicConfig(
                     name=name, read_queues=int(t.get("readQueueNums", 8)), write_queues=int(t.get("writeQueueNums", 8)),
-                    perm=int(t.get("perm", 6)), attributes=dict(t.get("attributes") or {}))
+                    perm=int(t.get("perm", 6)), attributes=dict(t.get("attributes") or {}),
+                    topic_id=parse_topic_id(t.get("topicId")) or legacy_topic_id(name))
             except (AttributeError, TypeError, ValueError) as exc:  # a hand-edited or damaged entry
                 log.error("topics: entry %r cannot be read (%s): skipped", name, exc)
+        for cfg in self._topics.values():
+            self._index_id(cfg)
 
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)
@@ -193,10 +231,16 @@ class TopicTable:
     def names(self) -> list[str]:
         return list(self._topics)
 
+    def name_of_id(self, topic_id: bytes) -> str | None:
+        """The existing topic whose id is `topic_id`, or None."""
+        return self._by_id.get(bytes(topic_id))
+
     def create(self, name: str, read_queues: int = 8, write_queues: int = 8, perm: int = 6,
-               attributes: dict | None = None) -> TopicConfig:
-        cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}))
+               attributes: dict | None = None, topic_id: bytes | None = None) -> TopicConfig:
+        """A new topic, with a new random id unless `topic_id` (a cluster's agreed one) is given."""
+        cfg = TopicConfig(name, read_queues, write_queues, perm, dict(attributes or {}), topic_id or new_topic_id())
         self._topics[name] = cfg
+        self._index_id(cfg)
         self._persist(name)
         if self.on_create is not None:
             self.on_create(cfg)
@@ -204,15 +248,28 @@ class TopicTable:
 
     def update(self, cfg: TopicConfig) -> None:
         self._topics[cfg.name] = cfg
+        self._index_id(cfg)
         self._persist(cfg.name)
 
     def delete(self, name: str) -> None:
+        self._forget_id(name)
         if self._topics.pop(name, None) is not None:
             self._persist(name)
         if self._on_delete is not None:
             self._on_delete(name)
         if self.on_deleted is not None:
             self.on_deleted(name)
+
+    def _index_id(self, cfg: TopicConfig) -> None:
+        self._forget_id(cfg.name)
+        self._by_id[cfg.topic_id] = cfg.name
+        self._id_of[cfg.name] = cfg.topic_id
+
+    def _forget_id(self, name: str) -> None:
+        """Drop the index entry of `name` (by the id indexed: its cfg may carry a new one, see `update`)."""
+        tid = self._id_of.pop(name, None)
+        if tid is not None and self._by_id.get(tid) == name:
+            del self._by_id[tid]
 
     @property
     def data_version(self) -> dict:
@@ -284,4 +341,4 @@ def _entry(t: TopicConfig) -> dict:
     """One topic as RocketMQ's topicConfigTable holds it."""
     return {"topicName": t.name, "readQueueNums": t.read_queues, "writeQueueNums": t.write_queues,
             "perm": t.perm, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
-            "attributes": dict(t.attributes)}
+            "attributes": dict(t.attributes), "topicId": str(uuid.UUID(bytes=t.topic_id))}

@@ -35,17 +35,23 @@ class Api:
 
 NO_AUTH_OPS = -2147483648
 
-PRODUCE = Api(key=0, name="Produce", versions="0-9", flexible="9+", served="3+", request=[
+# Brokers named in an answer's errors (KIP-951 leader discovery: Produce v10+, Fetch v16+, ShareFetch)
+_NODE_ENDPOINTS = [F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+")]
+_LEADER_ID_AND_EPOCH = Struct([F("leader_id", "i32", default=-1), F("leader_epoch", "i32", default=-1)])
+
+PRODUCE = Api(key=0, name="Produce", versions="0-13", flexible="9+", served="3+", request=[
     F("transactional_id", "str", "3+", nullable="3+"),
     F("acks", "i16"),
     F("timeout_ms", "i32"),
     F("topic_data", [
-        F("name", "str"),
+        F("name", "str", "0-12"),
+        F("topic_id", "uuid", "13+"),
         F("partition_data", [F("index", "i32"), F("records", "records", nullable="0+")]),
     ]),
 ], response=[
     F("responses", [
-        F("name", "str"),
+        F("name", "str", "0-12"),
+        F("topic_id", "uuid", "13+"),
         F("partition_responses", [
             F("index", "i32"),
             F("error_code", "i16"),
@@ -57,16 +63,17 @@ PRODUCE = Api(key=0, name="Produce", versions="0-9", flexible="9+", served="3+",
                 F("batch_index_error_message", "str", "8+", nullable="8+"),
             ], "8+"),
             F("error_message", "str", "8+", nullable="8+"),
+            F("current_leader", _LEADER_ID_AND_EPOCH, "10+", tag=0),
         ]),
     ]),
     F("throttle_time_ms", "i32", "1+"),
+    F("node_endpoints", _NODE_ENDPOINTS, "10+", tag=0),
 ])
 
 _EPOCH_END_OFFSET = Struct([F("epoch", "i32", default=-1), F("end_offset", "i64", default=-1)])
-_LEADER_ID_AND_EPOCH = Struct([F("leader_id", "i32", default=-1), F("leader_epoch", "i32", default=-1)])
 _SNAPSHOT_ID = Struct([F("end_offset", "i64", default=-1), F("epoch", "i32", default=-1)])
 
-FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
+FETCH = Api(key=1, name="Fetch", versions="4-18", flexible="12+", request=[
     F("replica_id", "i32", "0-14", default=-1),
     F("max_wait_ms", "i32"),
     F("min_bytes", "i32"),
@@ -84,12 +91,16 @@ FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
             F("last_fetched_epoch", "i32", "12+", default=-1),
             F("log_start_offset", "i64", "5+", default=-1),
             F("partition_max_bytes", "i32"),
+            F("replica_directory_id", "uuid", "17+", tag=0),
+            F("high_watermark", "i64", "18+", tag=1, default=0x7FFFFFFFFFFFFFFF),
         ]),
     ]),
     F("forgotten_topics_data", [F("topic", "str", "7-12"), F("topic_id", "uuid", "13+"),
                                 F("partitions", "[i32]")], "7+"),
     F("rack_id", "str", "11+"),
     F("cluster_id", "str", "12+", nullable="12+", tag=0),
+    F("replica_state", Struct([F("replica_id", "i32", default=-1), F("replica_epoch", "i64", default=-1)]), "15+",
+      tag=1),
 ], response=[
     F("throttle_time_ms", "i32", "1+"),
     F("error_code", "i16", "7+"),
@@ -112,6 +123,7 @@ FETCH = Api(key=1, name="Fetch", versions="4-12", flexible="12+", request=[
             F("snapshot_id", _SNAPSHOT_ID, "12+", tag=2),
         ]),
     ]),
+    F("node_endpoints", _NODE_ENDPOINTS, "16+", tag=0),
 ])
 
 LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-11", flexible="6+", request=[
@@ -138,6 +150,29 @@ LIST_OFFSETS = Api(key=2, name="ListOffsets", versions="1-11", flexible="6+", re
             F("timestamp", "i64", "1+", default=-1),
             F("offset", "i64", "1+", default=-1),
             F("leader_epoch", "i32", "4+", default=-1),
+        ]),
+    ]),
+])
+
+OFFSET_FOR_LEADER_EPOCH = Api(key=23, name="OffsetForLeaderEpoch", versions="2-4", flexible="4+", request=[
+    F("replica_id", "i32", "3+", default=-2),
+    F("topics", [
+        F("topic", "str"),
+        F("partitions", [
+            F("partition", "i32"),
+            F("current_leader_epoch", "i32", "2+", default=-1),
+            F("leader_epoch", "i32"),
+        ]),
+    ]),
+], response=[
+    F("throttle_time_ms", "i32", "2+"),
+    F("topics", [
+        F("topic", "str"),
+        F("partitions", [
+            F("error_code", "i16"),
+            F("partition", "i32"),
+            F("leader_epoch", "i32", "1+", default=-1),
+            F("end_offset", "i64", default=-1),
         ]),
     ]),
 ])
@@ -533,6 +568,29 @@ OFFSET_DELETE = Api(key=47, name="OffsetDelete", versions="0", flexible="1+", re
     F("topics", [F("name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
 ])
 
+ALTER_REPLICA_LOG_DIRS = Api(key=34, name="AlterReplicaLogDirs", versions="1-2", flexible="2+", request=[
+    F("dirs", [F("path", "str"), F("topics", [F("name", "str"), F("partitions", "[i32]")])]),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("results", [F("topic_name", "str"), F("partitions", [F("partition_index", "i32"), F("error_code", "i16")])]),
+])
+
+UPDATE_FEATURES = Api(key=57, name="UpdateFeatures", versions="0-2", flexible="0+", request=[
+    F("timeout_ms", "i32", default=60000),
+    F("feature_updates", [
+        F("feature", "str"),
+        F("max_version_level", "i16"),
+        F("allow_downgrade", "bool", "0"),
+        F("upgrade_type", "i8", "1+", default=1),
+    ]),
+    F("validate_only", "bool", "1+"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("error_message", "str", nullable="0+"),
+    F("results", [F("feature", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")], "0-1"),
+])
+
 DESCRIBE_LOG_DIRS = Api(key=35, name="DescribeLogDirs", versions="1-5", flexible="2+", request=[
     F("topics", [F("topic", "str"), F("partitions", "[i32]")], nullable="0+"),
 ], response=[
@@ -704,7 +762,6 @@ SHARE_GROUP_DESCRIBE = Api(key=77, name="ShareGroupDescribe", versions="1", flex
 ])
 
 _ACK_BATCHES = [F("first_offset", "i64"), F("last_offset", "i64"), F("acknowledge_types", "[i8]")]
-_NODE_ENDPOINTS = [F("node_id", "i32"), F("host", "str"), F("port", "i32"), F("rack", "str", nullable="0+")]
 _SHARE_PARTITION_ERROR = [F("partition_index", "i32"), F("error_code", "i16"),
                           F("error_message", "str", nullable="0+")]
 
@@ -876,7 +933,7 @@ TXN_OFFSET_COMMIT = Api(key=28, name="TxnOffsetCommit", versions="0-3", flexible
 
 # Security (gateway/kafka/sasl.py, gateway/kafka/security_admin.py). SaslHandshake v0 (raw SASL tokens
 # after the handshake, no SaslAuthenticate) is not offered: every maintained client uses v1.
-SASL_HANDSHAKE = Api(key=17, name="SaslHandshake", versions="1", flexible="none", request=[
+SASL_HANDSHAKE = Api(key=17, name="SaslHandshake", versions="0-1", flexible="none", request=[
     F("mechanism", "str"),
 ], response=[
     F("error_code", "i16"),
@@ -1232,11 +1289,11 @@ SECURITY_APIS = [SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, 
 
 TRANSACTION_APIS = [ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT]
 
-ALL = [PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
+ALL = [PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP,
        HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS, CREATE_TOPICS,
        DELETE_TOPICS, INIT_PRODUCER_ID, DESCRIBE_CONFIGS, CREATE_PARTITIONS, DELETE_GROUPS, DESCRIBE_CLUSTER,
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
-       LIST_CONFIG_RESOURCES,
+       LIST_CONFIG_RESOURCES, ALTER_REPLICA_LOG_DIRS, UPDATE_FEATURES,
        *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS]
 BY_KEY = {api.key: api for api in ALL}

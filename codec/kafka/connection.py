@@ -43,6 +43,14 @@ class Request:
     payload: memoryview
 
 
+@dataclasses.dataclass
+class SaslToken:
+    """A bare SASL token: after a SaslHandshake v0 the client sends its tokens as size-prefixed frames
+    without a request header until authentication ends (`ServerConnection.raw_tokens`)."""
+
+    token: bytes
+
+
 class Closed:
     """The client closed the connection (any partial frame it left is dropped)."""
 
@@ -67,6 +75,7 @@ class ServerConnection:
         self._filled = 0
         self._eof = False
         self._unanswered: list[int] = []  # correlation ids of requests taken but not yet answered
+        self.raw_tokens = False  # set by the owner after a SaslHandshake v0, cleared once authenticated
 
     # ------------------------------------------------------------ receiving
 
@@ -78,20 +87,24 @@ class ServerConnection:
             self._chunks.append(memoryview(data).toreadonly())
             self._buffered += len(data)
 
-    def next_event(self) -> Request | NeedData | Closed:
-        """The next complete request, NEED_DATA, or CLOSED; raises RemoteProtocolError or
-        DecodeError when the client's bytes are not a request (the connection is then unusable)."""
+    def next_event(self) -> Request | SaslToken | NeedData | Closed:
+        """The next complete request (a SaslToken in `raw_tokens` mode), NEED_DATA, or CLOSED; raises
+        RemoteProtocolError or DecodeError when the client's bytes are not a request (the connection
+        is then unusable)."""
         if self._size < 0:
             if self._buffered < SIZE.size:
                 return CLOSED if self._eof else NEED_DATA
             size = SIZE.unpack(self._take(SIZE.size))[0]
-            if not MIN_FRAME <= size <= self.max_frame_bytes:
-                raise self._broken(f"frame size {size} outside [{MIN_FRAME}, {self.max_frame_bytes}]")
+            least = 0 if self.raw_tokens else MIN_FRAME
+            if not least <= size <= self.max_frame_bytes:
+                raise self._broken(f"frame size {size} outside [{least}, {self.max_frame_bytes}]")
             self._size = size
         payload = self._assemble()
         if payload is None:
             return CLOSED if self._eof else NEED_DATA
         self._size = -1
+        if self.raw_tokens:
+            return SaslToken(bytes(payload))
         try:
             header = parse_header(payload)
         except DecodeError as exc:
@@ -157,6 +170,11 @@ class ServerConnection:
         if pos < len(view):
             parts.append(view[pos:])
         return parts
+
+    @staticmethod
+    def token_frame(token: bytes) -> bytes:
+        """The bytes of a bare SASL token answered in `raw_tokens` mode (size prefix, no header)."""
+        return SIZE.pack(len(token)) + token
 
     def send_nothing(self) -> None:
         """The oldest unanswered request gets no response (a Produce with acks=0)."""

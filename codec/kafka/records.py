@@ -24,6 +24,7 @@ I64 = struct.Struct(">q")
 # Named positions in a RecordBatch header
 BASE_OFFSET_AT = 0
 BATCH_LENGTH_AT = 8
+LEADER_EPOCH_AT = 12  # partitionLeaderEpoch: before the CRC'd part, as the base offset
 CRC_AT = 17
 ATTRS_AT = 21
 LAST_OFFSET_DELTA_AT = 23

@@ -7,9 +7,11 @@ of every group, RMQ_SYS_*) are not assigned in etcd; every gateway has its own c
 as every RocketMQ broker has its own (docs/cluster.md)."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
+import uuid
 
 import trio
 
@@ -125,7 +127,7 @@ class ClusterNode:
             return
         queues = max(cfg.read_queues, cfg.write_queues)
         rf = replication_factor or self._requested_rf.pop(name, None) or self.default_replication_factor
-        record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}))
+        record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}), str(uuid.UUID(bytes=cfg.topic_id)))
         assignments = model.place(name, queues, members or self.view.live() or [self.node_id], rf)
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
@@ -152,7 +154,7 @@ class ClusterNode:
         rf = len(first.replicas) if first is not None else self.default_replication_factor
         placed = model.place(cfg.name, queues, self.view.live() or [self.node_id], rf)
         new = {q: placed[q] for q in range(record.queues, queues)}
-        grown = TopicRecord(queues, record.perm, record.attributes)
+        grown = dataclasses.replace(record, queues=queues)
         self.view.topics[cfg.name] = grown
         for q, a in new.items():
             self.view.set_queue(cfg.name, q, a)

@@ -20,6 +20,7 @@ from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
 from semantics.replication.pop_journal import journal_topic
+from store.config import legacy_topic_id, parse_topic_id
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -171,10 +172,11 @@ class ClusterService:
                     topics.delete(deleted)
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
-                          attributes=record.attributes)
-        elif max(cfg.read_queues, cfg.write_queues) != record.queues:
-            # grown elsewhere, or auto-created here while another gateway's creation won
+                          attributes=record.attributes, topic_id=_agreed_id(name, record))
+        elif max(cfg.read_queues, cfg.write_queues) != record.queues or cfg.topic_id != _agreed_id(name, record):
+            # grown elsewhere, or auto-created here while another gateway's creation (and id) won
             cfg.read_queues = cfg.write_queues = record.queues
+            cfg.topic_id = _agreed_id(name, record)
             topics.update(cfg)
 
     def _publish_unassigned(self) -> None:
@@ -183,3 +185,9 @@ class ClusterService:
             cfg = self.app.store.topics.get(name)
             if not is_local_topic(name) and name not in self.node.view.topics:
                 self.node.topic_created(cfg, replication_factor=1, members=[self.node.node_id])
+
+
+def _agreed_id(name: str, record) -> bytes:
+    """The topic id the cluster agreed on: the creator's, in its record (a record of a gateway from
+    before topic ids has none: every gateway then takes the id such topics always had)."""
+    return parse_topic_id(record.topic_id) or legacy_topic_id(name)

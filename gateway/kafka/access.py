@@ -40,19 +40,24 @@ def _partitions(parts, code: int, error: str = "error_code") -> list:
 # ------------------------------------------------------------ per-topic splits
 # api key -> (request list, name field, response list, operation, entry for a denied topic)
 def _produce_entry(t, code):
-    return {"name": t["name"], "partition_responses": [
+    return {"name": t["name"], "topic_id": t.get("topic_id"), "partition_responses": [
         {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
          "log_start_offset": -1} for p in t["partition_data"]]}
 
 
 def _fetch_entry(t, code):
-    return {"topic": t["topic"], "partitions": [
+    return {"topic": t["topic"], "topic_id": t.get("topic_id"), "partitions": [
         {"partition_index": p["partition"], "error_code": code, "high_watermark": -1, "records": None}
         for p in t["partitions"]]}
 
 
 def _offsets_entry(t, code):
     return {"name": t["name"], "partitions": _partitions(t["partitions"], code)}
+
+
+def _leader_epoch_entry(t, code):
+    return {"topic": t["topic"], "partitions": [{"partition": p["partition"], "error_code": code}
+                                                for p in t["partitions"]]}
 
 
 def _add_partitions_entry(t, code):
@@ -68,6 +73,7 @@ SPLITS = {
     0: ("topic_data", "name", "responses", Op.WRITE, _produce_entry),
     1: ("topics", "topic", "responses", Op.READ, _fetch_entry),
     2: ("topics", "name", "topics", Op.DESCRIBE, _offsets_entry),
+    23: ("topics", "topic", "topics", Op.DESCRIBE, _leader_epoch_entry),  # OffsetForLeaderEpoch
     8: ("topics", "name", "topics", Op.READ, _offsets_entry),
     19: ("topics", "name", "topics", Op.CREATE, _named_error),
     20: ("topic_names", None, "responses", Op.DELETE, _named_error),
@@ -93,6 +99,9 @@ async def _split(ctx, key: int, fn):
     allowed, denied = [], []
     for item in items:
         name = item if name_field is None else item[name_field]
+        if name is None and key in (0, 1):  # v13+: an unknown topic id stays UNKNOWN_TOPIC_ID, as Kafka answers
+            allowed.append(item)
+            continue
         (allowed if _topic_allowed(ctx, key, op, name or "") else denied).append(item)
     if not denied:
         return await fn(ctx)
@@ -240,7 +249,7 @@ def _filter_offset_fetch(ctx, body: dict) -> None:
 
 # ------------------------------------------------------------ entry point
 # Metadata, SASL, ACL and user APIs, the partition placement APIs (partitions.py) and DescribeQuorum check themselves
-OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 36, 43, 45, 46, 48, 49, 50, 51, 55, 75))
+OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 34, 36, 43, 45, 46, 48, 49, 50, 51, 55, 57, 75))
 AFTER = frozenset((9, 10, 15, 16, 32, 60, 69))
 GROUP_DELETE = 42
 

@@ -62,7 +62,7 @@ def _split_topics(ctx, items, op: Op, log: bool = True) -> tuple[list, list]:
 
 
 def _id_or_zero(ctx, name: str) -> bytes:
-    return topics.topic_id(name) if topics.existing(ctx.app, name) is not None else ZERO_ID
+    return topics.topic_id(ctx.app, name)
 
 
 async def _alter_or_delete(key: int, fn, ctx) -> dict:

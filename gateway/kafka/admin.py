@@ -64,6 +64,7 @@ async def create_topics(ctx: RequestContext):
                 cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
                 entry["configs"] = _listed_configs(app, cfg, ctx.version)
+                entry["topic_id"] = cfg.topic_id
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
@@ -108,9 +109,15 @@ def _create_view(app, name: str, source: str, configs: dict, validate_only: bool
 @handler(apis.DELETE_TOPICS)
 async def delete_topics(ctx: RequestContext):
     app = ctx.app
-    names = [t["name"] for t in ctx.request["topics"]] if ctx.version >= 6 else ctx.request["topic_names"]
+    wanted = ctx.request["topics"] if ctx.version >= 6 else [{"name": n} for n in ctx.request["topic_names"]]
     out = []
-    for name in names:
+    for t in wanted:
+        name, tid = t["name"], bytes(t.get("topic_id") or topics.ZERO_ID)
+        if name is None and tid != topics.ZERO_ID:  # v6 names a topic by id
+            name = topics.name_of_topic_id(app, tid)
+            if name is None:
+                out.append({"name": None, "topic_id": tid, "error_code": errors.UNKNOWN_TOPIC_ID})
+                continue
         if name is not None and is_internal(name):  # RocketMQ refuses deleting its system topics (Kafka would not)
             out.append({"name": name, "error_code": errors.INVALID_TOPIC_EXCEPTION,
                         "error_message": f"{name} is an internal topic of the broker"})
@@ -118,10 +125,11 @@ async def delete_topics(ctx: RequestContext):
         if name is None or app.store.topics.get(name) is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
             continue
+        tid = topics.topic_id(app, name)
         app.store.topics.delete(name)
         kafka_state(app).producers.forget_topic(name)
         app.views.refresh()  # a deleted view or base stops being maintained
-        out.append({"name": name, "error_code": errors.NONE})
+        out.append({"name": name, "topic_id": tid, "error_code": errors.NONE})
     return {"responses": out}
 
 

@@ -21,7 +21,7 @@ import time
 import trio
 
 from codec.kafka.apis import BY_KEY
-from codec.kafka.connection import CLOSED, NEED_DATA, Request, ServerConnection
+from codec.kafka.connection import CLOSED, NEED_DATA, Request, SaslToken, ServerConnection
 from codec.kafka.schema import DecodeError
 import gateway.kafka.access as access
 import gateway.kafka.handlers as handlers
@@ -63,6 +63,7 @@ class Connection:
         peer_cert = stream.getpeercert() if self.tls else None
         self.principal = subject_principal(peer_cert) or ANONYMOUS
         self.sasl = None
+        self.unframed_sasl = False  # a SaslHandshake v0 succeeded: the tokens come bare (no SaslAuthenticate)
         self.on_close: dict = {}  # key -> fn(), run when the connection ends (share sessions)
         self.request_bytes = 0  # size of the request being handled (Produce quotas charge it)
         self.mute_s = 0.0  # set by a handler: not read for this long after its answer (client quotas)
@@ -94,12 +95,35 @@ async def handle_connection(stream, app) -> None:
                 data = await stream.receive_some(RECV_CHUNK)
                 stats.bytes_in["kafka"] += len(data)
                 wire.receive_data(data)
-            elif event is CLOSED or not await _answer(conn, wire, event):
+            elif event is CLOSED:
                 return
+            elif type(event) is SaslToken:
+                if not await _authenticate_unframed(conn, wire, event.token):
+                    return
+            elif not await _answer(conn, wire, event):
+                return
+            wire.raw_tokens = conn.unframed_sasl and not conn.sasl.authenticated
     finally:
         stats.connections["kafka"] -= 1
         for fn in conn.on_close.values():
             fn()
+
+
+async def _authenticate_unframed(conn: Connection, wire: ServerConnection, token: bytes) -> bool:
+    """One bare SASL token after a SaslHandshake v0, answered bare; False (close) when it fails, as
+    Kafka closes such a connection (it has no frame to carry an error)."""
+    error, message, out = conn.sasl.authenticate(token)
+    if error:
+        MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: SASL (handshake v0) "
+                              "failed: %s", conn.peer_host, message)
+        await trio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+        return False
+    if conn.sasl.authenticated:
+        conn.authenticated(conn.sasl.principal)
+    frame = wire.token_frame(bytes(out or b""))
+    await send_parts(conn.stream, [frame])
+    conn.stats.bytes_out["kafka"] += len(frame)
+    return True
 
 
 async def _answer(conn: Connection, wire: ServerConnection, request: Request) -> bool:

@@ -14,8 +14,8 @@ def consumer_groups(app) -> ConsumerGroups:
     return kafka_state(app).consumer_groups
 
 
-def _by_ids(assignment: dict) -> dict:
-    return {"topic_partitions": [{"topic_id": topics.topic_id(t), "partitions": ps}
+def _by_ids(app, assignment: dict) -> dict:
+    return {"topic_partitions": [{"topic_id": topics.topic_id(app, t), "partitions": ps}
                                  for t, ps in sorted(assignment.items())]}
 
 
@@ -37,12 +37,12 @@ async def consumer_group_heartbeat(ctx: RequestContext):
         req["owned_by_name"] = names
     resp = consumer_groups(ctx.app).heartbeat(req, ctx.version, ctx.client_id, "/" + ctx.peer_host)
     if resp.get("assignment") is not None:
-        resp["assignment"] = _by_ids(resp["assignment"])
+        resp["assignment"] = _by_ids(ctx.app, resp["assignment"])
     return resp
 
 
-def _described(assignment: dict) -> dict:
-    return {"topic_partitions": [{"topic_id": topics.topic_id(t), "topic_name": t, "partitions": sorted(ps)}
+def _described(app, assignment: dict) -> dict:
+    return {"topic_partitions": [{"topic_id": topics.topic_id(app, t), "topic_name": t, "partitions": sorted(ps)}
                                  for t, ps in sorted(assignment.items()) if ps]}
 
 
@@ -62,13 +62,13 @@ def describe_groups(coordinator, group_ids: list, unknown: dict, describe) -> di
     return {"groups": out}
 
 
-def _describe(g) -> dict:
+def _describe(app, g) -> dict:
     return {"assignor_name": g.assignor,
             "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                          "member_epoch": m.epoch, "client_id": m.client_id, "client_host": m.client_host,
                          "subscribed_topic_names": [] if m.regex else m.topics,
-                         "subscribed_topic_regex": m.regex, "assignment": _described(m.assigned),
-                         "target_assignment": _described(g.target.get(m.member_id, {})),
+                         "subscribed_topic_regex": m.regex, "assignment": _described(app, m.assigned),
+                         "target_assignment": _described(app, g.target.get(m.member_id, {})),
                          "member_type": 1}  # 1: a member that uses the consumer protocol
                         for m in g.members.values()]}
 
@@ -76,4 +76,4 @@ def _describe(g) -> dict:
 @handler(apis.CONSUMER_GROUP_DESCRIBE)
 async def consumer_group_describe(ctx: RequestContext):
     return describe_groups(consumer_groups(ctx.app), ctx.request["group_ids"],
-                           {"group_state": "Dead", "members": []}, _describe)
+                           {"group_state": "Dead", "members": []}, lambda g: _describe(ctx.app, g))

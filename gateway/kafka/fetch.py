@@ -13,11 +13,14 @@ import struct
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.leader_epochs as leader_epochs
+import gateway.kafka.leaders as leaders
 import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.quotas as quotas
 import gateway.kafka.topics as topics
 from codec.kafka import apis
-from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT, RECORD_COUNT_AT, stored_batch_problem
+from codec.kafka.records import (BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT, LEADER_EPOCH_AT, RECORD_COUNT_AT,
+                                 stored_batch_problem)
 from codec.kafka.schema import DecodeError, Spliced
 from codec.remoting import message as stored
 from codec.remoting.message import (BODY_AT, BODY_CRC_AT, BODY_LENGTH_AT, INNER_BATCH_FLAG as INNER_BATCH, INT32 as _I32,
@@ -76,7 +79,7 @@ _SPLICE_HEAD = BODY_AT + RECORD_COUNT_AT + _I32.size  # an entry's bytes up to i
 
 
 def read_batches(app, topic: str, partition: int, offset: int, high: int, max_bytes: int, at_least_one: bool,
-                 view=None):
+                 view=None, epoch_of=None):
     """Record batches from `offset` up to about `max_bytes` (one batch even if larger when asked):
     a bytearray, or a `Spliced` whose parts are bytearrays and `FileRange`s.
 
@@ -84,7 +87,9 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
     after the 8 bytes of its BaseOffset, which are patched in memory (the batch CRC does not cover
     them). Each contiguous run of smaller entries is read with one call and copied once into the
     answer, BaseOffsets patched there. `view` is the tag filter of a filtered view topic: its
-    inner-batch entries are cut to the matching records, renumbered with the view's offsets."""
+    inner-batch entries are cut to the matching records, renumbered with the view's offsets. With
+    `epoch_of(offset)` (a replicated queue in a cluster) each verbatim batch's partitionLeaderEpoch is
+    patched too (outside the CRC as well): the epoch that wrote it, which clients validate against."""
     out = bytearray()
     parts = []  # finished pieces before `out` when anything is spliced
     total = 0  # bytes in parts and out
@@ -109,10 +114,13 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
                     continue
                 if total + blen > max_bytes and (total or not at_least_one):
                     break
-                rng = s.open_entry_range(phys + BODY_AT + BATCH_LENGTH_AT, blen - BATCH_LENGTH_AT)
+                kept = BATCH_LENGTH_AT if epoch_of is None else LEADER_EPOCH_AT + _I32.size  # patched before
+                rng = s.open_entry_range(phys + BODY_AT + kept, blen - kept)
                 if rng is not None:
                     out += _I64.pack(qoff)
-                    parts += (out, FileRange(rng[0], rng[1], blen - BATCH_LENGTH_AT))
+                    if epoch_of is not None:
+                        out += head[BODY_AT + BATCH_LENGTH_AT:BODY_AT + LEADER_EPOCH_AT] + _I32.pack(epoch_of(qoff))
+                    parts += (out, FileRange(rng[0], rng[1], blen - kept))
                     out = bytearray()
                     total += blen
                     offset = qoff + _I32.unpack_from(head, BODY_AT + RECORD_COUNT_AT)[0]
@@ -153,6 +161,8 @@ def read_batches(app, topic: str, partition: int, offset: int, high: int, max_by
                 pos = len(out)
                 out += mv[at + BODY_AT:at + BODY_AT + blen]
                 _I64.pack_into(out, pos, qoff)
+                if epoch_of is not None:
+                    _I32.pack_into(out, pos + LEADER_EPOCH_AT, epoch_of(qoff))
                 total += blen
             else:
                 raw = bytes(mv[at:at + size])
@@ -234,7 +244,7 @@ async def fetch(ctx: RequestContext):
     min_bytes = req["min_bytes"]
     max_bytes = quotas.fetch_max_bytes(ctx, req.get("max_bytes", 0x7FFFFFFF))
     min_bytes = min(min_bytes, max_bytes)
-    keys = [(t["topic"], p["partition"]) for t in req["topics"] for p in t["partitions"]]
+    keys = [(t["topic"], p["partition"]) for t in req["topics"] if t["topic"] is not None for p in t["partitions"]]
     while True:
         responses, total, failed = _fetch_once(app, req, max_bytes)
         remaining = deadline - trio.current_time()
@@ -244,7 +254,7 @@ async def fetch(ctx: RequestContext):
                 release(responses)
                 return {"responses": [], "session_id": 0, "throttle_time_ms": throttle_ms}
             stats_of(app).fetch_response(responses)
-            return {"responses": responses, "session_id": 0}
+            return leaders.with_leader_hints(ctx, {"responses": responses, "session_id": 0}, leaders.FETCH_LAYOUT)
         release(responses)
         await app.arrivals.wait_any(keys, remaining)
 
@@ -256,6 +266,12 @@ def _fetch_once(app, req, max_bytes: int):
     failed = False
     for t in req["topics"]:
         name = t["topic"]
+        if name is None:
+            responses.append({"topic": None, "topic_id": t["topic_id"], "partitions": [
+                {"partition_index": p["partition"], "error_code": errors.UNKNOWN_TOPIC_ID, "high_watermark": -1,
+                 "records": b""} for p in t["partitions"]]})
+            failed = True
+            continue
         cfg = offsets_topic.readable(app, name)
         parts = []
         for p in t["partitions"]:
@@ -277,8 +293,9 @@ def _fetch_once(app, req, max_bytes: int):
             elif offset < high and total < max_bytes:
                 limit = min(p["partition_max_bytes"], max_bytes - total)
                 entry["records"] = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0,
-                                                view=views.view_filter(cfg))
+                                                view=views.view_filter(cfg),
+                                                epoch_of=leader_epochs.batch_epochs(app, name, index))
                 total += len(entry["records"])
             parts.append(entry)
-        responses.append({"topic": name, "partitions": parts})
+        responses.append({"topic": name, "topic_id": t.get("topic_id"), "partitions": parts})
     return responses, total, failed

@@ -122,9 +122,9 @@ async def offset_commit(ctx: RequestContext):
                                                          bool(app.offsets.group_offsets(group)))
     out = []
     committed = []
-    by_id = topics.names_by_id(app) if ctx.version >= 10 else None  # v10 names topics by id (KIP-848)
+    by_id = app.store.topics.name_of_id if ctx.version >= 10 else None  # v10 names topics by id (KIP-848)
     for t in req["topics"]:
-        name = t["name"] if by_id is None else by_id.get(bytes(t["topic_id"]))
+        name = t["name"] if by_id is None else by_id(bytes(t["topic_id"]))
         cfg = topics.existing(app, name)
         parts = []
         for p in t["partitions"]:
@@ -146,7 +146,7 @@ async def offset_commit(ctx: RequestContext):
     return {"topics": out}
 
 
-def _fetch_group_offsets(app, group: str, wanted, by_id: dict | None = None) -> list[dict]:
+def _fetch_group_offsets(app, group: str, wanted, by_id=None) -> list[dict]:
     """OffsetFetch topics for one group; `wanted` None means every committed partition. With `by_id`
     (v10+) topics are named by id: an unknown id gets UNKNOWN_TOPIC_ID, and the whole-group answer
     leaves out offsets of topics that no longer exist (they have no id), as Kafka does."""
@@ -157,9 +157,9 @@ def _fetch_group_offsets(app, group: str, wanted, by_id: dict | None = None) -> 
         wanted = [{"name": t, "partition_indexes": q} for t, q in by_topic.items()
                   if by_id is None or topics.existing(app, t) is not None]
         if by_id is not None:
-            wanted = [{**t, "topic_id": topics.topic_id(t["name"])} for t in wanted]
+            wanted = [{**t, "topic_id": topics.topic_id(app, t["name"])} for t in wanted]
     elif by_id is not None:
-        wanted = [{**t, "name": by_id.get(bytes(t["topic_id"]))} for t in wanted]
+        wanted = [{**t, "name": by_id(bytes(t["topic_id"]))} for t in wanted]
     out = []
     for t in wanted:
         if t["name"] is None:
@@ -183,7 +183,7 @@ async def offset_fetch(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     if ctx.version >= 8:
         out = []
-        by_id = topics.names_by_id(app) if ctx.version >= 10 else None
+        by_id = app.store.topics.name_of_id if ctx.version >= 10 else None
         for g in req["groups"]:
             code = errors.NONE
             if g.get("member_id") is not None:  # v9: a KIP-848 member fetches with its epoch

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import gateway.kafka.access as access
 import gateway.kafka.errors as errors
-import gateway.kafka.features as features
+import gateway.kafka.features as features  # also UpdateFeatures
+import gateway.kafka.topics as topic_names
 from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
 import gateway.kafka.configs  # noqa: F401
@@ -15,6 +16,7 @@ import gateway.kafka.consumer_groups  # noqa: F401
 import gateway.kafka.describe_producers  # noqa: F401
 import gateway.kafka.fetch  # noqa: F401
 import gateway.kafka.groups  # noqa: F401
+import gateway.kafka.leader_epochs  # noqa: F401
 import gateway.kafka.list_offsets  # noqa: F401
 import gateway.kafka.log_dirs  # noqa: F401
 import gateway.kafka.metadata  # noqa: F401
@@ -49,6 +51,7 @@ async def handle(conn, header, payload) -> bytes | None:
                                        {"error_code": errors.UNSUPPORTED_VERSION})
     ctx = RequestContext(conn.app, version, protocol.decode_request(header, payload), conn.client_id,
                          conn.peer_host, conn.local_port, getattr(conn, "principal", "User:ANONYMOUS"), conn)
+    topic_names.name_topics_by_id(conn.app, key, version, ctx.request)
     topics = conn.app.store.topics
     changed_before = topics.submission
     body = await access.guarded(key, fn, ctx)

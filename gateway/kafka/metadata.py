@@ -67,7 +67,7 @@ def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
         internal = error != authz.TOPIC_AUTHORIZATION_FAILED and name is not None and is_internal(name)
         return {"error_code": error, "name": name, "is_internal": internal, "partitions": []}
     count = OFFSETS_PARTITIONS if cfg is None else topics.partition_count(cfg)
-    return {"error_code": errors.NONE, "name": name, "topic_id": topics.topic_id(name),
+    return {"error_code": errors.NONE, "name": name, "topic_id": topics.offsets_topic_id() if cfg is None else cfg.topic_id,
             "is_internal": is_internal(name), "partitions": partition_entries(app, name, count)}
 
 

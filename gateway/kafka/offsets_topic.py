@@ -107,7 +107,7 @@ def readable(app, name: str):
     is created (empty) when first read before any commit."""
     cfg = topics.existing(app, name)
     if cfg is None and name == OFFSETS_TOPIC:  # compacted as Kafka's: only the latest commit per key stays
-        cfg = topics.create(app, OFFSETS_TOPIC, OFFSETS_PARTITIONS, OFFSETS_CONFIGS)
+        cfg = topics.create(app, OFFSETS_TOPIC, OFFSETS_PARTITIONS, OFFSETS_CONFIGS, topics.offsets_topic_id())
     return cfg
 
 
@@ -116,7 +116,7 @@ async def mirror(app, group: str, commits: list[tuple]) -> None:
     offset None for a tombstone (the offset was deleted)."""
     now = int(time.time() * 1000)
     await _append(app, group, [(now, offset_key(group, topic, partition), None if offset is None else
-                                offset_value(offset, epoch, metadata, now, topics.topic_id(topic)), [])
+                                offset_value(offset, epoch, metadata, now, topics.topic_id(app, topic)), [])
                                for topic, partition, offset, epoch, metadata in commits])
 
 

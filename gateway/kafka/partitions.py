@@ -31,7 +31,7 @@ CLUSTER_DENIED = authz.CLUSTER_AUTHORIZATION_FAILED
 # ------------------------------------------------------------ DescribeTopicPartitions
 def _topic_entry(ctx, name: str, code: int, partitions: list) -> dict:
     ok = code == errors.NONE
-    return {"error_code": code, "name": name, "topic_id": topic_id(name) if ok else ZERO_ID,
+    return {"error_code": code, "name": name, "topic_id": topic_id(ctx.app, name) if ok else ZERO_ID,
             "is_internal": ok and is_internal(name), "partitions": partitions,
             "topic_authorized_operations": authz.operations(ctx, Res.TOPIC, name)}
 

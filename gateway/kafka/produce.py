@@ -10,6 +10,7 @@ import time
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.leaders as leaders
 import gateway.kafka.quotas as quotas
 import gateway.kafka.record_errors as record_errors
 import gateway.kafka.timestamps as timestamps
@@ -175,11 +176,13 @@ async def produce(ctx: RequestContext):
     end = 0
     replicated = []
     for t in req["topic_data"]:
-        name = t["name"]
+        name = t["name"]  # None: v13 named an unknown topic id (handlers: topics.name_topics_by_id)
         parts = []
         if version < 3 or acks not in (-1, 0, 1):
             code = errors.UNSUPPORTED_VERSION if version < 3 else errors.INVALID_REQUIRED_ACKS
             parts = [_partition_error(p["index"], code) for p in t["partition_data"]]
+        elif name is None:
+            parts = [_partition_error(p["index"], errors.UNKNOWN_TOPIC_ID) for p in t["partition_data"]]
         elif name in KAFKA_INTERNAL and app.store.topics.get(name) is None:  # Kafka 4.3: never created by a Produce
             parts = [_partition_error(p["index"], errors.UNKNOWN_TOPIC_OR_PARTITION) for p in t["partition_data"]]
         elif is_internal(name):  # Kafka's and RocketMQ's internal topics: the broker writes them
@@ -207,7 +210,7 @@ async def produce(ctx: RequestContext):
                 end = max(end, e)
                 if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
-        responses.append({"name": name, "partition_responses": parts})
+        responses.append({"name": name, "topic_id": t.get("topic_id"), "partition_responses": parts})
     quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
     if acks == 0:
         return None
@@ -223,4 +226,5 @@ async def produce(ctx: RequestContext):
             replicated.pop(0)
     for _name, index, _end, resp in replicated:
         resp.update(_partition_error(index, errors.REQUEST_TIMED_OUT))
-    return {"responses": responses, "throttle_time_ms": max(flow.throttle_ms(), quota_ms)}
+    body = {"responses": responses, "throttle_time_ms": max(flow.throttle_ms(), quota_ms)}
+    return leaders.with_leader_hints(ctx, body, leaders.PRODUCE_LAYOUT)

@@ -1,4 +1,6 @@
 """SaslHandshake (17) and SaslAuthenticate (36) on SASL listeners (`security.sasl.SaslSession` does the work).
+After a SaslHandshake v0 the client sends its SASL tokens bare (size-prefixed, no request header) and gets
+the server's the same way, as Kafka's pre-1.0 clients do; a failed token closes the connection.
 
 On a listener without SASL Kafka answers a handshake with ILLEGAL_SASL_STATE; so do we. Re-authentication
 (KIP-368) is not offered: session_lifetime_ms is 0, which tells clients the session never expires
@@ -20,6 +22,8 @@ async def sasl_handshake(ctx: RequestContext):
     error, mechanisms = session.handshake(ctx.request["mechanism"])
     if error != NONE:
         session.failed = True  # Kafka closes the connection after a failed handshake
+    elif ctx.version == 0:  # the client's tokens follow bare, without SaslAuthenticate (gateway.kafka.connection)
+        ctx.conn.unframed_sasl = True
     return {"error_code": error, "mechanisms": mechanisms}
 
 

@@ -165,7 +165,7 @@ async def share_fetch(ctx: RequestContext):
     if epoch == INITIAL:
         shown |= set(session.partitions)
     for name, p in sorted(shown):
-        tid = ids.get(name) or topics.topic_id(name)
+        tid = ids.get(name) or topics.topic_id(app, name)
         entry = {"partition_index": p, "error_code": errors.NONE, "acknowledge_error_code": ack_codes.get((tid, p), 0),
                  "current_leader": LEADER, "records": b"", "acquired_records": []}
         if (name, p) in denied:

@@ -14,8 +14,8 @@ from gateway.kafka.state import kafka_state
 from semantics.share_groups import ASSIGNOR, NON_EMPTY_GROUP
 
 
-def _by_ids(assignment: dict) -> dict:
-    return {"topic_partitions": [{"topic_id": topics.topic_id(t), "partitions": ps}
+def _by_ids(app, assignment: dict) -> dict:
+    return {"topic_partitions": [{"topic_id": topics.topic_id(app, t), "partitions": ps}
                                  for t, ps in sorted(assignment.items())]}
 
 
@@ -28,7 +28,7 @@ async def share_group_heartbeat(ctx: RequestContext):
                 "share group.", "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
     resp = state.share_groups.heartbeat(ctx.request, ctx.client_id, "/" + ctx.peer_host)
     if resp.get("assignment") is not None:
-        resp["assignment"] = _by_ids(resp["assignment"])
+        resp["assignment"] = _by_ids(ctx.app, resp["assignment"])
     return resp
 
 
@@ -49,7 +49,7 @@ async def share_group_describe(ctx: RequestContext):
                                  "client_id": m.client_id, "client_host": m.client_host,
                                  "subscribed_topic_names": m.topics,
                                  "assignment": {"topic_partitions": [
-                                     {"topic_id": topics.topic_id(t), "topic_name": t, "partitions": ps}
+                                     {"topic_id": topics.topic_id(ctx.app, t), "topic_name": t, "partitions": ps}
                                      for t, ps in sorted(g.target.get(m.member_id, {}).items()) if ps]}}
                                 for m in g.members.values()]})
     return {"groups": out}
@@ -94,7 +94,7 @@ async def describe_share_group_offsets(ctx: RequestContext):
                 start, lag = _start_and_lag(app, group, name, p)
                 parts.append({"partition_index": p, "start_offset": start, "leader_epoch": 0 if start >= 0 else -1,
                               "lag": lag, "error_code": errors.NONE, "error_message": None})
-            tout.append({"topic_name": name, "topic_id": topics.topic_id(name), "partitions": parts})
+            tout.append({"topic_name": name, "topic_id": topics.topic_id(app, name), "partitions": parts})
         out.append({"group_id": group, "topics": tout, "error_code": errors.NONE, "error_message": None})
     return {"groups": out}
 
@@ -135,7 +135,7 @@ async def alter_share_group_offsets(ctx: RequestContext):
                 continue
             end = max(end, app.pop.reset(req["group_id"], name, index, p["start_offset"]))
             parts.append({"partition_index": index, "error_code": errors.NONE, "error_message": None})
-        out.append({"topic_name": name, "topic_id": topics.topic_id(name), "partitions": parts})
+        out.append({"topic_name": name, "topic_id": topics.topic_id(app, name), "partitions": parts})
     await app.durable(end)
     return {"error_code": errors.NONE, "responses": out}
 
@@ -161,7 +161,7 @@ async def delete_share_group_offsets(ctx: RequestContext):
     out = []
     for name in names:
         code = errors.NONE if topics.existing(app, name) is not None else errors.UNKNOWN_TOPIC_OR_PARTITION
-        out.append({"topic_name": name, "topic_id": topics.topic_id(name), "error_code": code, "error_message": None})
+        out.append({"topic_name": name, "topic_id": topics.topic_id(app, name), "error_code": code, "error_message": None})
     end = drop_progress(app, req["group_id"], set(names))
     app.offsets.persist()
     await app.durable(end)

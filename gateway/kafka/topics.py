@@ -2,36 +2,45 @@
 configs produce enforces (their definitions and validation: `semantics.topic_configs`)."""
 from __future__ import annotations
 
-import hashlib
 import re
-import uuid
 
 import gateway.kafka.errors as errors
+from store.config import legacy_topic_id
 from semantics import compaction
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,127}$")  # Kafka allows 249; the stored-message layout 127
-_TOPIC_IDS = uuid.UUID("6b1f5c8e-4d0a-4e53-9a6f-2f6d1c3b7a90")  # namespace of the name-derived topic ids
-_NAMESPACE = _TOPIC_IDS.bytes
+ZERO_ID = bytes(16)  # Kafka's Uuid.ZERO_UUID: no topic
 
 
-def topic_id(name: str) -> bytes:
-    """The topic's id (Metadata v10+, KIP-848 assignments): derived from its name, so stable across
-    restarts without being stored (a re-created topic gets the same id). It is `uuid.uuid5(_TOPIC_IDS,
-    name).bytes`, computed on the bytes (a tenth of uuid5's time: Metadata asks for it per topic)."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE + name.encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    return bytes(digest)
+def topic_id(app, name: str) -> bytes:
+    """The topic's id (KIP-516): made at random with the topic and stored with it (store.config),
+    so it survives restarts and a re-created topic gets a new one; ZERO_ID for no such topic."""
+    cfg = app.store.topics.get(name) if name else None
+    return cfg.topic_id if cfg is not None else ZERO_ID
 
 
-def name_of_topic_id(app, tid: bytes) -> str | None:
+def offsets_topic_id() -> bytes:
+    """The id of __consumer_offsets, also before it is stored (it is created on first use with it)."""
+    return legacy_topic_id("__consumer_offsets")
+
+
+def name_of_topic_id(app, tid) -> str | None:
     """The existing topic whose id is `tid`, or None."""
-    return next((n for n in app.store.topics.names() if topic_id(n) == bytes(tid)), None)
+    return app.store.topics.name_of_id(bytes(tid)) if tid is not None else None
 
 
-def names_by_id(app) -> dict[bytes, str]:
-    """Every existing topic by its id: one pass for a request that names many topics by id."""
-    return {topic_id(n): n for n in app.store.topics.names()}
+# api key -> (first version naming topics by id (KIP-516), topic list, name field) of such requests
+_BY_ID = {0: (13, "topic_data", "name"), 1: (13, "topics", "topic")}
+
+
+def name_topics_by_id(app, key: int, version: int, request: dict) -> None:
+    """Fill in the name of each topic a Produce v13+ or Fetch v13+ request names by id (None for an id
+    no topic has: the handler answers UNKNOWN_TOPIC_ID), so authorization and handlers work by name."""
+    spec = _BY_ID.get(key)
+    if spec is not None and version >= spec[0]:
+        for t in request[spec[1]]:
+            t[spec[2]] = name_of_topic_id(app, t["topic_id"])
+
 
 def legal_name(name: str | None) -> bool:
     """Whether Kafka may create a topic of this name; existing topics are served whatever their name
@@ -52,9 +61,9 @@ def has_partition(cfg, index: int) -> bool:
     return cfg is not None and 0 <= index < partition_count(cfg)
 
 
-def create(app, name: str, partitions: int, configs: dict | None = None):
+def create(app, name: str, partitions: int, configs: dict | None = None, topic_id: bytes | None = None):
     return app.store.topics.create(name, read_queues=partitions, write_queues=partitions,
-                                   attributes=dict(configs or {}))
+                                   attributes=dict(configs or {}), topic_id=topic_id)
 
 
 def lookup(app, name: str, auto_create: bool):

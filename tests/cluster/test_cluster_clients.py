@@ -19,7 +19,7 @@ from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
 
 from clusters import NODES, require_etcd, start_cluster, wait_for
 from codec.remoting.message import properties_to_string
-from raw_kafka import KafkaRaw, remoting_call
+from raw_kafka import KafkaRaw, batch, remoting_call
 from gateway_process import free_port
 
 
@@ -93,6 +93,39 @@ def test_a_non_replica_answers_not_leader_or_follower(three):
         assert raw.fetch_error("spread", 0) == 6
     finally:
         raw.close()
+
+
+def test_not_leader_answers_name_the_leader(three):
+    """KIP-951 leader discovery: Produce v10+ and Fetch v16+ answered NOT_LEADER_OR_FOLLOWER carry the
+    partition's current leader and epoch and that leader's endpoint, as Kafka's brokers answer."""
+    _, gws = three
+    md = AdminClient({"bootstrap.servers": gws[1].kafka_bootstrap}).list_topics("spread", timeout=10)
+    leader = md.topics["spread"].partitions[0].leader
+    other = next(n for n in NODES if n != leader)
+    raw = KafkaRaw("127.0.0.1", gws[other].kafka_port)
+    endpoint = [{"node_id": leader, "host": "127.0.0.1", "port": gws[leader].kafka_port, "rack": None}]
+    fetch_body = {"max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0,
+                  "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
+                  "topics": [{"topic_id": _topic_ids({leader: gws[leader]}, "spread")[leader],
+                              "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]}
+    try:
+        produced = raw.call(0, 10, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": "spread", "partition_data": [{"index": 0, "records": batch([b"x"])}]}]})
+        p = produced["responses"][0]["partition_responses"][0]
+        assert p["error_code"] == 6 and p["current_leader"]["leader_id"] == leader
+        assert produced["node_endpoints"] == endpoint
+        fetched = raw.call(1, 16, fetch_body)
+        f = fetched["responses"][0]["partitions"][0]
+        assert f["error_code"] == 6 and f["current_leader"] == p["current_leader"]
+        assert fetched["node_endpoints"] == endpoint
+    finally:
+        raw.close()
+    at_leader = KafkaRaw("127.0.0.1", gws[leader].kafka_port)
+    try:  # the leader's answers have no error: nothing added
+        assert at_leader.produce("spread", batch([b"y"]))[0] == 0
+        assert at_leader.call(1, 16, fetch_body)["responses"][0]["partitions"][0]["error_code"] == 0
+    finally:
+        at_leader.close()
 
 
 def test_producer_ids_come_in_blocks_never_reused(three):
@@ -290,3 +323,35 @@ def test_a_killed_gateway_leaves_metadata_and_routes(three):
     for p in md.topics["spread"].partitions.values():
         if p.id in led[3]:
             assert p.leader in (1, 2) and 3 in p.replicas
+
+
+def _topic_ids(gws, topic: str) -> dict[int, bytes]:
+    """Each gateway's Metadata v12 id of `topic` (absent while a gateway does not know the topic)."""
+    out = {}
+    for node, g in gws.items():
+        c = KafkaRaw("127.0.0.1", g.kafka_port)
+        try:
+            t = c.call(3, 12, {"topics": [{"name": topic, "topic_id": bytes(16)}],
+                               "allow_auto_topic_creation": False})["topics"][0]
+        finally:
+            c.close()
+        if t["error_code"] == 0:
+            out[node] = bytes(t["topic_id"])
+    return out
+
+
+def test_every_gateway_answers_the_creators_topic_id(three):
+    """KIP-516: the id made by the creating gateway travels with the topic's record in etcd; a
+    topic deleted and re-created gets a new one, again the same everywhere."""
+    _, gws = three
+    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
+    admin.create_topics([NewTopic("ids", num_partitions=3, replication_factor=2)])["ids"].result(10)
+    first = wait_for(lambda: (lambda ids: ids if len(ids) == len(gws) and len(set(ids.values())) == 1 else None)(
+        _topic_ids(gws, "ids")), what="one id on every gateway")
+    admin.delete_topics(["ids"])["ids"].result(10)
+    wait_for(lambda: not _topic_ids(gws, "ids"), what="deleted everywhere")
+    other = AdminClient({"bootstrap.servers": gws[3].kafka_bootstrap})
+    other.create_topics([NewTopic("ids", num_partitions=3, replication_factor=2)])["ids"].result(10)
+    second = wait_for(lambda: (lambda ids: ids if len(ids) == len(gws) and len(set(ids.values())) == 1 else None)(
+        _topic_ids(gws, "ids")), what="one new id on every gateway")
+    assert set(second.values()) != set(first.values())

@@ -44,20 +44,13 @@ NOT_CLIENT_FACING = {
 
 # Client-facing APIs whose advertised range is not yet Kafka 4.3's; remove an entry once it matches.
 NOT_YET = {
-    0: "Produce 0-9 (Kafka 0-13): v10 KIP-951 leader discovery, v11 tag, v12 KIP-890 implicit add (TV2), "
-       "v13 topic ids",
-    1: "Fetch 4-12 (Kafka 4-18): v13+ fetches by topic id (KIP-516), v15/v16/v17/v18 not done",
-    17: "SaslHandshake 1 (Kafka 0-1): v0 means SASL tokens sent unframed after the handshake; not served",
-    23: "OffsetForLeaderEpoch not served (Kafka 2-4): needs leader epochs from the replication layer",
     24: "AddPartitionsToTxn 0-3 (Kafka 0-5): v4+ batches transactions (verification, KIP-890)",
     26: "EndTxn 0-4 (Kafka 0-5): v5 bumps the producer epoch on every end (TV2, KIP-890)",
     28: "TxnOffsetCommit 0-3 (Kafka 0-5): v4/v5 TV2",
-    34: "AlterReplicaLogDirs not served (Kafka 1-2)",
     38: "CreateDelegationToken not served (Kafka 1-3)",
     39: "RenewDelegationToken not served (Kafka 1-2)",
     40: "ExpireDelegationToken not served (Kafka 1-2)",
     41: "DescribeDelegationToken not served (Kafka 1-3)",
-    57: "UpdateFeatures not served (Kafka 0-2)",
     71: "GetTelemetrySubscriptions not served (Kafka 0, with a telemetry reporter): KIP-714",
     72: "PushTelemetry not served (Kafka 0, with a telemetry reporter): KIP-714",
 }

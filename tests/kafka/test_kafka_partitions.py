@@ -176,9 +176,10 @@ def _acl_ctx(tmp_path, principal: str, request: dict, version: int = 0):
     sec = Security(str(tmp_path), super_users=["User:admin"], environ={})
     sec.authorizer.create([AclBinding(Res.TOPIC, "seen", PatternType.LITERAL, "User:alice", "*", Op.DESCRIBE,
                                       Permission.ALLOW)])
+    topic = types.SimpleNamespace(read_queues=1, write_queues=1, topic_id=bytes(range(16)))
     store = types.SimpleNamespace(topics=types.SimpleNamespace(
-        names=lambda: ["hidden", "seen"], get=lambda n: types.SimpleNamespace(read_queues=1, write_queues=1)
-        if n in ("hidden", "seen") else None, data_version={"counter": 3, "timestamp": 0}))
+        names=lambda: ["hidden", "seen"], get=lambda n: topic if n in ("hidden", "seen") else None,
+        data_version={"counter": 3, "timestamp": 0}))
     app = types.SimpleNamespace(security=sec, ownership=SINGLE_NODE, store=store,
                                 config=types.SimpleNamespace(advertised="127.0.0.1"))
     return RequestContext(app, version, request, "c", "10.0.0.1", 9092, principal)

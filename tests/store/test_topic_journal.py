@@ -7,6 +7,7 @@ import os
 import random
 import shutil
 import threading
+import uuid
 
 import pytest
 
@@ -86,7 +87,8 @@ def test_the_close_folds_the_journal_into_topics_json_in_rocketmq_layout(tmp_pat
     doc = json.loads((tmp_path / SNAPSHOT).read_text())
     assert doc["topicConfigTable"]["A"] == {
         "topicName": "A", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": 0, "order": False, "attributes": {}}
+        "topicSysFlag": 0, "order": False, "attributes": {},
+        "topicId": str(uuid.UUID(bytes=table.get("A").topic_id))}  # the gateway's one addition (KIP-516)
     assert "B" not in doc["topicConfigTable"] and doc["dataVersion"]["counter"] == 3
     assert journal_bytes(tmp_path) == b""
 
