@@ -139,6 +139,18 @@ class SchemaValidation:
             self._unknown.clear()
         return self._counted(protocol, topic, bad)
 
+    def accepts_ids(self, topic: str, rule: Rule, key_ids: set | None, value_ids: set | None) -> bool:
+        """Whether records framed with only these ids (None: that side not read) pass the id level
+        on every side; False sends the caller to `refusals_learning`, which says which record is
+        refused and why, and asks the leader about unknown ids."""
+        if self.registry is None:
+            return False
+        self._sync()
+        for side, ids in ((rule.key, key_ids), (rule.value, value_ids)):
+            if side is not None and (ids is None or any(self._id_verdict(topic, side, i) is not None for i in ids)):
+                return False
+        return True
+
     def _judge(self, topic: str, rule: Rule, keys: list | None, values: list | None) -> dict:
         """{record index: (part, why)} of the refused records."""
         count = len(values if values is not None else keys)
@@ -246,7 +258,10 @@ class SchemaValidation:
         """Why a key/value starting with these 5 bytes is refused (None: its id is the subject's)."""
         if len(head) < 5 or head[0] != 0:
             return f"{side.part} is not framed with a schema id (magic byte 0 and a 4-byte id)"
-        schema_id = int.from_bytes(head[1:5], "big", signed=True)
+        return self._id_verdict(topic, side, int.from_bytes(head[1:5], "big", signed=True))
+
+    def _id_verdict(self, topic: str, side: Side, schema_id: int) -> str | None:
+        """Why a key/value framed with this id is refused (None: the id is the subject's), cached."""
         cache_key = (topic, side, schema_id)
         verdict = self._verdicts.get(cache_key, _MISSING)
         if verdict is _MISSING:
