@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 MIN_RECORDS = 48  # below this the per-record loop of schema_frames is cheaper than numpy's fixed cost
-_PAD = bytes(16)  # zeros past the section: a varint read there ends, and bounds checks refuse it
 
 
 def record_ends(buf: bytes, count: int) -> list[int] | None:
@@ -43,14 +42,20 @@ def record_ends(buf: bytes, count: int) -> list[int] | None:
     return ends
 
 
+def _at(a: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The bytes at positions `at`; one past the section reads as its last byte. Such a read only
+    comes from a field that does not end inside its record, which the bounds check refuses."""
+    return a.take(at, mode="clip")
+
+
 def _varint_lengths(a: np.ndarray, at: np.ndarray, most: int, bad: np.ndarray) -> np.ndarray:
     """The byte lengths of the varints at positions `at`; one longer than `most` bytes marks `bad`."""
-    more = a[at] >= 0x80
+    more = _at(a, at) >= 0x80
     length = 1 + more
     for k in range(1, most):
         if not np.count_nonzero(more):
             return length
-        more &= a[at + k] >= 0x80
+        more &= _at(a, at + k) >= 0x80
         length += more
     bad |= more
     return length
@@ -59,14 +64,14 @@ def _varint_lengths(a: np.ndarray, at: np.ndarray, most: int, bad: np.ndarray) -
 def _varints(a: np.ndarray, at: np.ndarray, most: int, bad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(zigzag-decoded values, byte lengths) of the varints at positions `at`; one longer than `most`
     bytes marks `bad`."""
-    b = a[at].astype(np.int64)
+    b = _at(a, at).astype(np.int64)
     more = b >= 0x80
     value = b & 0x7F
     length = 1 + more
     for k in range(1, most):
         if not np.count_nonzero(more):
             break
-        b = a[at + k].astype(np.int64)
+        b = _at(a, at + k).astype(np.int64)
         value |= np.where(more, (b & 0x7F) << (7 * k), 0)
         more &= b >= 0x80
         length += more
@@ -84,7 +89,7 @@ def _ids(a: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> set[int] | N
         starts, lengths = starts[present], lengths[present]
         if len(starts) == 0:
             return set()
-    if np.count_nonzero(lengths < 5) or np.count_nonzero(a[starts]):
+    if np.count_nonzero(lengths < 5) or np.count_nonzero(_at(a, starts)):
         return None
     ids = a[starts[:, None] + _ID_BYTES].view(">i4").ravel()  # magic byte 0, then a big-endian id
     first = int(ids[0])
@@ -100,16 +105,15 @@ def distinct_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[
     ends = record_ends(payload, count)
     if ends is None or ends[-1] > n:
         return None
-    a = np.zeros(n + len(_PAD), dtype=np.uint8)
-    a[:n] = np.frombuffer(payload, dtype=np.uint8)
+    a = np.frombuffer(payload, dtype=np.uint8)
     end = np.array(ends, dtype=np.int64)
     start = np.empty_like(end)
     start[0] = 0
     start[1:] = end[:-1]
-    first = a[start]
+    first = _at(a, start)
     bad = (first & 1).astype(bool)  # a negative record length (its sign is the first byte's low bit)
     two = first >= 0x80
-    pos = start + 2 + two + (two & (a[start + 1] >= 0x80))  # past the length and the attributes byte
+    pos = start + 2 + two + (two & (_at(a, start + 1) >= 0x80))  # past the length and the attributes byte
     pos += _varint_lengths(a, pos, 5, bad)  # timestampDelta
     pos += _varint_lengths(a, pos, 5, bad)  # offsetDelta
     key_len, length = _varints(a, pos, 3, bad)  # negative: a null key
