@@ -2,18 +2,64 @@
 over the fields of each record (sans-I/O): the id level of the broker's schema validation only needs
 to know which ids a batch uses when every record is framed, the usual case.
 
-One short loop follows the record lengths (a few bytecodes per record); numpy then reads every
-record's fields at once from those starts. The answer is None whenever anything is unusual (a
-varint longer than this reads, a field past its record, a key or value shorter than 5 bytes or not
-starting with magic byte 0): the caller then takes `schema_frames.columns`, whose per-record heads
-say exactly which records are refused and why. So when an answer is given, it is the set of ids
-`columns` would find, never a different verdict. Small batches go to `columns` too (numpy's fixed
-cost per call outweighs the loop there)."""
+Two readers with one contract: codec/native/schema_ids.c (plain C through ctypes, built by `make
+setup`, a few ns per record) when its library is there, else numpy (one short loop follows the record
+lengths, numpy reads every record's fields at once from those starts). The answer is None whenever
+anything is unusual (a varint longer than these read, a field past its record, a key or value
+shorter than 5 bytes or not starting with magic byte 0, many distinct ids): the caller then takes
+`schema_frames.columns`, whose per-record heads say exactly which records are refused and why. So
+when an answer is given, it is the set of ids `columns` would find, never a different verdict. Small
+batches go to `columns` too (the fixed cost of a call outweighs its loop there)."""
 from __future__ import annotations
+
+import ctypes
+import os
 
 import numpy as np
 
 MIN_RECORDS = 48  # below this the per-record loop of schema_frames is cheaper than numpy's fixed cost
+NATIVE_MIN_RECORDS = 8  # the same for the native reader (a ctypes call costs a few µs)
+MOST_IDS = 16  # distinct ids per side the native reader collects (more: the per-record scan)
+_LIBRARY = os.path.join(os.path.dirname(__file__), "native", "libschemaids.so")
+
+
+def _load_native():
+    """The native reader's function, None when its library is not built (or does not load)."""
+    try:
+        lib = ctypes.CDLL(_LIBRARY)
+    except OSError:
+        return None
+    fn = lib.schema_ids
+    out = ctypes.POINTER(ctypes.c_int32)
+    count = ctypes.POINTER(ctypes.c_int)
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+                   out, count, out, count, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_native = _load_native()
+
+
+def native_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
+    """`distinct_ids` by the native reader (which must be loaded)."""
+    if count < NATIVE_MIN_RECORDS:
+        return None
+    key_ids, value_ids = (ctypes.c_int32 * MOST_IDS)(), (ctypes.c_int32 * MOST_IDS)()
+    key_count, value_count = ctypes.c_int(), ctypes.c_int()
+    if _native(bytes(payload), len(payload), count, keys, values, key_ids, key_count, value_ids, value_count,
+               MOST_IDS):
+        return None
+    return (set(key_ids[:key_count.value]) if keys else None,
+            set(value_ids[:value_count.value]) if values else None)
+
+
+def distinct_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
+    """(key ids, value ids) of the `count` records (None for a side not asked for), or None when the
+    batch is small or not plainly framed (see the module's docstring)."""
+    if _native is not None:
+        return native_ids(payload, count, keys, values)
+    return numpy_ids(payload, count, keys, values)
 
 
 def record_ends(buf: bytes, count: int) -> list[int] | None:
@@ -96,9 +142,8 @@ def _ids(a: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> set[int] | N
     return {first} if not np.count_nonzero(ids != first) else set(ids.tolist())
 
 
-def distinct_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
-    """(key ids, value ids) of the `count` records (None for a side not asked for), or None when the
-    batch is small or not plainly framed (see the module's docstring)."""
+def numpy_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
+    """`distinct_ids` by numpy."""
     if count < MIN_RECORDS:
         return None
     n = len(payload)

@@ -1,13 +1,15 @@
-"""codec.schema_ids (the id level's scan without a per-record field loop) against
-codec.schema_frames.columns on random and damaged batches: whenever it answers, its ids are exactly
-those of the heads `columns` returns and every head is framed; it answers for the batches clients
-send; it never raises. And the produce path's `schema_record_errors` on batches large enough to take
-it: the same record errors as the per-record path."""
+"""codec.schema_ids (the id level's scan without a per-record field loop), both readers (numpy, and
+the C one of codec/native when `make setup` built it), against codec.schema_frames.columns on random
+and damaged batches: whenever one answers, its ids are exactly those of the heads `columns` returns
+and every head is framed; it answers for the batches clients send; it never raises. And the produce
+path's `schema_record_errors` on batches large enough to take it: the same record errors as the
+per-record path."""
 from __future__ import annotations
 
 import random
 import types
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from codec import schema_frames, schema_ids
@@ -17,6 +19,13 @@ from codec.schema_registry import frame
 from test_sr_validation_frames import AVRO, _validation
 
 N = schema_ids.MIN_RECORDS
+NATIVE = pytest.param("native", marks=pytest.mark.skipif(schema_ids._native is None,
+                                                          reason="codec/native not built (make native)"))
+READERS = pytest.mark.parametrize("reader", ["numpy", NATIVE])
+
+
+def _reader(name: str):
+    return schema_ids.numpy_ids if name == "numpy" else schema_ids.native_ids
 framed = st.tuples(st.sampled_from([1, 2, -7, 2**31 - 1]), st.binary(max_size=60)).map(lambda t: frame(*t))
 field = st.one_of(st.none(), framed, st.binary(max_size=12), st.just(b"\x00" * 9000))
 headers = st.lists(st.tuples(st.text(max_size=4), st.binary(max_size=4)), max_size=2)
@@ -41,10 +50,10 @@ def _expected(section: bytes, count: int) -> tuple[set, set] | None:
     return tuple(out)
 
 
-def _check(section: bytes, count: int) -> None:
+def _check(reader, section: bytes, count: int) -> None:
     expected = _expected(section, count)
     for keys, values in ((True, True), (False, True), (True, False)):
-        got = schema_ids.distinct_ids(section, count, keys, values)
+        got = _reader(reader)(section, count, keys, values)
         if got is None:
             continue
         assert expected is not None, "answered for a section that columns cannot read"
@@ -59,37 +68,45 @@ def _section(rows) -> tuple[bytes, int]:
     return batch.records_bytes(), batch.record_count
 
 
+@READERS
 @settings(max_examples=80, deadline=None)
 @given(st.lists(clean_row, min_size=N, max_size=N + 20), st.lists(st.tuples(st.integers(0, N), row), max_size=2))
-def test_answers_agree_with_columns(rows, odd):
+def test_answers_agree_with_columns(reader, rows, odd):
     for at, r in odd:  # a few records of any kind among framed ones
         rows.insert(at, r)
     section, count = _section(rows)
-    _check(section, count)
+    _check(reader, section, count)
     if not odd:
-        assert schema_ids.distinct_ids(section, count, True, True) is not None
+        assert _reader(reader)(section, count, True, True) is not None
 
 
+@READERS
 @settings(max_examples=60, deadline=None)
 @given(st.lists(clean_row, min_size=N, max_size=N + 5), st.data())
-def test_damaged_sections_are_never_misread(rows, data):
+def test_damaged_sections_are_never_misread(reader, rows, data):
     section, count = _section(rows)
     cut = data.draw(st.integers(0, len(section)))
-    _check(section[:cut], count)
+    _check(reader, section[:cut], count)
     damaged = bytearray(section)
     for _ in range(data.draw(st.integers(1, 4))):
         damaged[data.draw(st.integers(0, len(section) - 1))] = data.draw(st.integers(0, 255))
-    _check(bytes(damaged), count)
-    _check(section, data.draw(st.integers(count + 1, count + 3)))  # a count the section does not hold
+    _check(reader, bytes(damaged), count)
+    _check(reader, section, data.draw(st.integers(count + 1, count + 3)))  # a count the section does not hold
 
 
-def test_answers_for_what_clients_send():
+@READERS
+def test_answers_for_what_clients_send(reader):
+    read = _reader(reader)
     values = [frame(3, b"\x02a" * random.randint(0, 300)) for _ in range(200)]
     section, count = _section([(i, None, v, []) for i, v in enumerate(values)])
-    assert schema_ids.distinct_ids(section, count, False, True) == (None, {3})
+    assert read(section, count, False, True) == (None, {3})
     keyed = [(i * 1000, frame(9, b"k%d" % i), frame(4 + i % 2, b"\x02"), [("h", b"v")]) for i in range(N)]
-    assert schema_ids.distinct_ids(*_section(keyed), True, True) == ({9}, {4, 5})
-    assert schema_ids.distinct_ids(*_section(keyed[:-1]), True, True) is None  # small: columns does it
+    assert read(*_section(keyed), True, True) == ({9}, {4, 5})
+    small = schema_ids.MIN_RECORDS if reader == "numpy" else schema_ids.NATIVE_MIN_RECORDS
+    assert read(*_section(keyed[:small]), True, True) is not None
+    assert read(*_section(keyed[:small - 1]), True, True) is None  # small: columns does it
+    many = [(0, None, frame(i, b"\x02"), []) for i in range(N)]
+    assert read(*_section(many), False, True) in (None, (None, set(range(N))))  # may leave many ids to columns
 
 
 def _record_errors(values: list) -> list[dict]:
@@ -133,7 +150,9 @@ def _record(value: bytes | None, key: bytes | None = None, *, length: bytes | No
     return (_zz(len(body)) if length is None else length) + body
 
 
-def test_each_odd_record_sends_the_batch_to_columns():
+@READERS
+def test_each_odd_record_sends_the_batch_to_columns(reader):
+    read = _reader(reader)
     good = _record(frame(1, b"\x02\x02ab"))
     odd = {
         "value past its record": _record(frame(1, b"abc"), value_len=_zz(40)),
@@ -150,8 +169,8 @@ def test_each_odd_record_sends_the_batch_to_columns():
     assert schema_ids.record_ends(b"\x9e\x80\x00" + good[1:] + bytes(40), 1) == [18]
     for name, record in odd.items():
         section = good * 30 + record + good * 30
-        assert schema_ids.distinct_ids(section, 61, True, True) is None, name
-        _check(section, 61)
-    assert schema_ids.distinct_ids(good * 61, 61, True, True) == (set(), {1})
+        assert read(section, 61, True, True) is None, name
+        _check(reader, section, 61)
+    assert read(good * 61, 61, True, True) == (set(), {1})
     nulls = good * 30 + _record(None) + _record(frame(1, b"a"), value_len=_zz(-2)) + good * 30
-    assert schema_ids.distinct_ids(nulls, 62, False, True) == (None, {1})  # a negative length is a null value
+    assert read(nulls, 62, False, True) == (None, {1})  # a negative length is a null value
