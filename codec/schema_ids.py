@@ -32,7 +32,7 @@ def _load_native():
     fn = lib.schema_ids
     out = ctypes.POINTER(ctypes.c_int32)
     count = ctypes.POINTER(ctypes.c_int)
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
                    out, count, out, count, ctypes.c_int]
     fn.restype = ctypes.c_int
     return fn
@@ -41,22 +41,24 @@ def _load_native():
 _native = _load_native()
 
 
-def native_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
-    """`distinct_ids` by the native reader (which must be loaded)."""
+def native_ids(payload, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
+    """`distinct_ids` by the native reader (which must be loaded), on the payload's own buffer."""
     if count < NATIVE_MIN_RECORDS:
         return None
+    section = np.frombuffer(payload, dtype=np.uint8)  # its address, without a copy (a memoryview too)
     key_ids, value_ids = (ctypes.c_int32 * MOST_IDS)(), (ctypes.c_int32 * MOST_IDS)()
     key_count, value_count = ctypes.c_int(), ctypes.c_int()
-    if _native(bytes(payload), len(payload), count, keys, values, key_ids, key_count, value_ids, value_count,
+    if _native(section.ctypes.data, len(section), count, keys, values, key_ids, key_count, value_ids, value_count,
                MOST_IDS):
         return None
     return (set(key_ids[:key_count.value]) if keys else None,
             set(value_ids[:value_count.value]) if values else None)
 
 
-def distinct_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
-    """(key ids, value ids) of the `count` records (None for a side not asked for), or None when the
-    batch is small or not plainly framed (see the module's docstring)."""
+def distinct_ids(payload, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
+    """(key ids, value ids) of the `count` records of the records section `payload` (bytes or a
+    memoryview; None for a side not asked for), or None when the batch is small or not plainly framed
+    (see the module's docstring)."""
     if _native is not None:
         return native_ids(payload, count, keys, values)
     return numpy_ids(payload, count, keys, values)
@@ -142,10 +144,11 @@ def _ids(a: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> set[int] | N
     return {first} if not np.count_nonzero(ids != first) else set(ids.tolist())
 
 
-def numpy_ids(payload: bytes, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
+def numpy_ids(payload, count: int, keys: bool, values: bool) -> tuple[set | None, set | None] | None:
     """`distinct_ids` by numpy."""
     if count < MIN_RECORDS:
         return None
+    payload = bytes(payload)  # record_ends indexes it: bytes index fastest
     n = len(payload)
     ends = record_ends(payload, count)
     if ends is None or ends[-1] > n:

@@ -5,6 +5,7 @@ stored. The delayed-delivery headers are checked here by the one delay rule ever
 from __future__ import annotations
 
 from codec import schema_frames, schema_ids
+from codec.kafka import records
 from codec.kafka.schema import DecodeError
 from interop.inner_batch import routing_headers
 from semantics import routing
@@ -51,7 +52,8 @@ async def schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
     errors_ = []
     for batch in batches:
         try:
-            payload = batch.records_bytes()
+            # an uncompressed section read in place (records_bytes copies it); columns copies it if it must
+            payload = batch.records_bytes() if batch.compression != records.NONE else memoryview(batch.raw)[records.HEADER_SIZE:]
             if not full:  # a batch whose records are all framed with accepted ids: found without a loop per record
                 ids = schema_ids.distinct_ids(payload, batch.record_count, rule.key is not None, rule.value is not None)
                 if ids is not None and app.schema_validation.accepts_ids(topic, rule, *ids):

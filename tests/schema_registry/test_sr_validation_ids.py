@@ -100,6 +100,7 @@ def test_answers_for_what_clients_send(reader):
     values = [frame(3, b"\x02a" * random.randint(0, 300)) for _ in range(200)]
     section, count = _section([(i, None, v, []) for i, v in enumerate(values)])
     assert read(section, count, False, True) == (None, {3})
+    assert read(memoryview(b"x" + section)[1:], count, False, True) == (None, {3})  # a view, read in place
     keyed = [(i * 1000, frame(9, b"k%d" % i), frame(4 + i % 2, b"\x02"), [("h", b"v")]) for i in range(N)]
     assert read(*_section(keyed), True, True) == ({9}, {4, 5})
     small = schema_ids.MIN_RECORDS if reader == "numpy" else schema_ids.NATIVE_MIN_RECORDS
@@ -109,12 +110,13 @@ def test_answers_for_what_clients_send(reader):
     assert read(*_section(many), False, True) in (None, (None, set(range(N))))  # may leave many ids to columns
 
 
-def _record_errors(values: list) -> list[dict]:
+def _record_errors(values: list, compression: int = records.NONE) -> list[dict]:
     from gateway.kafka.record_errors import schema_record_errors
     from semantics.schema_validation import rule_of
     validation = _validation(AVRO)
     app = types.SimpleNamespace(schema_validation=validation)
-    batches = records.parse_batches(records.build_batch([(0, None, v, []) for v in values]))
+    data = records.build_batch([(0, None, v, []) for v in values], compression=compression)
+    batches = records.parse_batches(memoryview(b"\x00" + data)[1:])  # as a request holds them
     coro = schema_record_errors(app, rule_of({"confluent.value.schema.validation": "true"}), batches, "t")
     try:
         coro.send(None)
@@ -123,12 +125,13 @@ def _record_errors(values: list) -> list[dict]:
     raise AssertionError("suspended: no leader to ask here")
 
 
-def test_large_batches_get_the_same_record_errors():
+@pytest.mark.parametrize("compression", [records.NONE, records.GZIP])
+def test_large_batches_get_the_same_record_errors(compression):
     good = frame(1, b"\x02\x02a")
-    assert _record_errors([good] * 100) == []
+    assert _record_errors([good] * 100, compression) == []
     values = [good] * 100
     values[17], values[70], values[99] = b"plain", frame(2, b"x"), None
-    errors = _record_errors(values)
+    errors = _record_errors(values, compression)
     assert [e["batch_index"] for e in errors] == [17, 70]
     assert "not framed with a schema id" in errors[0]["batch_index_error_message"]
     assert "schema id 2 is not registered" in errors[1]["batch_index_error_message"]
