@@ -57,12 +57,14 @@ class Registry:
 
     # --- reads -----------------------------------------------------------------------------------
 
-    def subject_versions(self, subject: str, deleted: bool = False) -> list[Version]:
+    def subject_versions(self, subject: str, deleted: bool = False, deleted_only: bool = False) -> list[Version]:
+        """The subject's versions; `deleted_only` (winning over `deleted`, as Confluent's): the
+        soft-deleted ones of a subject that exists, deleted versions counted."""
         state = self.fresh()
-        versions = state.versions(subject, deleted)
+        versions = state.versions(subject, deleted or deleted_only)
         if not versions:
             raise err.subject_not_found(subject)
-        return versions
+        return state.deleted_versions(subject) if deleted_only else versions
 
     def get_version(self, subject: str, version: str | int, deleted: bool = False) -> Version:
         state = self.fresh()
