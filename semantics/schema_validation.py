@@ -96,9 +96,10 @@ class SchemaValidation:
         self._verdicts: dict[tuple, str | None] = {}
         self._applied = -1
         self.refused: dict[tuple[str, str, str], int] = {}  # (protocol, topic, part) -> records refused
-        # async (ids) -> {id: (Schema, frozenset of subjects) or None when the leader has no such id}
+        # async (ids) -> {id: (Schema, frozenset of subjects[, {name: text} of its references]) or None when the
+        # leader has no such id}
         self.fetch_ids = None
-        self._remote: dict[int, tuple] = {}  # id -> (Schema, subjects) learnt from the leader
+        self._remote: dict[int, tuple] = {}  # id -> (Schema, subjects, resolved references or None) from the leader
         self._asked: dict[int, float] = {}  # id -> monotonic time it was last asked of the leader
         self._unknown: set[int] = set()  # ids the current judgement wants asked
 
@@ -187,7 +188,8 @@ class SchemaValidation:
             log.warning("schema validation: asking the registry leader about ids %s failed: %s", ids, exc)
         if len(self._remote) > MAX_REMOTE:
             self._remote.clear()
-        self._remote.update({i: entry for i, entry in found.items() if entry is not None})
+        self._remote.update({i: (entry[0], entry[1], entry[2] if len(entry) > 2 else None)
+                             for i, entry in found.items() if entry is not None})
         self._verdicts.clear()
 
     def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
@@ -279,7 +281,7 @@ class SchemaValidation:
             return verdict
         remote = self._remote.get(schema_id)
         if remote is not None:
-            verdict = self._subject_verdict(topic, side, schema_id, *remote)
+            verdict = self._subject_verdict(topic, side, schema_id, remote[0], remote[1])
             if verdict is None:
                 return None
         if time.monotonic() - self._asked.get(schema_id, -REMOTE_RETRY_S) >= REMOTE_RETRY_S:
@@ -295,7 +297,7 @@ class SchemaValidation:
             subject = f"{topic}-{side.part}"
         else:
             try:
-                name = self.registry.parsed(schema).name
+                name = self._parsed(schema).name
             except Exception as exc:  # noqa: BLE001 - a stored schema that no longer parses refuses, never crashes
                 return f"{side.part} schema id {schema_id} does not parse: {exc}"
             if not name:
@@ -306,10 +308,18 @@ class SchemaValidation:
             return f"{side.part} schema id {schema_id} is not registered under subject {subject}"
         return None
 
+    def _parsed(self, schema):
+        """The parsed schema; one learnt from the leader (not in this gateway's copy) with the
+        references the leader resolved for it."""
+        remote = self._remote.get(schema.id)
+        if remote is None or remote[2] is None or self.registry.state.schema_by_id(schema.id) is not None:
+            return self.registry.parsed(schema)
+        return self.registry.parsed(schema, remote[2])
+
     def _decode(self, side: Side, schema_id: int, payload: bytes) -> str | None:
         schema = self.registry.state.schema_by_id(schema_id) or self._remote[schema_id][0]
         try:
-            parsed = self.registry.parsed(schema)
+            parsed = self._parsed(schema)
             module(schema.schema_type).check_payload(parsed, payload)
         except SchemaError as exc:
             why = str(exc)

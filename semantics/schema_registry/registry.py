@@ -46,11 +46,12 @@ class Registry:
     def latest(self, subject: str) -> Version | None:
         return self.fresh().latest(subject)
 
-    def parsed(self, schema: Schema) -> Parsed:
-        """The schema parsed by its format (cached by id); SchemaError if it no longer parses."""
+    def parsed(self, schema: Schema, refs: dict[str, str] | None = None) -> Parsed:
+        """The schema parsed by its format (cached by id); SchemaError if it no longer parses. `refs`:
+        its references resolved elsewhere (learnt from the registry leader), else from this state."""
         cached = self._parsed.get(schema.id)
         if cached is None:
-            refs = references.resolve(self.state, schema.references)
+            refs = references.resolve(self.state, schema.references) if refs is None else refs
             cached = _parse(schema.schema_type, schema.schema, refs)
             self._parsed[schema.id] = cached
         return cached
