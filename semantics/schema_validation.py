@@ -20,7 +20,10 @@ asked of the registry leader (`fetch_ids`, set by gateway.schema_registry.lookup
 points, `refusals_learning` and `body_refusal_learning` (or `learn` when `pending` after a sync
 judgement, as the remoting loop does), and kept: an id's schema never changes, and its
 subjects are kept as Confluent Server's caching registry client keeps them. Known ids never wait on it;
-an id the leader does not know is asked again after REMOTE_RETRY_S at the earliest."""
+an id the leader does not know is asked again after REMOTE_RETRY_S at the earliest. What the leader
+told is asked again after REMOTE_TTL_S (a record framed with the id waits on that, as the first one
+did; an unreachable leader leaves the last answer in force), so a subject or version deleted there
+reaches this gateway's validation within that time."""
 from __future__ import annotations
 
 import dataclasses
@@ -40,6 +43,7 @@ MAX_VERDICTS = 10_000  # (topic, side, id) answers kept; ids come from clients, 
 MAX_REMOTE = 10_000  # ids learnt from the registry leader
 MAX_ASKED = 16  # ids of one batch asked of the leader (a hostile batch may hold thousands)
 REMOTE_RETRY_S = 1.0  # an id the leader did not know (or could not be asked about) is asked again after this
+REMOTE_TTL_S = 10.0  # what the leader told about an id is asked again after this (its subjects may be deleted)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +106,8 @@ class SchemaValidation:
         self._remote: dict[int, tuple] = {}  # id -> (Schema, subjects, resolved references or None) from the leader
         self._asked: dict[int, float] = {}  # id -> monotonic time it was last asked of the leader
         self._unknown: set[int] = set()  # ids the current judgement wants asked
+        self._learnt: dict[int, float] = {}  # id -> monotonic time the leader last answered about it
+        self._expiry = 0.0  # when verdicts from the leader's answers are next dropped (to be asked again)
 
     def rule(self, cfg) -> Rule | None:
         """The rule of a TopicConfig; recomputed only when its attributes dict is replaced (every
@@ -150,7 +156,7 @@ class SchemaValidation:
         for side, ids in ((rule.key, key_ids), (rule.value, value_ids)):
             if side is not None and (ids is None or any(self._id_verdict(topic, side, i) is not None for i in ids)):
                 return False
-        return True
+        return not self.pending  # an id due to be asked of the leader again: refusals_learning asks
 
     def _judge(self, topic: str, rule: Rule, keys: list | None, values: list | None) -> dict:
         """{record index: (part, why)} of the refused records."""
@@ -188,8 +194,14 @@ class SchemaValidation:
             log.warning("schema validation: asking the registry leader about ids %s failed: %s", ids, exc)
         if len(self._remote) > MAX_REMOTE:
             self._remote.clear()
-        self._remote.update({i: (entry[0], entry[1], entry[2] if len(entry) > 2 else None)
-                             for i, entry in found.items() if entry is not None})
+            self._learnt.clear()
+        for schema_id, entry in found.items():  # ids it could not be asked about keep their last answer
+            if entry is None:  # the leader has no such id (now)
+                self._remote.pop(schema_id, None)
+                self._learnt.pop(schema_id, None)
+            else:
+                self._remote[schema_id] = (entry[0], entry[1], entry[2] if len(entry) > 2 else None)
+                self._learnt[schema_id] = now
         self._verdicts.clear()
 
     def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
@@ -249,12 +261,18 @@ class SchemaValidation:
         self.refused[key] = self.refused.get(key, 0) + n
 
     def _sync(self) -> None:
-        """Catch the registry up with `_schemas`; verdicts are dropped when anything was applied."""
+        """Catch the registry up with `_schemas`; verdicts are dropped when anything was applied, and
+        every REMOTE_TTL_S when some come from the leader's answers (to ask it again)."""
         self.registry.fresh()
         applied = self.registry.log.applied
         if applied != self._applied or len(self._verdicts) > MAX_VERDICTS:
             self._verdicts.clear()
             self._applied = applied
+        if self._remote:
+            now = time.monotonic()
+            if now >= self._expiry:
+                self._verdicts.clear()
+                self._expiry = now + REMOTE_TTL_S
 
     def _head_verdict(self, topic: str, side: Side, head: bytes) -> str | None:
         """Why a key/value starting with these 5 bytes is refused (None: its id is the subject's)."""
@@ -280,11 +298,15 @@ class SchemaValidation:
         if verdict is None or self.fetch_ids is None:
             return verdict
         remote = self._remote.get(schema_id)
+        now = time.monotonic()
+        may_ask = now - self._asked.get(schema_id, -REMOTE_RETRY_S) >= REMOTE_RETRY_S
         if remote is not None:
             verdict = self._subject_verdict(topic, side, schema_id, remote[0], remote[1])
             if verdict is None:
+                if may_ask and now - self._learnt.get(schema_id, now) >= REMOTE_TTL_S:
+                    self._unknown.add(schema_id)  # accepted by the last answer, which is due to be asked again
                 return None
-        if time.monotonic() - self._asked.get(schema_id, -REMOTE_RETRY_S) >= REMOTE_RETRY_S:
+        if may_ask:
             self._unknown.add(schema_id)  # refused unless the leader, asked, knows better
         return verdict
 
