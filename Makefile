@@ -23,7 +23,7 @@ setup: install $(SETUP_TARGETS)
 # The schema registry (Confluent's REST API, docs/schema-registry.md) on 8081, as Confluent's own default;
 # the dashboard, /metrics and health checks (docs/admin.md) on 8080. ARGS: any more gateway flags
 # (`make run ARGS="--grpc-port 8181"`); a flag given again in ARGS wins.
-run: install
+run: install native
 	$(PY) -m gateway --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
 
 test: setup

@@ -20,7 +20,10 @@ asked of the registry leader (`fetch_ids`, set by gateway.schema_registry.lookup
 points, `refusals_learning` and `body_refusal_learning` (or `learn` when `pending` after a sync
 judgement, as the remoting loop does), and kept: an id's schema never changes, and its
 subjects are kept as Confluent Server's caching registry client keeps them. Known ids never wait on it;
-an id the leader does not know is asked again after REMOTE_RETRY_S at the earliest."""
+an id the leader does not know is asked again after REMOTE_RETRY_S at the earliest. What the leader
+told is asked again after REMOTE_TTL_S (a record framed with the id waits on that, as the first one
+did; an unreachable leader leaves the last answer in force), so a subject or version deleted there
+reaches this gateway's validation within that time."""
 from __future__ import annotations
 
 import dataclasses
@@ -40,6 +43,7 @@ MAX_VERDICTS = 10_000  # (topic, side, id) answers kept; ids come from clients, 
 MAX_REMOTE = 10_000  # ids learnt from the registry leader
 MAX_ASKED = 16  # ids of one batch asked of the leader (a hostile batch may hold thousands)
 REMOTE_RETRY_S = 1.0  # an id the leader did not know (or could not be asked about) is asked again after this
+REMOTE_TTL_S = 10.0  # what the leader told about an id is asked again after this (its subjects may be deleted)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,11 +100,14 @@ class SchemaValidation:
         self._verdicts: dict[tuple, str | None] = {}
         self._applied = -1
         self.refused: dict[tuple[str, str, str], int] = {}  # (protocol, topic, part) -> records refused
-        # async (ids) -> {id: (Schema, frozenset of subjects) or None when the leader has no such id}
+        # async (ids) -> {id: (Schema, frozenset of subjects[, {name: text} of its references]) or None when the
+        # leader has no such id}
         self.fetch_ids = None
-        self._remote: dict[int, tuple] = {}  # id -> (Schema, subjects) learnt from the leader
+        self._remote: dict[int, tuple] = {}  # id -> (Schema, subjects, resolved references or None) from the leader
         self._asked: dict[int, float] = {}  # id -> monotonic time it was last asked of the leader
         self._unknown: set[int] = set()  # ids the current judgement wants asked
+        self._learnt: dict[int, float] = {}  # id -> monotonic time the leader last answered about it
+        self._expiry = 0.0  # when verdicts from the leader's answers are next dropped (to be asked again)
 
     def rule(self, cfg) -> Rule | None:
         """The rule of a TopicConfig; recomputed only when its attributes dict is replaced (every
@@ -139,6 +146,18 @@ class SchemaValidation:
             self._unknown.clear()
         return self._counted(protocol, topic, bad)
 
+    def accepts_ids(self, topic: str, rule: Rule, key_ids: set | None, value_ids: set | None) -> bool:
+        """Whether records framed with only these ids (None: that side not read) pass the id level
+        on every side; False sends the caller to `refusals_learning`, which says which record is
+        refused and why, and asks the leader about unknown ids."""
+        if self.registry is None:
+            return False
+        self._sync()
+        for side, ids in ((rule.key, key_ids), (rule.value, value_ids)):
+            if side is not None and (ids is None or any(self._id_verdict(topic, side, i) is not None for i in ids)):
+                return False
+        return not self.pending  # an id due to be asked of the leader again: refusals_learning asks
+
     def _judge(self, topic: str, rule: Rule, keys: list | None, values: list | None) -> dict:
         """{record index: (part, why)} of the refused records."""
         count = len(values if values is not None else keys)
@@ -175,7 +194,14 @@ class SchemaValidation:
             log.warning("schema validation: asking the registry leader about ids %s failed: %s", ids, exc)
         if len(self._remote) > MAX_REMOTE:
             self._remote.clear()
-        self._remote.update({i: entry for i, entry in found.items() if entry is not None})
+            self._learnt.clear()
+        for schema_id, entry in found.items():  # ids it could not be asked about keep their last answer
+            if entry is None:  # the leader has no such id (now)
+                self._remote.pop(schema_id, None)
+                self._learnt.pop(schema_id, None)
+            else:
+                self._remote[schema_id] = (entry[0], entry[1], entry[2] if len(entry) > 2 else None)
+                self._learnt[schema_id] = now
         self._verdicts.clear()
 
     def _side_refusals(self, topic: str, side: Side, column: list) -> list[tuple[int, str]]:
@@ -235,18 +261,27 @@ class SchemaValidation:
         self.refused[key] = self.refused.get(key, 0) + n
 
     def _sync(self) -> None:
-        """Catch the registry up with `_schemas`; verdicts are dropped when anything was applied."""
+        """Catch the registry up with `_schemas`; verdicts are dropped when anything was applied, and
+        every REMOTE_TTL_S when some come from the leader's answers (to ask it again)."""
         self.registry.fresh()
         applied = self.registry.log.applied
         if applied != self._applied or len(self._verdicts) > MAX_VERDICTS:
             self._verdicts.clear()
             self._applied = applied
+        if self._remote:
+            now = time.monotonic()
+            if now >= self._expiry:
+                self._verdicts.clear()
+                self._expiry = now + REMOTE_TTL_S
 
     def _head_verdict(self, topic: str, side: Side, head: bytes) -> str | None:
         """Why a key/value starting with these 5 bytes is refused (None: its id is the subject's)."""
         if len(head) < 5 or head[0] != 0:
             return f"{side.part} is not framed with a schema id (magic byte 0 and a 4-byte id)"
-        schema_id = int.from_bytes(head[1:5], "big", signed=True)
+        return self._id_verdict(topic, side, int.from_bytes(head[1:5], "big", signed=True))
+
+    def _id_verdict(self, topic: str, side: Side, schema_id: int) -> str | None:
+        """Why a key/value framed with this id is refused (None: the id is the subject's), cached."""
         cache_key = (topic, side, schema_id)
         verdict = self._verdicts.get(cache_key, _MISSING)
         if verdict is _MISSING:
@@ -263,11 +298,15 @@ class SchemaValidation:
         if verdict is None or self.fetch_ids is None:
             return verdict
         remote = self._remote.get(schema_id)
+        now = time.monotonic()
+        may_ask = now - self._asked.get(schema_id, -REMOTE_RETRY_S) >= REMOTE_RETRY_S
         if remote is not None:
-            verdict = self._subject_verdict(topic, side, schema_id, *remote)
+            verdict = self._subject_verdict(topic, side, schema_id, remote[0], remote[1])
             if verdict is None:
+                if may_ask and now - self._learnt.get(schema_id, now) >= REMOTE_TTL_S:
+                    self._unknown.add(schema_id)  # accepted by the last answer, which is due to be asked again
                 return None
-        if time.monotonic() - self._asked.get(schema_id, -REMOTE_RETRY_S) >= REMOTE_RETRY_S:
+        if may_ask:
             self._unknown.add(schema_id)  # refused unless the leader, asked, knows better
         return verdict
 
@@ -280,7 +319,7 @@ class SchemaValidation:
             subject = f"{topic}-{side.part}"
         else:
             try:
-                name = self.registry.parsed(schema).name
+                name = self._parsed(schema).name
             except Exception as exc:  # noqa: BLE001 - a stored schema that no longer parses refuses, never crashes
                 return f"{side.part} schema id {schema_id} does not parse: {exc}"
             if not name:
@@ -291,10 +330,18 @@ class SchemaValidation:
             return f"{side.part} schema id {schema_id} is not registered under subject {subject}"
         return None
 
+    def _parsed(self, schema):
+        """The parsed schema; one learnt from the leader (not in this gateway's copy) with the
+        references the leader resolved for it."""
+        remote = self._remote.get(schema.id)
+        if remote is None or remote[2] is None or self.registry.state.schema_by_id(schema.id) is not None:
+            return self.registry.parsed(schema)
+        return self.registry.parsed(schema, remote[2])
+
     def _decode(self, side: Side, schema_id: int, payload: bytes) -> str | None:
         schema = self.registry.state.schema_by_id(schema_id) or self._remote[schema_id][0]
         try:
-            parsed = self.registry.parsed(schema)
+            parsed = self._parsed(schema)
             module(schema.schema_type).check_payload(parsed, payload)
         except SchemaError as exc:
             why = str(exc)

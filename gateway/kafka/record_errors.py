@@ -4,7 +4,8 @@ stored. The delayed-delivery headers are checked here by the one delay rule ever
 (semantics.routing.delay_refusal, docs/mapping.md "Delay rule")."""
 from __future__ import annotations
 
-from codec import schema_frames
+from codec import schema_frames, schema_ids
+from codec.kafka import records
 from codec.kafka.schema import DecodeError
 from interop.inner_batch import routing_headers
 from semantics import routing
@@ -44,12 +45,20 @@ def invalid_records(index: int, errors_: list[dict], code: int, log_start_offset
 
 async def schema_record_errors(app, rule, batches, topic: str) -> list[dict]:
     """KIP-467 `record_errors` for the records the topic's schema validation refuses (one per record,
-    indexed within its batch). Only 5-byte heads are read unless a side validates in full."""
+    indexed within its batch). At the id level a batch whose records are all framed is first read by
+    codec.schema_ids (its distinct ids only); when one of them is refused, or the batch is small or
+    odd, the 5-byte heads of codec.schema_frames say which records are refused and why."""
     full = (rule.key is not None and rule.key.full) or (rule.value is not None and rule.value.full)
     errors_ = []
     for batch in batches:
         try:
-            keys, values = schema_frames.columns(batch.records_bytes(), batch.record_count, rule.key is not None,
+            # an uncompressed section read in place (records_bytes copies it); columns copies it if it must
+            payload = batch.records_bytes() if batch.compression != records.NONE else memoryview(batch.raw)[records.HEADER_SIZE:]
+            if not full:  # a batch whose records are all framed with accepted ids: found without a loop per record
+                ids = schema_ids.distinct_ids(payload, batch.record_count, rule.key is not None, rule.value is not None)
+                if ids is not None and app.schema_validation.accepts_ids(topic, rule, *ids):
+                    continue
+            keys, values = schema_frames.columns(payload, batch.record_count, rule.key is not None,
                                                  rule.value is not None, None if full else 5)
         except (DecodeError, ValueError) as exc:
             return [{"batch_index": 0, "batch_index_error_message": f"records cannot be read: {exc}"}]

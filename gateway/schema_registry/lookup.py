@@ -1,25 +1,30 @@
 """Schema ids for broker-side validation on a gateway whose copy of `_schemas` lacks them (no replica
 in a cluster, or a lagging one): asked of the registry leader by id (`GET /schemas/ids/{id}` and
-`.../versions`), as Confluent Server's broker asks its registry. semantics.schema_validation caches the
+`.../versions`, and `GET /subjects/{s}/versions/{v}` for each schema its references reach, so it parses
+here), as Confluent Server's broker asks its registry. semantics.schema_validation caches the
 answers; this module only fetches them. In a secured cluster the requests carry the inter-broker
 credential (gateway.schema_registry.access lets it read every subject)."""
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote
 
 import httpx
 
 from gateway.schema_registry.access import basic_header
 from gateway.schema_registry.forward import FORWARDED, base_url, leader_of, registry_client
+from semantics.schema_registry.references import MAX_DEPTH
 from semantics.schema_registry.state import Schema
 
 log = logging.getLogger("rocketgate.schema_registry")
 TIMEOUT_S = 3.0  # a produce waits on this: well inside a producer's request timeout (30 s by default)
+MAX_REFERENCES = 16  # referenced schemas fetched for one id (each a request the produce waits on)
 
 
 class LeaderLookup:
-    """`await lookup(ids)` -> {id: (Schema, frozenset of its live subjects) | None (the leader has no
-    such id)}; ids it could not ask about are left out (they stay unknown, refused)."""
+    """`await lookup(ids)` -> {id: (Schema, frozenset of its live subjects, {reference name: schema
+    text} of every schema its references reach) | None (the leader has no such id)}; ids it could not
+    ask about are left out (they stay unknown, refused)."""
 
     def __init__(self, gateway_app) -> None:
         self.gateway = gateway_app
@@ -46,7 +51,9 @@ class LeaderLookup:
                     log.warning("schema validation: the registry leader answered %d/%d for id %d",
                                 found.status_code, uses.status_code, schema_id)
                     continue
-                out[schema_id] = _entry(schema_id, found.json(), uses.json())
+                schema = _schema(schema_id, found.json())
+                refs = await self._references(base, headers, schema.references, {}, (), 0)
+                out[schema_id] = schema, frozenset(u["subject"] for u in uses.json()), refs
             except httpx.HTTPError as exc:  # the leader is unreachable or slow: ask about no more ids now
                 log.warning("schema validation: asking the registry leader about id %d failed: %s", schema_id, exc)
                 break
@@ -56,7 +63,30 @@ class LeaderLookup:
         return out
 
 
-def _entry(schema_id: int, body: dict, uses: list) -> tuple:
-    refs = tuple((r["name"], r["subject"], r["version"]) for r in body.get("references") or ())
-    schema = Schema(schema_id, body["schema"], body.get("schemaType", "AVRO"), refs)
-    return schema, frozenset(u["subject"] for u in uses)
+    async def _references(self, base: str, headers: dict, refs: tuple, resolved: dict, path: tuple,
+                          depth: int) -> dict[str, str]:
+        """name -> schema text of every schema `refs` reach, fetched from the leader (deleted versions
+        too, as semantics.schema_registry.references resolves them); ValueError when one cannot be had."""
+        if depth > MAX_DEPTH:
+            raise ValueError(f"references nest deeper than {MAX_DEPTH}")
+        for name, subject, version in refs:
+            if (subject, version) in path:
+                raise ValueError(f"circular reference through {subject} version {version}")
+            if len(resolved) >= MAX_REFERENCES:
+                raise ValueError(f"more than {MAX_REFERENCES} referenced schemas")
+            got = await self._client.get(f"{base}/subjects/{quote(subject, safe='')}/versions/{version}",
+                                         params={"deleted": "true"}, headers=headers)
+            if got.status_code != 200:
+                raise ValueError(f"reference {name!r} ({subject} version {version}): answered {got.status_code}")
+            body = got.json()
+            await self._references(base, headers, _refs(body), resolved, path + ((subject, version),), depth + 1)
+            resolved.setdefault(name, body["schema"])
+        return resolved
+
+
+def _refs(body: dict) -> tuple:
+    return tuple((r["name"], r["subject"], r["version"]) for r in body.get("references") or ())
+
+
+def _schema(schema_id: int, body: dict) -> Schema:
+    return Schema(schema_id, body["schema"], body.get("schemaType", "AVRO"), _refs(body))

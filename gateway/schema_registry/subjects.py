@@ -52,14 +52,17 @@ def routes(registry, access) -> list[Route]:
 
     @endpoint
     async def subjects(request):
-        names = registry.fresh().subject_names(flag(request, "deleted"))
+        state = registry.fresh()  # deletedOnly wins over deleted, as Confluent's
+        names = state.deleted_subject_names() if flag(request, "deletedOnly") else state.subject_names(
+            flag(request, "deleted"))
         prefix = request.query_params.get("subjectPrefix")
         return respond([n for n in names if (prefix is None or n.startswith(prefix)) and visible(request, n)])
 
     @endpoint
     async def versions(request):
         subject(request)
-        found = registry.subject_versions(request.path_params["subject"], flag(request, "deleted"))
+        found = registry.subject_versions(request.path_params["subject"], flag(request, "deleted"),
+                                          flag(request, "deletedOnly"))
         return respond([v.version for v in found])
 
     @endpoint

@@ -46,23 +46,26 @@ class Registry:
     def latest(self, subject: str) -> Version | None:
         return self.fresh().latest(subject)
 
-    def parsed(self, schema: Schema) -> Parsed:
-        """The schema parsed by its format (cached by id); SchemaError if it no longer parses."""
+    def parsed(self, schema: Schema, refs: dict[str, str] | None = None) -> Parsed:
+        """The schema parsed by its format (cached by id); SchemaError if it no longer parses. `refs`:
+        its references resolved elsewhere (learnt from the registry leader), else from this state."""
         cached = self._parsed.get(schema.id)
         if cached is None:
-            refs = references.resolve(self.state, schema.references)
+            refs = references.resolve(self.state, schema.references) if refs is None else refs
             cached = _parse(schema.schema_type, schema.schema, refs)
             self._parsed[schema.id] = cached
         return cached
 
     # --- reads -----------------------------------------------------------------------------------
 
-    def subject_versions(self, subject: str, deleted: bool = False) -> list[Version]:
+    def subject_versions(self, subject: str, deleted: bool = False, deleted_only: bool = False) -> list[Version]:
+        """The subject's versions; `deleted_only` (winning over `deleted`, as Confluent's): the
+        soft-deleted ones of a subject that exists, deleted versions counted."""
         state = self.fresh()
-        versions = state.versions(subject, deleted)
+        versions = state.versions(subject, deleted or deleted_only)
         if not versions:
             raise err.subject_not_found(subject)
-        return versions
+        return state.deleted_versions(subject) if deleted_only else versions
 
     def get_version(self, subject: str, version: str | int, deleted: bool = False) -> Version:
         state = self.fresh()

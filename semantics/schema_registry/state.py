@@ -67,6 +67,10 @@ class RegistryState:
     def versions(self, subject: str, deleted: bool = False) -> list[Version]:
         return [v for _, v in sorted(self.subjects.get(subject, {}).items()) if deleted or not v.deleted]
 
+    def deleted_versions(self, subject: str) -> list[Version]:
+        """The soft-deleted versions (Confluent's `deletedOnly`)."""
+        return [v for v in self.versions(subject, True) if v.deleted]
+
     def latest(self, subject: str, deleted: bool = False) -> Version | None:
         live = self.versions(subject, deleted)
         return live[-1] if live else None
@@ -76,6 +80,10 @@ class RegistryState:
 
     def subject_names(self, deleted: bool = False) -> list[str]:
         return sorted(s for s in self.subjects if self.versions(s, deleted))
+
+    def deleted_subject_names(self) -> list[str]:
+        """Subjects whose every version is soft-deleted (Confluent's `deletedOnly`)."""
+        return sorted(s for s in self.subjects if self.versions(s, True) and not self.versions(s))
 
     def uses_of(self, schema_id: int, deleted: bool = False) -> list[Version]:
         return [v for s in sorted(self.subjects) for v in self.versions(s, deleted) if v.id == schema_id]

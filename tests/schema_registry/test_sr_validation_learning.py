@@ -1,7 +1,8 @@
 """semantics.schema_validation on a gateway whose copy of `_schemas` lacks an id (a cluster member
 without a replica): the id is asked of the registry leader once (`fetch_ids`), then judged from what
 the leader told; known ids never ask; an id the leader does not know is refused and not asked again
-at once; a refusal is counted once even when the remoting path judges a send twice."""
+at once; a refusal is counted once even when the remoting path judges a send twice; what the leader
+told is asked again after REMOTE_TTL_S."""
 from __future__ import annotations
 
 import trio
@@ -23,12 +24,14 @@ class Leader:
     def __init__(self, fails: bool = False) -> None:
         self.asked: list[list[int]] = []
         self.fails = fails
+        self.deleted = False  # t-value soft-deleted: id 2 has no live subject
 
     async def __call__(self, ids):
         self.asked.append(list(ids))
         if self.fails:
             raise OSError("leader unreachable")
-        return {i: (Schema(2, AVRO), frozenset({"t-value"})) if i == 2 else None for i in ids}
+        subjects = frozenset() if self.deleted else frozenset({"t-value"})
+        return {i: (Schema(2, AVRO), subjects) if i == 2 else None for i in ids}
 
 
 def test_an_unknown_id_is_asked_once_then_judged_from_memory():
@@ -97,3 +100,30 @@ def test_an_unreachable_leader_refuses_and_never_raises():
 def _cfg():
     import types
     return types.SimpleNamespace(name="t", attributes={"confluent.value.schema.validation": "true"})
+
+
+def test_what_the_leader_told_is_asked_again_after_its_ttl(monkeypatch):
+    """A subject deleted at the leader after this gateway learnt its id: refused once REMOTE_TTL_S has
+    passed (the leader asked again); an unreachable leader leaves the last answer in force."""
+    import semantics.schema_validation as sv
+    clock = [1000.0]
+    monkeypatch.setattr(sv.time, "monotonic", lambda: clock[0])
+    validation, leader = _validation(AVRO), Leader()
+    validation.fetch_ids = leader
+
+    async def main():
+        assert await validation.refusals_learning("kafka", "t", RULE, None, [_head(2)]) == []
+        clock[0] += sv.REMOTE_TTL_S / 2
+        assert await validation.refusals_learning("kafka", "t", RULE, None, [_head(2)]) == []
+        assert leader.asked == [[2]]  # not due yet
+        clock[0] += sv.REMOTE_TTL_S
+        leader.fails = True
+        assert await validation.refusals_learning("kafka", "t", RULE, None, [_head(2)]) == []
+        assert leader.asked == [[2], [2]]  # asked again; unreachable: the last answer stands
+        clock[0] += sv.REMOTE_TTL_S
+        leader.fails = False
+        leader.deleted = True
+        refused = await validation.refusals_learning("kafka", "t", RULE, None, [_head(2)])
+        assert refused == [(0, "value schema id 2 is not registered under subject t-value")]
+        assert leader.asked == [[2], [2], [2]]
+    trio.run(main)
