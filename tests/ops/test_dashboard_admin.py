@@ -166,3 +166,49 @@ def test_admin_changes_in_the_browser(gw):
     topics = {t["topic"]: t for t in json.loads(request(gw, "/api/topics")[1])}
     assert topics["dash-acl-native"]["messages"] == 2  # the original and the resent copy
     assert topics["made-in-browser"]["write_queues"] == 4
+
+
+@chromium.needs_chromium
+def test_admin_edits_configs_and_deletes_a_topic_in_the_browser(gw):
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    with Admin(gw.namesrv, access_key=ADMIN[0], secret_key=ADMIN[1]) as admin:
+        admin.create_topic("dash-edit", queues=2)
+    assert "Sign in" in request(gw, "/topics/dash-edit")[1]  # someone can sign in here: the link is shown
+    browser = chromium.start()
+    base = f"http://{gw.host}"
+
+    def submit(button: str, **fields) -> str:
+        form = [f for f in browser.find_elements(By.CSS_SELECTOR, "form[method=post]")
+                if f.find_element(By.TAG_NAME, "button").text == button][0]
+        for name, value in fields.items():
+            box = form.find_element(By.NAME, name)
+            box.clear()
+            box.send_keys(value)
+        form.find_element(By.TAG_NAME, "button").click()
+        return chromium.main_text(browser, "back") + chromium.main_text(browser, "")
+
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        browser.get(base + "/topics/dash-edit")
+        assert "set retention.ms=3600000 on dash-edit" in submit("Set config", config="retention.ms", value="3600000")
+        browser.get(base + "/topics/dash-edit")
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
+        assert "retention.ms 3600000 topic" in rows
+        chromium.shot(browser, "admin-topic-config")
+        browser.get(base + "/topics/dash-edit")
+        refused = submit("Set config", config="retention.ms", value="soon")
+        assert "Invalid value soon for configuration retention.ms" in refused
+        browser.get(base + "/topics/dash-edit")
+        assert "Unknown topic config name: no.such" in submit("Set config", config="no.such", value="1")
+        browser.get(base + "/topics/dash-edit")
+        assert "type the topic's name" in submit("Delete topic", delete="dash-other")
+        browser.get(base + "/topics/dash-edit")
+        assert "deleted topic dash-edit" in submit("Delete topic", delete="dash-edit")
+        browser.get(base + "/topics/dash-edit")
+        assert "No topic dash-edit." in chromium.main_text(browser, "No topic")
+    finally:
+        browser.quit()
+    assert "dash-edit" not in {t["topic"] for t in json.loads(request(gw, "/api/topics")[1])}
