@@ -38,13 +38,6 @@ def gw(tmp_path_factory):
     g.stop()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    driver = chromium.start()
-    yield driver
-    driver.quit()
-
-
 def _kafka_consumer(gw, group: str, protocol: str) -> Consumer:
     conf = {"bootstrap.servers": gw.kafka_bootstrap, "group.id": group, "auto.offset.reset": "earliest",
             "enable.auto.commit": False}

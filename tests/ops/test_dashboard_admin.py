@@ -180,13 +180,7 @@ def test_admin_edits_configs_and_deletes_a_topic_in_the_browser(gw):
     base = f"http://{gw.host}"
 
     def submit(button: str, **fields) -> str:
-        form = [f for f in browser.find_elements(By.CSS_SELECTOR, "form[method=post]")
-                if f.find_element(By.TAG_NAME, "button").text == button][0]
-        for name, value in fields.items():
-            box = form.find_element(By.NAME, name)
-            box.clear()
-            box.send_keys(value)
-        form.find_element(By.TAG_NAME, "button").click()
+        chromium.submit_form(browser, button, **fields)
         return chromium.main_text(browser, "back") + chromium.main_text(browser, "")
 
     try:
