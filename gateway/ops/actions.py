@@ -36,6 +36,7 @@ def admin_user(app, request) -> str | None:
     sec = app.security
     if sec is None:
         return None
+    sec.refresh()  # a user or ACL changed by `python -m security` counts within a second
     user = _session_user(request.cookies.get(SESSION_COOKIE, "")) or basic_user(sec, request)
     host = request.client.host if request.client else ""
     if user and sec.authorizer.authorize(f"User:{user}", host, Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster"):

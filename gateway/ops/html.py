@@ -7,7 +7,8 @@ from html import escape
 from urllib.parse import quote
 
 NAV = [("/", "Overview"), ("/topics", "Topics"), ("/groups", "Groups"), ("/messages", "Messages"),
-       ("/dlq", "DLQ"), ("/delay", "Delay queues"), ("/transactions", "Transactions"), ("/schemas", "Schemas")]
+       ("/dlq", "DLQ"), ("/delay", "Delay queues"), ("/transactions", "Transactions"), ("/schemas", "Schemas"),
+       ("/cluster", "Cluster"), ("/grpc", "gRPC"), ("/security", "Security")]
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:0;color:#222}

@@ -93,6 +93,7 @@ def test_every_kind_of_group(gw, browser):
                               {"tasks": FilterExpression("*")}, await_duration=2)
     grpc.startup()
     try:
+        grpc.receive(4, 30)  # a ReceiveMessage call (what it gets does not matter here)
         held, deadline = [], time.monotonic() + 30
         while len(held) < 2 and time.monotonic() < deadline:
             held += pop.receive(max_messages=2, invisible_duration=300)  # leased, never acked: in flight
@@ -128,6 +129,16 @@ def test_every_kind_of_group(gw, browser):
         chromium.shot(browser, "group-pop")
         browser.get(gw.base + "/groups/g-grpc")
         assert "grpc simple" in chromium.main_text(browser, "grpc simple")
+        browser.get(gw.base + "/grpc")  # the listener, its clients and per-method requests
+        text = chromium.main_text(browser, "Requests")
+        assert gw.grpc in text and "simple_consumer g-grpc tasks open" in text, text
+        assert any(r.startswith("ReceiveMessage ") for r in _rows(browser)), _rows(browser)
+        chromium.shot(browser, "grpc")
+        browser.get(gw.base + "/cluster")
+        chromium.main_text(browser, "Partitions")
+        rows = _rows(browser)
+        assert "orders 0 0 -1 0 0 0 10" in rows, rows  # topic, partition, leader, epoch, replicas, isr, ..., end
+        chromium.shot(browser, "cluster")
         browser.get(gw.base + "/groups/no-such-group")
         assert "No group no-such-group." in chromium.main_text(browser, "No group")
     finally:

@@ -206,3 +206,33 @@ def test_admin_edits_configs_and_deletes_a_topic_in_the_browser(gw):
     finally:
         browser.quit()
     assert "dash-edit" not in {t["topic"] for t in json.loads(request(gw, "/api/topics")[1])}
+
+
+@chromium.needs_chromium
+def test_security_page_for_admins_only(gw):
+    """Users, access keys and ACLs made with `python -m security` show to a signed-in admin, never
+    their secrets; others are asked to sign in."""
+    import subprocess
+    import sys
+    run = [sys.executable, "-m", "security", "--data-dir", gw.data_dir]
+    subprocess.run([*run, "access-key", "set", "console-key", "--secret", "never-shown-1234", "--user", "bob"],
+                   check=True, capture_output=True, timeout=60)
+    subprocess.run([*run, "acl", "add", "--principal", "User:bob", "--topic", "dash-acl", "--operation", "READ"],
+                   check=True, capture_output=True, timeout=60)
+    time.sleep(1.2)  # re-read within a second
+    status, page, _ = request(gw, "/security")
+    assert status == 200 and "Sign in" in page and "console-key" not in page
+    assert "console-key" not in request(gw, "/security", ("bob", "bob-secret"))[1]
+    browser = chromium.start()
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        browser.get(f"http://{gw.host}/security")
+        text = chromium.main_text(browser, "ACLs")
+        chromium.shot(browser, "security")
+    finally:
+        browser.quit()
+    assert "User:bob" in text and "SCRAM-SHA-256" in text
+    assert "console-key bob" in text  # the key and its user
+    assert "User:bob * READ ALLOW TOPIC dash-acl LITERAL" in text
+    assert "never-shown-1234" not in text and "bob-secret" not in text
