@@ -5,6 +5,9 @@ each with a CSRF token. Every query parameter is read through `Console.int_param
 400 page, never an exception."""
 from __future__ import annotations
 
+import time
+
+import trio
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
 
@@ -44,12 +47,23 @@ def login(console: Console):
     return handle
 
 
+DISK_USAGE_S = 30.0  # the overview's disk usage is walked at most this often (10 000 topics: ~0.6 s)
+
+
 def overview(console: Console):
     app, ring = console.app, console.ring
+    walked = {"at": -DISK_USAGE_S, "usage": {}}
+
+    async def disk_usage() -> dict:
+        """Bytes per store directory, walked in a worker thread (it only reads the file system)."""
+        if time.monotonic() - walked["at"] >= DISK_USAGE_S:
+            walked["usage"] = await trio.to_thread.run_sync(inspect.disk_usage, app)
+            walked["at"] = time.monotonic()
+        return walked["usage"]
 
     async def handle(request):
         st, cfg = app.store, app.config
-        usage = inspect.disk_usage(app)
+        usage = await disk_usage()
         body = cards([("Ready", "yes" if app.stats.ready() else "no"), ("Topics", f"{len(st.topics.names()):,}"),
                       ("Groups", f"{len(app.offsets.groups()):,}"), ("CommitLog", size(st.max_physical_offset)),
                       ("On disk", size(sum(usage.values()))),
