@@ -27,13 +27,13 @@ def kinds(app) -> dict[str, list[str]]:
     add(k.share_groups.groups, "share")
     for name, g in app.rocketmq_clients.consumers.items():
         add([name], ROCKETMQ_KINDS.get(g.consume_type, "rocketmq " + g.consume_type.lower()))
-    pop_groups = {g for g, _topic, _qid in app.pop._states}  # (pop.py is at the size limit: read, never written)
-    add(pop_groups - set(k.share_groups.groups), "pop")
     for session in app.grpc.clients.values():
         if session.group and session.settings is not None and not session.is_producer:
             kind = "grpc " + _client_type(session)
             if kind not in found.get(session.group, []):
                 add([session.group], kind)
+    pop_groups = {g for g, _topic, _qid in app.pop._states}  # (pop.py is at the size limit: read, never written)
+    add(pop_groups - set(found), "pop (no live consumer)")
     add([g for g in app.offsets.groups() if g not in found], "offsets only")
     return found
 
@@ -61,9 +61,11 @@ def state_of(app, name: str) -> str:
     if classic is not None:
         return str(classic.state)
     rocketmq = app.rocketmq_clients.consumers.get(name)
-    if rocketmq is not None:
-        return "Online" if rocketmq.clients else "Offline"
-    return "Empty"
+    if rocketmq is not None and rocketmq.clients:
+        return "Online"
+    if any(s.group == name and not s.is_producer for s in app.grpc.clients.values() if s.settings is not None):
+        return "Online"
+    return "Offline" if rocketmq is not None else "Empty"
 
 
 def members_of(app, name: str) -> list[dict]:

@@ -93,13 +93,13 @@ def chart(points: list[tuple[float, float]], label: str, fmt=str, width: int = 4
     span = (t1 - t0) or 1.0
     xy = " ".join(f"{left + (t - t0) / span * (width - left - 4):.1f},{bottom - v / top * (bottom - 4):.1f}"
                   for t, v in points)
-    minutes = (t1 - t0) / 60
+    ago = f"{t1 - t0:.0f} s ago" if t1 - t0 < 120 else f"{(t1 - t0) / 60:.0f} min ago"
     return (f'<figure><figcaption>{esc(label)} <small>(now {esc(fmt(points[-1][1]))})</small></figcaption>'
             f'<svg class="chart" width="{width}" height="{height}" role="img" aria-label="{esc(label)}">'
             f'<line class="axis" x1="{left}" y1="{bottom}" x2="{width}" y2="{bottom}"/>'
             f'<line class="axis" x1="{left}" y1="0" x2="{left}" y2="{bottom}"/>'
             f'<text x="0" y="10">{esc(fmt(top))}</text><text x="0" y="{bottom}">0</text>'
-            f'<text x="{left}" y="{height - 2}">{minutes:.0f} min ago</text>'
+            f'<text x="{left}" y="{height - 2}">{ago}</text>'
             f'<text x="{width - 30}" y="{height - 2}">now</text>'
             f'<polyline fill="none" stroke="#f90" stroke-width="2" points="{xy}"/></svg></figure>')
 

@@ -56,7 +56,7 @@ def routes(console) -> list[Route]:
         cfg = app.config
         if cfg.grpc_port is None:
             return console.html("gRPC", "/grpc", '<p class="note">The gRPC listener is off: start the gateway with '
-                                '<code>--grpc-port 8081</code> for RocketMQ 5 SDK clients.</p>')
+                                '<code>--grpc-port 8181</code> (make run ARGS="--grpc-port 8181") for RocketMQ 5 SDK clients.</p>')
         stats = app.stats
         body = cards([("Address", f"{cfg.host}:{cfg.grpc_port}"), ("Connections", stats.connections["grpc"]),
                       ("Accepted", stats.connections_accepted["grpc"]), ("Clients", len(app.grpc.clients))])

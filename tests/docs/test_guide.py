@@ -81,7 +81,7 @@ def run_block(gw, index: int, timeout: float = 240) -> str:
     """Run the guide's Python block `index` as written (the guide's addresses made the test gateway's);
     its output."""
     code = (python_blocks()[index].replace("127.0.0.1:9092", gw.kafka_bootstrap)
-            .replace("127.0.0.1:9876", gw.namesrv).replace("127.0.0.1:8081", gw.grpc))
+            .replace("127.0.0.1:9876", gw.namesrv).replace("127.0.0.1:8181", gw.grpc))
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"guide block {index} failed:\n{code}\n--- output ---\n{r.stdout}{r.stderr}"
     return r.stdout
