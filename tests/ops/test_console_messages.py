@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import Producer as KafkaProducer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 import chromium
@@ -20,6 +21,7 @@ pytest.importorskip("selenium")
 pytestmark = chromium.needs_chromium
 USER = """{"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"},
           {"name": "age", "type": "int"}]}"""
+ORDER = """{"type": "object", "properties": {"order": {"type": "integer"}, "paid": {"type": "boolean"}}}"""
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +97,17 @@ def test_records_decoded_by_their_schema(gw, browser):
     p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})
     value = serialize({"name": "Ada", "age": 36}, SerializationContext("people", MessageField.VALUE))
     p.produce("people", value=value, partition=0)
+    as_json = JSONSerializer(ORDER, registry)
+    p.produce("bills", value=as_json({"order": 7, "paid": True}, SerializationContext("bills", MessageField.VALUE)),
+              partition=0)
     p.produce("people", value=b"\x00\x00\x00\x7f\xffnot known", partition=0)  # framed, id unknown: hex
     assert p.flush(20) == 0
+    del p  # closed now: its connection must not outlive the gateway
     browser.get(gw.base + "/messages?topic=people&queue=0&offset=0")
     text = _settled(browser)
     assert "body (AVRO schema 1):" in text and '"name": "Ada"' in text and '"age": 36' in text
     assert "body (hex):" in text
     chromium.shot(browser, "messages-avro")
+    browser.get(gw.base + "/messages?topic=bills&queue=0&offset=0")
+    text = _settled(browser)
+    assert "body (JSON schema 2):" in text and '"order": 7' in text and '"paid": true' in text
