@@ -236,3 +236,24 @@ def test_security_page_for_admins_only(gw):
     assert "console-key bob" in text  # the key and its user
     assert "User:bob * READ ALLOW TOPIC dash-acl LITERAL" in text
     assert "never-shown-1234" not in text and "bob-secret" not in text
+
+
+def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
+    """Every POST form, as the signed-in admin with a good token, with fields of garbage."""
+    import random
+    rng = random.Random(31)
+    csrf = token(gw, ADMIN)
+    with Admin(gw.namesrv, access_key=ADMIN[0], secret_key=ADMIN[1]) as admin:
+        admin.create_topic("dash-fuzz", queues=1)
+    bad = ["", "-1", "0", "99999999999999999999", "abc", "\x00", "%", "a" * 3000, "1e3", "NaN", "earliest ",
+           "retention.ms", "<b>", "𝄞"]
+    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id"]
+    for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such"]:
+        for _ in range(40):
+            form = {rng.choice(fields): rng.choice(bad) for _ in range(rng.randrange(1, 4))}
+            form.pop("delete", None)  # the topic stays for the next rounds
+            status, page, _ = request(gw, path, ADMIN, data={**form, "csrf": csrf})
+            assert status in (200, 400), (path, form, status, page[-300:])
+    assert request(gw, "/healthz")[0] == 200
+    made = {t["topic"] for t in json.loads(request(gw, "/api/topics")[1])}
+    assert not {"<b>", "\x00", "%", "a" * 3000, "𝄞"} & made  # no topic of an illegal name was created
