@@ -20,6 +20,7 @@ class GatewayConfig:
     remoting_port: int = 9876
     grpc_port: int | None = None  # RocketMQ 5 gRPC (gateway.grpc); off when None
     http_port: int | None = None  # /metrics, /healthz, /readyz, /api (gateway.ops); off when None
+    console_sample_ms: int = 5000  # the console's history: one sample of rates, sizes and lag this often (1 h kept)
     schema_registry_port: int | None = None  # Confluent's registry REST API (gateway.schema_registry); off: None
     schema_registry_tls: bool = False  # the registry port serves HTTPS with --tls-cert/--tls-key (--tls-ca: mTLS)
     flush: str = "async"
@@ -191,6 +192,9 @@ def build_parser() -> _Parser:
                    help="serve RocketMQ 5's gRPC protocol (rocketmq-clients SDKs) on this port (off by default)")
     p.add_argument("--http-port", type=_port, default=None,
                    help="serve /metrics, /healthz, /readyz and the admin API on this port (off by default)")
+    p.add_argument("--console-sample-ms", type=_int_between(100, 3_600_000, "milliseconds (100-3600000)"),
+                   default=d.console_sample_ms,
+                   help="how often the console samples rates, sizes and lag for its charts (720 samples kept)")
     p.add_argument("--schema-registry-port", type=_port, default=None,
                    help="serve Confluent's schema registry REST API on this port (off by default; "
                    "docs/schema-registry.md)")

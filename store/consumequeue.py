@@ -203,9 +203,13 @@ class ConsumeQueueTable:
         self.dir = directory
         self.units_per_file = units_per_file
         self.queues: dict[tuple[str, int], ConsumeQueue] = {}
+        # topic -> its queue ids, sorted; replaced whole (never changed in place), so a reader without
+        # the lock sees one or the other; `of_topic` without a scan of every queue (10 000 topics)
+        self._by_topic: dict[str, tuple[int, ...]] = {}
         os.makedirs(directory, exist_ok=True)
         for topic, qid, qdir in queue_dirs(directory):
             self.queues[(topic, qid)] = ConsumeQueue(qdir, topic, qid, units_per_file)
+            self._by_topic[topic] = tuple(sorted((*self._by_topic.get(topic, ()), qid)))
 
     def create(self, key: tuple[str, int]) -> ConsumeQueue:
         cq = self.queues.get(key)
@@ -215,6 +219,7 @@ class ConsumeQueueTable:
                 raise StoreError(f"bad queue id {qid!r}")
             cq = ConsumeQueue(os.path.join(self.dir, topic_dir(topic), str(qid)), topic, qid, self.units_per_file)
             self.queues[key] = cq
+            self._by_topic[topic] = tuple(sorted((*self._by_topic.get(topic, ()), qid)))
         return cq
 
     def next_offset(self, key: tuple[str, int]) -> int:
@@ -223,7 +228,7 @@ class ConsumeQueueTable:
         return cq.max_offset
 
     def of_topic(self, topic: str) -> list[int]:
-        return sorted(q for (t, q) in self.queues if t == topic)
+        return list(self._by_topic.get(topic, ()))
 
     def truncate_phys(self, phys: int) -> None:
         """Recovery: drop the units pointing at CommitLog offsets >= `phys` (re-dispatched later)."""
@@ -242,6 +247,7 @@ class ConsumeQueueTable:
     def detach_topic(self, topic: str) -> tuple[list[ConsumeQueue], str]:
         """Forget a topic's queues (called under the store lock); the caller removes the returned
         directory and closes the returned queues without holding it."""
+        self._by_topic.pop(topic, None)
         return [self.queues.pop(k) for k in [k for k in self.queues if k[0] == topic]], \
             os.path.join(self.dir, topic_dir(topic))
 

@@ -20,6 +20,7 @@ from semantics import backtrack
 from semantics.retry import resend_from_dlq
 
 import gateway.ops.inspect as inspect
+from gateway.kafka.topics import legal_name
 from codec.remoting.message import parse_msg_id
 
 _KEY = secrets.token_bytes(32)  # per process: tokens and sessions end with it
@@ -36,6 +37,7 @@ def admin_user(app, request) -> str | None:
     sec = app.security
     if sec is None:
         return None
+    sec.refresh()  # a user or ACL changed by `python -m security` counts within a second
     user = _session_user(request.cookies.get(SESSION_COOKIE, "")) or basic_user(sec, request)
     host = request.client.host if request.client else ""
     if user and sec.authorizer.authorize(f"User:{user}", host, Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster"):
@@ -84,8 +86,10 @@ def check_post(request, user: str, form) -> None:
 
 
 def create_topic(app, name: str, queues: str) -> str:
-    if not name or app.store.topics.get(name) is not None:
-        raise Refused(f"topic {name!r} exists or has no name")
+    if not legal_name(name):
+        raise Refused(f"{name[:300]!r} is not a legal topic name (letters, digits, '.', '_', '-'; at most 249)")
+    if app.store.topics.get(name) is not None:
+        raise Refused(f"topic {name!r} exists")
     try:
         n = int(queues)
     except ValueError:

@@ -7,7 +7,9 @@ from html import escape
 from urllib.parse import quote
 
 NAV = [("/", "Overview"), ("/topics", "Topics"), ("/groups", "Groups"), ("/messages", "Messages"),
-       ("/dlq", "DLQ"), ("/delay", "Delay queues"), ("/transactions", "Transactions"), ("/schemas", "Schemas")]
+       ("/dlq", "DLQ"), ("/delay", "Delay queues"), ("/transactions", "Transactions"), ("/schemas", "Schemas"),
+       ("/cluster", "Cluster"), ("/grpc", "gRPC"), ("/security", "Security")]
+UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:0;color:#222}
 nav{background:#1f2d3d;padding:.6em 1em}nav a{color:#fff;margin-right:1.2em;text-decoration:none}
@@ -16,7 +18,8 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;p
 th{background:#eef}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .cards{display:flex;gap:1em;flex-wrap:wrap}.card{border:1px solid #ccc;border-radius:6px;padding:.6em 1em;min-width:9em}
 .card b{display:block;font-size:1.4em}pre{background:#f6f6f6;padding:.5em;white-space:pre-wrap;word-break:break-all}
-form{margin:.5em 0 1em}input{margin-right:.5em}.note{color:#666}"""
+form{margin:.5em 0 1em}input{margin-right:.5em}.note{color:#666}.refused{color:#b00}
+svg.chart text{font-size:10px;fill:#555}svg.chart .axis{stroke:#999}.charts{display:flex;gap:2em;flex-wrap:wrap}"""
 
 
 def esc(value) -> str:
@@ -62,15 +65,43 @@ def cards(items: list[tuple[str, object]]) -> str:
         f'<div class="card">{esc(label)}<b>{esc(value)}</b></div>' for label, value in items) + "</div>"
 
 
-def sparkline(values: list[float], width: int = 320, height: int = 48) -> str:
-    """An inline SVG polyline of `values` (oldest first)."""
-    if len(values) < 2:
-        return '<p class="note">(collecting samples)</p>'
-    top = max(values) or 1.0
-    step = width / (len(values) - 1)
-    points = " ".join(f"{i * step:.1f},{height - v / top * (height - 2):.1f}" for i, v in enumerate(values))
-    return (f'<svg width="{width}" height="{height}" role="img" aria-label="throughput">'
-            f'<polyline fill="none" stroke="#f90" stroke-width="2" points="{points}"/></svg>')
+def size(n) -> str:
+    """Bytes for people: 1.5 KiB, 12.0 MiB (binary units, like Redpanda Console)."""
+    n = float(n or 0)
+    for unit in UNITS:
+        if abs(n) < 1024 or unit == UNITS[-1]:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def rate(per_second, unit: str = "B") -> str:
+    """A rate for people: '1.2 MiB/s' for bytes, '35.0 msg/s' otherwise; '-' when unknown."""
+    if per_second is None:
+        return "-"
+    return size(per_second) + "/s" if unit == "B" else f"{per_second:,.1f} {unit}/s"
+
+
+def chart(points: list[tuple[float, float]], label: str, fmt=str, width: int = 420, height: int = 120) -> str:
+    """An inline SVG line chart of (epoch seconds, value), oldest first, with the highest value and
+    the time span written on its axes; no script, no external library."""
+    if len(points) < 2:
+        return f'<figure><figcaption>{esc(label)}</figcaption><p class="note">(collecting samples)</p></figure>'
+    t0, t1 = points[0][0], points[-1][0]
+    top = max(v for _, v in points) or 1.0
+    left, bottom = 48, height - 16
+    span = (t1 - t0) or 1.0
+    xy = " ".join(f"{left + (t - t0) / span * (width - left - 4):.1f},{bottom - v / top * (bottom - 4):.1f}"
+                  for t, v in points)
+    ago = f"{t1 - t0:.0f} s ago" if t1 - t0 < 120 else f"{(t1 - t0) / 60:.0f} min ago"
+    return (f'<figure><figcaption>{esc(label)} <small>(now {esc(fmt(points[-1][1]))})</small></figcaption>'
+            f'<svg class="chart" width="{width}" height="{height}" role="img" aria-label="{esc(label)}">'
+            f'<line class="axis" x1="{left}" y1="{bottom}" x2="{width}" y2="{bottom}"/>'
+            f'<line class="axis" x1="{left}" y1="0" x2="{left}" y2="{bottom}"/>'
+            f'<text x="0" y="10">{esc(fmt(top))}</text><text x="0" y="{bottom}">0</text>'
+            f'<text x="{left}" y="{height - 2}">{ago}</text>'
+            f'<text x="{width - 30}" y="{height - 2}">now</text>'
+            f'<polyline fill="none" stroke="#f90" stroke-width="2" points="{xy}"/></svg></figure>')
 
 
 def _inputs(fields: list[tuple[str, str, object]]) -> str:

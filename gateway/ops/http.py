@@ -20,14 +20,15 @@ import gateway.ops.messages as messages
 from gateway.app import StartupError
 from gateway.listeners import bind_failure
 from gateway.ops.collector import make_registry
-from gateway.ops.pages import Throughput, routes as page_routes
+from gateway.ops.history import History
+from gateway.ops.pages import routes as page_routes
 
 log = logging.getLogger("rocketgate.http")
 
 
-def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
+def make_asgi_app(app, history: History | None = None) -> Starlette:
     registry = make_registry(app)
-    throughput = throughput or Throughput(app)
+    history = history or History(app)
 
     async def metrics(request):
         # Read the App on the loop (one consistent state), format the text in a worker thread:
@@ -95,7 +96,7 @@ def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
         Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
         Route("/api/delay", delay), Route("/api/schemas", schemas), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
         Route("/api/messages", messages_by_key), Route("/api/messages/{msg_id}", message_by_id),
-        *page_routes(app, throughput),
+        *page_routes(app, history),
     ])
 
 
@@ -152,19 +153,19 @@ class HttpService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         cfg = self.bound or bind_http(self.app.config)
-        throughput = Throughput(self.app)
+        history = History(self.app)
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(throughput.run)
-            binds = await nursery.start(self._serve, cfg, throughput, nursery.cancel_scope)
+            nursery.start_soon(history.run)
+            binds = await nursery.start(self._serve, cfg, history, nursery.cancel_scope)
             log.info("http listener ready on %s", ", ".join(binds))
             for url in binds:  # the newcomer's way in (make run): where the dashboard is
                 log.info("dashboard: %s/  metrics: %s/metrics  health: %s/healthz", url, url, url)
             task_status.started(binds)
 
-    async def _serve(self, cfg: HypercornConfig, throughput: Throughput, done: trio.CancelScope, *,
+    async def _serve(self, cfg: HypercornConfig, history: History, done: trio.CancelScope, *,
                      task_status=trio.TASK_STATUS_IGNORED) -> None:
         try:
-            await serve(make_asgi_app(self.app, throughput), cfg, shutdown_trigger=self.app.stats.shutdown.wait,
+            await serve(make_asgi_app(self.app, history), cfg, shutdown_trigger=self.app.stats.shutdown.wait,
                         task_status=task_status)
         finally:
-            done.cancel()  # the server is done: the throughput sampler stops too
+            done.cancel()  # the server is done: the history sampler stops too

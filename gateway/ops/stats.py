@@ -65,6 +65,7 @@ class GatewayStats:
         self.connections_accepted = {"kafka": 0, "remoting": 0, "grpc": 0}
         self.request_bytes = None  # gateway.connections.RequestBytes, set by the server
         self.appended: dict[str, int] = {}  # messages stored per topic (both protocols)
+        self.appended_bytes: dict[str, int] = {}  # CommitLog bytes stored per topic
         self.fetched_bytes: dict[tuple[str, str], int] = {}  # (protocol, topic) -> message bytes served
         self.fetches: dict[tuple[str, str], int] = {}  # (protocol, topic) -> answers that carried messages
         self.principal_requests: dict[tuple[str, str], int] = {}  # (protocol, principal) -> requests
@@ -100,9 +101,10 @@ class GatewayStats:
     # -- store hooks ---------------------------------------------------------------------------
     def dispatch(self, requests) -> None:
         """A store dispatcher: counts the logical messages appended per topic."""
-        appended = self.appended
+        appended, appended_bytes = self.appended, self.appended_bytes
         for r in requests:
             appended[r.topic] = appended.get(r.topic, 0) + r.count
+            appended_bytes[r.topic] = appended_bytes.get(r.topic, 0) + r.size
 
     def install(self, app) -> None:
         """Hook the store: count appends per topic, time writes (after flow control's observer)

@@ -9,6 +9,8 @@ subscribe by tag. Event time is the record timestamp; a window is emitted once t
 """
 from __future__ import annotations
 
+import json
+
 from pyspark.sql import functions as F
 
 from spark import source
@@ -48,6 +50,31 @@ def metrics_frame(df, window: str, watermark: str):
                       F.when(F.col("tag") != NO_TAG, tag_header).alias("headers"))
 
 
+def once_summary(progress: list[dict], args) -> str:
+    """What a --once run did, from its micro-batches' progress: the windows written, or why none was
+    (nothing new to read, or every window still open because the watermark has not passed its end)
+    and how to get output."""
+    read = sum(p.get("numInputRows") or 0 for p in progress)
+    written = sum(max(0, (p.get("sink") or {}).get("numOutputRows", -1)) for p in progress)
+    last = progress[-1] if progress else {}
+    states = last.get("stateOperators") or [{}]
+    still_open = states[0].get("numRowsTotal", 0)
+    watermark = (last.get("eventTime") or {}).get("watermark", "none yet")
+    if written:
+        return (f"tag_metrics: wrote {written} window(s) to {args.target}; {still_open} window(s) still open "
+                f"(watermark {watermark}).")
+    if not read and not still_open:
+        return (f"tag_metrics --once wrote nothing: no new records in {args.topic} since the last run "
+                f"(checkpoint {args.checkpoint}). Produce to {args.topic}, or start over with a new --checkpoint "
+                f"and --starting earliest.")
+    return (f"tag_metrics --once wrote nothing to {args.target} yet: {read} record(s) read, {still_open} window(s) "
+            f"still open. A window is written once the watermark (the newest event time seen minus --watermark "
+            f"{args.watermark}; now {watermark}) passes the window's end, so the newest events keep their windows "
+            f"open. To get output: produce events later than a window's end plus {args.watermark}, run again with a "
+            f"smaller --watermark or --window, or run without --once to keep it running; the checkpoint "
+            f"({args.checkpoint}) keeps the open windows between runs.")
+
+
 def run(argv=None) -> None:
     args = build_parser().parse_args(argv)
     spark = common.start(args, "tag_metrics", [args.topic])
@@ -59,7 +86,10 @@ def run(argv=None) -> None:
               .option("checkpointLocation", args.checkpoint).outputMode("append"))
     writer = (writer.trigger(availableNow=True) if args.once
               else writer.trigger(processingTime=f"{args.trigger_seconds} seconds"))
-    common.watch(writer.start())
+    query = writer.start()
+    common.watch(query)
+    if args.once:
+        print(once_summary([json.loads(p.json) for p in query.recentProgress], args), flush=True)
 
 
 if __name__ == "__main__":

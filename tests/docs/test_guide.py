@@ -67,15 +67,24 @@ def test_start_command(tmp_path):
 
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory):
-    g = GatewayProcess(str(tmp_path_factory.mktemp("guide") / "data")).start()
+    grpc_port = free_port()
+    # the transaction check-back comes after 2 s here (the guide says 60 s by default, and waits for it)
+    g = GatewayProcess(str(tmp_path_factory.mktemp("guide") / "data"),
+                       extra_args=["--grpc-port", str(grpc_port), "--transaction-check-interval-ms", "2000"]).start()
+    g.grpc = f"127.0.0.1:{grpc_port}"
+    wait_port(grpc_port)
     yield g
     g.stop()
 
 
-def run_block(gw, index: int, timeout: float = 90) -> None:
-    code = python_blocks()[index].replace("127.0.0.1:9092", gw.kafka_bootstrap).replace("127.0.0.1:9876", gw.namesrv)
+def run_block(gw, index: int, timeout: float = 240) -> str:
+    """Run the guide's Python block `index` as written (the guide's addresses made the test gateway's);
+    its output."""
+    code = (python_blocks()[index].replace("127.0.0.1:9092", gw.kafka_bootstrap)
+            .replace("127.0.0.1:9876", gw.namesrv).replace("127.0.0.1:8181", gw.grpc))
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"guide block {index} failed:\n{code}\n--- output ---\n{r.stdout}{r.stderr}"
+    return r.stdout
 
 
 def messages(gw, topic: str) -> int:
@@ -103,7 +112,7 @@ def wait_for(predicate, timeout: float = 20.0) -> bool:
 def test_python_blocks_in_order(gw):
     """The guide's Python blocks, in order, on one gateway: the Kafka producer stores its record, the
     filtered view exists and then holds the native client's `paid` message, the SimpleConsumer runs."""
-    assert len(python_blocks()) == 4, "the guide's Python blocks changed: update this test"
+    assert len(python_blocks()) == 6, "the guide's Python blocks changed: update this test"
     run_block(gw, 0)                                               # Kafka produce + consumer
     assert messages(gw, "orders") == 1
     run_block(gw, 1)                                               # the filtered view
@@ -112,4 +121,10 @@ def test_python_blocks_in_order(gw):
     run_block(gw, 2)                                               # native producer (paid + delayed) and consumer
     assert wait_for(lambda: messages(gw, "orders") >= 2)
     assert wait_for(lambda: messages(gw, "orders-paid") >= 1), "the view does not hold the paid message"
-    run_block(gw, 3)                                               # the SimpleConsumer (POP)
+    before = messages(gw, "orders")
+    out = run_block(gw, 3)                                         # TransactionProducer and its check listener
+    assert "TransactionState.COMMIT" in out and "asked back: True" in out, out
+    assert wait_for(lambda: messages(gw, "orders") >= before + 2), "both transactions' messages are delivered"
+    out = run_block(gw, 4)                                         # gRPC: SimpleConsumer, PushConsumer, Producer
+    assert "simple consumer got [b'order-45 created']" in out and "push consumer got it: True" in out, out
+    run_block(gw, 5)                                               # the SimpleConsumer (POP)

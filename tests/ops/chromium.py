@@ -43,3 +43,15 @@ def main_text(browser, expected: str = "", timeout: float = 10.0) -> str:
         if (text is not None and expected in text) or time.monotonic() > deadline:
             return text or ""
         time.sleep(0.05)
+
+
+def submit_form(browser, button: str, **fields) -> None:
+    """Fill the form whose button says `button` (its named inputs set to `fields`) and submit it."""
+    from selenium.webdriver.common.by import By
+    form = [f for f in browser.find_elements(By.TAG_NAME, "form")
+            if f.find_element(By.TAG_NAME, "button").text == button][0]
+    for name, value in fields.items():
+        box = form.find_element(By.NAME, name)
+        box.clear()
+        box.send_keys(value)
+    form.find_element(By.TAG_NAME, "button").click()

@@ -1,5 +1,6 @@
-"""Benchmark (not a test): how long each dashboard page and /metrics take with 1 000 topics and
-10 000 consumer groups (offsets committed on every group), in-process.
+"""Benchmark (not a test): how long each console page and /metrics take with 1 000 topics and
+10 000 consumer groups (offsets committed on every group), in-process, and one sample of the
+console's history (gateway.ops.history) over them.
 
     python tests/ops/dashboard_load.py [--topics 1000] [--groups 10000]
 """
@@ -23,8 +24,9 @@ from gateway.ops.http import HttpService  # noqa: E402
 from gateway_process import free_port  # noqa: E402
 from store import Message  # noqa: E402
 
-PAGES = ["/", "/topics", "/groups", "/groups/group-0", "/dlq", "/delay", "/transactions",
-         "/messages?topic=topic-0&queue=0&offset=0", "/metrics", "/api/groups"]
+PAGES = ["/", "/topics", "/topics/topic-0", "/groups", "/groups/group-0", "/dlq", "/delay", "/transactions",
+         "/messages?topic=topic-0&queue=0&offset=0", "/messages?topic=topic-0&tag=none", "/cluster", "/grpc",
+         "/security", "/schemas", "/metrics", "/api/groups"]
 
 
 def fetch(url: str) -> tuple[float, int]:
@@ -52,6 +54,10 @@ def main() -> None:
                 for g in range(args.groups):
                     app.offsets.commit(f"group-{g}", f"topic-{g % args.topics}", 0, 0)
                 app.stats.listeners_up = True
+                from gateway.ops.history import History
+                began = time.perf_counter()
+                History(app).sample()
+                print(f"{'one history sample':45s} {(time.perf_counter() - began) * 1000:8.1f} ms")
                 async with trio.open_nursery() as nursery:
                     await nursery.start(HttpService(app).run)
                     for page in PAGES:

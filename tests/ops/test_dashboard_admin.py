@@ -166,3 +166,94 @@ def test_admin_changes_in_the_browser(gw):
     topics = {t["topic"]: t for t in json.loads(request(gw, "/api/topics")[1])}
     assert topics["dash-acl-native"]["messages"] == 2  # the original and the resent copy
     assert topics["made-in-browser"]["write_queues"] == 4
+
+
+@chromium.needs_chromium
+def test_admin_edits_configs_and_deletes_a_topic_in_the_browser(gw):
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    with Admin(gw.namesrv, access_key=ADMIN[0], secret_key=ADMIN[1]) as admin:
+        admin.create_topic("dash-edit", queues=2)
+    assert "Sign in" in request(gw, "/topics/dash-edit")[1]  # someone can sign in here: the link is shown
+    browser = chromium.start()
+    base = f"http://{gw.host}"
+
+    def submit(button: str, **fields) -> str:
+        chromium.submit_form(browser, button, **fields)
+        return chromium.main_text(browser, "back") + chromium.main_text(browser, "")
+
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        browser.get(base + "/topics/dash-edit")
+        assert "set retention.ms=3600000 on dash-edit" in submit("Set config", config="retention.ms", value="3600000")
+        browser.get(base + "/topics/dash-edit")
+        rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr")]
+        assert "retention.ms 3600000 topic" in rows
+        chromium.shot(browser, "admin-topic-config")
+        browser.get(base + "/topics/dash-edit")
+        refused = submit("Set config", config="retention.ms", value="soon")
+        assert "Invalid value soon for configuration retention.ms" in refused
+        browser.get(base + "/topics/dash-edit")
+        assert "Unknown topic config name: no.such" in submit("Set config", config="no.such", value="1")
+        browser.get(base + "/topics/dash-edit")
+        assert "type the topic's name" in submit("Delete topic", delete="dash-other")
+        browser.get(base + "/topics/dash-edit")
+        assert "deleted topic dash-edit" in submit("Delete topic", delete="dash-edit")
+        browser.get(base + "/topics/dash-edit")
+        assert "No topic dash-edit." in chromium.main_text(browser, "No topic")
+    finally:
+        browser.quit()
+    assert "dash-edit" not in {t["topic"] for t in json.loads(request(gw, "/api/topics")[1])}
+
+
+@chromium.needs_chromium
+def test_security_page_for_admins_only(gw):
+    """Users, access keys and ACLs made with `python -m security` show to a signed-in admin, never
+    their secrets; others are asked to sign in."""
+    import subprocess
+    import sys
+    run = [sys.executable, "-m", "security", "--data-dir", gw.data_dir]
+    subprocess.run([*run, "access-key", "set", "console-key", "--secret", "never-shown-1234", "--user", "bob"],
+                   check=True, capture_output=True, timeout=60)
+    subprocess.run([*run, "acl", "add", "--principal", "User:bob", "--topic", "dash-acl", "--operation", "READ"],
+                   check=True, capture_output=True, timeout=60)
+    time.sleep(1.2)  # re-read within a second
+    status, page, _ = request(gw, "/security")
+    assert status == 200 and "Sign in" in page and "console-key" not in page
+    assert "console-key" not in request(gw, "/security", ("bob", "bob-secret"))[1]
+    browser = chromium.start()
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        browser.get(f"http://{gw.host}/security")
+        text = chromium.main_text(browser, "ACLs")
+        chromium.shot(browser, "security")
+    finally:
+        browser.quit()
+    assert "User:bob" in text and "SCRAM-SHA-256" in text
+    assert "console-key bob" in text  # the key and its user
+    assert "User:bob * READ ALLOW TOPIC dash-acl LITERAL" in text
+    assert "never-shown-1234" not in text and "bob-secret" not in text
+
+
+def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
+    """Every POST form, as the signed-in admin with a good token, with fields of garbage."""
+    import random
+    rng = random.Random(31)
+    csrf = token(gw, ADMIN)
+    with Admin(gw.namesrv, access_key=ADMIN[0], secret_key=ADMIN[1]) as admin:
+        admin.create_topic("dash-fuzz", queues=1)
+    bad = ["", "-1", "0", "99999999999999999999", "abc", "\x00", "%", "a" * 3000, "1e3", "NaN", "earliest ",
+           "retention.ms", "<b>", "𝄞"]
+    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id"]
+    for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such"]:
+        for _ in range(40):
+            form = {rng.choice(fields): rng.choice(bad) for _ in range(rng.randrange(1, 4))}
+            form.pop("delete", None)  # the topic stays for the next rounds
+            status, page, _ = request(gw, path, ADMIN, data={**form, "csrf": csrf})
+            assert status in (200, 400), (path, form, status, page[-300:])
+    assert request(gw, "/healthz")[0] == 200
+    made = {t["topic"] for t in json.loads(request(gw, "/api/topics")[1])}
+    assert not {"<b>", "\x00", "%", "a" * 3000, "𝄞"} & made  # no topic of an illegal name was created

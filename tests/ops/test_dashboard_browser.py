@@ -26,7 +26,8 @@ pytestmark = chromium.needs_chromium
 def gw(tmp_path_factory):
     http_port = free_port()
     g = GatewayProcess(str(tmp_path_factory.mktemp("dash") / "data"),
-                       extra_args=["--http-port", str(http_port), "--transaction-check-interval-ms", "600000"])
+                       extra_args=["--http-port", str(http_port), "--transaction-check-interval-ms", "600000",
+                                   "--console-sample-ms", "300"])
     g.base = f"http://127.0.0.1:{http_port}"
     g.start()
     _populate(g)
@@ -82,13 +83,6 @@ def _populate(gw) -> None:
         dead.shutdown()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    driver = chromium.start()
-    yield driver
-    driver.quit()
-
-
 shot = chromium.shot
 
 
@@ -105,7 +99,10 @@ def click(browser, link_text: str, then: str = "") -> None:
 def test_overview_and_topics(gw, browser):
     browser.get(gw.base + "/")
     assert browser.title == "Overview · rocketgate"
-    assert "Ready\nyes" in text(browser) and "kafka" in text(browser) and "Write throughput" in text(browser)
+    overview = text(browser)
+    assert "Ready\nyes" in overview and "kafka" in overview and "Throughput" in overview
+    assert " KiB" in overview and " B/s" in overview and "Sign in" not in overview  # no admins here
+    assert {"Produced", "Consumed", "CommitLog writes"} <= _charts(browser)
     shot(browser, "overview")
     click(browser, "Topics", "Topics")
     assert "shop" in text(browser) and "native" in text(browser)
@@ -117,6 +114,37 @@ def test_overview_and_topics(gw, browser):
     body = text(browser)
     assert '{"order": 0}' in body and "order-5" in body and "source" in body
     shot(browser, "messages-browse")
+
+
+def _charts(browser) -> set[str]:
+    """The labels of the page's SVG charts that have a line drawn."""
+    return {svg.get_attribute("aria-label") for svg in browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+            if svg.find_elements(By.TAG_NAME, "polyline")}
+
+
+def test_topic_rates_and_size_over_time(gw, browser):
+    """Records produced and consumed while the gateway samples: the topic page charts them."""
+    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})
+    c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "charts", "auto.offset.reset": "earliest"})
+    c.subscribe(["rates"])
+    for i in range(20):
+        p.produce("rates", value=b"x" * 2000, partition=0)
+        p.flush(10)
+        c.poll(0.2)
+    c.close()
+    time.sleep(1.0)  # a few more samples
+    browser.get(gw.base + "/topics")
+    row = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "table tr") if r.text.startswith("rates ")][0]
+    assert "B/s" in row
+    browser.get(gw.base + "/topics/rates")
+    chromium.main_text(browser, "Last hour")
+    assert {"Produced", "Consumed", "Messages in", "Messages stored"} <= _charts(browser)
+    assert "Messages stored (now 20)" in text(browser)
+    top = browser.find_element(By.CSS_SELECTOR, "svg[aria-label=Produced] text").text
+    assert top.endswith("B/s") and not top.startswith("0 ")  # the highest produce rate seen, for people
+    assert "retention.ms" in text(browser) and "default" in text(browser)  # configs with their source
+    assert "Sign in" not in text(browser) and "Set config" not in text(browser)
+    shot(browser, "topic-rates")
 
 
 def test_groups_of_both_protocols(gw, browser):
@@ -132,7 +160,7 @@ def test_groups_of_both_protocols(gw, browser):
 
 def test_message_browser_by_key_and_msgid(gw, browser):
     browser.get(gw.base + "/messages")
-    key_form = browser.find_elements(By.TAG_NAME, "form")[1]
+    key_form = browser.find_elements(By.TAG_NAME, "form")[2]
     key_form.find_element(By.NAME, "topic").send_keys("shop")
     key_form.find_element(By.NAME, "key").send_keys("order-3")
     key_form.find_element(By.TAG_NAME, "button").click()

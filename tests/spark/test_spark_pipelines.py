@@ -75,7 +75,9 @@ def test_tag_metrics_windows_written_through_kafka_sink(spark, bootstrap, namesr
     tag_metrics.run(["--bootstrap", bootstrap, "--topic", topic, "--target", target,
                      "--checkpoint", str(tmp_path / "ckpt"), "--window", "1 minute",
                      "--watermark", "1 minute", "--once"])
-    assert "batch 0: 7 rows" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "batch 0: 7 rows" in out
+    assert f"tag_metrics: wrote 3 window(s) to {target}" in out, out
 
     records = consume_all(bootstrap, target)
     got = {r.key.decode(): (json.loads(r.value), r.headers) for r in records}
@@ -99,6 +101,21 @@ def test_tag_metrics_windows_written_through_kafka_sink(spark, bootstrap, namesr
         finally:
             consumer.shutdown()
         assert [(m.tags, json.loads(m.body)) for m in native] == [("A", got["A"][0])]
+
+
+def test_tag_metrics_once_says_why_it_wrote_nothing(spark, bootstrap, topic_name, tmp_path, capsys):
+    """Events all in the newest window: the watermark has not passed its end, nothing is written,
+    and the run says so and how to get output; run again with nothing new, it says that."""
+    topic, target = topic_name("events"), topic_name("metrics")
+    create_topic(bootstrap, topic, partitions=1)
+    produce(bootstrap, topic, [{"value": b"1", "headers": [("TAGS", b"A")]} for _ in range(3)])
+    args = ["--bootstrap", bootstrap, "--topic", topic, "--target", target, "--checkpoint", str(tmp_path / "ckpt"),
+            "--window", "1 hour", "--watermark", "1 minute", "--once"]
+    tag_metrics.run(args)
+    out = capsys.readouterr().out
+    assert f"tag_metrics --once wrote nothing to {target} yet: 3 record(s) read, 1 window(s) still open" in out, out
+    assert "run again with a smaller --watermark or --window, or run without --once" in out
+    assert consume_all(bootstrap, target) == []
 
 
 def spark_rows(spark, bootstrap: str, topic: str) -> list[tuple]:

@@ -178,3 +178,23 @@ def test_corrupt_config_is_set_aside(tmp_path):
     s = store.open(str(tmp_path), small_config())
     assert s.topics.names() == ["B"]
     s.close()
+
+
+def test_queue_ids_of_a_topic_follow_creates_deletes_and_reopen(tmp_path):
+    """`queues(topic)` (kept per topic, not found by a scan of every queue) after appends to new
+    queues, a deleted topic, a topic made again, and a reopen."""
+    s = store.open(str(tmp_path), small_config())
+    s.topics.create("A", 4, 4)
+    s.topics.create("B", 4, 4)
+    for topic, qid in (("A", 2), ("A", 0), ("B", 1), ("AB", 3)):
+        s.append(Message(topic, qid, b"x", {}))
+    assert (s.queues("A"), s.queues("B"), s.queues("AB"), s.queues("C")) == ([0, 2], [1], [3], [])
+    s.topics.delete("A")
+    assert s.queues("A") == [] and s.queues("AB") == [3]
+    s.topics.create("A", 4, 4)
+    s.append(Message("A", 1, b"y", {}))
+    assert s.queues("A") == [1]
+    s.close()
+    s = store.open(str(tmp_path), small_config())
+    assert (s.queues("A"), s.queues("B"), s.queues("AB")) == ([1], [1], [3])
+    s.close()

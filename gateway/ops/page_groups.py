@@ -1,0 +1,57 @@
+"""Consumer groups of every kind (gateway.ops.group_views): the list with kinds, state, members
+and total lag; a group's members with their assignments, lag per queue, POP/share progress and lag
+over the last hour; an admin resets offsets of a group without live members."""
+from __future__ import annotations
+
+from starlette.routing import Route
+
+import gateway.ops.actions as actions
+import gateway.ops.group_views as group_views
+import gateway.ops.inspect as inspect
+from gateway.ops.html import cards, chart, post_form, q, table
+
+
+def routes(console) -> list[Route]:
+    app, ring = console.app, console.ring
+
+    async def groups(request):
+        rows, nav = console.paged(request, group_views.listing(app), "/groups")
+        return console.html("Consumer groups", "/groups", nav + table(
+            rows, ["group", "kinds", "state", "members", "lag", "topics"],
+            links={"group": lambda r: f"/groups/{q(r['group'])}"}, numeric=("members", "lag")))
+
+    async def group(request):
+        name = request.path_params["name"]
+        if request.method == "POST":
+            async def reset(f):
+                return actions.reset_offsets(app, name, f.get("topic", ""), f.get("to", ""))
+            return await console.change(request, f"Group {name}", "/groups", reset)
+        every = group_views.kinds(app)
+        if name not in every:
+            return console.not_found("/groups", f"No group {name}.")
+        rows = inspect.group_lag(app, name)
+        members = group_views.members_of(app, name)
+        progress = group_views.pop_progress(app, name)
+        body = cards([("Kinds", ", ".join(every[name])), ("State", group_views.state_of(app, name)),
+                      ("Members", len(members)), ("Lag", f"{sum(r['lag'] for r in rows):,}")])
+        body += '<div class="charts">' + chart(ring.points(f"lag:{name}"), "Lag (messages)", lambda v: f"{v:,.0f}") \
+            + "</div>"
+        body += "<h2>Members</h2>" + table(members, ["kind", "member", "client", "host", "assignment"])
+        body += "<h2>Lag per queue</h2>" + table(rows, ["topic", "queue", "committed", "end", "lag"],
+                                                 numeric=("queue", "committed", "end", "lag"))
+        if progress:
+            body += "<h2>Per-message progress (POP / share)</h2>" + table(
+                progress, ["topic", "queue", "start", "next", "end", "in_flight", "backlog"],
+                numeric=("queue", "start", "next", "end", "in_flight", "backlog"))
+        user = console.admin(request)
+        if user:
+            body += "<h2>Reset offsets</h2>" + post_form(
+                f"/groups/{q(name)}", [("topic", "topic", rows[0]["topic"] if rows else ""),
+                                       ("to", "to (earliest, latest, epoch ms)", "earliest")],
+                "Reset", actions.csrf_token(user))
+        else:
+            body += console.admin_note(request, "reset offsets") + \
+                '<p class="note">Or reset with <code>rocketgate offsets reset GROUP TOPIC --to ...</code>.</p>'
+        return console.html(f"Group {name}", "/groups", body)
+
+    return [Route("/groups", groups), Route("/groups/{name:path}", group, methods=["GET", "POST"])]
