@@ -30,7 +30,7 @@ DLQ_FIELDS = [("value", BinaryType()), ("reason", StringType())]
 def table_schema(value_type=None) -> Schema:
     """key_value (value binary), a schema mode (value a struct of the decoded fields) or, with
     value_type "dlq", the DLQ table (value binary plus reason)."""
-    extra = DLQ_FIELDS if value_type == "dlq" else [("value", value_type or BinaryType())]
+    extra = DLQ_FIELDS if value_type == "dlq" else [("value", BinaryType() if value_type is None else value_type)]
     fields = [NestedField(i + 1, name, typ, required=False) for i, (name, typ) in enumerate(META_FIELDS + extra)]
     return Schema(*fields)
 

@@ -72,8 +72,9 @@ class TableWriter:
         if not entries:
             self.cursor.update(next_offsets)
             return False
+        prepared = self.decoder.prepare() if self.decoder is not None else None  # the registry, on the loop
         try:
-            await trio.to_thread.run_sync(self._commit, entries, next_offsets, limiter=self.limiter)
+            await trio.to_thread.run_sync(self._commit, entries, next_offsets, prepared, limiter=self.limiter)
         except Exception as exc:  # the table catches up at the next interval from the same offsets
             self._failed("committing", exc)
             return False
@@ -129,7 +130,7 @@ class TableWriter:
             next_offsets[q] = pos
         return entries, next_offsets, budget <= 0
 
-    def _commit(self, entries, next_offsets: dict[int, int]) -> None:
+    def _commit(self, entries, next_offsets: dict[int, int], prepared=None) -> None:
         """In a worker thread: rows, Parquet, snapshot (the DLQ table's first, then the table's)."""
         from tables.layout import arrow_table
         rows = []
@@ -142,7 +143,7 @@ class TableWriter:
         covered = {q: (self.cursor.get(q, next_offsets[q]), next_offsets[q]) for q in next_offsets}
         covered = {q: r for q, r in covered.items() if r[0] != r[1]} or covered
         if self.decoder is not None:
-            rows, values, bad = self.decoder.decode(self, rows)
+            rows, values, bad = self.decoder.decode(self, rows, prepared)
             self._dead_letters(bad, next_offsets, covered)
         else:
             values = None
