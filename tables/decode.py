@@ -45,6 +45,7 @@ class SchemaDecoder:
         self.registry = registry
         self.parsed: dict[int, object] = {}  # schema id -> fastavro parsed schema
         self.merged: set[int] = set()  # schema ids whose struct is in the table's schema
+        self.refused: dict[int, str] = {}  # schema ids the table cannot take, with the reason (tried once)
 
     def initial_schema(self) -> Schema:
         return table_schema(StructType())
@@ -104,6 +105,15 @@ class SchemaDecoder:
         return parsed
 
     def _evolve(self, table, schema_id: int, parsed) -> None:
+        if schema_id in self.refused:
+            raise DecodeFailure(self.refused[schema_id])
+        try:
+            self._merge(table, schema_id, parsed)
+        except DecodeFailure as exc:
+            self.refused[schema_id] = str(exc)
+            raise
+
+    def _merge(self, table, schema_id: int, parsed) -> None:
         try:
             value_type = iceberg_type(parsed)
         except ValueError as exc:

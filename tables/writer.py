@@ -17,6 +17,7 @@ import trio
 
 from semantics.table_configs import settings
 from tables import catalog as cat
+from tables import faults
 from tables.rows import Undecodable, entry_rows
 
 log = logging.getLogger("rocketgate.tables")
@@ -143,6 +144,8 @@ class TableWriter:
 
     def _convert_and_append(self, entries, next_offsets: dict[int, int], prepared) -> None:
         from tables.layout import arrow_table
+        if faults.ENV_SET:
+            faults.check_commit()
         rows = []
         for q, start, offset, msg in entries:
             try:
