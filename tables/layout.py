@@ -7,7 +7,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import (BucketTransform, DayTransform, HourTransform, IdentityTransform, MonthTransform,
                                   TruncateTransform, YearTransform)
 from pyiceberg.types import (BinaryType, IntegerType, ListType, LongType, MapType, NestedField, StringType,
-                             StructType, TimestamptzType)
+                             TimestamptzType)
 
 from semantics.table_configs import parse_partition_spec
 
@@ -77,7 +77,3 @@ def apply_spec(table, spec_text: str) -> None:
         for field_name, (name, width, column) in wanted.items():
             if field_name not in have:
                 update.add_field(column, _transform(name, width), field_name)
-
-
-def is_struct(value_type) -> bool:
-    return isinstance(value_type, StructType)

@@ -27,6 +27,8 @@ class TablesCollector:
                      "(iceberg.invalid.record.action=drop).", lambda s: s.dropped)
         yield family(CounterMetricFamily, "lost_offsets", "Offsets that left the log (retention, DeleteRecords) "
                      "before they were converted.", lambda s: s.lost_offsets)
+        yield family(CounterMetricFamily, "repaired_files", "Damaged data files replaced by rows converted again "
+                     "from the log.", lambda s: s.repaired_files)
         yield family(CounterMetricFamily, "commit_errors", "Failed table commits (retried from the same offsets).",
                      lambda s: s.errors)
         yield family(GaugeMetricFamily, "visible_lag_ms", "Produce (log append) to visible in the table, for the "

@@ -13,7 +13,7 @@ import trio
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-NAMESPACE = "rocketgate"  # tables.catalog.NAMESPACE (not imported: it would load pyiceberg)
+from tables.names import NAMESPACE
 MAX_CACHED = 256
 
 

@@ -10,6 +10,7 @@ import os
 import trio
 
 from semantics.table_configs import MODE, settings
+from tables.names import table_name
 
 log = logging.getLogger("rocketgate.tables")
 RECONCILE_INTERVAL = 1.0  # seconds between looks at the topic configs
@@ -46,12 +47,15 @@ class TablesService:
         return out
 
     async def _open_catalog(self) -> None:
+        writing = {table_name(t) for t in self.table_topics()}
+
         def open_and_list():  # in a thread: importing pyiceberg takes a while too
-            from tables.catalog import open_catalog, NAMESPACE
+            from tables.catalog import DLQ_SUFFIX, NAMESPACE, open_catalog
             import tables.writer  # noqa: F401 - imported here, off the event loop
             catalog = open_catalog(self.data_dir)
             for ident in catalog.list_tables(NAMESPACE):
-                self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
+                if ident[-1].removesuffix(DLQ_SUFFIX) not in writing:  # a writer's tables: served once it checked them
+                    self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
             return catalog
         self.catalog = await trio.to_thread.run_sync(open_and_list)
 

@@ -34,6 +34,7 @@ class WriterStats:
     dropped: int = 0
     undecodable_entries: int = 0
     lost_offsets: int = 0  # deleted from the log (retention, DeleteRecords) before they were converted
+    repaired_files: int = 0  # damaged data files replaced (tables.repair)
     last_lag_ms: int = 0  # produce (log append) to visible in the table, oldest record of the last commit
     max_lag_ms: int = 0
     recent_lags_ms: list = field(default_factory=list)  # of the last RECENT commits
@@ -62,7 +63,10 @@ class TableWriter:
         while self.table is None:
             try:
                 await trio.to_thread.run_sync(self._open, limiter=self.limiter)
+                await self._repair()
+                self._publish()  # served from now on: checked (and repaired)
             except Exception as exc:  # a catalog it cannot open: the log goes on, try again later
+                self.table = None
                 self._failed("opening its table", exc)
                 await trio.sleep(self.interval_ms / 1000)
         while True:
@@ -100,11 +104,63 @@ class TableWriter:
         if self.action == "dlq_table" and self.decoder is not None:
             self.dlq = cat.load_or_create(self.catalog, name + cat.DLQ_SUFFIX, table_schema("dlq"))
             self.dlq_cursor = cat.committed_offsets(self.dlq)
-            self.locations[name + cat.DLQ_SUFFIX] = self.dlq.metadata_location
         self.table = table
-        self.locations[name] = table.metadata_location
         log.info("table topic %s: table %s.%s resumes at offsets %s", self.topic, cat.NAMESPACE, name,
                  self.cursor or "(start)")
+
+    def _publish(self) -> None:
+        """What the REST catalog serves for this topic: the current metadata of its tables."""
+        name = cat.table_name(self.topic)
+        self.locations[name] = self.table.metadata_location
+        if self.dlq is not None:
+            self.locations[name + cat.DLQ_SUFFIX] = self.dlq.metadata_location
+
+    async def _repair(self) -> None:
+        """Replace the damaged data files of the current snapshot (tables.repair) before going on."""
+        from tables import repair
+        found = await trio.to_thread.run_sync(repair.damaged, self.table, limiter=self.limiter)
+        if not found:
+            return
+        ranges = {}
+        for data_file, covered, why in found:
+            log.error("table topic %s: data file %s is damaged (%s): not served; rows converted again from "
+                      "offsets %s", self.topic, data_file.file_path, why, covered or "(unknown)")
+            for q, (first, end) in covered.items():
+                ranges.setdefault(q, []).append((first, end))
+        entries = []
+        for q, spans in ranges.items():
+            for first, end in spans:
+                lo = self.store.min_offset(self.topic, q)
+                if first < lo:
+                    self.stats.lost_offsets += min(end, lo) - first
+                pos = max(first, lo)
+                while pos < end:
+                    res = self.store.read(self.topic, q, pos, max_count=READ_CHUNK)
+                    entries += [(q, first, offset, msg, end) for offset, msg in res.entries]
+                    if res.next_offset <= pos:
+                        break
+                    pos = res.next_offset
+                    await trio.sleep(0)
+        prepared = self.decoder.prepare() if self.decoder is not None else None
+        await trio.to_thread.run_sync(self._replace, [f for f, _, _ in found], entries, prepared, limiter=self.limiter)
+
+    def _replace(self, files, entries, prepared) -> None:
+        from tables import repair
+        from tables.layout import arrow_table
+        rows = []
+        for q, first, offset, msg, end in entries:
+            try:
+                rows += [r for r in entry_rows(msg, offset, first) if r.offset < end]
+            except Undecodable:
+                pass
+        values = None
+        if self.decoder is not None:
+            rows, values, _ = self.decoder.decode(self, rows, prepared)  # the undecodable ones are in the DLQ
+        data = arrow_table(rows, self.table.schema().as_arrow(), values) if rows else None
+        restored = repair.replace(self.table, files, data)
+        self.stats.repaired_files += len(files)
+        log.warning("table topic %s: %d damaged data files replaced, %d rows restored from the log",
+                    self.topic, len(files), restored)
 
     async def _read(self):
         """[(queue id, read start, first offset, message)] from each queue's cursor, the next offsets, more?"""

@@ -73,7 +73,7 @@ def test_failing_commits_never_stop_the_log_and_the_table_catches_up(table_gatew
     assert read_rows(gw, "clicks") == []
     _produce(gw, [b"still-down-%d" % i for i in range(5)])
     blocker.unlink()
-    rows = wait_rows(gw, "clicks", 10)
+    wait_rows(gw, "clicks", 10)
     time.sleep(int(COMMIT_MS) * 3 / 1000)
     assert sorted(r["offset"] for r in read_rows(gw, "clicks")) == list(range(10))
 
@@ -81,3 +81,32 @@ def test_failing_commits_never_stop_the_log_and_the_table_catches_up(table_gatew
 def _metrics(gw) -> str:
     import urllib.request
     return urllib.request.urlopen(f"http://127.0.0.1:{gw.http_port}/metrics").read().decode()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "overwrite-footer"])
+def test_a_damaged_data_file_is_replaced_from_the_log(table_gateway, damage):
+    gw = table_gateway()
+    create_table_topic(gw, "clicks", partitions=1)
+    _produce(gw, [b"first-%d" % i for i in range(5)])
+    wait_rows(gw, "clicks", 5)
+    _produce(gw, [b"second-%d" % i for i in range(5)])
+    wait_rows(gw, "clicks", 10)
+    gw.stop()
+    files = sorted(glob.glob(os.path.join(gw.data_dir, "tables", "warehouse", "rocketgate", "clicks", "data",
+                                          "*.parquet")), key=os.path.getmtime)
+    victim = files[-1]
+    size = os.path.getsize(victim)
+    with open(victim, "r+b") as f:
+        if damage == "truncate":
+            f.truncate(size // 2)
+        else:
+            f.seek(size - 8)
+            f.write(b"\x00" * 8)
+    gw.start()
+    _produce(gw, [b"third-%d" % i for i in range(5)])
+    wait_rows(gw, "clicks", 15)
+    time.sleep(int(COMMIT_MS) * 3 / 1000)
+    rows = read_rows(gw, "clicks")
+    assert sorted(r["offset"] for r in rows) == list(range(15))
+    assert "is damaged" in gw.log()
+    assert 'rocketgate_table_repaired_files_total{topic="clicks"} 1.0' in _metrics(gw)

@@ -64,7 +64,7 @@ def test_restart_resumes_without_duplicates(table_gateway):
     wait_rows(gw, "events", 5)
     gw.restart()
     _produce_kafka(gw, "events", [(0, None, b"b%d" % i, []) for i in range(5)])
-    rows = wait_rows(gw, "events", 10)
+    wait_rows(gw, "events", 10)
     time.sleep(int(COMMIT_MS) * 3 / 1000)  # a commit or two more: nothing may be added twice
     rows = read_rows(gw, "events")
     assert sorted(r["offset"] for r in rows) == list(range(10))
@@ -130,7 +130,7 @@ def test_only_committed_transactions_reach_the_table(table_gateway):
         tp.send_in_transaction(Message("ledger", b"half committed"))
     with Producer("tables-pg", gw.namesrv) as prod:  # a marker after both: once it is in, so is all before
         prod.send(Message("ledger", b"marker"))
-    rows = wait_rows(gw, "ledger", 3)
+    wait_rows(gw, "ledger", 3)
     time.sleep(int(COMMIT_MS) * 3 / 1000)
     values = sorted(r["value"] for r in read_rows(gw, "ledger"))
     assert values == [b"committed", b"half committed", b"marker"]
@@ -149,6 +149,6 @@ def test_deleting_the_topic_purges_its_table(table_gateway):
     assert ("rocketgate", "gone") not in rest_catalog(gw).list_tables("rocketgate")
     create_table_topic(gw, "gone", partitions=1)
     _produce_kafka(gw, "gone", [(0, None, b"new", [])])
-    rows = wait_rows(gw, "gone", 1)
+    wait_rows(gw, "gone", 1)
     time.sleep(int(COMMIT_MS) * 3 / 1000)
     assert [(r["offset"], r["value"]) for r in read_rows(gw, "gone")] == [(0, b"new")]
