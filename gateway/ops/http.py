@@ -21,6 +21,7 @@ from gateway.app import StartupError
 from gateway.listeners import bind_failure
 from gateway.ops.collector import make_registry
 from gateway.ops.pages import Throughput, routes as page_routes
+from tables.metrics import TablesCollector
 from tables.rest import routes as iceberg_routes
 
 log = logging.getLogger("rocketgate.http")
@@ -28,6 +29,7 @@ log = logging.getLogger("rocketgate.http")
 
 def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
     registry = make_registry(app)
+    registry.register(TablesCollector(app.tables))
     throughput = throughput or Throughput(app)
 
     async def metrics(request):
