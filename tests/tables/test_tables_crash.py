@@ -110,3 +110,24 @@ def test_a_damaged_data_file_is_replaced_from_the_log(table_gateway, damage):
     assert sorted(r["offset"] for r in rows) == list(range(15))
     assert "is damaged" in gw.log()
     assert 'rocketgate_table_repaired_files_total{topic="clicks"} 1.0' in _metrics(gw)
+
+
+def test_delete_records_keeps_table_rows_and_counts_what_left_unconverted(table_gateway, monkeypatch, tmp_path):
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+    blocker = tmp_path / "catalog-down"
+    monkeypatch.setenv("ROCKETGATE_TABLES_FAULTS", f"fail={blocker}")
+    gw = table_gateway()
+    create_table_topic(gw, "clicks", partitions=1)
+    admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
+    _produce(gw, [b"kept-%d" % i for i in range(5)])
+    wait_rows(gw, "clicks", 5)
+    list(admin.delete_records([TopicPartition("clicks", 0, 5)]).values())[0].result(20)  # the log forgets them
+    blocker.write_text("")
+    _produce(gw, [b"late-%d" % i for i in range(5)])  # offsets 5..9, not converted while commits fail
+    list(admin.delete_records([TopicPartition("clicks", 0, 8)]).values())[0].result(20)  # 5..7 leave unconverted
+    blocker.unlink()
+    wait_rows(gw, "clicks", 7)
+    time.sleep(int(COMMIT_MS) * 3 / 1000)
+    assert sorted(r["offset"] for r in read_rows(gw, "clicks")) == [0, 1, 2, 3, 4, 8, 9]
+    assert 'rocketgate_table_lost_offsets_total{topic="clicks"} 3.0' in _metrics(gw)

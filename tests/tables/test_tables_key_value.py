@@ -152,3 +152,27 @@ def test_deleting_the_topic_purges_its_table(table_gateway):
     wait_rows(gw, "gone", 1)
     time.sleep(int(COMMIT_MS) * 3 / 1000)
     assert [(r["offset"], r["value"]) for r in read_rows(gw, "gone")] == [(0, b"new")]
+
+
+def test_a_changed_partition_spec_evolves_the_table(table_gateway):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+    gw = table_gateway()
+    create_table_topic(gw, "evolving", partitions=2)
+    _produce_kafka(gw, "evolving", [(p, None, b"before", []) for p in (0, 1)])
+    wait_rows(gw, "evolving", 2)
+    admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
+    entry = ConfigEntry("iceberg.partition.spec", "(partition, day(timestamp))",
+                        incremental_operation=AlterConfigOpType.SET)
+    next(iter(admin.incremental_alter_configs([ConfigResource("topic", "evolving",
+                                                              incremental_configs=[entry])]).values())).result(20)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not rest_catalog(gw).load_table(("rocketgate", "evolving")).spec().fields:
+        time.sleep(0.2)
+    _produce_kafka(gw, "evolving", [(p, None, b"after", []) for p in (0, 1)])
+    rows = wait_rows(gw, "evolving", 4)
+    table = rest_catalog(gw).load_table(("rocketgate", "evolving"))
+    assert [f.name for f in table.spec().fields] == ["partition", "timestamp_day"]
+    assert sorted((r["partition"], r["offset"], r["value"]) for r in rows) == [
+        (0, 0, b"before"), (0, 1, b"after"), (1, 0, b"before"), (1, 1, b"after")]
+    files = table.inspect.files().to_pylist()
+    assert len({f["spec_id"] for f in files}) == 2  # old files keep their spec, new ones have the new one
