@@ -209,8 +209,7 @@ class TableWriter:
             except Undecodable as exc:
                 self.stats.undecodable_entries += 1
                 log.error("table topic %s: %s (skipped)", self.topic, exc)
-        covered = {q: (self.cursor.get(q, next_offsets[q]), next_offsets[q]) for q in next_offsets}
-        covered = {q: r for q, r in covered.items() if r[0] != r[1]} or covered
+        covered = {q: (start, next_offsets[q]) for q, start, _, _ in entries}  # the offsets read, per queue
         if self.decoder is not None:
             rows, values, bad = self.decoder.decode(self, rows, prepared)
             self._dead_letters(bad, next_offsets, covered)
