@@ -51,7 +51,9 @@ class TablesService:
 
         def open_and_list():  # in a thread: importing pyiceberg takes a while too
             from tables.catalog import DLQ_SUFFIX, NAMESPACE, open_catalog
-            import tables.writer  # noqa: F401 - imported here, off the event loop
+            import tables.decode  # noqa: F401 - imported here, off the event loop (with pyiceberg, pyarrow)
+            import tables.layout  # noqa: F401
+            import tables.writer  # noqa: F401
             catalog = open_catalog(self.data_dir)
             for ident in catalog.list_tables(NAMESPACE):
                 if ident[-1].removesuffix(DLQ_SUFFIX) not in writing:  # a writer's tables: served once it checked them
