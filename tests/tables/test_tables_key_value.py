@@ -88,7 +88,9 @@ def test_bad_table_configs_are_refused(table_gateway, configs, why):
         fut.result(20)
     assert why in str(err.value)
     admin.create_topics([NewTopic("ok", 1, 1)])["ok"].result(20)
-    change = admin.alter_configs([ConfigResource("topic", "ok", set_config=configs)])
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()]
+    change = admin.incremental_alter_configs([ConfigResource("topic", "ok", incremental_configs=entries)])
     with pytest.raises(Exception) as err:
         next(iter(change.values())).result(20)
     assert why in str(err.value)
