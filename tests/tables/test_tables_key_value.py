@@ -13,8 +13,8 @@ from client import Admin, Message, Producer, TransactionProducer, TransactionSta
 from conftest import COMMIT_MS, create_table_topic, duckdb_connection, read_rows, rest_catalog, wait_rows
 
 
-def _produce_kafka(gw, topic: str, records) -> None:
-    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})
+def _produce_kafka(gw, topic: str, records, compression: str = "none") -> None:
+    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap, "compression.type": compression})
     for partition, key, value, headers in records:
         p.produce(topic, key=key, value=value, partition=partition, headers=headers)
     assert p.flush(20) == 0
@@ -63,11 +63,12 @@ def test_restart_resumes_without_duplicates(table_gateway):
     _produce_kafka(gw, "events", [(0, None, b"a%d" % i, []) for i in range(5)])
     wait_rows(gw, "events", 5)
     gw.restart()
-    _produce_kafka(gw, "events", [(0, None, b"b%d" % i, []) for i in range(5)])
+    _produce_kafka(gw, "events", [(0, None, b"b%d" % i, []) for i in range(5)], compression="zstd")
     wait_rows(gw, "events", 10)
     time.sleep(int(COMMIT_MS) * 3 / 1000)  # a commit or two more: nothing may be added twice
     rows = read_rows(gw, "events")
     assert sorted(r["offset"] for r in rows) == list(range(10))
+    assert sorted(r["value"] for r in rows) == sorted([b"a%d" % i for i in range(5)] + [b"b%d" % i for i in range(5)])
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{gw.http_port}/metrics").read().decode()
     assert 'rocketgate_table_rows_total{topic="events"} 5.0' in metrics  # since this start
     assert 'rocketgate_table_visible_lag_ms{topic="events"}' in metrics
