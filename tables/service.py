@@ -14,6 +14,7 @@ from tables.names import table_name
 
 log = logging.getLogger("rocketgate.tables")
 RECONCILE_INTERVAL = 1.0  # seconds between looks at the topic configs
+CATALOG_RETRY_S = 30.0  # between attempts to open a catalog that failed to open
 COMMIT_THREADS = 2  # worker threads converting and committing at once (all table topics)
 
 
@@ -26,10 +27,11 @@ class TablesService:
         self.locations: dict[str, str] = {}  # Iceberg table name -> metadata location
         self.writers: dict[str, tuple] = {}  # topic -> (settings, cancel scope, TableWriter)
         self.limiter = trio.CapacityLimiter(COMMIT_THREADS)
+        self._open_after = 0.0  # trio.current_time() before which a failed catalog is not tried again
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
-            await self._open_catalog()
+            await self._try_open_catalog()
         task_status.started()
         async with trio.open_nursery() as nursery:
             while True:
@@ -45,6 +47,20 @@ class TablesService:
             if attrs and attrs.get(MODE, "disabled") != "disabled":
                 out[name] = attrs
         return out
+
+    async def _try_open_catalog(self) -> bool:
+        """Open the catalog; a failure is logged and tried again after CATALOG_RETRY_S (the log and
+        the protocols go on without tables meanwhile)."""
+        if trio.current_time() < self._open_after:
+            return False
+        try:
+            await self._open_catalog()
+            return True
+        except Exception as exc:  # noqa: BLE001 - a damaged catalog.db, a full disk, ...
+            self._open_after = trio.current_time() + CATALOG_RETRY_S
+            log.error("tables: the catalog in %s cannot be opened: %s (tried again in %.0f s)",
+                      self.data_dir, exc, CATALOG_RETRY_S)
+            return False
 
     async def _open_catalog(self) -> None:
         writing = {table_name(t) for t in self.table_topics()}
@@ -71,12 +87,8 @@ class TablesService:
                          "settings changed" if topic in wanted else "no longer a table topic")
         if not wanted or all(t in self.writers for t in wanted):
             return
-        if self.catalog is None:
-            try:
-                await self._open_catalog()
-            except Exception as exc:
-                log.error("tables: the catalog in %s cannot be opened: %s (retried)", self.data_dir, exc)
-                return
+        if self.catalog is None and not await self._try_open_catalog():
+            return
         for topic, have in wanted.items():
             if topic not in self.writers:
                 await nursery.start(self._writer, topic, have)

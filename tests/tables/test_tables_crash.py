@@ -131,3 +131,16 @@ def test_delete_records_keeps_table_rows_and_counts_what_left_unconverted(table_
     time.sleep(int(COMMIT_MS) * 3 / 1000)
     assert sorted(r["offset"] for r in read_rows(gw, "clicks")) == [0, 1, 2, 3, 4, 8, 9]
     assert 'rocketgate_table_lost_offsets_total{topic="clicks"} 3.0' in _metrics(gw)
+
+
+def test_a_catalog_that_cannot_be_opened_never_stops_the_gateway(table_gateway, tmp_path):
+    os.makedirs(tmp_path / "data" / "tables")
+    (tmp_path / "data" / "tables" / "catalog.db").write_bytes(b"not a database" * 100)
+    gw = table_gateway()
+    create_table_topic(gw, "clicks", partitions=1)
+    _produce(gw, [b"x"])  # acknowledged: the log works without tables
+    deadline = time.monotonic() + 20
+    while "cannot be opened" not in gw.log() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "cannot be opened" in gw.log()
+    assert gw.proc.poll() is None
