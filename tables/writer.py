@@ -71,8 +71,11 @@ class TableWriter:
                 await trio.sleep(self.interval_ms / 1000)
         while True:
             await trio.sleep(self.interval_ms / 1000)
-            while await self.step():
-                pass
+            try:
+                while await self.step():
+                    pass
+            except Exception as exc:  # noqa: BLE001 - never the gateway's end: tried again next interval
+                self._failed("reading the log", exc)
 
     async def step(self) -> bool:
         """Read what arrived and commit it; True when more is waiting."""
