@@ -34,6 +34,7 @@ from semantics.transactions import Transactions, register_checker
 from semantics.views import Views
 from gateway.services import ConfigWriterService
 from store.config import ConfigDir, ConfigWriter
+from store.tier.tiered import open_tiered
 
 
 class StartupError(Exception):
@@ -100,8 +101,10 @@ class App:
         await self.replication.wait_replicated(topic, queue_id, end_queue_offset)
 
 
-def open_store(config: GatewayConfig) -> store.Store:
-    return store.open(
+def open_store(config: GatewayConfig, objects=None) -> store.Store:
+    """The store, with its remote tier (store.tier) when `objects` is the tier's object store."""
+    opener = store.open if objects is None else functools.partial(open_tiered, objects=objects)
+    return opener(
         config.data_dir,
         store.StoreConfig(
             commitlog_file_size=config.commitlog_file_size,
