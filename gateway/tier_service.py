@@ -28,8 +28,8 @@ class TierService:
         delay = self.interval
         while True:
             try:
-                if await trio.to_thread.run_sync(self.uploader.round, abandon_on_cancel=True):
-                    self.store.delete_expired()  # local retention may let the newly committed files go
+                await trio.to_thread.run_sync(self.uploader.round, abandon_on_cancel=True)
+                self.store.delete_expired()  # local retention (ms) may let committed files go by now
                 delay = self.interval
             except ObjectStoreError as exc:
                 self.store.tier_stats.error("upload")
