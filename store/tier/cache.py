@@ -8,11 +8,25 @@ import logging
 import os
 import threading
 
+from store.objstore.api import NotFound, ObjectStoreError
 from store.tier.manifest import SegmentRef
 from store.tier.segment import SegmentError, SegmentIndex, digest
 
 log = logging.getLogger("rocketgate.tier")
 INDEXES_KEPT = 256
+MISS_WAIT = 0.5  # seconds a reader waits for a download it started, at most once per download
+
+
+class Pending(Exception):
+    """The segment is being downloaded: try again shortly (the reader serves nothing for now)."""
+
+
+class _Download:
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
 
 
 class SegmentCache:
@@ -24,6 +38,7 @@ class SegmentCache:
         self._lock = threading.Lock()
         self._files: collections.OrderedDict[str, int] = collections.OrderedDict()  # sha256 -> size
         self._indexes: collections.OrderedDict[str, SegmentIndex] = collections.OrderedDict()
+        self._inflight: dict[str, _Download] = {}
         os.makedirs(directory, exist_ok=True)
         for name in sorted(os.listdir(directory), key=lambda n: os.path.getmtime(os.path.join(directory, n))):
             if name.endswith(".tmp"):
@@ -34,30 +49,47 @@ class SegmentCache:
     def _path(self, ref: SegmentRef) -> str:
         return os.path.join(self.dir, ref.sha256)
 
-    def ensure(self, ref: SegmentRef) -> SegmentIndex:
-        """The segment's index, downloading and checking the object first when it is not cached."""
+    def ensure(self, ref: SegmentRef, wait: float = MISS_WAIT) -> SegmentIndex:
+        """The segment's index. A segment not cached is downloaded on a thread of its own; the caller
+        waits at most `wait` seconds for it (once per download), then gets Pending and tries again
+        later: a slow or stopped object store never holds the event loop for longer than that.
+        A download that failed raises its error (SegmentError, ObjectStoreError) once."""
         with self._lock:
             index = self._indexes.get(ref.sha256)
             if index is not None and ref.sha256 in self._files:
                 self._indexes.move_to_end(ref.sha256)
                 self._files.move_to_end(ref.sha256)
                 return index
-        path = self._path(ref)
-        if ref.sha256 in self._files and os.path.exists(path):
-            with open(path, "rb") as f:
-                payload = f.read()
-        else:
-            payload = self.objects.get(ref.key)
-            self.stats.remote_read(ref.topic, len(payload))
-            if len(payload) != ref.size or digest(payload) != ref.sha256:
-                self.stats.error("checksum")
-                log.error("tier: segment %s is %d bytes with another checksum than its manifest says "
-                          "(%d bytes): not served", ref.key, len(payload), ref.size)
-                raise SegmentError(f"{ref.key}: checksum mismatch")
-            tmp = path + ".tmp"
-            with open(tmp, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, path)
+            cached = ref.sha256 in self._files
+            flight = self._inflight.get(ref.sha256)
+            if flight is None and not cached:
+                flight = self._inflight[ref.sha256] = _Download()
+                threading.Thread(target=self._download, args=(ref, flight), daemon=True,
+                                 name="tier-download").start()
+            elif flight is not None:
+                wait = 0.0  # someone already waited for this download
+        if cached and flight is None:
+            return self._remember(ref, self._read_whole(ref))
+        if not flight.done.wait(wait):
+            raise Pending(ref.key)
+        with self._lock:
+            self._inflight.pop(ref.sha256, None)
+        if flight.error is not None:
+            raise flight.error
+        return self.ensure(ref, 0.0)
+
+    def prefetch(self, ref: SegmentRef) -> None:
+        """Start downloading `ref` unless it is cached or on its way."""
+        try:
+            self.ensure(ref, 0.0)
+        except (Pending, SegmentError, ObjectStoreError, OSError):
+            pass
+
+    def _read_whole(self, ref: SegmentRef) -> bytes:
+        with open(self._path(ref), "rb") as f:
+            return f.read()
+
+    def _remember(self, ref: SegmentRef, payload: bytes) -> SegmentIndex:
         index = SegmentIndex(payload)
         with self._lock:
             self._files[ref.sha256] = len(payload)
@@ -67,6 +99,30 @@ class SegmentCache:
                 self._indexes.popitem(last=False)
             self._evict(keep=ref.sha256)
         return index
+
+    def _download(self, ref: SegmentRef, flight: "_Download") -> None:
+        try:
+            payload = self.objects.get(ref.key)
+            self.stats.remote_read(ref.topic, len(payload))
+            if len(payload) != ref.size or digest(payload) != ref.sha256:
+                self.stats.error("checksum")
+                log.error("tier: segment %s is %d bytes with another checksum than its manifest says "
+                          "(%d bytes): not served", ref.key, len(payload), ref.size)
+                raise SegmentError(f"{ref.key}: checksum mismatch")
+            path = self._path(ref)
+            with open(path + ".tmp", "wb") as f:
+                f.write(payload)
+            os.replace(path + ".tmp", path)
+            self._remember(ref, payload)
+        except Exception as exc:  # handed to the reader that asks next
+            if isinstance(exc, NotFound):
+                self.stats.error("missing")
+                log.error("tier: segment %s is missing from the object store: not served", ref.key)
+            elif not isinstance(exc, SegmentError):
+                self.stats.error("read")
+            flight.error = exc
+        finally:
+            flight.done.set()
 
     def _evict(self, keep: str) -> None:
         total = sum(self._files.values())
@@ -87,10 +143,8 @@ class SegmentCache:
         try:
             with open(self._path(ref), "rb") as f:
                 return os.pread(f.fileno(), n, at)
-        except FileNotFoundError:  # evicted meanwhile
-            self.ensure(ref)
-            with open(self._path(ref), "rb") as f:
-                return os.pread(f.fileno(), n, at)
+        except FileNotFoundError:  # evicted meanwhile: the reader tries again
+            return b""
 
     def cached_bytes(self) -> int:
         with self._lock:

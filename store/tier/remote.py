@@ -14,9 +14,12 @@ import threading
 from codec.remoting import message as M
 from store.tier.manifest import MANIFESTS, STARTS, Manifest, SegmentRef, file_of_manifest_key, starts_key, \
     topic_of_starts_key
+from store.objstore.api import NotFound, ObjectStoreError
+from store.tier.cache import Pending
 from store.tier.segment import SegmentError
 
 log = logging.getLogger("rocketgate.tier")
+TIME_WAIT = 2.0  # seconds a lookup by time waits for a segment's index
 
 
 class RemoteLog:
@@ -148,10 +151,16 @@ class RemoteLog:
             stop = min(ref.end, end)
             try:
                 out += self.cache.ensure(ref).units(off, stop)
-            except (SegmentError, OSError) as exc:
+            except (SegmentError, NotFound) as exc:  # corrupt or gone: not served, the rest is
                 log.error("tier: %s-%d offsets %d..%d not served: %s", topic, queue_id, off, stop, exc)
                 out += [(0, 0, 0)] * (stop - off)
+            except (Pending, ObjectStoreError, OSError):  # on its way, or the store is down: later
+                return out
             off = stop
+            if off < end and off == ref.end:
+                after = self._segment(topic, queue_id, off)
+                if after is not None:
+                    self.cache.prefetch(after)  # sequential readers find the next one cached
         return out
 
     def read_entry(self, phys: int, size: int, file_size: int) -> bytes:
@@ -162,9 +171,10 @@ class RemoteLog:
         for ref in candidates:
             try:
                 index = self.cache.ensure(ref)
-            except (SegmentError, OSError) as exc:
-                log.error("tier: %s not served: %s", ref.key, exc)
+            except (SegmentError, NotFound):
                 continue
+            except (Pending, ObjectStoreError, OSError):
+                return b""
             i = index.row_at_phys(phys)
             if i is None:
                 continue
@@ -196,9 +206,11 @@ class RemoteLog:
             if ref.last_ts < ts_ms:
                 continue
             try:
-                index = self.cache.ensure(ref)
-            except (SegmentError, OSError):
+                index = self.cache.ensure(ref, TIME_WAIT)
+            except (SegmentError, NotFound):
                 continue
+            except (Pending, ObjectStoreError, OSError):
+                return max(ref.first, low or 0)  # a lower bound: every earlier segment is older
             for r in index.rows:
                 if r[4] >= ts_ms and r[0] + r[1] > (low or 0):
                     return max(r[0], low or 0)

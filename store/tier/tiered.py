@@ -79,7 +79,7 @@ class TieredStore(Store):
         if local is None or max_count <= 0:
             return super().units(topic, queue_id, start, max_count)
         out = self.remote.units(topic, queue_id, start, max_count, local)
-        if len(out) < max_count:
+        if len(out) < max_count and start + len(out) == local:  # short of the local start: not yet ready
             out += super().units(topic, queue_id, local, max_count - len(out))
         return out
 

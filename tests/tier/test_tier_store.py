@@ -144,3 +144,31 @@ def test_remote_retention_deletes_whole_segments_of_that_topic(tmp_path):
     up.round()
     assert not [k for k in objects.objects if k.startswith("segments/u/")]
     st.close()
+
+
+def test_a_segment_on_its_way_is_waited_for_not_skipped(tmp_path):
+    """A download slower than a reader waits: the reader gets nothing for now, never the local
+    units after the gap (a Kafka consumer would jump over the tiered records)."""
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st, n=300)
+    Uploader(st).round()
+    st.delete_expired(FAR)
+    local = st.local_min_offset("t", 0)
+    get = objects.get
+    objects.get = lambda *a, **kw: (time.sleep(1.0), get(*a, **kw))[1]
+    assert st.units("t", 0, 0, 10_000) == []  # the download started, not done within the wait
+    deadline = time.monotonic() + 10
+    while not (units := st.units("t", 0, 0, 10_000)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert 0 < len(units) and all(u[1] > 0 for u in units)
+    off = len(units)
+    while off < local:  # the reader walks on through the tier, never jumping to the local start early
+        more = st.units("t", 0, off, 10_000)
+        if more:
+            assert all(u[1] > 0 for u in more)
+            off += len(more)
+        else:
+            time.sleep(0.1)
+    assert off >= local
+    st.close()
