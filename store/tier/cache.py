@@ -22,11 +22,12 @@ class Pending(Exception):
 
 
 class _Download:
-    __slots__ = ("done", "error")
+    __slots__ = ("done", "error", "waited")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.error: BaseException | None = None
+        self.waited = False  # a reader waited for it (a prefetch does not)
 
 
 class SegmentCache:
@@ -51,7 +52,7 @@ class SegmentCache:
 
     def ensure(self, ref: SegmentRef, wait: float = MISS_WAIT) -> SegmentIndex:
         """The segment's index. A segment not cached is downloaded on a thread of its own; the caller
-        waits at most `wait` seconds for it (once per download), then gets Pending and tries again
+        waits at most `wait` seconds for it (one reader per download), then gets Pending and tries again
         later: a slow or stopped object store never holds the event loop for longer than that.
         A download that failed raises its error (SegmentError, ObjectStoreError) once."""
         with self._lock:
@@ -64,10 +65,13 @@ class SegmentCache:
             flight = self._inflight.get(ref.sha256)
             if flight is None and not cached:
                 flight = self._inflight[ref.sha256] = _Download()
+                flight.waited = wait > 0
                 threading.Thread(target=self._download, args=(ref, flight), daemon=True,
                                  name="tier-download").start()
-            elif flight is not None:
-                wait = 0.0  # someone already waited for this download
+            elif flight is not None and wait > 0:
+                if flight.waited:
+                    wait = 0.0  # a reader already waited for this download: no second stall
+                flight.waited = True
         if cached and flight is None:
             return self._remember(ref, self._read_whole(ref))
         if not flight.done.wait(wait):

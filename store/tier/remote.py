@@ -215,3 +215,31 @@ class RemoteLog:
                 if r[4] >= ts_ms and r[0] + r[1] > (low or 0):
                     return max(r[0], low or 0)
         return None
+
+    def query_by_key(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, below: int) -> list:
+        """Messages of `topic` with key `key` stored in [begin_ms, end_ms) at CommitLog offsets below
+        `below` (what is no longer local), newest first: the segments whose time range overlaps are
+        scanned (the tier keeps no key index; the IndexFiles went with the local files)."""
+        refs = [r for q in self.queues_of(topic) for r in self.live(topic, q)
+                if r.first_phys < below and r.last_ts >= begin_ms and r.first_ts <= end_ms]
+        out = []
+        for ref in sorted(refs, key=lambda r: r.last_ts, reverse=True):
+            try:
+                index = self.cache.ensure(ref, TIME_WAIT)
+            except (Pending, SegmentError, ObjectStoreError, OSError):
+                continue
+            for i in range(len(index.rows) - 1, -1, -1):
+                _q, _n, phys, size, ts, _code = index.rows[i]
+                if phys >= below or not begin_ms <= ts <= end_ms:
+                    continue
+                try:
+                    msg = M.decode(self.cache.read(ref, index.at[i], size))
+                except M.MessageFormatError:
+                    continue
+                p = msg.properties
+                if (key in (p.get("KEYS") or "").split(" ") or key == p.get("UNIQ_KEY")
+                        or (msg.keys and key in msg.keys)):
+                    out.append(msg)
+                    if len(out) >= max_num:
+                        return out
+        return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 from store.api import ReadResult
 from store.store import LOG_STARTS, Store
@@ -138,6 +139,16 @@ class TieredStore(Store):
             if found is not None and found < local:
                 return found
         return super().offset_for_timestamp(topic, queue_id, ts_ms)
+
+    def query_by_key(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int | None = None):
+        """The local IndexFiles' answers, then the tier's (store.tier.remote.RemoteLog.query_by_key)."""
+        end_ms = int(time.time() * 1000) + 1000 if end_ms is None else end_ms
+        out = super().query_by_key(topic, key, max_num, begin_ms, end_ms)
+        if len(out) < max_num:  # an IndexFile kept locally may already have found some of the tier's
+            seen = {m.physical_offset for m in out}
+            more = self.remote.query_by_key(topic, key, max_num, begin_ms, end_ms, self.commitlog.begin)
+            out += [m for m in more if m.physical_offset not in seen][:max_num - len(out)]
+        return out
 
     # ------------------------------------------------------------------ reading by CommitLog offset
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.tier.test_tier_kafka import N, consume, create, produce
-from tests.tier.tier_gateway import TIERED, bucket_keys, list_offset, local_files, tier_gateway, wait_for, \
+from tests.tier.tier_gateway import TIERED, bucket_keys, list_offset, local_files, metrics, tier_gateway, wait_for, \
     wait_local_deleted
 
 
@@ -39,6 +39,11 @@ def test_corrupt_object_is_not_served_the_rest_is(gateway_factory, seaweed_s3, s
     assert consume(gw, "a", 0, N - end) == a[end:]  # the damaged segment's records are skipped
     assert consume(gw, "b", 0, N) == b
     assert "checksum" in gw.log()
+    seen = metrics(gw)
+    assert seen[("rocketgate_tier_errors_total", (("kind", "checksum"),))] >= 1
+    assert seen[("rocketgate_tier_uploaded_bytes_total", (("topic", "b"),))] > N * 1000
+    assert seen[("rocketgate_tier_remote_bytes", (("topic", "a"),))] > 0
+    assert ("rocketgate_tier_upload_lag_files", ()) in seen
 
 
 def test_kill9_during_uploads_loses_nothing_serves_nothing_twice(gateway_factory, seaweed_s3, s3_bucket):

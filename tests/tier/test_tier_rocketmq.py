@@ -49,6 +49,7 @@ def test_pull_view_and_search_below_the_local_start_then_disk_loss(gateway_facto
         assert admin.min_offset(mq) == 0
         assert admin.search_offset(mq, t0 - 1000) == 0
         assert admin.view_message(sent[0].offset_msg_id).body == bodies[0]  # by msgId, from the tier
+        assert [m.body for m in admin.query_by_key(TOPIC, "key3")] == [bodies[3]]  # by key, from the tier
     assert pull_all(gw, N) == bodies
 
     gw.kill9()
@@ -58,4 +59,6 @@ def test_pull_view_and_search_below_the_local_start_then_disk_loss(gateway_facto
         end = admin.max_offset(mq)
         assert 0 < end <= N
         assert admin.topic_config()[TOPIC]["attributes"]["remote.storage.enable"] == "true"
+        assert [m.body for m in admin.query_by_key(TOPIC, "key3")] == [bodies[3]]  # no IndexFile left at all
+        assert admin.view_message(sent[1].offset_msg_id).body == bodies[1]
     assert pull_all(fresh, end) == bodies[:end]

@@ -63,6 +63,7 @@ def test_upload_then_local_delete_then_read_from_remote(tmp_path):
     assert [st.read_entry(p, s)[:4] != b"" for p, s, _c in units] == [True] * 3
     ts = st.get(units[0][0]).store_timestamp
     assert st.offset_for_timestamp("t", 0, ts) == 0
+    assert [m.body for m in st.query_by_key("t", "k3")] == [b"t-3" * 4]  # its IndexFile is gone
     st.close()
 
 

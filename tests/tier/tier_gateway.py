@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))
+from gateway_process import free_port  # noqa: E402
 from kafka_raw import RawClient  # noqa: E402
 
 LIST_OFFSETS = 2
@@ -16,8 +20,20 @@ TIERED = {"remote.storage.enable": "true", "local.retention.ms": "1000"}
 
 
 def tier_gateway(gateway_factory, seaweed_s3, bucket: str, name: str = "data", extra=()):
-    return gateway_factory(extra_args=["--commitlog-file-size", FILE_SIZE, *seaweed_s3.tier_args(bucket), *extra],
-                           name=name)
+    """A gateway on the tier, with small CommitLog files and its /metrics on `gw.http`."""
+    http = free_port()
+    gw = gateway_factory(extra_args=["--commitlog-file-size", FILE_SIZE, "--http-port", str(http),
+                                     *seaweed_s3.tier_args(bucket), *extra], name=name)
+    gw.http = f"127.0.0.1:{http}"
+    return gw
+
+
+def metrics(gw) -> dict[tuple[str, tuple], float]:
+    """{(sample name, sorted labels): value} of the gateway's /metrics."""
+    with urllib.request.urlopen(f"http://{gw.http}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 def local_files(gw) -> list[int]:
