@@ -34,6 +34,7 @@ from semantics.transactions import Transactions, register_checker
 from semantics.views import Views
 from gateway.services import ConfigWriterService
 from store.config import ConfigDir, ConfigWriter
+from store.objstore.api import ObjectStore
 from store.tier.tiered import open_tiered
 
 
@@ -69,6 +70,8 @@ class App:
     schema_registry: Registry | None = None
     # which queues this gateway serves: all of them alone, its own in a cluster (docs/cluster.md)
     ownership: object = SINGLE_NODE
+    # the tier's object store (store.objstore, docs/tiered-storage.md); None without --tier-url
+    object_store: ObjectStore | None = None
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
@@ -128,11 +131,15 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SI
     except ValueError as exc:
         raise StartupError(str(exc)) from None
     try:
-        st = open_store(config)
+        object_store = open_object_store(config)
+    except ValueError as exc:
+        raise StartupError(f"--tier-url: {exc}") from None
+    try:
+        st = open_store(config, object_store)
     except (OSError, ValueError) as exc:
         raise StartupError(f"cannot open store in {config.data_dir!r}: {exc}") from None
     try:
-        return _assemble(config, clock, st, levels, ownership)
+        return _assemble(config, clock, st, levels, ownership, object_store)
     except BaseException as exc:
         st.close()
         if isinstance(exc, (OSError, ValueError)):
@@ -140,7 +147,17 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SI
         raise
 
 
-def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership) -> App:
+def open_object_store(config: GatewayConfig) -> ObjectStore | None:
+    """The --tier-* flags' S3 store (no request is made yet); boto3 is loaded only with a tier."""
+    if config.tier_url is None:
+        return None
+    from store.objstore.s3 import S3ObjectStore
+    return S3ObjectStore.from_url(config.tier_url, endpoint=config.tier_endpoint, addressing=config.tier_addressing,
+                                  ca_file=config.tier_ca_file, credentials_file=config.tier_credentials_file)
+
+
+def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership,
+              object_store: ObjectStore | None) -> App:
     sync = config.flush == "sync"
     durability = GroupCommit(st) if sync else AsyncFlush(st, clock)
     writer = ConfigWriterService(ConfigWriter(ConfigDir(os.path.join(st.path, "config"))))
@@ -178,6 +195,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         security=guard,
         authentication=security.authentication_for(config, guard, os.path.join(st.path, "config")),
         ownership=ownership,
+        object_store=object_store,
     )
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created

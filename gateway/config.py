@@ -9,6 +9,7 @@ import sys
 
 from gateway.listeners import PROTOCOLS, ListenerError, check, parse_listener
 from security.inter_broker import InterBrokerCredential, InterBrokerError, load as load_inter_broker
+from store.objstore.api import TierLocation
 
 
 @dataclasses.dataclass
@@ -80,6 +81,12 @@ class GatewayConfig:
     node_id: int = 0
     default_replication_factor: int = 1  # of RocketMQ-created and auto-created topics
     cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
+    # Tiered storage (docs/tiered-storage.md): the S3-compatible object store; None: no tier.
+    tier_url: str | None = None  # s3://BUCKET/PREFIX
+    tier_endpoint: str | None = None  # None: AWS's own endpoint
+    tier_addressing: str | None = None  # "path" | "virtual"; None: path with an endpoint, virtual without
+    tier_ca_file: str | None = None  # PEM CA the endpoint's certificate must chain to
+    tier_credentials_file: str | None = None  # AWS credentials file; None: environment, then the default file
 
     @property
     def advertised(self) -> str:
@@ -156,6 +163,14 @@ def _listener(text: str):
         return parse_listener(text)
     except ListenerError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _tier_url(text: str) -> str:
+    try:
+        TierLocation.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 # The store refuses smaller CommitLog files (store.Store); say so here, as a usage error.
@@ -271,6 +286,17 @@ def build_parser() -> _Parser:
                    help="replicas of an auto-created topic in a cluster")
     p.add_argument("--cluster-lease-ttl", type=_int_between(2, 3600, "lease TTL (2-3600 s)"),
                    default=d.cluster_lease_ttl, help=argparse.SUPPRESS)
+    p.add_argument("--tier-url", type=_tier_url, default=None, metavar="s3://BUCKET/PREFIX",
+                   help="tier sealed store files to this S3 bucket and prefix (docs/tiered-storage.md)")
+    p.add_argument("--tier-endpoint", default=None, metavar="URL",
+                   help="the S3-compatible server, e.g. http://127.0.0.1:8333 (default: AWS's endpoint)")
+    p.add_argument("--tier-addressing", choices=["path", "virtual"], default=None,
+                   help="S3 addressing style (default: path with --tier-endpoint, virtual without)")
+    p.add_argument("--tier-ca-file", default=None, metavar="PEM",
+                   help="CA certificates the --tier-endpoint TLS certificate must chain to (default: system CAs)")
+    p.add_argument("--tier-credentials-file", default=None, metavar="FILE",
+                   help="AWS credentials file (default: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then "
+                   "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials)")
     return p
 
 
@@ -283,6 +309,10 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
         p.error("--authorizer acl in a cluster needs --inter-broker-credentials FILE "
                 "(the credential gateways sign CLUSTER_DELIVER with; docs/security.md)")
     ns.listeners = tuple(ns.listeners)
+    tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file")
+                    if getattr(ns, f) is not None]
+    if tier_options and ns.tier_url is None:
+        p.error(f"argument --{tier_options[0].replace('_', '-')}: needs --tier-url s3://BUCKET/PREFIX")
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:
         p.error(f"argument --commitlog-file-size: {ns.commitlog_file_size} bytes is too small "
                 f"(at least {MIN_COMMITLOG_FILE_SIZE})")

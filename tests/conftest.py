@@ -1,9 +1,11 @@
-"""Shared fixtures: a real gateway process on free loopback ports with a temp data dir."""
+"""Shared fixtures: a real gateway process on free loopback ports with a temp data dir; a real S3 server."""
 from __future__ import annotations
 
 import pytest
 
 from gateway_process import GatewayProcess, free_port, stop_all, wait_port  # noqa: F401 - re-exported for tests
+# a real S3-compatible server and the object store on it, for every test directory
+from objstore_fixtures import object_store, s3_bucket, seaweed_factory, seaweed_s3  # noqa: F401
 
 
 @pytest.fixture

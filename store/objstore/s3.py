@@ -1,0 +1,181 @@
+"""The ObjectStore contract (store/objstore/api.py) over any S3-compatible server, through boto3.
+
+One botocore client per store: it is thread-safe, so the callers' worker threads (`trio.to_thread`)
+share its connection pool. Every call is bounded: connect and read timeouts and a few retries with
+backoff (botocore's "standard" mode: 5xx, throttling, dropped connections); what still fails becomes one
+of the contract's three errors, so the tier decides retry or give up without knowing the server.
+Checksums are the tier's own; here each PUT carries Content-MD5, which every S3 server verifies (the
+newer CRC trailers are sent only where an operation requires them: not every server takes them)."""
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Iterator
+
+import boto3
+from botocore.config import Config
+from botocore.credentials import SharedCredentialProvider
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from store.objstore.api import NotFound, ObjectInfo, ObjectStoreError, PreconditionFailed, TierLocation
+
+_NOT_FOUND = {"404", "NoSuchKey", "NoSuchBucket", "NotFound"}
+_PRECONDITION = {"412", "PreconditionFailed"}
+_DENIED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+           "InvalidToken", "RequestTimeTooSkewed"}
+
+
+@dataclass(frozen=True)
+class S3Options:
+    """How to reach the server; the defaults suit AWS itself (no endpoint, virtual-host addressing)."""
+    endpoint: str | None = None  # e.g. http://127.0.0.1:8333; None: AWS's endpoint for the region
+    addressing: str | None = None  # "path" | "virtual"; None: path with an endpoint, virtual without
+    ca_file: str | None = None  # PEM CA bundle the endpoint's TLS certificate must chain to
+    credentials_file: str | None = None  # an AWS credentials file; None: environment, then the default file
+    region: str | None = None  # None: AWS_DEFAULT_REGION / the config file, else us-east-1
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    max_attempts: int = 3  # total tries of one request (botocore standard retry mode)
+    max_connections: int = 16  # the connection pool (one connection per concurrent worker thread)
+
+
+class S3ObjectStore:
+    """One bucket and prefix of an S3-compatible server (see TierLocation); keys are relative to it."""
+
+    def __init__(self, location: TierLocation, options: S3Options = S3Options()):
+        self.location, self.options = location, options
+        self._client = _client(options)
+
+    @classmethod
+    def from_url(cls, url: str, **options) -> "S3ObjectStore":
+        """From `s3://BUCKET/PREFIX` and S3Options fields (the gateway's --tier-* flags)."""
+        return cls(TierLocation.parse(url), S3Options(**options))
+
+    def _where(self, key: str) -> dict:
+        return {"Bucket": self.location.bucket, "Key": self.location.key(key)}
+
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> str:
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+        extra = {"IfNoneMatch": "*"} if if_absent else {}
+        with _errors(self, "put", key):
+            answer = self._client.put_object(Body=data, ContentMD5=md5, **self._where(key), **extra)
+        return _etag(answer.get("ETag", ""))
+
+    def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        if start < 0 or (end is not None and end < start):
+            raise ValueError(f"bad range [{start}, {end})")
+        if end == start:
+            return b""
+        extra = {} if start == 0 and end is None else \
+            {"Range": f"bytes={start}-" + ("" if end is None else str(end - 1))}
+        with _errors(self, "get", key):
+            try:
+                answer = self._client.get_object(**self._where(key), **extra)
+            except ClientError as exc:
+                if _code(exc) in {"416", "InvalidRange"}:  # the range starts at or past the end
+                    return b""
+                raise
+            return answer["Body"].read()
+
+    def head(self, key: str) -> ObjectInfo | None:
+        try:
+            with _errors(self, "head", key):
+                answer = self._client.head_object(**self._where(key))
+        except NotFound:
+            return None
+        return ObjectInfo(key, answer["ContentLength"], _etag(answer.get("ETag", "")))
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        full = self.location.key(prefix)
+        skip = len(self.location.prefix)
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.location.bucket, Prefix=full)
+        with _errors(self, "list", prefix):
+            for page in pages:
+                for item in page.get("Contents", ()):
+                    yield ObjectInfo(item["Key"][skip:], item["Size"], _etag(item.get("ETag", "")))
+
+    def delete(self, key: str) -> None:
+        with _errors(self, "delete", key):
+            try:
+                self._client.delete_object(**self._where(key))
+            except ClientError as exc:
+                if _code(exc) != "NoSuchKey":  # some servers say so; S3 itself answers 204
+                    raise
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __repr__(self) -> str:
+        where = self.options.endpoint or "AWS"
+        return f"S3ObjectStore(s3://{self.location.bucket}/{self.location.prefix} at {where})"
+
+
+def _client(options: S3Options):
+    if options.addressing not in (None, "path", "virtual"):
+        raise ValueError(f"addressing must be 'path' or 'virtual', not {options.addressing!r}")
+    for path in (options.ca_file, options.credentials_file):
+        if path and not os.path.isfile(path):
+            raise ValueError(f"no such file: {path}")
+    session = boto3.Session(**_file_credentials(options.credentials_file)) if options.credentials_file \
+        else boto3.Session()
+    if session.get_credentials() is None:
+        raise ValueError("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give a "
+                         "credentials file (AWS_SHARED_CREDENTIALS_FILE or --tier-credentials-file)")
+    addressing = options.addressing or ("path" if options.endpoint else "virtual")
+    config = Config(
+        s3={"addressing_style": addressing}, signature_version="s3v4",
+        connect_timeout=options.connect_timeout, read_timeout=options.read_timeout,
+        retries={"max_attempts": options.max_attempts, "mode": "standard"},
+        max_pool_connections=options.max_connections,
+        request_checksum_calculation="when_required", response_checksum_validation="when_required")
+    region = options.region or session.region_name or "us-east-1"
+    return session.client("s3", endpoint_url=options.endpoint, region_name=region, config=config,
+                          verify=options.ca_file if options.ca_file else True)
+
+
+def _file_credentials(path: str) -> dict:
+    """The [default] key pair of an AWS credentials file named outright: it wins over the environment."""
+    found = SharedCredentialProvider(creds_filename=path, profile_name="default").load()
+    if found is None:
+        raise ValueError(f"{path}: no aws_access_key_id / aws_secret_access_key under [default]")
+    return {"aws_access_key_id": found.access_key, "aws_secret_access_key": found.secret_key,
+            "aws_session_token": found.token}
+
+
+def _etag(raw: str) -> str:
+    return raw.strip('"')
+
+
+def _code(exc: ClientError) -> str:
+    error = exc.response.get("Error", {})
+    return str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+
+
+@contextlib.contextmanager
+def _errors(store: S3ObjectStore, op: str, key: str) -> Iterator[None]:
+    """Turns what boto3 raises during one call into the contract's errors, naming the call and key."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        raise _translate(exc, f"{op} {store.location.bucket}/{store.location.key(key)}") from exc
+
+
+def _translate(exc: Exception, what: str) -> ObjectStoreError:
+    if isinstance(exc, NoCredentialsError):
+        return ObjectStoreError(f"{what}: no S3 credentials")
+    if not isinstance(exc, ClientError):  # timeouts, refused or dropped connections, TLS failures
+        return ObjectStoreError(f"{what}: {exc}")
+    code = _code(exc)
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if code in _NOT_FOUND or status == 404:
+        return NotFound(f"{what}: {code}")
+    if code in _PRECONDITION or status == 412:
+        return PreconditionFailed(f"{what}: the key exists ({code})")
+    if code in _DENIED or status == 403:
+        return ObjectStoreError(f"{what}: access denied ({code}): check the credentials "
+                                "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the credentials file) "
+                                "and the bucket's permissions")
+    return ObjectStoreError(f"{what}: {code} (HTTP {status})")
