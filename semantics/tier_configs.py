@@ -36,4 +36,18 @@ def problem(existing: dict, configs: dict) -> str | None:
     if "compact" in _value(configs, "cleanup.policy").lower():
         return "Remote log storage only supports topics with cleanup.policy=delete or cleanup.policy being an empty list."
     return (_local_problem(configs, "retention.bytes", "local.retention.bytes", -1)
-            or _local_problem(configs, "retention.ms", "local.retention.ms", -1))
+            or _local_problem(configs, "retention.ms", "local.retention.ms", -1)
+            or _copy_disabled_problem(configs))
+
+
+def _copy_disabled_problem(configs: dict) -> str | None:
+    """With remote.log.copy.disable nothing more goes to the tier: the local limits are the total ones."""
+    if _value(configs, "remote.log.copy.disable").lower() != "true":
+        return None
+    for kind in ("bytes", "ms"):
+        local = int(_value(configs, f"local.retention.{kind}"))
+        if local != -2 and local != int(_value(configs, f"retention.{kind}")):
+            return (f"When `remote.log.copy.disable` is set to true, the `local.retention.{kind}` and "
+                    f"`retention.{kind}` must be set to the identical value because there will be no more logs "
+                    "copied to the remote storage.")
+    return None

@@ -18,10 +18,23 @@ from store.tier.manifest import TOPICS_KEY, Manifest, SegmentRef, manifest_key, 
 log = logging.getLogger("rocketgate.tier")
 
 
+def _flag(attributes: dict, name: str) -> bool:
+    return str(attributes.get(name, "false")).strip().lower() == "true"
+
+
 def is_tiered(attributes: dict) -> bool:
     """remote.storage.enable=true on a topic that is not compacted (Kafka refuses that combination)."""
-    return (str(attributes.get("remote.storage.enable", "false")).strip().lower() == "true"
-            and "compact" not in str(attributes.get("cleanup.policy", "delete")))
+    return _flag(attributes, "remote.storage.enable") and "compact" not in str(attributes.get("cleanup.policy", "delete"))
+
+
+def copies(attributes: dict) -> bool:
+    """New data of the topic goes to the tier (tiered, and remote.log.copy.disable not set)."""
+    return is_tiered(attributes) and not _flag(attributes, "remote.log.copy.disable")
+
+
+def drops_remote(attributes: dict) -> bool:
+    """Remote storage turned off with remote.log.delete.on.disable: the topic's remote data goes."""
+    return not is_tiered(attributes) and _flag(attributes, "remote.log.delete.on.disable")
 
 
 class Bandwidth:
@@ -79,7 +92,7 @@ def upload_file(store, start: int, bandwidth: Bandwidth) -> Manifest | None:
 
     def tiered(topic: str) -> bool:
         cfg = store.topics.get(topic)
-        return cfg is not None and is_tiered(cfg.attributes)
+        return cfg is not None and copies(cfg.attributes)
 
     untiered: set = set()
     built = segment.build(data, start, tiered, untiered)
@@ -111,7 +124,8 @@ def expire_remote(store) -> int:
     starts = store.read_config(LOG_STARTS, {}) or {}
     deleted = 0
     for topic in sorted(remote.topics()):
-        gone = topic in store.deleted_topics or topic not in store.topics
+        cfg = store.topics.get(topic)
+        gone = topic in store.deleted_topics or cfg is None or drops_remote(cfg.attributes)
         doc = dict(remote.starts.get(topic) or {"file": -1, "queues": {}})
         doc["queues"] = dict(doc.get("queues") or {})
         doomed = []

@@ -55,6 +55,9 @@ def test_configs_validated_as_kafka_does(gateway_factory, seaweed_s3, s3_bucket)
     with pytest.raises(KafkaException, match="Remote log storage only supports topics with cleanup.policy=delete"):
         admin.create_topics([NewTopic("bad2", 1, 1, config={"remote.storage.enable": "true",
                                                              "cleanup.policy": "compact"})])["bad2"].result(30)
+    copy_off = {"remote.storage.enable": "true", "remote.log.copy.disable": "true", "local.retention.ms": "1000"}
+    with pytest.raises(KafkaException, match="the `local.retention.ms` and `retention.ms` must be set to the identical"):
+        admin.create_topics([NewTopic("bad3", 1, 1, config=copy_off)])["bad3"].result(30)
     create(gw, "ok", TIERED)
     described = admin.describe_configs([ConfigResource("topic", "ok")])
     configs = next(iter(described.values())).result(30)

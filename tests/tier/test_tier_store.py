@@ -173,3 +173,25 @@ def test_a_segment_on_its_way_is_waited_for_not_skipped(tmp_path):
             time.sleep(0.1)
     assert off >= local
     st.close()
+
+
+def test_copy_disabled_stops_uploads_delete_on_disable_drops_remote(tmp_path):
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st, n=60)
+    up = Uploader(st)
+    up.round()
+    segments = {k for k in objects.objects if k.startswith("segments/t/")}
+    assert segments
+    cfg = st.topics.get("t")
+    cfg.attributes["remote.log.copy.disable"] = "true"
+    st.topics.update(cfg)
+    fill(st, n=60)
+    up.round()
+    assert {k for k in objects.objects if k.startswith("segments/t/")} == segments  # nothing new copied
+    cfg.attributes.update({"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"})
+    st.topics.update(cfg)
+    up.round()
+    assert not [k for k in objects.objects if k.startswith("segments/t/")]
+    assert bodies(st) == [f"t-{i}".encode() * 4 for i in range(60)] * 2  # all still local
+    st.close()
