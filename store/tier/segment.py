@@ -114,15 +114,17 @@ class SegmentIndex:
 
     def units(self, start: int, end: int) -> list[tuple[int, int, int]]:
         """ConsumeQueue units (phys, size, tags code) of offsets [start, end); holes are zero units."""
-        out = []
+        out: list = []
         off = start
-        for r in self.rows[self.row_for_offset(start):]:
+        for q, n, phys, size, _ts, code in self.rows[self.row_for_offset(start):]:
             if off >= end:
                 break
-            while off < min(r[0], end):
-                out.append((0, 0, 0))
-                off += 1
-            while off < min(r[0] + r[1], end):
-                out.append((r[2], r[3], r[5]))
-                off += 1
+            if q > off:  # offsets no entry holds
+                gap = min(q, end) - off
+                out += [(0, 0, 0)] * gap
+                off += gap
+            stop = min(q + n, end)
+            if stop > off:
+                out += [(phys, size, code)] * (stop - off)
+                off = stop
         return out
