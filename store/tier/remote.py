@@ -33,11 +33,16 @@ class RemoteLog:
         self._by_file: dict[int, list[SegmentRef]] = {}
         self.starts: dict[str, dict] = {}  # topic -> {"file": F, "queues": {qid (str): start}}
         self._live: dict[tuple[str, int], list[SegmentRef]] = {}  # `live` answers until the next change
+        self.loaded = False  # the manifests were read
 
     # ------------------------------------------------------------------ loading
 
     def load(self) -> None:
-        """Read every manifest and topic start (at startup, on a worker thread)."""
+        """Read every manifest and topic start (at startup; again by the upload service when the
+        object store could not be reached then). ObjectStoreError leaves it not `loaded`."""
+        with self._lock:
+            self.manifests, self._queues, self._by_file, self.starts = {}, {}, {}, {}
+            self._live.clear()
         for info in self.objects.list(STARTS):
             try:
                 self.starts[topic_of_starts_key(info.key)] = json.loads(self.objects.get(info.key))
@@ -52,6 +57,7 @@ class RemoteLog:
             except (ValueError, KeyError, TypeError) as exc:
                 self.stats.error("manifest")
                 log.error("tier: manifest %s unreadable (%s): its file is not served", info.key, exc)
+        self.loaded = True
 
     def add(self, manifest: Manifest) -> None:
         with self._lock:

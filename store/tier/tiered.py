@@ -10,6 +10,7 @@ import os
 import time
 
 from store.api import ReadResult
+from store.objstore.api import ObjectStoreError
 from store.store import LOG_STARTS, Store
 from store.tier.cache import SegmentCache
 from store.tier.local import delete_uploaded
@@ -19,6 +20,10 @@ from store.tier.stats import TierStats
 
 log = logging.getLogger("rocketgate.tier")
 DEFAULT_CACHE_BYTES = 256 << 20
+
+
+class TierUnreachable(ValueError):
+    """An empty data dir and a tier that cannot be listed: a startup error (gateway.app)."""
 
 
 class TieredStore(Store):
@@ -33,7 +38,14 @@ class TieredStore(Store):
 
     def recover(self) -> None:
         if not self.recovered:
-            self.remote.load()
+            try:
+                self.remote.load()
+            except ObjectStoreError as exc:
+                if not self.commitlog.starts and not self.commitlog.end:  # it may hold this dir's data
+                    raise TierUnreachable(f"the tier cannot be read ({exc}) and the data dir is empty: starting "
+                                          "now could write over what the tier holds; start once it answers") from None
+                log.error("tier: cannot list the object store (%s): local data is served, the tier's "
+                          "once the upload service reaches it", exc)
             restore_if_empty(self)
         super().recover()
         with self._lock:

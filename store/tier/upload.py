@@ -169,6 +169,9 @@ class Uploader:
     def round(self) -> int:
         """One round (blocking); returns how many files it committed."""
         store = self.store
+        if not store.remote.loaded:  # unreachable at startup: nothing is committed or deleted before this
+            store.remote.load()
+            log.info("tier: %d manifests read", len(store.remote.manifests))
         self._topics = sync_topics(store, self._topics)
         done = 0
         pending = pending_files(store)

@@ -195,3 +195,23 @@ def test_copy_disabled_stops_uploads_delete_on_disable_drops_remote(tmp_path):
     assert not [k for k in objects.objects if k.startswith("segments/t/")]
     assert bodies(st) == [f"t-{i}".encode() * 4 for i in range(60)] * 2  # all still local
     st.close()
+
+
+def test_tier_unreachable_at_start(tmp_path):
+    """An empty dir refuses to start (it could write over the tier); a dir with data starts, serves
+    local data, and reads the manifests on the first round that reaches the store."""
+    from store.tier.tiered import TierUnreachable
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st)
+    Uploader(st).round()
+    st.close()
+    objects.down = True
+    with pytest.raises(TierUnreachable):
+        open_store(tmp_path / "empty", objects)
+    st = open_store(tmp_path / "a", objects)
+    assert st.remote.manifests == {} and len(bodies(st)) == 120
+    objects.down = False
+    Uploader(st).round()
+    assert st.remote.manifests and st.delete_expired(FAR) >= 1 and len(bodies(st)) == 120
+    st.close()
