@@ -164,6 +164,13 @@ class TieredStore(Store):
 
     # ------------------------------------------------------------------ reading by CommitLog offset
 
+    @property
+    def min_physical_offset(self) -> int:
+        """The lowest CommitLog offset still readable: the first committed file's, with a tier (POP
+        and raw readers treat units below this as gone)."""
+        committed = list(self.remote.manifests)
+        return min(min(committed), self.commitlog.begin) if committed else self.commitlog.begin
+
     def read_entry(self, phys: int, size: int) -> bytes:
         if phys < self.commitlog.begin:
             return self.remote.read_entry(phys, size, self.commitlog.file_size)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from client import Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer
+from client import Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, SimpleConsumer
 from client.errors import MQBrokerError
 
 from tests.tier.tier_gateway import TIERED, local_files, tier_gateway, wait_local_deleted
@@ -26,6 +26,19 @@ def pull_all(gw, n: int) -> list[bytes]:
     finally:
         c.shutdown()
     return got
+
+
+def pop_all(gw, n: int) -> list[bytes]:
+    """POP (remoting, the RocketMQ 5 SimpleConsumer) from the first offset, acking each message."""
+    got, deadline = [], time.monotonic() + 60
+    with SimpleConsumer("tier-pop", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
+                        subscriptions={TOPIC: "*"}, await_duration=1) as c:
+        while len(got) < n and time.monotonic() < deadline:
+            batch = c.receive(max_messages=32, invisible_duration=60)
+            for m in batch:
+                c.ack(m)
+            got += batch
+    return [m.body for m in sorted(got, key=lambda m: m.queue_offset)]
 
 
 def test_pull_view_and_search_below_the_local_start_then_disk_loss(gateway_factory, seaweed_s3, s3_bucket):
@@ -51,6 +64,7 @@ def test_pull_view_and_search_below_the_local_start_then_disk_loss(gateway_facto
         assert admin.view_message(sent[0].offset_msg_id).body == bodies[0]  # by msgId, from the tier
         assert [m.body for m in admin.query_by_key(TOPIC, "key3")] == [bodies[3]]  # by key, from the tier
     assert pull_all(gw, N) == bodies
+    assert pop_all(gw, N) == bodies
 
     gw.kill9()
     fresh = tier_gateway(gateway_factory, seaweed_s3, s3_bucket, name="empty")
