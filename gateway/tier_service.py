@@ -49,7 +49,7 @@ def tier_metrics(app, gauge, counter):
     if stats is None:
         return
     remote = {}
-    for (topic, qid) in list(st.remote._queues):
+    for topic, qid in st.remote.queue_keys():
         for ref in st.remote.live(topic, qid):
             remote[topic] = remote.get(topic, 0) + ref.size
     yield gauge("tier_remote_bytes", "Bytes of committed segment objects per topic in the tier.", ("topic",),

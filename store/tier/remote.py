@@ -108,6 +108,11 @@ class RemoteLog:
         with self._lock:
             return sorted(q for (t, q) in self._queues if t == topic and self.live(t, q))
 
+    def queue_keys(self, topic: str | None = None) -> list[tuple[str, int]]:
+        """(topic, queue) of every queue with segments listed (of `topic` only, if given), live or not."""
+        with self._lock:
+            return sorted(k for k in self._queues if topic is None or k[0] == topic)
+
     def topics(self) -> set[str]:
         with self._lock:
             return {t for (t, _q) in self._queues}

@@ -129,7 +129,7 @@ def expire_remote(store) -> int:
         doc = dict(remote.starts.get(topic) or {"file": -1, "queues": {}})
         doc["queues"] = dict(doc.get("queues") or {})
         doomed = []
-        for qid in sorted({q for (t, q) in remote._queues if t == topic}):
+        for _topic, qid in remote.queue_keys(topic):
             low = int((starts.get(topic) or {}).get(str(qid), 0))
             refs = remote.live(topic, qid)
             cut = [r for r in refs if gone or r.end <= low]
