@@ -36,6 +36,7 @@ from gateway.services import ConfigWriterService
 from store.config import ConfigDir, ConfigWriter
 from store.objstore.api import ObjectStore
 from tables.service import TablesService
+from store.tier.tiered import open_tiered
 
 
 class StartupError(Exception):
@@ -107,8 +108,10 @@ class App:
         await self.replication.wait_replicated(topic, queue_id, end_queue_offset)
 
 
-def open_store(config: GatewayConfig) -> store.Store:
-    return store.open(
+def open_store(config: GatewayConfig, objects=None) -> store.Store:
+    """The store, with its remote tier (store.tier) when `objects` is the tier's object store."""
+    opener = store.open if objects is None else functools.partial(open_tiered, objects=objects)
+    return opener(
         config.data_dir,
         store.StoreConfig(
             commitlog_file_size=config.commitlog_file_size,
@@ -136,7 +139,7 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SI
     except ValueError as exc:
         raise StartupError(f"--tier-url: {exc}") from None
     try:
-        st = open_store(config)
+        st = open_store(config, object_store)
     except (OSError, ValueError) as exc:
         raise StartupError(f"cannot open store in {config.data_dir!r}: {exc}") from None
     try:

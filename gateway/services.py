@@ -9,6 +9,7 @@ import trio
 
 from gateway.cluster.service import ClusterService
 from gateway.kafka.describe_producers import ProducerExpiry
+from gateway.tier_service import TierService
 from semantics.compaction import Compactor
 from semantics.retention import TopicRetention
 from store.config import ConfigWriter
@@ -113,12 +114,13 @@ def background_services(app) -> list:
     """In start order: the config writer first (the others submit to it while starting), the
     cluster service (a member's lease and watch) before those that create topics."""
     cluster = [ClusterService(app)] if app.ownership.clustered else []
+    tier = [TierService(app.store)] if getattr(app.store, "tier_stats", None) is not None else []
     return [app.config_writer, *cluster, app.durability, Retention(app.store, app.clock),
             TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
             Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),
             ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
-            app.kafka.share_groups, app.kafka.streams_groups, app.replication, app.tables]
+            app.kafka.share_groups, app.kafka.streams_groups, app.replication, app.tables, *tier]
 
 
 async def start_services(app, nursery: trio.Nursery) -> None:

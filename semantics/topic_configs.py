@@ -100,8 +100,9 @@ class Entry:
     synonyms: tuple = ()  # ((name, value, source), ...), the effective one first
 
 
-def problem(name: str, value: str | None, store_max_bytes: int) -> str | None:
-    """Kafka's INVALID_CONFIG message for setting a topic config, or None when it is acceptable."""
+def problem(name: str, value: str | None, store_max_bytes: int, tiered: bool = False) -> str | None:
+    """Kafka's INVALID_CONFIG message for setting a topic config, or None when it is acceptable.
+    `tiered`: the broker has a tier (--tier-url), so remote.storage.enable=true may be set."""
     d = TOPIC_CONFIGS.get(name)
     if d is None:
         return f"Unknown topic config name: {name}"
@@ -113,7 +114,7 @@ def problem(name: str, value: str | None, store_max_bytes: int) -> str | None:
     why = _problem(name, d, text)
     if why is None and name == "max.message.bytes" and int(text) > store_max_bytes:
         why = f"Value must be no more than {store_max_bytes} (the largest entry the store holds)"
-    if why is None and name == "remote.storage.enable" and text.lower() == "true":
+    if why is None and name == "remote.storage.enable" and text.lower() == "true" and not tiered:
         return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with " \
                "remote log storage."
     shown = f"[{', '.join(list_items(value))}]" if name.endswith(".throttled.replicas") else value

@@ -20,8 +20,14 @@ log = logging.getLogger("rocketgate.store")
 def delete_expired(commitlog, queues, index, lock, flusher, reserved_hours: float, now_ms: int | None = None) -> int:
     """Returns how many CommitLog files were deleted."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return delete_before(commitlog, queues, index, lock, flusher, lambda: expiry_cut(commitlog, reserved_hours, now_ms))
+
+
+def delete_before(commitlog, queues, index, lock, flusher, find_cut) -> int:
+    """Delete the CommitLog files below `find_cut()` (called under the lock; None: nothing) and what
+    only they needed; returns how many CommitLog files went."""
     with lock:
-        cut = expiry_cut(commitlog, reserved_hours, now_ms)
+        cut = find_cut()
         if cut is None:
             return 0
         files = commitlog.detach_before(cut)

@@ -17,7 +17,7 @@ from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC, broker_lis
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, is_group_config, share_config_entries
 from gateway.kafka.state import kafka_state
-from semantics import schema_validation, topic_configs as tc
+from semantics import schema_validation, tier_configs, topic_configs as tc
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
@@ -42,10 +42,15 @@ def create_topic_problem(app, configs: dict, fixed: tuple) -> str | None:
     """The INVALID_CONFIG message for CreateTopics configs (names in `fixed` are checked elsewhere)."""
     for name, value in configs.items():
         if value is None or name not in fixed:
-            why = tc.problem(name, value, app.config.store_max_message_bytes)
+            why = tc.problem(name, value, app.config.store_max_message_bytes, tiered(app))
             if why:
                 return why
-    return schema_validation.registry_problem(app.schema_registry, configs)
+    return tier_configs.problem({}, configs) or schema_validation.registry_problem(app.schema_registry, configs)
+
+
+def tiered(app) -> bool:
+    """The store has a remote tier (--tier-url): topics may set remote.storage.enable=true."""
+    return getattr(app.store, "remote", None) is not None
 
 
 def _broker_entries(app) -> list[tc.Entry]:
@@ -177,11 +182,12 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
         return errors.INVALID_CONFIG, why
     for n in set(names):
         if n in changed:
-            why = tc.problem(n, changed[n], app.config.store_max_message_bytes)
+            why = tc.problem(n, changed[n], app.config.store_max_message_bytes, tiered(app))
             if why:
                 return errors.INVALID_CONFIG, why
             changed[n] = changed[n].strip()
-    why = schema_validation.registry_problem(app.schema_registry, changed)
+    why = tier_configs.problem(cfg.attributes or {}, changed) or \
+        schema_validation.registry_problem(app.schema_registry, changed)
     if why:
         return errors.INVALID_CONFIG, why
     if not validate_only:

@@ -100,11 +100,17 @@ def list_offset(app, cfg, topic: str, partition: int, ts: int) -> tuple[int, int
     """(offset, timestamp) ListOffsets answers for one partition and one requested timestamp."""
     if ts == LATEST:  # the high watermark on a replicated partition
         return app.replication.readable_end(topic, partition, app.store.max_offset(topic, partition)), -1
-    if ts in (EARLIEST, EARLIEST_LOCAL):  # no tiered storage: the local log is the whole log
+    if ts == EARLIEST:  # with a tier: the remote start (KIP-405)
         return app.store.min_offset(topic, partition), -1
+    local_start = getattr(app.store, "local_min_offset", None)
+    if ts == EARLIEST_LOCAL:  # the local log start; without a tier the local log is the whole log
+        return (local_start or app.store.min_offset)(topic, partition), -1
     if ts == MAX_TIMESTAMP:
         return max_timestamp(app, topic, partition)
-    if ts < 0:  # LATEST_TIERED, EARLIEST_PENDING_UPLOAD: nothing is tiered
+    if ts == LATEST_TIERED and local_start is not None:  # the highest offset committed to the tier
+        end = app.store.remote.end(topic, partition)
+        return (-1 if end is None else end - 1), -1
+    if ts < 0:  # EARLIEST_PENDING_UPLOAD (and LATEST_TIERED without a tier): not answered
         return -1, -1
     return offset_for_time(app, cfg, topic, partition, ts)
 

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 import gateway.ops.inspect as inspect
+from gateway.tier_service import tier_metrics
 
 NS = "rocketgate"
 
@@ -110,6 +111,7 @@ class AppCollector:
                      (((d,), n) for d, n in inspect.disk_usage(app).items()))
         yield _gauge("topics", "Topics (including system, retry and DLQ topics).",
                      samples=[((), len(st.topics.names()))])
+        yield from tier_metrics(app, _gauge, _counter)
 
     def _consumers(self):
         app = self.app

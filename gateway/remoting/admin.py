@@ -10,7 +10,12 @@ from gateway.cluster.remoting_queues import own_broker_name
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
-from semantics import schema_validation, topic_configs
+from gateway.kafka.configs import tiered
+from semantics import schema_validation, tier_configs, topic_configs
+
+# Kafka's tiering topic configs, also RocketMQ topic attributes (UPDATE_AND_CREATE_TOPIC "+name=value")
+TIER_ATTRIBUTES = ("remote.storage.enable", "remote.log.delete.on.disable", "local.retention.ms",
+                   "local.retention.bytes", "retention.ms", "retention.bytes")
 
 VERSION_DESC = "V4_9_8"
 
@@ -43,7 +48,8 @@ def create_topic(channel, req):
         else:
             key, _, value = item.lstrip("+").partition("=")
             attributes[key] = value
-    why = _schema_attributes_problem(channel.app, attributes)
+    why = _schema_attributes_problem(channel.app, attributes) or \
+        tier_configs.problem(cfg.attributes if cfg is not None else {}, attributes)
     if why:
         return req.response(ResponseCode.INVALID_PARAMETER, remark=why)
     if cfg is None:
@@ -56,11 +62,12 @@ def create_topic(channel, req):
 
 
 def _schema_attributes_problem(app, attributes: dict) -> str | None:
-    """Schema validation and table attributes (the Kafka topic configs confluent.*, iceberg.*) are checked as Kafka's
-    CreateTopics checks them; other attributes are RocketMQ's own and kept as given."""
+    """Schema validation, table and tiering attributes (the Kafka topic configs confluent.*, iceberg.*
+    and TIER_ATTRIBUTES) are checked as Kafka's CreateTopics checks them; other attributes are RocketMQ's
+    own and kept as given."""
     for key, value in attributes.items():
-        if key.startswith(("confluent.", "iceberg.")):
-            why = topic_configs.problem(key, value, app.config.store_max_message_bytes)
+        if key.startswith(("confluent.", "iceberg.")) or key in TIER_ATTRIBUTES:
+            why = topic_configs.problem(key, value, app.config.store_max_message_bytes, tiered(app))
             if why:
                 return why
     return schema_validation.registry_problem(app.schema_registry, attributes)

@@ -1,0 +1,108 @@
+"""`python -m bench.tier`: what the tier costs and gives, on a real SeaweedFS (bench/objstore_server.py).
+
+Two gateways side by side, one with `--tier-url` (its topic tiered, local.retention.ms=1000, so files
+are uploaded and deleted while it runs) and one without; 1 MiB CommitLog files. Rounds alternate
+which one is produced to first (librdkafka, 1 KB records); the figure is the tiered / plain ratio of
+produce MB/s per round (bar: >= 0.9). Then the tiered topic is read whole from offset 0, cold (every
+segment downloaded) and again warm (read cache), and the S3 requests per GB uploaded counted from
+the bucket (one PUT per segment and one per manifest). Prints a summary, writes bench/results/tier.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.brokers import ROOT
+from bench.objstore_server import SeaweedS3
+from tests.gateway_process import GatewayProcess
+
+VALUE = b"v" * 1000
+
+
+def produce(bootstrap: str, topic: str, n: int) -> float:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 65536})
+    began = time.monotonic()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, VALUE)
+                break
+            except BufferError:
+                p.poll(0.01)
+    assert p.flush(120) == 0
+    return n * len(VALUE) / (time.monotonic() - began) / 1e6
+
+
+def consume(bootstrap: str, topic: str, n: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got, began = 0, time.monotonic()
+    while got < n:
+        m = c.poll(1.0)
+        if m is not None and m.error() is None:
+            got += 1
+    c.close()
+    return n * len(VALUE) / (time.monotonic() - began) / 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-tier-", dir="/tmp")
+    s3 = SeaweedS3(os.path.join(work, "s3")).start()
+    gateways = []
+    try:
+        s3.create_bucket("bench-tier")
+        common = ["--commitlog-file-size", "1m"]
+        for name in ("plain", "tiered"):
+            os.makedirs(os.path.join(work, name))
+        plain = GatewayProcess(os.path.join(work, "plain", "data"), extra_args=common).start()
+        gateways.append(plain)
+        tiered = GatewayProcess(os.path.join(work, "tiered", "data"),
+                                extra_args=common + s3.tier_args("bench-tier")).start()
+        gateways.append(tiered)
+        for g, configs in ((plain, {}), (tiered, {"remote.storage.enable": "true", "local.retention.ms": "1000"})):
+            admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
+            admin.create_topics([NewTopic("t", 1, 1, config=configs)])["t"].result(30)
+        ratios, figures = [], {"plain": [], "tiered": []}
+        for r in range(args.rounds):
+            order = [("plain", plain), ("tiered", tiered)][:: 1 if r % 2 == 0 else -1]
+            got = {name: produce(g.kafka_bootstrap, "t", args.records) for name, g in order}
+            for name in got:
+                figures[name].append(got[name])
+            ratios.append(got["tiered"] / got["plain"])
+        total = args.records * args.rounds
+        time.sleep(3)  # the last sealed files committed
+        cold = consume(tiered.kafka_bootstrap, "t", total)
+        warm = consume(tiered.kafka_bootstrap, "t", total)
+        local = consume(plain.kafka_bootstrap, "t", total)
+        keys = [o["Key"] for page in s3.client().get_paginator("list_objects_v2").paginate(Bucket="bench-tier")
+                for o in page.get("Contents", [])]
+        uploaded_gb = total * len(VALUE) / 1e9
+        puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
+        result = {"produce_mb_s": figures, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
+                  "consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
+                  "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
+        print(json.dumps(result, indent=1))
+        os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+        with open(os.path.join(ROOT, "bench", "results", "tier.json"), "w") as f:
+            json.dump(result, f, indent=1)
+    finally:
+        for g in gateways:
+            g.stop()
+        s3.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The tier's background work (store.tier.upload): each round runs on a worker thread so produce and
+fetch never wait on the object store; a failed round (store down, slow, throttled) is retried with
+exponential backoff while the gateway keeps serving local data and deleting nothing uncommitted."""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from store.objstore.api import ObjectStoreError
+from store.tier.upload import Uploader
+
+log = logging.getLogger("rocketgate.tier")
+
+ROUND_INTERVAL = 1.0  # seconds between rounds when all went well
+BACKOFF_MAX = 30.0
+UPLOAD_BYTES_PER_SECOND = 64 << 20  # the uploads' bandwidth bound
+
+
+class TierService:
+    def __init__(self, store, interval: float = ROUND_INTERVAL, bytes_per_second: int = UPLOAD_BYTES_PER_SECOND) -> None:
+        self.store = store
+        self.interval = interval
+        self.uploader = Uploader(store, bytes_per_second)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        delay = self.interval
+        while True:
+            try:
+                await trio.to_thread.run_sync(self.uploader.round, abandon_on_cancel=True)
+                self.store.delete_expired()  # local retention (ms) may let committed files go by now
+                delay = self.interval
+            except ObjectStoreError as exc:
+                self.store.tier_stats.error("upload")
+                delay = min(BACKOFF_MAX, max(self.interval, delay * 2))
+                log.warning("tier: object store: %s; retrying in %.0f s", exc, delay)
+            except Exception:  # a bug must not end the service (nor delete anything: nothing is committed)
+                self.store.tier_stats.error("upload")
+                delay = min(BACKOFF_MAX, max(self.interval, delay * 2))
+                log.exception("tier: upload round failed; retrying in %.0f s", delay)
+            await trio.sleep(delay)
+
+
+def tier_metrics(app, gauge, counter):
+    """The tier's metric families (gateway.ops.collector), none without a tier."""
+    st = app.store
+    stats = getattr(st, "tier_stats", None)
+    if stats is None:
+        return
+    remote = {}
+    for topic, qid in st.remote.queue_keys():
+        for ref in st.remote.live(topic, qid):
+            remote[topic] = remote.get(topic, 0) + ref.size
+    yield gauge("tier_remote_bytes", "Bytes of committed segment objects per topic in the tier.", ("topic",),
+                (((t,), n) for t, n in remote.items()))
+    yield counter("tier_uploaded_bytes", "Segment bytes uploaded per topic.", ("topic",),
+                  (((t,), n) for t, n in stats.uploaded_bytes.items()))
+    yield counter("tier_remote_read_bytes", "Segment bytes downloaded per topic (read-cache misses).", ("topic",),
+                  (((t,), n) for t, n in stats.remote_read_bytes.items()))
+    yield counter("tier_errors", "Tier failures by kind: upload (a round failed), checksum (a segment not "
+                  "served), manifest (unreadable).", ("kind",), (((k,), n) for k, n in stats.errors.items()))
+    yield gauge("tier_upload_lag_files", "Sealed CommitLog files not yet committed to the tier.",
+                samples=[((), stats.pending_files)])
+    yield gauge("tier_upload_lag_bytes", "Bytes of sealed CommitLog files not yet committed to the tier.",
+                samples=[((), stats.pending_bytes)])
+    yield gauge("tier_read_cache_bytes", "Bytes in the tier's on-disk read cache.",
+                samples=[((), st.cache.cached_bytes())])

@@ -1,0 +1,59 @@
+"""An in-process ObjectStore (store.objstore.api) for the tier's unit tests only: the system under
+test in end-to-end tests is a real S3 server. It can fail on demand (`down`), count requests, and
+let a test corrupt or drop objects."""
+from __future__ import annotations
+
+import hashlib
+import threading
+
+from store.objstore.api import NotFound, ObjectInfo, ObjectStoreError, PreconditionFailed
+
+
+class MemStore:
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.down = False  # every call raises ObjectStoreError while set
+        self.fail_puts_matching: str | None = None  # puts of keys containing this fail
+        self.requests: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _call(self, op: str) -> None:
+        with self._lock:
+            self.requests[op] = self.requests.get(op, 0) + 1
+        if self.down:
+            raise ObjectStoreError(f"{op}: store down (injected)")
+
+    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> str:
+        self._call("put")
+        if self.fail_puts_matching and self.fail_puts_matching in key:
+            raise ObjectStoreError(f"put {key}: failed (injected)")
+        with self._lock:
+            if if_absent and key in self.objects:
+                raise PreconditionFailed(key)
+            self.objects[key] = bytes(data)
+        return hashlib.md5(data).hexdigest()
+
+    def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        self._call("get")
+        with self._lock:
+            if key not in self.objects:
+                raise NotFound(key)
+            data = self.objects[key]
+        return data[start:end]
+
+    def head(self, key: str) -> ObjectInfo | None:
+        self._call("head")
+        data = self.objects.get(key)
+        return None if data is None else ObjectInfo(key, len(data), hashlib.md5(data).hexdigest())
+
+    def list(self, prefix: str = ""):
+        self._call("list")
+        with self._lock:
+            keys = sorted(k for k in self.objects if k.startswith(prefix))
+        for k in keys:
+            yield ObjectInfo(k, len(self.objects[k]), hashlib.md5(self.objects[k]).hexdigest())
+
+    def delete(self, key: str) -> None:
+        self._call("delete")
+        with self._lock:
+            self.objects.pop(key, None)
