@@ -14,7 +14,11 @@ import subprocess
 import sys
 import time
 
+import trio
+
+from cluster.etcd import Etcd, EtcdError
 from cluster.etcd_server import EtcdServer
+from cluster.model import member_key
 from gateway.config import GatewayConfig
 from gateway.data_dir import DataDirError, take
 from gateway.process_tree import Stop, die_with_parent, free_port, stop_all
@@ -105,7 +109,25 @@ def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dic
     return cmd
 
 
-def _restart_dead(shards: list[Shard], now: float) -> None:
+def release_member(etcd_url: str, node_id: int) -> None:
+    """Revoke a dead shard's etcd lease, so its restart registers at once instead of waiting for the
+    lease to expire (--cluster-lease-ttl). Safe: the supervisor has reaped the process that held it."""
+    async def revoke() -> None:
+        etcd = Etcd.from_url(etcd_url)
+        try:
+            kv = await etcd.get(member_key(node_id))
+            if kv is not None and kv.lease:
+                await etcd.lease_revoke(kv.lease)
+        finally:
+            await etcd.aclose()
+    try:
+        trio.run(revoke)
+    except (EtcdError, OSError) as exc:
+        print(f"shards: could not release node {node_id}'s lease ({exc}); it expires by itself",
+              file=sys.stderr, flush=True)
+
+
+def _restart_dead(shards: list[Shard], now: float, etcd_url: str) -> None:
     for shard in shards:
         if shard.proc is None:
             if now >= shard.restart_at:
@@ -119,6 +141,7 @@ def _restart_dead(shards: list[Shard], now: float) -> None:
             shard.backoff = FIRST_BACKOFF_S
         print(f"shards: shard {shard.index} (pid {shard.proc.pid}) ended with status {status}; "
               f"starting it again in {shard.backoff:g} s", file=sys.stderr, flush=True)
+        release_member(etcd_url, shard.index + 1)
         shard.proc, shard.restart_at = None, now + shard.backoff
         shard.backoff = min(shard.backoff * 2, MAX_BACKOFF_S)
 
@@ -148,7 +171,7 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
             ports = ", ".join(f"{f.removesuffix('_port')} {p}" for f, p in shard.ports.items())
             print(f"shard {shard.index}: node {shard.index + 1}, core {shard.core}, {ports}", flush=True)
         while not stop.sleep(0.2):  # a terminal's Ctrl-C reaches the shards too: the flag comes first
-            _restart_dead(shards, time.monotonic())
+            _restart_dead(shards, time.monotonic(), etcd.url)
         print(f"received {signal.Signals(stop.signal).name}, stopping the shards", flush=True)
         return 0
     finally:

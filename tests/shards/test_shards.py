@@ -119,10 +119,12 @@ def test_a_killed_shard_is_started_again_with_its_acknowledged_records(sharded):
     before = shard_pids(sharded.data_dir)
     assert sorted(before) == [0, 1]
     os.kill(before[1], signal.SIGKILL)
+    killed = time.monotonic()
     wait_for(lambda: (pid := shard_pids(sharded.data_dir).get(1)) and pid != before[1],
              what="the supervisor to start shard 1 again")
     sharded.wait_brokers()
     got = consume(sharded, TOPIC, "sharded-after-kill", RECORDS + 8)
+    print(f"kill -9 to every record read back: {time.monotonic() - killed:.1f} s")
     assert sorted(got) == sorted([b"r%03d" % i for i in range(RECORDS)] + [b"later%d" % i for i in range(8)])
 
 
