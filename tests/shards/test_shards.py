@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
 
+from acked_records import read_topic
 from client import ConsumeFrom, LitePullConsumer, Message
 from client import Producer as NativeProducer
 from sharded import Sharded, shard_pids, wait_for
@@ -126,6 +128,46 @@ def test_a_killed_shard_is_started_again_with_its_acknowledged_records(sharded):
     got = consume(sharded, TOPIC, "sharded-after-kill", RECORDS + 8)
     print(f"kill -9 to every record read back: {time.monotonic() - killed:.1f} s")
     assert sorted(got) == sorted([b"r%03d" % i for i in range(RECORDS)] + [b"later%d" % i for i in range(8)])
+
+
+def test_kill9_of_a_shard_under_load_loses_no_acknowledged_record(sharded):
+    """A producer (acks=all) keeps sending to partitions of both shards while shard 1 is killed and
+    started again; every record it had acknowledged is in the topic afterwards."""
+    topic = "sharded-under-load"
+    leaders = create_topic(sharded, topic)
+    assert set(leaders.values()) == {1, 2}
+    acked, failed, stop = [], [], threading.Event()
+
+    def report(err, msg):
+        (failed if err is not None else acked).append(err or msg.value())
+
+    def produce_until_stopped():
+        producer = Producer({"bootstrap.servers": sharded.kafka_bootstrap, "acks": "all", "linger.ms": 5,
+                             "message.timeout.ms": 30000})
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, b"load-%d" % i, partition=i % PARTITIONS, on_delivery=report)
+            i += 1
+            producer.poll(0.002 if i % 50 == 0 else 0)
+        producer.flush(60)
+
+    sender = threading.Thread(target=produce_until_stopped)
+    sender.start()
+    try:
+        wait_for(lambda: len(acked) >= 500, what="500 records acknowledged")
+        old = shard_pids(sharded.data_dir)[1]
+        os.kill(old, signal.SIGKILL)
+        at_kill = len(acked)
+        wait_for(lambda: (pid := shard_pids(sharded.data_dir).get(1)) and pid != old,
+                 what="the supervisor to start shard 1 again")
+        sharded.wait_brokers()
+        wait_for(lambda: len(acked) >= at_kill + 500, what="500 more records acknowledged after the restart")
+    finally:
+        stop.set()
+        sender.join(90)
+    stored = set(read_topic(sharded.kafka_bootstrap, topic))
+    print(f"under load: {len(acked)} acknowledged, {len(failed)} failed, {len(stored)} stored")
+    assert not set(acked) - stored
 
 
 def test_sigterm_stops_the_whole_tree_with_status_0(sharded):
