@@ -53,14 +53,15 @@ class Sharded(GatewayProcess):
         self.shards = shards
         self.log_path = os.path.join(base, "supervisor.log")
 
-    def start(self) -> "Sharded":
+    def start(self, brokers: list[int] | None = None) -> "Sharded":
+        """Until Metadata lists `brokers` (default: every shard's)."""
         cmd = [sys.executable, "-m", "gateway", "--shards", str(self.shards), "--data-dir", self.data_dir,
                "--host", "127.0.0.1", "--kafka-port", str(self.kafka_port),
                "--remoting-port", str(self.remoting_port), "--flush", self.flush, *self.extra_args]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         wait_port(self.kafka_port, timeout=60, proc=self.proc)
-        self.wait_brokers()
+        self.wait_brokers(brokers)
         return self
 
     def brokers(self) -> list[int]:
@@ -69,8 +70,8 @@ class Sharded(GatewayProcess):
         except Exception:  # not answering yet
             return []
 
-    def wait_brokers(self) -> None:
-        want = list(range(1, self.shards + 1))
+    def wait_brokers(self, want: list[int] | None = None) -> None:
+        want = want or list(range(1, self.shards + 1))
         wait_for(lambda: self.brokers() == want, what=f"Metadata to list brokers {want}")
 
     def stop(self, timeout: float = 40.0) -> int | None:
