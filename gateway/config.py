@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 
 from gateway.listeners import PROTOCOLS, ListenerError, check, parse_listener
@@ -15,6 +16,7 @@ from store.objstore.api import TierLocation
 @dataclasses.dataclass
 class GatewayConfig:
     data_dir: str = "./data"
+    shards: int = 1  # gateway processes, one per core (gateway.shards); 1: this process is the gateway
     host: str = "127.0.0.1"
     kafka_port: int = 9092
     remoting_port: int = 9876
@@ -152,6 +154,15 @@ _port = _int_between(0, 65535, "port (0-65535; 0 picks a free one)")
 _positive_int = _int_between(1, None, "value (a positive integer)")
 
 
+def _shards(text: str) -> int:
+    """N (1 to the usable core count) or auto (the usable core count)."""
+    cores = len(os.sched_getaffinity(0))
+    if text == "auto":
+        return cores
+    n = _int_between(1, cores, f"shard count (1 to the {cores} usable cores, or auto)")(text)
+    return n
+
+
 def _inter_broker(path: str):
     try:
         return load_inter_broker(path)
@@ -183,6 +194,8 @@ def build_parser() -> _Parser:
     d = GatewayConfig()
     p = _Parser(prog="python -m gateway", description="rocketgate: Kafka + RocketMQ protocols over one store",
                 formatter_class=_DefaultsFormatter, epilog="Every flag is described in docs/config.md.")
+    p.add_argument("--shards", type=_shards, default=d.shards, metavar="N|auto",
+                   help="gateway processes, one per core, under a supervisor (docs/shards.md); auto: every usable core")
     p.add_argument("--data-dir", default=d.data_dir, help="the store's directory (CommitLog, queues, config)")
     p.add_argument("--host", default=d.host, help="address every listener binds")
     p.add_argument("--kafka-port", type=_port, default=d.kafka_port, help="the Kafka protocol's port")

@@ -1,0 +1,179 @@
+"""`python -m gateway --shards N`: one gateway process per core (docs/shards.md). The supervisor starts
+a private etcd (under DATA_DIR/etcd) and N shards, each a gateway of a local cluster with its own store
+(DATA_DIR/shard-<i>, node id i + 1), pinned to one core. Shard 0 takes the configured ports (9092,
+9876, ...), the others free ports the OS picks at the supervisor's start, kept across restarts. The
+cluster places each queue on one shard (replication factor 1: a shard owns its queues). A shard that
+ends by itself is started again (backoff 1 s doubling to 30 s; reset once it ran 60 s); SIGTERM or
+SIGINT stop the whole tree (each shard flushes) and the supervisor exits 0."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import trio
+
+from cluster.etcd import Etcd, EtcdError
+from cluster.etcd_server import EtcdServer
+from cluster.model import member_key
+from gateway.config import GatewayConfig
+from gateway.data_dir import DataDirError, take
+from gateway.process_tree import Stop, die_with_parent, free_port, stop_all
+
+FIRST_BACKOFF_S = 1.0
+MAX_BACKOFF_S = 30.0
+HEALTHY_AFTER_S = 60.0  # a shard that ran this long starts again without waiting
+_PORT_FLAGS = {"kafka_port": "--kafka-port", "remoting_port": "--remoting-port", "grpc_port": "--grpc-port",
+               "http_port": "--http-port", "schema_registry_port": "--schema-registry-port"}
+_SUPERVISOR_ENTRIES = ("etcd", "shards.log")  # besides shard-<i> and the lock, what the supervisor keeps
+
+
+class ShardsError(Exception):
+    """The shards cannot start; the message is the one line to print."""
+
+
+@dataclasses.dataclass
+class Shard:
+    index: int
+    command: list[str]
+    core: int
+    ports: dict[str, int]
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    backoff: float = FIRST_BACKOFF_S
+    restart_at: float = 0.0
+
+    def start(self) -> None:
+        core = self.core
+
+        def pin_and_die_with_parent() -> None:
+            die_with_parent()
+            try:
+                os.sched_setaffinity(0, {core})
+            except OSError:
+                pass  # the core left our affinity set: run unpinned rather than not at all
+
+        self.proc = subprocess.Popen(self.command, preexec_fn=pin_and_die_with_parent)
+        self.started = time.monotonic()
+
+
+def check(config: GatewayConfig) -> None:
+    """What the shards do not support yet, and a data dir of a one-process gateway: ShardsError."""
+    if config.cluster is not None:
+        raise ShardsError("--shards with --cluster is not supported yet (docs/shards.md)")
+    if config.listeners:
+        raise ShardsError("--shards with --listener is not supported yet (docs/shards.md)")
+    try:
+        entries = os.listdir(config.data_dir)
+    except FileNotFoundError:
+        return
+    if "commitlog" in entries or "config" in entries:
+        raise ShardsError(f"data dir {config.data_dir!r} holds a one-process gateway's store: start it with "
+                          f"--shards 1 (moving it into shards is not done yet, docs/shards.md)")
+
+
+def shard_ports(config: GatewayConfig, index: int) -> dict[str, int]:
+    """Shard 0: the configured ports; another shard: a free port for each port the configuration opens."""
+    ports = {}
+    for field in _PORT_FLAGS:
+        port = getattr(config, field)
+        if port is not None:
+            ports[field] = port if index == 0 else free_port(config.host)
+    return ports
+
+
+def without_shards(argv: list[str]) -> list[str]:
+    """The user's arguments less --shards (a pinned shard sees one core: N > 1 would not parse there)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--shards":
+            skip = True
+        elif not arg.startswith("--shards="):
+            out.append(arg)
+    return out
+
+
+def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dict[str, int],
+                  cluster_url: str) -> list[str]:
+    """The user's arguments, then this shard's (argparse keeps the last value of an option)."""
+    cmd = [sys.executable, "-m", "gateway", *without_shards(argv),
+           "--data-dir", os.path.join(config.data_dir, f"shard-{index}"), "--node-id", str(index + 1),
+           "--cluster", cluster_url, "--advertised-host", config.advertised_host or config.host]
+    for field, port in ports.items():
+        cmd += [_PORT_FLAGS[field], str(port)]
+    return cmd
+
+
+def release_member(etcd_url: str, node_id: int) -> None:
+    """Revoke a dead shard's etcd lease, so its restart registers at once instead of waiting for the
+    lease to expire (--cluster-lease-ttl). Safe: the supervisor has reaped the process that held it."""
+    async def revoke() -> None:
+        etcd = Etcd.from_url(etcd_url)
+        try:
+            kv = await etcd.get(member_key(node_id))
+            if kv is not None and kv.lease:
+                await etcd.lease_revoke(kv.lease)
+        finally:
+            await etcd.aclose()
+    try:
+        trio.run(revoke)
+    except (EtcdError, OSError) as exc:
+        print(f"shards: could not release node {node_id}'s lease ({exc}); it expires by itself",
+              file=sys.stderr, flush=True)
+
+
+def _restart_dead(shards: list[Shard], now: float, etcd_url: str) -> None:
+    for shard in shards:
+        if shard.proc is None:
+            if now >= shard.restart_at:
+                print(f"shards: starting shard {shard.index} again", file=sys.stderr, flush=True)
+                shard.start()
+            continue
+        status = shard.proc.poll()
+        if status is None:
+            continue
+        if now - shard.started >= HEALTHY_AFTER_S:
+            shard.backoff = FIRST_BACKOFF_S
+        print(f"shards: shard {shard.index} (pid {shard.proc.pid}) ended with status {status}; "
+              f"starting it again in {shard.backoff:g} s", file=sys.stderr, flush=True)
+        release_member(etcd_url, shard.index + 1)
+        shard.proc, shard.restart_at = None, now + shard.backoff
+        shard.backoff = min(shard.backoff * 2, MAX_BACKOFF_S)
+
+
+def main(config: GatewayConfig, argv: list[str]) -> int:
+    stop = Stop()
+    try:
+        check(config)
+        lock = take(config.data_dir, what="shard supervisor")
+    except (ShardsError, DataDirError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    etcd_port = free_port()
+    etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), etcd_port, free_port(), preexec_fn=die_with_parent)
+    cores = sorted(os.sched_getaffinity(0))
+    shards: list[Shard] = []
+    try:
+        etcd.start()
+        for index in range(config.shards):
+            ports = shard_ports(config, index)
+            shards.append(Shard(index, shard_command(config, argv, index, ports, etcd.url),
+                                cores[index % len(cores)], ports))
+        for shard in shards:
+            if stop.signal is not None:
+                break
+            shard.start()
+            ports = ", ".join(f"{f.removesuffix('_port')} {p}" for f, p in shard.ports.items())
+            print(f"shard {shard.index}: node {shard.index + 1}, core {shard.core}, {ports}", flush=True)
+        while not stop.sleep(0.2):  # a terminal's Ctrl-C reaches the shards too: the flag comes first
+            _restart_dead(shards, time.monotonic(), etcd.url)
+        print(f"received {signal.Signals(stop.signal).name}, stopping the shards", flush=True)
+        return 0
+    finally:
+        stop_all([s.proc for s in shards if s.proc is not None], etcd)
+        lock.release()
