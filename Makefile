@@ -24,7 +24,7 @@ setup: install $(SETUP_TARGETS)
 # the dashboard, /metrics and health checks (docs/admin.md) on 8080. ARGS: any more gateway flags
 # (`make run ARGS="--grpc-port 8181"`); a flag given again in ARGS wins.
 run: install native
-	$(PY) -m gateway --shards auto --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
+	$(PY) -m gateway --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
