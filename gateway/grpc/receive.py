@@ -9,8 +9,6 @@ else to the group, so the messages of a group are consumed in order.
 """
 from __future__ import annotations
 
-import random
-
 import trio
 
 import interop.to_rocketmq as inner_batch
@@ -25,6 +23,7 @@ from gateway.remoting.common import client_group_error
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
 from semantics import routing
 from semantics.pop import Receipt
+from semantics.priority import pop_order
 from semantics.retry import DEFAULT_MAX_RECONSUME_TIMES
 from semantics.sql92 import FilterSyntaxError, subscription_filter
 
@@ -74,7 +73,7 @@ class _Receive:
         self.group, self.topic = _group(req), req.message_queue.topic.name
         cfg = topic_config(app, self.topic, create=False)
         # As the RocketMQ proxy: the queue names only a broker; every queue of it is popped.
-        queues = _rotated(cfg.read_queues)
+        queues = pop_order(cfg, cfg.read_queues)  # a PRIORITY topic's highest queue first
         led = served_queues(app, self.topic)  # in a cluster: those led here
         queues = queues if led is None else [q for q in queues if q in led]
         retry = app.store.topics.get(pop_retry_topic(self.group, self.topic))
@@ -172,11 +171,6 @@ def _held(engine, receipts) -> bool:
         if lease is not None and lease.deadline > now:
             return True
     return False
-
-
-def _rotated(n: int) -> list[int]:
-    first = random.randrange(n) if n else 0
-    return [(first + i) % n for i in range(n)]
 
 
 @rpc("ReceiveMessage", "server_stream")

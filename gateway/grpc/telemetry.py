@@ -53,7 +53,7 @@ def applied_settings(app, client, endpoints):
         policy.exponential_backoff.multiplier = 2.0
     if producer:
         out.publishing.max_body_size = app.config.max_message_bytes
-        out.publishing.validate_message_type = False
+        out.publishing.validate_message_type = True  # as the 5.5 proxy: the SDK checks the route's types
     elif out.HasField("subscription"):
         sub = out.subscription
         sub.receive_batch_size = sub.receive_batch_size or RECEIVE_BATCH
