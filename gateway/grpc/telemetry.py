@@ -16,7 +16,7 @@ from gateway.grpc.common import TELEMETRY_QUEUE, d, ok, rpc, s
 from gateway.grpc.messages import to_pb
 from gateway.grpc.route import endpoints as endpoints_of
 from gateway.grpc.transport import CallEnded
-from semantics import routing
+from semantics import lite, routing
 
 log = logging.getLogger("rocketgate.grpc")
 
@@ -59,6 +59,9 @@ def applied_settings(app, client, endpoints):
         sub.receive_batch_size = sub.receive_batch_size or RECEIVE_BATCH
         if not sub.HasField("long_polling_timeout"):
             sub.long_polling_timeout.FromSeconds(LONG_POLLING_S)
+        if client.client_type == d.ClientType.LITE_PUSH_CONSUMER:  # as the 5.5 proxy's defaults
+            sub.lite_subscription_quota = lite.DEFAULT_SUBSCRIPTION_QUOTA
+            sub.max_lite_topic_size = lite.MAX_LITE_TOPIC_SIZE
     return out
 
 

@@ -19,7 +19,7 @@ from codec.remoting.message import INNER_BATCH_FLAG
 from gateway.remoting.common import (CLUSTER_NAME, REGION, after_durable, delay_levels, ensure_topic, handles,
                                      now_ms)
 from gateway.remoting.headers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, RequestError, optional_int, optional_str
-from semantics import priority, retry, routing
+from semantics import lite, priority, retry, routing
 
 # SendMessageRequestHeaderV2 short names -> SendMessageRequestHeader names.
 V2_NAMES = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
@@ -101,8 +101,8 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
                                           **{**base, "flag": it.flag}))
         else:
             header_props["CLUSTER"] = CLUSTER_NAME
-            msgs = [priority.place(store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props,
-                                                 **base), cfg.write_queues)]  # RIP-80: its priority's queue
+            one = store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props, **base)
+            msgs = [priority.place(lite.place(one, cfg.write_queues), cfg.write_queues)]  # RIP-83, RIP-80 queues
             if msgs[0].queue_id != qid:
                 qid = msgs[0].queue_id
                 if app.replication.write_refusal(topic, qid):

@@ -3,25 +3,17 @@
 priority first (in send order within a priority) and sees each message's priority; a priority
 message to a NORMAL topic is refused by the SDK from the route's accepted message types.
 Apache RocketMQ 5.5.0's proxy (GRPC_TARGET=proxy) gave exactly these results."""
-import os
-
 import pytest
 
-from compat.jvm import ScenarioRun
-from lite_target import start
+from lite_target import java_scenarios
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
 def java(tmp_path_factory):
-    workdir = str(tmp_path_factory.mktemp("grpc-priority"))
-    target = start(workdir, {"jp-priority": "PRIORITY", "jp-normal": "NORMAL"})
-    try:
-        yield ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, "jp", "priority", "priority_on_normal"],
-                          os.path.join(workdir, "logs"))
-    finally:
-        target.stop()
+    return java_scenarios(str(tmp_path_factory.mktemp("grpc-priority")), {"jp-priority": "PRIORITY", "jp-normal": "NORMAL"},
+                          {}, "jp", ["priority", "priority_on_normal"])
 
 
 def test_highest_priority_first(java):

@@ -1,0 +1,143 @@
+"""Lite topics at scale (issue 27, RIP-83): N lite topics of one LITE parent created by sending one
+message to each over gRPC (raw grpcio, SendMessage requests of --batch messages), then the memory
+(private, all processes) and disk (data dir) they take, the send rate, and the receive rate of one
+lite push consumer (Telemetry Settings as LITE_PUSH_CONSUMER, SyncLiteSubscription of --subscribe
+lite topics, ReceiveMessage + AckMessage until it has them all). Side by side: the gateway and
+Apache RocketMQ 5.5.0 (name server, one broker with LMQ on, cluster-mode proxy), each at the count
+given for it (RocketMQ keeps a ConsumeQueue per lite topic).
+
+    python -m bench.lite_topics [--count 1000000] [--reference-count 20000] [--batch 500]
+                                [--subscribe 1000] [--systems gateway,rocketmq]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+from rocketmq.grpc_protocol import definition_pb2 as d, service_pb2 as s, service_pb2_grpc as sg
+
+from bench.brokers import Gateway, RocketMQCluster, free_port
+from compat.jvm import MQADMIN, run_tool
+
+PARENT, GROUP = "lite-bench", "lite-bench-g"
+LITE_BROKER_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
+META = [("x-mq-client-id", "lite-bench-consumer"), ("x-mq-language", "JAVA"), ("x-mq-protocol", "v2"),
+        ("x-mq-client-version", "5.2.0")]
+
+
+def _mqadmin(namesrv: str, args: list[str], logs: str) -> None:
+    r = run_tool("rocketmqtools", MQADMIN, [args[0], "-n", namesrv, "-c", "DefaultCluster", *args[1:]], logs)
+    if r.returncode != 0:
+        raise RuntimeError(r.stdout[-2000:] + r.stderr[-2000:])
+
+
+def start(system: str, workdir: str):
+    """(the running system, its gRPC endpoint) with the LITE parent and the lite group created."""
+    if system == "gateway":
+        grpc_port = free_port()
+        target = Gateway(workdir, extra_args=["--grpc-port", str(grpc_port)]).start()
+        endpoint = f"127.0.0.1:{grpc_port}"
+    else:
+        target = RocketMQCluster(workdir, brokers=("broker-a",), heap="2g", proxy=True, extra=LITE_BROKER_CONF).start()
+        endpoint = target.grpc_endpoint
+    logs = os.path.join(workdir, "mqadmin")
+    _mqadmin(target.namesrv, ["updateTopic", "-t", PARENT, "-r", "8", "-w", "8", "-a", "+message.type=LITE"], logs)
+    _mqadmin(target.namesrv, ["updateSubGroup", "-g", GROUP, "--attributes", f"+lite.bind.topic={PARENT}"], logs)
+    if system != "gateway":
+        time.sleep(8)  # the route reaches the name server a little later
+    return target, endpoint
+
+
+def send_all(stub, count: int, batch: int) -> float:
+    """Send one message to each of lite topics lt-0..lt-(count-1); the seconds it took."""
+    began = time.monotonic()
+    for first in range(0, count, batch):
+        msgs = [d.Message(topic=d.Resource(name=PARENT), body=b"%d" % i, system_properties=d.SystemProperties(
+            message_id=f"{i:032x}", message_type=d.MessageType.LITE, lite_topic=f"lt-{i}",
+            body_encoding=d.Encoding.IDENTITY)) for i in range(first, min(first + batch, count))]
+        r = stub.SendMessage(s.SendMessageRequest(messages=msgs), metadata=META, timeout=60)
+        if r.status.code != d.Code.OK:
+            raise RuntimeError(f"send failed: {r.status}")
+    return time.monotonic() - began
+
+
+def receive_all(stub, endpoint: str, lites: list[str]) -> float:
+    """A lite push consumer of `lites` (each holding one message): the seconds to receive and ack them."""
+    settings = d.Settings(client_type=d.ClientType.LITE_PUSH_CONSUMER, access_point=d.Endpoints(
+        scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=endpoint.split(":")[0], port=int(endpoint.split(":")[1]))]),
+        subscription=d.Subscription(group=d.Resource(name=GROUP), subscriptions=[d.SubscriptionEntry(
+            topic=d.Resource(name=PARENT), expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))]))
+    settings.request_timeout.FromSeconds(10)
+    outbound: queue.Queue = queue.Queue()
+    outbound.put(s.TelemetryCommand(settings=settings))
+    stream = stub.Telemetry(iter(outbound.get, None), metadata=META)
+    threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
+    time.sleep(1)
+    status = stub.SyncLiteSubscription(s.SyncLiteSubscriptionRequest(
+        action=d.LiteSubscriptionAction.PARTIAL_ADD, topic=d.Resource(name=PARENT), group=d.Resource(name=GROUP),
+        lite_topic_set=lites), metadata=META, timeout=30).status
+    if status.code != d.Code.OK:
+        raise RuntimeError(f"SyncLiteSubscription: {status}")
+    began, got, deadline = time.monotonic(), 0, time.monotonic() + 300
+    mq = d.MessageQueue(topic=d.Resource(name=PARENT), id=-1, broker=d.Broker(name="broker-a"))
+    while got < len(lites) and time.monotonic() < deadline:
+        req = s.ReceiveMessageRequest(group=d.Resource(name=GROUP), message_queue=mq, batch_size=32,
+                                      filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))
+        req.invisible_duration.FromSeconds(30)
+        req.long_polling_timeout.FromSeconds(5)
+        entries = [r.message for r in stub.ReceiveMessage(req, metadata=META, timeout=20) if r.HasField("message")]
+        if entries:
+            got += len(entries)
+            stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=GROUP), topic=d.Resource(name=PARENT), entries=[
+                s.AckMessageEntry(message_id=m.system_properties.message_id,
+                                  receipt_handle=m.system_properties.receipt_handle) for m in entries]),
+                metadata=META, timeout=20)
+    outbound.put(None)
+    return time.monotonic() - began if got >= len(lites) else float("nan")
+
+
+def run(system: str, count: int, batch: int, subscribe: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"lite-{system}-") as work:
+        target, endpoint = start(system, work)
+        try:
+            channel = grpc.insecure_channel(endpoint, options=[("grpc.max_send_message_length", 64 << 20)])
+            stub = sg.MessagingServiceStub(channel)
+            before = target.memory()
+            sent_s = send_all(stub, count, batch)
+            time.sleep(2)
+            memory, disk = target.memory(), target.data_bytes()
+            n = min(subscribe, count)
+            received_s = receive_all(stub, endpoint, [f"lt-{i}" for i in range(0, count, max(count // n, 1))][:n])
+            channel.close()
+            return {"system": system, "lite_topics": count, "send_per_s": count / sent_s,
+                    "memory_mib": memory / 2**20, "memory_growth_mib": (memory - before) / 2**20,
+                    "disk_mib": disk / 2**20, "received": n, "receive_per_s": n / received_s}
+        finally:
+            target.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.lite_topics")
+    ap.add_argument("--count", type=int, default=1_000_000, help="lite topics on the gateway")
+    ap.add_argument("--reference-count", type=int, default=20_000, help="lite topics on RocketMQ 5.5")
+    ap.add_argument("--batch", type=int, default=500, help="messages per SendMessage request")
+    ap.add_argument("--subscribe", type=int, default=1000, help="lite topics the consumer subscribes (quota 2000)")
+    ap.add_argument("--systems", default="gateway,rocketmq")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    for system in args.systems.split(","):
+        count = args.count if system == "gateway" else args.reference_count
+        r = run(system, count, args.batch, args.subscribe)
+        print(f"{r['system']:8} {r['lite_topics']:>9} lite topics: send {r['send_per_s']:>8.0f} msg/s, "
+              f"memory {r['memory_mib']:.0f} MiB (+{r['memory_growth_mib']:.0f}), disk {r['disk_mib']:.0f} MiB, "
+              f"lite consumer of {r['received']}: {r['receive_per_s']:.0f} msg/s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
