@@ -61,9 +61,15 @@ def send_all(stub, count: int, batch: int) -> float:
         msgs = [d.Message(topic=d.Resource(name=PARENT), body=b"%d" % i, system_properties=d.SystemProperties(
             message_id=f"{i:032x}", message_type=d.MessageType.LITE, lite_topic=f"lt-{i}",
             body_encoding=d.Encoding.IDENTITY)) for i in range(first, min(first + batch, count))]
-        r = stub.SendMessage(s.SendMessageRequest(messages=msgs), metadata=META, timeout=60)
+        for attempt in range(100):  # a busy server (flow control) is retried, as the SDKs do
+            r = stub.SendMessage(s.SendMessageRequest(messages=msgs), metadata=META, timeout=60)
+            if r.status.code != d.Code.TOO_MANY_REQUESTS:
+                break
+            time.sleep(0.2)
         if r.status.code != d.Code.OK:
-            raise RuntimeError(f"send failed: {r.status}")
+            raise RuntimeError(f"send failed after {first} messages: {r.status}")
+        if first and first % 100_000 == 0:
+            print(f"  {first} sent, {first / (time.monotonic() - began):.0f} msg/s", flush=True)
     return time.monotonic() - began
 
 
