@@ -73,6 +73,15 @@ def send_all(stub, count: int, batch: int) -> float:
     return time.monotonic() - began
 
 
+def _drain(stream) -> None:
+    """Read the server's Telemetry commands until the stream ends (it is cancelled at the end)."""
+    try:
+        for _ in stream:
+            pass
+    except grpc.RpcError:
+        pass
+
+
 def receive_all(stub, endpoint: str, lites: list[str]) -> float:
     """A lite push consumer of `lites` (each holding one message): the seconds to receive and ack them."""
     settings = d.Settings(client_type=d.ClientType.LITE_PUSH_CONSUMER, access_point=d.Endpoints(
@@ -83,7 +92,7 @@ def receive_all(stub, endpoint: str, lites: list[str]) -> float:
     outbound: queue.Queue = queue.Queue()
     outbound.put(s.TelemetryCommand(settings=settings))
     stream = stub.Telemetry(iter(outbound.get, None), metadata=META)
-    threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
+    threading.Thread(target=_drain, args=(stream,), daemon=True).start()
     time.sleep(1)
     status = stub.SyncLiteSubscription(s.SyncLiteSubscriptionRequest(
         action=d.LiteSubscriptionAction.PARTIAL_ADD, topic=d.Resource(name=PARENT), group=d.Resource(name=GROUP),

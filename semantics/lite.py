@@ -13,10 +13,10 @@ as an ordinary topic whose records carry the header `__LITE_TOPIC` (docs/mapping
 from __future__ import annotations
 
 import re
-import time
 import zlib
 
 from codec.remoting.message import tag_hash
+from store.key_positions import key_positions
 
 PROPERTY_LITE_TOPIC = "__LITE_TOPIC"
 MAX_LITE_TOPIC_SIZE = 64  # the 5.5 proxy's maxLiteTopicSize
@@ -57,17 +57,16 @@ def tags_code(name: str) -> int:
     return tag_hash(name)
 
 
-def first_offset(store, parent: str, qid: int, name: str, limit: int = 4096) -> int | None:
-    """Where a new subscription to lite topic `name` starts in its queue: its oldest message found
-    by the IndexFile (key `<parent>#<name>`), so that its first pop skips the queue's head without
-    reading it; None (start at the queue's start) when the index has none or more than `limit`."""
-    found = store.index.lookup(f"{parent}#{name}", 0, int(time.time() * 1000) + 1000, limit)
-    if len(found) >= limit:
+def next_offset(store, parent: str, qid: int, name: str, after: int) -> int | None:
+    """Where lite topic `name`'s subscription may jump to from `after` in its queue: its next message
+    (the IndexFile key `<parent>#<name>`), or the queue's end when it has none past `after`; None
+    (scan as usual) when the index holds too many entries for it to be read whole."""
+    positions = key_positions(store, parent, qid, name)
+    if positions is None:
         return None
-    offsets = [m.queue_offset for m in map(store.get, found)
-               if m is not None and m.topic == parent and m.queue_id == qid
-               and m.properties.get(PROPERTY_LITE_TOPIC) == name]
-    return min(offsets) if offsets else None
+    hits, end = positions
+    later = [o for o, props in hits if o >= after and props.get(PROPERTY_LITE_TOPIC) == name]
+    return min(later) if later else end
 
 
 def subscription_group(group: str, name: str) -> str:

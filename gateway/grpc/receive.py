@@ -144,10 +144,12 @@ class _Receive:
             key = (group, self.topic, qid)
             if _held(engine, held.get(key)):
                 continue
-            if engine.state(group, self.topic, qid) is None:  # a new subscription: from its first message
-                start = lite.first_offset(app.store, self.topic, qid, name)
-                if start is not None:
-                    engine.reset(group, self.topic, qid, start)
+            state = engine.state(group, self.topic, qid)
+            if state is None or not state.leases:  # nothing in flight: jump to the lite topic's next message
+                at = state.next if state is not None else engine.start_offset(group, self.topic, qid)
+                jump = lite.next_offset(app.store, self.topic, qid, name, at)
+                if jump is not None and jump > at:
+                    engine.reset(group, self.topic, qid, jump)
             code = lite.tags_code(name)
             got = engine.acquire(group, self.topic, qid, 1, self.invisible, keep=_lite_keeper(name),
                                  tag_filter=lambda c, code=code: c == code,

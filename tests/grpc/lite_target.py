@@ -33,8 +33,9 @@ def _mqadmin(namesrv: str, args: list[str], logs: str) -> None:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
 
 
-def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_args=()):
-    """The target with `topics` (name -> message type) and `lite_groups` (group -> parent topic)."""
+def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_args=(), fifo_groups=()):
+    """The target with `topics` (name -> message type), `lite_groups` (group -> parent topic) and
+    `fifo_groups` (orderly: consumeMessageOrderly, which 5.5 serves FIFO topics in order for)."""
     reference = os.environ.get("GRPC_TARGET") == "proxy"
     if reference:
         target = _Reference(os.path.join(workdir, "reference"))
@@ -48,18 +49,25 @@ def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_a
         for group, parent in (lite_groups or {}).items():
             _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "--attributes", f"+lite.bind.topic={parent}"],
                      logs)
-        if reference:
-            time.sleep(8)  # the broker registers the new topics with the name server a little later
+        for group in fifo_groups:
+            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "-o", "true"], logs)
+        if reference:  # the broker registers the new topics with the name server a little later
+            for topic in topics:
+                deadline = time.monotonic() + 120
+                while run_tool("rocketmqtools", MQADMIN, ["topicRoute", "-n", target.namesrv, "-t", topic],
+                               logs).returncode != 0:
+                    assert time.monotonic() < deadline, f"topic {topic} never got a route"
+                    time.sleep(2)
     except BaseException:
         target.stop()
         raise
     return target
 
 
-def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str]):
+def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str], fifo_groups=()):
     """Run compat.RocketLite's `scenarios` against a fresh target; their results by name."""
     from compat.jvm import ScenarioRun
-    target = start(workdir, topics, lite_groups)
+    target = start(workdir, topics, lite_groups, fifo_groups=fifo_groups)
     try:
         return ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
                            os.path.join(workdir, "logs"))

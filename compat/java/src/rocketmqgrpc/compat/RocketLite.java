@@ -39,6 +39,7 @@ public final class RocketLite {
                 case "priority_on_normal": Out.run(s, RocketLite::priorityOnNormal); break;
                 case "lite": Out.run(s, RocketLite::lite); break;
                 case "lite_bad_name": Out.run(s, RocketLite::liteBadName); break;
+                case "fifo_retry": Out.run(s, RocketLite::fifoRetry); break;
                 default: Out.emit(Out.map("scenario", s, "ok", false, "error", List.of("unknown scenario")));
             }
         }
@@ -139,6 +140,41 @@ public final class RocketLite {
             }
             return Out.map("first", first, "subscribed", subscribed, "after_change", new TreeMap<>(seen),
                 "lite_topic_on_messages", tagged);
+        }
+    }
+
+    /** FIFO: an unacknowledged message blocks its group until it comes again; then the rest in order. */
+    private static Map<String, Object> fifoRetry() throws Exception {
+        String topic = prefix + "-fifo";
+        try (Producer p = producer(topic)) {
+            for (int i = 0; i < 5; i++) {
+                p.send(P.newMessageBuilder().setTopic(topic).setMessageGroup("g1").setBody(("f" + i).getBytes()).build());
+            }
+        }
+        try (SimpleConsumer c = P.newSimpleConsumerBuilder().setClientConfiguration(cfg)
+                .setConsumerGroup(prefix + "-fifo-g").setAwaitDuration(Duration.ofSeconds(2))
+                .setSubscriptionExpressions(Map.of(topic, new FilterExpression("*", FilterExpressionType.TAG))).build()) {
+            List<MessageView> first = List.of();
+            long deadline = System.currentTimeMillis() + 20000;
+            while (first.isEmpty() && System.currentTimeMillis() < deadline) first = c.receive(1, Duration.ofSeconds(10));
+            List<String> blocked = new ArrayList<>();
+            for (MessageView m : c.receive(32, Duration.ofSeconds(10))) blocked.add(body(m));
+            Thread.sleep(10500);
+            List<MessageView> again = List.of();
+            deadline = System.currentTimeMillis() + 20000;
+            while (again.isEmpty() && System.currentTimeMillis() < deadline) again = c.receive(1, Duration.ofSeconds(30));
+            for (MessageView m : again) c.ack(m);
+            List<String> rest = new ArrayList<>();
+            deadline = System.currentTimeMillis() + 20000;
+            while (rest.size() < 4 && System.currentTimeMillis() < deadline) {
+                for (MessageView m : c.receive(32, Duration.ofSeconds(30))) {
+                    rest.add(body(m));
+                    c.ack(m);
+                }
+            }
+            return Out.map("first", first.isEmpty() ? "" : body(first.get(0)), "blocked", blocked,
+                "again", again.isEmpty() ? "" : body(again.get(0)),
+                "again_attempt", again.isEmpty() ? 0 : again.get(0).getDeliveryAttempt(), "rest", rest);
         }
     }
 
