@@ -2,7 +2,7 @@
 message to each over gRPC (raw grpcio, SendMessage requests of --batch messages), then the memory
 (private, all processes) and disk (data dir) they take, the send rate, and the receive rate of one
 lite push consumer (Telemetry Settings as LITE_PUSH_CONSUMER, SyncLiteSubscription of --subscribe
-lite topics, ReceiveMessage + AckMessage until it has them all). Side by side: the gateway and
+lite topics, subscribed before the sends, then ReceiveMessage + AckMessage until it has them all). Side by side: the gateway and
 Apache RocketMQ 5.5.0 (name server, one broker with LMQ on, cluster-mode proxy), each at the count
 given for it (RocketMQ keeps a ConsumeQueue per lite topic).
 
@@ -82,39 +82,67 @@ def _drain(stream) -> None:
         pass
 
 
-def receive_all(stub, endpoint: str, lites: list[str]) -> float:
-    """A lite push consumer of `lites` (each holding one message): the seconds to receive and ack them."""
-    settings = d.Settings(client_type=d.ClientType.LITE_PUSH_CONSUMER, access_point=d.Endpoints(
-        scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=endpoint.split(":")[0], port=int(endpoint.split(":")[1]))]),
-        subscription=d.Subscription(group=d.Resource(name=GROUP), subscriptions=[d.SubscriptionEntry(
-            topic=d.Resource(name=PARENT), expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))]))
-    settings.request_timeout.FromSeconds(10)
-    outbound: queue.Queue = queue.Queue()
-    outbound.put(s.TelemetryCommand(settings=settings))
-    stream = stub.Telemetry(iter(outbound.get, None), metadata=META)
-    threading.Thread(target=_drain, args=(stream,), daemon=True).start()
-    time.sleep(1)
-    status = stub.SyncLiteSubscription(s.SyncLiteSubscriptionRequest(
-        action=d.LiteSubscriptionAction.PARTIAL_ADD, topic=d.Resource(name=PARENT), group=d.Resource(name=GROUP),
-        lite_topic_set=lites), metadata=META, timeout=30).status
-    if status.code != d.Code.OK:
-        raise RuntimeError(f"SyncLiteSubscription: {status}")
-    began, got, deadline = time.monotonic(), 0, time.monotonic() + 300
-    mq = d.MessageQueue(topic=d.Resource(name=PARENT), id=-1, broker=d.Broker(name="broker-a"))
-    while got < len(lites) and time.monotonic() < deadline:
-        req = s.ReceiveMessageRequest(group=d.Resource(name=GROUP), message_queue=mq, batch_size=32,
-                                      filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))
-        req.invisible_duration.FromSeconds(30)
-        req.long_polling_timeout.FromSeconds(5)
-        entries = [r.message for r in stub.ReceiveMessage(req, metadata=META, timeout=20) if r.HasField("message")]
-        if entries:
-            got += len(entries)
-            stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=GROUP), topic=d.Resource(name=PARENT), entries=[
-                s.AckMessageEntry(message_id=m.system_properties.message_id,
-                                  receipt_handle=m.system_properties.receipt_handle) for m in entries]),
-                metadata=META, timeout=20)
-    outbound.put(None)
-    return time.monotonic() - began if got >= len(lites) else float("nan")
+class LiteConsumer:
+    """A raw lite push consumer: Settings as LITE_PUSH_CONSUMER on a Telemetry stream, its lite topics
+    synced (COMPLETE_ADD) and kept alive with Heartbeat and a re-sync every 20 s (RocketMQ 5.5 drops
+    a client's lite subscription after 180 s without one, and its settings without heartbeats)."""
+
+    def __init__(self, stub, endpoint: str, lites: list[str]) -> None:
+        self.stub, self.lites, self.stopped = stub, lites, threading.Event()
+        host, port = endpoint.split(":")
+        settings = d.Settings(client_type=d.ClientType.LITE_PUSH_CONSUMER, access_point=d.Endpoints(
+            scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=host, port=int(port))]),
+            subscription=d.Subscription(group=d.Resource(name=GROUP), subscriptions=[d.SubscriptionEntry(
+                topic=d.Resource(name=PARENT), expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))]))
+        settings.request_timeout.FromSeconds(10)
+        self.outbound: queue.Queue = queue.Queue()
+        self.outbound.put(s.TelemetryCommand(settings=settings))
+        threading.Thread(target=_drain, args=(stub.Telemetry(iter(self.outbound.get, None), metadata=META),),
+                         daemon=True).start()
+        time.sleep(1)
+        self._keep_alive()
+        threading.Thread(target=self._keeper, daemon=True).start()
+
+    def _keep_alive(self) -> None:
+        self.stub.Heartbeat(s.HeartbeatRequest(group=d.Resource(name=GROUP), client_type=d.ClientType.LITE_PUSH_CONSUMER),
+                            metadata=META, timeout=10)
+        status = self.stub.SyncLiteSubscription(s.SyncLiteSubscriptionRequest(
+            action=d.LiteSubscriptionAction.COMPLETE_ADD, topic=d.Resource(name=PARENT), group=d.Resource(name=GROUP),
+            lite_topic_set=self.lites), metadata=META, timeout=30).status
+        if status.code != d.Code.OK:
+            raise RuntimeError(f"SyncLiteSubscription: {status}")
+
+    def _keeper(self) -> None:
+        while not self.stopped.wait(20):
+            try:
+                self._keep_alive()
+            except grpc.RpcError:
+                pass
+
+    def receive_all(self) -> float:
+        """The seconds to receive and acknowledge one message of each lite topic (nan: not all came)."""
+        began, got, deadline = time.monotonic(), 0, time.monotonic() + 300
+        mq = d.MessageQueue(topic=d.Resource(name=PARENT), id=-1, broker=d.Broker(name="broker-a"))
+        while got < len(self.lites) and time.monotonic() < deadline:
+            req = s.ReceiveMessageRequest(group=d.Resource(name=GROUP), message_queue=mq, batch_size=32,
+                                          filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))
+            req.invisible_duration.FromSeconds(30)
+            req.long_polling_timeout.FromSeconds(5)
+            entries = [r.message for r in self.stub.ReceiveMessage(req, metadata=META, timeout=20)
+                       if r.HasField("message")]
+            if entries:
+                got += len(entries)
+                self.stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=GROUP), topic=d.Resource(name=PARENT),
+                                                         entries=[s.AckMessageEntry(
+                                                             message_id=m.system_properties.message_id,
+                                                             receipt_handle=m.system_properties.receipt_handle)
+                                                             for m in entries]), metadata=META, timeout=20)
+        self.received = got
+        return time.monotonic() - began if got >= len(self.lites) else float("nan")
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.outbound.put(None)
 
 
 def run(system: str, count: int, batch: int, subscribe: int) -> dict:
@@ -123,16 +151,19 @@ def run(system: str, count: int, batch: int, subscribe: int) -> dict:
         try:
             channel = grpc.insecure_channel(endpoint, options=[("grpc.max_send_message_length", 64 << 20)])
             stub = sg.MessagingServiceStub(channel)
+            n = min(subscribe, count)
+            # subscribed before the sends: RocketMQ 5.5 delivers a new subscription only what comes after it
+            consumer = LiteConsumer(stub, endpoint, [f"lt-{i}" for i in range(0, count, max(count // n, 1))][:n])
             before = target.memory()
             sent_s = send_all(stub, count, batch)
             time.sleep(2)
             memory, disk = target.memory(), target.data_bytes()
-            n = min(subscribe, count)
-            received_s = receive_all(stub, endpoint, [f"lt-{i}" for i in range(0, count, max(count // n, 1))][:n])
+            received_s = consumer.receive_all()
+            consumer.close()
             channel.close()
             return {"system": system, "lite_topics": count, "send_per_s": count / sent_s,
                     "memory_mib": memory / 2**20, "memory_growth_mib": (memory - before) / 2**20,
-                    "disk_mib": disk / 2**20, "received": n, "receive_per_s": n / received_s}
+                    "disk_mib": disk / 2**20, "received": consumer.received, "receive_per_s": n / received_s}
         finally:
             target.stop()
 
