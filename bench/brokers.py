@@ -446,9 +446,10 @@ class RocketMQCluster(System):
 
     name = "rocketmq-cluster"
 
-    def __init__(self, workdir: str, brokers=("broker-1", "broker-2"), heap: str = "512m", proxy: bool = False):
+    def __init__(self, workdir: str, brokers=("broker-1", "broker-2"), heap: str = "512m", proxy: bool = False,
+                 extra: dict | None = None):
         super().__init__(workdir)
-        self.heap, self.with_proxy = heap, proxy
+        self.heap, self.with_proxy, self.extra = heap, proxy, extra or {}  # extra: more broker.conf entries
         self.namesrv_port = free_port()
         self.broker_ports = {name: free_port(span=4) + 2 for name in brokers}  # see RocketMQBroker
         self.grpc_port, self.proxy_remoting_port = free_port(), free_port()
@@ -467,7 +468,7 @@ class RocketMQCluster(System):
 
     def _prepare(self) -> None:
         for name, port in self.broker_ports.items():
-            conf = _rocketmq_broker_conf(name, port, self.namesrv, os.path.join(self.data_dir, name))
+            conf = {**_rocketmq_broker_conf(name, port, self.namesrv, os.path.join(self.data_dir, name)), **self.extra}
             with open(self._conf(name), "w") as f:
                 f.writelines(f"{k}={v}\n" for k, v in conf.items())
         with open(self._conf("namesrv"), "w") as f:

@@ -222,8 +222,9 @@ def parse_msg_id(msg_id: str) -> tuple[str, int, int]:
 
 
 def tags_code_of(properties: dict) -> int:
-    """Default tags code of a message: hash of its TAGS property, 0 without one."""
-    tags = properties.get("TAGS")
+    """Default tags code of a message: hash of its TAGS property, 0 without one. A lite topic's
+    message (RocketMQ 5.5) has its lite topic's hash instead: the ConsumeQueue is its lite index."""
+    tags = properties.get("__LITE_TOPIC") or properties.get("TAGS")
     return tag_hash(tags) if tags else 0
 
 
@@ -238,6 +239,9 @@ def index_keys(topic: str, properties: dict, keys) -> list[str]:
     u = properties.get("UNIQ_KEY")
     if u:
         out.append(f"{topic}#{u}")
+    lite = properties.get("__LITE_TOPIC")  # a lite topic is found as a key of its parent
+    if lite:
+        out.append(f"{topic}#{lite}")
     return out
 
 

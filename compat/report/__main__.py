@@ -1,6 +1,6 @@
 """`make compat-report`: third-party clients' own suites, first against the real brokers, then a fresh gateway.
 
-    .venv/bin/python -m compat.report [franz-go] [java] [matrix] [librdkafka] [kafka-python]   # default: all
+    .venv/bin/python -m compat.report [franz-go] [java] [matrix] [librdkafka] [kafka-python] [rocketmq55]   # default: all
 
 Results merge into docs/compatibility.json (per suite and system), from which docs/compatibility.md is
 rewritten, so one suite can be re-run alone. Not part of `make test`: a full run takes about half an hour.
@@ -14,7 +14,7 @@ import time
 
 from bench.brokers import Gateway, KafkaBroker, RocketMQBroker
 from compat.jvm import KAFKA_CLIENTS, ROCKETMQ_CLIENTS, ROOT
-from compat.report import franzgo, java_scenarios, kafka_python, librdkafka, markdown, matrix
+from compat.report import franzgo, java_scenarios, kafka_python, librdkafka, markdown, matrix, rocketmq55
 from compat.report.notes import NOTES
 
 JSON_PATH = os.path.join(ROOT, "docs", "compatibility.json")
@@ -103,8 +103,16 @@ def run_kafka_python(tmp: str) -> tuple[list, dict]:
     return runs, {"kafka-python integration tests": meta}
 
 
+def run_rocketmq55(tmp: str) -> tuple[list, dict]:
+    runs = [rocketmq55.run(system, os.path.join(tmp, "rocketmq55-logs")) for system in ("rocketmq", "gateway")]
+    meta = {"clients": "org.apache.rocketmq:rocketmq-client-java 5.2.0 (compat.RocketLite), the native remoting client",
+            "reference": "Apache RocketMQ 5.5.0: gRPC through the cluster-mode proxy with enableLmq and "
+                         "enableMultiDispatch on the broker (the local-mode proxy has no lite subscription service)"}
+    return runs, {rocketmq55.SUITE: meta}
+
+
 SUITES = {"franz-go": run_franzgo, "java": run_java, "matrix": run_matrix, "librdkafka": run_librdkafka,
-          "kafka-python": run_kafka_python}
+          "kafka-python": run_kafka_python, "rocketmq55": run_rocketmq55}
 
 
 def main(argv: list[str]) -> int:

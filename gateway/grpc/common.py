@@ -55,6 +55,11 @@ class ClientSession:
     settings: object = None  # apache.rocketmq.v2.Settings
     commands: trio.MemorySendChannel | None = None
     group: str = ""  # the consumer or producer group of its heartbeats
+    lite_topics: set = dataclasses.field(default_factory=set)  # a lite push consumer's subscriptions
+
+    @property
+    def is_lite_consumer(self) -> bool:
+        return self.settings is not None and self.settings.client_type == d.ClientType.LITE_PUSH_CONSUMER
 
     @property
     def publishing_topics(self) -> set[str]:

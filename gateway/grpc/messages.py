@@ -14,17 +14,18 @@ import zlib
 
 import store
 from gateway.grpc.common import Code, RpcError, d
-from semantics import routing
+from semantics import lite, priority, routing
 
 TAGS, KEYS, UNIQ_KEY, MESSAGE_GROUP = "TAGS", "KEYS", "UNIQ_KEY", "__SHARDINGKEY"
 IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+LITE_TOPIC = lite.PROPERTY_LITE_TOPIC  # RocketMQ 5.5's MessageConst.PROPERTY_LITE_TOPIC
 # Properties the store or RocketMQ keeps for itself: never shown as user properties.
 SYSTEM_PROPERTIES = {TAGS, KEYS, UNIQ_KEY, MESSAGE_GROUP, IMMUNITY, "CLUSTER", "MIN_OFFSET", "MAX_OFFSET",
                      routing.PROPERTY_START_DELIVER_TIME, routing.PROPERTY_DELAY, routing.PROPERTY_TRANSACTION,
                      routing.PROPERTY_PRODUCER_GROUP, routing.PROPERTY_REAL_TOPIC, routing.PROPERTY_REAL_QID,
                      routing.PROPERTY_SCHEDULE_OFFSET, "TRAN_PREPARED_QUEUE_OFFSET", "TRANSACTION_CHECK_TIMES",
                      "POP_CK", "WAIT", "INNER_NUM", "TAGS_CODES", "INNER_KEYS", "MSG_REGION", "TRACE_ON",
-                     "__RECALL_HANDLE"}
+                     "__RECALL_HANDLE", priority.PROPERTY_PRIORITY, LITE_TOPIC}
 
 
 def _ms(ts) -> int:
@@ -59,6 +60,15 @@ def to_store(msg, qid: int, born_host: tuple) -> store.Message:
         props[routing.PROPERTY_TRANSACTION] = "true"
         if sp.HasField("orphaned_transaction_recovery_duration"):
             props[IMMUNITY] = str(max(0, sp.orphaned_transaction_recovery_duration.seconds))
+    if sp.HasField("lite_topic"):  # placed in its queue by semantics.lite
+        refused = lite.name_error(sp.lite_topic)
+        if refused:
+            raise RpcError(Code.ILLEGAL_LITE_TOPIC, refused)
+        props[LITE_TOPIC] = sp.lite_topic
+    if sp.HasField("priority"):  # placed in its queue by semantics.priority
+        if sp.priority < 0:  # the 5.5 proxy's answer (its Message.setPriority throws)
+            raise RpcError(Code.INTERNAL_SERVER_ERROR, "The priority must be greater than or equal to 0.")
+        props[priority.PROPERTY_PRIORITY] = str(sp.priority)
     props["CLUSTER"] = "DefaultCluster"
     born = _ms(sp.born_timestamp) if sp.HasField("born_timestamp") else 0
     fields = dict(topic=msg.topic.name, queue_id=qid, body=body, properties=props, born_host=born_host)
@@ -74,6 +84,10 @@ def message_type(props: dict) -> int:
         return d.MessageType.FIFO
     if routing.PROPERTY_START_DELIVER_TIME in props or routing.PROPERTY_DELAY in props:
         return d.MessageType.DELAY
+    if priority.PROPERTY_PRIORITY in props:
+        return d.MessageType.PRIORITY
+    if LITE_TOPIC in props:
+        return d.MessageType.LITE
     return d.MessageType.NORMAL
 
 
@@ -110,6 +124,11 @@ def to_pb(stored, *, topic: str | None = None, queue_id: int | None = None, body
         sp.keys.extend(k for k in props[KEYS].split(" ") if k)
     if props.get(MESSAGE_GROUP):
         sp.message_group = props[MESSAGE_GROUP]
+    if props.get(LITE_TOPIC):
+        sp.lite_topic = props[LITE_TOPIC]
+    rank = priority.priority_of(props)
+    if rank >= 0:
+        sp.priority = rank
     due = deliver_at or _int(props.get(routing.PROPERTY_START_DELIVER_TIME))
     if due:
         _set_ms(sp.delivery_timestamp, due)

@@ -9,8 +9,6 @@ else to the group, so the messages of a group are consumed in order.
 """
 from __future__ import annotations
 
-import random
-
 import trio
 
 import interop.to_rocketmq as inner_batch
@@ -23,8 +21,9 @@ from gateway.grpc.route import served_queues, topic_config
 from gateway.ops.stats import stats_of
 from gateway.remoting.common import client_group_error
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
-from semantics import routing
+from semantics import lite, routing
 from semantics.pop import Receipt
+from semantics.priority import pop_order
 from semantics.retry import DEFAULT_MAX_RECONSUME_TIMES
 from semantics.sql92 import FilterSyntaxError, subscription_filter
 
@@ -35,8 +34,8 @@ DEADLINE_MARGIN = 0.3  # seconds: answer a long poll this long before the call's
 MAX_POLL_S = 30.0
 
 
-def receipt_handle(topic: str, qid: int, offset: int, pop_time: int) -> str:
-    return f"{qid} {offset} {pop_time} {topic}"
+def receipt_handle(topic: str, qid: int, offset: int, pop_time: int, lite_topic: str = "") -> str:
+    return f"{qid} {offset} {pop_time} {topic} {lite_topic}" if lite_topic else f"{qid} {offset} {pop_time} {topic}"
 
 
 def parse_receipt(group: str, handle: str) -> Receipt:
@@ -44,7 +43,8 @@ def parse_receipt(group: str, handle: str) -> Receipt:
     if len(parts) != 4 or not all(p.lstrip("-").isdigit() for p in parts[:3]) or not parts[3]:
         raise RpcError(Code.INVALID_RECEIPT_HANDLE, f"receipt handle {handle!r} is malformed")
     qid, offset, pop_time = (int(p) for p in parts[:3])
-    return Receipt(group, parts[3], qid, offset, pop_time)
+    topic, _, lite_topic = parts[3].partition(" ")  # a lite subscription's handle names its lite topic
+    return Receipt(lite.subscription_group(group, lite_topic) if lite_topic else group, topic, qid, offset, pop_time)
 
 
 def _millis(duration) -> int:
@@ -74,12 +74,16 @@ class _Receive:
         self.group, self.topic = _group(req), req.message_queue.topic.name
         cfg = topic_config(app, self.topic, create=False)
         # As the RocketMQ proxy: the queue names only a broker; every queue of it is popped.
-        queues = _rotated(cfg.read_queues)
+        queues = pop_order(cfg, cfg.read_queues)  # a PRIORITY topic's highest queue first
         led = served_queues(app, self.topic)  # in a cluster: those led here
         queues = queues if led is None else [q for q in queues if q in led]
         retry = app.store.topics.get(pop_retry_topic(self.group, self.topic))
         self.sources = [(self.topic, q) for q in queues] + \
             ([(retry.name, q) for q in range(retry.read_queues)] if retry else [])
+        session = self.session = app.grpc.clients.get(ctx.client_id)
+        # a lite push consumer: (lite topic, its queue) for each of its subscriptions (semantics.lite)
+        self.lite = session is not None and session.is_lite_consumer
+        self.write_queues = cfg.write_queues
         self.max_n = min(max(req.batch_size, 1), MAX_BATCH)
         self.invisible = _millis(req.invisible_duration) if req.HasField("invisible_duration") else 0
         if req.auto_renew and self.invisible <= 0:
@@ -94,6 +98,8 @@ class _Receive:
         self.poll_s = min(_millis(req.long_polling_timeout) / 1000, MAX_POLL_S)
 
     def once(self) -> list:
+        if self.lite:
+            return self.once_lite()
         app, engine = self.app, self.app.pop
         pop_time, left, out = engine.new_pop_time(), self.max_n, []
         fifo = app.grpc.fifo_in_flight
@@ -125,9 +131,42 @@ class _Receive:
                 break
         return out
 
-    def _message(self, topic, qid, delivery, pop_time):
+    def once_lite(self) -> list:
+        """One message of each subscribed lite topic whose last one was acknowledged (so each lite
+        topic is consumed in order, one at a time, as a FIFO message group is)."""
+        app, engine = self.app, self.app.pop
+        pop_time, out, held = engine.new_pop_time(), [], app.grpc.fifo_in_flight
+        # the subscriptions as they are now (they change while this call long-polls)
+        subscribed = sorted((name, lite.queue_of(name, self.write_queues)) for name in self.session.lite_topics)
+        self.sources = sorted({(self.topic, q) for _, q in subscribed})
+        for name, qid in subscribed:
+            group = lite.subscription_group(self.group, name)
+            key = (group, self.topic, qid)
+            if _held(engine, held.get(key)):
+                continue
+            state = engine.state(group, self.topic, qid)
+            if state is None or not state.leases:  # nothing in flight: jump to the lite topic's next message
+                at = state.next if state is not None else engine.start_offset(group, self.topic, qid)
+                jump = lite.next_offset(app.store, self.topic, qid, name, at)
+                if jump is not None and jump > at:
+                    engine.reset(group, self.topic, qid, jump)
+            code = lite.tags_code(name)
+            got = engine.acquire(group, self.topic, qid, 1, self.invisible, keep=_lite_keeper(name),
+                                 tag_filter=lambda c, code=code: c == code,
+                                 max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time,
+                                 dead_letter=lambda g, m, o: _to_dlq(app, self.group, m, o))
+            for delivery in got.deliveries:
+                out.append(self._message(self.topic, qid, delivery, pop_time, name))
+                held[key] = [Receipt(group, self.topic, qid, delivery.offset, pop_time)]
+                if self.renewer is not None:
+                    self.renewer.hold(held[key])
+            if len(out) >= self.max_n:
+                break
+        return out
+
+    def _message(self, topic, qid, delivery, pop_time, lite_topic=""):
         m = delivery.message
-        handle = receipt_handle(topic, qid, delivery.offset, pop_time)
+        handle = receipt_handle(topic, qid, delivery.offset, pop_time, lite_topic)
         common = dict(topic=self.topic, receipt_handle=handle, invisible_ms=self.invisible,
                       attempt=delivery.count, queue_offset=delivery.offset,
                       deliver_at=scheduled_at(self.app, m.properties))
@@ -162,6 +201,10 @@ def scheduled_at(app, props: dict) -> int:
     return 0
 
 
+def _lite_keeper(name: str):
+    return lambda message, offset: message.properties.get(lite.PROPERTY_LITE_TOPIC) == name
+
+
 def _held(engine, receipts) -> bool:
     """Whether a FIFO message of this queue is still in flight (leased, not acknowledged)."""
     if not receipts:
@@ -172,11 +215,6 @@ def _held(engine, receipts) -> bool:
         if lease is not None and lease.deadline > now:
             return True
     return False
-
-
-def _rotated(n: int) -> list[int]:
-    first = random.randrange(n) if n else 0
-    return [(first + i) % n for i in range(n)]
 
 
 @rpc("ReceiveMessage", "server_stream")
@@ -208,6 +246,8 @@ async def ack_message(ctx, req):
         try:
             receipt = parse_receipt(group, entry.receipt_handle)
             done, end_offset = engine.ack([receipt])
+            if done and lite.GROUP_SEPARATOR in receipt.group:  # the lite topic's next message may go
+                ctx.app.arrivals.notify(receipt.topic, receipt.queue_id)
         except RpcError as exc:
             done, end_offset = 0, 0
             entry_status = status(exc.code, exc.message)

@@ -14,6 +14,14 @@ from gateway.grpc.common import Code, RpcError, d, ok, rpc, s
 from gateway.remoting.common import BROKER_NAME, client_group_error, ensure_topic, legal_topic
 
 ACCEPTED_TYPES = [d.MessageType.NORMAL, d.MessageType.FIFO, d.MessageType.DELAY, d.MessageType.TRANSACTION]
+TYPED = {"NORMAL", "FIFO", "DELAY", "TRANSACTION", "PRIORITY", "LITE"}
+
+
+def accepted_types(cfg) -> list[int]:
+    """The message types a topic's queues accept, as the 5.5 proxy routes them: its `message.type`
+    alone (PRIORITY and LITE included), else the four classic ones (the SDK checks each send)."""
+    kind = cfg.attributes.get("message.type", "")
+    return [d.MessageType.Value(kind)] if kind in TYPED else ACCEPTED_TYPES
 
 
 def _scheme(host: str) -> int:
@@ -113,7 +121,7 @@ def pulled_queue(app, topic: str, mq) -> int:
 async def query_route(ctx, req):
     cfg = topic_config(ctx.app, req.topic.name)
     queues = [d.MessageQueue(topic=req.topic, id=qid, permission=_permission(cfg.perm), broker=b,
-                             accept_message_types=ACCEPTED_TYPES)
+                             accept_message_types=accepted_types(cfg))
               for b, count in brokers(ctx, req, cfg) for qid in range(count)]
     return s.QueryRouteResponse(status=ok(), message_queues=queues)
 
@@ -130,7 +138,7 @@ async def query_assignment(ctx, req):
         raise RpcError(Code.ILLEGAL_CONSUMER_GROUP, error)
     cfg = topic_config(ctx.app, req.topic.name, create=False)
     assignments = [d.Assignment(message_queue=d.MessageQueue(
-        topic=req.topic, id=-1, permission=_permission(cfg.perm), broker=b, accept_message_types=ACCEPTED_TYPES))
+        topic=req.topic, id=-1, permission=_permission(cfg.perm), broker=b, accept_message_types=accepted_types(cfg)))
         for b, _ in brokers(ctx, req, cfg)]
     return s.QueryAssignmentResponse(status=ok(), assignments=assignments)
 

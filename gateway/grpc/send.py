@@ -13,7 +13,7 @@ from gateway.grpc.common import Code, RpcError, ok, rpc, s
 from gateway.grpc.messages import message_type, to_store
 from gateway.grpc.recall import check_type, recall_handle
 from gateway.grpc.route import served_queues, topic_config
-from semantics import routing
+from semantics import lite, priority, routing
 from semantics.flow_control import SendRefused
 from semantics.transactions import EndResult
 
@@ -48,7 +48,9 @@ def _prepare(ctx, msgs):
             raise RpcError(Code.MESSAGE_BODY_EMPTY, "the message body is empty")
         sp = m.system_properties
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
-        out.append(to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born))
+        stored = to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born)
+        # a lite topic's queue of the parent, a priority's queue (RIP-83, RIP-80)
+        out.append(priority.place(lite.place(stored, cfg.write_queues), cfg.write_queues) if led is None else stored)
         check_type(cfg, message_type(out[-1].properties))
     try:
         return [routing.route(m, now, app.delay_levels) for m in out]

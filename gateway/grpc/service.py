@@ -12,6 +12,7 @@ import time
 
 from google.protobuf.message import DecodeError
 
+import gateway.grpc.lite  # noqa: F401  (SyncLiteSubscription)
 import gateway.grpc.offsets  # noqa: F401  (registers PullMessage, UpdateOffset, GetOffset, QueryOffset)
 import gateway.grpc.recall  # noqa: F401  (RecallMessage)
 import gateway.grpc.receive  # noqa: F401  (ReceiveMessage, AckMessage, ChangeInvisibleDuration, ...)

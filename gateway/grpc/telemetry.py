@@ -16,7 +16,7 @@ from gateway.grpc.common import TELEMETRY_QUEUE, d, ok, rpc, s
 from gateway.grpc.messages import to_pb
 from gateway.grpc.route import endpoints as endpoints_of
 from gateway.grpc.transport import CallEnded
-from semantics import routing
+from semantics import lite, routing
 
 log = logging.getLogger("rocketgate.grpc")
 
@@ -53,12 +53,15 @@ def applied_settings(app, client, endpoints):
         policy.exponential_backoff.multiplier = 2.0
     if producer:
         out.publishing.max_body_size = app.config.max_message_bytes
-        out.publishing.validate_message_type = False
+        out.publishing.validate_message_type = True  # as the 5.5 proxy: the SDK checks the route's types
     elif out.HasField("subscription"):
         sub = out.subscription
         sub.receive_batch_size = sub.receive_batch_size or RECEIVE_BATCH
         if not sub.HasField("long_polling_timeout"):
             sub.long_polling_timeout.FromSeconds(LONG_POLLING_S)
+        if client.client_type == d.ClientType.LITE_PUSH_CONSUMER:  # as the 5.5 proxy's defaults
+            sub.lite_subscription_quota = lite.DEFAULT_SUBSCRIPTION_QUOTA
+            sub.max_lite_topic_size = lite.MAX_LITE_TOPIC_SIZE
     return out
 
 

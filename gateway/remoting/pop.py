@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import random
 import struct
 
 import trio
@@ -30,6 +29,7 @@ from gateway.remoting.common import DEFERRED, FAQ, after_durable, ensure_topic, 
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
 from semantics.pop import INIT_MIN, PopEngine, Receipt
+from semantics.priority import pop_order
 from semantics.replication import NotLeader
 from semantics.replication.pop_journal import journaled
 from semantics.retry import DEFAULT_MAX_RECONSUME_TIMES, build_send_back
@@ -98,7 +98,7 @@ def pop_message(channel, req):
                             remark=f"the broker[{own_broker_name(app)}] pop message's num is greater than 32")
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
     subscription = _filter(app, req, group, topic)
-    queues = [qid] if qid >= 0 else pop_queues(app, topic, _rotated(cfg.read_queues))
+    queues = [qid] if qid >= 0 else pop_queues(app, topic, pop_order(cfg, cfg.read_queues))
     retry = app.store.topics.get(pop_retry_topic(group, topic))
     sources = [(topic, q) for q in queues] + ([(retry.name, q) for q in range(retry.read_queues)] if retry else [])
 
@@ -151,11 +151,6 @@ def _after_logged(channel, req, resp, end: int = 0, durable: bool = True):
         return resp
     channel.spawn(req, logged, after_effects=True)
     return DEFERRED
-
-
-def _rotated(n: int) -> list[int]:
-    first = random.randrange(n) if n else 0
-    return [(first + i) % n for i in range(n)]
 
 
 def _answer(req, code, pop_time, invisible, rest, body=b"", extra=None):

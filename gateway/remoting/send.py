@@ -19,7 +19,7 @@ from codec.remoting.message import INNER_BATCH_FLAG
 from gateway.remoting.common import (CLUSTER_NAME, REGION, after_durable, delay_levels, ensure_topic, handles,
                                      now_ms)
 from gateway.remoting.headers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, RequestError, optional_int, optional_str
-from semantics import retry, routing
+from semantics import lite, priority, retry, routing
 
 # SendMessageRequestHeaderV2 short names -> SendMessageRequestHeader names.
 V2_NAMES = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
@@ -101,7 +101,13 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
                                           **{**base, "flag": it.flag}))
         else:
             header_props["CLUSTER"] = CLUSTER_NAME
-            msgs = [store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props, **base)]
+            one = store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props, **base)
+            msgs = [priority.place(lite.place(one, cfg.write_queues), cfg.write_queues)]  # RIP-83, RIP-80 queues
+            if msgs[0].queue_id != qid:
+                qid = msgs[0].queue_id
+                if app.replication.write_refusal(topic, qid):
+                    return req.response(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                        remark=f"queue {qid} of topic[{topic}] is a replica here, send to its leader")
         # One limit for the request body: a message's body, or a whole batch (as RocketMQ's store does).
         if len(req.body or b"") > app.config.max_message_bytes:
             return req.response(ResponseCode.MESSAGE_ILLEGAL,

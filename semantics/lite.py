@@ -1,0 +1,92 @@
+"""Lite topics (RocketMQ RIP-83, 5.5): very many light topics under one parent topic.
+
+A lite topic costs what a key costs, not what a topic costs: it has no ConsumeQueue, no topic config
+and no route of its own. A message sent to lite topic L of parent P is stored in P (CommitLog and
+P's ConsumeQueue) with the property `__LITE_TOPIC` = L, always in the same queue of P
+(crc32(L) mod P's write queues), so the messages of one lite topic keep their send order in one
+queue. A lite push consumer of group G subscribes lite topics of P at run time (SyncLiteSubscription);
+each subscription (G, L) is consumed through the pop engine as its own consumer group `G#L` over
+L's queue of P, keeping only L's messages and delivering them one at a time in order (as a FIFO
+message group), so one lite topic's progress never skips another's messages. Kafka clients see P
+as an ordinary topic whose records carry the header `__LITE_TOPIC` (docs/mapping.md).
+"""
+from __future__ import annotations
+
+import re
+import zlib
+
+from codec.remoting.message import tag_hash
+from store.key_positions import key_positions
+
+PROPERTY_LITE_TOPIC = "__LITE_TOPIC"
+MAX_LITE_TOPIC_SIZE = 64  # the 5.5 proxy's maxLiteTopicSize
+DEFAULT_SUBSCRIPTION_QUOTA = 2000  # a group's lite.sub.client.quota default, told the client in Settings
+MAX_SUBSCRIPTIONS = 100_000  # the 5.5 broker's maxLiteSubscriptionCount: what one client may hold here
+QUOTA_ATTRIBUTE = "lite.sub.client.quota"
+BIND_ATTRIBUTE = "lite.bind.topic"
+GROUP_SEPARATOR = "#"  # never in a legal group name: "G#L" cannot be a client's own group
+_LEGAL = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def name_error(name: str) -> str | None:
+    """Why a lite topic name is refused (the 5.5 proxy's words), or None."""
+    if not name.strip():
+        return "lite topic cannot be the char sequence of whitespace"
+    if len(name) > MAX_LITE_TOPIC_SIZE:
+        return f"lite topic exceed the max size {MAX_LITE_TOPIC_SIZE}"
+    if not _LEGAL.fullmatch(name):
+        return "lite topic can only contain alphanumeric characters, hyphens(-), and underscores(_)"
+    return None
+
+
+def queue_of(name: str, queues: int) -> int:
+    """The one queue of the parent that holds a lite topic's messages."""
+    return zlib.crc32(name.encode()) % max(queues, 1)
+
+
+def place(msg, write_queues: int):
+    """`msg` in its lite topic's queue of the parent (as it is when it names no lite topic)."""
+    name = msg.properties.get(PROPERTY_LITE_TOPIC)
+    if name:
+        msg.queue_id = queue_of(name, write_queues)
+    return msg
+
+
+def tags_code(name: str) -> int:
+    """The ConsumeQueue tags code of a lite topic's messages (codec.remoting.message.tags_code_of)."""
+    return tag_hash(name)
+
+
+def next_offset(store, parent: str, qid: int, name: str, after: int) -> int | None:
+    """Where lite topic `name`'s subscription may jump to from `after` in its queue: its next message
+    (the IndexFile key `<parent>#<name>`), or the queue's end when it has none past `after`; None
+    (scan as usual) when the index holds too many entries for it to be read whole."""
+    positions = key_positions(store, parent, qid, name)
+    if positions is None:
+        return None
+    hits, end = positions
+    later = [o for o, props in hits if o >= after and props.get(PROPERTY_LITE_TOPIC) == name]
+    return min(later) if later else end
+
+
+def subscription_group(group: str, name: str) -> str:
+    """The pop engine's consumer group of one lite subscription."""
+    return f"{group}{GROUP_SEPARATOR}{name}"
+
+
+def quota(group_attributes: dict) -> int:
+    text = str(group_attributes.get(QUOTA_ATTRIBUTE, "")).strip()
+    return int(text) if text.lstrip("-").isdigit() else DEFAULT_SUBSCRIPTION_QUOTA
+
+
+def apply(current: set, action: str, names) -> set:
+    """The subscription set after one SyncLiteSubscription (PARTIAL_ADD, PARTIAL_REMOVE,
+    COMPLETE_ADD: the set becomes `names`, COMPLETE_REMOVE: empty)."""
+    names = set(names)
+    if action == "PARTIAL_ADD":
+        return current | names
+    if action == "PARTIAL_REMOVE":
+        return current - names
+    if action == "COMPLETE_ADD":
+        return names
+    return set()

@@ -1,0 +1,75 @@
+"""The target of the RocketMQ 5.4/5.5 feature tests (priority messages, lite topics) through the Java
+SDK 5.2 (compat.RocketLite): the gateway with --grpc-port, or with GRPC_TARGET=proxy Apache RocketMQ
+5.5 (name server, one broker with LMQ on, as lite topics need, and the proxy in cluster mode: the
+local-mode proxy has no lite subscription service) — the reference the expected results were read
+from. Topics are created with their `message.type` by mqadmin on both, lite groups with
+`lite.bind.topic` (which 5.5 requires)."""
+from __future__ import annotations
+
+import os
+import time
+
+from compat.jvm import MQADMIN, run_tool
+from grpc_sdk import GATEWAY_ARGS, GrpcGateway
+
+LITE_BROKER_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
+
+
+class _Reference:
+    """RocketMQCluster with the `endpoints`/`namesrv`/`stop` the tests use."""
+
+    def __init__(self, workdir: str) -> None:
+        from bench.brokers import RocketMQCluster
+        self.cluster = RocketMQCluster(workdir, brokers=("broker-a",), heap="1g", proxy=True,
+                                       extra=LITE_BROKER_CONF).start()
+        self.endpoints, self.namesrv = self.cluster.grpc_endpoint, self.cluster.namesrv
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+def _mqadmin(namesrv: str, args: list[str], logs: str) -> None:
+    r = run_tool("rocketmqtools", MQADMIN, [args[0], "-n", namesrv, "-c", "DefaultCluster", *args[1:]], logs)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_args=(), fifo_groups=()):
+    """The target with `topics` (name -> message type), `lite_groups` (group -> parent topic) and
+    `fifo_groups` (orderly: consumeMessageOrderly, which 5.5 serves FIFO topics in order for)."""
+    reference = os.environ.get("GRPC_TARGET") == "proxy"
+    if reference:
+        target = _Reference(os.path.join(workdir, "reference"))
+    else:
+        target = GrpcGateway(os.path.join(workdir, "data"), [*GATEWAY_ARGS, *gateway_args]).start()
+    try:
+        logs = os.path.join(workdir, "mqadmin")
+        for topic, kind in topics.items():
+            _mqadmin(target.namesrv, ["updateTopic", "-t", topic, "-r", "4", "-w", "4",
+                                      "-a", f"+message.type={kind}"], logs)
+        for group, parent in (lite_groups or {}).items():
+            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "--attributes", f"+lite.bind.topic={parent}"],
+                     logs)
+        for group in fifo_groups:
+            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "-o", "true"], logs)
+        if reference:  # the broker registers the new topics with the name server a little later
+            for topic in topics:
+                deadline = time.monotonic() + 120
+                while run_tool("rocketmqtools", MQADMIN, ["topicRoute", "-n", target.namesrv, "-t", topic],
+                               logs).returncode != 0:
+                    assert time.monotonic() < deadline, f"topic {topic} never got a route"
+                    time.sleep(2)
+    except BaseException:
+        target.stop()
+        raise
+    return target
+
+
+def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str], fifo_groups=()):
+    """Run compat.RocketLite's `scenarios` against a fresh target; their results by name."""
+    from compat.jvm import ScenarioRun
+    target = start(workdir, topics, lite_groups, fifo_groups=fifo_groups)
+    try:
+        return ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
+                           os.path.join(workdir, "logs"))
+    finally:
+        target.stop()
