@@ -1,0 +1,160 @@
+"""Spark over table topics (docs/tables.md): the Iceberg runtime reads the table the gateway writes,
+each pipeline's table variant gives what its Kafka-connector variant gives, and tag_increments'
+incremental reads equal the same aggregation over the Kafka connector, row by row.
+
+One gateway and one table topic per module (every test only reads it; tag_increments has its own
+topic). Against Apache Kafka the table is a Spark-written mirror (table_helpers).
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from spark_helpers import AGAINST_KAFKA, EXTERNAL, consume_all, create_topic, produce
+from table_helpers import MirroredTable, kafka_end_offsets, next_offsets
+
+from spark import source
+from spark.pipelines import archive, replay, tag_increments, tag_metrics
+
+pytestmark = pytest.mark.timeout(600)
+TAGS = ("A", "B", None, "C")
+
+
+def records(n: int, first: int = 0) -> list[dict]:
+    """Tagged (TAGS header) and untagged records over 2 partitions, numeric and text values, KEYS on
+    some, rising timestamps two minutes apart per ten records (several tag_metrics windows)."""
+    base = (int(time.time() * 1000) - 60 * 60_000) // 60_000 * 60_000
+    out = []
+    for i in range(first, first + n):
+        tag = TAGS[i % len(TAGS)]
+        headers = ([("TAGS", tag.encode())] if tag else []) + ([("KEYS", f"k{i} o{i}".encode())] if i % 5 else [])
+        headers.append(("bin", bytes([0, 255, i % 256])))
+        out.append({"key": f"key-{i}".encode() if i % 2 else None,
+                    "value": str(i).encode() if i % 7 else f"text-{i}".encode(),
+                    "headers": headers, "partition": i % 2, "timestamp_ms": base + i * 12_000})
+    return out
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory, kafka_broker):
+    """(bootstrap, namesrv or None) of one broker for the module."""
+    if EXTERNAL or kafka_broker is not None:
+        yield (EXTERNAL or kafka_broker.bootstrap), None
+        return
+    from gateway_process import GatewayProcess
+
+    g = GatewayProcess(str(tmp_path_factory.mktemp("gw") / "data")).start()
+    try:
+        yield g.kafka_bootstrap, g.namesrv
+    finally:
+        g.stop()
+
+
+def table_topic(spark, broker, tmp_path_factory, name: str, n: int):
+    bootstrap, _ = broker
+    create_topic(bootstrap, name, partitions=2)
+    produce(bootstrap, name, records(n))
+    table = MirroredTable(spark, bootstrap, name, str(tmp_path_factory.mktemp("warehouse")))
+    table.sync()
+    return table
+
+
+@pytest.fixture(scope="module")
+def table(spark, broker, tmp_path_factory):
+    return table_topic(spark, broker, tmp_path_factory, f"tt-{int(time.time())}", 120)
+
+
+def rows_of(df, *order) -> list[tuple]:
+    """Every row as plain Python values (bytes for binary), in a stable order."""
+    def plain(v):
+        if isinstance(v, (bytearray, memoryview)):
+            return bytes(v)
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        if hasattr(v, "asDict"):
+            return {k: plain(x) for k, x in v.asDict().items()}
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+    return [tuple(plain(v) for v in r) for r in df.orderBy(*order).collect()]
+
+
+def test_table_reads_as_the_kafka_connector(spark, table):
+    by_kafka = source.read(spark, table.bootstrap, table.topic)
+    by_table = table.read()
+    assert by_table.columns == by_kafka.columns
+    want = rows_of(by_kafka, "partition", "offset")
+    assert len(want) == 120
+    assert rows_of(by_table, "partition", "offset") == want
+
+
+def test_archive_table_variant(spark, table, tmp_path):
+    outputs = {}
+    for variant, extra in (("kafka", []), ("table", ["--catalog", table.catalog])):
+        out = str(tmp_path / variant)
+        archive.run(["--bootstrap", table.bootstrap, "--topic", table.topic, "--output", out,
+                     "--checkpoint", str(tmp_path / f"ckpt-{variant}"), "--once", *extra])
+        outputs[variant] = rows_of(spark.read.parquet(out), "partition", "offset")
+    assert len(outputs["kafka"]) == 120
+    assert outputs["table"] == outputs["kafka"]
+
+
+def test_tag_metrics_table_variant(spark, table, tmp_path):
+    got = {}
+    for variant, extra in (("kafka", []), ("table", ["--catalog", table.catalog])):
+        target = f"{table.topic}-metrics-{variant}"
+        tag_metrics.run(["--bootstrap", table.bootstrap, "--topic", table.topic, "--target", target,
+                         "--checkpoint", str(tmp_path / variant), "--window", "1 minute",
+                         "--watermark", "1 minute", "--once", *extra])
+        got[variant] = sorted((r.key, r.value, r.headers) for r in consume_all(table.bootstrap, target))
+    assert len(got["kafka"]) > 10  # every closed (tag, minute) window
+    assert got["table"] == got["kafka"]
+
+
+def test_replay_table_variant(spark, table):
+    times = [r["timestamp"] for r in source.read(spark, table.bootstrap, table.topic)
+             .where("partition = 0").orderBy("offset").collect()]
+    ranges = (["--from-offset", "7", "--to-offset", "40"],
+              ["--from-time", times[10].isoformat(), "--to-time", str(int(times[30].timestamp() * 1000))])
+    for i, rng in enumerate(ranges):
+        got = {}
+        for variant, extra in (("kafka", []), ("table", ["--catalog", table.catalog])):
+            target = f"{table.topic}-replay{i}-{variant}"
+            replay.run(["--bootstrap", table.bootstrap, "--topic", table.topic, "--target", target,
+                        "--keep-partition", *rng, *extra])
+            got[variant] = [(r.partition, r.key, r.value, r.headers) for r in consume_all(table.bootstrap, target)]
+        assert len(got["kafka"]) == (66 if i == 0 else 40)
+        assert got["table"] == got["kafka"]
+
+
+def kafka_increment(spark, bootstrap: str, topic: str, start: dict[int, int], end: dict[int, int]) -> list:
+    """tag_increments' aggregation over the Kafka connector for the offsets [start, end)."""
+    df = source.read(spark, bootstrap, topic, starting={p: start.get(p, 0) for p in end}, ending=end)
+    return rows_of(tag_increments.aggregate(df), "tag")
+
+
+def test_tag_increments_equal_kafka_aggregation(spark, broker, tmp_path_factory, tmp_path, capsys):
+    table = table_topic(spark, broker, tmp_path_factory, f"ti-{int(time.time())}", 50)
+    out = str(tmp_path / "increments")
+    args = ["--bootstrap", table.bootstrap, "--topic", table.topic, "--catalog", table.catalog, "--output", out]
+    columns = ["tag", "count", "bytes", "sum", "first_offset", "last_offset", "first_timestamp", "last_timestamp"]
+
+    tag_increments.run(args)  # the first run: the whole table as of its current snapshot
+    first = table.snapshots()[-1]
+    assert f"..{first['snapshot_id']}: 50 rows, 4 tags" in capsys.readouterr().out
+    produce(table.bootstrap, table.topic, records(70, first=50))
+    table.sync()
+    tag_increments.run(args)  # the second: only what the next snapshot(s) appended
+    second = table.snapshots()[-1]
+    assert f"snapshots {first['snapshot_id']}..{second['snapshot_id']}: 70 rows" in capsys.readouterr().out
+    tag_increments.run(args)
+    assert capsys.readouterr().out == f"no new snapshot after {second['snapshot_id']}\n"
+
+    assert next_offsets(second) == kafka_end_offsets(spark, table.bootstrap, table.topic) == {0: 60, 1: 60}
+    output = spark.read.parquet(out)
+    for start, end in ((None, first), (first, second)):
+        got = output.where(f"to_snapshot = {end['snapshot_id']}").select(*columns)
+        want = kafka_increment(spark, table.bootstrap, table.topic, next_offsets(start) if start else {},
+                               next_offsets(end))
+        assert len(want) == 4
+        assert rows_of(got, "tag") == want
