@@ -34,6 +34,7 @@ from semantics.transactions import Transactions, register_checker
 from semantics.views import Views
 from gateway.services import ConfigWriterService
 from store.config import ConfigDir, ConfigWriter
+from tables.service import TablesService
 
 
 class StartupError(Exception):
@@ -74,10 +75,13 @@ class App:
     kafka: KafkaState = dataclasses.field(init=False)
     # topics' schema validation rules and refusal counts (semantics.schema_validation), on `schema_registry`
     schema_validation: SchemaValidation = dataclasses.field(init=False)
+    # Iceberg table topics: their writers and what the REST catalog at /iceberg serves (docs/tables.md)
+    tables: TablesService = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kafka", KafkaState(self))
         object.__setattr__(self, "schema_validation", SchemaValidation(self.schema_registry))
+        object.__setattr__(self, "tables", TablesService(self.store, self.config.data_dir, self.schema_registry))
 
     @property
     def sync_flush(self) -> bool:

@@ -118,7 +118,7 @@ def background_services(app) -> list:
             Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),
             ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
-            app.kafka.share_groups, app.kafka.streams_groups, app.replication]
+            app.kafka.share_groups, app.kafka.streams_groups, app.replication, app.tables]
 
 
 async def start_services(app, nursery: trio.Nursery) -> None:

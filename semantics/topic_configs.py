@@ -11,6 +11,8 @@ import dataclasses
 import functools
 import re
 
+from semantics import table_configs as tables
+
 # ConfigEntry types and sources as DescribeConfigs numbers them (Kafka's ConfigType / ConfigSource).
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
 SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
@@ -54,6 +56,11 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     "flush.messages": D(LONG, str(LONG_MAX), 1, synonym="log.flush.interval.messages"),
     "flush.ms": D(LONG, str(LONG_MAX), 0),
     "follower.replication.throttled.replicas": D(LIST, ""),
+    # Iceberg table topics (semantics.table_configs, docs/tables.md)
+    tables.MODE: D(STRING, "disabled", choices=tables.MODES),
+    tables.COMMIT_INTERVAL: D(LONG, str(tables.DEFAULT_COMMIT_INTERVAL_MS), 1),
+    tables.PARTITION_SPEC: D(STRING, "()"),
+    tables.INVALID_ACTION: D(STRING, "dlq_table", choices=tables.ACTIONS),
     "index.interval.bytes": D(INT, "4096", 0, synonym="log.index.interval.bytes"),
     "leader.replication.throttled.replicas": D(LIST, ""),
     "local.retention.bytes": D(LONG, "-2", -2, synonym="log.local.retention.bytes"),
@@ -132,6 +139,8 @@ def _problem(name: str, d: ConfigDef, text: str) -> str | None:
             allowed = ("true", "false", *d.choices)
             return None if text.lower() in allowed else f"Expected value to be one of {', '.join(allowed)}"
         return None if text.lower() in ("true", "false") else "Expected value to be either true or false"
+    if name == tables.PARTITION_SPEC:
+        return tables.spec_problem(text)
     if d.type == STRING:
         return None if text in d.choices else f"String must be one of: {', '.join(d.choices)}"
     if name.endswith(".throttled.replicas"):

@@ -13,7 +13,7 @@ from hypercorn.trio import serve
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 import gateway.ops.inspect as inspect
 import gateway.ops.messages as messages
@@ -21,6 +21,7 @@ from gateway.app import StartupError
 from gateway.listeners import bind_failure
 from gateway.ops.collector import make_registry
 from gateway.ops.pages import Throughput, routes as page_routes
+from tables.rest import routes as iceberg_routes
 
 log = logging.getLogger("rocketgate.http")
 
@@ -74,6 +75,9 @@ def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
             return JSONResponse({"error": "start and limit must be integers"}, status_code=400)
         return JSONResponse(inspect.dead_letter_page(app, request.path_params["group"], start, limit))
 
+    async def tables_status(request):
+        return JSONResponse(app.tables.status())
+
     async def messages_by_key(request):
         topic, key = request.query_params.get("topic"), request.query_params.get("key")
         if not topic or not key:
@@ -95,6 +99,7 @@ def make_asgi_app(app, throughput: Throughput | None = None) -> Starlette:
         Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
         Route("/api/delay", delay), Route("/api/schemas", schemas), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
         Route("/api/messages", messages_by_key), Route("/api/messages/{msg_id}", message_by_id),
+        Route("/api/tables", tables_status), Mount("/iceberg", routes=iceberg_routes(app.tables)),
         *page_routes(app, throughput),
     ])
 

@@ -56,10 +56,10 @@ def create_topic(channel, req):
 
 
 def _schema_attributes_problem(app, attributes: dict) -> str | None:
-    """Schema validation attributes (the Kafka topic configs confluent.*) are checked as Kafka's
+    """Schema validation and table attributes (the Kafka topic configs confluent.*, iceberg.*) are checked as Kafka's
     CreateTopics checks them; other attributes are RocketMQ's own and kept as given."""
     for key, value in attributes.items():
-        if key.startswith("confluent."):
+        if key.startswith(("confluent.", "iceberg.")):
             why = topic_configs.problem(key, value, app.config.store_max_message_bytes)
             if why:
                 return why

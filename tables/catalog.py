@@ -1,0 +1,86 @@
+"""The table topics' Iceberg catalog in the data dir: a pyiceberg SqlCatalog on SQLite
+(`DATA_DIR/tables/catalog.db`) over a file:// warehouse (`DATA_DIR/tables/warehouse`), namespace
+`rocketgate`, one table per table topic (name escaped: `table_name`). Each snapshot a writer commits
+carries in its summary the offsets it covers, so the table itself says where its writer resumes.
+Every call here does file I/O: the writers call it from worker threads.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import NoSuchTableError
+
+from tables import faults
+
+NAMESPACE = "rocketgate"
+NEXT_OFFSETS = "rocketgate.next-offsets"  # {queue id: next offset} after this snapshot (cumulative)
+COVERED = "rocketgate.covered-offsets"  # {queue id: [first, end)} of the offsets this snapshot read
+DLQ_SUFFIX = "~dlq"
+_PLAIN = re.compile(r"[A-Za-z0-9_-]")
+
+
+def table_name(topic: str) -> str:
+    """The Iceberg table name of a topic: letters, digits, '_' and '-' as they are, any other
+    character (a '.' Iceberg reads as a namespace separator, RocketMQ's '%' and '|') as ~XX (its
+    UTF-8 bytes in hex); topic names hold no '~', so names never collide and `<topic>~dlq` is free."""
+    return "".join(ch if _PLAIN.match(ch) else "".join(f"~{b:02x}" for b in ch.encode()) for ch in topic)
+
+
+def topic_of(name: str) -> str:
+    """The topic of a table name (`table_name` reversed; a DLQ table's suffix kept)."""
+    dlq = name.endswith(DLQ_SUFFIX)
+    base = name[:-len(DLQ_SUFFIX)] if dlq else name
+    out = bytearray()
+    for escaped, plain in re.findall(r"~([0-9a-f]{2})|(.)", base, re.S):
+        out += bytes.fromhex(escaped) if escaped else plain.encode()
+    return out.decode("utf-8", "replace") + (DLQ_SUFFIX if dlq else "")
+
+
+class LocalCatalog(SqlCatalog):
+    """SqlCatalog with the fault seam's catalog-commit point (tables.faults; inert unless set)."""
+
+    def _write_metadata(self, metadata, io, metadata_path) -> None:  # type: ignore[override]
+        SqlCatalog._write_metadata(metadata, io, metadata_path)
+        if faults.rules():
+            faults.metadata_written()
+
+
+def open_catalog(data_dir: str) -> LocalCatalog:
+    root = os.path.abspath(os.path.join(data_dir, "tables"))
+    os.makedirs(os.path.join(root, "warehouse"), exist_ok=True)
+    props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/warehouse"}
+    if faults.rules():
+        props["py-io-impl"] = "tables.faults.FaultFileIO"
+    catalog = LocalCatalog("rocketgate", **props)
+    catalog.create_namespace_if_not_exists(NAMESPACE)
+    return catalog
+
+
+def load_or_create(catalog: SqlCatalog, name: str, schema):
+    """The table `name` in the namespace, created with `schema` when it does not exist."""
+    ident = (NAMESPACE, name)
+    try:
+        return catalog.load_table(ident)
+    except NoSuchTableError:
+        return catalog.create_table(ident, schema)
+
+
+def committed_offsets(table) -> dict[int, int]:
+    """{queue id: next offset} recorded by the table's current snapshot ({} for a new table)."""
+    snap = table.current_snapshot()
+    if snap is None or snap.summary is None:
+        return {}
+    text = snap.summary.additional_properties.get(NEXT_OFFSETS)
+    return {int(q): int(o) for q, o in json.loads(text).items()} if text else {}
+
+
+def append(table, data, next_offsets: dict[int, int], covered: dict[int, tuple[int, int]]) -> None:
+    """One snapshot: the Arrow table `data` plus the offsets it brings the table to (atomic: a crash
+    before the catalog commit leaves the previous snapshot and its offsets current)."""
+    table.append(data, snapshot_properties={
+        NEXT_OFFSETS: json.dumps({str(q): o for q, o in sorted(next_offsets.items())}),
+        COVERED: json.dumps({str(q): list(r) for q, r in sorted(covered.items())}),
+    })

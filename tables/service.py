@@ -1,0 +1,92 @@
+"""The table topics service: one `TableWriter` per topic whose `iceberg.mode` is not `disabled`,
+started, restarted (its settings changed) and stopped as topic configs change; it also holds what
+the REST catalog facade (tables.rest) serves: table name -> current metadata location.
+pyiceberg is imported only once a table topic or an existing catalog needs it."""
+from __future__ import annotations
+
+import logging
+import os
+
+import trio
+
+from semantics.table_configs import MODE, settings
+
+log = logging.getLogger("rocketgate.tables")
+RECONCILE_INTERVAL = 1.0  # seconds between looks at the topic configs
+COMMIT_THREADS = 2  # worker threads converting and committing at once (all table topics)
+
+
+class TablesService:
+    def __init__(self, store, data_dir: str, registry=None) -> None:
+        self.store = store
+        self.data_dir = data_dir
+        self.registry = registry  # semantics.schema_registry.Registry (the schema modes), or None
+        self.catalog = None
+        self.locations: dict[str, str] = {}  # Iceberg table name -> metadata location
+        self.writers: dict[str, tuple] = {}  # topic -> (settings, cancel scope, TableWriter)
+        self.limiter = trio.CapacityLimiter(COMMIT_THREADS)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
+            await self._open_catalog()
+        task_status.started()
+        async with trio.open_nursery() as nursery:
+            while True:
+                await self._reconcile(nursery)
+                await trio.sleep(RECONCILE_INTERVAL)
+
+    def table_topics(self) -> dict[str, dict]:
+        topics = self.store.topics
+        out = {}
+        for name in topics.names():
+            cfg = topics.get(name)
+            attrs = cfg.attributes if cfg is not None else None
+            if attrs and attrs.get(MODE, "disabled") != "disabled":
+                out[name] = attrs
+        return out
+
+    async def _open_catalog(self) -> None:
+        def open_and_list():  # in a thread: importing pyiceberg takes a while too
+            from tables.catalog import open_catalog, NAMESPACE
+            import tables.writer  # noqa: F401 - imported here, off the event loop
+            catalog = open_catalog(self.data_dir)
+            for ident in catalog.list_tables(NAMESPACE):
+                self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
+            return catalog
+        self.catalog = await trio.to_thread.run_sync(open_and_list)
+
+    async def _reconcile(self, nursery) -> None:
+        wanted = {name: settings(attrs) for name, attrs in self.table_topics().items()}
+        for topic, (have, scope, _) in list(self.writers.items()):
+            if wanted.get(topic) != have:
+                scope.cancel()
+                del self.writers[topic]
+                log.info("table topic %s: writer stopped (%s)", topic,
+                         "settings changed" if topic in wanted else "no longer a table topic")
+        if not wanted or all(t in self.writers for t in wanted):
+            return
+        if self.catalog is None:
+            try:
+                await self._open_catalog()
+            except Exception as exc:
+                log.error("tables: the catalog in %s cannot be opened: %s (retried)", self.data_dir, exc)
+                return
+        for topic, have in wanted.items():
+            if topic not in self.writers:
+                await nursery.start(self._writer, topic, have)
+
+    async def _writer(self, topic: str, have: tuple, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        from tables.writer import TableWriter
+        from tables.schemas import decoder_for
+        attrs = (self.store.topics.get(topic).attributes or {}) if self.store.topics.get(topic) else {}
+        writer = TableWriter(self.store, topic, attrs, self.catalog, self.locations, self.limiter,
+                             decoder_for(have[0], topic, self.registry))
+        with trio.CancelScope() as scope:
+            self.writers[topic] = (have, scope, writer)
+            task_status.started()
+            log.info("table topic %s: writer started (mode %s, commit every %d ms)", topic, have[0], have[1])
+            await writer.run()
+
+    def status(self) -> dict:
+        """Per table topic: mode and the writer's counters (the ops API and metrics)."""
+        return {topic: {"mode": have[0], **vars(w.stats)} for topic, (have, _, w) in self.writers.items()}
