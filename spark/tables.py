@@ -23,7 +23,9 @@ def catalog_conf(uri: str, name: str = CATALOG, **extra: str) -> dict[str, str]:
     """Spark configuration for an Iceberg REST catalog `name` at `uri` (the gateway's /iceberg); the
     data files are file:// paths the catalog hands out. `extra`: more catalog properties (e.g.
     type="hadoop", warehouse=DIR for a copied warehouse with no gateway)."""
-    settings = {"type": "rest", "uri": uri.rstrip("/"), **extra}
+    # No table cache: the gateway commits a snapshot every commit interval, and Iceberg's cache (kept
+    # warm by every access) would go on serving the snapshot first loaded.
+    settings = {"type": "rest", "uri": uri.rstrip("/"), "cache-enabled": "false", **extra}
     if settings["type"] != "rest":
         settings.pop("uri")
     conf = {f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog"}

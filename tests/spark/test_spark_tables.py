@@ -2,16 +2,17 @@
 each pipeline's table variant gives what its Kafka-connector variant gives, and tag_increments'
 incremental reads equal the same aggregation over the Kafka connector, row by row.
 
-One gateway and one table topic per module (every test only reads it; tag_increments has its own
-topic). Against Apache Kafka the table is a Spark-written mirror (table_helpers).
+One gateway (with its REST catalog) and one key_value table topic per module (every test only reads
+it; tag_increments has its own topic). Against Apache Kafka the table is a Spark-written mirror
+(table_helpers), which checks the tests themselves.
 """
 from __future__ import annotations
 
 import time
 
 import pytest
-from spark_helpers import AGAINST_KAFKA, EXTERNAL, consume_all, create_topic, produce
-from table_helpers import MirroredTable, kafka_end_offsets, next_offsets
+from spark_helpers import consume_all, create_topic, produce
+from table_helpers import GatewayTable, MirroredTable, kafka_end_offsets, next_offsets
 
 from spark import source
 from spark.pipelines import archive, replay, tag_increments, tag_metrics
@@ -37,24 +38,34 @@ def records(n: int, first: int = 0) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory, kafka_broker):
-    """(bootstrap, namesrv or None) of one broker for the module."""
-    if EXTERNAL or kafka_broker is not None:
-        yield (EXTERNAL or kafka_broker.bootstrap), None
+    """(bootstrap, catalog URI or None) of one broker for the module: a gateway with its HTTP port
+    (the REST catalog), or Apache Kafka (no catalog: the tables are mirrors)."""
+    if kafka_broker is not None:
+        yield kafka_broker.bootstrap, None
         return
-    from gateway_process import GatewayProcess
+    from gateway_process import GatewayProcess, free_port, wait_port
 
-    g = GatewayProcess(str(tmp_path_factory.mktemp("gw") / "data")).start()
+    http = free_port()
+    g = GatewayProcess(str(tmp_path_factory.mktemp("gw") / "data"), extra_args=["--http-port", str(http)])
     try:
-        yield g.kafka_bootstrap, g.namesrv
+        g.start()
+        wait_port(http, proc=g.proc)
+        yield g.kafka_bootstrap, f"http://127.0.0.1:{http}/iceberg"
     finally:
         g.stop()
 
 
 def table_topic(spark, broker, tmp_path_factory, name: str, n: int):
-    bootstrap, _ = broker
-    create_topic(bootstrap, name, partitions=2)
+    """A key_value table topic holding records(n), its table caught up with the log."""
+    bootstrap, catalog = broker
+    if catalog is None:
+        create_topic(bootstrap, name, partitions=2)
+        table = MirroredTable(spark, bootstrap, name, str(tmp_path_factory.mktemp("warehouse")))
+    else:
+        create_topic(bootstrap, name, partitions=2,
+                     configs={"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "300"})
+        table = GatewayTable(spark, bootstrap, name, catalog)
     produce(bootstrap, name, records(n))
-    table = MirroredTable(spark, bootstrap, name, str(tmp_path_factory.mktemp("warehouse")))
     table.sync()
     return table
 
