@@ -6,36 +6,28 @@ struct column.
     value_schema_latest     each value is decoded with the latest schema of subject `<topic>-value`
                             (a Confluent frame, when present, is skipped)
 
-A schema new to the table is converted to an Iceberg struct and merged into the table's schema
-(Iceberg schema evolution: fields added, int->long and float->double promoted); a record that does
-not decode, or whose schema the table cannot evolve to, goes to `<topic>~dlq` with the reason (or is
-dropped: iceberg.invalid.record.action=drop). AVRO only for now; PROTOBUF and JSON schemas' records go
-to the DLQ table with that reason.
+AVRO, PROTOBUF and JSON schemas (tables.value_formats). A schema new to the table is converted to an
+Iceberg struct and merged into the table's schema (Iceberg schema evolution: fields added, int->long
+and float->double promoted); a record that does not decode, or whose schema the table cannot evolve
+to, goes to `<topic>~dlq` with the reason (or is dropped: iceberg.invalid.record.action=drop).
 The registry is read on the event loop (`prepare`); decoding runs in the writer's worker thread.
 """
 from __future__ import annotations
 
-import io
 import logging
 import struct
-import uuid
 
-import fastavro
 from pyiceberg.schema import Schema
-from pyiceberg.types import (BinaryType, BooleanType, DateType, DecimalType, DoubleType, FloatType, IntegerType,
-                             ListType, LongType, MapType, NestedField, StringType, StructType, TimestamptzType)
+from pyiceberg.types import StructType
 
 from semantics.schema_formats import module as format_module
 from semantics.schema_registry import references
 from tables.layout import table_schema
+from tables.value_formats import READERS, DecodeFailure
 
 log = logging.getLogger("rocketgate.tables")
 _FRAME = struct.Struct(">bI")
 MAX_REASON = 500
-
-
-class DecodeFailure(Exception):
-    pass
 
 
 class SchemaDecoder:
@@ -43,8 +35,9 @@ class SchemaDecoder:
         self.mode = mode
         self.topic = topic
         self.registry = registry
-        self.parsed: dict[int, object] = {}  # schema id -> fastavro parsed schema
-        self.merged: set[int] = set()  # schema ids whose struct is in the table's schema
+        self.readers: dict[int, object] = {}  # schema id -> its tables.value_formats reader
+        self.merged: set[tuple] = set()  # (schema id, shape) whose struct is in the table's schema
+        self.refused: dict[tuple, str] = {}  # (schema id, shape) the table cannot take, with the reason (tried once)
 
     def initial_schema(self) -> Schema:
         return table_schema(StructType())
@@ -64,13 +57,16 @@ class SchemaDecoder:
         for row in rows:
             try:
                 schema_id, payload = self._framing(row.value, latest)
-                parsed = self._parsed(state, schema_id)
-                if schema_id not in self.merged:
-                    self._evolve(writer.table, schema_id, parsed)
-                values.append(_read(parsed, payload))
+                shape, value = self._reader(state, schema_id).read(payload)
+                if (schema_id, shape) not in self.merged:
+                    self._evolve(writer.table, schema_id, shape)
+                values.append(value)
                 good.append(row)
             except DecodeFailure as exc:
                 bad.append((row, str(exc)[:MAX_REASON]))
+            except Exception as exc:  # noqa: BLE001 - a converter bug must not hold the table back forever
+                log.exception("table topic %s: offset %d/%d cannot be converted", self.topic, row.partition, row.offset)
+                bad.append((row, f"cannot be converted: {exc!r}"[:MAX_REASON]))
         return good, values, bad
 
     def _framing(self, value, latest) -> tuple[int, bytes]:
@@ -85,27 +81,36 @@ class SchemaDecoder:
             raise DecodeFailure("value has no schema id prefix (magic byte 0 and a 4-byte schema id)")
         return _FRAME.unpack_from(value)[1], value[5:]
 
-    def _parsed(self, state, schema_id: int):
-        parsed = self.parsed.get(schema_id)
-        if parsed is not None:
-            return parsed
+    def _reader(self, state, schema_id: int):
+        reader = self.readers.get(schema_id)
+        if reader is not None:
+            return reader
         if state is None:
             raise DecodeFailure("the gateway runs without a schema registry (--schema-registry-port)")
         schema = state.schema_by_id(schema_id)
         if schema is None:
             raise DecodeFailure(f"schema id {schema_id} is not in the registry")
-        if (schema.schema_type or "AVRO").upper() != "AVRO":
-            raise DecodeFailure(f"schema id {schema_id} is {schema.schema_type}: table topics decode AVRO only")
+        kind = (schema.schema_type or "AVRO").upper()
         try:
-            parsed = format_module("AVRO").parse(schema.schema, references.resolve(state, schema.references)).native
-        except Exception as exc:  # noqa: BLE001 - a schema that no longer parses is the record's problem
-            raise DecodeFailure(f"schema id {schema_id} does not parse: {exc}") from None
-        self.parsed[schema_id] = parsed
-        return parsed
+            parsed = format_module(kind).parse(schema.schema, references.resolve(state, schema.references))
+            reader = READERS[kind](parsed)
+        except Exception as exc:  # noqa: BLE001 - a schema that does not parse or has no table form
+            raise DecodeFailure(f"schema id {schema_id} ({kind}) cannot be a table's value: {exc}") from None
+        self.readers[schema_id] = reader
+        return reader
 
-    def _evolve(self, table, schema_id: int, parsed) -> None:
+    def _evolve(self, table, schema_id: int, shape) -> None:
+        if (schema_id, shape) in self.refused:
+            raise DecodeFailure(self.refused[(schema_id, shape)])
         try:
-            value_type = iceberg_type(parsed)
+            self._merge(table, schema_id, shape)
+        except DecodeFailure as exc:
+            self.refused[(schema_id, shape)] = str(exc)
+            raise
+
+    def _merge(self, table, schema_id: int, shape) -> None:
+        try:
+            value_type = self.readers[schema_id].struct(shape)
         except ValueError as exc:
             raise DecodeFailure(f"schema id {schema_id} has no Iceberg form: {exc}") from None
         if not isinstance(value_type, StructType):
@@ -116,71 +121,6 @@ class SchemaDecoder:
         except Exception as exc:  # noqa: BLE001 - pyiceberg's ValidationError, ResolveError, ...
             raise DecodeFailure(f"schema id {schema_id} is a change Iceberg cannot evolve the table to: {exc}") from None
         log.info("table topic %s: schema id %d merged into the table's schema", self.topic, schema_id)
-        self.merged.add(schema_id)
+        self.merged.add((schema_id, shape))
 
 
-def _read(parsed, payload: bytes):
-    buf = io.BytesIO(payload)
-    try:
-        datum = fastavro.schemaless_reader(buf, parsed, None)
-    except Exception as exc:  # noqa: BLE001 - fastavro raises EOFError, ValueError, IndexError, ... on bad data
-        raise DecodeFailure(f"value does not decode with its schema: {exc!r}") from None
-    if buf.tell() != len(payload):
-        raise DecodeFailure(f"{len(payload) - buf.tell()} bytes left after the Avro datum")
-    return _plain(datum)
-
-
-def _plain(datum):
-    """Values Arrow takes: UUIDs as text; containers walked."""
-    if isinstance(datum, dict):
-        return {k: _plain(v) for k, v in datum.items()}
-    if isinstance(datum, list):
-        return [_plain(v) for v in datum]
-    if isinstance(datum, uuid.UUID):
-        return str(datum)
-    return datum
-
-
-_PRIMITIVES = {"boolean": BooleanType(), "int": IntegerType(), "long": LongType(), "float": FloatType(),
-               "double": DoubleType(), "string": StringType(), "bytes": BinaryType(), "enum": StringType(),
-               "fixed": BinaryType()}
-_LOGICAL = {"timestamp-millis": TimestamptzType(), "timestamp-micros": TimestamptzType(), "date": DateType(),
-            "uuid": StringType()}
-
-
-class _Ids:
-    n = 1000
-
-    def next(self) -> int:
-        self.n += 1
-        return self.n
-
-
-def iceberg_type(avro, ids: _Ids | None = None):
-    """The Iceberg type of a (fastavro-parsed) Avro schema; ValueError for what has none (a union of
-    several non-null types). Field ids are placeholders: the table assigns its own."""
-    ids = ids or _Ids()
-    if isinstance(avro, list):  # a union: only [null, T] (either order)
-        kinds = [a for a in avro if a != "null"]
-        if len(kinds) != 1:
-            raise ValueError(f"union {avro!r} has more than one non-null branch")
-        return iceberg_type(kinds[0], ids)
-    if isinstance(avro, str):
-        if avro in _PRIMITIVES:
-            return _PRIMITIVES[avro]
-        raise ValueError(f"type {avro!r} is not known here")
-    kind, logical = avro.get("type"), avro.get("logicalType")
-    if logical == "decimal":
-        return DecimalType(avro.get("precision", 38), avro.get("scale", 0))
-    if logical in _LOGICAL:
-        return _LOGICAL[logical]
-    if kind == "record":
-        return StructType(*[NestedField(ids.next(), f["name"], iceberg_type(f["type"], ids), required=False)
-                            for f in avro["fields"]])
-    if kind == "array":
-        return ListType(ids.next(), iceberg_type(avro["items"], ids), element_required=False)
-    if kind == "map":
-        return MapType(ids.next(), StringType(), ids.next(), iceberg_type(avro["values"], ids), value_required=False)
-    if isinstance(kind, (dict, list)) or kind in _PRIMITIVES:
-        return iceberg_type(kind, ids)
-    raise ValueError(f"type {kind!r} is not known here")

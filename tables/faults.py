@@ -7,6 +7,8 @@ separated:
     data-file=N   die in the middle of writing the Parquet data file of the Nth commit
     metadata=N    die in the middle of the Nth catalog commit: its new metadata file is written,
                   the catalog does not point at it yet
+    fail=PATH     while PATH exists, every table commit fails (OSError) before writing anything: a
+                  catalog or disk that cannot be written
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import signal
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 ENV = "ROCKETGATE_TABLES_FAULTS"
+ENV_SET = bool(os.environ.get(ENV))  # read once: nothing of this module runs in production
 log = logging.getLogger("rocketgate.tables")
 
 
@@ -24,7 +27,8 @@ def rules() -> dict[str, int]:
     out = {}
     for item in filter(None, (os.environ.get(ENV) or "").split(",")):
         name, _, n = item.partition("=")
-        out[name.strip()] = int(n or 1)
+        if name.strip() != "fail":
+            out[name.strip()] = int(n or 1)
     return out
 
 
@@ -36,6 +40,14 @@ class Counter:
 def die(where: str) -> None:
     log.warning("tables: TEST FAULT SEAM: killing the process %s", where)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def check_commit() -> None:
+    """Called before each table commit: OSError while the `fail` rule's file exists."""
+    path = os.environ.get(ENV) and next((item.partition("=")[2] for item in os.environ[ENV].split(",")
+                                         if item.startswith("fail=")), None)
+    if path and os.path.exists(path):
+        raise OSError(f"test fault: table commits fail while {path} exists")
 
 
 def metadata_written() -> None:

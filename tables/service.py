@@ -85,7 +85,25 @@ class TablesService:
             self.writers[topic] = (have, scope, writer)
             task_status.started()
             log.info("table topic %s: writer started (mode %s, commit every %d ms)", topic, have[0], have[1])
-            await writer.run()
+            try:
+                await writer.run()
+            finally:
+                if self.store.topics.get(topic) is None:  # the topic was deleted: so is its table
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(self._drop, topic)
+
+    def _drop(self, topic: str) -> None:
+        """Purge the tables of a deleted topic (its table and DLQ table, metadata and data files), as
+        Redpanda does by default: a topic created again with the name starts a new table."""
+        from tables.catalog import DLQ_SUFFIX, NAMESPACE, table_name
+        for name in (table_name(topic), table_name(topic) + DLQ_SUFFIX):
+            self.locations.pop(name, None)
+            try:
+                self.catalog.purge_table((NAMESPACE, name))
+                log.info("table topic %s deleted: table %s.%s purged", topic, NAMESPACE, name)
+            except Exception as exc:  # NoSuchTableError (no DLQ table), a file already gone
+                if "not exist" not in str(exc).lower():
+                    log.warning("table topic %s deleted: purging table %s failed: %s", topic, name, exc)
 
     def status(self) -> dict:
         """Per table topic: mode and the writer's counters (the ops API and metrics)."""

@@ -17,11 +17,13 @@ import trio
 
 from semantics.table_configs import settings
 from tables import catalog as cat
+from tables import faults
 from tables.rows import Undecodable, entry_rows
 
 log = logging.getLogger("rocketgate.tables")
 READ_CHUNK = 256  # entries per store read (the loop gets a checkpoint between reads)
 MAX_OFFSETS_PER_COMMIT = 200_000  # more waiting: the next commit follows at once
+RECENT = 50
 
 
 @dataclass
@@ -34,6 +36,8 @@ class WriterStats:
     lost_offsets: int = 0  # deleted from the log (retention, DeleteRecords) before they were converted
     last_lag_ms: int = 0  # produce (log append) to visible in the table, oldest record of the last commit
     max_lag_ms: int = 0
+    recent_lags_ms: list = field(default_factory=list)  # of the last RECENT commits
+    busy_ms: float = 0.0  # wall time of the worker thread converting and committing (rows/s per core)
     errors: int = 0
     last_error: str = ""
     covered: dict = field(default_factory=dict)
@@ -132,7 +136,16 @@ class TableWriter:
 
     def _commit(self, entries, next_offsets: dict[int, int], prepared=None) -> None:
         """In a worker thread: rows, Parquet, snapshot (the DLQ table's first, then the table's)."""
+        began = time.perf_counter()
+        try:
+            self._convert_and_append(entries, next_offsets, prepared)
+        finally:
+            self.stats.busy_ms += (time.perf_counter() - began) * 1000
+
+    def _convert_and_append(self, entries, next_offsets: dict[int, int], prepared) -> None:
         from tables.layout import arrow_table
+        if faults.ENV_SET:
+            faults.check_commit()
         rows = []
         for q, start, offset, msg in entries:
             try:
@@ -156,6 +169,7 @@ class TableWriter:
             lag = int(time.time() * 1000) - min(r.store_timestamp for r in rows)
             self.stats.last_lag_ms = lag
             self.stats.max_lag_ms = max(self.stats.max_lag_ms, lag)
+            self.stats.recent_lags_ms = [*self.stats.recent_lags_ms[-(RECENT - 1):], lag]
         self.stats.covered = {str(q): list(r) for q, r in covered.items()}
         self.cursor.update(next_offsets)
 

@@ -57,3 +57,27 @@ def test_kill9_mid_commit_loses_and_repeats_nothing(table_gateway, monkeypatch, 
     assert sorted(r["offset"] for r in rows) == list(range(15))
     assert sorted(r["value"] for r in rows) == sorted([b"%s-%d" % (w, i) for w in (b"first", b"second", b"third")
                                                        for i in range(5)])
+
+
+def test_failing_commits_never_stop_the_log_and_the_table_catches_up(table_gateway, monkeypatch, tmp_path):
+    blocker = tmp_path / "catalog-down"
+    blocker.write_text("")
+    monkeypatch.setenv("ROCKETGATE_TABLES_FAULTS", f"fail={blocker}")
+    gw = table_gateway()
+    create_table_topic(gw, "clicks", partitions=1)
+    _produce(gw, [b"while-down-%d" % i for i in range(5)])  # produce is acknowledged meanwhile
+    deadline = time.monotonic() + 30
+    while 'rocketgate_table_commit_errors_total{topic="clicks"} 0.0' in _metrics(gw) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert 'rocketgate_table_commit_errors_total{topic="clicks"} 0.0' not in _metrics(gw)
+    assert read_rows(gw, "clicks") == []
+    _produce(gw, [b"still-down-%d" % i for i in range(5)])
+    blocker.unlink()
+    rows = wait_rows(gw, "clicks", 10)
+    time.sleep(int(COMMIT_MS) * 3 / 1000)
+    assert sorted(r["offset"] for r in read_rows(gw, "clicks")) == list(range(10))
+
+
+def _metrics(gw) -> str:
+    import urllib.request
+    return urllib.request.urlopen(f"http://127.0.0.1:{gw.http_port}/metrics").read().decode()

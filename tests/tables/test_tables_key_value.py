@@ -3,6 +3,7 @@ RestCatalog and DuckDB's iceberg extension read the same rows; configs are valid
 from __future__ import annotations
 
 import time
+import urllib.request
 
 import pytest
 from confluent_kafka import Producer as KafkaProducer
@@ -67,6 +68,9 @@ def test_restart_resumes_without_duplicates(table_gateway):
     time.sleep(int(COMMIT_MS) * 3 / 1000)  # a commit or two more: nothing may be added twice
     rows = read_rows(gw, "events")
     assert sorted(r["offset"] for r in rows) == list(range(10))
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{gw.http_port}/metrics").read().decode()
+    assert 'rocketgate_table_rows_total{topic="events"} 5.0' in metrics  # since this start
+    assert 'rocketgate_table_visible_lag_ms{topic="events"}' in metrics
 
 
 @pytest.mark.parametrize("configs, why", [
@@ -130,3 +134,21 @@ def test_only_committed_transactions_reach_the_table(table_gateway):
     time.sleep(int(COMMIT_MS) * 3 / 1000)
     values = sorted(r["value"] for r in read_rows(gw, "ledger"))
     assert values == [b"committed", b"half committed", b"marker"]
+
+
+def test_deleting_the_topic_purges_its_table(table_gateway):
+    gw = table_gateway()
+    create_table_topic(gw, "gone", partitions=1)
+    _produce_kafka(gw, "gone", [(0, None, b"old-%d" % i, []) for i in range(3)])
+    wait_rows(gw, "gone", 3)
+    admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
+    admin.delete_topics(["gone"])["gone"].result(20)
+    deadline = time.monotonic() + 30
+    while ("rocketgate", "gone") in rest_catalog(gw).list_tables("rocketgate") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ("rocketgate", "gone") not in rest_catalog(gw).list_tables("rocketgate")
+    create_table_topic(gw, "gone", partitions=1)
+    _produce_kafka(gw, "gone", [(0, None, b"new", [])])
+    rows = wait_rows(gw, "gone", 1)
+    time.sleep(int(COMMIT_MS) * 3 / 1000)
+    assert [(r["offset"], r["value"]) for r in read_rows(gw, "gone")] == [(0, b"new")]

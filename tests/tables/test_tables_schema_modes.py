@@ -74,3 +74,23 @@ def test_latest_schema_mode_and_drop(table_gateway):
     rows = read_rows(gw, "plain")
     assert sorted(r["offset"] for r in rows) == [0, 1, 3]
     assert read_rows(gw, "plain~dlq") == []
+
+
+def test_a_change_iceberg_cannot_evolve_to_goes_to_the_dlq(table_gateway):
+    gw, client = _registry_gateway(table_gateway)
+    client.set_compatibility("users-value", "NONE")
+    create_table_topic(gw, "users", partitions=1, iceberg_mode="value_schema_id_prefix")
+    ctx = SerializationContext("users", MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": gw.kafka_bootstrap})
+    producer.produce("users", value=AvroSerializer(client, USER)({"name": "a", "age": 1}, ctx), partition=0)
+    assert producer.flush(20) == 0
+    wait_rows(gw, "users", 1)
+    age_text = json.dumps({"type": "record", "name": "User", "namespace": "t",
+                           "fields": [{"name": "name", "type": "string"}, {"name": "age", "type": "string"}]})
+    producer.produce("users", value=AvroSerializer(client, age_text)({"name": "b", "age": "old"}, ctx), partition=0)
+    producer.produce("users", value=AvroSerializer(client, USER)({"name": "c", "age": 3}, ctx), partition=0)
+    assert producer.flush(20) == 0
+    rows = wait_rows(gw, "users", 2)
+    dlq = wait_rows(gw, "users~dlq", 1)
+    assert sorted((r["offset"], r["value"]["name"]) for r in rows) == [(0, "a"), (2, "c")]
+    assert dlq[0]["offset"] == 1 and "cannot evolve" in dlq[0]["reason"]
