@@ -38,10 +38,10 @@ def records(n: int, first: int = 0) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory, kafka_broker):
-    """(bootstrap, catalog URI or None) of one broker for the module: a gateway with its HTTP port
-    (the REST catalog), or Apache Kafka (no catalog: the tables are mirrors)."""
+    """(bootstrap, catalog URI, RocketMQ address) of one broker for the module: a gateway with its
+    HTTP port (the REST catalog), or Apache Kafka (no catalog: the tables are mirrors; no RocketMQ)."""
     if kafka_broker is not None:
-        yield kafka_broker.bootstrap, None
+        yield kafka_broker.bootstrap, None, None
         return
     from gateway_process import GatewayProcess, free_port, wait_port
 
@@ -50,14 +50,14 @@ def broker(tmp_path_factory, kafka_broker):
     try:
         g.start()
         wait_port(http, proc=g.proc)
-        yield g.kafka_bootstrap, f"http://127.0.0.1:{http}/iceberg"
+        yield g.kafka_bootstrap, f"http://127.0.0.1:{http}/iceberg", g.namesrv
     finally:
         g.stop()
 
 
 def table_topic(spark, broker, tmp_path_factory, name: str, n: int):
     """A key_value table topic holding records(n), its table caught up with the log."""
-    bootstrap, catalog = broker
+    bootstrap, catalog, _ = broker
     if catalog is None:
         create_topic(bootstrap, name, partitions=2)
         table = MirroredTable(spark, bootstrap, name, str(tmp_path_factory.mktemp("warehouse")))
@@ -144,6 +144,19 @@ def kafka_increment(spark, bootstrap: str, topic: str, start: dict[int, int], en
     return rows_of(tag_increments.aggregate(df), "tag")
 
 
+def native_messages(namesrv: str | None, topic: str) -> int:
+    """Messages from the RocketMQ native client (tags A and N, keys, properties) on the gateway."""
+    if namesrv is None:
+        return 0
+    from client import Message, Producer
+
+    with Producer("tables-spark", namesrv) as p:
+        for i in range(12):
+            p.send(Message(topic, str(100 + i).encode(), tags="AN"[i % 2], keys=[f"n{i}"],
+                           properties={"region": "eu"}))
+    return 12
+
+
 def test_tag_increments_equal_kafka_aggregation(spark, broker, tmp_path_factory, tmp_path, capsys):
     table = table_topic(spark, broker, tmp_path_factory, f"ti-{int(time.time())}", 50)
     out = str(tmp_path / "increments")
@@ -154,18 +167,20 @@ def test_tag_increments_equal_kafka_aggregation(spark, broker, tmp_path_factory,
     first = table.snapshots()[-1]
     assert f"..{first['snapshot_id']}: 50 rows, 4 tags" in capsys.readouterr().out
     produce(table.bootstrap, table.topic, records(70, first=50))
+    added = 70 + native_messages(broker[2], table.topic)
     table.sync()
     tag_increments.run(args)  # the second: only what the next snapshot(s) appended
     second = table.snapshots()[-1]
-    assert f"snapshots {first['snapshot_id']}..{second['snapshot_id']}: 70 rows" in capsys.readouterr().out
+    assert f"snapshots {first['snapshot_id']}..{second['snapshot_id']}: {added} rows" in capsys.readouterr().out
     tag_increments.run(args)
     assert capsys.readouterr().out == f"no new snapshot after {second['snapshot_id']}\n"
 
-    assert next_offsets(second) == kafka_end_offsets(spark, table.bootstrap, table.topic) == {0: 60, 1: 60}
+    ends = kafka_end_offsets(spark, table.bootstrap, table.topic)
+    assert next_offsets(second) == ends and sum(ends.values()) == 50 + added
     output = spark.read.parquet(out)
     for start, end in ((None, first), (first, second)):
         got = output.where(f"to_snapshot = {end['snapshot_id']}").select(*columns)
         want = kafka_increment(spark, table.bootstrap, table.topic, next_offsets(start) if start else {},
                                next_offsets(end))
-        assert len(want) == 4
+        assert len(want) == (5 if end is second and broker[2] else 4)
         assert rows_of(got, "tag") == want
