@@ -65,7 +65,22 @@ def start(args: argparse.Namespace, app: str, topics: list[str]):
     for topic in topics:
         if topic not in existing:
             raise PipelineError(f"topic {topic!r} does not exist on {args.bootstrap}")
+    if getattr(args, "catalog", None):
+        check_tables(spark, args.catalog, topics)
     return spark
+
+
+def check_tables(spark, uri: str, topics: list[str]) -> None:
+    """Each topic has a table in the catalog (a topic with iceberg.mode=disabled has none)."""
+    from spark import tables
+
+    for topic in topics:
+        try:
+            found = spark.catalog.tableExists(tables.table_name(topic, catalog_name(uri)))
+        except Exception as exc:  # the catalog unreachable or not a catalog: py4j/Spark errors
+            raise PipelineError(f"catalog {uri}: {first_line(exc)}") from None
+        if not found:
+            raise PipelineError(f"topic {topic!r} has no Iceberg table in {uri} (is iceberg.mode set?)")
 
 
 def read(spark, args, topic: str, *, stream: bool = False, options: dict[str, str] | None = None, **kafka):

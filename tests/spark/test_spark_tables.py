@@ -15,21 +15,25 @@ from spark_helpers import consume_all, create_topic, produce
 from table_helpers import GatewayTable, MirroredTable, kafka_end_offsets, next_offsets
 
 from spark import source
-from spark.pipelines import archive, replay, tag_increments, tag_metrics
+from spark.pipelines import archive, common, replay, tag_increments, tag_metrics
 
 pytestmark = pytest.mark.timeout(600)
 TAGS = ("A", "B", None, "C")
 
 
-def records(n: int, first: int = 0) -> list[dict]:
+def records(n: int, first: int = 0, repeats: bool = False) -> list[dict]:
     """Tagged (TAGS header) and untagged records over 2 partitions, numeric and text values, KEYS on
-    some, rising timestamps two minutes apart per ten records (several tag_metrics windows)."""
+    some, rising timestamps two minutes apart per ten records (several tag_metrics windows);
+    `repeats`: a header name twice on some (the gateway's map column keeps both, a Spark-written
+    mirror cannot)."""
     base = (int(time.time() * 1000) - 60 * 60_000) // 60_000 * 60_000
     out = []
     for i in range(first, first + n):
         tag = TAGS[i % len(TAGS)]
         headers = ([("TAGS", tag.encode())] if tag else []) + ([("KEYS", f"k{i} o{i}".encode())] if i % 5 else [])
         headers.append(("bin", bytes([0, 255, i % 256])))
+        if repeats and i % 3 == 0:
+            headers.append(("bin", b"again"))
         out.append({"key": f"key-{i}".encode() if i % 2 else None,
                     "value": str(i).encode() if i % 7 else f"text-{i}".encode(),
                     "headers": headers, "partition": i % 2, "timestamp_ms": base + i * 12_000})
@@ -65,7 +69,7 @@ def table_topic(spark, broker, tmp_path_factory, name: str, n: int):
         create_topic(bootstrap, name, partitions=2,
                      configs={"iceberg.mode": "key_value", "iceberg.commit.interval.ms": "300"})
         table = GatewayTable(spark, bootstrap, name, catalog)
-    produce(bootstrap, name, records(n))
+    produce(bootstrap, name, records(n, repeats=catalog is not None))
     table.sync()
     return table
 
@@ -184,3 +188,25 @@ def test_tag_increments_equal_kafka_aggregation(spark, broker, tmp_path_factory,
                                next_offsets(end))
         assert len(want) == (5 if end is second and broker[2] else 4)
         assert rows_of(got, "tag") == want
+
+
+def test_table_names_escape_as_the_gateway():
+    from tables.catalog import table_name
+
+    from spark import tables
+    for topic in ("orders.eu", "%RETRY%g", "a|b", "plain-_Z9", "café", "%DLQ%g.x"):
+        assert tables.iceberg_name(topic) == table_name(topic)
+    assert tables.table_name("orders.eu", "rg") == "`rg`.`rocketgate`.`orders~2eeu`"
+
+
+def test_topic_without_table_is_one_line_error(spark, broker, capsys):
+    bootstrap, catalog, _ = broker
+    if catalog is None:
+        pytest.skip("needs the gateway's catalog")
+    plain = f"plain-{int(time.time())}"
+    create_topic(bootstrap, plain, partitions=1)
+    with pytest.raises(SystemExit) as exit_:
+        common.main(replay.run, ["--bootstrap", bootstrap, "--topic", plain, "--target", "x", "--catalog", catalog])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (f"error: topic {plain!r} has no Iceberg table in {catalog} "
+                                       "(is iceberg.mode set?)\n")
