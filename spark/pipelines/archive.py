@@ -3,12 +3,12 @@
 The file sink and the checkpoint together give exactly-once output: stopping and restarting with
 the same --checkpoint continues at the next unread offset, with no gap and no duplicate (Spark
 readers of the output directory see only committed batches, via its _spark_metadata log).
+With --catalog the stream reads the topic's Iceberg table (its appended snapshots) instead.
 """
 from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from spark import source
 from spark.pipelines import common
 
 
@@ -36,9 +36,8 @@ def archive_frame(df):
 def run(argv=None) -> None:
     args = build_parser().parse_args(argv)
     spark = common.start(args, "archive", [args.topic])
-    options = {"maxOffsetsPerTrigger": str(args.max_offsets)} if args.max_offsets else {}
-    df = source.read(spark, args.bootstrap, args.topic, stream=True, starting=args.starting,
-                     options=options)
+    df = common.read(spark, args, args.topic, stream=True, starting=args.starting,
+                     options=common.stream_options(args, args.max_offsets))
     writer = (archive_frame(df).writeStream.format("parquet").partitionBy("date", "tag")
               .option("path", args.output).option("checkpointLocation", args.checkpoint)
               .outputMode("append"))

@@ -3,7 +3,8 @@
 A batch job: reads [--from, --to) of every partition (offsets, or epoch-ms / ISO-8601 times via
 startingOffsetsByTimestamp / endingOffsetsByTimestamp) and writes key, value and headers unchanged
 (same order of headers, binary values, repeats) with Spark's Kafka sink. With --keep-partition each
-record goes to the partition it came from (the target needs at least as many partitions).
+record goes to the partition it came from (the target needs at least as many partitions). With --catalog the range is read from the topic's Iceberg
+table: headers come from its headers column, a map, so a repeated header name keeps its last value.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from datetime import datetime, timezone
 
 from pyspark.sql import functions as F
 
-from spark import source
 from spark.admin import Admin, PipelineError
 from spark.pipelines import common
 
@@ -61,6 +61,22 @@ def offset_range(args, partitions: int) -> dict:
     return out
 
 
+def table_range(args):
+    """The same range over the table's offset and timestamp columns (--catalog). A time bound is the
+    record timestamp itself: equal to the Kafka connector's offset-by-time lookup when the
+    timestamps rise with the offsets, as they do for log-append time and most producers."""
+    cond = F.lit(True)
+    if args.from_offset is not None:
+        cond &= F.col("offset") >= args.from_offset
+    elif args.from_time is not None:
+        cond &= F.col("timestamp") >= F.timestamp_millis(F.lit(parse_time(args.from_time)))
+    if args.to_offset is not None:
+        cond &= F.col("offset") < args.to_offset
+    elif args.to_time is not None:
+        cond &= F.col("timestamp") < F.timestamp_millis(F.lit(parse_time(args.to_time)))
+    return cond
+
+
 def run(argv=None) -> None:
     args = build_parser().parse_args(argv)
     spark = common.start(args, "replay", [args.topic])
@@ -70,7 +86,8 @@ def run(argv=None) -> None:
         if args.keep_partition and admin.partitions(args.target) < partitions:
             raise PipelineError(f"--keep-partition: {args.target} has fewer partitions than {args.topic}")
     rng = offset_range(args, partitions)
-    df = source.read(spark, args.bootstrap, args.topic, **rng).cache()
+    df = (common.read(spark, args, args.topic).where(table_range(args)) if args.catalog
+          else common.read(spark, args, args.topic, **rng)).cache()
     summary = df.groupBy("partition").agg(F.count(F.lit(1)).alias("rows"), F.min("offset").alias("first"),
                                           F.max("offset").alias("last")).collect()
     cols = ["key", "value", "headers"] + (["partition"] if args.keep_partition else [])

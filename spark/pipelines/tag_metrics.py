@@ -5,7 +5,7 @@ Each record of the target topic describes one closed window of one tag: key = th
 the values that parse as numbers, null if none), header TAGS = the tag, so RocketMQ consumers can
 subscribe by tag. Event time is the record timestamp; a window is emitted once the watermark
 (max event time seen - --watermark) passes its end. Written by Spark's Kafka sink with the default
-(idempotent) producer.
+(idempotent) producer. With --catalog the stream reads the topic's Iceberg table instead.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import json
 
 from pyspark.sql import functions as F
 
-from spark import source
 from spark.admin import Admin
 from spark.pipelines import common
 
@@ -80,7 +79,8 @@ def run(argv=None) -> None:
     spark = common.start(args, "tag_metrics", [args.topic])
     with Admin(spark, args.bootstrap) as admin:
         admin.ensure_topic(args.target)
-    df = source.read(spark, args.bootstrap, args.topic, stream=True, starting=args.starting)
+    df = common.read(spark, args, args.topic, stream=True, starting=args.starting,
+                     options=common.stream_options(args))
     writer = (metrics_frame(df, args.window, args.watermark).writeStream.format("kafka")
               .option("kafka.bootstrap.servers", args.bootstrap).option("topic", args.target)
               .option("checkpointLocation", args.checkpoint).outputMode("append"))
