@@ -4,7 +4,7 @@ checks them once and sets a signed session cookie (HttpOnly, SameSite=Strict, SE
 security nobody is an admin and the pages stay read-only. Every change is a POST carrying a CSRF
 token (an HMAC of the user under a per-process key) and an Origin/Referer of this host, so another
 site cannot make a logged-in browser submit it. Changes: create a topic, reset a group's offsets
-(no live members), resend dead letters."""
+(no live members), resend dead letters, commit or roll back a pending transaction."""
 from __future__ import annotations
 
 import base64
@@ -134,3 +134,19 @@ async def resend(app, group: str, msg_id: str | None) -> str:
         done += 1
     return f"resent {done} dead letter(s) of {group}"
 
+
+
+async def end_transaction(app, half_offset: str, decision: str) -> str:
+    """An operator decides a pending transaction as its producer would (END_TRANSACTION): commit
+    delivers the half message, roll back discards it; an already decided one is left as it is."""
+    try:
+        offset = int(half_offset)
+    except ValueError:
+        raise Refused(f"{half_offset!r} is not a half offset") from None
+    if decision not in ("commit", "rollback"):
+        raise Refused("decide commit or rollback")
+    outcome, result = await app.transactions.end_in_turn(app.flow, offset, decision == "commit")
+    if result is None:
+        raise Refused(f"half message {offset}: {outcome.value}")
+    await app.durable(result.end_offset)
+    return f"half message {offset} {outcome.value}"

@@ -65,7 +65,7 @@ def delay_queues(app) -> list[dict]:
 
 def pending_transactions(app) -> int:
     """Half messages with no outcome yet (each is checked back until decided or discarded)."""
-    return sum(1 for _ in app.transactions._undecided_halves())
+    return sum(1 for _ in app.transactions.undecided_halves())
 
 
 def half_messages_stored(app) -> int:

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from client import (Admin, ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, MessageQueue, Producer,
-                    PushConsumer)
+                    PushConsumer, TransactionProducer, TransactionState)
 import chromium
 from gateway_process import GatewayProcess, free_port
 from security.credentials import CredentialStore
@@ -169,6 +169,37 @@ def test_admin_changes_in_the_browser(gw):
 
 
 @chromium.needs_chromium
+def test_admin_decides_a_pending_transaction_in_the_browser(gw):
+    """A half message its producer left UNKNOWN (and nobody answers checks): an admin commits it from
+    the Pending transactions page and it is delivered; a second decision is refused."""
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    creds = {"access_key": ADMIN[0], "secret_key": ADMIN[1]}
+    with Admin(gw.namesrv, **creds) as admin:
+        admin.create_topic("dash-tx", queues=1)
+    unknown = lambda *_: TransactionState.UNKNOWN  # noqa: E731
+    with TransactionProducer("acl-tx", gw.namesrv, local_transaction=unknown, check_listener=unknown, **creds) as tp:
+        tp.send_in_transaction(Message("dash-tx", b"undecided"))
+    assert "Decide" not in request(gw, "/transactions")[1]  # not signed in: no form
+    browser = chromium.start()
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        browser.get(f"http://{gw.host}/transactions")
+        half = browser.find_element(By.NAME, "half_offset").get_attribute("value")
+        browser.find_element(By.XPATH, "//button[text()='Decide']").click()
+        expected = f"half message {half} committed"
+        assert expected in chromium.main_text(browser, expected)
+    finally:
+        browser.quit()
+    topics = {t["topic"]: t for t in json.loads(request(gw, "/api/topics")[1])}
+    assert topics["dash-tx"]["messages"] == 1
+    again = request(gw, "/transactions", ADMIN, {"csrf": token(gw, ADMIN), "half_offset": half, "decision": "rollback"})
+    assert again[0] == 400 and f"half message {half}: already decided" in again[1]
+
+
+@chromium.needs_chromium
 def test_admin_edits_configs_and_deletes_a_topic_in_the_browser(gw):
     pytest.importorskip("selenium")
     from selenium.webdriver.common.by import By
@@ -247,8 +278,9 @@ def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
         admin.create_topic("dash-fuzz", queues=1)
     bad = ["", "-1", "0", "99999999999999999999", "abc", "\x00", "%", "a" * 3000, "1e3", "NaN", "earliest ",
            "retention.ms", "<b>", "𝄞"]
-    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id"]
-    for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such"]:
+    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id", "half_offset", "decision"]
+    for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such",
+                 "/transactions"]:
         for _ in range(40):
             form = {rng.choice(fields): rng.choice(bad) for _ in range(rng.randrange(1, 4))}
             form.pop("delete", None)  # the topic stays for the next rounds
