@@ -4,7 +4,8 @@ checks them once and sets a signed session cookie (HttpOnly, SameSite=Strict, SE
 security nobody is an admin and the pages stay read-only. Every change is a POST carrying a CSRF
 token (an HMAC of the user under a per-process key) and an Origin/Referer of this host, so another
 site cannot make a logged-in browser submit it. Changes: create a topic, reset a group's offsets
-(no live members), resend dead letters, commit or roll back a pending transaction."""
+(no live members), resend dead letters, commit or roll back a pending transaction, create users and add or remove ACLs (security.commands:
+the same parser and checks as `python -m security`)."""
 from __future__ import annotations
 
 import base64
@@ -15,7 +16,9 @@ import secrets
 import time
 from urllib.parse import urlsplit
 
-from security.acl import Operation, ResourceType
+import security.commands as security_commands
+from security.acl import AclError, Operation, ResourceType
+from security.credentials import CredentialError
 from semantics import backtrack
 from semantics.retry import resend_from_dlq
 
@@ -150,3 +153,30 @@ async def end_transaction(app, half_offset: str, decision: str) -> str:
         raise Refused(f"half message {offset}: {outcome.value}")
     await app.durable(result.end_offset)
     return f"half message {offset} {outcome.value}"
+
+
+# Resource types an ACL form may name, as `python -m security acl` flags.
+ACL_RESOURCES = ("topic", "group", "transactional-id", "cluster")
+
+
+def security_change(app, argv: list[str]) -> str:
+    """A users/ACLs change as `python -m security ARGV` would make it, on the gateway's own stores
+    (so it takes effect at once): its confirmation lines."""
+    sec = app.security
+    if sec is None:
+        raise Refused("this gateway runs without --authorizer acl")
+    try:
+        return "; ".join(security_commands.apply(argv, sec.credentials, sec.authorizer))
+    except (security_commands.CommandError, AclError, CredentialError) as exc:
+        raise Refused(str(exc)) from None
+
+
+def acl_argv(fields: dict) -> list[str]:
+    """The `acl add|remove` arguments of the Security page's ACL form."""
+    change, resource = fields.get("change", ""), fields.get("resource", "")
+    if change not in ("add", "remove") or resource not in ACL_RESOURCES:
+        raise Refused(f"change is add or remove; resource one of {', '.join(ACL_RESOURCES)}")
+    target = ["--cluster"] if resource == "cluster" else [f"--{resource}", fields.get("name", "")]
+    deny = ["--deny"] if fields.get("permission", "ALLOW").upper() == "DENY" else []
+    return ["acl", change, "--principal", fields.get("principal", ""), *target,
+            "--operation", fields.get("operation", "").upper(), *deny]

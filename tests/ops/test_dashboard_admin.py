@@ -269,6 +269,50 @@ def test_security_page_for_admins_only(gw):
     assert "never-shown-1234" not in text and "bob-secret" not in text
 
 
+@chromium.needs_chromium
+def test_admin_manages_users_and_acls_in_the_browser(gw):
+    """From the Security page an admin creates a user with SCRAM credentials and adds then removes an
+    ACL, through security.commands (python -m security's parser and checks): the files the CLI lists
+    show the change, and a bad ACL is refused with the parser's message."""
+    import subprocess
+    import sys
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    def submit(browser, form: str, values: dict[str, str], expected: str) -> None:
+        browser.get(f"http://{gw.host}/security")
+        chromium.main_text(browser, "ACLs")
+        for name, value in values.items():
+            box = browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] input[name='{name}']")
+            box.clear()
+            box.send_keys(value)
+        browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] button").click()
+        assert expected in chromium.main_text(browser, expected)
+
+    acl = {"principal": "User:carol", "resource": "topic", "name": "carol-orders", "operation": "write"}
+    browser = chromium.start()
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        submit(browser, "/security/users", {"name": "carol", "password": "carol-secret"},
+               "user carol: SCRAM-SHA-256 credentials set (4096 iterations)")
+        submit(browser, "/security/acls", acl,
+               "ACL added: ALLOW User:carol WRITE on TOPIC 'carol-orders' (literal) from host *")
+        listed = json.loads(subprocess.run([sys.executable, "-m", "security", "--data-dir", gw.data_dir, "list"],
+                                           check=True, capture_output=True, text=True, timeout=60).stdout)
+        assert [m for m, _n in listed["users"]["carol"]] == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+        assert {"principal": "User:carol", "name": "carol-orders"}.items() <= \
+            next(a for a in listed["acls"] if a["principal"] == "User:carol").items()
+        submit(browser, "/security/acls", {**acl, "change": "remove"},
+               "ACL removed: ALLOW User:carol WRITE on TOPIC 'carol-orders' (literal)")
+        submit(browser, "/security/acls", {**acl, "operation": "FLY"}, "argument --operation: invalid choice")
+        chromium.shot(browser, "admin-acl-refused")
+    finally:
+        browser.quit()
+    assert "carol-orders" not in request(gw, "/security", ADMIN)[1]
+    assert CredentialStore(os.path.join(gw.data_dir, "config")).describe("carol")
+
+
 def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
     """Every POST form, as the signed-in admin with a good token, with fields of garbage."""
     import random
@@ -278,9 +322,10 @@ def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
         admin.create_topic("dash-fuzz", queues=1)
     bad = ["", "-1", "0", "99999999999999999999", "abc", "\x00", "%", "a" * 3000, "1e3", "NaN", "earliest ",
            "retention.ms", "<b>", "𝄞"]
-    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id", "half_offset", "decision"]
+    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id", "half_offset", "decision",
+              "password", "change", "principal", "resource", "operation", "permission"]
     for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such",
-                 "/transactions"]:
+                 "/transactions", "/security/users", "/security/acls"]:
         for _ in range(40):
             form = {rng.choice(fields): rng.choice(bad) for _ in range(rng.randrange(1, 4))}
             form.pop("delete", None)  # the topic stays for the next rounds
