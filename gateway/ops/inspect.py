@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from semantics.routing import HALF_TOPIC
+from semantics.routing import HALF_TOPIC, SCHEDULE_TOPIC
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -61,6 +61,23 @@ def delay_queues(app) -> list[dict]:
     last = app.delay_levels.queue_count - 1
     return [{"level": str(q + 1) if q < last else "timer", "depth": depth, "next_due_ms": due}
             for q, depth, due in app.delay.pending()]
+
+
+def delay_waiting(app, per_queue: int = 20) -> list[dict]:
+    """The next messages waiting in each schedule queue, from its delivery cursor (what an admin may
+    deliver now); recalled ones are left out."""
+    st, delay, last, rows = app.store, app.delay, app.delay_levels.queue_count - 1, []
+    for q in range(last + 1):
+        cursor = delay.cursor[q]
+        for i, (phys, _size, due) in enumerate(st.units(SCHEDULE_TOPIC, q, cursor, per_queue)):
+            entry = st.get(phys)
+            if entry is None or entry.queue_offset != cursor + i:
+                continue  # unreadable, or a later unit of an inner batch
+            topic, uniq = entry.properties.get("REAL_TOPIC", ""), entry.properties.get("UNIQ_KEY", "")
+            if (topic, uniq) not in delay.recalled:
+                rows.append({"level": str(q + 1) if q < last else "timer", "msg_id": entry.msg_id, "topic": topic,
+                             "uniq_key": uniq, "due_ms": due})
+    return rows
 
 
 def pending_transactions(app) -> int:

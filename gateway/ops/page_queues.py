@@ -42,10 +42,25 @@ def routes(console) -> list[Route]:
         return console.html(f"Dead letters of {name}", "/dlq", body)
 
     async def delay(request):
+        if request.method == "POST":
+            async def deliver(f):
+                return await actions.deliver_now(app, f.get("msg_id", ""))
+            return await console.change(request, "Delay queues", "/delay", deliver)
         rows = inspect.delay_queues(app)
         for r in rows:
             r["next_due"] = when(r["next_due_ms"])
-        return console.html("Delay queues", "/delay", table(rows, ["level", "depth", "next_due"], numeric=("depth",)))
+        body = table(rows, ["level", "depth", "next_due"], numeric=("depth",))
+        waiting = inspect.delay_waiting(app)
+        for r in waiting:
+            r["due"] = when(r["due_ms"])
+        body += "<h2>Next waiting</h2>" + table(waiting, ["level", "msg_id", "topic", "uniq_key", "due"])
+        user = console.admin(request)
+        if user and waiting:
+            body += post_form("/delay", [("msg_id", "msgId", waiting[0]["msg_id"])], "Deliver now",
+                              actions.csrf_token(user))
+        else:
+            body += console.admin_note(request, "deliver a delayed message now")
+        return console.html("Delay queues", "/delay", body)
 
     async def transactions(request):
         if request.method == "POST":
@@ -83,5 +98,5 @@ def routes(console) -> list[Route]:
         return console.html("Schemas", "/schemas", body)
 
     both = ["GET", "POST"]
-    return [Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group, methods=both), Route("/delay", delay),
+    return [Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group, methods=both), Route("/delay", delay, methods=both),
             Route("/transactions", transactions, methods=both), Route("/schemas", schemas)]
