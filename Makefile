@@ -9,21 +9,41 @@ SETUP_TARGETS :=
 .DEFAULT_GOAL := test
 
 $(VENV)/.installed: pyproject.toml
+	@echo "  python venv in $(VENV) ..."
 	$(PYTHON) -m venv $(VENV)
+	@echo "  pip upgrade ..."
 	$(PY) -m pip install -q --upgrade pip
+	@echo "  pip install -e '.[test,spark,bench]' (Kafka/RocketMQ clients, PySpark, test tools: a few minutes the first time) ..."
 	$(PY) -m pip install -q -e '.[test,spark,bench]'
 	touch $@
 
-install: $(VENV)/.installed
+# The venv with the project's Python packages, as one step of install, run and setup.
+.PHONY: python-packages
+python-packages: $(VENV)/.installed
+
+install:
+	+@$(call run_steps,python-packages)
+
+# Runs make targets one after another with one progress line each: "[2/9] bench-jars ..." before one that
+# has work to do, "[2/9] bench-jars ok" for one already done (`make -n` has nothing to run). Under
+# `make -n` (a dry run) the lines print and each step's commands are only shown.
+define run_steps
+n=0; for t in $(1); do n=$$((n+1)); \
+  if [ -z "$$($(MAKE) -s -n --no-print-directory $$t 2>/dev/null | grep -v 'Nothing to be done')" ]; then \
+    echo "[$$n/$(words $(1))] $$t ok"; \
+  else echo "[$$n/$(words $(1))] $$t ..."; $(MAKE) -s --no-print-directory $$t || exit 1; fi; done
+endef
 
 include $(wildcard mk/*.mk)
 
-setup: install $(SETUP_TARGETS)
+setup:
+	+@$(call run_steps,python-packages $(SETUP_TARGETS))
 
 # The schema registry (Confluent's REST API, docs/schema-registry.md) on 8081, as Confluent's own default;
 # the dashboard, /metrics and health checks (docs/admin.md) on 8080. ARGS: any more gateway flags
 # (`make run ARGS="--grpc-port 8181"`); a flag given again in ARGS wins.
-run: install native
+run:
+	+@$(call run_steps,python-packages native)
 	$(PY) -m gateway --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
 
 test: setup

@@ -24,7 +24,7 @@ import trio
 
 from interop.inner_batch import is_gap, present_offsets
 from semantics.clock import WALL_CLOCK
-from semantics.pop_log import PopLog
+from semantics.pop_log import PopLog, offset_ranges
 from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties, span
 from semantics.pop_state import QueueState
 from semantics.pop_writes import PopLogWrites
@@ -60,17 +60,6 @@ class Acquired:
     deliveries: list[Delivery] = field(default_factory=list)
     rest: int = 0  # records left in the queue (not delivered, or available again)
     end_offset: int = 0  # CommitLog end of the logged op (0: nothing logged)
-
-
-def _ranges(offsets: list[int]) -> list[list[int]]:
-    """Ascending offsets as [first, end) ranges (a filtered queue skips long runs)."""
-    out: list[list[int]] = []
-    for offset in offsets:
-        if out and out[-1][1] == offset:
-            out[-1][1] += 1
-        else:
-            out.append([offset, offset + 1])
-    return out
 
 
 class PopEngine:
@@ -134,9 +123,9 @@ class PopEngine:
         raw_keep = (raw_keep or KEEP_ALL) if raw and (keep is None or raw_keep is not None) else None
         skipped, new_next = self._read_new(state, topic, qid, max_n - len(result.deliveries), result,
                                            tag_filter, keep, messages, whole_batches, raw_keep)
-        leased = _ranges(sorted(d.offset for d in result.deliveries))
+        leased = offset_ranges(sorted(d.offset for d in result.deliveries))
         if leased or skipped or new_next != state.next:
-            op = {"k": "pop", "r": leased, "s": _ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
+            op = {"k": "pop", "r": leased, "s": offset_ranges(skipped), "n": new_next, "d": result.deadline, "p": pop_time}
             result.end_offset = self._do(group, topic, qid, state, op)
             if leased:
                 self._arm(result.deadline, topic, qid)
@@ -268,7 +257,7 @@ class PopEngine:
         if how == "reject":
             return self._dead_letter(state, group, topic, qid, offsets, dead_letter)
         end = self._do(group, topic, qid, state, {"k": "rel" if how == "release" else "ack",
-                                                   "r": _ranges(sorted(offsets))})
+                                                   "r": offset_ranges(sorted(offsets))})
         if how == "release" and self.notify is not None:
             self.notify(topic, qid)
         return end
@@ -309,7 +298,7 @@ class PopEngine:
                 message = self._message(topic, qid, offset)
                 if message is not None:
                     end = max(end, dead_letter(group, message, offset) or 0)
-        op = {"k": "ack", "r": _ranges(sorted(offsets)), "dead": True}
+        op = {"k": "ack", "r": offset_ranges(sorted(offsets)), "dead": True}
         return max(end, self._do(group, topic, qid, state, op))
 
     # ---- admin ----------------------------------------------------------------------------
@@ -342,11 +331,15 @@ class PopEngine:
             if deadline := state.next_deadline(0):
                 self._arm(deadline, topic, qid)
 
+    # ---- views (read only: the console's and the admin commands') -------------------------
+    def groups(self) -> set[str]:
+        """Every group with POP state on some queue (live consumer or not)."""
+        return {g for g, _topic, _qid in self._states}
+
     def queues(self, group: str) -> list[tuple[str, int]]:
         """(topic, queue id) of every queue the group has state on."""
         return sorted((t, q) for g, t, q in self._states if g == group)
 
-    # ---- views ----------------------------------------------------------------------------
     def state(self, group: str, topic: str, qid: int) -> QueueState | None:
         return self._states.get((group, topic, qid))
 

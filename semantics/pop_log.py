@@ -27,6 +27,17 @@ log = logging.getLogger(__name__)
 Key = tuple  # (group, topic, queue id)
 
 
+def offset_ranges(offsets: list[int]) -> list[list[int]]:
+    """Ascending offsets as [first, end) ranges, as ops log them (a filtered queue skips long runs)."""
+    out: list[list[int]] = []
+    for offset in offsets:
+        if out and out[-1][1] == offset:
+            out[-1][1] += 1
+        else:
+            out.append([offset, offset + 1])
+    return out
+
+
 class PopLog:
     def __init__(self, store, writer=None) -> None:
         self.store = store

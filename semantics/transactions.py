@@ -116,9 +116,9 @@ class Transactions:
         self.open_groups_at_start = self._undecided_groups()
 
     def _undecided_groups(self) -> set[str]:
-        return {half.properties.get(PROPERTY_PRODUCER_GROUP, "") for _hoff, half in self._undecided_halves()}
+        return {half.properties.get(PROPERTY_PRODUCER_GROUP, "") for _hoff, half in self.undecided_halves()}
 
-    def _undecided_halves(self):
+    def undecided_halves(self):
         """(half offset, half) of every half from the cursor on that has no outcome yet."""
         s = self.store
         off, top = self.cursor, s.max_offset(HALF_TOPIC, 0)
@@ -271,7 +271,7 @@ class Transactions:
         self.cursor = min(max(self.cursor, low), high)
         to_check: list[tuple[StoredMessage, int]] = []
         to_discard: list[StoredMessage] = []
-        for hoff, half in self._undecided_halves():
+        for hoff, half in self.undecided_halves():
             immunity = self.timeout_ms
             seconds = half.properties.get(PROPERTY_IMMUNITY)
             if seconds is not None and seconds.strip().isdigit():

@@ -4,7 +4,8 @@ checks them once and sets a signed session cookie (HttpOnly, SameSite=Strict, SE
 security nobody is an admin and the pages stay read-only. Every change is a POST carrying a CSRF
 token (an HMAC of the user under a per-process key) and an Origin/Referer of this host, so another
 site cannot make a logged-in browser submit it. Changes: create a topic, reset a group's offsets
-(no live members), resend dead letters."""
+(no live members), resend dead letters, deliver a delayed message now, commit or roll back a pending transaction, create users and add or remove ACLs (security.commands:
+the same parser and checks as `python -m security`)."""
 from __future__ import annotations
 
 import base64
@@ -15,9 +16,13 @@ import secrets
 import time
 from urllib.parse import urlsplit
 
-from security.acl import Operation, ResourceType
+import security.commands as security_commands
+from security.acl import AclError, Operation, ResourceType
+from security.credentials import CredentialError
 from semantics import backtrack
+from semantics.flow_control import append_in_turn
 from semantics.retry import resend_from_dlq
+from semantics.routing import SCHEDULE_TOPIC
 
 import gateway.ops.inspect as inspect
 from gateway.kafka.topics import legal_name
@@ -134,3 +139,71 @@ async def resend(app, group: str, msg_id: str | None) -> str:
         done += 1
     return f"resent {done} dead letter(s) of {group}"
 
+
+
+async def deliver_now(app, msg_id: str) -> str:
+    """A scheduled message delivered at once: its real copy appended as the scheduler would, then the
+    scheduled entry recalled (semantics.delay), so it is dropped when its time comes."""
+    try:
+        phys = parse_msg_id(msg_id)[2]
+    except ValueError:
+        raise Refused(f"{msg_id!r} is not a msgId") from None
+    entry = app.store.get(phys)
+    if entry is None or entry.topic != SCHEDULE_TOPIC:
+        raise Refused(f"{msg_id} is not a scheduled message")
+    delay, q = app.delay, entry.queue_id
+    msg = delay.real_copy(entry, q)
+    uniq = msg.properties.get("UNIQ_KEY") if msg is not None else None
+    if not uniq:
+        raise Refused(f"{msg_id} names no real topic or UNIQ_KEY: it cannot be recalled")
+    if entry.queue_offset < delay.cursor[q] or (msg.topic, uniq) in delay.recalled:
+        raise Refused(f"{msg_id} was already delivered")
+    units = app.store.units(SCHEDULE_TOPIC, q, entry.queue_offset, 1)
+    due = units[0][2] if units else int(time.time() * 1000)
+    result = (await append_in_turn(app.flow, app.store, [msg]))[0]
+    delay.recall(msg.topic, uniq, due)
+    await app.durable(result.end_offset)
+    return f"delivered {uniq} to {msg.topic} now"
+
+
+async def end_transaction(app, half_offset: str, decision: str) -> str:
+    """An operator decides a pending transaction as its producer would (END_TRANSACTION): commit
+    delivers the half message, roll back discards it; an already decided one is left as it is."""
+    try:
+        offset = int(half_offset)
+    except ValueError:
+        raise Refused(f"{half_offset!r} is not a half offset") from None
+    if decision not in ("commit", "rollback"):
+        raise Refused("decide commit or rollback")
+    outcome, result = await app.transactions.end_in_turn(app.flow, offset, decision == "commit")
+    if result is None:
+        raise Refused(f"half message {offset}: {outcome.value}")
+    await app.durable(result.end_offset)
+    return f"half message {offset} {outcome.value}"
+
+
+# Resource types an ACL form may name, as `python -m security acl` flags.
+ACL_RESOURCES = ("topic", "group", "transactional-id", "cluster")
+
+
+def security_change(app, argv: list[str]) -> str:
+    """A users/ACLs change as `python -m security ARGV` would make it, on the gateway's own stores
+    (so it takes effect at once): its confirmation lines."""
+    sec = app.security
+    if sec is None:
+        raise Refused("this gateway runs without --authorizer acl")
+    try:
+        return "; ".join(security_commands.apply(argv, sec.credentials, sec.authorizer))
+    except (security_commands.CommandError, AclError, CredentialError) as exc:
+        raise Refused(str(exc)) from None
+
+
+def acl_argv(fields: dict) -> list[str]:
+    """The `acl add|remove` arguments of the Security page's ACL form."""
+    change, resource = fields.get("change", ""), fields.get("resource", "")
+    if change not in ("add", "remove") or resource not in ACL_RESOURCES:
+        raise Refused(f"change is add or remove; resource one of {', '.join(ACL_RESOURCES)}")
+    target = ["--cluster"] if resource == "cluster" else [f"--{resource}", fields.get("name", "")]
+    deny = ["--deny"] if fields.get("permission", "ALLOW").upper() == "DENY" else []
+    return ["acl", change, "--principal", fields.get("principal", ""), *target,
+            "--operation", fields.get("operation", "").upper(), *deny]

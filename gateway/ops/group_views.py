@@ -32,8 +32,7 @@ def kinds(app) -> dict[str, list[str]]:
             kind = "grpc " + _client_type(session)
             if kind not in found.get(session.group, []):
                 add([session.group], kind)
-    pop_groups = {g for g, _topic, _qid in app.pop._states}  # (pop.py is at the size limit: read, never written)
-    add(pop_groups - set(found), "pop (no live consumer)")
+    add(app.pop.groups() - set(found), "pop (no live consumer)")
     add([g for g in app.offsets.groups() if g not in found], "offsets only")
     return found
 

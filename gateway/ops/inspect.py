@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from semantics.routing import HALF_TOPIC
+from semantics.routing import HALF_TOPIC, SCHEDULE_TOPIC
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -63,9 +63,26 @@ def delay_queues(app) -> list[dict]:
             for q, depth, due in app.delay.pending()]
 
 
+def delay_waiting(app, per_queue: int = 20) -> list[dict]:
+    """The next messages waiting in each schedule queue, from its delivery cursor (what an admin may
+    deliver now); recalled ones are left out."""
+    st, delay, last, rows = app.store, app.delay, app.delay_levels.queue_count - 1, []
+    for q in range(last + 1):
+        cursor = delay.cursor[q]
+        for i, (phys, _size, due) in enumerate(st.units(SCHEDULE_TOPIC, q, cursor, per_queue)):
+            entry = st.get(phys)
+            if entry is None or entry.queue_offset != cursor + i:
+                continue  # unreadable, or a later unit of an inner batch
+            topic, uniq = entry.properties.get("REAL_TOPIC", ""), entry.properties.get("UNIQ_KEY", "")
+            if (topic, uniq) not in delay.recalled:
+                rows.append({"level": str(q + 1) if q < last else "timer", "msg_id": entry.msg_id, "topic": topic,
+                             "uniq_key": uniq, "due_ms": due})
+    return rows
+
+
 def pending_transactions(app) -> int:
     """Half messages with no outcome yet (each is checked back until decided or discarded)."""
-    return sum(1 for _ in app.transactions._undecided_halves())
+    return sum(1 for _ in app.transactions.undecided_halves())
 
 
 def half_messages_stored(app) -> int:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
+import gateway.ops.actions as actions
 import gateway.ops.inspect as inspect
 from gateway.kafka.metadata import NODE_ID, partition_entries
 from gateway.kafka.topics import partition_count
-from gateway.ops.html import cards, esc, form, q, table
+from gateway.ops.html import cards, esc, form, post_form, q, table
 
 TOPICS_PER_PAGE = 100  # partitions are listed for this many topics per page
 
@@ -93,11 +94,30 @@ def routes(console) -> list[Route]:
         body += "<h2>Access keys</h2>" + table(keys, ["access_key", "user"])
         body += "<h2>ACLs</h2>" + table(acls, ["principal", "host", "operation", "permission", "resource", "name",
                                                "pattern"])
-        body += '<p class="note">Change them with <code>python -m security</code> or Kafka\'s admin API ' \
+        token = actions.csrf_token(console.admin(request))
+        body += "<h2>Create a user, or change a password (SCRAM-SHA-256 and -512)</h2>" + post_form(
+            "/security/users", [("name", "user", ""), ("password", "password", "")], "Set user", token)
+        body += "<h2>Add or remove an ACL</h2>" + post_form("/security/acls", [
+            ("change", "add or remove", "add"), ("principal", "principal", "User:"),
+            ("resource", "topic, group, transactional-id or cluster", "topic"), ("name", "name", ""),
+            ("operation", "operation", "READ"), ("permission", "ALLOW or DENY", "ALLOW")], "Change ACL", token)
+        body += '<p class="note">The same changes as <code>python -m security</code> (which also manages ' \
+                'access keys and RocketMQ grants) or Kafka\'s admin API ' \
                 f'({esc("kafka-acls.sh, kafka-configs.sh")}).</p>'
         return console.html("Security", "/security", body)
 
-    return [Route("/cluster", cluster), Route("/grpc", grpc), Route("/security", security)]
+    async def set_user(request):
+        async def do(f):
+            return actions.security_change(app, ["user", "set", f.get("name", ""), "--password", f.get("password", "")])
+        return await console.change(request, "Security", "/security", do)
+
+    async def change_acl(request):
+        async def do(f):
+            return actions.security_change(app, actions.acl_argv(f))
+        return await console.change(request, "Security", "/security", do)
+
+    return [Route("/cluster", cluster), Route("/grpc", grpc), Route("/security", security),
+            Route("/security/users", set_user, methods=["POST"]), Route("/security/acls", change_acl, methods=["POST"])]
 
 
 def _client_row(session) -> dict:

@@ -42,21 +42,47 @@ def routes(console) -> list[Route]:
         return console.html(f"Dead letters of {name}", "/dlq", body)
 
     async def delay(request):
+        if request.method == "POST":
+            async def deliver(f):
+                return await actions.deliver_now(app, f.get("msg_id", ""))
+            return await console.change(request, "Delay queues", "/delay", deliver)
         rows = inspect.delay_queues(app)
         for r in rows:
             r["next_due"] = when(r["next_due_ms"])
-        return console.html("Delay queues", "/delay", table(rows, ["level", "depth", "next_due"], numeric=("depth",)))
+        body = table(rows, ["level", "depth", "next_due"], numeric=("depth",))
+        waiting = inspect.delay_waiting(app)
+        for r in waiting:
+            r["due"] = when(r["due_ms"])
+        body += "<h2>Next waiting</h2>" + table(waiting, ["level", "msg_id", "topic", "uniq_key", "due"])
+        user = console.admin(request)
+        if user and waiting:
+            body += post_form("/delay", [("msg_id", "msgId", waiting[0]["msg_id"])], "Deliver now",
+                              actions.csrf_token(user))
+        else:
+            body += console.admin_note(request, "deliver a delayed message now")
+        return console.html("Delay queues", "/delay", body)
 
     async def transactions(request):
+        if request.method == "POST":
+            async def decide(f):
+                return await actions.end_transaction(app, f.get("half_offset", ""), f.get("decision", ""))
+            return await console.change(request, "Pending transactions", "/transactions", decide)
         halves = [{"half_offset": off, "topic": h.properties.get("REAL_TOPIC", ""),
                    "producer_group": h.properties.get("PGROUP", ""), "msg_id": h.properties.get("UNIQ_KEY", ""),
                    "stored": when(h.store_timestamp), "checks": app.transactions.check_times.get(off, 0)}
-                  for off, h in app.transactions._undecided_halves()]
+                  for off, h in app.transactions.undecided_halves()]
         body = f'<p class="note">{inspect.half_messages_stored(app):,} half messages stored; ' \
                f'{len(halves):,} undecided.</p>'
-        return console.html("Pending transactions", "/transactions", body + table(
-            halves[:500], ["half_offset", "topic", "producer_group", "msg_id", "stored", "checks"],
-            numeric=("half_offset", "checks")))
+        body += table(halves[:500], ["half_offset", "topic", "producer_group", "msg_id", "stored", "checks"],
+                      numeric=("half_offset", "checks"))
+        user = console.admin(request)
+        if user and halves:
+            token, first = actions.csrf_token(user), halves[0]["half_offset"]
+            body += post_form("/transactions", [("half_offset", "half offset", first),
+                                                ("decision", "commit or rollback", "commit")], "Decide", token)
+        else:
+            body += console.admin_note(request, "commit or roll back a pending transaction")
+        return console.html("Pending transactions", "/transactions", body)
 
     async def schemas(request):
         if app.schema_registry is None:
@@ -72,5 +98,5 @@ def routes(console) -> list[Route]:
         return console.html("Schemas", "/schemas", body)
 
     both = ["GET", "POST"]
-    return [Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group, methods=both), Route("/delay", delay),
-            Route("/transactions", transactions), Route("/schemas", schemas)]
+    return [Route("/dlq", dlq), Route("/dlq/{name:path}", dlq_group, methods=both), Route("/delay", delay, methods=both),
+            Route("/transactions", transactions, methods=both), Route("/schemas", schemas)]

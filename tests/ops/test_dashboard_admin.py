@@ -11,11 +11,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 
 import pytest
 
 from client import (Admin, ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, MessageQueue, Producer,
-                    PushConsumer)
+                    PushConsumer, TransactionProducer, TransactionState)
 import chromium
 from gateway_process import GatewayProcess, free_port
 from security.credentials import CredentialStore
@@ -54,6 +55,18 @@ def request(gw, path: str, user=None, data: dict | None = None, origin: str | No
             return resp.status, resp.read().decode(), resp.headers
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode(), exc.headers
+
+
+@contextmanager
+def signed_in(gw):
+    """A headless chromium signed in as the admin (quit however the test ends)."""
+    browser = chromium.start()
+    try:
+        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
+        chromium.main_text(browser, "Signed in as admin admin")
+        yield browser
+    finally:
+        browser.quit()
 
 
 def token(gw, user) -> str:
@@ -169,6 +182,60 @@ def test_admin_changes_in_the_browser(gw):
 
 
 @chromium.needs_chromium
+def test_admin_delivers_a_delayed_message_now_in_the_browser(gw):
+    """A message two hours from delivery (level 18): an admin delivers it now from the Delay page; it
+    is on its topic at once, leaves the waiting list (recalled, so not delivered twice), and a
+    second try is refused."""
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    creds = {"access_key": ADMIN[0], "secret_key": ADMIN[1]}
+    with Admin(gw.namesrv, **creds) as admin:
+        admin.create_topic("dash-delay", queues=1)
+    with Producer("acl-delay", gw.namesrv, **creds) as prod:
+        prod.send(Message("dash-delay", b"in two hours", delay_level=18))
+    assert "Deliver now" not in request(gw, "/delay")[1]  # not signed in: no form
+    with signed_in(gw) as browser:
+        browser.get(f"http://{gw.host}/delay")
+        msg_id = browser.find_element(By.NAME, "msg_id").get_attribute("value")
+        assert "dash-delay" in chromium.main_text(browser, "Next waiting")
+        browser.find_element(By.XPATH, "//button[text()='Deliver now']").click()
+        expected = "to dash-delay now"
+        assert expected in chromium.main_text(browser, expected)
+    topics = {t["topic"]: t for t in json.loads(request(gw, "/api/topics")[1])}
+    assert topics["dash-delay"]["messages"] == 1
+    assert "dash-delay" not in request(gw, "/delay", ADMIN)[1].split("Next waiting")[1]
+    again = request(gw, "/delay", ADMIN, {"csrf": token(gw, ADMIN), "msg_id": msg_id})
+    assert again[0] == 400 and "already delivered" in again[1]
+
+
+@chromium.needs_chromium
+def test_admin_decides_a_pending_transaction_in_the_browser(gw):
+    """A half message its producer left UNKNOWN (and nobody answers checks): an admin commits it from
+    the Pending transactions page and it is delivered; a second decision is refused."""
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    creds = {"access_key": ADMIN[0], "secret_key": ADMIN[1]}
+    with Admin(gw.namesrv, **creds) as admin:
+        admin.create_topic("dash-tx", queues=1)
+    unknown = lambda *_: TransactionState.UNKNOWN  # noqa: E731
+    with TransactionProducer("acl-tx", gw.namesrv, local_transaction=unknown, check_listener=unknown, **creds) as tp:
+        tp.send_in_transaction(Message("dash-tx", b"undecided"))
+    assert "Decide" not in request(gw, "/transactions")[1]  # not signed in: no form
+    with signed_in(gw) as browser:
+        browser.get(f"http://{gw.host}/transactions")
+        half = browser.find_element(By.NAME, "half_offset").get_attribute("value")
+        browser.find_element(By.XPATH, "//button[text()='Decide']").click()
+        expected = f"half message {half} committed"
+        assert expected in chromium.main_text(browser, expected)
+    topics = {t["topic"]: t for t in json.loads(request(gw, "/api/topics")[1])}
+    assert topics["dash-tx"]["messages"] == 1
+    again = request(gw, "/transactions", ADMIN, {"csrf": token(gw, ADMIN), "half_offset": half, "decision": "rollback"})
+    assert again[0] == 400 and f"half message {half}: already decided" in again[1]
+
+
+@chromium.needs_chromium
 def test_admin_edits_configs_and_deletes_a_topic_in_the_browser(gw):
     pytest.importorskip("selenium")
     from selenium.webdriver.common.by import By
@@ -223,19 +290,53 @@ def test_security_page_for_admins_only(gw):
     status, page, _ = request(gw, "/security")
     assert status == 200 and "Sign in" in page and "console-key" not in page
     assert "console-key" not in request(gw, "/security", ("bob", "bob-secret"))[1]
-    browser = chromium.start()
-    try:
-        browser.get(f"http://{ADMIN[0]}:{ADMIN[1]}@{gw.host}/login")
-        chromium.main_text(browser, "Signed in as admin admin")
+    with signed_in(gw) as browser:
         browser.get(f"http://{gw.host}/security")
         text = chromium.main_text(browser, "ACLs")
         chromium.shot(browser, "security")
-    finally:
-        browser.quit()
     assert "User:bob" in text and "SCRAM-SHA-256" in text
     assert "console-key bob" in text  # the key and its user
     assert "User:bob * READ ALLOW TOPIC dash-acl LITERAL" in text
     assert "never-shown-1234" not in text and "bob-secret" not in text
+
+
+@chromium.needs_chromium
+def test_admin_manages_users_and_acls_in_the_browser(gw):
+    """From the Security page an admin creates a user with SCRAM credentials and adds then removes an
+    ACL, through security.commands (python -m security's parser and checks): the files the CLI lists
+    show the change, and a bad ACL is refused with the parser's message."""
+    import subprocess
+    import sys
+    pytest.importorskip("selenium")
+    from selenium.webdriver.common.by import By
+
+    def submit(browser, form: str, values: dict[str, str], expected: str) -> None:
+        browser.get(f"http://{gw.host}/security")
+        chromium.main_text(browser, "ACLs")
+        for name, value in values.items():
+            box = browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] input[name='{name}']")
+            box.clear()
+            box.send_keys(value)
+        browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] button").click()
+        assert expected in chromium.main_text(browser, expected)
+
+    acl = {"principal": "User:carol", "resource": "topic", "name": "carol-orders", "operation": "write"}
+    with signed_in(gw) as browser:
+        submit(browser, "/security/users", {"name": "carol", "password": "carol-secret"},
+               "user carol: SCRAM-SHA-256 credentials set (4096 iterations)")
+        submit(browser, "/security/acls", acl,
+               "ACL added: ALLOW User:carol WRITE on TOPIC 'carol-orders' (literal) from host *")
+        listed = json.loads(subprocess.run([sys.executable, "-m", "security", "--data-dir", gw.data_dir, "list"],
+                                           check=True, capture_output=True, text=True, timeout=60).stdout)
+        assert [m for m, _n in listed["users"]["carol"]] == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+        assert {"principal": "User:carol", "name": "carol-orders"}.items() <= \
+            next(a for a in listed["acls"] if a["principal"] == "User:carol").items()
+        submit(browser, "/security/acls", {**acl, "change": "remove"},
+               "ACL removed: ALLOW User:carol WRITE on TOPIC 'carol-orders' (literal)")
+        submit(browser, "/security/acls", {**acl, "operation": "FLY"}, "argument --operation: invalid choice")
+        chromium.shot(browser, "admin-acl-refused")
+    assert "carol-orders" not in request(gw, "/security", ADMIN)[1]
+    assert CredentialStore(os.path.join(gw.data_dir, "config")).describe("carol")
 
 
 def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
@@ -247,8 +348,10 @@ def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
         admin.create_topic("dash-fuzz", queues=1)
     bad = ["", "-1", "0", "99999999999999999999", "abc", "\x00", "%", "a" * 3000, "1e3", "NaN", "earliest ",
            "retention.ms", "<b>", "𝄞"]
-    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id"]
-    for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such"]:
+    fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id", "half_offset", "decision",
+              "password", "change", "principal", "resource", "operation", "permission"]
+    for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such",
+                 "/transactions", "/delay", "/security/users", "/security/acls"]:
         for _ in range(40):
             form = {rng.choice(fields): rng.choice(bad) for _ in range(rng.randrange(1, 4))}
             form.pop("delete", None)  # the topic stays for the next rounds

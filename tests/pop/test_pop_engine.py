@@ -378,3 +378,15 @@ def test_gathered_acks_skip_a_lease_that_changed_before_the_commit(env):
     eng.commit_acks(pending)
     state = eng.state(G, T, 0)
     assert sorted(state.leases) == [0] and state.leases[0].pop_time == again.pop_time and 1 in state.done
+
+
+def test_groups_and_queues_views(env):
+    """The read views the console uses: groups with POP state (popped or reset), and their queues."""
+    s, clock, offsets, eng = env
+    assert eng.groups() == set()
+    eng.acquire(G, T, 0, 1, 30_000)
+    eng.reset("other", T, 0, 5)
+    assert eng.groups() == {G, "other"}
+    assert eng.queues("other") == [(T, 0)]
+    eng.drop("other", T, 0)
+    assert eng.groups() == {G}
