@@ -1278,6 +1278,34 @@ LIST_CONFIG_RESOURCES = Api(key=74, name="ListConfigResources", versions="0-1", 
     F("config_resources", [F("resource_name", "str"), F("resource_type", "i8", "1+", default=16)]),
 ])
 
+# KIP-714 client telemetry: the broker names the metrics it wants, clients push them as OTLP protobuf.
+GET_TELEMETRY_SUBSCRIPTIONS = Api(key=71, name="GetTelemetrySubscriptions", versions="0", flexible="0+", request=[
+    F("client_instance_id", "uuid"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("client_instance_id", "uuid"),
+    F("subscription_id", "i32"),
+    F("accepted_compression_types", "[i8]"),
+    F("push_interval_ms", "i32"),
+    F("telemetry_max_bytes", "i32"),
+    F("delta_temporality", "bool"),
+    F("requested_metrics", "[str]"),
+])
+
+PUSH_TELEMETRY = Api(key=72, name="PushTelemetry", versions="0", flexible="0+", request=[
+    F("client_instance_id", "uuid"),
+    F("subscription_id", "i32"),
+    F("terminating", "bool"),
+    F("compression_type", "i8"),
+    F("metrics", "bytes"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+])
+
+TELEMETRY_APIS = [GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY]
+
 STREAMS_APIS = [STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE]
 
 PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
@@ -1295,5 +1323,5 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, METADATA, OFFSET_C
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
        LIST_CONFIG_RESOURCES, ALTER_REPLICA_LOG_DIRS, UPDATE_FEATURES,
-       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS]
+       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS, *TELEMETRY_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -51,8 +51,6 @@ NOT_YET = {
     39: "RenewDelegationToken not served (Kafka 1-2)",
     40: "ExpireDelegationToken not served (Kafka 1-2)",
     41: "DescribeDelegationToken not served (Kafka 1-3)",
-    71: "GetTelemetrySubscriptions not served (Kafka 0, with a telemetry reporter): KIP-714",
-    72: "PushTelemetry not served (Kafka 0, with a telemetry reporter): KIP-714",
 }
 
 # The finalized features clients read (Java producers: transaction.version; consumers and admin tools:
