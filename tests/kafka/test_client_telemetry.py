@@ -5,24 +5,22 @@ against it first), and the metrics librdkafka pushes shown on the gateway's /met
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 import urllib.request
 import uuid
 
 import pytest
 from gateway_process import GatewayProcess, free_port
+from kafka_java import compile_against_kafka
 from kafka_raw import RawClient
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
 
-from bench.brokers import JARS, KafkaBroker
+from bench.brokers import KafkaBroker
 from compat.jvm import JAVA_DIR
 
 pytestmark = pytest.mark.timeout(300)
 
-KAFKA_JARS = os.path.join(JARS, "kafka")
 REPORTER = os.path.join(JAVA_DIR, "src", "kafkatelemetry", "compat", "TelemetryReporter.java")
 PREFIXES = ["org.apache.kafka.producer.", "org.apache.kafka.consumer."]
 INTERVAL_MS = 1000
@@ -45,11 +43,7 @@ def _subscribe_kafka(bootstrap: str) -> None:
 @pytest.fixture(scope="module")
 def brokers(tmp_path_factory):
     """{"kafka": bootstrap, "gateway": GatewayProcess}."""
-    javac = shutil.which("javac")
-    if javac is None or not os.path.isdir(KAFKA_JARS):
-        pytest.skip("needs javac and bench/jars/kafka (make bench-jars)")
-    classes = str(tmp_path_factory.mktemp("telemetry-reporter"))
-    subprocess.run([javac, "-d", classes, "-cp", os.path.join(KAFKA_JARS, "*"), REPORTER], check=True, timeout=300)
+    classes = compile_against_kafka(REPORTER, str(tmp_path_factory.mktemp("telemetry-reporter")))
     kafka = KafkaBroker(str(tmp_path_factory.mktemp("kafka")), classpath=classes,
                         extra={"metric.reporters": "compat.TelemetryReporter"})
     http_port = free_port()
