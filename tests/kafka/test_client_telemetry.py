@@ -4,14 +4,17 @@ against it first), and the metrics librdkafka pushes shown on the gateway's /met
 """
 from __future__ import annotations
 
+import base64
 import os
+import shutil
+import subprocess
 import time
 import urllib.request
 import uuid
 
 import pytest
 from gateway_process import GatewayProcess, free_port
-from kafka_java import compile_against_kafka
+from kafka_java import KAFKA_JARS, compile_against_kafka
 from kafka_raw import RawClient
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
@@ -22,6 +25,7 @@ from compat.jvm import JAVA_DIR
 pytestmark = pytest.mark.timeout(300)
 
 REPORTER = os.path.join(JAVA_DIR, "src", "kafkatelemetry", "compat", "TelemetryReporter.java")
+JAVA_PRODUCER = os.path.join(JAVA_DIR, "src", "kafkatelemetry", "compat", "TelemetryProducer.java")
 PREFIXES = ["org.apache.kafka.producer.", "org.apache.kafka.consumer."]
 INTERVAL_MS = 1000
 ZERO = uuid.UUID(int=0)
@@ -173,3 +177,29 @@ def test_librdkafka_pushes_its_metrics(brokers):
         assert lines, "librdkafka pushed no producer metrics"
     finally:
         producer.flush(10)
+
+
+def _lines(gateway, client_id: str, prefix: str) -> list[str]:
+    return [line for line in _scrape(gateway).splitlines() if line.startswith("rocketgate_kafka_client_metric{")
+            and f'client_id="{client_id}"' in line and f'metric="{prefix}' in line]
+
+
+def _java_instance(classes: str, bootstrap: str, client_id: str) -> str:
+    """Run the Java producer for four push intervals; its client instance id, as hex."""
+    run = subprocess.run([shutil.which("java"), "-cp", os.pathsep.join([classes, os.path.join(KAFKA_JARS, "*")]),
+                          "compat.TelemetryProducer", bootstrap, "telemetry-java", client_id, str(4 * INTERVAL_MS)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    java_uuid = run.stdout.split("instance=", 1)[1].split()[0]  # Kafka's Uuid: URL-safe base64, unpadded
+    return base64.urlsafe_b64decode(java_uuid + "==").hex()
+
+
+def test_java_client_pushes_its_metrics(brokers, tmp_path):
+    """kafka-clients 4.3.1 (telemetry on by default) gets an instance id from Kafka and from the gateway;
+    the gateway's /metrics shows what it pushed under that id."""
+    classes = compile_against_kafka(JAVA_PRODUCER, str(tmp_path))
+    assert int(_java_instance(classes, brokers["kafka"], "java-probe"), 16) != 0
+    gateway = brokers["gateway"]
+    instance = _java_instance(classes, gateway.kafka_bootstrap, "java-probe")
+    lines = _lines(gateway, "java-probe", "org.apache.kafka.producer.")
+    assert lines and all(f'client_instance_id="{instance}"' in line for line in lines), lines[:3]
