@@ -56,7 +56,8 @@ async def add_partitions_to_txn(ctx: RequestContext):
 
 
 def _add_partitions(app, req: dict) -> list:
-    """One transaction's per-partition answer; `verify_only` (v4+) checks membership without adding."""
+    """One transaction's per-partition answer; `verify_only` (v4+) checks membership without adding (a
+    partition not in the transaction: TRANSACTION_ABORTABLE, as Kafka 4.3.1 answers)."""
     txns = kafka_state(app).txns
     code, txn = txns.lookup(req["transactional_id"], req["producer_id"], req["producer_epoch"])
     asked = [(t["name"], p) for t in req["topics"] for p in t["partitions"]]
@@ -64,7 +65,7 @@ def _add_partitions(app, req: dict) -> list:
     if txn is not None and txns.ending(txn):
         codes = dict.fromkeys(asked, errors.CONCURRENT_TRANSACTIONS)
     elif txn is not None and req.get("verify_only"):
-        codes = {tp: errors.NONE if tp in txn.partitions else INVALID_TXN_STATE for tp in asked}
+        codes = {tp: errors.NONE if tp in txn.partitions else errors.TRANSACTION_ABORTABLE for tp in asked}
     elif txn is not None:
         txns.begin(txn, _now())
         txn.partitions.update(asked)

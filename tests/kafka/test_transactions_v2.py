@@ -103,3 +103,78 @@ def test_produce_to_partition_not_added_refused_in_tv1(bootstrap, version, expec
         assert code == expected
     finally:
         client.close()
+
+
+def _create(client: RawClient, topic: str, partitions: int = 1) -> None:
+    answer = client.call(19, 7, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1,
+                                             "assignments": [], "configs": []}], "timeout_ms": 30000,
+                                 "validate_only": False})
+    assert answer["topics"][0]["error_code"] == 0
+
+
+def _produce_code(client: RawClient, version: int, tid: str, topic: str, batch: bytes) -> int:
+    """The partition's error code, retried while Kafka elects the new partition's leader."""
+    body = {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
+    deadline = time.monotonic() + 30
+    while True:
+        code = client.call(0, version, body)["responses"][0]["partition_responses"][0]["error_code"]
+        if code != 6 or time.monotonic() > deadline:  # NOT_LEADER_OR_FOLLOWER
+            return code
+        time.sleep(0.5)
+
+
+def _end_txn(client: RawClient, end: dict) -> dict:
+    """EndTxn v5, retried while CONCURRENT_TRANSACTIONS (Kafka: the previous state is still being written)."""
+    deadline = time.monotonic() + 30
+    while True:
+        answer = client.call(26, 5, end)
+        if answer["error_code"] != 51 or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_end_txn_v5_bumps_the_epoch(bootstrap):
+    """Produce v12 adds the partition implicitly; EndTxn v5 answers the bumped epoch; its retry with the
+    old epoch gets the same answer; a write with the old epoch afterwards is fenced."""
+    client = RawClient(bootstrap, timeout=30)
+    try:
+        topic, tid = "txn-v2-" + uuid.uuid4().hex[:6], "tid-v2-" + uuid.uuid4().hex[:6]
+        _create(client, topic)
+        init = _init_transactional(client, tid)
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def batch(e, seq):
+            return records.build_batch([(0, None, b"v", [])], producer_id=pid, producer_epoch=e,
+                                       base_sequence=seq, transactional=True)
+        assert _produce_code(client, 12, tid, topic, batch(epoch, 0)) == 0
+        end = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True}
+        first = _end_txn(client, end)
+        assert (first["error_code"], first["producer_id"], first["producer_epoch"]) == (0, pid, epoch + 1)
+        again = _end_txn(client, end)
+        assert (again["error_code"], again["producer_id"], again["producer_epoch"]) == (0, pid, epoch + 1)
+        assert _produce_code(client, 12, tid, topic, batch(epoch, 1)) in (47, 90)  # INVALID_PRODUCER_EPOCH / FENCED
+        assert _produce_code(client, 12, tid, topic, batch(epoch + 1, 0)) == 0
+    finally:
+        client.close()
+
+
+def test_add_partitions_v4_verify_only(bootstrap):
+    """The batched AddPartitionsToTxn (v4, as brokers send it): add, then verify what is in."""
+    client = RawClient(bootstrap, timeout=30)
+    try:
+        topic, tid = "txn-v4-" + uuid.uuid4().hex[:6], "tid-v4-" + uuid.uuid4().hex[:6]
+        _create(client, topic, 2)
+        init = _init_transactional(client, tid)
+
+        def add(partitions, verify):
+            answer = client.call(24, 4, {"transactions": [{
+                "transactional_id": tid, "producer_id": init["producer_id"], "producer_epoch": init["producer_epoch"],
+                "verify_only": verify, "topics": [{"name": topic, "partitions": partitions}]}]})
+            assert answer["error_code"] == 0
+            (result,) = answer["results_by_transaction"]
+            return {r["partition_index"]: r["partition_error_code"] for r in result["topic_results"][0]["results"]}
+        assert add([0], False) == {0: 0}
+        assert add([0, 1], True) == {0: 0, 1: 120}  # TRANSACTION_ABORTABLE: 1 is not in the transaction
+    finally:
+        client.close()
