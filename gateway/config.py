@@ -73,6 +73,9 @@ class GatewayConfig:
     inter_broker: InterBrokerCredential | None = None
     # Listeners and TLS (gateway/listeners.py, gateway/tls.py).
     kafka_security_protocol: str = "PLAINTEXT"
+    # KIP-714: the metric name prefixes Kafka clients are asked to push ("" none), and how often.
+    kafka_telemetry_metrics: str = "org.apache.kafka.producer.,org.apache.kafka.consumer."
+    kafka_telemetry_interval_ms: int = 60_000
     listeners: tuple = ()  # more Kafka listeners (gateway.listeners.Listener)
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -285,6 +288,10 @@ def build_parser() -> _Parser:
     p.add_argument("--inter-broker-credentials", dest="inter_broker", type=_inter_broker, default=None,
                    metavar="FILE", help='JSON {"accessKey": ..., "secretKey": ...} gateways of a cluster sign '
                    "their forwards with (needed with --cluster and --authorizer acl; docs/security.md)")
+    p.add_argument("--kafka-telemetry-metrics", default=d.kafka_telemetry_metrics, metavar="PREFIX[,PREFIX]",
+                   help="metric name prefixes Kafka clients push (KIP-714), shown on /metrics; \"\" asks none")
+    p.add_argument("--kafka-telemetry-interval-ms", type=_int_between(100, 3_600_000, "interval (100-3600000 ms)"),
+                   default=d.kafka_telemetry_interval_ms, help="how often Kafka clients push their metrics")
     p.add_argument("--kafka-security-protocol", type=str.upper, choices=PROTOCOLS, default=d.kafka_security_protocol,
                    help="security of the --kafka-port listener")
     p.add_argument("--listener", dest="listeners", action="append", type=_listener, default=[],

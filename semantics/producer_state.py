@@ -217,6 +217,7 @@ class Txn:
     partitions: set = dataclasses.field(default_factory=set)  # (topic, partition) added to the transaction
     state: str = "Empty"  # Kafka's TransactionState name (DescribeTransactions / ListTransactions)
     last_start_ms: int = -1  # start of the current or last transaction (-1 after InitProducerId)
+    previous: tuple | None = None  # (producer id, epoch) before the last v2 end's bump (its retries)
 
 
 class TransactionalProducers:
@@ -294,15 +295,41 @@ class TransactionalProducers:
             txn.started_ms = txn.last_start_ms = now_ms
             txn.state = "Ongoing"
 
-    def for_batch(self, pid: int, epoch: int, now_ms: int) -> tuple[int, Txn | None]:
-        """(error, txn) for a transactional record batch about to be stored as a half message."""
+    def for_batch(self, pid: int, epoch: int, now_ms: int, partition: tuple[str, int],
+                  implicit_add: bool) -> tuple[int, Txn | None]:
+        """(error, txn) for a transactional record batch about to be stored as a half message. A
+        partition not added to the transaction is refused (INVALID_TXN_STATE, KIP-890 part 1
+        verification) unless the produce adds it implicitly (Produce v12+: transactions v2)."""
         txn = self.by_pid.get(pid)
         if txn is None:
             return UNKNOWN_PRODUCER_ID, None
         if epoch != txn.epoch:
             return INVALID_PRODUCER_EPOCH, None
+        if partition not in txn.partitions:
+            if not implicit_add or self.ending(txn):
+                return INVALID_TXN_STATE, None
+            txn.partitions.add(partition)
         self.begin(txn, now_ms)
         return NONE_ERR, txn
+
+    def retried_end(self, txn_id: str, pid: int, epoch: int, commit: bool) -> Txn | None:
+        """The transaction whose v2 end (epoch bumped to epoch + 1) this EndTxn repeats, or None."""
+        txn = self.by_id.get(txn_id)
+        if txn is None or txn.started_ms is not None or txn.previous != (pid, epoch):
+            return None
+        return txn if txn.state == ("CompleteCommit" if commit else "CompleteAbort") else None
+
+    def bump_epoch(self, txn: Txn) -> None:
+        """Transactions v2: every end bumps the epoch (a new producer id when it would overflow), so a
+        late write or a retried end of the transaction just ended is fenced."""
+        txn.previous = (txn.producer_id, txn.epoch)
+        if txn.epoch >= MAX_EPOCH - 1:
+            self.by_pid.pop(txn.producer_id, None)
+            txn.producer_id, txn.epoch = self.producers.allocate(), 0
+            self._index(txn)
+        else:
+            txn.epoch += 1
+        self._persist()
 
     def finish(self, txn: Txn, commit: bool) -> list:
         """Commit or abort the transaction in progress; the AppendResults to wait durable for."""

@@ -873,17 +873,28 @@ DELETE_SHARE_GROUP_OFFSETS = Api(key=92, name="DeleteShareGroupOffsets", version
 SHARE_APIS = [SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE,
               DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS]
 
-ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-3", flexible="3+", request=[
-    F("transactional_id", "str"),
-    F("producer_id", "i64"),
-    F("producer_epoch", "i16"),
-    F("topics", [F("name", "str"), F("partitions", "[i32]")]),
+_TXN_TOPICS = [F("name", "str"), F("partitions", "[i32]")]
+_TXN_TOPIC_RESULTS = [F("name", "str"), F("results", [F("partition_index", "i32"), F("partition_error_code", "i16")])]
+
+# v4+ (KIP-890) batches transactions, as brokers send it; clients send v0-3 (Kafka renamed those fields
+# V3AndBelow*; tests/kafka/test_kafka_schemas.py maps the names).
+ADD_PARTITIONS_TO_TXN = Api(key=24, name="AddPartitionsToTxn", versions="0-5", flexible="3+", request=[
+    F("transactions", [
+        F("transactional_id", "str"),
+        F("producer_id", "i64"),
+        F("producer_epoch", "i16"),
+        F("verify_only", "bool"),
+        F("topics", _TXN_TOPICS),
+    ], "4+"),
+    F("transactional_id", "str", "0-3"),
+    F("producer_id", "i64", "0-3"),
+    F("producer_epoch", "i16", "0-3"),
+    F("topics", _TXN_TOPICS, "0-3"),
 ], response=[
     F("throttle_time_ms", "i32"),
-    F("results", [
-        F("name", "str"),
-        F("results", [F("partition_index", "i32"), F("partition_error_code", "i16")]),
-    ]),
+    F("error_code", "i16", "4+"),
+    F("results_by_transaction", [F("transactional_id", "str"), F("topic_results", _TXN_TOPIC_RESULTS)], "4+"),
+    F("results", _TXN_TOPIC_RESULTS, "0-3"),
 ])
 
 ADD_OFFSETS_TO_TXN = Api(key=25, name="AddOffsetsToTxn", versions="0-4", flexible="3+", request=[
@@ -896,7 +907,7 @@ ADD_OFFSETS_TO_TXN = Api(key=25, name="AddOffsetsToTxn", versions="0-4", flexibl
     F("error_code", "i16"),
 ])
 
-END_TXN = Api(key=26, name="EndTxn", versions="0-4", flexible="3+", request=[
+END_TXN = Api(key=26, name="EndTxn", versions="0-5", flexible="3+", request=[
     F("transactional_id", "str"),
     F("producer_id", "i64"),
     F("producer_epoch", "i16"),
@@ -904,9 +915,11 @@ END_TXN = Api(key=26, name="EndTxn", versions="0-4", flexible="3+", request=[
 ], response=[
     F("throttle_time_ms", "i32"),
     F("error_code", "i16"),
+    F("producer_id", "i64", "5+", default=-1),  # v5 (TV2): the epoch bumped by the end, for the next one
+    F("producer_epoch", "i16", "5+", default=-1),
 ])
 
-TXN_OFFSET_COMMIT = Api(key=28, name="TxnOffsetCommit", versions="0-3", flexible="3+", request=[
+TXN_OFFSET_COMMIT = Api(key=28, name="TxnOffsetCommit", versions="0-5", flexible="3+", request=[
     F("transactional_id", "str"),
     F("group_id", "str"),
     F("producer_id", "i64"),
@@ -1278,6 +1291,34 @@ LIST_CONFIG_RESOURCES = Api(key=74, name="ListConfigResources", versions="0-1", 
     F("config_resources", [F("resource_name", "str"), F("resource_type", "i8", "1+", default=16)]),
 ])
 
+# KIP-714 client telemetry: the broker names the metrics it wants, clients push them as OTLP protobuf.
+GET_TELEMETRY_SUBSCRIPTIONS = Api(key=71, name="GetTelemetrySubscriptions", versions="0", flexible="0+", request=[
+    F("client_instance_id", "uuid"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+    F("client_instance_id", "uuid"),
+    F("subscription_id", "i32"),
+    F("accepted_compression_types", "[i8]"),
+    F("push_interval_ms", "i32"),
+    F("telemetry_max_bytes", "i32"),
+    F("delta_temporality", "bool"),
+    F("requested_metrics", "[str]"),
+])
+
+PUSH_TELEMETRY = Api(key=72, name="PushTelemetry", versions="0", flexible="0+", request=[
+    F("client_instance_id", "uuid"),
+    F("subscription_id", "i32"),
+    F("terminating", "bool"),
+    F("compression_type", "i8"),
+    F("metrics", "bytes"),
+], response=[
+    F("throttle_time_ms", "i32"),
+    F("error_code", "i16"),
+])
+
+TELEMETRY_APIS = [GET_TELEMETRY_SUBSCRIPTIONS, PUSH_TELEMETRY]
+
 STREAMS_APIS = [STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE]
 
 PARTITION_APIS = [DESCRIBE_TOPIC_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
@@ -1295,5 +1336,5 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, METADATA, OFFSET_C
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
        LIST_CONFIG_RESOURCES, ALTER_REPLICA_LOG_DIRS, UPDATE_FEATURES,
-       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS]
+       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS, *TELEMETRY_APIS]
 BY_KEY = {api.key: api for api in ALL}

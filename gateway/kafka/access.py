@@ -248,15 +248,21 @@ def _filter_offset_fetch(ctx, body: dict) -> None:
 
 
 # ------------------------------------------------------------ entry point
-# Metadata, SASL, ACL and user APIs, the partition placement APIs (partitions.py) and DescribeQuorum check themselves
-OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 34, 36, 43, 45, 46, 48, 49, 50, 51, 55, 57, 75))
+# Metadata, SASL, ACL and user APIs, the partition placement APIs (partitions.py) and DescribeQuorum check themselves;
+# client telemetry (71, 72) needs no ACL in Kafka either
+OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 34, 36, 43, 45, 46, 48, 49, 50, 51, 55, 57, 71, 72, 75))
 AFTER = frozenset((9, 10, 15, 16, 32, 60, 69))
 GROUP_DELETE = 42
+ADD_PARTITIONS = 24
 
 
 async def guarded(key: int, fn, ctx):
     """The handler's answer with Kafka's authorization applied (unchanged without --authorizer acl)."""
     if getattr(ctx.app, "security", None) is None or key in OWN_CHECKS:
+        return await fn(ctx)
+    if key == ADD_PARTITIONS and ctx.version >= 4:  # the batched form brokers send (Kafka: CLUSTER_ACTION)
+        if not authz.allowed(ctx, Op.CLUSTER_ACTION, Res.CLUSTER):
+            return {"error_code": CLUSTER_DENIED, "results_by_transaction": []}
         return await fn(ctx)
     refusal = _before(ctx, key)
     if refusal is not None:

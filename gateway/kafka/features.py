@@ -1,9 +1,10 @@
 """The feature levels (KIP-584) ApiVersions advertises: each one a promise the gateway keeps.
 
 `group.version` 1 is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat), `share.version` 1
-KIP-932 share groups, `streams.version` 1 KIP-1071 streams groups: all served. `transaction.version` is 1
-(KIP-890 part 1 semantics, no implicit partition add): level 2 would make Java 4.x producers use
-Produce v12 / EndTxn v5, which the gateway does not serve yet. `metadata.version` is the level of
+KIP-932 share groups, `streams.version` 1 KIP-1071 streams groups: all served. `transaction.version` 2
+is KIP-890 part 2: Java 4.x producers then add partitions implicitly by Produce v12+, add offsets by
+TxnOffsetCommit v5 and end with EndTxn v5, which bumps the epoch (gateway/kafka/txn.py); older clients
+keep v1 (AddPartitionsToTxn first, a produce to a partition not added refused). `metadata.version` is the level of
 Kafka 4.3 (30): clients only display it.
 
 UpdateFeatures (57) is answered as Kafka 4.3's controller answers it (its checks and messages, the whole
@@ -24,7 +25,7 @@ FEATURES = {
     "metadata.version": (7, 30, 30),
     "share.version": (0, 1, 1),
     "streams.version": (0, 1, 1),
-    "transaction.version": (0, 1, 1),
+    "transaction.version": (0, 2, 2),
 }
 FINALIZED_EPOCH = 1  # the levels never change while a gateway runs
 

@@ -29,6 +29,7 @@ import gateway.kafka.security_admin  # noqa: F401
 import gateway.kafka.share_fetch  # noqa: F401
 import gateway.kafka.share_groups  # noqa: F401
 import gateway.kafka.streams_groups  # noqa: F401
+import gateway.kafka.telemetry  # noqa: F401
 import gateway.kafka.transactions_admin  # noqa: F401
 import gateway.kafka.txn  # noqa: F401
 from gateway.kafka.registry import HANDLERS, RequestContext

@@ -25,7 +25,7 @@ from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_
 from semantics import routing, transactions, views
 from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
-from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
+from semantics.producer_state import DUPLICATE, FENCED, INVALID_TXN_STATE, OUT_OF_ORDER
 
 # Kafka's other internal topics (the gateway keeps their state elsewhere): Kafka answers a Produce to one
 # that does not exist yet UNKNOWN_TOPIC_OR_PARTITION, so the gateway does not auto-create them either.
@@ -50,7 +50,8 @@ def _partition_error(index: int, code: int, message: str | None = None) -> dict:
             "log_start_offset": -1, "error_message": message}
 
 
-async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data, append) -> tuple[dict, int]:
+async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, data, append,
+                            version: int = 3) -> tuple[dict, int]:
     """Validate and append one partition's batches (`append`: a `ProduceFlow` turn's); (partition
     response, CommitLog end offset)."""
     try:
@@ -105,8 +106,11 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
         txn = None
         extra = {}
         if b.attributes & records.TRANSACTIONAL:
-            code, txn = st.txns.for_batch(b.producer_id, b.producer_epoch, now)
+            # Produce v12+ adds the partition to the transaction (transactions v2, KIP-890)
+            code, txn = st.txns.for_batch(b.producer_id, b.producer_epoch, now, (topic, index), version >= 12)
             if txn is None:
+                if code == INVALID_TXN_STATE and version >= 11:  # not added: the client aborts (Kafka 4.3)
+                    code = errors.TRANSACTION_ABORTABLE
                 return _partition_error(index, code), end
             extra = {routing.PROPERTY_TRANSACTION: "true", routing.PROPERTY_PRODUCER_GROUP: txn.txn_id,
                      transactions.PROPERTY_IMMUNITY: str(-(-txn.timeout_ms // 1000))}
@@ -203,7 +207,8 @@ async def produce(ctx: RequestContext):
                     continue
                 try:
                     async with flow.turn() as append:
-                        resp, e = await produce_partition(app, st, name, cfg, index, p["records"], append)
+                        resp, e = await produce_partition(app, st, name, cfg, index, p["records"], append,
+                                                          version)
                 except store.StoreError as exc:
                     resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)

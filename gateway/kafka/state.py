@@ -6,6 +6,7 @@ from __future__ import annotations
 import gateway.kafka.topics as topics
 from gateway.kafka.metadata import OFFSETS_TOPIC, partition_count_of
 from semantics import topic_configs, transactions
+from semantics.client_telemetry import ClientTelemetry
 from semantics.kafka_consumer_groups import ConsumerGroups
 from semantics.kafka_groups import Coordinator
 from semantics.kafka_streams_groups import StreamsGroups
@@ -63,6 +64,9 @@ class KafkaState:
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)
+        config = app.config
+        self.telemetry = ClientTelemetry(  # KIP-714 client metrics
+            [p for p in config.kafka_telemetry_metrics.split(",") if p], config.kafka_telemetry_interval_ms)
 
 
 def kafka_state(app) -> KafkaState:

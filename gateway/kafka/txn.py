@@ -45,13 +45,33 @@ async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
 
 @handler(apis.ADD_PARTITIONS_TO_TXN)
 async def add_partitions_to_txn(ctx: RequestContext):
-    code, txn = await _txn(ctx)
-    if txn is not None:
-        kafka_state(ctx.app).txns.begin(txn, _now())
-        txn.partitions.update((t["name"], p) for t in ctx.request["topics"] for p in t["partitions"])
-    return {"results": [{"name": t["name"], "results": [
-        {"partition_index": p, "partition_error_code": code} for p in t["partitions"]]}
-        for t in ctx.request["topics"]]}
+    if ctx.version >= 4:  # batched, as a partition leader asks its coordinator (KIP-890)
+        txns = kafka_state(ctx.app).txns
+        await txns.expire_due(_now())
+        return {"error_code": errors.NONE, "results_by_transaction": [
+            {"transactional_id": t["transactional_id"], "topic_results": _add_partitions(ctx.app, t)}
+            for t in ctx.request["transactions"]]}
+    await kafka_state(ctx.app).txns.expire_due(_now())
+    return {"results": _add_partitions(ctx.app, ctx.request)}
+
+
+def _add_partitions(app, req: dict) -> list:
+    """One transaction's per-partition answer; `verify_only` (v4+) checks membership without adding (a
+    partition not in the transaction: TRANSACTION_ABORTABLE, as Kafka 4.3.1 answers)."""
+    txns = kafka_state(app).txns
+    code, txn = txns.lookup(req["transactional_id"], req["producer_id"], req["producer_epoch"])
+    asked = [(t["name"], p) for t in req["topics"] for p in t["partitions"]]
+    codes = dict.fromkeys(asked, code)
+    if txn is not None and txns.ending(txn):
+        codes = dict.fromkeys(asked, errors.CONCURRENT_TRANSACTIONS)
+    elif txn is not None and req.get("verify_only"):
+        codes = {tp: errors.NONE if tp in txn.partitions else errors.TRANSACTION_ABORTABLE for tp in asked}
+    elif txn is not None:
+        txns.begin(txn, _now())
+        txn.partitions.update(asked)
+    return [{"name": t["name"], "results": [
+        {"partition_index": p, "partition_error_code": codes[(t["name"], p)]} for p in t["partitions"]]}
+        for t in req["topics"]]
 
 
 @handler(apis.ADD_OFFSETS_TO_TXN)
@@ -66,6 +86,8 @@ async def add_offsets_to_txn(ctx: RequestContext):
 async def txn_offset_commit(ctx: RequestContext):
     req = ctx.request
     code, txn = await _txn(ctx)
+    if txn is not None and ctx.version >= 5:  # TV2: no AddOffsetsToTxn first, this request adds the group
+        kafka_state(ctx.app).txns.begin(txn, _now())
     out = []
     for t in req["topics"]:
         parts = []
@@ -80,18 +102,29 @@ async def txn_offset_commit(ctx: RequestContext):
 
 @handler(apis.END_TXN)
 async def end_txn(ctx: RequestContext):
-    app = ctx.app
+    app, req = ctx.app, ctx.request
+    txns = kafka_state(app).txns
+    tv2 = ctx.version >= 5  # transactions v2 (KIP-890 part 2): every end bumps the epoch
     code, txn = await _txn(ctx)
+    if txn is None and tv2:
+        retried = txns.retried_end(req["transactional_id"], req["producer_id"], req["producer_epoch"],
+                                   req["committed"])
+        if retried is not None:  # the answer to this end was lost: the same answer again
+            return {"error_code": errors.NONE, "producer_id": retried.producer_id, "producer_epoch": retried.epoch}
     if txn is None:
         return {"error_code": code}
-    txns = kafka_state(app).txns
     if txns.ending(txn):  # the previous end is still being written (Kafka: PrepareCommit / PrepareAbort):
-        same = txn.state == ("PrepareCommit" if ctx.request["committed"] else "PrepareAbort")  # a retry
+        same = txn.state == ("PrepareCommit" if req["committed"] else "PrepareAbort")  # a retry
         return {"error_code": errors.CONCURRENT_TRANSACTIONS if same else INVALID_TXN_STATE}
-    offsets = list(txn.offsets) if ctx.request["committed"] else []
-    ends = await txns.finish_in_turn(txn, commit=ctx.request["committed"])  # off the loop on a slow disk
+    offsets = list(txn.offsets) if req["committed"] else []
+    if tv2:
+        txns.bump_epoch(txn)  # first: a write of the old epoch arriving during the end is fenced
+    ends = await txns.finish_in_turn(txn, commit=req["committed"])  # off the loop on a slow disk
     for group in dict.fromkeys(g for g, *_ in offsets):  # the committed offsets' __consumer_offsets records
         await mirror(app, group, [(t, p, o, -1, m) for g, t, p, o, m in offsets if g == group])
     await _durable(app, ends)
     await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
+    if tv2:
+        await txns.persisted()
+        return {"error_code": errors.NONE, "producer_id": txn.producer_id, "producer_epoch": txn.epoch}
     return {"error_code": errors.NONE}

@@ -5,6 +5,7 @@ one, so two Apps in one process (tests) never share metrics."""
 from __future__ import annotations
 
 import time
+import uuid
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -52,6 +53,7 @@ class AppCollector:
         yield from self._store()
         yield from self._consumers()
         yield from self._semantics()
+        yield from self._client_telemetry()
 
     def _traffic(self):
         stats = self.app.stats
@@ -154,3 +156,17 @@ class AppCollector:
                      samples=[((), len(checks))])
         yield _gauge("transaction_checks", "Check-backs sent for the halves still undecided.",
                      samples=[((), sum(checks.values()))])
+
+    def _client_telemetry(self):
+        telemetry = self.app.kafka.telemetry
+        yield _gauge("kafka_client_metric", "The latest value Kafka clients pushed (KIP-714) per client instance, "
+                     "metric and metric attributes (bounded: docs/metrics.md).",
+                     ("client_instance_id", "client_id", "metric", "attributes"),
+                     (((uuid.UUID(bytes=key).hex, c.client_id, name, attrs), value)
+                      for key, c in list(telemetry.clients.items()) for (name, attrs), value in list(c.series.items())))
+        yield _gauge("kafka_telemetry_clients", "Kafka client instances that asked for a telemetry subscription.",
+                     samples=[((), len(telemetry.clients))])
+        yield _counter("kafka_telemetry_dropped_series", "Pushed data points not kept: their client instance "
+                       "had reached the series cap.", samples=[((), telemetry.dropped_series)])
+        yield _counter("kafka_telemetry_undecodable_pushes", "Telemetry pushes whose payload was not OTLP.",
+                       samples=[((), telemetry.undecodable)])

@@ -44,23 +44,16 @@ NOT_CLIENT_FACING = {
 
 # Client-facing APIs whose advertised range is not yet Kafka 4.3's; remove an entry once it matches.
 NOT_YET = {
-    24: "AddPartitionsToTxn 0-3 (Kafka 0-5): v4+ batches transactions (verification, KIP-890)",
-    26: "EndTxn 0-4 (Kafka 0-5): v5 bumps the producer epoch on every end (TV2, KIP-890)",
-    28: "TxnOffsetCommit 0-3 (Kafka 0-5): v4/v5 TV2",
     38: "CreateDelegationToken not served (Kafka 1-3)",
     39: "RenewDelegationToken not served (Kafka 1-2)",
     40: "ExpireDelegationToken not served (Kafka 1-2)",
     41: "DescribeDelegationToken not served (Kafka 1-3)",
-    71: "GetTelemetrySubscriptions not served (Kafka 0, with a telemetry reporter): KIP-714",
-    72: "PushTelemetry not served (Kafka 0, with a telemetry reporter): KIP-714",
 }
 
 # The finalized features clients read (Java producers: transaction.version; consumers and admin tools:
 # group.version, share.version, streams.version; admin describeFeatures: all, with metadata.version).
 CLIENT_FEATURES = ["group.version", "metadata.version", "share.version", "streams.version", "transaction.version"]
-FEATURES_NOT_YET = {
-    "transaction.version": "finalized 1 (Kafka 2): TV2 needs Produce v12, EndTxn v5, TxnOffsetCommit v5",
-}
+FEATURES_NOT_YET: dict = {}
 
 
 def _java_ready() -> bool:

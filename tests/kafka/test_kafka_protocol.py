@@ -39,7 +39,7 @@ def test_api_versions_table_and_kip511_fallback(client):
     table = {e["api_key"]: (e["min_version"], e["max_version"]) for e in client.call(API_VERSIONS, 3, {})["api_keys"]}
     assert table[0] == (0, 13) and table[1] == (4, 18) and table[3] == (0, 13) and table[18] == (0, 4)
     assert table[68] == (0, 1) and table[69] == (0, 1)  # KIP-848 ConsumerGroupHeartbeat/Describe
-    assert (table[24], table[25], table[26], table[28]) == ((0, 3), (0, 4), (0, 4), (0, 3))  # transactions
+    assert (table[24], table[25], table[26], table[28]) == ((0, 5), (0, 4), (0, 5), (0, 5))  # transactions (v2)
     client.send_raw(protocol.request_frame(API_VERSIONS, 0, 99, {})[:6] + b"\x00\x63" + protocol.request_frame(
         API_VERSIONS, 0, 99, {})[8:])  # ApiVersions v99
     correlation, body = protocol.decode_response(API_VERSIONS, 0, client.recv_frame())
