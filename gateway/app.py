@@ -11,6 +11,7 @@ import security
 import store
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
+from gateway.diskless import Diskless, adopt_topics, open_diskless
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.grpc.common import GrpcState
 from gateway.grpc.telemetry import check_transaction as grpc_transaction_check
@@ -71,6 +72,8 @@ class App:
     ownership: object = SINGLE_NODE
     # the tier's object store (store.objstore, docs/tiered-storage.md); None without --tier-url
     object_store: ObjectStore | None = None
+    # diskless topics' index and WAL writer on `object_store` (docs/diskless.md); None without --tier-url
+    diskless: Diskless | None = None
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
@@ -167,6 +170,9 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.recover()
     st.topics.use_writer(writer, sync)  # topic changes are journalled (fsynced as the flush mode says)
     ensure_system_topics(st, levels)
+    diskless = open_diskless(config, object_store)
+    if diskless is not None:
+        adopt_topics(st, diskless)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     guard = security.from_config(config, os.path.join(st.path, "config"))
     replication = _replication(config, st, arrivals)
@@ -193,6 +199,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         authentication=security.authentication_for(config, guard, os.path.join(st.path, "config")),
         ownership=ownership,
         object_store=object_store,
+        diskless=diskless,
     )
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created

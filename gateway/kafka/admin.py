@@ -7,6 +7,7 @@ import gateway.cluster.routes as routes
 import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
+from gateway import diskless
 from codec.kafka import apis, protocol
 from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
@@ -35,7 +36,8 @@ async def create_topics(ctx: RequestContext):
         rf = t["replication_factor"]
         brokers = len(app.ownership.live()) if app.ownership.clustered else 1
         entry = {"name": name, "num_partitions": n, "replication_factor": max(rf, 1)}
-        problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS)
+        problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS) or \
+            diskless.creation_problem(app, configs)
         if not topics.legal_name(name):
             entry.update(error_code=errors.INVALID_TOPIC_EXCEPTION, error_message=f"illegal topic name {name!r}")
         elif app.store.topics.get(name) is not None or name == OFFSETS_TOPIC:
@@ -60,8 +62,12 @@ async def create_topics(ctx: RequestContext):
                 if cfg is not None:
                     entry["num_partitions"] = topics.partition_count(cfg)
             elif not req.get("validate_only"):
-                app.ownership.expect_topic(name, rf)  # a cluster places its R replicas
-                cfg = topics.create(app, name, n, configs)
+                why = await diskless.publish(app, name, configs, n)  # in the bucket first: every gateway sees it
+                if why:
+                    entry.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=why)
+                else:
+                    app.ownership.expect_topic(name, rf)  # a cluster places its R replicas
+                    cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
                 entry["configs"] = _listed_configs(app, cfg, ctx.version)
         if entry["error_code"]:

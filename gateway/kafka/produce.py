@@ -13,6 +13,7 @@ import gateway.kafka.errors as errors
 import gateway.kafka.quotas as quotas
 import gateway.kafka.record_errors as record_errors
 import gateway.kafka.timestamps as timestamps
+import gateway.kafka.diskless as diskless
 import gateway.kafka.topics as topics
 import store
 from codec.kafka import apis, records
@@ -22,6 +23,7 @@ from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing, with_gaps
 from semantics import routing, transactions, views
+from semantics.diskless import is_diskless
 from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
@@ -197,6 +199,9 @@ async def produce(ctx: RequestContext):
                     continue
                 if not app.ownership.owns(name, index) or app.replication.write_refusal(name, index):
                     parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
+                    continue
+                if app.diskless is not None and is_diskless(cfg):  # the WAL object, then the index: acked
+                    parts.append(await diskless.produce_partition(app, name, cfg, index, p["records"]))
                     continue
                 try:
                     async with flow.turn() as append:

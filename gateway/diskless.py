@@ -1,0 +1,58 @@
+"""Diskless topics in a gateway (docs/diskless.md): the App's index and WAL writer on the --tier-url
+store, the topic table kept in step with the bucket's diskless topics, and creation."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import trio
+
+from semantics.diskless import ATTRIBUTE, DisklessWriter
+from store.diskless.index import DisklessIndex
+from store.objstore.api import ObjectStore, ObjectStoreError
+
+log = logging.getLogger("rocketgate")
+
+
+@dataclasses.dataclass(frozen=True)
+class Diskless:
+    index: DisklessIndex
+    writer: DisklessWriter
+
+
+def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:
+    if object_store is None:
+        return None
+    index = DisklessIndex(object_store, config.diskless_cache_bytes)
+    return Diskless(index, DisklessWriter(index, config.diskless_wal_max_bytes, config.diskless_wal_max_ms))
+
+
+def adopt_topics(st, diskless: Diskless) -> None:
+    """(blocking, at start) Create locally every diskless topic of the bucket this data dir lacks: a
+    wiped data dir, or a gateway new to the bucket, serves them with no copy from a peer."""
+    try:
+        found = diskless.index.topics()
+    except ObjectStoreError as exc:
+        log.warning("diskless topics not listed (object store: %s); known ones only", exc)
+        return
+    for name, partitions in found.items():
+        if st.topics.get(name) is None:
+            st.topics.create(name, read_queues=partitions, write_queues=partitions, attributes={ATTRIBUTE: "true"})
+
+
+def creation_problem(app, configs: dict) -> str | None:
+    """Why a topic with these configs cannot be created diskless, or None."""
+    if str(configs.get(ATTRIBUTE, "false")).strip().lower() == "true" and app.diskless is None:
+        return "Diskless topics need an object store: start the gateway with --tier-url"
+    return None
+
+
+async def publish(app, name: str, configs: dict, partitions: int) -> str | None:
+    """Record a new diskless topic in the bucket before it is created here; why it failed, or None."""
+    if str(configs.get(ATTRIBUTE, "false")).strip().lower() != "true":
+        return None
+    try:
+        await trio.to_thread.run_sync(app.diskless.index.publish_topic, name, partitions)
+    except ObjectStoreError as exc:
+        return f"diskless topic not recorded in the object store: {exc}"
+    return None
