@@ -8,7 +8,12 @@ import os
 import threading
 import time
 
+import pytest
 from confluent_kafka import KafkaError, Producer
+
+from client import Message, MessageQueue, Producer as Producer_
+from client.errors import MQBrokerError
+from codec.remoting import ResponseCode
 
 from acked_records import produce_acked, read_topic
 from test_diskless_kafka import FAST_WAL, create_topic
@@ -78,6 +83,11 @@ def test_object_store_down_fails_diskless_produce_retriably_and_plain_topics_wor
     # librdkafka reports it as final, so the code is what is checked
     assert err is not None and err.code() == KafkaError.KAFKA_STORAGE_ERROR, err
     assert _send_one(g.kafka_bootstrap, "plain") is None  # the local CommitLog does not need the store
+    with Producer_("outage-native", g.namesrv) as native:  # remoting: SYSTEM_BUSY, the retry-later class
+        with pytest.raises(MQBrokerError) as busy:
+            native.send(Message("dl", b"x"), queue=MessageQueue("dl", "broker-a", 0))
+        assert busy.value.code == ResponseCode.SYSTEM_BUSY
+        native.send(Message("plain", b"x"), queue=MessageQueue("plain", "broker-a", 0))
     assert len(produce_acked(g.kafka_bootstrap, "plain", 50)) == 50
     server.start()
     after = produce_acked(g.kafka_bootstrap, "dl", 100, prefix=b"after")
