@@ -62,6 +62,17 @@ async def produce_partition(app, topic: str, cfg, index: int, data) -> dict:
             "log_start_offset": app.diskless.index.start(topic, index)}
 
 
+async def produce_partitions(app, writes: list) -> None:
+    """`produce_partition` for each (response, topic, config, index, records) at once, so they share
+    one WAL object; each response dict is filled in place."""
+    async def one(response: dict, topic: str, cfg, index: int, data) -> None:
+        response.update(await produce_partition(app, topic, cfg, index, data))
+
+    async with trio.open_nursery() as nursery:
+        for write in writes:
+            nursery.start_soon(one, *write)
+
+
 def _read(index, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[int, bytes]:
     """(worker thread) The queue's end after a refresh, and its batches from `offset` on."""
     high = index.refresh(topic, partition)

@@ -176,6 +176,7 @@ async def produce(ctx: RequestContext):
     responses = []
     end = 0
     replicated = []
+    wal_writes = []  # (response, topic, config, index, records) of diskless partitions
     for t in req["topic_data"]:
         name = t["name"]
         parts = []
@@ -200,8 +201,9 @@ async def produce(ctx: RequestContext):
                 if not app.ownership.owns(name, index) or app.replication.write_refusal(name, index):
                     parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
                     continue
-                if app.diskless is not None and is_diskless(cfg):  # the WAL object, then the index: acked
-                    parts.append(await diskless.produce_partition(app, name, cfg, index, p["records"]))
+                if app.diskless is not None and is_diskless(cfg):  # answered below, all in one WAL object
+                    parts.append(_partition_error(index, errors.UNKNOWN_SERVER_ERROR))
+                    wal_writes.append((parts[-1], name, cfg, index, p["records"]))
                     continue
                 try:
                     async with flow.turn() as append:
@@ -213,6 +215,8 @@ async def produce(ctx: RequestContext):
                 if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "partition_responses": parts})
+    if wal_writes:  # the request's diskless partitions join the WAL buffer together, not one flush each
+        await diskless.produce_partitions(app, wal_writes)
     quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
     if acks == 0:
         return None
