@@ -42,7 +42,10 @@ def adopt_topics(st, diskless: Diskless) -> None:
 
 def creation_problem(app, configs: dict) -> str | None:
     """Why a topic with these configs cannot be created diskless, or None."""
-    if str(configs.get(ATTRIBUTE, "false")).strip().lower() == "true" and app.diskless is None:
+    value = configs.get(ATTRIBUTE, "false")
+    if value is None or str(value).strip().lower() not in ("true", "false"):
+        return f"Invalid value {value} for configuration {ATTRIBUTE}: Expected value to be either true or false"
+    if str(value).strip().lower() == "true" and app.diskless is None:
         return "Diskless topics need an object store: start the gateway with --tier-url"
     return None
 

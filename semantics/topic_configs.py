@@ -49,7 +49,6 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     "compression.gzip.level": D(INT, "-1", 1, 9),  # or -1 (checked in _problem)
     "compression.lz4.level": D(INT, "9", 1, 17),
     "compression.zstd.level": D(INT, "3", -131072, 22),
-    "diskless.enable": D(BOOLEAN, "false"),  # KIP-1150; fixed at creation (docs/diskless.md)
     "delete.retention.ms": D(LONG, "86400000", 0, synonym="log.cleaner.delete.retention.ms"),
     "file.delete.delay.ms": D(LONG, "60000", 0, synonym="log.segment.delete.delay.ms"),
     "flush.messages": D(LONG, str(LONG_MAX), 1, synonym="log.flush.interval.messages"),

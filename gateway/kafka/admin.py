@@ -17,6 +17,7 @@ from semantics import topic_configs as tc, views
 MAX_PARTITIONS = 10_000  # a sanity bound: Metadata lists every partition of a topic
 CONFIGS_LISTED_FROM = 5  # the CreateTopics version whose answer lists the created topic's configs
 VIEW_CONFIGS = (views.ATTR_SOURCE, views.ATTR_EXPRESSION)  # checked by semantics.views
+FIXED_CONFIGS = VIEW_CONFIGS + (diskless.ATTRIBUTE,)  # and gateway.diskless
 
 
 @handler(apis.CREATE_TOPICS)
@@ -36,7 +37,7 @@ async def create_topics(ctx: RequestContext):
         rf = t["replication_factor"]
         brokers = len(app.ownership.live()) if app.ownership.clustered else 1
         entry = {"name": name, "num_partitions": n, "replication_factor": max(rf, 1)}
-        problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS) or \
+        problem = config_apis.create_topic_problem(app, configs, FIXED_CONFIGS) or \
             diskless.creation_problem(app, configs)
         if not topics.legal_name(name):
             entry.update(error_code=errors.INVALID_TOPIC_EXCEPTION, error_message=f"illegal topic name {name!r}")

@@ -160,6 +160,8 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
     names = [n for n, _, _ in ops]
     if len(set(names)) != len(names):
         return errors.INVALID_REQUEST, "Error due to duplicate config keys"
+    if "diskless.enable" in names:  # as KIP-1150: a topic is diskless or not from its creation on
+        return errors.INVALID_CONFIG, "diskless.enable can only be set when the topic is created"
     for n, op, value in ops:
         if op not in (SET, DELETE, APPEND, SUBTRACT):
             return errors.INVALID_REQUEST, f"Unknown config operation {op} for {n}"
@@ -169,16 +171,12 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
             fixed = n in (cfg.attributes or {})
             return errors.INVALID_CONFIG, (f"{n} is fixed when the topic is created" if fixed
                                            else f"Unknown topic config name: {n}")
-    if "diskless.enable" in names:  # as KIP-1150: a topic is diskless or not from its creation on
-        return errors.INVALID_CONFIG, "diskless.enable can only be set when the topic is created"
     current = dict(cfg.attributes or {})
-    kept = {k: v for k, v in current.items() if k == "diskless.enable"}
     if replace:
         current = {k: v for k, v in current.items() if k not in tc.TOPIC_CONFIGS}
     changed, why = tc.incremental(current, ops)
     if why:
         return errors.INVALID_CONFIG, why
-    changed.update(kept)
     for n in set(names):
         if n in changed:
             why = tc.problem(n, changed[n], app.config.store_max_message_bytes)
