@@ -18,6 +18,8 @@ log = logging.getLogger("rocketgate")
 class Diskless:
     index: DisklessIndex
     writer: DisklessWriter
+    # (topic, queue) whose idempotent producers' state was read from the index (gateway.kafka.diskless)
+    producers_seeded: set = dataclasses.field(default_factory=set)
 
 
 def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:

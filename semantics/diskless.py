@@ -28,6 +28,7 @@ class _Slot:
     run: bytes  # one produce's batches for one queue
     count: int  # offsets they take
     max_ts: int
+    producers: tuple  # (producer id, epoch, first sequence, count, offset delta in `run`)
     done: trio.Event = dataclasses.field(default_factory=trio.Event)
     base: int = -1
     error: Exception | None = None
@@ -55,8 +56,9 @@ class DisklessWriter:
         self._full = trio.Event()
         self._flush_lock = trio.Lock()  # FIFO: WAL objects are committed in the order they closed
 
-    async def append(self, topic: str, queue: int, run: bytes, count: int, max_ts: int = -1) -> int:
-        slot = _Slot(topic, queue, run, count, max_ts)
+    async def append(self, topic: str, queue: int, run: bytes, count: int, max_ts: int = -1,
+                     producers: tuple = ()) -> int:
+        slot = _Slot(topic, queue, run, count, max_ts, producers)
         self._pending.append(slot)
         self._pending_bytes += len(run)
         if self._pending_bytes >= self.max_bytes:
@@ -101,8 +103,12 @@ class DisklessWriter:
         for (topic, queue), group in itertools.groupby(ordered, key=lambda s: (s.topic, s.queue)):
             group = list(group)
             run = b"".join(s.run for s in group)
-            entry = self.index.commit(topic, queue, key, pos, run, sum(s.count for s in group),
-                                      max(s.max_ts for s in group))
+            producers, delta = [], 0
+            for s in group:
+                producers += [(*p[:4], p[4] + delta) for p in s.producers]
+                delta += s.count
+            entry = self.index.commit(topic, queue, key, pos, run, delta, max(s.max_ts for s in group),
+                                      tuple(producers))
             self.stats.index_writes += 1
             base = entry.base
             for s in group:

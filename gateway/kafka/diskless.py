@@ -10,7 +10,9 @@ import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import records
 from codec.kafka.schema import DecodeError
+from gateway.kafka.state import kafka_state
 from semantics.diskless import is_diskless
+from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 from store.objstore.api import ObjectStoreError
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
@@ -51,15 +53,59 @@ async def produce_partition(app, topic: str, cfg, index: int, data) -> dict:
             return _error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE, why)
         if b.attributes & records.TRANSACTIONAL:
             return _error(index, errors.INVALID_REQUEST, "transactions are not supported on diskless topics yet")
-    run = b"".join(b.data for b in batches)
-    count = sum(b.last_offset_delta + 1 for b in batches)
+    st = kafka_state(app)
     try:
-        base = await app.diskless.writer.append(topic, index, run, count, max(b.max_timestamp for b in batches))
+        if any(_idempotent(b) for b in batches):
+            await _producer_state(app, st, topic, index)
     except ObjectStoreError as exc:
         return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
-    app.arrivals.notify(topic, index)
+    kept, producers, duplicate, delta = [], [], None, 0
+    for b in batches:
+        if _idempotent(b):
+            verdict, dup_offset = st.producers.check(b.producer_id, b.producer_epoch, topic, index,
+                                                     b.base_sequence, b.record_count)
+            if verdict == DUPLICATE:  # a retry of a committed batch: its offset again, nothing written
+                duplicate = dup_offset if duplicate is None else duplicate
+                continue
+            if verdict == OUT_OF_ORDER:
+                return _error(index, errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
+            if verdict == FENCED:
+                return _error(index, errors.INVALID_PRODUCER_EPOCH)
+            producers.append((b.producer_id, b.producer_epoch, b.base_sequence, b.record_count, delta))
+        kept.append(b)
+        delta += b.last_offset_delta + 1
+    base = duplicate
+    if kept:
+        try:
+            first = await app.diskless.writer.append(topic, index, b"".join(b.data for b in kept), delta,
+                                                     max(b.max_timestamp for b in kept), tuple(producers))
+        except ObjectStoreError as exc:
+            return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
+        for pid, epoch, seq, count, at in producers:
+            st.producers.record(pid, epoch, topic, index, seq, count, first + at)
+        base = first if base is None else base
+        app.arrivals.notify(topic, index)
     return {"index": index, "error_code": errors.NONE, "base_offset": base, "log_append_time_ms": -1,
             "log_start_offset": app.diskless.index.start(topic, index)}
+
+
+def _idempotent(b) -> bool:
+    return b.producer_id >= 0 and b.base_sequence >= 0
+
+
+async def _producer_state(app, st, topic: str, index: int) -> None:
+    """Once per queue and process: the idempotent producers' state from the queue's index entries
+    (after a restart or a wiped data dir, a retried batch is still recognised as a duplicate)."""
+    seeded = app.diskless.producers_seeded
+    if (topic, index) in seeded:
+        return
+    await trio.to_thread.run_sync(app.diskless.index.refresh, topic, index)
+    if (topic, index) in seeded:  # another produce seeded it meanwhile
+        return
+    seeded.add((topic, index))
+    for entry in app.diskless.index.entries(topic, index):
+        for pid, epoch, seq, count, at in entry.producers:
+            st.producers.record(pid, epoch, topic, index, seq, count, entry.base + at)
 
 
 async def produce_partitions(app, writes: list) -> None:

@@ -108,6 +108,12 @@ class DisklessIndex:
         q = self._queue(topic, queue)
         return q.entries[0].base if q.entries else 0
 
+    def entries(self, topic: str, queue: int) -> list[IndexEntry]:
+        """The queue's entries as last refreshed, oldest first."""
+        q = self._queue(topic, queue)
+        with q.lock:
+            return list(q.entries)
+
     def refresh(self, topic: str, queue: int) -> int:
         """Read the entries other writers committed since the last look; the queue's end offset."""
         q = self._queue(topic, queue)
@@ -130,7 +136,7 @@ class DisklessIndex:
             q.add(IndexEntry.decode(data))
 
     def commit(self, topic: str, queue: int, wal: str, pos: int, run: bytes, count: int,
-               max_ts: int = -1) -> IndexEntry:
+               max_ts: int = -1, producers: tuple = ()) -> IndexEntry:
         """Give the batches at [pos, pos + len(run)) of `wal` the queue's next offsets: write the next
         entry with if_absent; after a lost race read the winner's entries and try the next slot.
         ObjectStoreError when the store fails or the queue stays contended."""
@@ -139,7 +145,7 @@ class DisklessIndex:
             if not q.listed:
                 self._catch_up(topic, queue, q)
             for _ in range(COMMIT_ATTEMPTS):
-                entry = IndexEntry(len(q.entries), q.end, count, wal, pos, len(run), max_ts)
+                entry = IndexEntry(len(q.entries), q.end, count, wal, pos, len(run), max_ts, producers)
                 try:
                     self.store.put(layout.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
                 except PreconditionFailed:  # another writer took this slot: fenced, learn its entries

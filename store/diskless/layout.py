@@ -33,6 +33,9 @@ class IndexEntry:
     pos: int
     size: int
     max_ts: int = -1
+    # idempotent producers' batches: [producer id, epoch, first sequence, count, offset - base], so
+    # whoever writes the queue next rebuilds their state from the index (docs/diskless.md)
+    producers: tuple = ()
 
     @property
     def end(self) -> int:
@@ -44,7 +47,8 @@ class IndexEntry:
     @classmethod
     def decode(cls, data: bytes) -> "IndexEntry":
         fields = json.loads(data)
-        return cls(**{f.name: fields[f.name] for f in dataclasses.fields(cls) if f.name in fields})
+        entry = cls(**{f.name: fields[f.name] for f in dataclasses.fields(cls) if f.name in fields})
+        return dataclasses.replace(entry, producers=tuple(tuple(p) for p in entry.producers))
 
 
 def topic_key(topic: str) -> str:
