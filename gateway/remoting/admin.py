@@ -6,6 +6,7 @@ import time
 
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
+from gateway import diskless
 from gateway.cluster.remoting_queues import own_broker_name
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
@@ -43,9 +44,18 @@ def create_topic(channel, req):
         else:
             key, _, value = item.lstrip("+").partition("=")
             attributes[key] = value
-    why = _schema_attributes_problem(channel.app, attributes)
+    why = _schema_attributes_problem(channel.app, attributes) or _diskless_problem(channel.app, cfg, attributes)
     if why:
         return req.response(ResponseCode.INVALID_PARAMETER, remark=why)
+    if cfg is None and is_diskless_config(attributes):  # recorded in the bucket first, off the loop
+        async def create_diskless():
+            failed = await diskless.publish(channel.app, name, attributes, max(read_q, write_q))
+            if failed:
+                return req.response(ResponseCode.SYSTEM_BUSY, remark=failed)
+            topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
+            return req.response()
+        channel.spawn(req, create_diskless)
+        return DEFERRED
     if cfg is None:
         topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
     else:
@@ -53,6 +63,20 @@ def create_topic(channel, req):
         topics.update(cfg)
         channel.app.ownership.topic_grown(cfg)  # a cluster places the new queues
     return req.response()
+
+
+def _diskless_problem(app, cfg, attributes: dict) -> str | None:
+    """`diskless.enable` is set when a topic is created, never changed after (as KIP-1150)."""
+    if cfg is not None:
+        before = (cfg.attributes or {}).get(diskless.ATTRIBUTE)
+        if attributes.get(diskless.ATTRIBUTE) != before:
+            return f"{diskless.ATTRIBUTE} can only be set when the topic is created"
+        return None
+    return diskless.creation_problem(app, attributes)
+
+
+def is_diskless_config(attributes: dict) -> bool:
+    return str(attributes.get(diskless.ATTRIBUTE, "false")).strip().lower() == "true"
 
 
 def _schema_attributes_problem(app, attributes: dict) -> str | None:

@@ -1,13 +1,16 @@
-"""RocketMQ's native client (client/) on a diskless topic: sends go through the WAL object and the
+"""RocketMQ's native client (client/) on a diskless topic, created with the topic attribute: sends go through the WAL object and the
 index, pulls read them back with tags, on the gateway that wrote them and on another one sharing the
 bucket; Kafka consumers read the same records."""
 from __future__ import annotations
 
 import time
 
-from client import ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer
+import pytest
+
+from client import Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer
+from client.errors import MQBrokerError
 from acked_records import read_topic
-from test_diskless_kafka import FAST_WAL, create_topic, wal_and_index_keys
+from test_diskless_kafka import FAST_WAL, wal_and_index_keys
 
 
 def poll_until(consumer, n: int, timeout: float = 30.0) -> list:
@@ -20,7 +23,11 @@ def poll_until(consumer, n: int, timeout: float = 30.0) -> list:
 def test_native_send_and_pull_on_a_diskless_topic(seaweed_s3, s3_bucket, gateway_factory):
     args = seaweed_s3.tier_args(s3_bucket) + FAST_WAL
     a = gateway_factory(extra_args=args, name="a")
-    create_topic(a.kafka_bootstrap, "dlrmq", partitions=1)
+    with Admin(a.namesrv) as admin:  # RocketMQ 5 topic attributes: "+diskless.enable=true"
+        admin.create_topic("dlrmq", queues=1, attributes={"diskless.enable": "true"})
+        with pytest.raises(MQBrokerError) as fixed:  # fixed at creation, as KIP-1150
+            admin.create_topic("dlrmq", queues=1, attributes={"diskless.enable": "false"})
+        assert "when the topic is created" in fixed.value.remark
     q = MessageQueue("dlrmq", "broker-a", 0)
     with Producer("dl-producer", a.namesrv) as p:
         sent = [p.send(Message("dlrmq", b"m%d" % i, tags="A" if i % 2 == 0 else "B", keys="k%d" % i), queue=q)
