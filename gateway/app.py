@@ -147,13 +147,15 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SI
         raise
 
 
-def open_object_store(config: GatewayConfig) -> ObjectStore | None:
-    """The --tier-* flags' S3 store (no request is made yet); boto3 is loaded only with a tier."""
+def open_object_store(config: GatewayConfig, **options) -> ObjectStore | None:
+    """The --tier-* flags' S3 store (no request is made yet); boto3 is loaded only with a tier.
+    `options`: S3Options fields over the defaults (the diskless path's shorter timeouts)."""
     if config.tier_url is None:
         return None
     from store.objstore.s3 import S3ObjectStore
     return S3ObjectStore.from_url(config.tier_url, endpoint=config.tier_endpoint, addressing=config.tier_addressing,
-                                  ca_file=config.tier_ca_file, credentials_file=config.tier_credentials_file)
+                                  ca_file=config.tier_ca_file, credentials_file=config.tier_credentials_file,
+                                  **options)
 
 
 def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership,
@@ -170,7 +172,10 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.recover()
     st.topics.use_writer(writer, sync)  # topic changes are journalled (fsynced as the flush mode says)
     ensure_system_topics(st, levels)
-    diskless = open_diskless(config, object_store)
+    # a produce waits on the diskless store: its own client, with requests bounded tighter than the tier's
+    timeout = config.diskless_request_timeout_ms / 1000
+    diskless = open_diskless(config, object_store and open_object_store(
+        config, connect_timeout=timeout, read_timeout=timeout, max_attempts=2))
     if diskless is not None:
         adopt_topics(st, diskless)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)

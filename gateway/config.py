@@ -91,6 +91,7 @@ class GatewayConfig:
     diskless_wal_max_bytes: int = 4 << 20
     diskless_wal_max_ms: int = 250
     diskless_cache_bytes: int = 64 << 20
+    diskless_request_timeout_ms: int = 5000  # connect/read bound of each diskless S3 request (2 tries)
 
     @property
     def advertised(self) -> str:
@@ -307,6 +308,10 @@ def build_parser() -> _Parser:
                    default=d.diskless_wal_max_ms, help="... or this long after its first batch")
     p.add_argument("--diskless-cache-bytes", type=_positive_int, default=d.diskless_cache_bytes,
                    help="bytes of diskless WAL ranges kept in memory for fetches")
+    p.add_argument("--diskless-request-timeout-ms", type=_int_between(100, 600_000, "timeout (100-600000 ms)"),
+                   default=d.diskless_request_timeout_ms,
+                   help="connect and read timeout of each diskless object-store request (tried twice): "
+                   "how soon a produce fails when the store hangs")
     return p
 
 

@@ -92,3 +92,20 @@ def test_object_store_down_fails_diskless_produce_retriably_and_plain_topics_wor
     server.start()
     after = produce_acked(g.kafka_bootstrap, "dl", 100, prefix=b"after")
     assert sorted(read_topic(g.kafka_bootstrap, "dl")) == sorted(before + after)
+
+
+def test_a_hung_object_store_fails_diskless_produce_within_its_timeout(seaweed_factory, gateway_factory):
+    server = seaweed_factory()
+    server.create_bucket("hung")
+    g = gateway_factory(extra_args=server.tier_args("hung") + FAST_WAL + ["--diskless-request-timeout-ms", "1000"])
+    create_topic(g.kafka_bootstrap, "dl", partitions=1)
+    before = produce_acked(g.kafka_bootstrap, "dl", 20)
+    server.pause()  # SIGSTOP: requests hang instead of being refused
+    try:
+        # librdkafka's message.timeout.ms (30 s) would end the send anyway: the answer must be the broker's
+        err = _send_one(g.kafka_bootstrap, "dl")
+        assert err is not None and err.code() == KafkaError.KAFKA_STORAGE_ERROR, err
+    finally:
+        server.resume()
+    after = produce_acked(g.kafka_bootstrap, "dl", 20, prefix=b"after")
+    assert set(before + after) <= set(read_topic(g.kafka_bootstrap, "dl"))
