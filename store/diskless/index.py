@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import collections
 import json
+import struct
 import threading
 
 from store.diskless import layout
@@ -170,7 +171,10 @@ class DisklessIndex:
             if entry.end <= offset:
                 continue
             run = self._run(entry)
-            piece = layout.batches_from(run, entry.base, offset)
+            try:
+                piece = layout.batches_from(run, entry.base, offset)
+            except struct.error as exc:  # a WAL range that is not record batches: refuse, never crash
+                raise ObjectStoreError(f"{entry.wal}@{entry.pos}: unreadable batches ({exc})") from None
             out.append(piece)
             total += len(piece)
             if total >= max_bytes:

@@ -13,6 +13,7 @@ import json
 import struct
 
 from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT
+from store.objstore.api import ObjectStoreError
 
 TOPICS = "diskless/topics/"
 WAL = "diskless/wal/"
@@ -46,9 +47,15 @@ class IndexEntry:
 
     @classmethod
     def decode(cls, data: bytes) -> "IndexEntry":
-        fields = json.loads(data)
-        entry = cls(**{f.name: fields[f.name] for f in dataclasses.fields(cls) if f.name in fields})
-        return dataclasses.replace(entry, producers=tuple(tuple(p) for p in entry.producers))
+        try:
+            fields = json.loads(data)
+            entry = cls(**{f.name: fields[f.name] for f in dataclasses.fields(cls) if f.name in fields})
+            entry = dataclasses.replace(entry, producers=tuple(tuple(p) for p in entry.producers))
+            if not all(isinstance(v, int) for v in (entry.seq, entry.base, entry.count, entry.pos, entry.size)):
+                raise TypeError("offsets must be integers")
+            return entry
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ObjectStoreError(f"unreadable diskless index entry: {exc}") from None
 
 
 def topic_key(topic: str) -> str:

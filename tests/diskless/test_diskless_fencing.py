@@ -11,7 +11,7 @@ import pytest
 from objstore_fixtures import object_store_on
 from store.diskless import layout
 from store.diskless.index import DisklessIndex
-from store.objstore.api import PreconditionFailed
+from store.objstore.api import ObjectStoreError, PreconditionFailed
 
 RUN = b"x" * 10  # the bytes do not matter to the index
 
@@ -56,3 +56,16 @@ def test_concurrent_commits_get_disjoint_contiguous_offsets(two_gateways):
     ranges = sorted((e.base, e.end) for e in entries)
     assert ranges == [(2 * i, 2 * i + 2) for i in range(20)]  # every offset once, no gap, no overlap
     assert a.refresh("t", 2) == b.refresh("t", 2) == 40
+
+
+def test_a_damaged_index_entry_or_wal_range_is_an_error_not_a_crash(two_gateways):
+    a, _ = two_gateways
+    a.store.put(layout.index_key("t", 3, 0), b"{not json")
+    with pytest.raises(ObjectStoreError):
+        a.refresh("t", 3)
+    a.store.put("wal-bad", b"\x00" * 20)
+    entry = layout.IndexEntry(0, 0, 1, "wal-bad", 0, 20)
+    a.store.put(layout.index_key("t", 4, 0), entry.encode())
+    a.refresh("t", 4)
+    with pytest.raises(ObjectStoreError):
+        a.read("t", 4, 0, 1000)
