@@ -37,9 +37,36 @@ def adopt_topics(st, diskless: Diskless) -> None:
     except ObjectStoreError as exc:
         log.warning("diskless topics not listed (object store: %s); known ones only", exc)
         return
+    _adopt(st, found)
+
+
+def _adopt(st, found: dict[str, int]) -> list[str]:
+    made = []
     for name, partitions in found.items():
         if st.topics.get(name) is None:
             st.topics.create(name, read_queues=partitions, write_queues=partitions, attributes={ATTRIBUTE: "true"})
+            made.append(name)
+    return made
+
+
+class TopicWatch:
+    """Background service: every `interval_s` list the bucket's diskless topics (off the loop) and
+    adopt the ones created through another gateway since this one started."""
+
+    def __init__(self, st, diskless: Diskless, interval_s: float = 2.0) -> None:
+        self.st, self.diskless, self.interval_s = st, diskless, interval_s
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(self.interval_s)
+            try:
+                found = await trio.to_thread.run_sync(self.diskless.index.topics, frozenset(self.st.topics.names()))
+            except ObjectStoreError:
+                continue  # the store is down: produces say so; the watch tries again
+            made = _adopt(self.st, found)
+            if made:
+                log.info("diskless topics adopted from the bucket: %s", ", ".join(made))
 
 
 def creation_problem(app, configs: dict) -> str | None:

@@ -7,7 +7,7 @@ import gateway.cluster.routes as routes
 import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
-from gateway import diskless
+import gateway.diskless as diskless
 from codec.kafka import apis, protocol
 from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler

@@ -6,7 +6,7 @@ import time
 
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
-from gateway import diskless
+import gateway.diskless as diskless
 from gateway.cluster.remoting_queues import own_broker_name
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int

@@ -26,7 +26,7 @@ from codec.remoting.command import FrameReader, Outbox
 from gateway.cluster import remoting_queues
 from gateway.cluster.ownership import clustered
 from gateway.ops.stats import remoting_principal, stats_of
-from gateway.remoting import diskless
+import gateway.remoting.diskless as diskless
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send

@@ -12,7 +12,7 @@ import trio
 import interop.to_rocketmq as inner_batch
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.ops.stats import stats_of
-from gateway.remoting import diskless
+import gateway.remoting.diskless as diskless
 from gateway.remoting.common import DEFERRED, FAQ, handles, legal_group, offsets_on_disk, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, queue_id,
                                       required_long)

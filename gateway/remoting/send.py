@@ -17,7 +17,7 @@ from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, Re
 from codec.remoting import message as smsg
 from codec.remoting.bodies import decode_batch
 from codec.remoting.message import INNER_BATCH_FLAG
-from gateway.remoting import diskless
+import gateway.remoting.diskless as diskless
 from gateway.remoting.common import (CLUSTER_NAME, DEFERRED, REGION, after_durable, delay_levels, ensure_topic, handles,
                                      now_ms)
 from gateway.remoting.headers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, RequestError, optional_int, optional_str

@@ -91,12 +91,17 @@ class DisklessIndex:
         except PreconditionFailed:
             pass
 
-    def topics(self) -> dict[str, int]:
-        """Every diskless topic of the bucket and its partition count."""
+    def topics(self, known=frozenset()) -> dict[str, int]:
+        """The bucket's diskless topics not in `known`, with their partition counts (one LIST, one
+        GET per topic returned)."""
         out = {}
         for info in self.store.list(layout.TOPICS):
             name = info.key[len(layout.TOPICS):]
-            out[name] = int(json.loads(self.store.get(info.key))["partitions"])
+            if name not in known:
+                try:
+                    out[name] = int(json.loads(self.store.get(info.key))["partitions"])
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise ObjectStoreError(f"{info.key}: unreadable diskless topic record ({exc})") from None
         return out
 
     # -- the index ----------------------------------------------------------------------------------

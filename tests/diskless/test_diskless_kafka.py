@@ -70,3 +70,20 @@ def test_diskless_enable_is_fixed_at_creation(seaweed_s3, s3_bucket, gateway_fac
 def test_diskless_needs_an_object_store(gateway):
     with pytest.raises(InvalidConfigurationError):
         create_topic(gateway.kafka_bootstrap, "nostore")
+
+
+def test_a_running_gateway_adopts_a_diskless_topic_created_through_another(seaweed_s3, s3_bucket, gateway_factory):
+    import time
+    args = seaweed_s3.tier_args(s3_bucket) + FAST_WAL
+    a = gateway_factory(extra_args=args, name="a")
+    b = gateway_factory(extra_args=args, name="b")
+    create_topic(a.kafka_bootstrap, "later", partitions=2)  # after b started
+    acked = produce_acked(a.kafka_bootstrap, "later", 50)
+    admin = KafkaAdminClient(bootstrap_servers=b.kafka_bootstrap)  # lists topics without auto-creating one
+    try:
+        deadline = time.monotonic() + 30
+        while "later" not in admin.list_topics() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        admin.close()
+    assert sorted(read_topic(b.kafka_bootstrap, "later")) == sorted(acked)
