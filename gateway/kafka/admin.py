@@ -13,6 +13,7 @@ from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics import topic_configs as tc, views
+from semantics.diskless import is_diskless
 
 MAX_PARTITIONS = 10_000  # a sanity bound: Metadata lists every partition of a topic
 CONFIGS_LISTED_FROM = 5  # the CreateTopics version whose answer lists the created topic's configs
@@ -125,6 +126,10 @@ async def delete_topics(ctx: RequestContext):
         if name is None or app.store.topics.get(name) is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
             continue
+        if is_diskless(app.store.topics.get(name)):  # its objects are shared by every gateway of the bucket
+            out.append({"name": name, "error_code": errors.INVALID_REQUEST,
+                        "error_message": "deleting a diskless topic is not supported yet"})
+            continue
         app.store.topics.delete(name)
         kafka_state(app).producers.forget_topic(name)
         app.views.refresh()  # a deleted view or base stops being maintained
@@ -142,6 +147,10 @@ async def create_partitions(ctx: RequestContext):
         if cfg is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                         "error_message": f"topic {name!r} does not exist"})
+            continue
+        if is_diskless(cfg):  # the bucket's topic record holds the count every gateway adopts
+            out.append({"name": name, "error_code": errors.INVALID_REQUEST,
+                        "error_message": "adding partitions to a diskless topic is not supported yet"})
             continue
         current = topics.partition_count(cfg)
         if not current < t["count"] <= MAX_PARTITIONS:

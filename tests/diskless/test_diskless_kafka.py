@@ -87,3 +87,19 @@ def test_a_running_gateway_adopts_a_diskless_topic_created_through_another(seawe
     finally:
         admin.close()
     assert sorted(read_topic(b.kafka_bootstrap, "later")) == sorted(acked)
+
+
+def test_deleting_or_growing_a_diskless_topic_is_refused(seaweed_s3, s3_bucket, gateway_factory):
+    from kafka.admin import NewPartitions
+    from kafka.errors import InvalidRequestError
+    g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + FAST_WAL)
+    create_topic(g.kafka_bootstrap, "kept", partitions=2)
+    admin = KafkaAdminClient(bootstrap_servers=g.kafka_bootstrap)
+    try:
+        with pytest.raises(InvalidRequestError):
+            admin.delete_topics(["kept"])
+        with pytest.raises(InvalidRequestError):
+            admin.create_partitions({"kept": NewPartitions(4)})
+        assert "kept" in admin.list_topics()
+    finally:
+        admin.close()
