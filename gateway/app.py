@@ -11,6 +11,7 @@ import security
 import store
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
+from gateway.diskless import Diskless, adopt_topics, open_diskless
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.grpc.common import GrpcState
 from gateway.grpc.telemetry import check_transaction as grpc_transaction_check
@@ -73,6 +74,8 @@ class App:
     ownership: object = SINGLE_NODE
     # the tier's object store (store.objstore, docs/tiered-storage.md); None without --tier-url
     object_store: ObjectStore | None = None
+    # diskless topics' index and WAL writer on `object_store` (docs/diskless.md); None without --tier-url
+    diskless: Diskless | None = None
     # request counts and latencies, bytes, connections, readiness (gateway.ops; docs/metrics.md)
     stats: GatewayStats = dataclasses.field(default_factory=GatewayStats)
     # Kafka's group coordinator and producer ids; it keeps the App, so it is made from it.
@@ -151,13 +154,15 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SI
         raise
 
 
-def open_object_store(config: GatewayConfig) -> ObjectStore | None:
-    """The --tier-* flags' S3 store (no request is made yet); boto3 is loaded only with a tier."""
+def open_object_store(config: GatewayConfig, **options) -> ObjectStore | None:
+    """The --tier-* flags' S3 store (no request is made yet); boto3 is loaded only with a tier.
+    `options`: S3Options fields over the defaults (the diskless path's shorter timeouts)."""
     if config.tier_url is None:
         return None
     from store.objstore.s3 import S3ObjectStore
     return S3ObjectStore.from_url(config.tier_url, endpoint=config.tier_endpoint, addressing=config.tier_addressing,
-                                  ca_file=config.tier_ca_file, credentials_file=config.tier_credentials_file)
+                                  ca_file=config.tier_ca_file, credentials_file=config.tier_credentials_file,
+                                  **options)
 
 
 def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership,
@@ -174,6 +179,12 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     st.recover()
     st.topics.use_writer(writer, sync)  # topic changes are journalled (fsynced as the flush mode says)
     ensure_system_topics(st, levels)
+    # a produce waits on the diskless store: its own client, with requests bounded tighter than the tier's
+    timeout = config.diskless_request_timeout_ms / 1000
+    diskless = open_diskless(config, object_store and open_object_store(
+        config, connect_timeout=timeout, read_timeout=timeout, max_attempts=2))
+    if diskless is not None:
+        adopt_topics(st, diskless)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
     guard = security.from_config(config, os.path.join(st.path, "config"))
     replication = _replication(config, st, arrivals)
@@ -200,6 +211,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         authentication=security.authentication_for(config, guard, os.path.join(st.path, "config")),
         ownership=ownership,
         object_store=object_store,
+        diskless=diskless,
     )
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created

@@ -93,6 +93,11 @@ class GatewayConfig:
     tier_addressing: str | None = None  # "path" | "virtual"; None: path with an endpoint, virtual without
     tier_ca_file: str | None = None  # PEM CA the endpoint's certificate must chain to
     tier_credentials_file: str | None = None  # AWS credentials file; None: environment, then the default file
+    # Diskless topics (docs/diskless.md): the WAL object's bounds and the read cache, on the --tier-url store
+    diskless_wal_max_bytes: int = 4 << 20
+    diskless_wal_max_ms: int = 250
+    diskless_cache_bytes: int = 64 << 20
+    diskless_request_timeout_ms: int = 5000  # connect/read bound of each diskless S3 request (2 tries)
 
     @property
     def advertised(self) -> str:
@@ -321,6 +326,16 @@ def build_parser() -> _Parser:
     p.add_argument("--tier-credentials-file", default=None, metavar="FILE",
                    help="AWS credentials file (default: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then "
                    "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials)")
+    p.add_argument("--diskless-wal-max-bytes", type=_positive_int, default=d.diskless_wal_max_bytes,
+                   help="a diskless WAL object is closed and written at this size (docs/diskless.md)")
+    p.add_argument("--diskless-wal-max-ms", type=_int_between(1, 60_000, "WAL linger (1-60000 ms)"),
+                   default=d.diskless_wal_max_ms, help="... or this long after its first batch")
+    p.add_argument("--diskless-cache-bytes", type=_positive_int, default=d.diskless_cache_bytes,
+                   help="bytes of diskless WAL ranges kept in memory for fetches")
+    p.add_argument("--diskless-request-timeout-ms", type=_int_between(100, 600_000, "timeout (100-600000 ms)"),
+                   default=d.diskless_request_timeout_ms,
+                   help="connect and read timeout of each diskless object-store request (tried twice): "
+                   "how soon a produce fails when the store hangs")
     return p
 
 

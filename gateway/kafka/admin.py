@@ -7,15 +7,18 @@ import gateway.cluster.routes as routes
 import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
+import gateway.diskless as diskless
 from codec.kafka import apis, protocol
 from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics import topic_configs as tc, views
+from semantics.diskless import is_diskless
 
 MAX_PARTITIONS = 10_000  # a sanity bound: Metadata lists every partition of a topic
 CONFIGS_LISTED_FROM = 5  # the CreateTopics version whose answer lists the created topic's configs
 VIEW_CONFIGS = (views.ATTR_SOURCE, views.ATTR_EXPRESSION)  # checked by semantics.views
+FIXED_CONFIGS = VIEW_CONFIGS + (diskless.ATTRIBUTE,)  # and gateway.diskless
 
 
 @handler(apis.CREATE_TOPICS)
@@ -35,7 +38,8 @@ async def create_topics(ctx: RequestContext):
         rf = t["replication_factor"]
         brokers = len(app.ownership.live()) if app.ownership.clustered else 1
         entry = {"name": name, "num_partitions": n, "replication_factor": max(rf, 1)}
-        problem = config_apis.create_topic_problem(app, configs, VIEW_CONFIGS)
+        problem = config_apis.create_topic_problem(app, configs, FIXED_CONFIGS) or \
+            diskless.creation_problem(app, configs)
         if not topics.legal_name(name):
             entry.update(error_code=errors.INVALID_TOPIC_EXCEPTION, error_message=f"illegal topic name {name!r}")
         elif app.store.topics.get(name) is not None or name == OFFSETS_TOPIC:
@@ -60,8 +64,12 @@ async def create_topics(ctx: RequestContext):
                 if cfg is not None:
                     entry["num_partitions"] = topics.partition_count(cfg)
             elif not req.get("validate_only"):
-                app.ownership.expect_topic(name, rf)  # a cluster places its R replicas
-                cfg = topics.create(app, name, n, configs)
+                why = await diskless.publish(app, name, configs, n)  # in the bucket first: every gateway sees it
+                if why:
+                    entry.update(error_code=errors.KAFKA_STORAGE_ERROR, error_message=why)
+                else:
+                    app.ownership.expect_topic(name, rf)  # a cluster places its R replicas
+                    cfg = topics.create(app, name, n, configs)
             if not req.get("validate_only") and not entry["error_code"]:
                 entry["configs"] = _listed_configs(app, cfg, ctx.version)
                 entry["topic_id"] = cfg.topic_id
@@ -125,6 +133,10 @@ async def delete_topics(ctx: RequestContext):
         if name is None or app.store.topics.get(name) is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
             continue
+        if is_diskless(app.store.topics.get(name)):  # its objects are shared by every gateway of the bucket
+            out.append({"name": name, "error_code": errors.INVALID_REQUEST,
+                        "error_message": "deleting a diskless topic is not supported yet"})
+            continue
         tid = topics.topic_id(app, name)
         app.store.topics.delete(name)
         kafka_state(app).producers.forget_topic(name)
@@ -143,6 +155,10 @@ async def create_partitions(ctx: RequestContext):
         if cfg is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                         "error_message": f"topic {name!r} does not exist"})
+            continue
+        if is_diskless(cfg):  # the bucket's topic record holds the count every gateway adopts
+            out.append({"name": name, "error_code": errors.INVALID_REQUEST,
+                        "error_message": "adding partitions to a diskless topic is not supported yet"})
             continue
         current = topics.partition_count(cfg)
         if not current < t["count"] <= MAX_PARTITIONS:

@@ -165,6 +165,8 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
     names = [n for n, _, _ in ops]
     if len(set(names)) != len(names):
         return errors.INVALID_REQUEST, "Error due to duplicate config keys"
+    if "diskless.enable" in names:  # as KIP-1150: a topic is diskless or not from its creation on
+        return errors.INVALID_CONFIG, "diskless.enable can only be set when the topic is created"
     for n, op, value in ops:
         if op not in (SET, DELETE, APPEND, SUBTRACT):
             return errors.INVALID_REQUEST, f"Unknown config operation {op} for {n}"

@@ -12,6 +12,7 @@ import struct
 
 import trio
 
+import gateway.kafka.diskless as diskless
 import gateway.kafka.errors as errors
 import gateway.kafka.leader_epochs as leader_epochs
 import gateway.kafka.leaders as leaders
@@ -245,8 +246,10 @@ async def fetch(ctx: RequestContext):
     max_bytes = quotas.fetch_max_bytes(ctx, req.get("max_bytes", 0x7FFFFFFF))
     min_bytes = min(min_bytes, max_bytes)
     keys = [(t["topic"], p["partition"]) for t in req["topics"] if t["topic"] is not None for p in t["partitions"]]
+    diskless_keys = diskless.diskless_partitions(app, req)
     while True:
-        responses, total, failed = _fetch_once(app, req, max_bytes)
+        found = await diskless.prepare_fetch(app, req, diskless_keys) if diskless_keys else {}
+        responses, total, failed = _fetch_once(app, req, max_bytes, found)
         remaining = deadline - trio.current_time()
         if total >= min_bytes or failed or remaining <= 0 or not keys:
             throttle_ms = quotas.fetch_throttle_ms(ctx, total)
@@ -259,8 +262,9 @@ async def fetch(ctx: RequestContext):
         await app.arrivals.wait_any(keys, remaining)
 
 
-def _fetch_once(app, req, max_bytes: int):
-    """(responses, bytes of records, whether a partition failed) for one look at the store."""
+def _fetch_once(app, req, max_bytes: int, found: dict):
+    """(responses, bytes of records, whether a partition failed) for one look at the store; `found`:
+    what `diskless.prepare_fetch` read of the diskless partitions."""
     responses = []
     total = 0
     failed = False
@@ -281,6 +285,12 @@ def _fetch_once(app, req, max_bytes: int):
                         else errors.UNKNOWN_TOPIC_OR_PARTITION)
                 parts.append({"partition_index": index, "error_code": code, "high_watermark": -1, "records": b""})
                 failed = True
+                continue
+            if (name, index) in found:
+                entry, size, bad = diskless.fetch_answer(app, name, index, p["fetch_offset"], found[(name, index)])
+                parts.append(entry)
+                total += size
+                failed = failed or bad
                 continue
             low = app.store.min_offset(name, index)
             high = app.replication.readable_end(name, index, app.store.max_offset(name, index))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import gateway.kafka.diskless as diskless
 import gateway.kafka.errors as errors
 import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.topics as topics
@@ -11,7 +12,9 @@ from codec.kafka import apis, records
 from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, INT64, SYSFLAG_AT
 from gateway.kafka.registry import RequestContext, handler
 from interop.inner_batch import record_timestamps
+from semantics.diskless import is_diskless
 from semantics.retention import entry_units
+from store.objstore.api import ObjectStoreError
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 TIME_SCAN_LIMIT = 200_000  # entries whose batch header is read looking for a timestamp
@@ -138,7 +141,14 @@ async def list_offsets(ctx: RequestContext):
             if not app.ownership.owns(name, index):
                 parts.append({"partition_index": index, "error_code": errors.NOT_LEADER_OR_FOLLOWER})
                 continue
-            offset, ts = list_offset(app, cfg, name, index, p["timestamp"])
+            if app.diskless is not None and is_diskless(cfg):
+                try:
+                    offset, ts = await diskless.list_offset(app, name, index, p["timestamp"])
+                except ObjectStoreError:
+                    parts.append({"partition_index": index, "error_code": errors.KAFKA_STORAGE_ERROR})
+                    continue
+            else:
+                offset, ts = list_offset(app, cfg, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": leader_epoch(app, name, index) if offset >= 0 else -1})
         out.append({"name": name, "partitions": parts})

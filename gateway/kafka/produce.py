@@ -14,6 +14,7 @@ import gateway.kafka.leaders as leaders
 import gateway.kafka.quotas as quotas
 import gateway.kafka.record_errors as record_errors
 import gateway.kafka.timestamps as timestamps
+import gateway.kafka.diskless as diskless
 import gateway.kafka.topics as topics
 import store
 from codec.kafka import apis, records
@@ -23,6 +24,7 @@ from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing, with_gaps
 from semantics import routing, transactions, views
+from semantics.diskless import is_diskless
 from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, INVALID_TXN_STATE, OUT_OF_ORDER
@@ -179,6 +181,7 @@ async def produce(ctx: RequestContext):
     responses = []
     end = 0
     replicated = []
+    wal_writes = []  # (response, topic, config, index, records) of diskless partitions
     for t in req["topic_data"]:
         name = t["name"]  # None: v13 named an unknown topic id (handlers: topics.name_topics_by_id)
         parts = []
@@ -205,6 +208,10 @@ async def produce(ctx: RequestContext):
                 if not app.ownership.owns(name, index) or app.replication.write_refusal(name, index):
                     parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
                     continue
+                if app.diskless is not None and is_diskless(cfg):  # answered below, all in one WAL object
+                    parts.append(_partition_error(index, errors.UNKNOWN_SERVER_ERROR))
+                    wal_writes.append((parts[-1], name, cfg, index, p["records"]))
+                    continue
                 try:
                     async with flow.turn() as append:
                         resp, e = await produce_partition(app, st, name, cfg, index, p["records"], append,
@@ -216,6 +223,8 @@ async def produce(ctx: RequestContext):
                 if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "topic_id": t.get("topic_id"), "partition_responses": parts})
+    if wal_writes:  # the request's diskless partitions join the WAL buffer together, not one flush each
+        await diskless.produce_partitions(app, wal_writes)
     quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
     if acks == 0:
         return None

@@ -6,6 +6,7 @@ import time
 
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
+import gateway.diskless as diskless
 from gateway.cluster.remoting_queues import own_broker_name
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
@@ -49,9 +50,19 @@ def create_topic(channel, req):
             key, _, value = item.lstrip("+").partition("=")
             attributes[key] = value
     why = _schema_attributes_problem(channel.app, attributes) or \
-        tier_configs.problem(cfg.attributes if cfg is not None else {}, attributes)
+        tier_configs.problem(cfg.attributes if cfg is not None else {}, attributes) or \
+        _diskless_problem(channel.app, cfg, attributes)
     if why:
         return req.response(ResponseCode.INVALID_PARAMETER, remark=why)
+    if cfg is None and is_diskless_config(attributes):  # recorded in the bucket first, off the loop
+        async def create_diskless():
+            failed = await diskless.publish(channel.app, name, attributes, max(read_q, write_q))
+            if failed:
+                return req.response(ResponseCode.SYSTEM_BUSY, remark=failed)
+            topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
+            return req.response()
+        channel.spawn(req, create_diskless)
+        return DEFERRED
     if cfg is None:
         topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
     else:
@@ -59,6 +70,20 @@ def create_topic(channel, req):
         topics.update(cfg)
         channel.app.ownership.topic_grown(cfg)  # a cluster places the new queues
     return req.response()
+
+
+def _diskless_problem(app, cfg, attributes: dict) -> str | None:
+    """`diskless.enable` is set when a topic is created, never changed after (as KIP-1150)."""
+    if cfg is not None:
+        before = (cfg.attributes or {}).get(diskless.ATTRIBUTE)
+        if attributes.get(diskless.ATTRIBUTE) != before:
+            return f"{diskless.ATTRIBUTE} can only be set when the topic is created"
+        return None
+    return diskless.creation_problem(app, attributes)
+
+
+def is_diskless_config(attributes: dict) -> bool:
+    return str(attributes.get(diskless.ATTRIBUTE, "false")).strip().lower() == "true"
 
 
 def _schema_attributes_problem(app, attributes: dict) -> str | None:

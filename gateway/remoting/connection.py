@@ -14,6 +14,7 @@ traceback and keeps running).
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 
@@ -25,6 +26,7 @@ from codec.remoting.command import FrameReader, Outbox
 from gateway.cluster import remoting_queues
 from gateway.cluster.ownership import clustered
 from gateway.ops.stats import remoting_principal, stats_of
+import gateway.remoting.diskless as diskless
 from gateway.remoting.handlers import DEFERRED, HANDLERS, channel_closed
 from gateway.remoting.headers import RequestError
 from gateway.remoting.send import PreparedSend, append_error, finish_send, prepare_send
@@ -206,6 +208,9 @@ async def handle_connection(stream: trio.SocketStream, app) -> None:
                         if app.schema_validation.pending:  # schema ids this gateway lacks: ask, judge again
                             await app.schema_validation.learn()
                             resp = _guarded(req, prepare_send, channel, req)
+                        if isinstance(resp, PreparedSend) and diskless.is_diskless_send(app, resp):
+                            channel.spawn(req, functools.partial(diskless.send, channel, resp))
+                            continue  # answered once its WAL object is committed
                         if isinstance(resp, PreparedSend):
                             if req.code in _COALESCED_SENDS:
                                 sends.append(resp)

@@ -5,14 +5,18 @@ it wakes on an arrival in its queue, or looks again every RESCAN_S, until its su
 """
 from __future__ import annotations
 
+import functools
+
 import trio
 
 import interop.to_rocketmq as inner_batch
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.ops.stats import stats_of
+import gateway.remoting.diskless as diskless
 from gateway.remoting.common import DEFERRED, FAQ, handles, legal_group, offsets_on_disk, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, queue_id,
                                       required_long)
+from semantics.diskless import is_diskless
 from semantics.sql92 import FilterSyntaxError, Selector, subscription_filter
 
 DEFAULT_PULL_BYTES = 256 * 1024
@@ -58,6 +62,10 @@ def pull_message(channel, req):
     suspend_s = 0.0
     if sys_flag & PullSysFlag.SUSPEND:
         suspend_s = min(optional_long(req, "suspendTimeoutMillis", 15000) / 1000.0, MAX_SUSPEND_S)
+    if app.diskless is not None and is_diskless(cfg):  # the index and WAL objects, off the loop
+        channel.spawn(req, functools.partial(diskless.pull, app, req, topic, qid, offset, max_n, max_bytes, tags,
+                                             suspend_s))
+        return DEFERRED
     resp = _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags)
     if resp.code != ResponseCode.PULL_NOT_FOUND or suspend_s <= 0:
         return offsets_on_disk(channel, req, resp) if committed else resp

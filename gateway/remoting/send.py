@@ -6,6 +6,7 @@ together in one write (connection.py); `send_message` is the path for one send a
 """
 from __future__ import annotations
 
+import functools
 import random
 import zlib
 
@@ -16,7 +17,8 @@ from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, Re
 from codec.remoting import message as smsg
 from codec.remoting.bodies import decode_batch
 from codec.remoting.message import INNER_BATCH_FLAG
-from gateway.remoting.common import (CLUSTER_NAME, REGION, after_durable, delay_levels, ensure_topic, handles,
+import gateway.remoting.diskless as diskless
+from gateway.remoting.common import (CLUSTER_NAME, DEFERRED, REGION, after_durable, delay_levels, ensure_topic, handles,
                                      now_ms)
 from gateway.remoting.headers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, RequestError, optional_int, optional_str
 from semantics import lite, priority, retry, routing
@@ -32,10 +34,10 @@ MAX_PROPERTIES_CHARS = 32767 - 64  # a Java short, with room for the properties 
 class PreparedSend:
     """The messages of one send request, checked and routed, waiting for their CommitLog append.
     Consecutive sends on one connection are appended together (connection.py), one write for many."""
-    __slots__ = ("req", "msgs", "qid")
+    __slots__ = ("req", "msgs", "qid", "topic")
 
-    def __init__(self, req, msgs, qid) -> None:
-        self.req, self.msgs, self.qid = req, msgs, qid
+    def __init__(self, req, msgs, qid, topic: str) -> None:
+        self.req, self.msgs, self.qid, self.topic = req, msgs, qid, topic
 
 
 class _SendHeader:
@@ -125,7 +127,7 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
         return req.response(ResponseCode.MESSAGE_ILLEGAL if exc.timer else ResponseCode.SYSTEM_ERROR, remark=str(exc))
     except store.StoreError as exc:
         return append_error(req, exc)
-    return PreparedSend(req, msgs, qid)
+    return PreparedSend(req, msgs, qid, topic)
 
 
 def _plain_body(app, m) -> bytes:
@@ -184,6 +186,9 @@ def send_message(channel, req):
     p = prepare_send(channel, req)
     if not isinstance(p, PreparedSend):
         return p
+    if diskless.is_diskless_send(channel.app, p):  # through the WAL object, answered once it is committed
+        channel.spawn(req, functools.partial(diskless.send, channel, p))
+        return DEFERRED
     msgs = p.msgs
     try:
         results = channel.app.store.append_many(msgs) if len(msgs) > 1 else [channel.app.store.append(msgs[0])]

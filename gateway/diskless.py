@@ -1,0 +1,90 @@
+"""Diskless topics in a gateway (docs/diskless.md): the App's index and WAL writer on the --tier-url
+store, the topic table kept in step with the bucket's diskless topics, and creation."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import trio
+
+from semantics.diskless import ATTRIBUTE, DisklessWriter
+from store.diskless.index import DisklessIndex
+from store.objstore.api import ObjectStore, ObjectStoreError
+
+log = logging.getLogger("rocketgate")
+
+
+@dataclasses.dataclass(frozen=True)
+class Diskless:
+    index: DisklessIndex
+    writer: DisklessWriter
+    # (topic, queue) whose idempotent producers' state was read from the index (gateway.kafka.diskless)
+    producers_seeded: set = dataclasses.field(default_factory=set)
+
+
+def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:
+    if object_store is None:
+        return None
+    index = DisklessIndex(object_store, config.diskless_cache_bytes)
+    return Diskless(index, DisklessWriter(index, config.diskless_wal_max_bytes, config.diskless_wal_max_ms))
+
+
+def adopt_topics(st, diskless: Diskless) -> None:
+    """(blocking, at start) Create locally every diskless topic of the bucket this data dir lacks: a
+    wiped data dir, or a gateway new to the bucket, serves them with no copy from a peer."""
+    try:
+        found = diskless.index.topics()
+    except ObjectStoreError as exc:
+        log.warning("diskless topics not listed (object store: %s); known ones only", exc)
+        return
+    _adopt(st, found)
+
+
+def _adopt(st, found: dict[str, int]) -> list[str]:
+    made = []
+    for name, partitions in found.items():
+        if st.topics.get(name) is None:
+            st.topics.create(name, read_queues=partitions, write_queues=partitions, attributes={ATTRIBUTE: "true"})
+            made.append(name)
+    return made
+
+
+class TopicWatch:
+    """Background service: every `interval_s` list the bucket's diskless topics (off the loop) and
+    adopt the ones created through another gateway since this one started."""
+
+    def __init__(self, st, diskless: Diskless, interval_s: float = 2.0) -> None:
+        self.st, self.diskless, self.interval_s = st, diskless, interval_s
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(self.interval_s)
+            try:
+                found = await trio.to_thread.run_sync(self.diskless.index.topics, frozenset(self.st.topics.names()))
+            except ObjectStoreError:
+                continue  # the store is down: produces say so; the watch tries again
+            made = _adopt(self.st, found)
+            if made:
+                log.info("diskless topics adopted from the bucket: %s", ", ".join(made))
+
+
+def creation_problem(app, configs: dict) -> str | None:
+    """Why a topic with these configs cannot be created diskless, or None."""
+    value = configs.get(ATTRIBUTE, "false")
+    if value is None or str(value).strip().lower() not in ("true", "false"):
+        return f"Invalid value {value} for configuration {ATTRIBUTE}: Expected value to be either true or false"
+    if str(value).strip().lower() == "true" and app.diskless is None:
+        return "Diskless topics need an object store: start the gateway with --tier-url"
+    return None
+
+
+async def publish(app, name: str, configs: dict, partitions: int) -> str | None:
+    """Record a new diskless topic in the bucket before it is created here; why it failed, or None."""
+    if str(configs.get(ATTRIBUTE, "false")).strip().lower() != "true":
+        return None
+    try:
+        await trio.to_thread.run_sync(app.diskless.index.publish_topic, name, partitions)
+    except ObjectStoreError as exc:
+        return f"diskless topic not recorded in the object store: {exc}"
+    return None

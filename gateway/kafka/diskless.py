@@ -1,0 +1,176 @@
+"""Produce, Fetch and ListOffsets of diskless topics (docs/diskless.md): batches go verbatim into the
+WAL object; their offsets are the index's, patched into BaseOffset when served. Every object-store
+call runs in a worker thread. An unreachable store answers KAFKA_STORAGE_ERROR (retriable)."""
+from __future__ import annotations
+
+
+import trio
+
+import gateway.kafka.errors as errors
+import gateway.kafka.topics as topics
+from codec.kafka import records
+from codec.kafka.schema import DecodeError
+from gateway.kafka.state import kafka_state
+from semantics.diskless import is_diskless
+from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
+from store.objstore.api import ObjectStoreError
+
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+def diskless_partitions(app, req) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs of a Fetch that name diskless topics."""
+    if app.diskless is None:
+        return []
+    out = []
+    for t in req["topics"]:
+        if is_diskless(app.store.topics.get(t["topic"])):
+            out += [(t["topic"], p["partition"]) for p in t["partitions"]]
+    return out
+
+
+def _error(index: int, code: int, message: str | None = None) -> dict:
+    return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+            "log_start_offset": -1, "error_message": message}
+
+
+async def produce_partition(app, topic: str, cfg, index: int, data) -> dict:
+    """Validate one partition's batches, write them through the WAL and answer with their offsets
+    once the WAL object and the queue's index entry are in the store."""
+    try:
+        batches = records.parse_batches(data or b"")
+    except DecodeError as exc:
+        return _error(index, errors.CORRUPT_MESSAGE, str(exc))
+    if not batches:
+        return _error(index, errors.CORRUPT_MESSAGE, "no record batch")
+    limit = topics.max_message_bytes(app, cfg)
+    for b in batches:
+        if b.size > limit:
+            return _error(index, errors.MESSAGE_TOO_LARGE)
+        problem = b.problem()
+        if problem is not None:
+            kind, why = problem
+            return _error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE, why)
+        if b.attributes & records.TRANSACTIONAL:
+            return _error(index, errors.INVALID_REQUEST, "transactions are not supported on diskless topics yet")
+    st = kafka_state(app)
+    try:
+        if any(_idempotent(b) for b in batches):
+            await _producer_state(app, st, topic, index)
+    except ObjectStoreError as exc:
+        return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
+    kept, producers, duplicate, delta = [], [], None, 0
+    for b in batches:
+        if _idempotent(b):
+            verdict, dup_offset = st.producers.check(b.producer_id, b.producer_epoch, topic, index,
+                                                     b.base_sequence, b.record_count)
+            if verdict == DUPLICATE:  # a retry of a committed batch: its offset again, nothing written
+                duplicate = dup_offset if duplicate is None else duplicate
+                continue
+            if verdict == OUT_OF_ORDER:
+                return _error(index, errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
+            if verdict == FENCED:
+                return _error(index, errors.INVALID_PRODUCER_EPOCH)
+            producers.append((b.producer_id, b.producer_epoch, b.base_sequence, b.record_count, delta))
+        kept.append(b)
+        delta += b.last_offset_delta + 1
+    base = duplicate
+    if kept:
+        try:
+            first = await app.diskless.writer.append(topic, index, b"".join(b.data for b in kept), delta,
+                                                     max(b.max_timestamp for b in kept), tuple(producers))
+        except ObjectStoreError as exc:
+            return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
+        for pid, epoch, seq, count, at in producers:
+            st.producers.record(pid, epoch, topic, index, seq, count, first + at)
+        base = first if base is None else base
+        app.arrivals.notify(topic, index)
+    return {"index": index, "error_code": errors.NONE, "base_offset": base, "log_append_time_ms": -1,
+            "log_start_offset": app.diskless.index.start(topic, index)}
+
+
+def _idempotent(b) -> bool:
+    return b.producer_id >= 0 and b.base_sequence >= 0
+
+
+async def _producer_state(app, st, topic: str, index: int) -> None:
+    """Once per queue and process: the idempotent producers' state from the queue's index entries
+    (after a restart or a wiped data dir, a retried batch is still recognised as a duplicate)."""
+    seeded = app.diskless.producers_seeded
+    if (topic, index) in seeded:
+        return
+    await trio.to_thread.run_sync(app.diskless.index.refresh, topic, index)
+    if (topic, index) in seeded:  # another produce seeded it meanwhile
+        return
+    seeded.add((topic, index))
+    for entry in app.diskless.index.entries(topic, index):
+        for pid, epoch, seq, count, at in entry.producers:
+            st.producers.record(pid, epoch, topic, index, seq, count, entry.base + at)
+
+
+async def produce_partitions(app, writes: list) -> None:
+    """`produce_partition` for each (response, topic, config, index, records) at once, so they share
+    one WAL object; each response dict is filled in place."""
+    async def one(response: dict, topic: str, cfg, index: int, data) -> None:
+        response.update(await produce_partition(app, topic, cfg, index, data))
+
+    async with trio.open_nursery() as nursery:
+        for write in writes:
+            nursery.start_soon(one, *write)
+
+
+def _read(index, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[int, bytes]:
+    """(worker thread) The queue's end after a refresh, and its batches from `offset` on."""
+    high = index.refresh(topic, partition)
+    return high, (index.read(topic, partition, offset, max_bytes) if offset < high else b"")
+
+
+async def prepare_fetch(app, req, keys: list[tuple[str, int]]) -> dict:
+    """(topic, partition) -> (high watermark, records) or an error code, for the diskless partitions
+    of a Fetch; read before the synchronous pass over the request uses them."""
+    wanted = {(t["topic"], p["partition"]): p for t in req["topics"] for p in t["partitions"]}
+    out = {}
+    for topic, partition in keys:
+        cfg = app.store.topics.get(topic)
+        if not topics.has_partition(cfg, partition):
+            continue
+        p = wanted[(topic, partition)]
+        try:
+            out[(topic, partition)] = await trio.to_thread.run_sync(
+                _read, app.diskless.index, topic, partition, p["fetch_offset"], p["partition_max_bytes"])
+        except ObjectStoreError:
+            out[(topic, partition)] = errors.KAFKA_STORAGE_ERROR
+    return out
+
+
+def fetch_answer(app, topic: str, partition: int, offset: int, found) -> tuple[dict, int, bool]:
+    """(partition response, record bytes, failed) of one diskless partition from `prepare_fetch`."""
+    if isinstance(found, int):
+        return ({"partition_index": partition, "error_code": found, "high_watermark": -1, "records": b""},
+                0, True)
+    high, data = found
+    low = app.diskless.index.start(topic, partition)
+    entry = {"partition_index": partition, "high_watermark": high, "last_stable_offset": high,
+             "log_start_offset": low, "records": data}
+    if offset < low or offset > high:
+        entry.update(error_code=errors.OFFSET_OUT_OF_RANGE, records=b"")
+        return entry, 0, True
+    return entry, len(data), False
+
+
+async def list_offset(app, topic: str, partition: int, ts: int) -> tuple[int, int]:
+    """(offset, timestamp) for ListOffsets: earliest, latest, max-timestamp; by time: the first entry
+    whose newest record is at or after `ts` (entry granularity), else the end."""
+    index = app.diskless.index
+    end = await trio.to_thread.run_sync(index.refresh, topic, partition)
+    if ts == LATEST:
+        return end, -1
+    if ts == EARLIEST or ts == -4:
+        return index.start(topic, partition), -1
+    if ts == MAX_TIMESTAMP:
+        return index.max_timestamp(topic, partition)
+    if ts < 0:
+        return -1, -1
+    return index.offset_for_time(topic, partition, ts)
+
+

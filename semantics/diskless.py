@@ -1,0 +1,117 @@
+"""The diskless write path (docs/diskless.md): produces to diskless queues wait in one WAL buffer; the
+first waiter closes it when it reaches `max_bytes` or after `max_ms`, PUTs it as one object holding
+every queue's batches, commits each queue's index entry, and only then are the produces answered with
+their offsets. Every object-store call runs in a worker thread; flushes run one at a time, in order."""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import uuid
+
+import trio
+
+from store.diskless import layout
+from store.diskless.index import DisklessIndex
+from store.objstore.api import ObjectStoreError
+
+ATTRIBUTE = "diskless.enable"
+
+
+def is_diskless(cfg) -> bool:
+    return cfg is not None and str((cfg.attributes or {}).get(ATTRIBUTE, "false")).lower() == "true"
+
+
+@dataclasses.dataclass
+class _Slot:
+    topic: str
+    queue: int
+    run: bytes  # one produce's batches for one queue
+    count: int  # offsets they take
+    max_ts: int
+    producers: tuple  # (producer id, epoch, first sequence, count, offset delta in `run`)
+    done: trio.Event = dataclasses.field(default_factory=trio.Event)
+    base: int = -1
+    error: Exception | None = None
+
+
+@dataclasses.dataclass
+class WalStats:
+    objects: int = 0
+    bytes: int = 0
+    index_writes: int = 0
+    failures: int = 0
+
+
+class DisklessWriter:
+    """Buffers produces into WAL objects; `append` returns the base offset once the object and the
+    queue's index entry are durable in the store. Raises ObjectStoreError otherwise (nothing acked)."""
+
+    def __init__(self, index: DisklessIndex, max_bytes: int = 4 << 20, max_ms: int = 250) -> None:
+        self.index = index
+        self.max_bytes = max_bytes
+        self.max_ms = max_ms
+        self.stats = WalStats()
+        self._pending: list[_Slot] = []
+        self._pending_bytes = 0
+        self._full = trio.Event()
+        self._flush_lock = trio.Lock()  # FIFO: WAL objects are committed in the order they closed
+
+    async def append(self, topic: str, queue: int, run: bytes, count: int, max_ts: int = -1,
+                     producers: tuple = ()) -> int:
+        slot = _Slot(topic, queue, run, count, max_ts, producers)
+        self._pending.append(slot)
+        self._pending_bytes += len(run)
+        if self._pending_bytes >= self.max_bytes:
+            self._full.set()
+        if len(self._pending) == 1:  # the first of a new buffer closes it; shielded: others wait on it
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(self.max_ms / 1000):
+                    await self._full.wait()
+                slots, self._pending, self._pending_bytes = self._pending, [], 0
+                self._full = trio.Event()
+                async with self._flush_lock:
+                    await self._flush(slots)
+        await slot.done.wait()
+        if slot.error is not None:
+            raise slot.error
+        return slot.base
+
+    async def _flush(self, slots: list[_Slot]) -> None:
+        try:
+            await trio.to_thread.run_sync(self._write, slots)
+        except ObjectStoreError as exc:
+            self.stats.failures += 1
+            for slot in slots:
+                if slot.base < 0:
+                    slot.error = exc
+        except Exception as exc:  # a bug must not leave produces waiting forever
+            for slot in slots:
+                if slot.base < 0:
+                    slot.error = ObjectStoreError(f"diskless write failed: {exc!r}")
+        for slot in slots:
+            slot.done.set()
+
+    def _write(self, slots: list[_Slot]) -> None:
+        """(worker thread) One WAL object, grouped by queue, then one index entry per queue."""
+        ordered = sorted(slots, key=lambda s: (s.topic, s.queue))  # stable: a queue's produces keep order
+        body = b"".join(s.run for s in ordered)
+        key = layout.WAL + uuid.uuid4().hex
+        self.index.store.put(key, body, if_absent=True)
+        self.stats.objects += 1
+        self.stats.bytes += len(body)
+        pos = 0
+        for (topic, queue), group in itertools.groupby(ordered, key=lambda s: (s.topic, s.queue)):
+            group = list(group)
+            run = b"".join(s.run for s in group)
+            producers, delta = [], 0
+            for s in group:
+                producers += [(*p[:4], p[4] + delta) for p in s.producers]
+                delta += s.count
+            entry = self.index.commit(topic, queue, key, pos, run, delta, max(s.max_ts for s in group),
+                                      tuple(producers))
+            self.stats.index_writes += 1
+            base = entry.base
+            for s in group:
+                s.base = base
+                base += s.count
+            pos += len(run)

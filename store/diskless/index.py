@@ -1,0 +1,214 @@
+"""The per-queue index of diskless topics on the object store, and the reads it serves.
+
+Each entry is its own object, written with `if_absent` (S3 If-None-Match: *): the store itself
+decides which of two writers gets a queue's next entry, so two gateways that both believe they lead a
+queue can never both commit the same offsets (the loser reads the winner's entry and retries after
+it, or gives up). No lease, no home-made consensus. Blocking: call from worker threads."""
+from __future__ import annotations
+
+import bisect
+import collections
+import json
+import struct
+import threading
+
+from store.diskless import layout
+from store.diskless.layout import IndexEntry
+from store.objstore.api import NotFound, ObjectStore, ObjectStoreError, PreconditionFailed
+
+COMMIT_ATTEMPTS = 16  # lost conditional writes in a row before a commit gives up (a hot contended queue)
+
+
+class _Queue:
+    def __init__(self) -> None:
+        self.entries: list[IndexEntry] = []
+        self.bases: list[int] = []
+        self.listed = False  # the entries present when this process first looked were listed
+        self.lock = threading.Lock()
+
+    @property
+    def end(self) -> int:
+        return self.entries[-1].end if self.entries else 0
+
+    def add(self, entry: IndexEntry) -> None:
+        assert entry.seq == len(self.entries), (entry.seq, len(self.entries))
+        self.entries.append(entry)
+        self.bases.append(entry.base)
+
+
+class RunCache:
+    """Entries' bytes by (wal, pos), least recently used dropped past `max_bytes`."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._runs: collections.OrderedDict = collections.OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key) -> bytes | None:
+        with self._lock:
+            run = self._runs.get(key)
+            if run is not None:
+                self._runs.move_to_end(key)
+                self.hits += 1
+            else:
+                self.misses += 1
+            return run
+
+    def put(self, key, run: bytes) -> None:
+        with self._lock:
+            if key in self._runs or len(run) > self.max_bytes:
+                return
+            self._runs[key] = run
+            self._bytes += len(run)
+            while self._bytes > self.max_bytes:
+                _, old = self._runs.popitem(last=False)
+                self._bytes -= len(old)
+
+
+class DisklessIndex:
+    """Every diskless queue's entries this gateway has seen, refreshed from the store on demand."""
+
+    def __init__(self, store: ObjectStore, cache_bytes: int = 64 << 20) -> None:
+        self.store = store
+        self.cache = RunCache(cache_bytes)
+        self._queues: dict[tuple[str, int], _Queue] = {}
+        self._lock = threading.Lock()
+
+    def _queue(self, topic: str, queue: int) -> _Queue:
+        with self._lock:
+            return self._queues.setdefault((topic, queue), _Queue())
+
+    # -- topics -------------------------------------------------------------------------------------
+
+    def publish_topic(self, topic: str, partitions: int) -> None:
+        """Record the topic in the bucket (once: an existing record is kept), so every gateway of the
+        bucket, and this one after losing its data dir, knows it."""
+        try:
+            self.store.put(layout.topic_key(topic), json.dumps({"partitions": partitions}).encode(),
+                           if_absent=True)
+        except PreconditionFailed:
+            pass
+
+    def topics(self, known=frozenset()) -> dict[str, int]:
+        """The bucket's diskless topics not in `known`, with their partition counts (one LIST, one
+        GET per topic returned)."""
+        out = {}
+        for info in self.store.list(layout.TOPICS):
+            name = info.key[len(layout.TOPICS):]
+            if name not in known:
+                try:
+                    out[name] = int(json.loads(self.store.get(info.key))["partitions"])
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise ObjectStoreError(f"{info.key}: unreadable diskless topic record ({exc})") from None
+        return out
+
+    # -- the index ----------------------------------------------------------------------------------
+
+    def end(self, topic: str, queue: int) -> int:
+        """The queue's end offset as last refreshed (no request)."""
+        return self._queue(topic, queue).end
+
+    def start(self, topic: str, queue: int) -> int:
+        q = self._queue(topic, queue)
+        return q.entries[0].base if q.entries else 0
+
+    def entries(self, topic: str, queue: int) -> list[IndexEntry]:
+        """The queue's entries as last refreshed, oldest first."""
+        q = self._queue(topic, queue)
+        with q.lock:
+            return list(q.entries)
+
+    def refresh(self, topic: str, queue: int) -> int:
+        """Read the entries other writers committed since the last look; the queue's end offset."""
+        q = self._queue(topic, queue)
+        with q.lock:
+            self._catch_up(topic, queue, q)
+            return q.end
+
+    def _catch_up(self, topic: str, queue: int, q: _Queue) -> None:
+        if not q.listed:  # first look: list what is there (a wiped data dir, another gateway's queue)
+            keys = [(layout.seq_of(i.key), i.key) for i in self.store.list(layout.index_prefix(topic, queue))]
+            for seq, key in sorted(k for k in keys if k[0] is not None):
+                if seq == len(q.entries):
+                    q.add(IndexEntry.decode(self.store.get(key)))
+            q.listed = True
+        while True:  # then probe the next sequence numbers until one is absent
+            try:
+                data = self.store.get(layout.index_key(topic, queue, len(q.entries)))
+            except NotFound:
+                return
+            q.add(IndexEntry.decode(data))
+
+    def commit(self, topic: str, queue: int, wal: str, pos: int, run: bytes, count: int,
+               max_ts: int = -1, producers: tuple = ()) -> IndexEntry:
+        """Give the batches at [pos, pos + len(run)) of `wal` the queue's next offsets: write the next
+        entry with if_absent; after a lost race read the winner's entries and try the next slot.
+        ObjectStoreError when the store fails or the queue stays contended."""
+        q = self._queue(topic, queue)
+        with q.lock:
+            if not q.listed:
+                self._catch_up(topic, queue, q)
+            for _ in range(COMMIT_ATTEMPTS):
+                entry = IndexEntry(len(q.entries), q.end, count, wal, pos, len(run), max_ts, producers)
+                try:
+                    self.store.put(layout.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
+                except PreconditionFailed:  # another writer took this slot: fenced, learn its entries
+                    self._catch_up(topic, queue, q)
+                    continue
+                q.add(entry)
+                self.cache.put((wal, pos), run)
+                return entry
+        raise ObjectStoreError(f"diskless {topic}-{queue}: {COMMIT_ATTEMPTS} index writes lost in a row")
+
+    def read(self, topic: str, queue: int, offset: int, max_bytes: int) -> bytes:
+        """Record batches from the one holding `offset` on, up to about `max_bytes` (at least one
+        entry), from the cache or ranged GETs of the WAL objects. Call `refresh` first for news."""
+        q = self._queue(topic, queue)
+        with q.lock:
+            entries = list(q.entries)
+            bases = list(q.bases)
+        i = bisect.bisect_right(bases, offset) - 1
+        out = []
+        total = 0
+        for entry in entries[max(i, 0):]:
+            if entry.end <= offset:
+                continue
+            run = self._run(entry)
+            try:
+                piece = layout.batches_from(run, entry.base, offset)
+            except struct.error as exc:  # a WAL range that is not record batches: refuse, never crash
+                raise ObjectStoreError(f"{entry.wal}@{entry.pos}: unreadable batches ({exc})") from None
+            out.append(piece)
+            total += len(piece)
+            if total >= max_bytes:
+                break
+        return b"".join(out)
+
+    def _run(self, entry: IndexEntry) -> bytes:
+        key = (entry.wal, entry.pos)
+        run = self.cache.get(key)
+        if run is None:
+            run = self.store.get(entry.wal, entry.pos, entry.pos + entry.size)
+            if len(run) != entry.size:
+                raise ObjectStoreError(f"{entry.wal}: {len(run)} bytes at {entry.pos}, the index says {entry.size}")
+            self.cache.put(key, run)
+        return run
+
+    def max_timestamp(self, topic: str, queue: int) -> tuple[int, int]:
+        """(offset, timestamp) of the newest batch's max timestamp, Kafka's MAX_TIMESTAMP answer."""
+        q = self._queue(topic, queue)
+        best = (-1, -1)
+        for e in q.entries:
+            if e.max_ts >= best[1]:
+                best = (e.end - 1, e.max_ts)
+        return best
+
+    def offset_for_time(self, topic: str, queue: int, ts: int) -> tuple[int, int]:
+        """(base offset, -1) of the first entry holding a record at or after `ts`; (-1, -1) if none."""
+        q = self._queue(topic, queue)
+        for e in q.entries:
+            if e.max_ts >= ts:
+                return e.base, e.max_ts
+        return -1, -1

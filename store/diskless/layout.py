@@ -1,0 +1,105 @@
+"""Key names and the encoding of the diskless objects (docs/diskless.md, "Objects").
+
+    diskless/topics/<topic>                 {"partitions": n}           written once, if_absent
+    diskless/wal/<uuid>                     batches, grouped by queue    written once, if_absent
+    diskless/index/<topic>/<queue>/<seq>    one IndexEntry (JSON)        written once, if_absent
+
+A queue's entries are numbered 0, 1, 2 ... with no gap; entry n starts at the offset where n-1 ends,
+so the offsets of a queue are decided by who wins the conditional write of its next entry."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import struct
+
+from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT
+from store.objstore.api import ObjectStoreError
+
+TOPICS = "diskless/topics/"
+WAL = "diskless/wal/"
+INDEX = "diskless/index/"
+SEQ_DIGITS = 12  # zero-padded: keys list in entry order
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexEntry:
+    """Offsets [base, base + count) of one queue are the batches at [pos, pos + size) of WAL object `wal`."""
+    seq: int
+    base: int
+    count: int
+    wal: str
+    pos: int
+    size: int
+    max_ts: int = -1
+    # idempotent producers' batches: [producer id, epoch, first sequence, count, offset - base], so
+    # whoever writes the queue next rebuilds their state from the index (docs/diskless.md)
+    producers: tuple = ()
+
+    @property
+    def end(self) -> int:
+        return self.base + self.count
+
+    def encode(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> "IndexEntry":
+        try:
+            fields = json.loads(data)
+            entry = cls(**{f.name: fields[f.name] for f in dataclasses.fields(cls) if f.name in fields})
+            entry = dataclasses.replace(entry, producers=tuple(tuple(p) for p in entry.producers))
+            if not all(isinstance(v, int) for v in (entry.seq, entry.base, entry.count, entry.pos, entry.size)):
+                raise TypeError("offsets must be integers")
+            return entry
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise ObjectStoreError(f"unreadable diskless index entry: {exc}") from None
+
+
+def topic_key(topic: str) -> str:
+    return TOPICS + topic
+
+
+def index_prefix(topic: str, queue: int) -> str:
+    return f"{INDEX}{topic}/{queue}/"
+
+
+def index_key(topic: str, queue: int, seq: int) -> str:
+    return f"{index_prefix(topic, queue)}{seq:0{SEQ_DIGITS}d}"
+
+
+def seq_of(key: str) -> int | None:
+    tail = key.rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def offsets_used(batch: bytes) -> int:
+    """How many offsets a Kafka RecordBatch takes: lastOffsetDelta + 1 (a batch may leave gaps)."""
+    return _I32.unpack_from(batch, LAST_OFFSET_DELTA_AT)[0] + 1
+
+
+def with_offsets(run: bytes, base: int) -> bytes:
+    """The batches of `run` (one entry's bytes) with their BaseOffset set from `base` on: the offsets
+    are the index's, decided after the WAL object was written. BaseOffset is outside the batch CRC."""
+    out = bytearray(run)
+    at = 0
+    while at + BATCH_OVERHEAD <= len(out):
+        _I64.pack_into(out, at, base)
+        base += _I32.unpack_from(out, at + LAST_OFFSET_DELTA_AT)[0] + 1
+        at += BATCH_OVERHEAD + _I32.unpack_from(out, at + BATCH_LENGTH_AT)[0]
+    return bytes(out)
+
+
+def batches_from(run: bytes, base: int, offset: int) -> bytes:
+    """The batches of `run` (offsets from `base`) from the one holding `offset` on, offsets set."""
+    patched = with_offsets(run, base)
+    at = 0
+    while at + BATCH_OVERHEAD <= len(patched):
+        size = BATCH_OVERHEAD + _I32.unpack_from(patched, at + BATCH_LENGTH_AT)[0]
+        last = _I64.unpack_from(patched, at)[0] + _I32.unpack_from(patched, at + LAST_OFFSET_DELTA_AT)[0]
+        if last >= offset:
+            return patched[at:]
+        at += size
+    return b""
