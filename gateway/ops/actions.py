@@ -198,6 +198,18 @@ def security_change(app, argv: list[str]) -> str:
         raise Refused(str(exc)) from None
 
 
+def set_access_key(app, fields: dict) -> str:
+    """`access-key set` from the Security page's form. A blank secret is generated and shown in this
+    answer only (the page never shows a secret again); a typed one is never echoed."""
+    secret = fields.get("secret", "")
+    generated = not secret
+    if generated:
+        secret = secrets.token_urlsafe(24)
+    user = ["--user=" + fields["user"]] if fields.get("user") else []
+    done = security_change(app, ["access-key", "set", "--secret=" + secret, *user, "--", fields.get("key", "")])
+    return done + (f"; secret key (shown only now): {secret}" if generated else "")
+
+
 def acl_argv(fields: dict) -> list[str]:
     """The `acl add|remove` arguments of the Security page's ACL form."""
     change, resource = fields.get("change", ""), fields.get("resource", "")

@@ -104,9 +104,16 @@ def chart(points: list[tuple[float, float]], label: str, fmt=str, width: int = 4
             f'<polyline fill="none" stroke="#f90" stroke-width="2" points="{xy}"/></svg></figure>')
 
 
-def _inputs(fields: list[tuple[str, str, object]]) -> str:
-    return "".join(f'<label>{esc(label)} <input name="{esc(name)}" value="{esc(value)}"></label>'
-                   for name, label, value in fields)
+def _inputs(fields: list[tuple]) -> str:
+    """Fields are (name, label, value) or (name, label, value, input type), e.g. "password" (never echoed)."""
+    return "".join(f'<label>{esc(f[1])} <input name="{esc(f[0])}"{_typed(f)}></label>' for f in fields)
+
+
+def _typed(field: tuple) -> str:
+    if len(field) > 3 and field[3] == "password":
+        return ' type="password" value="" autocomplete="new-password"'
+    return (f' type="{esc(field[3])}"' if len(field) > 3 else "") + f' value="{esc(field[2])}"'
+
 
 
 def post_form(action: str, fields: list[tuple[str, str, object]], button: str, csrf: str) -> str:

@@ -96,13 +96,19 @@ def routes(console) -> list[Route]:
                                                "pattern"])
         token = actions.csrf_token(console.admin(request))
         body += "<h2>Create a user, or change a password (SCRAM-SHA-256 and -512)</h2>" + post_form(
-            "/security/users", [("name", "user", ""), ("password", "password", "")], "Set user", token)
+            "/security/users", [("name", "user", ""), ("password", "password", "", "password")], "Set user", token)
+        body += "<h2>Create an access key, or change its secret (RocketMQ ACL)</h2>" + post_form(
+            "/security/access-keys", [("key", "access key", ""), ("user", "user (default: the key)", ""),
+                                      ("secret", "secret key (blank: generated, shown once)", "", "password")],
+            "Set access key", token)
+        body += "<h2>Delete an access key</h2>" + post_form(
+            "/security/access-keys/delete", [("key", "access key", "")], "Delete access key", token)
         body += "<h2>Add or remove an ACL</h2>" + post_form("/security/acls", [
             ("change", "add or remove", "add"), ("principal", "principal", "User:"),
             ("resource", "topic, group, transactional-id or cluster", "topic"), ("name", "name", ""),
             ("operation", "operation", "READ"), ("permission", "ALLOW or DENY", "ALLOW")], "Change ACL", token)
         body += '<p class="note">The same changes as <code>python -m security</code> (which also manages ' \
-                'access keys and RocketMQ grants) or Kafka\'s admin API ' \
+                'RocketMQ grants) or Kafka\'s admin API ' \
                 f'({esc("kafka-acls.sh, kafka-configs.sh")}).</p>'
         return console.html("Security", "/security", body)
 
@@ -116,8 +122,20 @@ def routes(console) -> list[Route]:
             return actions.security_change(app, actions.acl_argv(f))
         return await console.change(request, "Security", "/security", do)
 
+    async def set_access_key(request):
+        async def do(f):
+            return actions.set_access_key(app, f)
+        return await console.change(request, "Security", "/security", do)
+
+    async def delete_access_key(request):
+        async def do(f):
+            return actions.security_change(app, ["access-key", "delete", "--", f.get("key", "")])
+        return await console.change(request, "Security", "/security", do)
+
     return [Route("/cluster", cluster), Route("/grpc", grpc), Route("/security", security),
-            Route("/security/users", set_user, methods=["POST"]), Route("/security/acls", change_acl, methods=["POST"])]
+            Route("/security/users", set_user, methods=["POST"]), Route("/security/acls", change_acl, methods=["POST"]),
+            Route("/security/access-keys", set_access_key, methods=["POST"]),
+            Route("/security/access-keys/delete", delete_access_key, methods=["POST"])]
 
 
 def _client_row(session) -> dict:

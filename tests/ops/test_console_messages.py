@@ -111,3 +111,39 @@ def test_records_decoded_by_their_schema(gw, browser):
     browser.get(gw.base + "/messages?topic=bills&queue=0&offset=0")
     text = _settled(browser)
     assert "body (JSON schema 2):" in text and '"order": 7' in text and '"paid": true' in text
+
+
+PARCEL = ('syntax = "proto3";\npackage consoleshop;\nmessage Label { string text = 1; }\n'
+          'message Parcel { string id = 1; int64 grams = 2; repeated Label labels = 3; }\n')
+
+
+def test_protobuf_record_decoded(gw, browser, tmp_path):
+    """confluent-kafka's ProtobufSerializer, the second message of its file (message index 1): the
+    browser shows the record as JSON by the registered schema."""
+    import importlib
+    import importlib.resources
+    import sys
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+    from grpc_tools import protoc
+    (tmp_path / "consoleshop").mkdir()
+    (tmp_path / "consoleshop" / "parcel.proto").write_text(PARCEL)
+    include = str(importlib.resources.files("grpc_tools") / "_proto")
+    assert protoc.main(["protoc", f"-I{tmp_path}", f"-I{include}", f"--python_out={tmp_path}",
+                        "consoleshop/parcel.proto"]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        parcel_pb2 = importlib.import_module("consoleshop.parcel_pb2")
+    finally:
+        sys.path.remove(str(tmp_path))
+    serialize = ProtobufSerializer(parcel_pb2.Parcel, SchemaRegistryClient({"url": gw.registry}),
+                                   {"use.deprecated.format": False})
+    parcel = parcel_pb2.Parcel(id="p-9", grams=1250, labels=[parcel_pb2.Label(text="fragile")])
+    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap})
+    p.produce("parcels", value=serialize(parcel, SerializationContext("parcels", MessageField.VALUE)), partition=0)
+    assert p.flush(20) == 0
+    del p
+    browser.get(gw.base + "/messages?topic=parcels&queue=0&offset=0")
+    text = _settled(browser)
+    assert "body (PROTOBUF schema" in text, text
+    assert '"id": "p-9"' in text and '"grams": "1250"' in text and '"text": "fragile"' in text, text
+    chromium.shot(browser, "messages-protobuf")

@@ -69,6 +69,21 @@ def signed_in(gw):
         browser.quit()
 
 
+def submit_security(browser, gw, form: str, values: dict[str, str], expected: str) -> str:
+    """Fill and submit one of the Security page's forms; the answer's text (which says `expected`)."""
+    from selenium.webdriver.common.by import By
+    browser.get(f"http://{gw.host}/security")
+    chromium.main_text(browser, "ACLs")
+    for name, value in values.items():
+        box = browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] input[name='{name}']")
+        box.clear()
+        box.send_keys(value)
+    browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] button").click()
+    text = chromium.main_text(browser, expected)
+    assert expected in text, text
+    return text
+
+
 def token(gw, user) -> str:
     status, page, _ = request(gw, "/topics", user)
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', page)
@@ -308,17 +323,9 @@ def test_admin_manages_users_and_acls_in_the_browser(gw):
     import subprocess
     import sys
     pytest.importorskip("selenium")
-    from selenium.webdriver.common.by import By
 
     def submit(browser, form: str, values: dict[str, str], expected: str) -> None:
-        browser.get(f"http://{gw.host}/security")
-        chromium.main_text(browser, "ACLs")
-        for name, value in values.items():
-            box = browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] input[name='{name}']")
-            box.clear()
-            box.send_keys(value)
-        browser.find_element(By.CSS_SELECTOR, f"form[action='{form}'] button").click()
-        assert expected in chromium.main_text(browser, expected)
+        submit_security(browser, gw, form, values, expected)
 
     acl = {"principal": "User:carol", "resource": "topic", "name": "carol-orders", "operation": "write"}
     with signed_in(gw) as browser:
@@ -349,9 +356,10 @@ def test_admin_forms_with_bad_fields_answer_400_never_500(gw):
     bad = ["", "-1", "0", "99999999999999999999", "abc", "\x00", "%", "a" * 3000, "1e3", "NaN", "earliest ",
            "retention.ms", "<b>", "𝄞"]
     fields = ["name", "queues", "config", "value", "delete", "topic", "to", "msg_id", "half_offset", "decision",
-              "password", "change", "principal", "resource", "operation", "permission"]
+              "password", "change", "principal", "resource", "operation", "permission", "key", "user", "secret"]
     for path in ["/topics", "/topics/dash-fuzz", "/topics/no-such", "/groups/no-such", "/dlq/no-such",
-                 "/transactions", "/delay", "/security/users", "/security/acls"]:
+                 "/transactions", "/delay", "/security/users", "/security/acls", "/security/access-keys",
+                 "/security/access-keys/delete"]:
         for _ in range(40):
             form = {rng.choice(fields): rng.choice(bad) for _ in range(rng.randrange(1, 4))}
             form.pop("delete", None)  # the topic stays for the next rounds
