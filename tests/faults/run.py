@@ -24,6 +24,12 @@ from workload import Workload, create_topic, read_all  # noqa: E402
 TOPIC, PARTITIONS = "faults", 3
 
 
+def acks_during(history: list[dict], events: list[dict]) -> list[int]:
+    """Per fault: sends acknowledged while it held (availability, not safety)."""
+    return [sum(1 for op in history if op["type"] == "ok" and e["start"] <= op["time"] <= e["healed"])
+            for e in events]
+
+
 def recovery_times(history: list[dict], events: list[dict]) -> list[float | None]:
     """Per fault: from its heal to the first acknowledgement of a value sent after the heal."""
     invoked = {op["value"]: op["time"] for op in history if op["type"] == "invoke"}
@@ -35,7 +41,8 @@ def recovery_times(history: list[dict], events: list[dict]) -> list[float | None
     return out
 
 
-def report(path: str, args, result: dict, events: list[dict], recovery, run_dir: str, elapsed: float) -> None:
+def report(path: str, args, result: dict, events: list[dict], history: list[dict], run_dir: str,
+           elapsed: float) -> None:
     def n(x):
         return len(x) if isinstance(x, list) else x
     lines = [
@@ -54,10 +61,15 @@ def report(path: str, args, result: dict, events: list[dict], recovery, run_dir:
         f"{n(result['reordered'])} | {n(result['unexpected'])} | {'valid' if result['valid'] else '**INVALID**'} |",
         "", f"Final read: {result['read']} records. Run took {elapsed:.0f} s; history: `{run_dir}/history.json`.", "",
         "## Schedule", "",
-        "| # | fault | target | start s | healed s | first ack after heal s |", "|---|---|---|---|---|---|"]
-    for i, (e, r) in enumerate(zip(events, recovery), 1):
-        lines.append(f"| {i} | {e['fault']} | g{e['target']} | {e['start']:.1f} | {e['healed']:.1f} | "
+        "| # | fault | target | start s | healed s | acks while faulted | first ack after heal s |",
+        "|---|---|---|---|---|---|---|"]
+    rows = zip(events, acks_during(history, events), recovery_times(history, events))
+    for i, (e, acked, r) in enumerate(rows, 1):
+        lines.append(f"| {i} | {e['fault']} | g{e['target']} | {e['start']:.1f} | {e['healed']:.1f} | {acked} | "
                      f"{'none' if r is None else r} |")
+    lines += ["", "*acks while faulted*: sends acknowledged between the fault's start and its heal (availability,",
+              "not safety; a kill's window includes the restart). *first ack after heal*: from the heal to the",
+              "first acknowledgement of a send made after it. info = indeterminate (timed out), fail = refused."]
     if not result["valid"]:
         lines += ["", "## Anomalies", ""] + [f"- {k}: {result[k][:50]}" for k in
                                              ("lost", "duplicated", "reordered", "unexpected") if result[k]]
@@ -115,8 +127,7 @@ def main(argv=None) -> int:
         with open(os.path.join(run_dir, "history.json"), "w") as f:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "ops": load.history,
                        "final_read": final, "result": result}, f)
-        report(args.report, args, result, nemesis.events, recovery_times(load.history, nemesis.events),
-               run_dir, time.monotonic() - t0)
+        report(args.report, args, result, nemesis.events, load.history, run_dir, time.monotonic() - t0)
         print(json.dumps({k: (len(v) if isinstance(v, list) else v) for k, v in result.items()}), flush=True)
         return 0 if result["valid"] and nemesis.error is None else 1
     finally:
