@@ -31,8 +31,8 @@ def wait_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen | None
 
 
 class Nodes:
-    def __init__(self, net: Network, run_dir: str, gateways: int, ttl: int) -> None:
-        self.net, self.run_dir, self.ttl = net, run_dir, ttl
+    def __init__(self, net: Network, run_dir: str, gateways: int, ttl: int, replica_lag_ms: int) -> None:
+        self.net, self.run_dir, self.ttl, self.replica_lag_ms = net, run_dir, ttl, replica_lag_ms
         self.ids = list(range(1, gateways + 1))
         self.procs: dict[str, subprocess.Popen] = {}
 
@@ -62,7 +62,8 @@ class Nodes:
                                       "--node-id", str(i), "--host", a, "--advertised-host", a,
                                       "--kafka-port", str(KAFKA_PORT), "--remoting-port", str(REMOTING_PORT),
                                       "--data-dir", os.path.join(self.run_dir, node), "--flush", "async",
-                                      "--cluster-lease-ttl", str(self.ttl), "--default-replication-factor", "3", "--allow-anonymous"])
+                                      "--cluster-lease-ttl", str(self.ttl), "--default-replication-factor", "3", "--allow-anonymous",
+                                      "--replica-lag-time-max-ms", str(self.replica_lag_ms)])
             if wait_tcp(a, KAFKA_PORT, max(1.0, deadline - time.monotonic()), proc):
                 return
             proc.wait()

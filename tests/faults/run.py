@@ -49,16 +49,18 @@ def report(path: str, args, result: dict, events: list[dict], history: list[dict
         "# Fault runs (`make faults`)", "",
         "Written by `tests/faults/run.py` (the harness: [issue 26](../README.md); design in the module",
         "docstrings of `tests/faults/`). One etcd and three gateways (`--cluster`, lease TTL "
-        f"{args.ttl} s, replication factor 3), each in its own network namespace on a bridge",
+        f"{args.ttl} s, replication factor 3, replica lag {args.replica_lag_ms} ms), each in its own network namespace",
+        "on a bridge",
         "(10.77.0.0/24); the client in the root namespace reaches every node throughout. Partitions are",
         "blackhole routes inside the namespaces. Rerun exactly: "
-        f"`make faults FAULTS_ARGS=\"--seed {args.seed} --rounds {args.rounds}\"`.", "",
+        f"`make faults FAULTS_ARGS=\"--seed {args.seed} --rounds {args.rounds} --replica-lag-ms {args.replica_lag_ms}\"`.", "",
         "| workload | nemesis | seed | ops | ok | fail | info | lost | duplicated | reordered | unexpected | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| idempotent acks=all producer (librdkafka), {PARTITIONS} partitions RF 3, final read | "
         f"{', '.join(sorted({e['fault'] for e in events}))} | {args.seed} | {result['ops']} | {result['ok']} | "
         f"{result['fail']} | {result['info']} | {n(result['lost'])} | {n(result['duplicated'])} | "
         f"{n(result['reordered'])} | {n(result['unexpected'])} | {'valid' if result['valid'] else '**INVALID**'} |",
+        "", f"Producer fatal error: {result.get('producer_fatal') or 'none'}.",
         "", f"Final read: {result['read']} records. Run took {elapsed:.0f} s; history: `{run_dir}/history.json`.", "",
         "## Schedule", "",
         "| # | fault | target | start s | healed s | acks while faulted | first ack after heal s |",
@@ -88,6 +90,8 @@ def main(argv=None) -> int:
     p.add_argument("--fault-s", type=float, default=8.0, help="how long a partition holds")
     p.add_argument("--heal-s", type=float, default=10.0, help="time to recover after each fault")
     p.add_argument("--ttl", type=int, default=3, help="the gateways' lease TTL")
+    p.add_argument("--replica-lag-ms", type=int, default=2000,
+                   help="--replica-lag-time-max-ms: below the fault length, so the in-sync sets shrink and grow")
     p.add_argument("--run-dir", default=None)
     p.add_argument("--report", default=os.path.join(CHECKOUT, "docs", "faults.md"))
     args = p.parse_args(argv)
@@ -99,7 +103,7 @@ def main(argv=None) -> int:
     run_dir = args.run_dir or f"/tmp/rocketgate-faults/{args.seed}-{int(time.time())}"
     os.makedirs(run_dir, exist_ok=True)
     net = Network(["etcd", "g1", "g2", "g3"])
-    nodes = Nodes(net, run_dir, gateways=3, ttl=args.ttl)
+    nodes = Nodes(net, run_dir, gateways=3, ttl=args.ttl, replica_lag_ms=args.replica_lag_ms)
     plan = schedule(args.seed, args.rounds, nodes.ids)
     print(f"faults: seed {args.seed}, run dir {run_dir}, plan {[(s['fault'], s['target']) for s in plan]}", flush=True)
     try:
@@ -122,14 +126,17 @@ def main(argv=None) -> int:
         quiet_until = time.monotonic() + args.heal_s
         load.run_until(lambda: time.monotonic() > quiet_until)
         load.finish()
+        with open(os.path.join(run_dir, "history.json"), "w") as f:  # kept even if the final read fails
+            json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "ops": load.history}, f)
         final = read_all(nodes.bootstrap, TOPIC, PARTITIONS)
         result = check(load.history, final)
+        result["producer_fatal"] = load.fatal
         with open(os.path.join(run_dir, "history.json"), "w") as f:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "ops": load.history,
                        "final_read": final, "result": result}, f)
         report(args.report, args, result, nemesis.events, load.history, run_dir, time.monotonic() - t0)
         print(json.dumps({k: (len(v) if isinstance(v, list) else v) for k, v in result.items()}), flush=True)
-        return 0 if result["valid"] and nemesis.error is None else 1
+        return 0 if result["valid"] and nemesis.error is None and load.fatal is None else 1
     finally:
         nodes.stop_all()
         cleanup()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 INDETERMINATE = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._TRANSPORT,
@@ -36,6 +36,7 @@ class Workload:
                                   "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000})
         self.history: list[dict] = []
         self.next_value = 0
+        self.fatal: str | None = None  # librdkafka's fatal error (e.g. an idempotence sequence desync)
 
     def _done(self, err, msg, value: int, partition: int) -> None:
         op = {"process": 0, "f": "send", "value": value, "partition": partition, "time": self.now()}
@@ -54,13 +55,23 @@ class Workload:
                               on_delivery=lambda err, msg, v=value, p=partition: self._done(err, msg, v, p))
 
     def run_until(self, done, interval: float = 0.02) -> None:
+        """Send every `interval` until done(); a fatal producer error ends the sending (kept in `fatal`)."""
         while not done():
-            self.send_one()
-            self.producer.poll(interval)
+            if self.fatal:
+                time.sleep(interval)
+                continue
+            try:
+                self.send_one()
+                self.producer.poll(interval)
+            except KafkaException as e:
+                self.fatal = f"{self.now():.1f} s: {e}"
 
     def finish(self, timeout: float = 90) -> int:
         """Wait for every outstanding send; what is still unanswered is left as no completion (info)."""
-        left = self.producer.flush(timeout)
+        try:
+            left = self.producer.flush(timeout)
+        except KafkaException as e:
+            self.fatal, left = self.fatal or str(e), -1
         pending = {op["value"] for op in self.history if op["type"] == "invoke"} - \
             {op["value"] for op in self.history if op["type"] != "invoke"}
         for value in sorted(pending):
@@ -69,14 +80,24 @@ class Workload:
         return left
 
 
+def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
+    """Retried while the client's metadata still names a leader that moved (NOT_LEADER...)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) -> list[dict]:
     """Every record of the topic, from offset 0 up to each partition's high watermark."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-reader", "enable.auto.commit": False,
                          "topic.metadata.refresh.interval.ms": 1000})
     try:
-        ends = {}
-        for p in range(partitions):
-            ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+        ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         records, done = [], {p for p, end in ends.items() if end == 0}
         deadline = time.monotonic() + timeout
