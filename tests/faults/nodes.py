@@ -1,0 +1,101 @@
+"""The cluster under test, each process in its own namespace: etcd on node "etcd" and gateways
+g1..gN (`python -m gateway --cluster ... --node-id i`, lease TTL `ttl`, replication factor 3),
+started by `ip netns exec` so SIGSTOP/SIGKILL reach the process itself."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from gateway.process_tree import die_with_parent
+from netns import Network
+
+KAFKA_PORT, REMOTING_PORT, ETCD_PORT, ETCD_PEER = 9092, 9876, 2379, 2380
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def wait_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen | None = None) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+class Nodes:
+    def __init__(self, net: Network, run_dir: str, gateways: int, ttl: int, replica_lag_ms: int) -> None:
+        self.net, self.run_dir, self.ttl, self.replica_lag_ms = net, run_dir, ttl, replica_lag_ms
+        self.ids = list(range(1, gateways + 1))
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def _spawn(self, node: str, cmd: list[str]) -> subprocess.Popen:
+        with open(os.path.join(self.run_dir, f"{node}.log"), "ab") as log:
+            proc = subprocess.Popen([*self.net.exec_prefix(node), *cmd], stdout=log, stderr=subprocess.STDOUT,
+                                    cwd=CHECKOUT, preexec_fn=die_with_parent)
+        self.procs[node] = proc
+        return proc
+
+    def start_etcd(self) -> None:
+        a = self.net.addr["etcd"]
+        client, peer = f"http://{a}:{ETCD_PORT}", f"http://{a}:{ETCD_PEER}"
+        self._spawn("etcd", ["etcd", "--name", "faults", "--data-dir", os.path.join(self.run_dir, "etcd"),
+                             "--listen-client-urls", client, "--advertise-client-urls", client,
+                             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                             "--initial-cluster", f"faults={peer}", "--log-level", "warn"])
+        if not wait_tcp(a, ETCD_PORT, 30, self.procs["etcd"]):
+            raise RuntimeError("etcd did not start (see etcd.log)")
+
+    def start_gateway(self, i: int, timeout: float = 60) -> None:
+        """Start g<i>; retried while it refuses (exit 2: its old lease still holds the node id)."""
+        node, a = f"g{i}", self.net.addr[f"g{i}"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            proc = self._spawn(node, [sys.executable, "-m", "gateway", "--cluster", f"etcd://{self.net.addr['etcd']}:{ETCD_PORT}",
+                                      "--node-id", str(i), "--host", a, "--advertised-host", a,
+                                      "--kafka-port", str(KAFKA_PORT), "--remoting-port", str(REMOTING_PORT),
+                                      "--data-dir", os.path.join(self.run_dir, node), "--flush", "async",
+                                      "--cluster-lease-ttl", str(self.ttl), "--default-replication-factor", "3", "--allow-anonymous",
+                                      "--replica-lag-time-max-ms", str(self.replica_lag_ms)])
+            if wait_tcp(a, KAFKA_PORT, max(1.0, deadline - time.monotonic()), proc):
+                return
+            proc.wait()
+            time.sleep(1)
+        raise RuntimeError(f"{node} did not start (see {node}.log)")
+
+    def gateway_addr(self, i: int) -> str:
+        return self.net.addr[f"g{i}"]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.gateway_addr(i)}:{KAFKA_PORT}" for i in self.ids)
+
+    def signal(self, i: int, sig: int) -> None:
+        proc = self.procs[f"g{i}"]
+        if proc.poll() is None:
+            os.kill(proc.pid, sig)
+
+    def alive(self, i: int) -> bool:
+        return self.procs[f"g{i}"].poll() is None
+
+    def stop_all(self) -> None:
+        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left; etcd last."""
+        order = [n for n in self.procs if n != "etcd"] + (["etcd"] if "etcd" in self.procs else [])
+        for node in order:
+            proc = self.procs[node]
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.terminate()
+        for node in order:
+            try:
+                self.procs[node].wait(15)
+            except subprocess.TimeoutExpired:
+                self.procs[node].kill()
+                self.procs[node].wait()

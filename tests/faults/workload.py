@@ -1,0 +1,115 @@
+"""The client under test: librdkafka's idempotent acks=all producer (confluent-kafka) sending unique
+ints, each send logged as invoke then ok / fail / info (indeterminate: a timeout may have been
+written), and the final read of the whole topic once the cluster is healed."""
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+INDETERMINATE = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._TRANSPORT,
+                 KafkaError.REQUEST_TIMED_OUT}
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> None:
+    """Create it with replication factor 3 and wait until every partition has a leader and 3 in sync."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(admin.list_topics(timeout=10).brokers) == 3:
+            break
+        time.sleep(0.5)
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3)])[topic].result(30)
+    while time.monotonic() < deadline:
+        parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(parts) == partitions and all(p.leader > 0 and len(p.isrs) == 3 for p in parts.values()):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"topic {topic} not ready with 3 in-sync replicas")
+
+
+class Workload:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, now) -> None:
+        self.topic, self.partitions, self.now = topic, partitions, now
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000})
+        self.history: list[dict] = []
+        self.next_value = 0
+        self.fatal: str | None = None  # librdkafka's fatal error (e.g. an idempotence sequence desync)
+
+    def _done(self, err, msg, value: int, partition: int) -> None:
+        op = {"process": 0, "f": "send", "value": value, "partition": partition, "time": self.now()}
+        if err is None:
+            op.update(type="ok", offset=msg.offset())
+        else:
+            op.update(type="info" if err.code() in INDETERMINATE else "fail", error=str(err))
+        self.history.append(op)
+
+    def send_one(self) -> None:
+        value, self.next_value = self.next_value, self.next_value + 1
+        partition = value % self.partitions
+        self.history.append({"process": 0, "type": "invoke", "f": "send", "value": value,
+                             "partition": partition, "time": self.now()})
+        self.producer.produce(self.topic, str(value).encode(), partition=partition,
+                              on_delivery=lambda err, msg, v=value, p=partition: self._done(err, msg, v, p))
+
+    def run_until(self, done, interval: float = 0.02) -> None:
+        """Send every `interval` until done(); a fatal producer error ends the sending (kept in `fatal`)."""
+        while not done():
+            if self.fatal:
+                time.sleep(interval)
+                continue
+            try:
+                self.send_one()
+                self.producer.poll(interval)
+            except KafkaException as e:
+                self.fatal = f"{self.now():.1f} s: {e}"
+
+    def finish(self, timeout: float = 90) -> int:
+        """Wait for every outstanding send; what is still unanswered is left as no completion (info)."""
+        try:
+            left = self.producer.flush(timeout)
+        except KafkaException as e:
+            self.fatal, left = self.fatal or str(e), -1
+        pending = {op["value"] for op in self.history if op["type"] == "invoke"} - \
+            {op["value"] for op in self.history if op["type"] != "invoke"}
+        for value in sorted(pending):
+            self.history.append({"process": 0, "type": "info", "f": "send", "value": value,
+                                 "partition": value % self.partitions, "time": self.now(), "error": "no answer"})
+        return left
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: float) -> int:
+    """Retried while the client's metadata still names a leader that moved (NOT_LEADER...)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)[1]
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) -> list[dict]:
+    """Every record of the topic, from offset 0 up to each partition's high watermark."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-reader", "enable.auto.commit": False,
+                         "topic.metadata.refresh.interval.ms": 1000})
+    try:
+        ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        records, done = [], {p for p, end in ends.items() if end == 0}
+        deadline = time.monotonic() + timeout
+        while len(done) < partitions and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            records.append({"partition": msg.partition(), "offset": msg.offset(), "value": int(msg.value())})
+            if msg.offset() + 1 >= ends[msg.partition()]:
+                done.add(msg.partition())
+        if len(done) < partitions:
+            raise RuntimeError(f"final read incomplete: ends {ends}, read {len(records)}")
+        return records
+    finally:
+        consumer.close()
