@@ -47,6 +47,15 @@ def _partitions(gw) -> dict:
     return AdminClient({"bootstrap.servers": gw.kafka_bootstrap}).list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
 
 
+def _partition_led_by_gateway_1(gws) -> int:
+    """Creates the topic (3 partitions, 3 replicas) and waits for every replica in sync."""
+    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])[TOPIC].result(10)
+    parts = wait_for(lambda: (ps := _partitions(gws[2])) and all(len(p.isrs) == 3 for p in ps.values()) and ps,
+                     30, what="all replicas in sync")
+    return next(p.id for p in parts.values() if p.leader == 1)
+
+
 def _send_rocketmq(gw, body: bytes):
     """A RocketMQ SEND_MESSAGE to the gateway's broker-local queue 0 of the topic."""
     return remoting_call(gw.remoting_port, SEND_MESSAGE, {
@@ -90,11 +99,7 @@ class AcksOneLoad:
 
 def test_a_leader_cut_off_from_etcd_stops_taking_writes_before_a_new_leader_is_elected(partitionable):
     _etcd, proxy, gws = partitionable
-    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
-    admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])[TOPIC].result(10)
-    parts = wait_for(lambda: (ps := _partitions(gws[2])) and all(len(p.isrs) == 3 for p in ps.values()) and ps,
-                     30, what="all replicas in sync")
-    mine = next(p.id for p in parts.values() if p.leader == 1)
+    mine = _partition_led_by_gateway_1(gws)
     ok = _send_rocketmq(gws[1], b"rmq-before")
     assert ok.code == 0, ok.remark
 
@@ -146,11 +151,7 @@ def test_an_in_sync_set_shrunk_without_etcd_acknowledges_no_acks_all_write(parti
     acknowledged (it fails once the leader fences itself), and after healing every acknowledged
     record is on the elected leader."""
     _etcd, proxy, gws = partitionable
-    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
-    admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])[TOPIC].result(10)
-    parts = wait_for(lambda: (ps := _partitions(gws[2])) and all(len(p.isrs) == 3 for p in ps.values()) and ps,
-                     30, what="all replicas in sync")
-    mine = next(p.id for p in parts.values() if p.leader == 1)
+    mine = _partition_led_by_gateway_1(gws)
     raw = KafkaRaw("127.0.0.1", gws[1].kafka_port, timeout=30)
     leader, followers = gws[1].proc.pid, [gws[2].proc.pid, gws[3].proc.pid]
     try:
