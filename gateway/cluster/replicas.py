@@ -116,7 +116,7 @@ class ReplicaRoles:
         try:
             while (wanted := self._isr_wanted.get(key)) is not None:
                 a = self.view.queues.get(key)
-                if a is None or a.leader != self.node.node_id or a.epoch != first.epoch:
+                if a is None or first is None or a.leader != self.node.node_id or a.epoch != first.epoch:
                     return  # no longer led here in that epoch: the role change decides
                 ids = self._in_sync_ids(topic, qid, wanted)
                 written = await self._write("in-sync set", self.node.coordination.update_isr, topic, qid, ids,
