@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 
+import trio
+
 from cluster.etcd import EtcdError
 from cluster.model import elect
 from semantics.replication import StaleEpoch
@@ -21,6 +23,7 @@ from semantics.replication.manager import FOLLOWER, LEADER
 from semantics.replication.pop_journal import PopJournal, journal_topic, journaled_topic
 
 log = logging.getLogger("rocketgate.cluster")
+ISR_RETRY_S = 0.5  # the pause before writing an in-sync set again after a failed write
 
 
 class ReplicaRoles:
@@ -39,6 +42,8 @@ class ReplicaRoles:
         self.view.on_assignment(self._assigned)
         self.view.on_members(lambda _members: self._members_changed())
         self.manager.on_isr_change = self._isr_changed
+        if hasattr(self.node, "fenced"):  # a fenced leader completes no acks=all write
+            self.manager.node_fenced = self.node.fenced
         self._members_changed()
 
     def _members_changed(self) -> None:
@@ -103,15 +108,25 @@ class ReplicaRoles:
     async def _write_isr(self, topic: str, qid: int) -> None:
         """The one writer of a queue's in-sync set, until no newer change waits. The queue and its
         journal often change together; two writes at once would race on etcd's compare and the
-        newer set could be lost, leaving a caught-up replica out for good."""
+        newer set could be lost, leaving a caught-up replica out for good. A failed write (etcd
+        unreachable) is tried again while this node leads the queue in the same epoch: until etcd
+        holds a shrunk set, acks=all keeps waiting for the old one (KIP-497)."""
         key = (topic, qid)
+        first = self.view.queues.get(key)
         try:
             while (wanted := self._isr_wanted.get(key)) is not None:
                 a = self.view.queues.get(key)
-                if a is None:
-                    return
-                await self._write("in-sync set", self.node.coordination.update_isr, topic, qid,
-                                  self._in_sync_ids(topic, qid, wanted), a.epoch)
+                if a is None or first is None or a.leader != self.node.node_id or a.epoch != first.epoch:
+                    return  # no longer led here in that epoch: the role change decides
+                ids = self._in_sync_ids(topic, qid, wanted)
+                written = await self._write("in-sync set", self.node.coordination.update_isr, topic, qid, ids,
+                                            a.epoch)
+                if written is None:
+                    await trio.sleep(ISR_RETRY_S)
+                    continue
+                addrs = [addr for addr in (self._addr(n) for n in written.isr) if addr]
+                for name in (topic, journal_topic(topic)):
+                    self.manager.isr_accepted(name, qid, written.epoch, addrs)
                 if self._isr_wanted.get(key) is wanted:
                     return  # nothing newer came while writing
         finally:
@@ -141,11 +156,13 @@ class ReplicaRoles:
             self.nursery.start_soon(self._write, "leader", self.node.coordination.elect_leader,
                                     topic, qid, chosen.leader, a.epoch)
 
-    async def _write(self, what: str, fn, topic: str, qid: int, value, expected_epoch: int) -> None:
+    async def _write(self, what: str, fn, topic: str, qid: int, value, expected_epoch: int):
+        """The new assignment, or None if etcd was unreachable or the epoch moved."""
         try:
             result = await fn(topic, qid, value, expected_epoch)
         except EtcdError as exc:
             log.warning("cluster: writing the %s of %s/%d failed: %s", what, topic, qid, exc)
-            return
+            return None
         if result is not None:
             log.info("cluster: %s/%d %s is now %s", topic, qid, what, value)
+        return result

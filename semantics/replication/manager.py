@@ -22,6 +22,7 @@ from semantics.replication.epochs import LeaderEpochCache
 log = logging.getLogger("rocketgate.replication")
 LEADER, FOLLOWER = "leader", "follower"
 DEFAULT_LAG_TIME_MS = 30_000  # Kafka's replica.lag.time.max.ms
+FENCE_CHECK_S = 0.1  # how often a waiting acks=all produce checks whether this node fenced itself
 
 
 @dataclasses.dataclass(slots=True)
@@ -39,6 +40,7 @@ class QueueRole:
     replicas: list = dataclasses.field(default_factory=list)  # followers (leader side)
     followers: dict = dataclasses.field(default_factory=dict)  # NodeAddress -> FollowerProgress
     isr: set = dataclasses.field(default_factory=set)  # in-sync followers (the leader is always in)
+    accepted_isr: set = dataclasses.field(default_factory=set)  # the followers in the set etcd holds
     high_watermark: int = 0
     fenced: bool = False  # a leader told of a newer epoch: refuses writes until reassigned
     generation: int = 0  # bumped on every role change: a follower task of an older one stops
@@ -56,6 +58,7 @@ class ReplicaManager:
         self.notify = notify  # (topic, queue_id): wake readers when the high watermark moves
         self.on_leader = on_leader  # (topic, queue_id): this node now leads the queue (rebuild producer state)
         self.clock = clock
+        self.node_fenced = lambda: False  # the cluster layer's: this node's lease may have expired
         self.roles: dict[tuple[str, int], QueueRole] = {}
         self.follower = None  # semantics.replication.follower.Follower, set by the App
 
@@ -81,7 +84,7 @@ class ReplicaManager:
         in_sync = set(followers if isr is None else [r for r in isr if r in followers])
         now = self.clock()
         state = QueueRole(LEADER, epoch, self.self_id, followers,
-                          {r: FollowerProgress(0, now, end) for r in followers}, in_sync,
+                          {r: FollowerProgress(0, now, end) for r in followers}, in_sync, set(in_sync),
                           min(old.high_watermark, end) if old else end, generation=generation)
         self._replace(key, state)
         log.info("%s/%d: leader in epoch %d from offset %d, replicas %s, isr %s", topic, queue_id, epoch, end,
@@ -139,17 +142,21 @@ class ReplicaManager:
     async def wait_replicated(self, topic: str, queue_id: int, end_offset: int) -> None:
         """acks=all / SYNC_MASTER: return once every in-sync replica holds the offsets below
         `end_offset` (at once on a queue that is not replicated). Raises NotLeader if this node
-        stops leading the queue (or is fenced) first."""
+        stops leading the queue, or is fenced, or fences itself (its lease may have expired: another
+        node may be elected from etcd's in-sync set) first."""
         r = self.roles.get((topic, queue_id)) if self.roles else None
         if r is None:
             return
         while True:
             if r.role != LEADER or r.fenced or self.roles.get((topic, queue_id)) is not r:
                 raise NotLeader(f"{topic}/{queue_id}: no longer the leader")
+            if self.node_fenced():
+                raise NotLeader(f"{topic}/{queue_id}: this node is fenced (its lease may have expired)")
             if self._advance(topic, queue_id, r) >= end_offset:
                 return
             event = r.progress
-            await event.wait()
+            with trio.move_on_after(FENCE_CHECK_S):  # fencing itself sets no event
+                await event.wait()
 
     # ------------------------------------------------------------------ the leader's side of a fetch
 
@@ -196,9 +203,14 @@ class ReplicaManager:
         return NONE, r
 
     def _advance(self, topic: str, queue_id: int, r: QueueRole) -> int:
-        """Move the leader's high watermark to the lowest log end among the in-sync replicas."""
+        """Move the leader's high watermark to the lowest log end among the in-sync replicas: those
+        of the local set and of the set etcd accepted (KIP-497's "maximal" set: a shrink counts only
+        once etcd holds it, since a new leader is elected from etcd's set). A fenced node never
+        moves it."""
+        if self.node_fenced():
+            return r.high_watermark
         hw = self.store.max_offset(topic, queue_id)
-        for replica in r.isr:
+        for replica in r.isr | r.accepted_isr:
             hw = min(hw, r.followers[replica].fetched)
         if hw > r.high_watermark:
             r.high_watermark = hw
@@ -227,6 +239,17 @@ class ReplicaManager:
         log.info("%s/%d: ISR %s (%s)", topic, queue_id, isr, why)
         if self.on_isr_change is not None:
             self.on_isr_change(topic, queue_id, isr)
+        else:  # nobody persists it (tests of the manager alone): accepted at once
+            r.accepted_isr = set(r.isr)
+
+    def isr_accepted(self, topic: str, queue_id: int, epoch: int, isr: list[NodeAddress]) -> None:
+        """etcd now holds `isr` as the queue's in-sync set in `epoch`: a shrink to it counts for the
+        high watermark from now on."""
+        r = self.roles.get((topic, queue_id))
+        if r is None or r.role != LEADER or r.epoch != epoch:
+            return
+        r.accepted_isr = {a for a in isr if a in r.followers}
+        self._advance(topic, queue_id, r)
 
     # ------------------------------------------------------------------ the service
 

@@ -3,9 +3,12 @@ a TCP proxy the test cuts (a network partition between it and etcd only: clients
 gateways still reach it). It keeps taking acks=1 produces for the partition it leads until its lease
 can have expired, then refuses them (NOT_LEADER_OR_FOLLOWER; NO_PERMISSION on a RocketMQ send)
 before the others elect a new leader; when the proxy is restored it registers again, follows the new
-leader, and every write it acknowledged is read back once from the new leader."""
+leader, and every write it acknowledged is read back once from the new leader. And an acks=all write
+is never acknowledged against an in-sync set the leader shrank but could not write to etcd."""
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 
@@ -14,13 +17,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import NODES, require_etcd, start_cluster, start_etcd
 from gateway_process import free_port
-from raw_kafka import KafkaRaw, remoting_call
+from raw_kafka import KafkaRaw, batch, remoting_call
 from tcp_proxy import TcpProxy
 from test_cluster_clients import wait_for
 
 TOPIC = "fence"
 TTL = 3
-NOT_LEADER, NO_PERMISSION, SEND_MESSAGE = 6, 16, 10
+NOT_LEADER, REQUEST_TIMED_OUT, NO_PERMISSION, SEND_MESSAGE = 6, 7, 16, 10
 
 
 @pytest.fixture
@@ -42,6 +45,15 @@ def partitionable(tmp_path):
 
 def _partitions(gw) -> dict:
     return AdminClient({"bootstrap.servers": gw.kafka_bootstrap}).list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+
+
+def _partition_led_by_gateway_1(gws) -> int:
+    """Creates the topic (3 partitions, 3 replicas) and waits for every replica in sync."""
+    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])[TOPIC].result(10)
+    parts = wait_for(lambda: (ps := _partitions(gws[2])) and all(len(p.isrs) == 3 for p in ps.values()) and ps,
+                     30, what="all replicas in sync")
+    return next(p.id for p in parts.values() if p.leader == 1)
 
 
 def _send_rocketmq(gw, body: bytes):
@@ -87,11 +99,7 @@ class AcksOneLoad:
 
 def test_a_leader_cut_off_from_etcd_stops_taking_writes_before_a_new_leader_is_elected(partitionable):
     _etcd, proxy, gws = partitionable
-    admin = AdminClient({"bootstrap.servers": gws[2].kafka_bootstrap})
-    admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)])[TOPIC].result(10)
-    parts = wait_for(lambda: (ps := _partitions(gws[2])) and all(len(p.isrs) == 3 for p in ps.values()) and ps,
-                     30, what="all replicas in sync")
-    mine = next(p.id for p in parts.values() if p.leader == 1)
+    mine = _partition_led_by_gateway_1(gws)
     ok = _send_rocketmq(gws[1], b"rmq-before")
     assert ok.code == 0, ok.remark
 
@@ -134,3 +142,42 @@ def test_a_leader_cut_off_from_etcd_stops_taking_writes_before_a_new_leader_is_e
     finally:
         raw.close()
     assert sorted(got) == sorted(acked), (len(got), len(acked))  # none lost, none twice
+
+
+def test_an_in_sync_set_shrunk_without_etcd_acknowledges_no_acks_all_write(partitionable):
+    """The bug `make faults` found: the leader, cut from etcd while its followers are stopped,
+    shrinks the in-sync set locally after the replica lag; the write to etcd fails, so etcd keeps
+    the old set and elects a follower from it. The acks=all produce waiting meanwhile must not be
+    acknowledged (it fails once the leader fences itself), and after healing every acknowledged
+    record is on the elected leader."""
+    _etcd, proxy, gws = partitionable
+    mine = _partition_led_by_gateway_1(gws)
+    raw = KafkaRaw("127.0.0.1", gws[1].kafka_port, timeout=30)
+    leader, followers = gws[1].proc.pid, [gws[2].proc.pid, gws[3].proc.pid]
+    try:
+        assert raw.produce(TOPIC, batch([b"before"]), -1, mine)[0] == 0
+        for pid in followers:
+            os.kill(pid, signal.SIGSTOP)
+        proxy.cut()
+        time.sleep(1.0)  # the followers' pending long-poll fetches end unanswered: they miss what follows
+        code = raw.produce(TOPIC, batch([b"cut"]), -1, mine, timeout_ms=15000)[0]
+        os.kill(leader, signal.SIGSTOP)  # cut from the followers too, as in the fault: none copies "cut"
+        for pid in followers:
+            os.kill(pid, signal.SIGCONT)
+        new = wait_for(lambda: (p := _partitions(gws[2])[mine]).leader not in (-1, 1) and p, 30,
+                       what="a new leader")
+    finally:
+        for pid in [*followers, leader]:
+            os.kill(pid, signal.SIGCONT)
+        raw.close()
+    proxy.restore()
+    wait_for(lambda: 1 in _partitions(gws[2])[mine].isrs, 60, what="the old leader back in sync")
+
+    raw = KafkaRaw("127.0.0.1", gws[new.leader].kafka_port)
+    try:
+        got = [v for _, v in raw.fetched_values(TOPIC, mine)]
+    finally:
+        raw.close()
+    acked = [b"before"] + ([b"cut"] if code == 0 else [])
+    assert set(acked) <= set(got), (acked, got)  # no acknowledged write lost
+    assert code in (NOT_LEADER, REQUEST_TIMED_OUT), code  # never acknowledged against an unaccepted set

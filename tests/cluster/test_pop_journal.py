@@ -11,6 +11,7 @@ import pytest
 import trio
 
 import store
+from cluster.etcd import EtcdError
 from cluster.model import QueueAssignment
 from gateway.cluster.replicas import ReplicaRoles
 from semantics.offsets import OffsetTable
@@ -163,9 +164,12 @@ class _Etcd:
     the key. `during_write` runs once, while a write is in flight."""
 
     def __init__(self) -> None:
-        self.written, self.revision, self.during_write = [], 0, None
+        self.written, self.revision, self.during_write, self.unreachable = [], 0, None, 0
 
     async def update_isr(self, topic, qid, isr, epoch):
+        if self.unreachable:
+            self.unreachable -= 1
+            raise EtcdError("etcd unreachable")
         read = self.revision
         if self.during_write is not None:
             hook, self.during_write = self.during_write, None
@@ -175,7 +179,7 @@ class _Etcd:
             return None
         self.revision += 1
         self.written.append((topic, qid, isr, epoch))
-        return isr
+        return SimpleNamespace(isr=tuple(isr), epoch=epoch)  # the new assignment's fields the roles read
 
 
 def test_the_cluster_layer_gives_the_journal_the_queue_s_role_and_takes_over_once(pair):
@@ -227,3 +231,23 @@ def test_a_journal_catching_up_while_the_queue_s_set_is_written_is_not_lost(pair
     etcd.during_write = journal_catches_up
     nursery.run()
     assert etcd.written == [(T, 0, [2], 2), (T, 0, [1, 2], 2)]
+
+
+def test_a_shrunk_set_counts_only_once_etcd_holds_it_and_a_failed_write_is_retried(pair):
+    """KIP-497: the leader's shrink is written again after etcd was unreachable, and only then does
+    the follower that left stop counting for the high watermark."""
+    _, a, b = pair
+    b.copy_from(a)
+    view, nursery, etcd = _View(QueueAssignment(2, (1, 2), (1, 2), 2)), _Nursery(), _Etcd()
+    roles = ReplicaRoles(SimpleNamespace(node_id=2, view=view, coordination=etcd), b.manager, nursery, pop=b.pop)
+    roles.install()
+    nursery.tasks.clear()
+    assert b.manager.role(T, 0).accepted_isr == {"a:1"}
+    for name in (T, JOURNAL):
+        b.manager.role(name, 0).isr.discard("a:1")  # a fell behind on both
+    etcd.unreachable = 2
+    roles._isr_changed(T, 0, ["b:1"])
+    assert b.manager.role(T, 0).accepted_isr == {"a:1"}  # not written yet: a still counts
+    nursery.run()
+    assert etcd.written == [(T, 0, [2], 2)] and etcd.unreachable == 0
+    assert b.manager.role(T, 0).accepted_isr == b.manager.role(JOURNAL, 0).accepted_isr == set()

@@ -55,11 +55,49 @@ def test_high_watermark_follows_the_slowest_in_sync_replica(setup):
     assert m.readable_end("t", 0, 5) == 3
     clock.now += LAG_MS / 1000 + 0.1  # b has not caught up for the lag time: it leaves
     m.shrink_isr()
-    assert changes[-1] == ["a:1", "c:1"] and m.readable_end("t", 0, 5) == 5
+    assert changes[-1] == ["a:1", "c:1"] and m.readable_end("t", 0, 5) == 3  # b counts until etcd holds it
+    m.isr_accepted("t", 0, 1, ["a:1", "c:1"])
+    assert m.readable_end("t", 0, 5) == 5
     assert _fetch(m, 5, "b:1") == NONE  # caught up: back in
     assert changes[-1] == ["a:1", "b:1", "c:1"]
     _append(s)
     assert m.readable_end("t", 0, 6) == 5  # never moves back, waits for both again
+
+
+def test_a_shrink_etcd_never_accepted_completes_no_acks_all_write(setup):
+    """KIP-497: the leader shrank its in-sync set but etcd (where a new leader is elected from)
+    still holds the old one: the write must not be acknowledged; once this node fences itself (its
+    lease may have expired) the waiting write fails instead."""
+    s, m, clock, changes = setup
+    fenced = False
+    m.node_fenced = lambda: fenced
+    m.become_leader("t", 0, 1, ["b:1"])
+    _append(s, 3)
+    _fetch(m, 3)
+    assert m.readable_end("t", 0, 3) == 3
+    _append(s)  # b is cut: it never fetches offset 3
+    clock.now += LAG_MS / 1000 + 0.1
+    m.shrink_isr()
+    assert changes[-1] == ["a:1"] and m.readable_end("t", 0, 4) == 3
+    outcome = []
+
+    async def produce():
+        async with trio.open_nursery() as nursery:
+            async def wait():
+                try:
+                    await m.wait_replicated("t", 0, 4)
+                    outcome.append("acknowledged")
+                except NotLeader:
+                    outcome.append("not leader")
+            nursery.start_soon(wait)
+            await trio.sleep(0.3)
+            assert outcome == []  # still waiting for b: etcd has not accepted the shrink
+            nonlocal fenced
+            fenced = True
+    trio.run(produce)
+    assert outcome == ["not leader"] and m.readable_end("t", 0, 4) == 3
+    m.isr_accepted("t", 0, 1, ["a:1"])  # even a late acceptance moves nothing while fenced
+    assert m.readable_end("t", 0, 4) == 3
 
 
 def test_a_caught_up_idle_follower_stays_in_sync(setup):
