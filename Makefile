@@ -46,8 +46,9 @@ run:
 	+@$(call run_steps,python-packages native)
 	$(PY) -m gateway --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
 
+# The long cases listed in tests/long_tests.txt run in `make test-long` (mk/long.mk), not here.
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not long" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) -m bench $(BENCH_ARGS)

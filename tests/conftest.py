@@ -1,6 +1,8 @@
 """Shared fixtures: a real gateway process on free loopback ports with a temp data dir; a real S3 server."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gateway_process import GatewayProcess, free_port, stop_all, wait_port  # noqa: F401 - re-exported for tests
@@ -24,3 +26,22 @@ def gateway_factory(tmp_path):
 @pytest.fixture
 def gateway(gateway_factory) -> GatewayProcess:
     return gateway_factory()
+
+
+LONG_TESTS = Path(__file__).with_name("long_tests.txt")
+
+
+def _long_prefixes() -> list[str]:
+    """Node-id prefixes listed in tests/long_tests.txt (one per line, '#' starts a comment)."""
+    lines = (line.split("#", 1)[0].strip() for line in LONG_TESTS.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks the cases listed in long_tests.txt as `long`, so the list lives in one file, not in each test."""
+    prefixes = _long_prefixes()
+    for item in items:
+        node = item.nodeid if item.nodeid.startswith("tests/") else f"tests/{item.nodeid}"
+        if any(node == p or node.startswith(p + "::") or node.startswith(p + "[") or
+               (p.endswith("/") and node.startswith(p)) for p in prefixes):
+            item.add_marker(pytest.mark.long)
