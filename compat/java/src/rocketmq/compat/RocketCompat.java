@@ -415,7 +415,7 @@ public final class RocketCompat {
         try {
             Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
             c.assign(mqs);
-            for (MessageQueue mq : mqs) c.seekToBegin(mq);
+            seekAllToBegin(c, mqs);
             long deadline = System.currentTimeMillis() + WAIT_MS;
             long reseekAt = System.currentTimeMillis() + 5_000;
             long settleUntil = Long.MAX_VALUE;
@@ -424,7 +424,7 @@ public final class RocketCompat {
                     if (positions.add(m.getQueueId() + ":" + m.getQueueOffset())) got.add(received(m));
                 }
                 if (got.isEmpty() && System.currentTimeMillis() > reseekAt) {
-                    for (MessageQueue mq : mqs) c.seekToBegin(mq);
+                    seekAllToBegin(c, mqs);
                     reseekAt = System.currentTimeMillis() + 5_000;
                 }
                 if (settleUntil == Long.MAX_VALUE && done.test(got)) settleUntil = System.currentTimeMillis() + settleMs;
@@ -433,6 +433,30 @@ public final class RocketCompat {
             c.shutdown();
         }
         return got;
+    }
+
+    /** seekToBegin on every queue. Its minOffset request is retried (up to 3 times) when the client's own write
+     *  to the channel failed (RemotingSendRequestException: the 5.x client closes that channel and opens a new one
+     *  on the next call), as an application retries a transient network error; any other error is raised. */
+    static void seekAllToBegin(DefaultLitePullConsumer c, Collection<MessageQueue> mqs) throws Exception {
+        for (MessageQueue mq : mqs) {
+            for (int attempt = 1; ; attempt++) {
+                try {
+                    c.seekToBegin(mq);
+                    break;
+                } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+                    if (attempt >= 3 || !sendFailed(e)) throw e;
+                    Thread.sleep(200);
+                }
+            }
+        }
+    }
+
+    static boolean sendFailed(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof org.apache.rocketmq.remoting.exception.RemotingSendRequestException) return true;
+        }
+        return false;
     }
 
     static Map<String, Object> received(MessageExt m) {
