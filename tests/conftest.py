@@ -1,6 +1,7 @@
 """Shared fixtures: a real gateway process on free loopback ports with a temp data dir; a real S3 server."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,20 @@ def _long_prefixes() -> list[str]:
     return [line for line in lines if line]
 
 
+def _is_long(node: str, prefix: str) -> bool:
+    """`prefix` names `node`: the same id, a test of that file or directory, or a match where '*' stands for
+    any run of characters (e.g. 'tests/compat/test_x.py::*[4.9]' for every 4.9 case of that file)."""
+    if "*" in prefix:
+        return re.fullmatch(".*".join(map(re.escape, prefix.split("*"))), node) is not None
+    if prefix.endswith("/"):
+        return node.startswith(prefix)
+    return node == prefix or node.startswith((prefix + "::", prefix + "["))
+
+
 def pytest_collection_modifyitems(config, items):
     """Marks the cases listed in long_tests.txt as `long`, so the list lives in one file, not in each test."""
     prefixes = _long_prefixes()
     for item in items:
         node = item.nodeid if item.nodeid.startswith("tests/") else f"tests/{item.nodeid}"
-        if any(node == p or node.startswith(p + "::") or node.startswith(p + "[") or
-               (p.endswith("/") and node.startswith(p)) for p in prefixes):
+        if any(_is_long(node, p) for p in prefixes):
             item.add_marker(pytest.mark.long)
