@@ -1,11 +1,9 @@
 """Shared fixtures: a real gateway process on free loopback ports with a temp data dir; a real S3 server."""
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
+from long_cases import is_long, long_prefixes
 from gateway_process import GatewayProcess, free_port, stop_all, wait_port  # noqa: F401 - re-exported for tests
 # a real S3-compatible server and the object store on it, for every test directory
 from objstore_fixtures import object_store, s3_bucket, seaweed_factory, seaweed_s3  # noqa: F401
@@ -29,29 +27,10 @@ def gateway(gateway_factory) -> GatewayProcess:
     return gateway_factory()
 
 
-LONG_TESTS = Path(__file__).with_name("long_tests.txt")
-
-
-def _long_prefixes() -> list[str]:
-    """Node-id prefixes listed in tests/long_tests.txt (one per line, '#' starts a comment)."""
-    lines = (line.split("#", 1)[0].strip() for line in LONG_TESTS.read_text().splitlines())
-    return [line for line in lines if line]
-
-
-def _is_long(node: str, prefix: str) -> bool:
-    """`prefix` names `node`: the same id, a test of that file or directory, or a match where '*' stands for
-    any run of characters (e.g. 'tests/compat/test_x.py::*[4.9]' for every 4.9 case of that file)."""
-    if "*" in prefix:
-        return re.fullmatch(".*".join(map(re.escape, prefix.split("*"))), node) is not None
-    if prefix.endswith("/"):
-        return node.startswith(prefix)
-    return node == prefix or node.startswith((prefix + "::", prefix + "["))
-
-
 def pytest_collection_modifyitems(config, items):
     """Marks the cases listed in long_tests.txt as `long`, so the list lives in one file, not in each test."""
-    prefixes = _long_prefixes()
+    prefixes = long_prefixes()
     for item in items:
         node = item.nodeid if item.nodeid.startswith("tests/") else f"tests/{item.nodeid}"
-        if any(_is_long(node, p) for p in prefixes):
+        if any(is_long(node, p) for p in prefixes):
             item.add_marker(pytest.mark.long)

@@ -3,24 +3,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import _is_long, _long_prefixes
+from long_cases import is_long, long_prefixes
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_matcher_reads_ids_files_directories_and_stars():
     node = "tests/compat/test_x.py::test_send[4.9]"
-    assert _is_long(node, "tests/compat/test_x.py")
-    assert _is_long(node, "tests/compat/test_x.py::test_send")
-    assert _is_long(node, "tests/compat/")
-    assert _is_long(node, "tests/compat/test_x.py::*[4.9]")
-    assert not _is_long(node, "tests/compat/test_x.py::*[5]")
-    assert not _is_long(node, "tests/compat/test_x.py::test_sen")
-    assert not _is_long(node, "tests/compat/test_x")
+    assert is_long(node, "tests/compat/test_x.py")
+    assert is_long(node, "tests/compat/test_x.py::test_send")
+    assert is_long(node, "tests/compat/")
+    assert is_long(node, "tests/compat/test_x.py::*[4.9]")
+    assert not is_long(node, "tests/compat/test_x.py::*[5]")
+    assert not is_long(node, "tests/compat/test_x.py::test_sen")
+    assert not is_long(node, "tests/compat/test_x")
 
 
 def test_every_entry_names_an_existing_file_and_test():
-    for prefix in _long_prefixes():
+    for prefix in long_prefixes():
         path, _, rest = prefix.partition("::")
         assert (ROOT / path).exists(), prefix
         name = rest.split("[", 1)[0]
