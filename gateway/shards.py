@@ -98,14 +98,23 @@ def without_shards(argv: list[str]) -> list[str]:
     return out
 
 
+def metrics_peers(config: GatewayConfig, ports: list[dict[str, int]]) -> list[str]:
+    """Shard 0's --shard-metrics: the other shards' HTTP host:port (none without --http-port)."""
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+    host = f"[{host}]" if ":" in host else host
+    return [f"{host}:{p['http_port']}" for p in ports[1:] if "http_port" in p]
+
+
 def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dict[str, int],
-                  cluster_url: str) -> list[str]:
+                  cluster_url: str, peers: list[str] = ()) -> list[str]:
     """The user's arguments, then this shard's (argparse keeps the last value of an option)."""
     cmd = [sys.executable, "-m", "gateway", *without_shards(argv),
            "--data-dir", os.path.join(config.data_dir, f"shard-{index}"), "--node-id", str(index + 1),
            "--cluster", cluster_url, "--advertised-host", config.advertised_host or config.host]
     for field, port in ports.items():
         cmd += [_PORT_FLAGS[field], str(port)]
+    if index == 0 and peers:
+        cmd += ["--shard-metrics", ",".join(peers)]
     return cmd
 
 
@@ -160,10 +169,11 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     shards: list[Shard] = []
     try:
         etcd.start()
+        ports = [shard_ports(config, index) for index in range(config.shards)]
+        peers = metrics_peers(config, ports)
         for index in range(config.shards):
-            ports = shard_ports(config, index)
-            shards.append(Shard(index, shard_command(config, argv, index, ports, etcd.url),
-                                cores[index % len(cores)], ports))
+            shards.append(Shard(index, shard_command(config, argv, index, ports[index], etcd.url, peers),
+                                cores[index % len(cores)], ports[index]))
         for shard in shards:
             if stop.signal is not None:
                 break
