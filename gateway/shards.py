@@ -22,13 +22,13 @@ from cluster.model import member_key
 from gateway.config import GatewayConfig
 from gateway.data_dir import DataDirError, take
 from gateway.process_tree import Stop, die_with_parent, free_port, stop_all
+from gateway.shard_data import ShardDataError, move_into_shard_0
 
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 HEALTHY_AFTER_S = 60.0  # a shard that ran this long starts again without waiting
 _PORT_FLAGS = {"kafka_port": "--kafka-port", "remoting_port": "--remoting-port", "grpc_port": "--grpc-port",
                "http_port": "--http-port", "schema_registry_port": "--schema-registry-port"}
-_SUPERVISOR_ENTRIES = ("etcd", "shards.log")  # besides shard-<i> and the lock, what the supervisor keeps
 
 
 class ShardsError(Exception):
@@ -61,18 +61,11 @@ class Shard:
 
 
 def check(config: GatewayConfig) -> None:
-    """What the shards do not support yet, and a data dir of a one-process gateway: ShardsError."""
+    """What the shards do not support yet: ShardsError."""
     if config.cluster is not None:
         raise ShardsError("--shards with --cluster is not supported yet (docs/shards.md)")
     if config.listeners:
         raise ShardsError("--shards with --listener is not supported yet (docs/shards.md)")
-    try:
-        entries = os.listdir(config.data_dir)
-    except FileNotFoundError:
-        return
-    if "commitlog" in entries or "config" in entries:
-        raise ShardsError(f"data dir {config.data_dir!r} holds a one-process gateway's store: start it with "
-                          f"--shards 1 (moving it into shards is not done yet, docs/shards.md)")
 
 
 def shard_ports(config: GatewayConfig, index: int) -> dict[str, int]:
@@ -163,6 +156,15 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     except (ShardsError, DataDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        moved = move_into_shard_0(config.data_dir)
+    except (ShardDataError, OSError) as exc:
+        lock.release()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if moved:
+        print(f"shards: moved the one-process store of {config.data_dir} into shard-0 ({len(moved)} entries); "
+              f"its topics stay on shard 0, new ones spread over every shard", flush=True)
     etcd_port = free_port()
     etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), etcd_port, free_port(), preexec_fn=die_with_parent)
     cores = sorted(os.sched_getaffinity(0))
