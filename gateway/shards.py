@@ -1,10 +1,12 @@
 """`python -m gateway --shards N`: one gateway process per core (docs/shards.md). The supervisor starts
 a private etcd (under DATA_DIR/etcd) and N shards, each a gateway of a local cluster with its own store
-(DATA_DIR/shard-<i>, node id i + 1), pinned to one core. Shard 0 takes the configured ports (9092,
-9876, ...), the others free ports the OS picks at the supervisor's start, kept across restarts. The
-cluster places each queue on one shard (replication factor 1: a shard owns its queues). A shard that
-ends by itself is started again (backoff 1 s doubling to 30 s; reset once it ran 60 s); SIGTERM or
-SIGINT stop the whole tree (each shard flushes) and the supervisor exits 0."""
+(DATA_DIR/shard-<i>, node id i + 1), pinned to one core; with `--cluster etcd://...` no private etcd:
+the shards join that cluster as its members, node ids --node-id + i. Shard 0 takes the configured
+ports (9092, 9876, ...), the others free ports the OS picks at the supervisor's start, kept across
+restarts. The cluster places each queue on one shard (replication factor 1 by default: a shard owns
+its queues). A shard that ends by itself is started again (backoff 1 s doubling to 30 s; reset once
+it ran 60 s); SIGTERM or SIGINT stop the whole tree (each shard flushes) and the supervisor exits 0.
+A one-process gateway's data dir is moved into shard-0 first (gateway.shard_data)."""
 from __future__ import annotations
 
 import dataclasses
@@ -38,6 +40,7 @@ class ShardsError(Exception):
 @dataclasses.dataclass
 class Shard:
     index: int
+    node_id: int
     command: list[str]
     core: int
     ports: dict[str, int]
@@ -62,8 +65,9 @@ class Shard:
 
 def check(config: GatewayConfig) -> None:
     """What the shards do not support yet: ShardsError."""
-    if config.cluster is not None:
-        raise ShardsError("--shards with --cluster is not supported yet (docs/shards.md)")
+    if config.cluster is not None and config.node_id < 1:
+        raise ShardsError("--shards with --cluster needs --node-id B >= 1: shard i is node B + i of the cluster "
+                          "(docs/shards.md)")
     if config.listeners:
         raise ShardsError("--shards with --listener is not supported yet (docs/shards.md)")
 
@@ -98,11 +102,17 @@ def metrics_peers(config: GatewayConfig, ports: list[dict[str, int]]) -> list[st
     return [f"{host}:{p['http_port']}" for p in ports[1:] if "http_port" in p]
 
 
+def shard_node_id(config: GatewayConfig, index: int) -> int:
+    """Shard i's node id: i + 1 in the private cluster, --node-id + i in a --cluster of many machines."""
+    return config.node_id + index if config.cluster is not None else index + 1
+
+
 def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dict[str, int],
                   cluster_url: str, peers: list[str] = ()) -> list[str]:
     """The user's arguments, then this shard's (argparse keeps the last value of an option)."""
     cmd = [sys.executable, "-m", "gateway", *without_shards(argv),
-           "--data-dir", os.path.join(config.data_dir, f"shard-{index}"), "--node-id", str(index + 1),
+           "--data-dir", os.path.join(config.data_dir, f"shard-{index}"),
+           "--node-id", str(shard_node_id(config, index)),
            "--cluster", cluster_url, "--advertised-host", config.advertised_host or config.host]
     for field, port in ports.items():
         cmd += [_PORT_FLAGS[field], str(port)]
@@ -143,7 +153,7 @@ def _restart_dead(shards: list[Shard], now: float, etcd_url: str) -> None:
             shard.backoff = FIRST_BACKOFF_S
         print(f"shards: shard {shard.index} (pid {shard.proc.pid}) ended with status {status}; "
               f"starting it again in {shard.backoff:g} s", file=sys.stderr, flush=True)
-        release_member(etcd_url, shard.index + 1)
+        release_member(etcd_url, shard.node_id)
         shard.proc, shard.restart_at = None, now + shard.backoff
         shard.backoff = min(shard.backoff * 2, MAX_BACKOFF_S)
 
@@ -165,25 +175,29 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     if moved:
         print(f"shards: moved the one-process store of {config.data_dir} into shard-0 ({len(moved)} entries); "
               f"its topics stay on shard 0, new ones spread over every shard", flush=True)
-    etcd_port = free_port()
-    etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), etcd_port, free_port(), preexec_fn=die_with_parent)
+    etcd = None
+    if config.cluster is None:  # a private etcd; with --cluster the shards join that one
+        etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), free_port(), free_port(), preexec_fn=die_with_parent)
     cores = sorted(os.sched_getaffinity(0))
     shards: list[Shard] = []
     try:
-        etcd.start()
+        if etcd is not None:
+            etcd.start()
+        etcd_url = etcd.url if etcd is not None else config.cluster
         ports = [shard_ports(config, index) for index in range(config.shards)]
         peers = metrics_peers(config, ports)
         for index in range(config.shards):
-            shards.append(Shard(index, shard_command(config, argv, index, ports[index], etcd.url, peers),
+            shards.append(Shard(index, shard_node_id(config, index),
+                                shard_command(config, argv, index, ports[index], etcd_url, peers),
                                 cores[index % len(cores)], ports[index]))
         for shard in shards:
             if stop.signal is not None:
                 break
             shard.start()
             ports = ", ".join(f"{f.removesuffix('_port')} {p}" for f, p in shard.ports.items())
-            print(f"shard {shard.index}: node {shard.index + 1}, core {shard.core}, {ports}", flush=True)
+            print(f"shard {shard.index}: node {shard.node_id}, core {shard.core}, {ports}", flush=True)
         while not stop.sleep(0.2):  # a terminal's Ctrl-C reaches the shards too: the flag comes first
-            _restart_dead(shards, time.monotonic(), etcd.url)
+            _restart_dead(shards, time.monotonic(), etcd_url)
         print(f"received {signal.Signals(stop.signal).name}, stopping the shards", flush=True)
         return 0
     finally:
