@@ -107,7 +107,11 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--batch-bytes", type=int, default=16 << 10)
     p.add_argument("--total-mb", type=int, default=128)
+    p.add_argument("--share-min", type=int, default=None,
+                   help="the zero-copy side's fetch.SHARE_MIN_BYTES (default: the gateway's) to try smaller batches")
     args = p.parse_args(argv)
+    global DEFAULT_SHARE_MIN
+    DEFAULT_SHARE_MIN = args.share_min or DEFAULT_SHARE_MIN
     with tempfile.TemporaryDirectory(prefix="bench-fetch-copy-") as base:
         s = store.open(base)
         try:
