@@ -33,21 +33,26 @@ async def scrape(peers: tuple[str, ...]) -> list[str | None]:
 
 
 def merge(own: list[Metric], peer_texts: list[str | None]) -> list[Metric]:
-    """One family per name holding the samples of every shard, each labelled with its shard."""
+    """One family per name holding the samples of every shard, each labelled with its shard; a
+    shard whose text is missing or does not parse is left out (rocketgate_shard_up 0)."""
     merged: dict[str, Metric] = {}
-    sources = [("0", own)]
+    sources, up = [("0", own)], [1]
     for i, text in enumerate(peer_texts, start=1):
-        if text is not None:
+        try:
+            if text is None:  # no answer
+                raise ValueError(text)
             sources.append((str(i), list(text_string_to_metric_families(text))))
+            up.append(1)
+        except (TypeError, ValueError, IndexError):  # or not the text format
+            up.append(0)
     for shard, families in sources:
         for family in families:
             into = merged.get(family.name)
             if into is None:
                 into = merged[family.name] = Metric(family.name, family.documentation, family.type, family.unit)
             into.samples += [s._replace(labels={**s.labels, SHARD_LABEL: shard}) for s in family.samples]
-    up = GaugeMetricFamily("rocketgate_shard_up", "1: this shard's metrics are in this scrape (--shards)",
-                           labels=[SHARD_LABEL])
-    up.add_metric(["0"], 1)
-    for i, text in enumerate(peer_texts, start=1):
-        up.add_metric([str(i)], 0 if text is None else 1)
-    return [*merged.values(), up]
+    shard_up = GaugeMetricFamily("rocketgate_shard_up", "1: this shard's metrics are in this scrape (--shards)",
+                                 labels=[SHARD_LABEL])
+    for i, value in enumerate(up):
+        shard_up.add_metric([str(i)], value)
+    return [*merged.values(), shard_up]
