@@ -1,7 +1,11 @@
-"""`python -m bench.shards`: ProducerPerformance (1 KiB, acks=all, 4 partitions) against
-`python -m gateway --shards 1` and `--shards 2`, started side by side, in interleaved rounds
-(A B, B A, ...); prints each run, the per-round ratio 2/1, its median and spread. Short: it is a
-check of the direction, not a figure for docs/performance.md (the machine is shared)."""
+"""`python -m bench.shards`: `python -m gateway --shards 1` and `--shards N` (default 2), started side
+by side, in interleaved rounds (A B, B A, ...), on two rows: produce (ProducerPerformance, 1 KiB,
+acks=all, 4 partitions) and consume (ConsumerPerformance of a topic pre-filled with as many 1 KiB
+records, 4 partitions). Each run reports records/s and the CPU the whole system used meanwhile
+(every process of its tree, supervisor, shards and etcd included, from /proc schedstat) as CPU
+seconds per million messages; prints each run, and per row and metric the per-round ratio of each
+system to `--shards 1`, its median, spread and bench.rounds verdict. `--kafka` adds Apache Kafka
+(one KRaft node from bench/jars, its JVM's CPU) as a third system in the same rounds."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +19,8 @@ import tempfile
 import time
 
 from bench import rounds
-from bench.scenarios import Unavailable, java_produce
+from bench.procstat import thread_cpu_ns
+from bench.scenarios import Unavailable, java_consume, java_produce, prefill
 from gateway.process_tree import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,37 +50,101 @@ def wait_brokers(bootstrap: str, count: int, timeout: float = 60) -> None:
     raise RuntimeError(f"{bootstrap}: {count} brokers did not show up")
 
 
+def tree_pids(root: int) -> list[int]:
+    """`root` and every live descendant (from /proc/*/stat parent ids)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def tree_cpu(root: int) -> dict[tuple[int, int], int]:
+    return {(pid, tid): ns for pid in tree_pids(root) for tid, ns in thread_cpu_ns(pid).items()}
+
+
+def measured(cpu_sample, records: int, run) -> dict:
+    """`run()`'s metrics plus the CPU seconds per million messages the system used meanwhile."""
+    before = cpu_sample()
+    metrics = run()
+    after = cpu_sample()
+    used = sum(ns - before.get(key, 0) for key, ns in after.items()) / 1e9
+    return {**metrics, "CPU s/M msgs": used / records * 1e6}
+
+
+def report(row: str, values: dict[str, list[dict]], base: str) -> None:
+    """Each system against `base`, per metric: medians, per-round ratios and the verdict."""
+    for name in values:
+        if name == base:
+            continue
+        for metric, better in (("rec/s", "higher"), ("CPU s/M msgs", "lower")):
+            a, b = [v[metric] for v in values[name]], [v[metric] for v in values[base]]
+            verdict = rounds.compare(rounds.per_round_ratios(a, b), better, name, base)
+            print(f"{row} {metric}: {base} median {statistics.median(b):,.1f}, {name} median "
+                  f"{statistics.median(a):,.1f}; ratio per round {[round(r, 2) for r in verdict.ratios]}, "
+                  f"median {verdict.median:.2f}, spread {verdict.low:.2f}..{verdict.high:.2f}: {verdict.verdict}",
+                  flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.shards", description=__doc__)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--records", type=int, default=50_000)
+    p.add_argument("--shards", type=int, default=2, help="N, compared with 1")
+    p.add_argument("--rows", default="produce,consume")
+    p.add_argument("--kafka", action="store_true", help="Apache Kafka (bench/jars) as a third system")
     args = p.parse_args(argv)
     base = tempfile.mkdtemp(prefix="bench-shards-")
-    systems = {}
+    procs, kafka = [], None
+    systems = {}  # name -> (bootstrap, CPU sample of every process of the system)
     try:
-        for n in (1, 2):
-            systems[n] = start(n, base)
-        for n, (_, bootstrap) in systems.items():
+        for n in (1, args.shards):
+            proc, bootstrap = start(n, base)
+            procs.append(proc)
+            systems[f"shards {n}"] = (bootstrap, lambda pid=proc.pid: tree_cpu(pid))
+        for n, (bootstrap, _) in zip((1, args.shards), systems.values()):
             wait_brokers(bootstrap, n)
-        run = lambda n: java_produce(systems[n][1], 1024, "all", args.records, 120)["rec/s"]  # noqa: E731
-        for n in systems:
-            run(n)  # warm-up, uncounted
-        values = {1: [], 2: []}
-        for i in range(args.rounds):
-            for n in rounds.order(i, (1, 2)):
-                values[n].append(run(n))
-                print(f"round {i}: --shards {n}: {values[n][-1]:,.0f} rec/s", flush=True)
-        ratios = rounds.per_round_ratios(values[2], values[1])
-        print(f"ratio shards 2 / shards 1 per round: {[round(r, 2) for r in ratios]}; "
-              f"median {statistics.median(ratios):.2f}, spread {min(ratios):.2f}..{max(ratios):.2f}")
+        if args.kafka:
+            from bench.brokers import KafkaBroker
+            kafka = KafkaBroker(os.path.join(base, "kafka")).start()
+            systems["kafka"] = (kafka.bootstrap, kafka.cpu_sample)
+        names = tuple(systems)
+        rows = {"produce": lambda name: java_produce(systems[name][0], 1024, "all", args.records, 120)}
+        if "consume" in args.rows:
+            topics = {name: prefill(systems[name][0], args.records, 1024) for name in names}
+            rows["consume"] = lambda name: java_consume(systems[name][0], topics[name], args.records)
+        for row, fn in rows.items():
+            if row not in args.rows:
+                continue
+            for name in names:
+                fn(name)  # warm-up, uncounted
+            values = {name: [] for name in names}
+            for i in range(args.rounds):
+                for name in rounds.order(i, names):
+                    values[name].append(measured(systems[name][1], args.records, lambda: fn(name)))
+                    print(f"{row} round {i}: {name}: {values[name][-1]['rec/s']:,.0f} rec/s, "
+                          f"{values[name][-1]['CPU s/M msgs']:.1f} CPU s per million", flush=True)
+            report(row, values, "shards 1")
         return 0
     except Unavailable as exc:
         print(f"n/a: {exc}", file=sys.stderr)
         return 1
     finally:
-        for proc, _ in systems.values():
+        if kafka is not None:
+            kafka.stop()
+        for proc in procs:
             proc.send_signal(signal.SIGTERM)
-        for proc, _ in systems.values():
+        for proc in procs:
             try:
                 proc.wait(30)
             except subprocess.TimeoutExpired:

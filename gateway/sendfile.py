@@ -19,14 +19,42 @@ class FileRange(NamedTuple):
     count: int
 
 
+IOV_MAX = 1024  # buffers one sendmsg takes (Linux's UIO_MAXIOV)
+
+
 async def send_parts(stream: trio.SocketStream, parts) -> None:
-    """Write one response's parts (`codec.kafka.connection.ServerConnection.send`): bytes-like parts
-    with send_all, FileRange parts with sendfile. The caller closes the frame (`close_frame`)."""
+    """Write one response's parts (`codec.kafka.connection.ServerConnection.send`): each run of
+    bytes-like parts with one gathering sendmsg (memoryviews of stored batches are not copied into
+    one buffer first), FileRange parts with sendfile. A TLS stream (no socket) gets each run joined
+    into one send_all: it encrypts, so copies anyway. The caller closes the frame (`close_frame`)."""
+    run: list = []
     for part in parts:
         if type(part) is FileRange:
+            await _send_buffers(stream, run)
+            run = []
             await _sendfile(stream, part)
-        else:
-            await stream.send_all(part)
+        elif len(part):
+            run.append(part)
+    await _send_buffers(stream, run)
+
+
+async def _send_buffers(stream, buffers: list) -> None:
+    if len(buffers) <= 1 or not isinstance(stream, trio.SocketStream):
+        if buffers:
+            await stream.send_all(buffers[0] if len(buffers) == 1 else b"".join(buffers))
+        return
+    sock = stream.socket
+    views = [memoryview(b).cast("B") for b in buffers]
+    first = 0
+    while first < len(views):
+        sent = await sock.sendmsg(views[first:first + IOV_MAX])
+        while sent:
+            n = len(views[first])
+            if sent < n:
+                views[first] = views[first][sent:]
+                break
+            sent -= n
+            first += 1
 
 
 def close_frame(frame) -> None:

@@ -18,6 +18,7 @@ from gateway.connections import Connection, Connections
 from gateway.listeners import bind_failure, endpoints
 from gateway.ops.http import HttpService, bind_http
 from gateway.schema_registry.service import SchemaRegistryService, bind_schema_registry
+from gateway.shard_data import ShardDataError, refuse_sharded
 from gateway.tls import TlsError, TlsFiles, accept as accept_tls
 from gateway.services import start_services, write_left
 
@@ -247,8 +248,9 @@ def main(config: GatewayConfig) -> int:
         stream=sys.stderr,
     )
     try:
+        refuse_sharded(config.data_dir)
         lock = data_dir.take(config.data_dir)
-    except data_dir.DataDirError as exc:
+    except (data_dir.DataDirError, ShardDataError) as exc:
         sys.stderr.write(f"rocketgate: error: {exc}\n")
         return 2
     try:

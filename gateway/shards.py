@@ -1,10 +1,12 @@
 """`python -m gateway --shards N`: one gateway process per core (docs/shards.md). The supervisor starts
 a private etcd (under DATA_DIR/etcd) and N shards, each a gateway of a local cluster with its own store
-(DATA_DIR/shard-<i>, node id i + 1), pinned to one core. Shard 0 takes the configured ports (9092,
-9876, ...), the others free ports the OS picks at the supervisor's start, kept across restarts. The
-cluster places each queue on one shard (replication factor 1: a shard owns its queues). A shard that
-ends by itself is started again (backoff 1 s doubling to 30 s; reset once it ran 60 s); SIGTERM or
-SIGINT stop the whole tree (each shard flushes) and the supervisor exits 0."""
+(DATA_DIR/shard-<i>, node id i + 1), pinned to one core; with `--cluster etcd://...` no private etcd:
+the shards join that cluster as its members, node ids --node-id + i. Shard 0 takes the configured
+ports (9092, 9876, ...), the others free ports the OS picks at the supervisor's start, kept across
+restarts. The cluster places each queue on one shard (replication factor 1 by default: a shard owns
+its queues). A shard that ends by itself is started again (backoff 1 s doubling to 30 s; reset once
+it ran 60 s); SIGTERM or SIGINT stop the whole tree (each shard flushes) and the supervisor exits 0.
+A one-process gateway's data dir is moved into shard-0 first (gateway.shard_data)."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,13 +24,13 @@ from cluster.model import member_key
 from gateway.config import GatewayConfig
 from gateway.data_dir import DataDirError, take
 from gateway.process_tree import Stop, die_with_parent, free_port, stop_all
+from gateway.shard_data import ShardDataError, move_into_shard_0
 
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 HEALTHY_AFTER_S = 60.0  # a shard that ran this long starts again without waiting
 _PORT_FLAGS = {"kafka_port": "--kafka-port", "remoting_port": "--remoting-port", "grpc_port": "--grpc-port",
                "http_port": "--http-port", "schema_registry_port": "--schema-registry-port"}
-_SUPERVISOR_ENTRIES = ("etcd", "shards.log")  # besides shard-<i> and the lock, what the supervisor keeps
 
 
 class ShardsError(Exception):
@@ -38,6 +40,7 @@ class ShardsError(Exception):
 @dataclasses.dataclass
 class Shard:
     index: int
+    node_id: int
     command: list[str]
     core: int
     ports: dict[str, int]
@@ -61,18 +64,12 @@ class Shard:
 
 
 def check(config: GatewayConfig) -> None:
-    """What the shards do not support yet, and a data dir of a one-process gateway: ShardsError."""
-    if config.cluster is not None:
-        raise ShardsError("--shards with --cluster is not supported yet (docs/shards.md)")
+    """What the shards do not support yet: ShardsError."""
+    if config.cluster is not None and config.node_id < 1:
+        raise ShardsError("--shards with --cluster needs --node-id B >= 1: shard i is node B + i of the cluster "
+                          "(docs/shards.md)")
     if config.listeners:
         raise ShardsError("--shards with --listener is not supported yet (docs/shards.md)")
-    try:
-        entries = os.listdir(config.data_dir)
-    except FileNotFoundError:
-        return
-    if "commitlog" in entries or "config" in entries:
-        raise ShardsError(f"data dir {config.data_dir!r} holds a one-process gateway's store: start it with "
-                          f"--shards 1 (moving it into shards is not done yet, docs/shards.md)")
 
 
 def shard_ports(config: GatewayConfig, index: int) -> dict[str, int]:
@@ -98,14 +95,29 @@ def without_shards(argv: list[str]) -> list[str]:
     return out
 
 
+def metrics_peers(config: GatewayConfig, ports: list[dict[str, int]]) -> list[str]:
+    """Shard 0's --shard-metrics: the other shards' HTTP host:port (none without --http-port)."""
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
+    host = f"[{host}]" if ":" in host else host
+    return [f"{host}:{p['http_port']}" for p in ports[1:] if "http_port" in p]
+
+
+def shard_node_id(config: GatewayConfig, index: int) -> int:
+    """Shard i's node id: i + 1 in the private cluster, --node-id + i in a --cluster of many machines."""
+    return config.node_id + index if config.cluster is not None else index + 1
+
+
 def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dict[str, int],
-                  cluster_url: str) -> list[str]:
+                  cluster_url: str, peers: list[str] = ()) -> list[str]:
     """The user's arguments, then this shard's (argparse keeps the last value of an option)."""
     cmd = [sys.executable, "-m", "gateway", *without_shards(argv),
-           "--data-dir", os.path.join(config.data_dir, f"shard-{index}"), "--node-id", str(index + 1),
+           "--data-dir", os.path.join(config.data_dir, f"shard-{index}"),
+           "--node-id", str(shard_node_id(config, index)),
            "--cluster", cluster_url, "--advertised-host", config.advertised_host or config.host]
     for field, port in ports.items():
         cmd += [_PORT_FLAGS[field], str(port)]
+    if index == 0 and peers:
+        cmd += ["--shard-metrics", ",".join(peers)]
     return cmd
 
 
@@ -141,7 +153,7 @@ def _restart_dead(shards: list[Shard], now: float, etcd_url: str) -> None:
             shard.backoff = FIRST_BACKOFF_S
         print(f"shards: shard {shard.index} (pid {shard.proc.pid}) ended with status {status}; "
               f"starting it again in {shard.backoff:g} s", file=sys.stderr, flush=True)
-        release_member(etcd_url, shard.index + 1)
+        release_member(etcd_url, shard.node_id)
         shard.proc, shard.restart_at = None, now + shard.backoff
         shard.backoff = min(shard.backoff * 2, MAX_BACKOFF_S)
 
@@ -154,24 +166,38 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     except (ShardsError, DataDirError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    etcd_port = free_port()
-    etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), etcd_port, free_port(), preexec_fn=die_with_parent)
+    try:
+        moved = move_into_shard_0(config.data_dir)
+    except (ShardDataError, OSError) as exc:
+        lock.release()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if moved:
+        print(f"shards: moved the one-process store of {config.data_dir} into shard-0 ({len(moved)} entries); "
+              f"its topics stay on shard 0, new ones spread over every shard", flush=True)
+    etcd = None
+    if config.cluster is None:  # a private etcd; with --cluster the shards join that one
+        etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), free_port(), free_port(), preexec_fn=die_with_parent)
     cores = sorted(os.sched_getaffinity(0))
     shards: list[Shard] = []
     try:
-        etcd.start()
+        if etcd is not None:
+            etcd.start()
+        etcd_url = etcd.url if etcd is not None else config.cluster
+        ports = [shard_ports(config, index) for index in range(config.shards)]
+        peers = metrics_peers(config, ports)
         for index in range(config.shards):
-            ports = shard_ports(config, index)
-            shards.append(Shard(index, shard_command(config, argv, index, ports, etcd.url),
-                                cores[index % len(cores)], ports))
+            shards.append(Shard(index, shard_node_id(config, index),
+                                shard_command(config, argv, index, ports[index], etcd_url, peers),
+                                cores[index % len(cores)], ports[index]))
         for shard in shards:
             if stop.signal is not None:
                 break
             shard.start()
             ports = ", ".join(f"{f.removesuffix('_port')} {p}" for f, p in shard.ports.items())
-            print(f"shard {shard.index}: node {shard.index + 1}, core {shard.core}, {ports}", flush=True)
+            print(f"shard {shard.index}: node {shard.node_id}, core {shard.core}, {ports}", flush=True)
         while not stop.sleep(0.2):  # a terminal's Ctrl-C reaches the shards too: the flag comes first
-            _restart_dead(shards, time.monotonic(), etcd.url)
+            _restart_dead(shards, time.monotonic(), etcd_url)
         print(f"received {signal.Signals(stop.signal).name}, stopping the shards", flush=True)
         return 0
     finally:

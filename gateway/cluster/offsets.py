@@ -39,6 +39,13 @@ class OffsetMirror:
         self._pending[(group, topic, qid)] = value
         self._wake.set()
 
+    def publish(self, topics: set[str]) -> None:
+        """Put this gateway's committed offsets of `topics` to etcd: topics it has just published
+        (made before it joined), whose offsets etcd cannot hold yet, nor have deleted."""
+        for group, topic, qid, offset in list(self.offsets.entries()):
+            if topic in topics:
+                self._local_change(group, topic, qid, offset)
+
     def _remote_change(self, group: str, topic: str, qid: int, value: dict | None) -> None:
         if (group, topic, qid) in self._pending:
             return  # a newer local commit is on its way to etcd

@@ -26,6 +26,7 @@ log = logging.getLogger("rocketgate.cluster")
 
 NODE_ID_FILE = "cluster-node-id"
 LEAVE_TIMEOUT = 3.0
+PUBLISH_TIMEOUT = 60.0  # for the topics of a data dir made before joining to be in etcd
 
 
 class JoinError(Exception):
@@ -101,10 +102,13 @@ class ClusterService:
                 node.view.on_topic(self._make_local)
                 for name, record in list(node.view.topics.items()):
                     self._make_local(name, record)
-                self._publish_unassigned()
+                published = self._publish_unassigned()
+                # in etcd before the view is loaded again: a load drops (and the store deletes) a topic etcd lacks
+                await node.published(published, timeout=PUBLISH_TIMEOUT)
                 mirror = OffsetMirror(self.app.offsets, node.coordination, node.view)
                 mirror.install()
                 await node.view.load()  # again, now that the offsets are heard
+                mirror.publish(published)  # their offsets too (a one-process store moved into shards)
                 await nursery.start(mirror.run)
                 ReplicaRoles(node, self.app.replication, nursery, pop=self.app.pop).install()
                 await nursery.start(node.view.run)
@@ -179,12 +183,15 @@ class ClusterService:
             cfg.topic_id = _agreed_id(name, record)
             topics.update(cfg)
 
-    def _publish_unassigned(self) -> None:
+    def _publish_unassigned(self) -> set[str]:
         """Topics of this data dir that etcd does not know (made before joining): this node owns them."""
+        published = set()
         for name in self.app.store.topics.names():
             cfg = self.app.store.topics.get(name)
             if not is_local_topic(name) and name not in self.node.view.topics:
                 self.node.topic_created(cfg, replication_factor=1, members=[self.node.node_id])
+                published.add(name)
+        return published
 
 
 def _agreed_id(name: str, record) -> bytes:

@@ -22,6 +22,7 @@ from gateway.listeners import bind_failure
 from gateway.ops.collector import make_registry
 from gateway.ops.history import History
 from gateway.ops.pages import routes as page_routes
+from gateway.ops.shard_metrics import merge, scrape
 from tables.metrics import TablesCollector
 from tables.rest import routes as iceberg_routes
 
@@ -36,7 +37,11 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
     async def metrics(request):
         # Read the App on the loop (one consistent state), format the text in a worker thread:
         # with 10 000 groups the formatting is most of a scrape's cost.
-        families = _Collected(list(registry.collect()))
+        families = list(registry.collect())
+        if app.config.shard_metrics:  # shard 0 of --shards: every shard's
+            texts = await scrape(app.config.shard_metrics)
+            families = await trio.to_thread.run_sync(merge, families, texts)
+        families = _Collected(families)
         body = await trio.to_thread.run_sync(generate_latest, families)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

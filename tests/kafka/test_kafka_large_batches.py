@@ -1,5 +1,6 @@
-"""Record batches of 64 KiB and more are sent from the CommitLog file (sendfile): stock clients read
-them exactly, from any offset and with small fetch limits, and no file descriptor is left open."""
+"""Record batches of 64 KiB and more are sent from the CommitLog file (sendfile), those of 16-64 KiB
+from the buffer they were read into (memoryviews, one gathering sendmsg): stock clients read them
+exactly, from any offset and with small fetch limits, and no file descriptor is left open."""
 from __future__ import annotations
 
 import os
@@ -17,11 +18,11 @@ def _value(i: int) -> bytes:
     return f"{i:08d}".encode() * (VALUE_SIZE // 8)
 
 
-def _fill(bootstrap: str, topic: str) -> None:
+def _fill(bootstrap: str, topic: str, batch_size: int = 1_000_000) -> None:
     """Large batches (a 1 MB batch.size and a long linger), a small plain one in between."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
-    big = Producer({"bootstrap.servers": bootstrap, "linger.ms": 500, "batch.size": 1_000_000,
+    big = Producer({"bootstrap.servers": bootstrap, "linger.ms": 500, "batch.size": batch_size,
                     "batch.num.messages": 100_000})
     for i in range(RECORDS):
         big.produce(topic, key=str(i).encode(), value=_value(i), partition=0, headers=[("n", str(i).encode())])
@@ -78,6 +79,15 @@ def _commitlog_fds(pid: int) -> int:
         except FileNotFoundError:
             continue
     return held
+
+
+def test_medium_batches_exact_from_any_offset(gateway):
+    topic = f"medium-{uuid.uuid4().hex[:8]}"
+    _fill(gateway.kafka_bootstrap, topic, batch_size=40_000)  # ~38 KiB batches: neither copied nor spliced
+    everything = _expected(0)
+    assert _read_confluent(gateway.kafka_bootstrap, topic, 0, len(everything), 1 << 20) == everything
+    tail = _expected(1234)
+    assert _read_confluent(gateway.kafka_bootstrap, topic, 1234, len(tail), 100 << 10) == tail
 
 
 def test_large_batches_exact_from_any_offset(gateway):

@@ -1,5 +1,5 @@
-"""`--shards` refusals are one line and exit 2: 0, more than the usable cores, and a data dir that
-holds a one-process gateway's store (moving a store into shards is not done)."""
+"""`--shards` refusals are one line and exit 2: 0, more than the usable cores, a non-number (a
+one-process gateway's data dir is moved into shards: test_shards_migration.py)."""
 from __future__ import annotations
 
 import os
@@ -22,14 +22,3 @@ def test_a_shard_count_outside_one_to_the_cores_exits_2(tmp_path, count):
     assert result.returncode == 2
     assert "argument --shards: invalid shard count" in result.stderr
     assert not (tmp_path / "d").exists()
-
-
-def test_a_one_process_data_dir_is_refused_with_the_command_that_starts_it(tmp_path):
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs 2 usable cores")
-    os.makedirs(tmp_path / "d" / "commitlog")
-    result = run("--shards", "2", "--data-dir", str(tmp_path / "d"))
-    assert result.returncode == 2
-    assert result.stderr.strip().splitlines() == [
-        f"error: data dir {str(tmp_path / 'd')!r} holds a one-process gateway's store: start it with "
-        f"--shards 1 (moving it into shards is not done yet, docs/shards.md)"]
