@@ -19,7 +19,6 @@ from store.tier.cache import Pending
 from store.tier.segment import SegmentError
 
 log = logging.getLogger("rocketgate.tier")
-TIME_WAIT = 2.0  # seconds a lookup by time waits for a segment's index
 
 
 class RemoteLog:
@@ -217,7 +216,7 @@ class RemoteLog:
             if ref.last_ts < ts_ms:
                 continue
             try:
-                index = self.cache.ensure(ref, TIME_WAIT)
+                index = self.cache.ensure(ref)
             except (SegmentError, NotFound):
                 continue
             except (Pending, ObjectStoreError, OSError):
@@ -236,7 +235,7 @@ class RemoteLog:
         out = []
         for ref in sorted(refs, key=lambda r: r.last_ts, reverse=True):
             try:
-                index = self.cache.ensure(ref, TIME_WAIT)
+                index = self.cache.ensure(ref)
             except (Pending, SegmentError, ObjectStoreError, OSError):
                 continue
             for i in range(len(index.rows) - 1, -1, -1):

@@ -27,11 +27,14 @@ class TierUnreachable(ValueError):
 
 
 class TieredStore(Store):
-    def __init__(self, path: str, config=None, *, objects, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(self, path: str, config=None, *, objects, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 read_wait: float = 0.0) -> None:
+        """`read_wait`: seconds a read waits for a tier download (store.tier.cache); 0 on an event loop,
+        whose readers await downloads off the loop (gateway.tier_reads)."""
         super().__init__(path, config)
         self.objects = objects
         self.tier_stats = TierStats()
-        self.cache = SegmentCache(os.path.join(path, "tiercache"), objects, cache_bytes, self.tier_stats)
+        self.cache = SegmentCache(os.path.join(path, "tiercache"), objects, cache_bytes, self.tier_stats, read_wait)
         self.remote = RemoteLog(objects, self.cache, self.tier_stats)
         self.deleted_topics: set[str] = set()  # their remote data is deleted by the upload service
         self._log_starts: dict[tuple[str, int], int] = {}  # DeleteRecords / retention.* starts (LOG_STARTS)

@@ -18,8 +18,8 @@ FILE = 4096
 FAR = int(time.time() * 1000) + 365 * 86400_000
 
 
-def open_store(path, objects, **kw) -> TieredStore:
-    st = TieredStore(str(path), StoreConfig(commitlog_file_size=FILE, **kw), objects=objects)
+def open_store(path, objects, read_wait=10.0, **kw) -> TieredStore:
+    st = TieredStore(str(path), StoreConfig(commitlog_file_size=FILE, **kw), objects=objects, read_wait=read_wait)
     st.recover()
     return st
 
@@ -151,7 +151,7 @@ def test_a_segment_on_its_way_is_waited_for_not_skipped(tmp_path):
     """A download slower than a reader waits: the reader gets nothing for now, never the local
     units after the gap (a Kafka consumer would jump over the tiered records)."""
     objects = MemStore()
-    st = open_store(tmp_path / "a", objects)
+    st = open_store(tmp_path / "a", objects, read_wait=0.0)
     fill(st, n=300)
     Uploader(st).round()
     st.delete_expired(FAR)
@@ -230,3 +230,4 @@ def test_local_retention_bytes_keeps_the_newest_bytes_local(tmp_path):
     assert newer >= 2 * FILE  # what stays local still holds the limit (as Kafka deletes segments)
     assert len(bodies(st)) == 200
     st.close()
+
