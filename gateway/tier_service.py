@@ -52,8 +52,11 @@ def tier_metrics(app, gauge, counter):
     for topic, qid in st.remote.queue_keys():
         for ref in st.remote.live(topic, qid):
             remote[topic] = remote.get(topic, 0) + ref.size
-    yield gauge("tier_remote_bytes", "Bytes of committed segment objects per topic in the tier.", ("topic",),
-                (((t,), n) for t, n in remote.items()))
+    yield gauge("tier_remote_bytes", "Bytes of committed segment objects per topic in the tier (Kafka's "
+                "RemoteLogSizeBytes).", ("topic",), (((t,), n) for t, n in remote.items()))
+    local = st.local_bytes.by_topic(list(st.commitlog.starts)) if st.local_bytes is not None else {}
+    yield gauge("tier_local_bytes", "Bytes of each topic's entries in the local CommitLog files (Kafka's local "
+                "log size).", ("topic",), (((t,), n) for t, n in local.items()))
     yield counter("tier_uploaded_bytes", "Segment bytes uploaded per topic.", ("topic",),
                   (((t,), n) for t, n in stats.uploaded_bytes.items()))
     yield counter("tier_remote_read_bytes", "Segment bytes downloaded per topic (read-cache misses).", ("topic",),

@@ -14,6 +14,7 @@ from store.objstore.api import ObjectStoreError
 from store.store import LOG_STARTS, Store
 from store.tier.cache import SegmentCache
 from store.tier.local import delete_uploaded
+from store.tier.local_bytes import LocalBytes
 from store.tier.remote import RemoteLog
 from store.tier.restore import align_queues, restore_if_empty
 from store.tier.stats import TierStats
@@ -38,6 +39,7 @@ class TieredStore(Store):
         self.remote = RemoteLog(objects, self.cache, self.tier_stats)
         self.deleted_topics: set[str] = set()  # their remote data is deleted by the upload service
         self._log_starts: dict[tuple[str, int], int] = {}  # DeleteRecords / retention.* starts (LOG_STARTS)
+        self.local_bytes: LocalBytes | None = None  # per topic, for the metrics (set by recover)
 
     def recover(self) -> None:
         if not self.recovered:
@@ -53,6 +55,9 @@ class TieredStore(Store):
         super().recover()
         with self._lock:
             align_queues(self)
+            if self.local_bytes is None:  # from here on it sees every append; the files before, backfilled
+                self.local_bytes = LocalBytes(self.commitlog.file_size, self.commitlog.end)
+                self._dispatchers.append(self.local_bytes)
         for topic, queues in (self.read_config(LOG_STARTS, {}) or {}).items():
             for qid, start in queues.items():
                 self._log_starts[(topic, int(qid))] = int(start)

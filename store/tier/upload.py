@@ -169,6 +169,8 @@ class Uploader:
     def round(self) -> int:
         """One round (blocking); returns how many files it committed."""
         store = self.store
+        if store.local_bytes is not None:  # needs no object store
+            store.local_bytes.backfill(list(store.commitlog.starts), lambda start: _read_file(store, start))
         if not store.remote.loaded:  # unreachable at startup: nothing is committed or deleted before this
             store.remote.load()
             log.info("tier: %d manifests read", len(store.remote.manifests))

@@ -231,3 +231,30 @@ def test_local_retention_bytes_keeps_the_newest_bytes_local(tmp_path):
     assert len(bodies(st)) == 200
     st.close()
 
+
+def _entry_bytes(st, topic: str, below: int | None = None, queues=(0,)) -> int:
+    """Bytes of the topic's entries at CommitLog offsets from the local start (and below `below`)."""
+    total = 0
+    for q in queues:
+        for phys, size, _code in st.units(topic, q, 0, 100_000):
+            if phys >= st.commitlog.begin and (below is None or phys < below):
+                total += size
+    return total
+
+
+def test_local_bytes_per_topic_follow_appends_deletions_and_restarts(tmp_path):
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st, "u", 30)
+    fill(st, "t", 60)  # its last entries stay in the open file
+    assert st.local_bytes.by_topic(st.commitlog.starts) == {"t": _entry_bytes(st, "t"), "u": _entry_bytes(st, "u")}
+    Uploader(st).round()
+    st.delete_expired(FAR)
+    local = st.local_bytes.by_topic(st.commitlog.starts)
+    assert 0 < local["t"] == _entry_bytes(st, "t") < sum(s for _p, s, _c in st.units("t", 0, 0, 1000))
+    st.close()
+    st = open_store(tmp_path / "a", objects)  # a restart: the files before it are walked once
+    fill(st, "t", 5)
+    Uploader(st).round()
+    assert st.local_bytes.by_topic(st.commitlog.starts)["t"] == _entry_bytes(st, "t")
+    st.close()
