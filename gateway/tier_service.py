@@ -14,11 +14,11 @@ log = logging.getLogger("rocketgate.tier")
 
 ROUND_INTERVAL = 1.0  # seconds between rounds when all went well
 BACKOFF_MAX = 30.0
-UPLOAD_BYTES_PER_SECOND = 64 << 20  # the uploads' bandwidth bound
 
 
 class TierService:
-    def __init__(self, store, interval: float = ROUND_INTERVAL, bytes_per_second: int = UPLOAD_BYTES_PER_SECOND) -> None:
+    def __init__(self, store, bytes_per_second: int | None, interval: float = ROUND_INTERVAL) -> None:
+        """`bytes_per_second`: the uploads' bound (--remote-log-manager-copy-max-bytes-per-second)."""
         self.store = store
         self.interval = interval
         self.uploader = Uploader(store, bytes_per_second)

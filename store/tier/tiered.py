@@ -216,9 +216,10 @@ class TieredStore(Store):
         self.deleted_topics.add(topic)
 
 
-def open_tiered(path: str, config=None, *, objects, recover: bool = True) -> TieredStore:
+def open_tiered(path: str, config=None, *, objects, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                recover: bool = True) -> TieredStore:
     """store.open with a tier: the tier's manifests are read when the store recovers."""
-    s = TieredStore(path, config, objects=objects)
+    s = TieredStore(path, config, objects=objects, cache_bytes=cache_bytes)
     if recover:
         s.recover()
     return s
