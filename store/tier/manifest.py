@@ -51,6 +51,9 @@ class SegmentRef:
     end_phys: int  # one past the last entry's CommitLog bytes
     first_ts: int
     last_ts: int
+    index_at: int = 0  # where the index starts in the object (0: not recorded, read the object whole)
+    chunk: int = 0  # the size of the checked pieces `chunks` lists the sha256 of (0: none)
+    chunks: tuple = ()
 
 
 @dataclass
@@ -71,7 +74,8 @@ class Manifest:
         if doc.get("version") != VERSION:
             raise ValueError(f"manifest version {doc.get('version')!r} unknown")
         return cls(int(doc["fileStart"]), int(doc["fileSize"]),
-                   [SegmentRef(**s) for s in doc["segments"]], list(doc.get("untiered", [])))
+                   [SegmentRef(**{**s, "chunks": tuple(s.get("chunks") or ())}) for s in doc["segments"]],
+                   list(doc.get("untiered", [])))
 
 
 def file_of_manifest_key(key: str) -> int | None:

@@ -160,7 +160,9 @@ class RemoteLog:
                 off = ref.first
             stop = min(ref.end, end)
             try:
-                out += self.cache.ensure(ref).units(off, stop)
+                index = self.cache.ensure(ref)
+                out += [(0, 0, 0) if size and self.cache.damaged(ref, index.at[index.row_at_phys(phys)], size)
+                        else (phys, size, code) for phys, size, code in index.units(off, stop)]
             except (SegmentError, NotFound) as exc:  # corrupt or gone: not served, the rest is
                 log.error("tier: %s-%d offsets %d..%d not served: %s", topic, queue_id, off, stop, exc)
                 out += [(0, 0, 0)] * (stop - off)
@@ -192,7 +194,10 @@ class RemoteLog:
             while j < len(index.rows) and n < size and index.rows[j][2] == phys + n:
                 n += index.rows[j][3]
                 j += 1
-            return self.cache.read(ref, index.at[i], min(n, size))
+            try:
+                return self.cache.read(ref, index.at[i], min(n, size))
+            except (SegmentError, NotFound, Pending, ObjectStoreError, OSError):
+                return b""
         return b""
 
     def get(self, phys: int, file_size: int) -> M.StoredMessage | None:
@@ -228,8 +233,8 @@ class RemoteLog:
 
     def query_by_key(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, below: int) -> list:
         """Messages of `topic` with key `key` stored in [begin_ms, end_ms) at CommitLog offsets below
-        `below` (what is no longer local), newest first: the segments whose time range overlaps are
-        scanned (the tier keeps no key index; the IndexFiles went with the local files)."""
+        `below` (what is no longer local), newest first, from the segments whose time range overlaps:
+        their key sections name the entries to read (a segment uploaded before them is read whole)."""
         refs = [r for q in self.queues_of(topic) for r in self.live(topic, q)
                 if r.first_phys < below and r.last_ts >= begin_ms and r.first_ts <= end_ms]
         out = []
@@ -238,13 +243,14 @@ class RemoteLog:
                 index = self.cache.ensure(ref)
             except (Pending, SegmentError, ObjectStoreError, OSError):
                 continue
-            for i in range(len(index.rows) - 1, -1, -1):
+            rows = index.rows_with_key(f"{topic}#{key}")
+            for i in sorted(range(len(index.rows)) if rows is None else rows, reverse=True):
                 _q, _n, phys, size, ts, _code = index.rows[i]
                 if phys >= below or not begin_ms <= ts <= end_ms:
                     continue
                 try:
                     msg = M.decode(self.cache.read(ref, index.at[i], size))
-                except M.MessageFormatError:
+                except (M.MessageFormatError, Pending, SegmentError, ObjectStoreError, OSError):
                     continue
                 p = msg.properties
                 if (key in (p.get("KEYS") or "").split(" ") or key == p.get("UNIQ_KEY")

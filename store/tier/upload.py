@@ -104,8 +104,10 @@ def upload_file(store, start: int, bandwidth: Bandwidth) -> Manifest | None:
         bandwidth.take(len(payload))
         store.objects.put(key, payload)
         store.tier_stats.uploaded(topic, len(payload))
+        chunk = segment.chunk_size(store.commitlog.file_size)
         refs.append(SegmentRef(topic, qid, first[0], last[0] + last[1], key, len(payload), segment.digest(payload),
-                               start, first[2], last[2] + last[3], first[4], last[4]))
+                               start, first[2], last[2] + last[3], first[4], last[4], seg.index_at, chunk,
+                               segment.chunk_digests(payload, chunk)))
     manifest = Manifest(start, store.commitlog.file_size, refs, sorted(t for t in untiered if t in store.topics))
     try:
         store.objects.put(manifest_key(start), manifest.encode(), if_absent=True)
