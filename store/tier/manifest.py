@@ -4,6 +4,7 @@
     manifests/<file start>.json                                 written last, with if_absent: the commit
     starts/<topic>.json                                         remote log start per queue; the topic incarnation
     meta/topics.json                                            the topic table (restored after a disk loss)
+    meta/consumerOffset.json                                    the consumer offsets (restored likewise)
 
 A segment key is a function of the file and the queue, so an upload retried after a crash rewrites
 the same keys with the same bytes; a segment without a manifest is never read. Topic names are
@@ -17,6 +18,8 @@ from urllib.parse import quote, unquote
 MANIFESTS = "manifests/"
 STARTS = "starts/"
 TOPICS_KEY = "meta/topics.json"
+OFFSETS_FILE = "consumerOffset.json"  # the store config file of consumer offsets (semantics.offsets)
+OFFSETS_KEY = "meta/" + OFFSETS_FILE
 VERSION = 1
 
 

@@ -258,3 +258,16 @@ def test_local_bytes_per_topic_follow_appends_deletions_and_restarts(tmp_path):
     Uploader(st).round()
     assert st.local_bytes.by_topic(st.commitlog.starts)["t"] == _entry_bytes(st, "t")
     st.close()
+
+
+def test_consumer_offsets_come_back_after_a_disk_loss(tmp_path):
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st)
+    table = {"offsetTable": {"t@g": {"0": 42, "1": 7}}}
+    st.write_config("consumerOffset.json", table)
+    Uploader(st).round()
+    st.close()
+    fresh = open_store(tmp_path / "b", objects)  # the disk is gone; the tier's copy is read back
+    assert fresh.read_config("consumerOffset.json") == table
+    fresh.close()
