@@ -127,10 +127,33 @@ class SegmentCache:
         except (Pending, SegmentError, ObjectStoreError, OSError):
             pass
 
+    def available(self, ref: SegmentRef, at: int, end: int, fetch: bool = True) -> int:
+        """How far from `at` (up to `end`) the segment's bytes are in the cache, piece after piece;
+        short of `end` and with `fetch`, the next piece's download is started (a miss for
+        `collecting_misses`)."""
+        chunk, digests, _ = layout(ref)
+        last = (max(end, at + 1) - 1) // chunk
+        with self._lock:
+            k = at // chunk
+            while k <= last and digests[k] in self._files:
+                k += 1
+        if k > last:
+            return end
+        if not fetch:
+            return max(at, k * chunk)
+        try:
+            self._span(ref, k, k, True)
+        except (Pending, SegmentError, ObjectStoreError, OSError):
+            return max(at, k * chunk)
+        return self.available(ref, at, end)  # downloaded meanwhile (or waited for: `read_wait`)
+
+    def recently_damaged(self, ref: SegmentRef) -> bool:
+        found = self._damaged.get(ref.key)
+        return found is not None and time.monotonic() - found <= FAILURE_KEPT
+
     def damaged(self, ref: SegmentRef, at: int, n: int) -> bool:
         """Bytes [at, at + n) of the segment lie in a piece found damaged (or missing) lately."""
-        found = self._damaged.get(ref.key)
-        if found is None or time.monotonic() - found > FAILURE_KEPT:
+        if not self.recently_damaged(ref):
             return False
         chunk, digests, _ = layout(ref)
         with self._lock:

@@ -161,8 +161,11 @@ class RemoteLog:
             stop = min(ref.end, end)
             try:
                 index = self.cache.ensure(ref)
-                out += [(0, 0, 0) if size and self.cache.damaged(ref, index.at[index.row_at_phys(phys)], size)
-                        else (phys, size, code) for phys, size, code in index.units(off, stop)]
+                units = index.units(off, stop)
+                readable = self._readable(ref, index, units)
+                out += readable
+                if len(readable) < len(units):  # the rest once their entries' pieces are downloaded
+                    return out
             except (SegmentError, NotFound) as exc:  # corrupt or gone: not served, the rest is
                 log.error("tier: %s-%d offsets %d..%d not served: %s", topic, queue_id, off, stop, exc)
                 out += [(0, 0, 0)] * (stop - off)
@@ -173,6 +176,31 @@ class RemoteLog:
                 after = self._segment(topic, queue_id, off)
                 if after is not None:
                     self.cache.prefetch(after)  # sequential readers find the next one cached
+        return out
+
+    def _readable(self, ref: SegmentRef, index, units: list) -> list:
+        """`units` up to the first whose entry's bytes are not in the read cache (when that is the
+        first, its piece's download is started): a reader never gets a unit whose entry it cannot
+        read yet, so none skips it as gone. The entries of pieces found damaged are holes."""
+        entries = [u[0] for u in units if u[1]]
+        if entries:
+            first, last = index.row_at_phys(entries[0]), index.row_at_phys(entries[-1])
+            end = index.at[last] + index.rows[last][3]
+            if not self.cache.recently_damaged(ref) and self.cache.available(ref, index.at[first], end, False) == end:
+                return units
+        out, known = [], {}
+        for phys, size, code in units:
+            if size:
+                state = known.get(phys)
+                if state is None:
+                    at = index.at[index.row_at_phys(phys)]
+                    state = known[phys] = "hole" if self.cache.damaged(ref, at, size) else \
+                        "ok" if self.cache.available(ref, at, at + size, not out) == at + size else "later"
+                if state == "later":
+                    return out
+                if state == "hole":
+                    phys, size, code = 0, 0, 0
+            out.append((phys, size, code))
         return out
 
     def read_entry(self, phys: int, size: int, file_size: int) -> bytes:
