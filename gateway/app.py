@@ -113,7 +113,8 @@ class App:
 
 def open_store(config: GatewayConfig, objects=None) -> store.Store:
     """The store, with its remote tier (store.tier) when `objects` is the tier's object store."""
-    opener = store.open if objects is None else functools.partial(open_tiered, objects=objects)
+    opener = store.open if objects is None else \
+        functools.partial(open_tiered, objects=objects, cache_bytes=config.tier_read_cache_bytes)
     return opener(
         config.data_dir,
         store.StoreConfig(

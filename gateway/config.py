@@ -94,6 +94,8 @@ class GatewayConfig:
     tier_addressing: str | None = None  # "path" | "virtual"; None: path with an endpoint, virtual without
     tier_ca_file: str | None = None  # PEM CA the endpoint's certificate must chain to
     tier_credentials_file: str | None = None  # AWS credentials file; None: environment, then the default file
+    remote_log_manager_copy_max_bytes_per_second: int = 64 << 20  # the tier's uploads (Kafka's broker config)
+    tier_read_cache_bytes: int = 256 << 20  # the tier's on-disk read cache (<data dir>/tiercache)
     # Diskless topics (docs/diskless.md): the WAL object's bounds and the read cache, on the --tier-url store
     diskless_wal_max_bytes: int = 4 << 20
     diskless_wal_max_ms: int = 250
@@ -329,6 +331,12 @@ def build_parser() -> _Parser:
     p.add_argument("--tier-credentials-file", default=None, metavar="FILE",
                    help="AWS credentials file (default: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then "
                    "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials)")
+    p.add_argument("--remote-log-manager-copy-max-bytes-per-second", type=_size,
+                   default=d.remote_log_manager_copy_max_bytes_per_second, metavar="N",
+                   help="bytes per second the tier's uploads may use (Kafka's "
+                   "remote.log.manager.copy.max.bytes.per.second; k/m/g suffixes)")
+    p.add_argument("--tier-read-cache-bytes", type=_size, default=d.tier_read_cache_bytes, metavar="N",
+                   help="bytes of tier segments kept in the on-disk read cache, least recently used evicted")
     p.add_argument("--diskless-wal-max-bytes", type=_positive_int, default=d.diskless_wal_max_bytes,
                    help="a diskless WAL object is closed and written at this size (docs/diskless.md)")
     p.add_argument("--diskless-wal-max-ms", type=_int_between(1, 60_000, "WAL linger (1-60000 ms)"),

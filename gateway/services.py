@@ -115,7 +115,8 @@ def background_services(app) -> list:
     """In start order: the config writer first (the others submit to it while starting), the
     cluster service (a member's lease and watch) before those that create topics."""
     cluster = [ClusterService(app)] if app.ownership.clustered else []
-    tier = [TierService(app.store)] if getattr(app.store, "tier_stats", None) is not None else []
+    tier = [TierService(app.store, bytes_per_second=app.config.remote_log_manager_copy_max_bytes_per_second)] \
+        if getattr(app.store, "tier_stats", None) is not None else []
     return [app.config_writer, *cluster, app.durability, Retention(app.store, app.clock),
             TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
             Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),

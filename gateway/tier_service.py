@@ -14,11 +14,11 @@ log = logging.getLogger("rocketgate.tier")
 
 ROUND_INTERVAL = 1.0  # seconds between rounds when all went well
 BACKOFF_MAX = 30.0
-UPLOAD_BYTES_PER_SECOND = 64 << 20  # the uploads' bandwidth bound
 
 
 class TierService:
-    def __init__(self, store, interval: float = ROUND_INTERVAL, bytes_per_second: int = UPLOAD_BYTES_PER_SECOND) -> None:
+    def __init__(self, store, bytes_per_second: int | None, interval: float = ROUND_INTERVAL) -> None:
+        """`bytes_per_second`: the uploads' bound (--remote-log-manager-copy-max-bytes-per-second)."""
         self.store = store
         self.interval = interval
         self.uploader = Uploader(store, bytes_per_second)
@@ -52,8 +52,11 @@ def tier_metrics(app, gauge, counter):
     for topic, qid in st.remote.queue_keys():
         for ref in st.remote.live(topic, qid):
             remote[topic] = remote.get(topic, 0) + ref.size
-    yield gauge("tier_remote_bytes", "Bytes of committed segment objects per topic in the tier.", ("topic",),
-                (((t,), n) for t, n in remote.items()))
+    yield gauge("tier_remote_bytes", "Bytes of committed segment objects per topic in the tier (Kafka's "
+                "RemoteLogSizeBytes).", ("topic",), (((t,), n) for t, n in remote.items()))
+    local = st.local_bytes.by_topic(list(st.commitlog.starts)) if st.local_bytes is not None else {}
+    yield gauge("tier_local_bytes", "Bytes of each topic's entries in the local CommitLog files (Kafka's local "
+                "log size).", ("topic",), (((t,), n) for t, n in local.items()))
     yield counter("tier_uploaded_bytes", "Segment bytes uploaded per topic.", ("topic",),
                   (((t,), n) for t, n in stats.uploaded_bytes.items()))
     yield counter("tier_remote_read_bytes", "Segment bytes downloaded per topic (read-cache misses).", ("topic",),

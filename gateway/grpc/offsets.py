@@ -9,6 +9,7 @@ import trio
 
 import interop.to_rocketmq as inner_batch
 from codec.remoting.message import INNER_BATCH_FLAG
+from gateway import tier_reads
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
 from gateway.grpc.receive import DEADLINE_MARGIN, MAX_BATCH, MAX_POLL_S, _filter, _group, _millis
@@ -52,14 +53,15 @@ async def pull_message(ctx, req, send):
     topic, qid = _queue(app, req.message_queue)
     subscription = _filter(req.filter_expression)
     max_n = min(max(req.batch_size, 1), MAX_BATCH)
-    messages, next_offset = _pull(app, topic, qid, req.offset, max_n, subscription, req.message_queue.id)
+    messages, next_offset = await tier_reads.read(_pull, app, topic, qid, req.offset, max_n, subscription,
+                                                  req.message_queue.id)
     poll_s = min(_millis(req.long_polling_timeout) / 1000, MAX_POLL_S)
     if not messages and poll_s > 0:
         deadline = min(trio.current_time() + poll_s, ctx.call.deadline - DEADLINE_MARGIN)
         while not messages and (remaining := deadline - trio.current_time()) > 0:
             await app.arrivals.wait_any([(topic, qid)], remaining)
-            messages, next_offset = _pull(app, topic, qid, next_offset, max_n, subscription,
-                                          req.message_queue.id)
+            messages, next_offset = await tier_reads.read(_pull, app, topic, qid, next_offset, max_n, subscription,
+                                                          req.message_queue.id)
     if messages:
         await send(s.PullMessageResponse(status=ok()))
         for message in messages:
@@ -100,5 +102,5 @@ async def query_offset(ctx, req):
         offset = app.store.max_offset(topic, qid)
     else:
         ms = req.timestamp.seconds * 1000 + req.timestamp.nanos // 1_000_000
-        offset = app.store.offset_for_timestamp(topic, qid, ms)
+        offset = await tier_reads.read(app.store.offset_for_timestamp, topic, qid, ms)
     return s.QueryOffsetResponse(status=ok(), offset=offset)

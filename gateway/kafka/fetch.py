@@ -21,6 +21,7 @@ import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.quotas as quotas
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway import tier_reads
 from codec.kafka.records import (BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT, LEADER_EPOCH_AT, RECORD_COUNT_AT,
                                  stored_batch_problem)
 from codec.kafka.schema import DecodeError, Spliced
@@ -264,8 +265,12 @@ async def fetch(ctx: RequestContext):
     diskless_keys = diskless.diskless_partitions(app, req)
     while True:
         found = await diskless.prepare_fetch(app, req, diskless_keys) if diskless_keys else {}
-        responses, total, failed = _fetch_once(app, req, max_bytes, found)
+        (responses, total, failed), tier_misses = tier_reads.attempt(_fetch_once, app, req, max_bytes, found)
         remaining = deadline - trio.current_time()
+        if tier_misses and total < min_bytes and not failed and remaining > 0:  # tier data on its way
+            release(responses)
+            await tier_reads.settle(tier_misses, deadline)
+            continue
         if total >= min_bytes or failed or remaining <= 0 or not keys:
             throttle_ms = quotas.fetch_throttle_ms(ctx, total)
             if throttle_ms:  # over the consumer quota: an empty answer, as Kafka's

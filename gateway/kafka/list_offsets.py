@@ -9,6 +9,7 @@ import gateway.kafka.errors as errors
 import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.topics as topics
 from codec.kafka import apis, records
+from gateway import tier_reads
 from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, INT64, SYSFLAG_AT
 from gateway.kafka.registry import RequestContext, handler
 from interop.inner_batch import record_timestamps
@@ -148,7 +149,7 @@ async def list_offsets(ctx: RequestContext):
                     parts.append({"partition_index": index, "error_code": errors.KAFKA_STORAGE_ERROR})
                     continue
             else:
-                offset, ts = list_offset(app, cfg, name, index, p["timestamp"])
+                offset, ts = await tier_reads.read(list_offset, app, cfg, name, index, p["timestamp"])
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": leader_epoch(app, name, index) if offset >= 0 else -1})
         out.append({"name": name, "partitions": parts})

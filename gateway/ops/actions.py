@@ -105,7 +105,8 @@ def create_topic(app, name: str, queues: str) -> str:
     return f"created topic {name} with {n} queues"
 
 
-def reset_offsets(app, group: str, topic: str, to: str) -> str:
+def reset_plan(app, group: str, topic: str, to: str) -> dict[int, int]:
+    """{queue: offset} a reset to `to` (earliest, latest or epoch ms) would commit; Refused if it cannot."""
     live = len(app.rocketmq_clients.live_consumers(group)) + len(app.kafka.coordinator.describe(group)["members"])
     if live:
         raise Refused(f"group {group} has {live} live member(s): stop them first")
@@ -118,6 +119,10 @@ def reset_offsets(app, group: str, topic: str, to: str) -> str:
         plan = backtrack.reset_plan(app.store, app.offsets, group, topic, timestamp, True, False)
     except backtrack.ResetRefused as exc:
         raise Refused(str(exc)) from None
+    return plan
+
+
+def reset_offsets(app, group: str, topic: str, plan: dict[int, int]) -> str:
     backtrack.apply_plan(app.offsets, group, topic, plan)
     return f"reset {group} on {topic} to {plan}"
 

@@ -17,6 +17,7 @@ from starlette.routing import Mount, Route
 
 import gateway.ops.inspect as inspect
 import gateway.ops.messages as messages
+from gateway import tier_reads
 from gateway.app import StartupError
 from gateway.listeners import bind_failure
 from gateway.ops.collector import make_registry
@@ -90,12 +91,12 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         topic, key = request.query_params.get("topic"), request.query_params.get("key")
         if not topic or not key:
             return JSONResponse({"error": "topic and key are required"}, status_code=400)
-        return JSONResponse(messages.by_key(app.store, topic, key))
+        return JSONResponse(await tier_reads.read(messages.by_key, app.store, topic, key))
 
     async def message_by_id(request):
         msg_id = request.path_params["msg_id"]
         try:
-            found = messages.by_msg_id(app.store, msg_id)
+            found = await tier_reads.read(messages.by_msg_id, app.store, msg_id)
         except ValueError:
             return JSONResponse({"error": f"{msg_id!r} is not a msgId"}, status_code=400)
         if found is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from starlette.routing import Route
 
 import gateway.ops.actions as actions
+from gateway import tier_reads
 import gateway.ops.group_views as group_views
 import gateway.ops.inspect as inspect
 from gateway.ops.html import cards, chart, post_form, q, table
@@ -24,7 +25,9 @@ def routes(console) -> list[Route]:
         name = request.path_params["name"]
         if request.method == "POST":
             async def reset(f):
-                return actions.reset_offsets(app, name, f.get("topic", ""), f.get("to", ""))
+                topic = f.get("topic", "")  # the plan is made once the tier segments it reads are downloaded
+                plan = await tier_reads.read(actions.reset_plan, app, name, topic, f.get("to", ""))
+                return actions.reset_offsets(app, name, topic, plan)
             return await console.change(request, f"Group {name}", "/groups", reset)
         every = group_views.kinds(app)
         if name not in every:

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 import gateway.ops.decode as decode
 import gateway.ops.messages as messages
+from gateway import tier_reads
 from gateway.ops.console import BadInput, when
 from gateway.ops.html import esc, form, link, q
 
@@ -37,16 +38,17 @@ def routes(console) -> list[Route]:
         searching = any(p.get(f) for f in ("since", "until", "tag", "property"))
         rows, note = None, ""
         if msg_id:
-            rows = _by_msg_id(app, msg_id, topic, decoder)
+            rows = await tier_reads.read(_by_msg_id, app, msg_id, topic, decoder)
         elif topic and key:
-            rows = messages.by_key(app.store, topic, key, decode=decoder)
+            rows = await tier_reads.read(messages.by_key, app.store, topic, key, decode=decoder)
         elif topic and searching:
-            rows, read = _search(console, request, topic, decoder)
+            rows, read = await tier_reads.read(_search, console, request, topic, decoder)
             note = f'<p class="note">{read:,} messages read' + \
                    (f" (a search reads at most {SCAN:,}: narrow it by time or queue)" if read >= SCAN else "") + ".</p>"
         elif topic:
-            rows = messages.browse(app.store, topic, console.int_param(request, "queue", 0, high=65535),
-                                   console.int_param(request, "offset", 0), decode=decoder)
+            rows = await tier_reads.read(messages.browse, app.store, topic,
+                                         console.int_param(request, "queue", 0, high=65535),
+                                         console.int_param(request, "offset", 0), decode=decoder)
         if rows is not None:
             body += note + message_list(rows)
         return console.html("Messages", "/messages", body)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from codec.remoting import RequestCode as RC, ResponseCode
 from gateway.remoting.common import handles, legal_group, offsets_on_disk
 from gateway.remoting.headers import optional_str, queue_id, required_long, required_str
+from gateway.remoting.tier_wait import after_tier_reads
 
 
 @handles(RC.QUERY_CONSUMER_OFFSET)
@@ -47,12 +48,14 @@ def get_min_offset(channel, req):
 
 
 @handles(RC.SEARCH_OFFSET_BY_TIMESTAMP)
+@after_tier_reads
 def search_offset(channel, req):
     topic, qid, timestamp = required_str(req, "topic"), queue_id(req), required_long(req, "timestamp")
     return req.response(ext_fields={"offset": channel.app.store.offset_for_timestamp(topic, qid, timestamp)})
 
 
 @handles(RC.GET_EARLIEST_MSG_STORETIME)
+@after_tier_reads
 def earliest_store_time(channel, req):
     s = channel.app.store
     topic, qid = required_str(req, "topic"), queue_id(req)

@@ -25,6 +25,7 @@ from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_t
 from codec.remoting.message import INNER_BATCH_FLAG, INT32, QUEUE_ID_AT, RECONSUME_TIMES_AT
 from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
+from gateway import tier_reads
 from gateway.remoting.common import DEFERRED, FAQ, after_durable, ensure_topic, handles, legal_group, now_ms, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
@@ -108,8 +109,8 @@ def pop_message(channel, req):
         with engine.writes.deferred(app.flow):
             return _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mode)
 
-    resp = once()
-    if resp.code == ResponseCode.SUCCESS or poll_ms <= 0:
+    resp, tier_misses = tier_reads.attempt(once)
+    if resp.code == ResponseCode.SUCCESS or (poll_ms <= 0 and not tier_misses):
         return _after_logged(channel, req, resp, durable=False)
 
     async def long_poll():
@@ -117,16 +118,22 @@ def pop_message(channel, req):
         counts = polling(app)
         counts[key] = counts.get(key, 0) + 1
         try:
-            deadline = trio.current_time() + min(poll_ms / 1000.0, MAX_POLL_S)
+            deadline = trio.current_time() + min(max(poll_ms, 0) / 1000.0, MAX_POLL_S)
             if engine.writes.pending:  # the first try's ops (a queue's init) do not wait for the poll's end
                 await engine.writes.written()
-            while (remaining := deadline - trio.current_time()) > 0:
-                await app.arrivals.wait_any(sources, remaining)
-                result = once()
-                if result.code == ResponseCode.SUCCESS:
+            result, misses, rounds = resp, tier_misses, 0
+            while result.code != ResponseCode.SUCCESS:
+                remaining = deadline - trio.current_time()
+                if misses and rounds < tier_reads.ROUNDS:  # tier segments on their way: wait for them
+                    rounds += 1
+                    await tier_reads.settle(misses)
+                elif remaining > 0:
+                    await app.arrivals.wait_any(sources, remaining)
+                else:
+                    if poll_ms > 0:
+                        result = _answer(req, ResponseCode.POLLING_TIMEOUT, now_ms(), invisible, 0)
                     break
-            else:
-                result = _answer(req, ResponseCode.POLLING_TIMEOUT, now_ms(), invisible, 0)
+                result, misses = tier_reads.attempt(once)
         finally:
             counts[key] -= 1
         if engine.writes.pending:

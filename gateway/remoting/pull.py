@@ -11,6 +11,7 @@ import trio
 
 import interop.to_rocketmq as inner_batch
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
+from gateway import tier_reads
 from gateway.ops.stats import stats_of
 import gateway.remoting.diskless as diskless
 from gateway.remoting.common import DEFERRED, FAQ, handles, legal_group, offsets_on_disk, registry
@@ -66,13 +67,15 @@ def pull_message(channel, req):
         channel.spawn(req, functools.partial(diskless.pull, app, req, topic, qid, offset, max_n, max_bytes, tags,
                                              suspend_s))
         return DEFERRED
-    resp = _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags)
-    if resp.code != ResponseCode.PULL_NOT_FOUND or suspend_s <= 0:
+    resp, tier_misses = tier_reads.attempt(_pull_once, app, req, topic, qid, offset, max_n, max_bytes, tags)
+    if not tier_misses and (resp.code != ResponseCode.PULL_NOT_FOUND or suspend_s <= 0):
         return offsets_on_disk(channel, req, resp) if committed else resp
 
     async def long_poll():
         deadline = trio.current_time() + suspend_s
-        result = resp
+        result, misses = resp, tier_misses
+        if misses:  # below the local start: answered once the tier's segments are downloaded
+            result = await tier_reads.read(_pull_once, app, req, topic, qid, offset, max_n, max_bytes, tags)
         while result.code == ResponseCode.PULL_NOT_FOUND:
             remaining = deadline - trio.current_time()
             if remaining <= 0:

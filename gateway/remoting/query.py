@@ -8,9 +8,11 @@ from codec.remoting.tags import parse_tags
 from gateway.remoting.common import handles
 from gateway.remoting.headers import optional_int, optional_long, required_long, required_str
 from gateway.remoting.pull import MAX_BODY_BYTES
+from gateway.remoting.tier_wait import after_tier_reads
 
 
 @handles(RC.QUERY_MESSAGE)
+@after_tier_reads
 def query_message(channel, req):
     s = channel.app.store
     topic, key = required_str(req, "topic"), required_str(req, "key")
@@ -34,6 +36,7 @@ def query_message(channel, req):
 
 
 @handles(RC.VIEW_MESSAGE_BY_ID)
+@after_tier_reads
 def view_message(channel, req):
     offset = required_long(req, "offset")
     m = channel.app.store.get(offset) if offset >= 0 else None

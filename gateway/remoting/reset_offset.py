@@ -24,6 +24,7 @@ import trio
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps_mq_map, loads
+from gateway import tier_reads
 from gateway.remoting.common import BROKER_NAME, DEFERRED, handles, registry
 from semantics import backtrack
 
@@ -48,6 +49,29 @@ def reset_body(topic: str, plan: dict[int, int]) -> bytes:
 
 @handles(RC.INVOKE_BROKER_TO_RESET_OFFSET)
 def reset_offset(channel, req):
+    """Planned once the tier segments its lookups by time read are downloaded (gateway.tier_reads)."""
+    misses = tier_reads.attempt(_plan_lookups, channel.app, req)[1]
+    if not misses:
+        return _reset_offset(channel, req)
+
+    async def later():
+        await tier_reads.settle(misses)
+        await tier_reads.read(_plan_lookups, channel.app, req)
+        return _reset_offset(channel, req)
+    channel.spawn(req, later)
+    return DEFERRED
+
+
+def _plan_lookups(app, req) -> None:
+    """The store lookups a reset plan makes, nothing committed."""
+    try:
+        backtrack.reset_plan(app.store, app.offsets, req.get_str("group") or "", req.get_str("topic") or "",
+                             req.get_int("timestamp", -1), True, True)
+    except backtrack.ResetRefused:
+        pass
+
+
+def _reset_offset(channel, req):
     app = channel.app
     topic, group = req.get_str("topic") or "", req.get_str("group") or ""
     timestamp = req.get_int("timestamp", -1)

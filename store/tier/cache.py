@@ -1,12 +1,23 @@
-"""The bounded on-disk read cache: whole segment objects, checked against their manifest's size and
-sha256 before they are kept, evicted least recently used beyond `max_bytes`. A segment that fails
-the check is not served (SegmentError) and is fetched again on the next read."""
+"""The bounded on-disk read cache of segment pieces: a reader downloads only the pieces (chunks) of a
+segment object it needs, with a ranged GET, and each is checked against the sha256 its manifest lists
+before it is kept or served (an object uploaded before chunks were recorded is one piece: the whole
+object and its sha256). Files are named by their sha256, evicted least recently used beyond
+`max_bytes`. A piece that fails the check is not served (SegmentError): its entries read as holes
+for FAILURE_KEPT seconds, then it is fetched again.
+
+A reader never waits for a download on its own thread (the gateway's readers run on its event
+loop): a segment not cached is downloaded on a thread of its own and the reader gets Pending at
+once. Inside `collecting_misses()` those downloads are listed, so the gateway can await them off
+the loop (`Download.when_done`) and read again (gateway.tier_reads)."""
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import logging
 import os
 import threading
+import time
 
 from store.objstore.api import NotFound, ObjectStoreError
 from store.tier.manifest import SegmentRef
@@ -14,32 +25,66 @@ from store.tier.segment import SegmentError, SegmentIndex, digest
 
 log = logging.getLogger("rocketgate.tier")
 INDEXES_KEPT = 256
-MISS_WAIT = 0.5  # seconds a reader waits for a download it started, at most once per download
+READAHEAD = 4  # pieces a download fetches past the one asked for when the one before it is cached
+FAILURE_KEPT = 5.0  # seconds a failed download's error answers readers before the segment is fetched again
+_MISSES: contextvars.ContextVar[list | None] = contextvars.ContextVar("tier_misses", default=None)
 
 
 class Pending(Exception):
-    """The segment is being downloaded: try again shortly (the reader serves nothing for now)."""
+    """The segment is being downloaded: try again once it is (the reader serves nothing for now)."""
 
 
-class _Download:
-    __slots__ = ("done", "error", "waited")
+class Download:
+    """One segment download on its own thread; `when_done` callbacks run on that thread."""
+    __slots__ = ("done", "error", "ended_at", "_callbacks", "_lock")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.error: BaseException | None = None
-        self.waited = False  # a reader waited for it (a prefetch does not)
+        self.ended_at = 0.0  # time.monotonic()
+        self._callbacks: list = []
+        self._lock = threading.Lock()
+
+    def when_done(self, callback) -> None:
+        """Call `callback()` once the download finished (at once if it has)."""
+        with self._lock:
+            if not self.done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def finish(self) -> None:
+        self.ended_at = time.monotonic()
+        with self._lock:
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+
+@contextlib.contextmanager
+def collecting_misses():
+    """The list of the Downloads that reads made inside the block found pending."""
+    misses: list = []
+    token = _MISSES.set(misses)
+    try:
+        yield misses
+    finally:
+        _MISSES.reset(token)
 
 
 class SegmentCache:
-    def __init__(self, directory: str, objects, max_bytes: int, stats) -> None:
+    def __init__(self, directory: str, objects, max_bytes: int, stats, read_wait: float = 0.0) -> None:
         self.dir = directory
+        self.read_wait = read_wait  # seconds a reader waits for a download: 0 on an event loop
         self.objects = objects
         self.max_bytes = max_bytes
         self.stats = stats
         self._lock = threading.Lock()
-        self._files: collections.OrderedDict[str, int] = collections.OrderedDict()  # sha256 -> size
-        self._indexes: collections.OrderedDict[str, SegmentIndex] = collections.OrderedDict()
-        self._inflight: dict[str, _Download] = {}
+        self._files: collections.OrderedDict[str, int] = collections.OrderedDict()  # piece sha256 -> size
+        self._indexes: collections.OrderedDict[str, SegmentIndex] = collections.OrderedDict()  # by object sha256
+        self._inflight: dict[str, Download] = {}  # by piece sha256; a failed one stays: its error answers a while
+        self._damaged: dict[str, float] = {}  # object key -> when a piece of it was found damaged or missing
         os.makedirs(directory, exist_ok=True)
         for name in sorted(os.listdir(directory), key=lambda n: os.path.getmtime(os.path.join(directory, n))):
             if name.endswith(".tmp"):
@@ -47,78 +92,159 @@ class SegmentCache:
             else:
                 self._files[name] = os.path.getsize(os.path.join(directory, name))
 
-    def _path(self, ref: SegmentRef) -> str:
-        return os.path.join(self.dir, ref.sha256)
-
-    def ensure(self, ref: SegmentRef, wait: float = MISS_WAIT) -> SegmentIndex:
-        """The segment's index. A segment not cached is downloaded on a thread of its own; the caller
-        waits at most `wait` seconds for it (one reader per download), then gets Pending and tries again
-        later: a slow or stopped object store never holds the event loop for longer than that.
-        A download that failed raises its error (SegmentError, ObjectStoreError) once."""
+    def ensure(self, ref: SegmentRef, record_miss: bool = True) -> SegmentIndex:
+        """The segment's index (its pieces from the index on are downloaded and checked), or Pending
+        while they are downloaded on a thread of its own (started now if not on their way; listed
+        for `collecting_misses` unless `record_miss` is false). A download that failed raises its
+        error (SegmentError, ObjectStoreError) for FAILURE_KEPT seconds (the reads of one request
+        move on past it), then it is tried again. With `read_wait` (a caller on a thread of its
+        own: tools, tests) it waits that long first."""
         with self._lock:
             index = self._indexes.get(ref.sha256)
-            if index is not None and ref.sha256 in self._files:
+            if index is not None:
                 self._indexes.move_to_end(ref.sha256)
-                self._files.move_to_end(ref.sha256)
                 return index
-            cached = ref.sha256 in self._files
-            flight = self._inflight.get(ref.sha256)
-            if flight is None and not cached:
-                flight = self._inflight[ref.sha256] = _Download()
-                flight.waited = wait > 0
-                threading.Thread(target=self._download, args=(ref, flight), daemon=True,
-                                 name="tier-download").start()
-            elif flight is not None and wait > 0:
-                if flight.waited:
-                    wait = 0.0  # a reader already waited for this download: no second stall
-                flight.waited = True
-        if cached and flight is None:
-            return self._remember(ref, self._read_whole(ref))
-        if not flight.done.wait(wait):
-            raise Pending(ref.key)
+        chunk, digests, index_at = layout(ref)
+        first = index_at // chunk
+        tail = self._span(ref, first, len(digests) - 1, record_miss)
+        index = SegmentIndex(tail[index_at - first * chunk:], index_at)
         with self._lock:
-            self._inflight.pop(ref.sha256, None)
-        if flight.error is not None:
-            raise flight.error
-        return self.ensure(ref, 0.0)
-
-    def prefetch(self, ref: SegmentRef) -> None:
-        """Start downloading `ref` unless it is cached or on its way."""
-        try:
-            self.ensure(ref, 0.0)
-        except (Pending, SegmentError, ObjectStoreError, OSError):
-            pass
-
-    def _read_whole(self, ref: SegmentRef) -> bytes:
-        with open(self._path(ref), "rb") as f:
-            return f.read()
-
-    def _remember(self, ref: SegmentRef, payload: bytes) -> SegmentIndex:
-        index = SegmentIndex(payload)
-        with self._lock:
-            self._files[ref.sha256] = len(payload)
-            self._files.move_to_end(ref.sha256)
             self._indexes[ref.sha256] = index
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
-            self._evict(keep=ref.sha256)
         return index
 
-    def _download(self, ref: SegmentRef, flight: "_Download") -> None:
+    def read(self, ref: SegmentRef, at: int, n: int) -> bytes:
+        """`n` bytes at `at` of the segment object (Pending, SegmentError, ObjectStoreError as `ensure`)."""
+        chunk = layout(ref)[0]
+        i, j = at // chunk, (at + max(n, 1) - 1) // chunk
+        return self._span(ref, i, j, True)[at - i * chunk:at - i * chunk + n]
+
+    def prefetch(self, ref: SegmentRef) -> None:
+        """Start downloading `ref`'s index unless it is cached or on its way (nobody waits for it)."""
         try:
-            payload = self.objects.get(ref.key)
-            self.stats.remote_read(ref.topic, len(payload))
-            if len(payload) != ref.size or digest(payload) != ref.sha256:
+            self.ensure(ref, record_miss=False)
+        except (Pending, SegmentError, ObjectStoreError, OSError):
+            pass
+
+    def available(self, ref: SegmentRef, at: int, end: int, fetch: bool = True) -> int:
+        """How far from `at` (up to `end`) the segment's bytes are in the cache, piece after piece;
+        short of `end` and with `fetch`, the next piece's download is started (a miss for
+        `collecting_misses`)."""
+        chunk, digests, _ = layout(ref)
+        last = (max(end, at + 1) - 1) // chunk
+        with self._lock:
+            k = at // chunk
+            while k <= last and digests[k] in self._files:
+                k += 1
+        if k > last:
+            return end
+        if not fetch:
+            return max(at, k * chunk)
+        try:
+            self._span(ref, k, k, True)
+        except (Pending, SegmentError, ObjectStoreError, OSError):
+            return max(at, k * chunk)
+        return self.available(ref, at, end)  # downloaded meanwhile (or waited for: `read_wait`)
+
+    def recently_damaged(self, ref: SegmentRef) -> bool:
+        found = self._damaged.get(ref.key)
+        return found is not None and time.monotonic() - found <= FAILURE_KEPT
+
+    def damaged(self, ref: SegmentRef, at: int, n: int) -> bool:
+        """Bytes [at, at + n) of the segment lie in a piece found damaged (or missing) lately."""
+        if not self.recently_damaged(ref):
+            return False
+        chunk, digests, _ = layout(ref)
+        with self._lock:
+            for k in range(at // chunk, min(len(digests) - 1, (at + max(n, 1) - 1) // chunk) + 1):
+                flight = self._inflight.get(digests[k])
+                if flight is not None and isinstance(flight.error, (SegmentError, NotFound)) and \
+                        time.monotonic() - flight.ended_at <= FAILURE_KEPT:
+                    return True
+        return False
+
+    def _span(self, ref: SegmentRef, i: int, j: int, record_miss: bool) -> bytes:
+        """Pieces i..j of the segment, checked: read from the cache, or Pending while downloaded."""
+        chunk, digests, _ = layout(ref)
+        with self._lock:
+            missing = [k for k in range(i, j + 1) if digests[k] not in self._files]
+            flight = None
+            for k in missing:
+                found = self._inflight.get(digests[k])
+                if found is not None and found.done.is_set() and time.monotonic() - found.ended_at > FAILURE_KEPT:
+                    del self._inflight[digests[k]]  # failed a while ago: fetched again
+                    found = None
+                if found is not None:
+                    flight = found
+                    break
+            if missing and flight is None:
+                lo, hi = missing[0], missing[-1]
+                if lo > 0 and digests[lo - 1] in self._files:  # a sequential reader: read ahead
+                    hi = min(len(digests) - 1, hi + READAHEAD)
+                flight = Download()
+                for k in range(lo, hi + 1):
+                    if digests[k] not in self._files:
+                        self._inflight.setdefault(digests[k], flight)
+                threading.Thread(target=self._download, args=(ref, lo, hi, flight), daemon=True,
+                                 name="tier-download").start()
+            for k in range(i, j + 1):
+                if digests[k] in self._files:
+                    self._files.move_to_end(digests[k])
+        if flight is not None:
+            done = flight.done.wait(self.read_wait) if self.read_wait > 0 else flight.done.is_set()
+            if not done:
+                misses = _MISSES.get()
+                if record_miss and misses is not None:
+                    misses.append(flight)
+                raise Pending(ref.key)
+            if flight.error is not None and any(self._inflight.get(digests[k]) is flight for k in missing):
+                raise flight.error
+            return self._span(ref, i, j, record_miss)
+        try:
+            parts = []
+            for k in range(i, j + 1):
+                with open(os.path.join(self.dir, digests[k]), "rb") as f:
+                    parts.append(f.read())
+            return b"".join(parts)
+        except FileNotFoundError:  # evicted meanwhile: fetched again
+            with self._lock:
+                for k in range(i, j + 1):
+                    if not os.path.exists(os.path.join(self.dir, digests[k])):
+                        self._files.pop(digests[k], None)
+            return self._span(ref, i, j, record_miss)
+
+    def _download(self, ref: SegmentRef, lo: int, hi: int, flight: Download) -> None:
+        """Pieces lo..hi with one ranged GET; each checked, kept if good."""
+        chunk, digests, _ = layout(ref)
+        kept: list[str] = []
+        try:
+            start = lo * chunk
+            data = self.objects.get(ref.key, start, min((hi + 1) * chunk, ref.size))
+            self.stats.remote_read(ref.topic, len(data))
+            bad = []
+            for k in range(lo, hi + 1):
+                piece = data[(k - lo) * chunk:(k - lo + 1) * chunk]
+                if len(piece) != min(chunk, ref.size - k * chunk) or digest(piece) != digests[k]:
+                    bad.append(k)
+                    continue
+                path = os.path.join(self.dir, digests[k])
+                with open(path + ".tmp", "wb") as f:
+                    f.write(piece)
+                os.replace(path + ".tmp", path)
+                kept.append(digests[k])
+                with self._lock:
+                    self._files[digests[k]] = len(piece)
+                    if self._inflight.get(digests[k]) is flight:
+                        del self._inflight[digests[k]]
+            if bad:
                 self.stats.error("checksum")
-                log.error("tier: segment %s is %d bytes with another checksum than its manifest says "
-                          "(%d bytes): not served", ref.key, len(payload), ref.size)
+                log.error("tier: segment %s: bytes %d..%d (of %d) do not match the checksums its manifest "
+                          "lists: not served", ref.key, bad[0] * chunk, min((bad[-1] + 1) * chunk, ref.size), ref.size)
                 raise SegmentError(f"{ref.key}: checksum mismatch")
-            path = self._path(ref)
-            with open(path + ".tmp", "wb") as f:
-                f.write(payload)
-            os.replace(path + ".tmp", path)
-            self._remember(ref, payload)
-        except Exception as exc:  # handed to the reader that asks next
+        except Exception as exc:  # handed to the readers that ask for the pieces not kept
+            if isinstance(exc, (NotFound, SegmentError)):
+                self._damaged[ref.key] = time.monotonic()
             if isinstance(exc, NotFound):
                 self.stats.error("missing")
                 log.error("tier: segment %s is missing from the object store: not served", ref.key)
@@ -126,30 +252,31 @@ class SegmentCache:
                 self.stats.error("read")
             flight.error = exc
         finally:
-            flight.done.set()
+            with self._lock:
+                self._evict(keep=set(kept))
+            flight.finish()
 
-    def _evict(self, keep: str) -> None:
+    def _evict(self, keep: set) -> None:
         total = sum(self._files.values())
         for name in list(self._files):
             if total <= self.max_bytes:
                 break
-            if name == keep:
+            if name in keep:
                 continue
             total -= self._files.pop(name)
-            self._indexes.pop(name, None)
             try:
                 os.unlink(os.path.join(self.dir, name))
             except FileNotFoundError:
                 pass
 
-    def read(self, ref: SegmentRef, at: int, n: int) -> bytes:
-        """`n` bytes at `at` of a segment `ensure` has cached."""
-        try:
-            with open(self._path(ref), "rb") as f:
-                return os.pread(f.fileno(), n, at)
-        except FileNotFoundError:  # evicted meanwhile: the reader tries again
-            return b""
-
     def cached_bytes(self) -> int:
         with self._lock:
             return sum(self._files.values())
+
+
+def layout(ref: SegmentRef) -> tuple[int, tuple, int]:
+    """(piece size, the pieces' sha256, where the index starts) of a segment object; one uploaded
+    before pieces were recorded is one piece, read whole."""
+    if ref.chunks:
+        return ref.chunk, ref.chunks, ref.index_at
+    return max(ref.size, 1), (ref.sha256,), 0

@@ -4,6 +4,7 @@
     manifests/<file start>.json                                 written last, with if_absent: the commit
     starts/<topic>.json                                         remote log start per queue; the topic incarnation
     meta/topics.json                                            the topic table (restored after a disk loss)
+    meta/consumerOffset.json                                    the consumer offsets (restored likewise)
 
 A segment key is a function of the file and the queue, so an upload retried after a crash rewrites
 the same keys with the same bytes; a segment without a manifest is never read. Topic names are
@@ -17,6 +18,8 @@ from urllib.parse import quote, unquote
 MANIFESTS = "manifests/"
 STARTS = "starts/"
 TOPICS_KEY = "meta/topics.json"
+OFFSETS_FILE = "consumerOffset.json"  # the store config file of consumer offsets (semantics.offsets)
+OFFSETS_KEY = "meta/" + OFFSETS_FILE
 VERSION = 1
 
 
@@ -51,6 +54,9 @@ class SegmentRef:
     end_phys: int  # one past the last entry's CommitLog bytes
     first_ts: int
     last_ts: int
+    index_at: int = 0  # where the index starts in the object (0: not recorded, read the object whole)
+    chunk: int = 0  # the size of the checked pieces `chunks` lists the sha256 of (0: none)
+    chunks: tuple = ()
 
 
 @dataclass
@@ -71,7 +77,8 @@ class Manifest:
         if doc.get("version") != VERSION:
             raise ValueError(f"manifest version {doc.get('version')!r} unknown")
         return cls(int(doc["fileStart"]), int(doc["fileSize"]),
-                   [SegmentRef(**s) for s in doc["segments"]], list(doc.get("untiered", [])))
+                   [SegmentRef(**{**s, "chunks": tuple(s.get("chunks") or ())}) for s in doc["segments"]],
+                   list(doc.get("untiered", [])))
 
 
 def file_of_manifest_key(key: str) -> int | None:

@@ -19,7 +19,6 @@ from store.tier.cache import Pending
 from store.tier.segment import SegmentError
 
 log = logging.getLogger("rocketgate.tier")
-TIME_WAIT = 2.0  # seconds a lookup by time waits for a segment's index
 
 
 class RemoteLog:
@@ -161,7 +160,12 @@ class RemoteLog:
                 off = ref.first
             stop = min(ref.end, end)
             try:
-                out += self.cache.ensure(ref).units(off, stop)
+                index = self.cache.ensure(ref)
+                units = index.units(off, stop)
+                readable = self._readable(ref, index, units)
+                out += readable
+                if len(readable) < len(units):  # the rest once their entries' pieces are downloaded
+                    return out
             except (SegmentError, NotFound) as exc:  # corrupt or gone: not served, the rest is
                 log.error("tier: %s-%d offsets %d..%d not served: %s", topic, queue_id, off, stop, exc)
                 out += [(0, 0, 0)] * (stop - off)
@@ -172,6 +176,31 @@ class RemoteLog:
                 after = self._segment(topic, queue_id, off)
                 if after is not None:
                     self.cache.prefetch(after)  # sequential readers find the next one cached
+        return out
+
+    def _readable(self, ref: SegmentRef, index, units: list) -> list:
+        """`units` up to the first whose entry's bytes are not in the read cache (when that is the
+        first, its piece's download is started): a reader never gets a unit whose entry it cannot
+        read yet, so none skips it as gone. The entries of pieces found damaged are holes."""
+        entries = [u[0] for u in units if u[1]]
+        if entries:
+            first, last = index.row_at_phys(entries[0]), index.row_at_phys(entries[-1])
+            end = index.at[last] + index.rows[last][3]
+            if not self.cache.recently_damaged(ref) and self.cache.available(ref, index.at[first], end, False) == end:
+                return units
+        out, known = [], {}
+        for phys, size, code in units:
+            if size:
+                state = known.get(phys)
+                if state is None:
+                    at = index.at[index.row_at_phys(phys)]
+                    state = known[phys] = "hole" if self.cache.damaged(ref, at, size) else \
+                        "ok" if self.cache.available(ref, at, at + size, not out) == at + size else "later"
+                if state == "later":
+                    return out
+                if state == "hole":
+                    phys, size, code = 0, 0, 0
+            out.append((phys, size, code))
         return out
 
     def read_entry(self, phys: int, size: int, file_size: int) -> bytes:
@@ -193,7 +222,10 @@ class RemoteLog:
             while j < len(index.rows) and n < size and index.rows[j][2] == phys + n:
                 n += index.rows[j][3]
                 j += 1
-            return self.cache.read(ref, index.at[i], min(n, size))
+            try:
+                return self.cache.read(ref, index.at[i], min(n, size))
+            except (SegmentError, NotFound, Pending, ObjectStoreError, OSError):
+                return b""
         return b""
 
     def get(self, phys: int, file_size: int) -> M.StoredMessage | None:
@@ -217,7 +249,7 @@ class RemoteLog:
             if ref.last_ts < ts_ms:
                 continue
             try:
-                index = self.cache.ensure(ref, TIME_WAIT)
+                index = self.cache.ensure(ref)
             except (SegmentError, NotFound):
                 continue
             except (Pending, ObjectStoreError, OSError):
@@ -229,23 +261,24 @@ class RemoteLog:
 
     def query_by_key(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, below: int) -> list:
         """Messages of `topic` with key `key` stored in [begin_ms, end_ms) at CommitLog offsets below
-        `below` (what is no longer local), newest first: the segments whose time range overlaps are
-        scanned (the tier keeps no key index; the IndexFiles went with the local files)."""
+        `below` (what is no longer local), newest first, from the segments whose time range overlaps:
+        their key sections name the entries to read (a segment uploaded before them is read whole)."""
         refs = [r for q in self.queues_of(topic) for r in self.live(topic, q)
                 if r.first_phys < below and r.last_ts >= begin_ms and r.first_ts <= end_ms]
         out = []
         for ref in sorted(refs, key=lambda r: r.last_ts, reverse=True):
             try:
-                index = self.cache.ensure(ref, TIME_WAIT)
+                index = self.cache.ensure(ref)
             except (Pending, SegmentError, ObjectStoreError, OSError):
                 continue
-            for i in range(len(index.rows) - 1, -1, -1):
+            rows = index.rows_with_key(f"{topic}#{key}")
+            for i in sorted(range(len(index.rows)) if rows is None else rows, reverse=True):
                 _q, _n, phys, size, ts, _code = index.rows[i]
                 if phys >= below or not begin_ms <= ts <= end_ms:
                     continue
                 try:
                     msg = M.decode(self.cache.read(ref, index.at[i], size))
-                except M.MessageFormatError:
+                except (M.MessageFormatError, Pending, SegmentError, ObjectStoreError, OSError):
                     continue
                 p = msg.properties
                 if (key in (p.get("KEYS") or "").split(" ") or key == p.get("UNIQ_KEY")

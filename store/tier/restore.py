@@ -1,5 +1,6 @@
 """Disk loss: a store opened on an empty data dir with a tier that holds data starts where the tier
-ends. The topic table comes back from meta/topics.json, every tiered queue continues at its remote
+ends. The topic table comes back from meta/topics.json, the consumer offsets from
+meta/consumerOffset.json, every tiered queue continues at its remote
 end (so new offsets never collide with tiered ones) and the CommitLog at the end of the last
 committed file (so CommitLog offsets, and msgIds, stay unique). What was never uploaded is gone
 unless replicas hold it."""
@@ -9,7 +10,7 @@ import json
 import logging
 
 from store.objstore.api import NotFound
-from store.tier.manifest import TOPICS_KEY
+from store.tier.manifest import OFFSETS_FILE, OFFSETS_KEY, TOPICS_KEY
 
 log = logging.getLogger("rocketgate.tier")
 
@@ -29,8 +30,12 @@ def restore_if_empty(store) -> bool:
         if name not in store.topics:
             store.topics.create(name, int(t.get("readQueueNums", 8)), int(t.get("writeQueueNums", 8)),
                                 int(t.get("perm", 6)), dict(t.get("attributes") or {}))
-    log.warning("tier: empty data dir: restored %d topics from the tier; the CommitLog continues at %d",
-                len(table or {}), end)
+    try:
+        store.write_config(OFFSETS_FILE, json.loads(store.objects.get(OFFSETS_KEY)))
+    except NotFound:  # written by a gateway before offsets were tiered
+        pass
+    log.warning("tier: empty data dir: restored %d topics and the consumer offsets from the tier; the "
+                "CommitLog continues at %d", len(table or {}), end)
     return True
 
 

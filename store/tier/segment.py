@@ -1,24 +1,34 @@
 """A segment object: one queue's entries from one sealed CommitLog file, in the CommitLog's own
 layout (codec.remoting.message), followed by an index and a footer:
 
-    entries ... | index: N x INDEX_ENTRY | footer: FOOTER (N, magic)
+    entries ... | index: N x INDEX_ENTRY | keys: K x KEY_ENTRY | footer: FOOTER (N, K, "RGT2")
 
-Each index row names an entry's first queue offset, its offset count (an inner batch holds many),
+(objects uploaded before the key section have no keys and the footer (N, "RGT1")). Each index row names an entry's first queue offset, its offset count (an inner batch holds many),
 its CommitLog position and size (so readers keep addressing it by CommitLog offset, as msgIds and
 ConsumeQueue units do), its store timestamp and tags code. Entries lie back to back in index
-order, so an entry's place in the object is the sum of the sizes before it."""
+order, so an entry's place in the object is the sum of the sizes before it. The key section lists
+(crc32 of "topic#key", row) sorted, for each key the IndexFile would hold (KEYS tokens, UNIQ_KEY,
+an inner batch's keys), so a query by key reads only the entries whose key hash matches.
+
+The manifest records the object's sha256 and, per CHUNK-sized piece, the piece's sha256: a reader
+downloads only the pieces it needs (a ranged GET) and checks each (store.tier.cache)."""
 from __future__ import annotations
 
 import bisect
 import hashlib
 import struct
+import zlib
 from dataclasses import dataclass
 
 from codec.remoting import message as M
 
 INDEX_ENTRY = struct.Struct(">qiqiqi")  # queue offset, count, CommitLog offset, size, store timestamp, tags code
-FOOTER = struct.Struct(">i4s")
-MAGIC = b"RGT1"
+KEY_ENTRY = struct.Struct(">Ii")  # crc32 of "topic#key", row
+FOOTER_V1 = struct.Struct(">i4s")
+MAGIC_V1 = b"RGT1"
+FOOTER = struct.Struct(">ii4s")
+MAGIC = b"RGT2"
+CHUNK_MIN, CHUNK_MAX = 16 << 10, 1 << 20
 _SIZE_MAGIC = struct.Struct(">iI")
 
 
@@ -33,10 +43,16 @@ class Built:
     queue_id: int
     parts: list
     rows: list
+    keys: list  # (key hash, row)
 
     def payload(self) -> bytes:
         index = b"".join(INDEX_ENTRY.pack(*r) for r in self.rows)
-        return b"".join(self.parts) + index + FOOTER.pack(len(self.rows), MAGIC)
+        keys = b"".join(KEY_ENTRY.pack(*k) for k in sorted(self.keys))
+        return b"".join(self.parts) + index + keys + FOOTER.pack(len(self.rows), len(self.keys), MAGIC)
+
+    @property
+    def index_at(self) -> int:
+        return sum(len(p) for p in self.parts)
 
 
 def walk(data: bytes, file_start: int):
@@ -68,7 +84,8 @@ def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str
         key = (msg.topic, msg.queue_id)
         seg = out.get(key)
         if seg is None:
-            seg = out[key] = Built(msg.topic, msg.queue_id, [], [])
+            seg = out[key] = Built(msg.topic, msg.queue_id, [], [], [])
+        seg.keys += [(key_hash(k), len(seg.rows)) for k in set(M.index_keys(msg.topic, msg.properties or {}, msg.keys))]
         codes = msg.tags_codes or [M.tags_code_of(msg.properties) if msg.properties else 0]
         seg.parts.append(data[pos:pos + size])
         seg.rows.append((msg.queue_offset, max(1, msg.batch_count), file_start + pos, size, msg.store_timestamp,
@@ -80,17 +97,43 @@ def digest(payload: bytes) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-class SegmentIndex:
-    """The parsed index of a downloaded (and checked) segment object."""
+def key_hash(index_key: str) -> int:
+    """The key section's hash of an IndexFile key ("topic#key")."""
+    return zlib.crc32(index_key.encode())
 
-    def __init__(self, payload: bytes) -> None:
-        if len(payload) < FOOTER.size:
-            raise SegmentError("shorter than its footer")
-        n, magic = FOOTER.unpack_from(payload, len(payload) - FOOTER.size)
-        index_at = len(payload) - FOOTER.size - n * INDEX_ENTRY.size
-        if magic != MAGIC or n < 0 or index_at < 0:
+
+def chunk_size(file_size: int) -> int:
+    """The checked pieces of the segments of files of this size: 1/16 of a file, 16 KiB to 1 MiB."""
+    return max(CHUNK_MIN, min(CHUNK_MAX, file_size // 16))
+
+
+def chunk_digests(payload: bytes, chunk: int) -> tuple:
+    return tuple(digest(payload[i:i + chunk]) for i in range(0, len(payload), chunk))
+
+
+class SegmentIndex:
+    """The parsed index (and key section) of a checked segment: `tail` holds the object's bytes from
+    `base` to its end (the whole object: base 0); the entries before `index_at` need not be there."""
+
+    def __init__(self, tail: bytes, base: int = 0) -> None:
+        size = base + len(tail)
+        if len(tail) >= FOOTER.size and tail[-4:] == MAGIC:
+            n, k, _magic = FOOTER.unpack_from(tail, len(tail) - FOOTER.size)
+            keys_at = size - FOOTER.size - k * KEY_ENTRY.size
+        elif len(tail) >= FOOTER_V1.size and tail[-4:] == MAGIC_V1:
+            (n, _magic), k = FOOTER_V1.unpack_from(tail, len(tail) - FOOTER_V1.size), 0
+            keys_at = size - FOOTER_V1.size
+        else:
             raise SegmentError("bad footer")
-        self.rows = [INDEX_ENTRY.unpack_from(payload, index_at + i * INDEX_ENTRY.size) for i in range(n)]
+        index_at = keys_at - n * INDEX_ENTRY.size
+        if n < 0 or k < 0 or index_at < base:
+            raise SegmentError("bad footer")
+        self.index_at = index_at
+        self.has_keys = tail[-4:] == MAGIC
+        self.rows = [INDEX_ENTRY.unpack_from(tail, index_at - base + i * INDEX_ENTRY.size) for i in range(n)]
+        keys = [KEY_ENTRY.unpack_from(tail, keys_at - base + i * KEY_ENTRY.size) for i in range(k)]
+        self.key_hashes = [h for h, _row in keys]
+        self.key_rows = [row for _h, row in keys]
         self.offsets = [r[0] for r in self.rows]
         self.phys = [r[2] for r in self.rows]
         self.at = []
@@ -98,8 +141,21 @@ class SegmentIndex:
         for r in self.rows:
             self.at.append(pos)
             pos += r[3]
-        if pos != index_at:
+        if pos != index_at or self.key_hashes != sorted(self.key_hashes):
             raise SegmentError("index does not add up to the entries")
+
+    def rows_with_key(self, index_key: str) -> list[int] | None:
+        """Rows whose entry may hold `index_key` (a hash match), None when the segment has no key
+        section (uploaded before it: every row may)."""
+        if not self.has_keys:
+            return None
+        h = key_hash(index_key)
+        i = bisect.bisect_left(self.key_hashes, h)
+        out = []
+        while i < len(self.key_hashes) and self.key_hashes[i] == h:
+            out.append(self.key_rows[i])
+            i += 1
+        return sorted(set(out))
 
     def row_for_offset(self, offset: int) -> int:
         """Index of the row holding `offset` or the first after it (len(rows) if none)."""

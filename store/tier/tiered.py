@@ -14,6 +14,7 @@ from store.objstore.api import ObjectStoreError
 from store.store import LOG_STARTS, Store
 from store.tier.cache import SegmentCache
 from store.tier.local import delete_uploaded
+from store.tier.local_bytes import LocalBytes
 from store.tier.remote import RemoteLog
 from store.tier.restore import align_queues, restore_if_empty
 from store.tier.stats import TierStats
@@ -27,14 +28,18 @@ class TierUnreachable(ValueError):
 
 
 class TieredStore(Store):
-    def __init__(self, path: str, config=None, *, objects, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(self, path: str, config=None, *, objects, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 read_wait: float = 0.0) -> None:
+        """`read_wait`: seconds a read waits for a tier download (store.tier.cache); 0 on an event loop,
+        whose readers await downloads off the loop (gateway.tier_reads)."""
         super().__init__(path, config)
         self.objects = objects
         self.tier_stats = TierStats()
-        self.cache = SegmentCache(os.path.join(path, "tiercache"), objects, cache_bytes, self.tier_stats)
+        self.cache = SegmentCache(os.path.join(path, "tiercache"), objects, cache_bytes, self.tier_stats, read_wait)
         self.remote = RemoteLog(objects, self.cache, self.tier_stats)
         self.deleted_topics: set[str] = set()  # their remote data is deleted by the upload service
         self._log_starts: dict[tuple[str, int], int] = {}  # DeleteRecords / retention.* starts (LOG_STARTS)
+        self.local_bytes: LocalBytes | None = None  # per topic, for the metrics (set by recover)
 
     def recover(self) -> None:
         if not self.recovered:
@@ -50,6 +55,9 @@ class TieredStore(Store):
         super().recover()
         with self._lock:
             align_queues(self)
+            if self.local_bytes is None:  # from here on it sees every append; the files before, backfilled
+                self.local_bytes = LocalBytes(self.commitlog.file_size, self.commitlog.end)
+                self._dispatchers.append(self.local_bytes)
         for topic, queues in (self.read_config(LOG_STARTS, {}) or {}).items():
             for qid, start in queues.items():
                 self._log_starts[(topic, int(qid))] = int(start)
@@ -208,9 +216,10 @@ class TieredStore(Store):
         self.deleted_topics.add(topic)
 
 
-def open_tiered(path: str, config=None, *, objects, recover: bool = True) -> TieredStore:
+def open_tiered(path: str, config=None, *, objects, cache_bytes: int = DEFAULT_CACHE_BYTES,
+                recover: bool = True) -> TieredStore:
     """store.open with a tier: the tier's manifests are read when the store recovers."""
-    s = TieredStore(path, config, objects=objects)
+    s = TieredStore(path, config, objects=objects, cache_bytes=cache_bytes)
     if recover:
         s.recover()
     return s

@@ -13,7 +13,8 @@ import time
 from store.objstore.api import PreconditionFailed
 from store.store import LOG_STARTS
 from store.tier import segment
-from store.tier.manifest import TOPICS_KEY, Manifest, SegmentRef, manifest_key, segment_key
+from store.tier.manifest import OFFSETS_FILE, OFFSETS_KEY, TOPICS_KEY, Manifest, SegmentRef, manifest_key, \
+    segment_key
 
 log = logging.getLogger("rocketgate.tier")
 
@@ -104,8 +105,10 @@ def upload_file(store, start: int, bandwidth: Bandwidth) -> Manifest | None:
         bandwidth.take(len(payload))
         store.objects.put(key, payload)
         store.tier_stats.uploaded(topic, len(payload))
+        chunk = segment.chunk_size(store.commitlog.file_size)
         refs.append(SegmentRef(topic, qid, first[0], last[0] + last[1], key, len(payload), segment.digest(payload),
-                               start, first[2], last[2] + last[3], first[4], last[4]))
+                               start, first[2], last[2] + last[3], first[4], last[4], seg.index_at, chunk,
+                               segment.chunk_digests(payload, chunk)))
     manifest = Manifest(start, store.commitlog.file_size, refs, sorted(t for t in untiered if t in store.topics))
     try:
         store.objects.put(manifest_key(start), manifest.encode(), if_absent=True)
@@ -149,30 +152,44 @@ def expire_remote(store) -> int:
     return deleted
 
 
-def sync_topics(store, last: bytes | None) -> bytes:
-    """Write the topic table to the tier when it changed since `last`; returns what is there now."""
-    table = store.topics._document()["topicConfigTable"]
-    data = json.dumps(table, sort_keys=True).encode()
+def sync_object(store, key: str, doc, last: bytes | None) -> bytes:
+    """Write `doc` to the tier at `key` when it changed since `last`; returns what is there now."""
+    data = json.dumps(doc, sort_keys=True).encode()
     if data != last:
-        store.objects.put(TOPICS_KEY, data)
+        store.objects.put(key, data)
     return data
 
 
+def sync_topics(store, last: bytes | None) -> bytes:
+    """The topic table's copy in the tier."""
+    return sync_object(store, TOPICS_KEY, store.topics._document()["topicConfigTable"], last)
+
+
+def sync_offsets(store, last: bytes | None) -> bytes:
+    """The consumer offsets' copy in the tier, as last written to the data dir (every few seconds:
+    after a disk loss a group resumes at most that much earlier, reading some records again)."""
+    return sync_object(store, OFFSETS_KEY, store.read_config(OFFSETS_FILE, {}) or {}, last)
+
+
 class Uploader:
-    """The state between rounds: the topic table last written, the bandwidth bound."""
+    """The state between rounds: the topic table and offsets last written, the bandwidth bound."""
 
     def __init__(self, store, bytes_per_second: int | None = None) -> None:
         self.store = store
         self.bandwidth = Bandwidth(bytes_per_second)
         self._topics: bytes | None = None
+        self._offsets: bytes | None = None
 
     def round(self) -> int:
         """One round (blocking); returns how many files it committed."""
         store = self.store
+        if store.local_bytes is not None:  # needs no object store
+            store.local_bytes.backfill(list(store.commitlog.starts), lambda start: _read_file(store, start))
         if not store.remote.loaded:  # unreachable at startup: nothing is committed or deleted before this
             store.remote.load()
             log.info("tier: %d manifests read", len(store.remote.manifests))
         self._topics = sync_topics(store, self._topics)
+        self._offsets = sync_offsets(store, self._offsets)
         done = 0
         pending = pending_files(store)
         store.tier_stats.pending_files = len(pending)

@@ -43,6 +43,7 @@ def test_corrupt_object_is_not_served_the_rest_is(gateway_factory, seaweed_s3, s
     assert seen[("rocketgate_tier_errors_total", (("kind", "checksum"),))] >= 1
     assert seen[("rocketgate_tier_uploaded_bytes_total", (("topic", "b"),))] > 0
     assert seen[("rocketgate_tier_remote_bytes", (("topic", "a"),))] > 0
+    assert seen[("rocketgate_tier_local_bytes", (("topic", "b"),))] > 0  # b's tail is in the open file
     assert ("rocketgate_tier_upload_lag_files", ()) in seen
 
 

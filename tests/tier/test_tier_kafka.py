@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from tests.tier.tier_gateway import TIERED, bucket_keys, list_offset, local_files, tier_gateway, wait_for, \
@@ -91,6 +91,14 @@ def test_disk_loss_serves_every_tiered_record(gateway_factory, seaweed_s3, s3_bu
     values = produce(gw, "lost")
     wait_local_deleted(gw)
     tiered_end = wait_for(lambda: list_offset(gw, "lost", 0, -5) + 1, what="a committed upload")
+    committer = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "g-lost"})
+    try:
+        committer.commit(offsets=[TopicPartition("lost", 0, 123)], asynchronous=False)
+    finally:
+        committer.close()
+    client = seaweed_s3.client()
+    wait_for(lambda: b"g-lost" in client.get_object(Bucket=s3_bucket, Key="tier/meta/consumerOffset.json")["Body"].read(),
+             what="the committed offset copied to the tier")
     gw.kill9()
     began = time.monotonic()
     fresh = tier_gateway(gateway_factory, seaweed_s3, s3_bucket, name="empty")
@@ -105,5 +113,7 @@ def test_disk_loss_serves_every_tiered_record(gateway_factory, seaweed_s3, s3_bu
     admin = AdminClient({"bootstrap.servers": fresh.kafka_bootstrap})
     configs = next(iter(admin.describe_configs([ConfigResource("topic", "lost")]).values())).result(30)
     assert configs["remote.storage.enable"].value == "true"
+    fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g-lost")])["g-lost"].result(30)
+    assert [(tp.topic, tp.partition, tp.offset) for tp in fetched.topic_partitions] == [("lost", 0, 123)]
     produce(fresh, "lost", 5)  # new records continue after the tiered ones
     assert list_offset(fresh, "lost", 0, -1) == end + 5

@@ -18,8 +18,8 @@ FILE = 4096
 FAR = int(time.time() * 1000) + 365 * 86400_000
 
 
-def open_store(path, objects, **kw) -> TieredStore:
-    st = TieredStore(str(path), StoreConfig(commitlog_file_size=FILE, **kw), objects=objects)
+def open_store(path, objects, read_wait=10.0, **kw) -> TieredStore:
+    st = TieredStore(str(path), StoreConfig(commitlog_file_size=FILE, **kw), objects=objects, read_wait=read_wait)
     st.recover()
     return st
 
@@ -151,7 +151,7 @@ def test_a_segment_on_its_way_is_waited_for_not_skipped(tmp_path):
     """A download slower than a reader waits: the reader gets nothing for now, never the local
     units after the gap (a Kafka consumer would jump over the tiered records)."""
     objects = MemStore()
-    st = open_store(tmp_path / "a", objects)
+    st = open_store(tmp_path / "a", objects, read_wait=0.0)
     fill(st, n=300)
     Uploader(st).round()
     st.delete_expired(FAR)
@@ -230,3 +230,44 @@ def test_local_retention_bytes_keeps_the_newest_bytes_local(tmp_path):
     assert newer >= 2 * FILE  # what stays local still holds the limit (as Kafka deletes segments)
     assert len(bodies(st)) == 200
     st.close()
+
+
+def _entry_bytes(st, topic: str, below: int | None = None, queues=(0,)) -> int:
+    """Bytes of the topic's entries at CommitLog offsets from the local start (and below `below`)."""
+    total = 0
+    for q in queues:
+        for phys, size, _code in st.units(topic, q, 0, 100_000):
+            if phys >= st.commitlog.begin and (below is None or phys < below):
+                total += size
+    return total
+
+
+def test_local_bytes_per_topic_follow_appends_deletions_and_restarts(tmp_path):
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st, "u", 30)
+    fill(st, "t", 60)  # its last entries stay in the open file
+    assert st.local_bytes.by_topic(st.commitlog.starts) == {"t": _entry_bytes(st, "t"), "u": _entry_bytes(st, "u")}
+    Uploader(st).round()
+    st.delete_expired(FAR)
+    local = st.local_bytes.by_topic(st.commitlog.starts)
+    assert 0 < local["t"] == _entry_bytes(st, "t") < sum(s for _p, s, _c in st.units("t", 0, 0, 1000))
+    st.close()
+    st = open_store(tmp_path / "a", objects)  # a restart: the files before it are walked once
+    fill(st, "t", 5)
+    Uploader(st).round()
+    assert st.local_bytes.by_topic(st.commitlog.starts)["t"] == _entry_bytes(st, "t")
+    st.close()
+
+
+def test_consumer_offsets_come_back_after_a_disk_loss(tmp_path):
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st)
+    table = {"offsetTable": {"t@g": {"0": 42, "1": 7}}}
+    st.write_config("consumerOffset.json", table)
+    Uploader(st).round()
+    st.close()
+    fresh = open_store(tmp_path / "b", objects)  # the disk is gone; the tier's copy is read back
+    assert fresh.read_config("consumerOffset.json") == table
+    fresh.close()
