@@ -75,6 +75,7 @@ class GatewayConfig:
     delegation_token_secret_key_file: str | None = None
     delegation_token_max_lifetime_ms: int = 604_800_000
     delegation_token_expiry_time_ms: int = 86_400_000
+    max_incremental_fetch_session_cache_slots: int = 1000  # Kafka's; gateway/kafka/fetch_sessions.py
     # Listeners and TLS (gateway/listeners.py, gateway/tls.py).
     kafka_security_protocol: str = "PLAINTEXT"
     # KIP-714: the metric name prefixes Kafka clients are asked to push ("" none), and how often.
@@ -304,6 +305,9 @@ def build_parser() -> _Parser:
                    help="a delegation token cannot be renewed past this age (Kafka's default: 7 days)")
     p.add_argument("--delegation-token-expiry-time-ms", type=_positive_int, default=d.delegation_token_expiry_time_ms,
                    help="a delegation token not renewed expires after this (Kafka's default: 1 day)")
+    p.add_argument("--max-incremental-fetch-session-cache-slots", type=_int_between(0, None, "value (0 or more)"),
+                   default=d.max_incremental_fetch_session_cache_slots,
+                   help="Kafka fetch sessions kept (KIP-227); when full, clients fall back to full fetches")
     p.add_argument("--kafka-telemetry-metrics", default=d.kafka_telemetry_metrics, metavar="PREFIX[,PREFIX]",
                    help="metric name prefixes Kafka clients push (KIP-714), shown on /metrics; \"\" asks none")
     p.add_argument("--kafka-telemetry-interval-ms", type=_int_between(100, 3_600_000, "interval (100-3600000 ms)"),
