@@ -117,6 +117,12 @@ transactions across partitions, and Kafka 4.3.1 shows it too.
 
 """
 REPORT_TAIL = """
+Found so far: the first matrix (2026-12-07) showed 3 lost writes and a torn transaction on the gateway
+with TV2 under fencing, in committed transactions of the fenced transactional id: EndTxn v5 answered
+the epoch after its writes, which an InitProducerId of the second instance could have bumped meanwhile,
+so both instances wrote under one epoch and one's batches were taken for the other's retries
+(acknowledged, never stored). Fixed (EndTxn answers its own bump; tests/kafka/test_txn_end_epoch_race.py).
+
 Not yet run: the 3-gateway cluster (transaction state is per gateway there, so a coordinator move
 loses open transactions) and coordinator moves. One seed per run and faults at fixed times, so a zero
 is evidence, not proof; a run with anomalies keeps its history when TXN_CHECK_KEEP=DIR is set.
