@@ -71,6 +71,11 @@ class GatewayConfig:
     allow_everyone_if_no_acl_found: bool = False
     # A cluster with --authorizer acl: what gateways sign their requests to each other with (security.inter_broker).
     inter_broker: InterBrokerCredential | None = None
+    # Delegation tokens (KIP-48, security.tokens): enabled by a secret key file (Kafka's delegation.token.*).
+    delegation_token_secret_key_file: str | None = None
+    delegation_token_max_lifetime_ms: int = 604_800_000
+    delegation_token_expiry_time_ms: int = 86_400_000
+    max_incremental_fetch_session_cache_slots: int = 1000  # Kafka's; gateway/kafka/fetch_sessions.py
     # Listeners and TLS (gateway/listeners.py, gateway/tls.py).
     kafka_security_protocol: str = "PLAINTEXT"
     # KIP-714: the metric name prefixes Kafka clients are asked to push ("" none), and how often.
@@ -296,6 +301,16 @@ def build_parser() -> _Parser:
     p.add_argument("--inter-broker-credentials", dest="inter_broker", type=_inter_broker, default=None,
                    metavar="FILE", help='JSON {"accessKey": ..., "secretKey": ...} gateways of a cluster sign '
                    "their forwards with (needed with --cluster and --authorizer acl; docs/security.md)")
+    p.add_argument("--delegation-token-secret-key-file", default=None, metavar="FILE",
+                   help="enables Kafka delegation tokens; their HMAC key is this file's content (all gateways "
+                   "of a cluster: the same), as Kafka's delegation.token.secret.key")
+    p.add_argument("--delegation-token-max-lifetime-ms", type=_positive_int, default=d.delegation_token_max_lifetime_ms,
+                   help="a delegation token cannot be renewed past this age (Kafka's default: 7 days)")
+    p.add_argument("--delegation-token-expiry-time-ms", type=_positive_int, default=d.delegation_token_expiry_time_ms,
+                   help="a delegation token not renewed expires after this (Kafka's default: 1 day)")
+    p.add_argument("--max-incremental-fetch-session-cache-slots", type=_int_between(0, None, "value (0 or more)"),
+                   default=d.max_incremental_fetch_session_cache_slots,
+                   help="Kafka fetch sessions kept (KIP-227); when full, clients fall back to full fetches")
     p.add_argument("--kafka-telemetry-metrics", default=d.kafka_telemetry_metrics, metavar="PREFIX[,PREFIX]",
                    help="metric name prefixes Kafka clients push (KIP-714), shown on /metrics; \"\" asks none")
     p.add_argument("--kafka-telemetry-interval-ms", type=_int_between(100, 3_600_000, "interval (100-3600000 ms)"),
@@ -358,6 +373,8 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     if ns.cluster is not None and ns.authorizer == "acl" and ns.inter_broker is None:
         p.error("--authorizer acl in a cluster needs --inter-broker-credentials FILE "
                 "(the credential gateways sign CLUSTER_DELIVER with; docs/security.md)")
+    if ns.delegation_token_secret_key_file is not None and not os.access(ns.delegation_token_secret_key_file, os.R_OK):
+        p.error(f"argument --delegation-token-secret-key-file: cannot read {ns.delegation_token_secret_key_file!r}")
     ns.listeners = tuple(ns.listeners)
     tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file")
                     if getattr(ns, f) is not None]

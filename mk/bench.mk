@@ -23,3 +23,9 @@ bench-flow-control: setup
 	$(PY) -m bench.flow_control $(FLOW_SECONDS)
 bench-tls: setup
 	$(PY) -m bench.tls $(TLS_BENCH_ARGS)
+
+# Issue 33: the transactional workload under faults, checked for Jepsen's anomaly classes, on the gateway
+# and Kafka 4.3.1 with transactions v2 and v1 clients; rewrites docs/transactions-checked.md (~4 min).
+.PHONY: txn-check
+txn-check: setup
+	$(PY) -m bench.txn_check --matrix --report docs/transactions-checked.md

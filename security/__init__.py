@@ -17,6 +17,7 @@ from security.acl import Authorizer
 from security.audit import DenialLog, FailureLimiter
 from security.credentials import CredentialStore
 from security.remoting_guard import RemotingGuard
+from security.tokens import EXPIRY_TIME_MS, MAX_LIFETIME_MS, TokenStore
 
 RELOAD_CHECK_S = 1.0
 
@@ -34,8 +35,9 @@ class Authentication:
     check passwords against. The store file changed by another process (the `python -m security` tool,
     AlterUserScramCredentials) is re-read within a second (`refresh`), or at once (`reread`)."""
 
-    def __init__(self, config_dir: str, environ=os.environ, clock=time.monotonic) -> None:
+    def __init__(self, config_dir: str, environ=os.environ, clock=time.monotonic, tokens=None) -> None:
         self.credentials = CredentialStore(config_dir)
+        self.tokens = tokens or TokenStore(config_dir)  # delegation tokens (disabled without a secret key)
         self.credentials.bootstrap_admin(environ)
         self.denials = DenialLog(clock=clock)
         self.limiter = FailureLimiter(rate=1.0, burst=20, clock=clock)
@@ -45,7 +47,7 @@ class Authentication:
 
     def _watched(self) -> list:
         """The stores re-read when their file changes (each has `path` and `_load`)."""
-        return [self.credentials]
+        return [self.credentials, self.tokens]
 
     def _current(self):
         return tuple(_stamp(store.path) for store in self._watched())
@@ -72,13 +74,13 @@ class Security(Authentication):
     re-read like the credential store."""
 
     def __init__(self, config_dir: str, super_users=(), allow_everyone_if_no_acl_found: bool = False,
-                 environ=os.environ, clock=time.monotonic, inter_broker=None) -> None:
+                 environ=os.environ, clock=time.monotonic, inter_broker=None, tokens=None) -> None:
         self.authorizer = Authorizer(config_dir, super_users, allow_everyone_if_no_acl_found)
-        super().__init__(config_dir, environ, clock)
+        super().__init__(config_dir, environ, clock, tokens)
         self.remoting = RemotingGuard(self.credentials, self.authorizer, self.denials, self.limiter, inter_broker)
 
     def _watched(self) -> list:
-        return [self.credentials, self.authorizer]
+        return [self.credentials, self.tokens, self.authorizer]
 
     def check_remoting(self, req, address: str):
         """None, or the answer refusing this remoting request."""
@@ -96,7 +98,7 @@ def from_config(config, config_dir: str, environ=os.environ) -> Security | None:
     if getattr(config, "authorizer", "none") != "acl":
         return None
     return Security(config_dir, parse_principals(config.super_users), config.allow_everyone_if_no_acl_found,
-                    environ, inter_broker=getattr(config, "inter_broker", None))
+                    environ, inter_broker=getattr(config, "inter_broker", None), tokens=token_store(config, config_dir))
 
 
 def authentication_for(config, security: Security | None, config_dir: str,
@@ -110,4 +112,15 @@ def authentication_for(config, security: Security | None, config_dir: str,
     protocols += [lst.protocol for lst in getattr(config, "listeners", ())]
     if not any(p.startswith("SASL_") for p in protocols):
         return None
-    return Authentication(config_dir, environ)
+    return Authentication(config_dir, environ, tokens=token_store(config, config_dir))
+
+
+def token_store(config, config_dir: str) -> TokenStore:
+    """The data dir's delegation tokens with the gateway's secret key and lifetimes (docs/security.md)."""
+    secret = None
+    path = getattr(config, "delegation_token_secret_key_file", None)
+    if path:
+        with open(path, "rb") as f:
+            secret = f.read().strip() or None
+    return TokenStore(config_dir, secret, getattr(config, "delegation_token_max_lifetime_ms", MAX_LIFETIME_MS),
+                      getattr(config, "delegation_token_expiry_time_ms", EXPIRY_TIME_MS))

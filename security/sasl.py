@@ -11,6 +11,8 @@ further step fails: a replayed or out-of-turn message never authenticates.
 """
 from __future__ import annotations
 
+import time
+
 import scramp
 
 from security.credentials import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_MECHANISMS, CredentialStore
@@ -103,43 +105,71 @@ class PlainServer(_Exchange):
 
 
 class ScramServer(_Exchange):
-    """Two steps: client-first → server-first, client-final → server-final."""
+    """Two steps: client-first → server-first, client-final → server-final. The client-first message may
+    carry Kafka's SCRAM extensions after the nonce (`tokenauth=true`: the user is a delegation token's id,
+    the principal its owner; `security.tokens`)."""
 
-    def __init__(self, credentials: CredentialStore, mechanism: str, server_nonce: str | None = None) -> None:
+    def __init__(self, credentials: CredentialStore, mechanism: str, server_nonce: str | None = None,
+                 tokens=None) -> None:
         super().__init__(credentials)
         self.name = mechanism  # server_nonce: only for test vectors (default: a fresh random one)
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=server_nonce)
+        self.tokens = tokens
+        self._token_auth = False
+        self.token_authenticated = False
         self._user: str | None = None
         self._first_done = False
 
     def _auth_info(self, user: str):
         """scramp's lookup, with the user name already unescaped (=2C, =3D)."""
+        if self._token_auth:
+            found = self.tokens.login(user, self.name, int(time.time() * 1000)) if self.tokens else None
+            if found is None:
+                raise _Rejected()  # unknown or expired token: the generic message, as Kafka's SaslException
+            cred, self._user = found[0], found[1].partition(":")[2]
+            return cred.salt, cred.stored_key, cred.server_key, cred.iterations
         cred = self.credentials.scram(user, self.name)
         if cred is None or not MIN_ITERATIONS <= cred.iterations <= MAX_ITERATIONS:
             raise _Rejected()  # Kafka: "Invalid user credentials", sent as the generic message
         self._user = user
         return cred.salt, cred.stored_key, cred.server_key, cred.iterations
 
+    def _client_first(self, text: str) -> str:
+        """Kafka's client-first message with its extensions taken off (scramp knows none); remembers
+        tokenauth. The proof is still checked over the bare message as the client sent it."""
+        header, sep, bare = text.partition(",")
+        authzid, sep2, bare = bare.partition(",")
+        if not sep or not sep2:
+            raise _Rejected()
+        attributes = bare.split(",")
+        core = [a for a in attributes if a[:2] in ("n=", "r=", "m=")]
+        extensions = dict(a.partition("=")[::2] for a in attributes[len(core):])
+        self._token_auth = extensions.get("tokenauth", "").lower() == "true"
+        self._bare = bare
+        return f"{header},{authzid},{','.join(core)}"
+
     def _step(self, token: bytes) -> bytes:
         text = token.decode("utf-8")  # strict: a message that is not UTF-8 is malformed
         if not self._first_done:
-            self._server.set_client_first(text)
+            self._server.set_client_first(self._client_first(text))
+            self._server.client_first_bare = self._bare  # the AuthMessage covers the extensions too
             first = self._server.get_server_first()
             self._first_done = True
             return first.encode("utf-8")
         self._server.set_client_final(text)
         final = self._server.get_server_final()
+        self.token_authenticated = self._token_auth
         self._done(self._user)
         return final.encode("utf-8")
 
 
-def server_for(mechanism: str, credentials: CredentialStore, enabled=MECHANISMS) -> _Exchange:
+def server_for(mechanism: str, credentials: CredentialStore, enabled=MECHANISMS, tokens=None) -> _Exchange:
     """A new server-side exchange for `mechanism`; UnsupportedMechanism if it is not enabled."""
     if mechanism not in enabled or mechanism not in MECHANISMS:
         raise UnsupportedMechanism(f"Unsupported SASL mechanism {mechanism}")
     if mechanism == "PLAIN":
         return PlainServer(credentials)
-    return ScramServer(credentials, mechanism)
+    return ScramServer(credentials, mechanism, tokens=tokens)
 
 
 NONE = 0
@@ -152,8 +182,9 @@ class SaslSession:
     without tokens fails at once, unchecked) and are logged through `denials`."""
 
     def __init__(self, credentials: CredentialStore, address: str = "", enabled=MECHANISMS, limiter=None,
-                 denials=None) -> None:
+                 denials=None, tokens=None) -> None:
         self.credentials, self.address, self.enabled = credentials, address, tuple(enabled)
+        self.tokens = tokens  # security.tokens.TokenStore: SCRAM logins with tokenauth=true
         self.limiter, self.denials = limiter, denials
         self.exchange: _Exchange | None = None
         self.principal: str | None = None
@@ -163,12 +194,17 @@ class SaslSession:
     def authenticated(self) -> bool:
         return self.principal is not None
 
+    @property
+    def token_authenticated(self) -> bool:
+        """Logged in with a delegation token (Kafka lets such a principal neither create nor manage tokens)."""
+        return self.authenticated and getattr(self.exchange, "token_authenticated", False)
+
     def handshake(self, mechanism: str) -> tuple[int, list[str]]:
         """SaslHandshake: (error code, the enabled mechanisms). Kafka closes the connection after an error."""
         if self.exchange is not None or self.failed:
             return ILLEGAL_SASL_STATE, list(self.enabled)
         try:
-            self.exchange = server_for(mechanism, self.credentials, self.enabled)
+            self.exchange = server_for(mechanism, self.credentials, self.enabled, self.tokens)
         except UnsupportedMechanism:
             self.failed = True
             return UNSUPPORTED_SASL_MECHANISM, list(self.enabled)

@@ -8,6 +8,8 @@ import os
 
 import pytest
 
+from bench.graph_cycles import cycles
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ["codec", "store", "interop", "security", "semantics", "cluster", "tables", "gateway", "client", "spark"]
 # What each package may import of ours (besides itself).
@@ -73,47 +75,8 @@ def _graph():
 
 
 def _cycles(graph) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index, low, on_stack, stack, out = {}, {}, set(), [], []
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp = []
-                while True:
-                    top = stack.pop()
-                    on_stack.discard(top)
-                    comp.append(top)
-                    if top == node:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
+    """Strongly connected components of more than one module."""
+    return cycles(graph)
 
 
 def test_no_import_circles():

@@ -1045,6 +1045,66 @@ ALTER_USER_SCRAM_CREDENTIALS = Api(key=51, name="AlterUserScramCredentials", ver
     F("results", [F("user", "str"), F("error_code", "i16"), F("error_message", "str", nullable="0+")]),
 ])
 
+# Delegation tokens (KIP-48; gateway.kafka.delegation_tokens): created by SASL-authenticated principals,
+# then used as SCRAM credentials (tokenauth=true).
+_TOKEN_PRINCIPAL = [F("principal_type", "str"), F("principal_name", "str")]
+
+CREATE_DELEGATION_TOKEN = Api(key=38, name="CreateDelegationToken", versions="1-3", flexible="2+", request=[
+    F("owner_principal_type", "str", "3+", nullable="3+"),
+    F("owner_principal_name", "str", "3+", nullable="3+"),
+    F("renewers", _TOKEN_PRINCIPAL),
+    F("max_lifetime_ms", "i64"),
+], response=[
+    F("error_code", "i16"),
+    *_TOKEN_PRINCIPAL,
+    F("token_requester_principal_type", "str", "3+"),
+    F("token_requester_principal_name", "str", "3+"),
+    F("issue_timestamp_ms", "i64"),
+    F("expiry_timestamp_ms", "i64"),
+    F("max_timestamp_ms", "i64"),
+    F("token_id", "str"),
+    F("hmac", "bytes"),
+    F("throttle_time_ms", "i32"),
+])
+
+RENEW_DELEGATION_TOKEN = Api(key=39, name="RenewDelegationToken", versions="1-2", flexible="2+", request=[
+    F("hmac", "bytes"),
+    F("renew_period_ms", "i64"),
+], response=[
+    F("error_code", "i16"),
+    F("expiry_timestamp_ms", "i64"),
+    F("throttle_time_ms", "i32"),
+])
+
+EXPIRE_DELEGATION_TOKEN = Api(key=40, name="ExpireDelegationToken", versions="1-2", flexible="2+", request=[
+    F("hmac", "bytes"),
+    F("expiry_time_period_ms", "i64"),
+], response=[
+    F("error_code", "i16"),
+    F("expiry_timestamp_ms", "i64"),
+    F("throttle_time_ms", "i32"),
+])
+
+DESCRIBE_DELEGATION_TOKEN = Api(key=41, name="DescribeDelegationToken", versions="1-3", flexible="2+", request=[
+    F("owners", _TOKEN_PRINCIPAL, nullable="0+"),
+], response=[
+    F("error_code", "i16"),
+    F("tokens", [
+        *_TOKEN_PRINCIPAL,
+        F("token_requester_principal_type", "str", "3+"),
+        F("token_requester_principal_name", "str", "3+"),
+        F("issue_timestamp", "i64"),
+        F("expiry_timestamp", "i64"),
+        F("max_timestamp", "i64"),
+        F("token_id", "str"),
+        F("hmac", "bytes"),
+        F("renewers", _TOKEN_PRINCIPAL),
+    ]),
+    F("throttle_time_ms", "i32"),
+])
+
+TOKEN_APIS = [CREATE_DELEGATION_TOKEN, RENEW_DELEGATION_TOKEN, EXPIRE_DELEGATION_TOKEN, DESCRIBE_DELEGATION_TOKEN]
+
 # Client quotas (gateway.kafka.quotas): `kafka-configs --entity-type users/clients` reads and sets them.
 DESCRIBE_CLIENT_QUOTAS = Api(key=48, name="DescribeClientQuotas", versions="0-1", flexible="1+", request=[
     F("components", [F("entity_type", "str"), F("match_type", "i8"), F("match", "str", nullable="0+")]),
@@ -1336,5 +1396,5 @@ ALL = [PRODUCE, FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH, METADATA, OFFSET_C
        DELETE_RECORDS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, OFFSET_DELETE, CONSUMER_GROUP_HEARTBEAT,
        CONSUMER_GROUP_DESCRIBE, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS,
        LIST_CONFIG_RESOURCES, ALTER_REPLICA_LOG_DIRS, UPDATE_FEATURES,
-       *TRANSACTION_APIS, *SECURITY_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS, *TELEMETRY_APIS]
+       *TRANSACTION_APIS, *SECURITY_APIS, *TOKEN_APIS, *SHARE_APIS, *PARTITION_APIS, *STREAMS_APIS, *TELEMETRY_APIS]
 BY_KEY = {api.key: api for api in ALL}

@@ -249,8 +249,9 @@ def _filter_offset_fetch(ctx, body: dict) -> None:
 
 # ------------------------------------------------------------ entry point
 # Metadata, SASL, ACL and user APIs, the partition placement APIs (partitions.py) and DescribeQuorum check themselves;
-# client telemetry (71, 72) needs no ACL in Kafka either
-OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 34, 36, 43, 45, 46, 48, 49, 50, 51, 55, 57, 71, 72, 75))
+# client telemetry (71, 72) needs no ACL in Kafka either; the delegation-token APIs (38-41) check themselves
+OWN_CHECKS = frozenset((3, 17, 18, 29, 30, 31, 34, 36, 38, 39, 40, 41, 43, 45, 46, 48, 49, 50, 51, 55, 57, 71, 72,
+                        75))
 AFTER = frozenset((9, 10, 15, 16, 32, 60, 69))
 GROUP_DELETE = 42
 ADD_PARTITIONS = 24

@@ -69,7 +69,8 @@ class Connection:
         self.mute_s = 0.0  # set by a handler: not read for this long after its answer (client quotas)
         if self.listener is not None and self.listener.sasl:
             sec = app.authentication  # with or without an authorizer (docs/security.md)
-            self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials)
+            self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials,
+                                    tokens=sec.tokens)
 
     def admitted(self, api_key: int) -> bool:
         """May this request be served now (SASL: only the handshake before authentication)?"""
@@ -77,6 +78,11 @@ class Connection:
 
     def authenticated(self, principal: str) -> None:
         self.principal = principal
+
+    @property
+    def may_manage_tokens(self) -> bool:
+        """Kafka's allowTokenRequests: a SASL listener, and not logged in with a delegation token."""
+        return self.sasl is not None and not self.sasl.token_authenticated
 
 
 async def handle_connection(stream, app) -> None:

@@ -15,6 +15,7 @@ import trio
 
 import gateway.kafka.diskless as diskless
 import gateway.kafka.errors as errors
+import gateway.kafka.fetch_sessions as fetch_sessions
 import gateway.kafka.leader_epochs as leader_epochs
 import gateway.kafka.leaders as leaders
 import gateway.kafka.offsets_topic as offsets_topic
@@ -257,6 +258,10 @@ def release(responses) -> None:
 @handler(apis.FETCH)
 async def fetch(ctx: RequestContext):
     app, req = ctx.app, ctx.request
+    session = fetch_sessions.plan(app, ctx.version, req)
+    if session.error:
+        return {"error_code": session.error, "session_id": 0, "responses": []}
+    req = dict(req, topics=session.topics)  # a session's fetch reads all its partitions
     deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
     min_bytes = req["min_bytes"]
     max_bytes = quotas.fetch_max_bytes(ctx, req.get("max_bytes", 0x7FFFFFFF))
@@ -277,7 +282,9 @@ async def fetch(ctx: RequestContext):
                 release(responses)
                 return {"responses": [], "session_id": 0, "throttle_time_ms": throttle_ms}
             stats_of(app).fetch_response(responses)
-            return leaders.with_leader_hints(ctx, {"responses": responses, "session_id": 0}, leaders.FETCH_LAYOUT)
+            answered, session_id = session.finish(responses)
+            return leaders.with_leader_hints(ctx, {"responses": answered, "session_id": session_id},
+                                             leaders.FETCH_LAYOUT)
         release(responses)
         await app.arrivals.wait_any(keys, remaining)
 

@@ -13,6 +13,7 @@ from codec.kafka import apis, protocol
 import gateway.kafka.admin  # noqa: F401  (each family module fills HANDLERS)
 import gateway.kafka.configs  # noqa: F401
 import gateway.kafka.consumer_groups  # noqa: F401
+import gateway.kafka.delegation_tokens  # noqa: F401
 import gateway.kafka.describe_producers  # noqa: F401
 import gateway.kafka.fetch  # noqa: F401
 import gateway.kafka.groups  # noqa: F401

@@ -4,6 +4,7 @@ producer ids, transactions."""
 from __future__ import annotations
 
 import gateway.kafka.topics as topics
+from gateway.kafka.fetch_sessions import SLOTS, FetchSessionCache
 from gateway.kafka.metadata import OFFSETS_TOPIC, partition_count_of
 from semantics import topic_configs, transactions
 from semantics.client_telemetry import ClientTelemetry
@@ -24,6 +25,8 @@ class KafkaState:
 
     def __init__(self, app) -> None:
         self.coordinator = Coordinator()  # classic groups
+        # KIP-227 incremental fetch sessions, bounded as Kafka's max.incremental.fetch.session.cache.slots
+        self.fetch_sessions = FetchSessionCache(getattr(app.config, "max_incremental_fetch_session_cache_slots", SLOTS))
 
         def partition_count(name: str) -> int:
             if name == OFFSETS_TOPIC:  # listed with its partitions, so assignable as on Kafka

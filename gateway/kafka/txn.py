@@ -119,6 +119,9 @@ async def end_txn(ctx: RequestContext):
     offsets = list(txn.offsets) if req["committed"] else []
     if tv2:
         txns.bump_epoch(txn)  # first: a write of the old epoch arriving during the end is fenced
+    # the epoch this end hands out, taken now: an InitProducerId of another instance during the awaits
+    # below bumps it again, and that newer epoch is the other instance's alone
+    producer_id, epoch = txn.producer_id, txn.epoch
     ends = await txns.finish_in_turn(txn, commit=req["committed"])  # off the loop on a slow disk
     for group in dict.fromkeys(g for g, *_ in offsets):  # the committed offsets' __consumer_offsets records
         await mirror(app, group, [(t, p, o, -1, m) for g, t, p, o, m in offsets if g == group])
@@ -126,5 +129,5 @@ async def end_txn(ctx: RequestContext):
     await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
     if tv2:
         await txns.persisted()
-        return {"error_code": errors.NONE, "producer_id": txn.producer_id, "producer_epoch": txn.epoch}
+        return {"error_code": errors.NONE, "producer_id": producer_id, "producer_epoch": epoch}
     return {"error_code": errors.NONE}

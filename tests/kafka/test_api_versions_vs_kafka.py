@@ -43,12 +43,7 @@ NOT_CLIENT_FACING = {
 }
 
 # Client-facing APIs whose advertised range is not yet Kafka 4.3's; remove an entry once it matches.
-NOT_YET = {
-    38: "CreateDelegationToken not served (Kafka 1-3)",
-    39: "RenewDelegationToken not served (Kafka 1-2)",
-    40: "ExpireDelegationToken not served (Kafka 1-2)",
-    41: "DescribeDelegationToken not served (Kafka 1-3)",
-}
+NOT_YET: dict = {}
 
 # The finalized features clients read (Java producers: transaction.version; consumers and admin tools:
 # group.version, share.version, streams.version; admin describeFeatures: all, with metadata.version).
