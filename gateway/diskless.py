@@ -20,6 +20,9 @@ class Diskless:
     writer: DisklessWriter
     # (topic, queue) whose idempotent producers' state was read from the index (gateway.kafka.diskless)
     producers_seeded: set = dataclasses.field(default_factory=set)
+    # (producer id, topic, queue) -> [(epoch, first seq, last seq, slot)] of idempotent batches still
+    # in WAL buffers: a pipelined connection's next batch follows them (gateway.kafka.diskless)
+    inflight: dict = dataclasses.field(default_factory=dict)
 
 
 def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:
