@@ -6,6 +6,7 @@ request once its produces joined (their order is the join order). Every object-s
 worker thread; flushes run one at a time, in order."""
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import itertools
 import logging
@@ -19,6 +20,7 @@ from store.objstore.api import ObjectStoreError
 
 ATTRIBUTE = "diskless.enable"
 log = logging.getLogger("rocketgate")
+COMMIT_THREADS = 8  # index entries of one WAL object written at once
 
 
 def is_diskless(cfg) -> bool:
@@ -61,6 +63,7 @@ class DisklessWriter:
         self._pending_bytes = 0
         self._full = trio.Event()
         self._flush_lock = trio.Lock()  # FIFO: WAL objects are committed in the order they closed
+        self._commits = concurrent.futures.ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="diskless-index")
 
     async def append(self, topic: str, queue: int, run: bytes, count: int, max_ts: int = -1,
                      producers: tuple = ()) -> int:
@@ -127,19 +130,31 @@ class DisklessWriter:
         self.index.store.put(key, body, if_absent=True)
         self.stats.objects += 1
         self.stats.bytes += len(body)
-        pos = 0
-        for (topic, queue), group in itertools.groupby(ordered, key=lambda s: (s.topic, s.queue)):
+        groups, pos = [], 0
+        for queue_key, group in itertools.groupby(ordered, key=lambda s: (s.topic, s.queue)):
             group = list(group)
-            run = b"".join(s.run for s in group)
-            producers, delta = [], 0
-            for s in group:
-                producers += [(*p[:4], p[4] + delta) for p in s.producers]
-                delta += s.count
-            entry = self.index.commit(topic, queue, key, pos, run, delta, max(s.max_ts for s in group),
+            groups.append((queue_key, group, pos))
+            pos += sum(len(s.run) for s in group)
+        # the queues' entries are independent objects: written at once, not one round trip after another
+        failures = [exc for exc in self._commits.map(lambda g: self._commit(key, *g), groups) if exc is not None]
+        if failures:
+            raise failures[0]
+
+    def _commit(self, wal: str, queue_key: tuple, group: list[_Slot], pos: int) -> ObjectStoreError | None:
+        """(worker thread) One queue's index entry for its slots at `pos` of `wal`; the error, if any."""
+        run = b"".join(s.run for s in group)
+        producers, delta = [], 0
+        for s in group:
+            producers += [(*p[:4], p[4] + delta) for p in s.producers]
+            delta += s.count
+        try:
+            entry = self.index.commit(*queue_key, wal, pos, run, delta, max(s.max_ts for s in group),
                                       tuple(producers))
-            self.stats.index_writes += 1
-            base = entry.base
-            for s in group:
-                s.base = base
-                base += s.count
-            pos += len(run)
+        except ObjectStoreError as exc:
+            return exc
+        self.stats.index_writes += 1
+        base = entry.base
+        for s in group:
+            s.base = base
+            base += s.count
+        return None
