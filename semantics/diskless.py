@@ -10,6 +10,7 @@ import concurrent.futures
 import dataclasses
 import itertools
 import logging
+import time
 import uuid
 
 import trio
@@ -128,6 +129,7 @@ class DisklessWriter:
         body = b"".join(s.run for s in ordered)
         key = layout.WAL + uuid.uuid4().hex
         self.index.store.put(key, body, if_absent=True)
+        put_at = time.monotonic()
         self.stats.objects += 1
         self.stats.bytes += len(body)
         groups, pos = [], 0
@@ -136,12 +138,16 @@ class DisklessWriter:
             groups.append((queue_key, group, pos))
             pos += sum(len(s.run) for s in group)
         # the queues' entries are independent objects: written at once, not one round trip after another
-        failures = [exc for exc in self._commits.map(lambda g: self._commit(key, *g), groups) if exc is not None]
+        failures = [exc for exc in self._commits.map(lambda g: self._commit(key, put_at, *g), groups) if exc is not None]
         if failures:
             raise failures[0]
 
-    def _commit(self, wal: str, queue_key: tuple, group: list[_Slot], pos: int) -> ObjectStoreError | None:
-        """(worker thread) One queue's index entry for its slots at `pos` of `wal`; the error, if any."""
+    def _commit(self, wal: str, put_at: float, queue_key: tuple, group: list[_Slot],
+                pos: int) -> ObjectStoreError | None:
+        """(worker thread) One queue's index entry for its slots at `pos` of `wal`; the error, if any.
+        Not after `layout.COMMIT_DEADLINE_S` (a paused writer): the object may be collected by then."""
+        if time.monotonic() - put_at > layout.COMMIT_DEADLINE_S:
+            return ObjectStoreError(f"{wal}: index entry not written within {layout.COMMIT_DEADLINE_S:.0f} s of the PUT")
         run = b"".join(s.run for s in group)
         producers, delta = [], 0
         for s in group:
