@@ -11,7 +11,7 @@ import sys
 import trio
 
 from codec.kafka import protocol, records
-from codec.kafka.apis import METADATA, PRODUCE
+from codec.kafka.apis import INIT_PRODUCER_ID, METADATA, PRODUCE
 from objstore_fixtures import object_store_on
 from semantics.diskless import DisklessWriter
 from store.diskless.index import DisklessIndex
@@ -19,7 +19,7 @@ from store.objstore.api import ObjectStoreError
 from test_diskless_kafka import create_topic, wal_and_index_keys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kafka"))
-from kafka_raw import RawClient, produce_body  # noqa: E402
+from kafka_raw import RawClient, produce_body, produce_error  # noqa: E402
 
 SLOW_WAL = ["--diskless-wal-max-ms", "3000"]  # wide enough that requests sent at once share a buffer
 
@@ -51,6 +51,31 @@ def test_pipelined_produces_share_one_wal_object_and_are_answered_in_order(seawe
     assert offsets == [(0, 0), (0, 0), (0, 1), (0, 1), (0, 2), (0, 2)]  # each partition's in request order
     wal = [k for k in wal_and_index_keys(seaweed_s3, s3_bucket) if "/diskless/wal/" in k]
     assert len(wal) == 1, wal  # one request at a time would make six
+
+
+def test_pipelined_idempotent_batches_follow_the_ones_still_in_the_wal_buffer(seaweed_s3, s3_bucket,
+                                                                            gateway_factory):
+    """After sequence 0 is committed, sequences 1-3 arrive at once: 2 and 3 come while 1 is still in
+    the WAL buffer and follow it (the in-flight table), instead of being refused
+    OUT_OF_ORDER_SEQUENCE_NUMBER against the committed state (which ends at 0)."""
+    g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + SLOW_WAL)
+    create_topic(g.kafka_bootstrap, "idem-raw", partitions=1)
+    client = RawClient(g.kafka_bootstrap, timeout=60)
+    try:
+        init = client.call(INIT_PRODUCER_ID.key, 4, {"transactional_id": None, "transaction_timeout_ms": -1,
+                                                      "producer_id": -1, "producer_epoch": -1})
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        batches = [records.build_batch([(1_700_000_000_000, None, b"s%d" % n, [])], base_timestamp=1_700_000_000_000,
+                                       producer_id=pid, producer_epoch=epoch, base_sequence=n) for n in range(4)]
+        assert produce_error(client.call(PRODUCE.key, 9, produce_body("idem-raw", 0, batches[0]))) == (0, 0)
+        client.sock.sendall(b"".join(protocol.request_frame(PRODUCE.key, 9, 10 + n, produce_body("idem-raw", 0, b))
+                                     for n, b in enumerate(batches[1:])))
+        answers = [protocol.decode_response(PRODUCE.key, 9, client.recv_frame()) for _ in batches[1:]]
+    finally:
+        client.close()
+    got = [(c, a["responses"][0]["partition_responses"][0]["error_code"],
+            a["responses"][0]["partition_responses"][0]["base_offset"]) for c, a in answers]
+    assert got == [(10, 0, 1), (11, 0, 2), (12, 0, 3)]
 
 
 class _FailingFirstWal:
