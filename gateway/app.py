@@ -11,7 +11,7 @@ import security
 import store
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
-from gateway.diskless import Diskless, adopt_topics, open_diskless
+from gateway.diskless import Diskless, adopt_topics, open_diskless, restore_offsets
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.grpc.common import GrpcState
 from gateway.grpc.telemetry import check_transaction as grpc_transaction_check
@@ -187,6 +187,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     if diskless is not None:
         adopt_topics(st, diskless)
     offsets = OffsetTable(st, durable=sync, writer=writer, clock=clock)
+    if diskless is not None:
+        restore_offsets(offsets, diskless)
     guard = security.from_config(config, os.path.join(st.path, "config"))
     replication = _replication(config, st, arrivals)
     registry = None if config.schema_registry_port is None else \

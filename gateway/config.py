@@ -106,6 +106,8 @@ class GatewayConfig:
     diskless_wal_max_ms: int = 250
     diskless_cache_bytes: int = 64 << 20
     diskless_request_timeout_ms: int = 5000  # connect/read bound of each diskless S3 request (2 tries)
+    diskless_janitor_interval_ms: int = 60_000  # retention, compaction and garbage collection passes
+    diskless_gc_grace_ms: int = 300_000  # an object no index entry refers to is deleted after this long
 
     @property
     def advertised(self) -> str:
@@ -358,6 +360,12 @@ def build_parser() -> _Parser:
                    default=d.diskless_wal_max_ms, help="... or this long after its first batch")
     p.add_argument("--diskless-cache-bytes", type=_positive_int, default=d.diskless_cache_bytes,
                    help="bytes of diskless WAL ranges kept in memory for fetches")
+    p.add_argument("--diskless-janitor-interval-ms", type=_int_between(10, 86_400_000, "interval (10-86400000 ms)"),
+                   default=d.diskless_janitor_interval_ms,
+                   help="how often diskless retention, compaction and garbage collection run (docs/diskless.md)")
+    p.add_argument("--diskless-gc-grace-ms", type=_int_between(0, 86_400_000, "grace (0-86400000 ms)"),
+                   default=d.diskless_gc_grace_ms,
+                   help="a diskless object no index entry refers to is deleted once seen so this long")
     p.add_argument("--diskless-request-timeout-ms", type=_int_between(100, 600_000, "timeout (100-600000 ms)"),
                    default=d.diskless_request_timeout_ms,
                    help="connect and read timeout of each diskless object-store request (tried twice): "

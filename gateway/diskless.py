@@ -7,8 +7,11 @@ import logging
 
 import trio
 
-from semantics.diskless import ATTRIBUTE, DisklessWriter
+from semantics import retention
+from semantics.diskless import ATTRIBUTE, DisklessWriter, is_diskless
 from store.diskless.index import DisklessIndex
+from store.diskless import offsets as group_offsets
+from store.diskless.janitor import Janitor
 from store.objstore.api import ObjectStore, ObjectStoreError
 
 log = logging.getLogger("rocketgate")
@@ -20,6 +23,9 @@ class Diskless:
     writer: DisklessWriter
     # (topic, queue) whose idempotent producers' state was read from the index (gateway.kafka.diskless)
     producers_seeded: set = dataclasses.field(default_factory=set)
+    # (producer id, topic, queue) -> [(epoch, first seq, last seq, slot)] of idempotent batches still
+    # in WAL buffers: a pipelined connection's next batch follows them (gateway.kafka.diskless)
+    inflight: dict = dataclasses.field(default_factory=dict)
 
 
 def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:
@@ -47,6 +53,58 @@ def _adopt(st, found: dict[str, int]) -> list[str]:
             st.topics.create(name, read_queues=partitions, write_queues=partitions, attributes={ATTRIBUTE: "true"})
             made.append(name)
     return made
+
+
+def restore_offsets(offsets, diskless: Diskless) -> None:
+    """(blocking, at start) Group offsets of diskless queues that the offset table lacks, from the
+    bucket: a wiped data dir, or a gateway new to the bucket, resumes every group where it was."""
+    try:
+        found = list(group_offsets.load_all(diskless.index.store))
+    except ObjectStoreError as exc:
+        log.warning("diskless group offsets not read (object store: %s)", exc)
+        return
+    for group, topic, queue, offset, epoch, metadata in found:
+        if offsets.fetch(group, topic, queue) is None:
+            offsets.commit(group, topic, queue, offset, metadata, epoch)
+
+
+async def save_offsets(app, group: str, committed: list) -> bool:
+    """Write the diskless partitions among `committed` (topic, queue, offset, epoch, metadata) to the
+    bucket; False when the store failed (the commit is answered with a retriable error)."""
+    mine = [c for c in committed if app.diskless is not None and is_diskless(app.store.topics.get(c[0]))]
+    if not mine:
+        return True
+    try:
+        await trio.to_thread.run_sync(group_offsets.save, app.diskless.index.store, group, mine)
+    except ObjectStoreError as exc:
+        log.warning("diskless group offsets of %s not saved (object store: %s)", group, exc)
+        return False
+    return True
+
+
+class JanitorService:
+    """Background service: every `--diskless-janitor-interval-ms` one `Janitor` pass (retention,
+    compaction, garbage collection; store/diskless/janitor.py) off the loop, with the retention
+    limits of this gateway's topic configs."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.janitor = Janitor(app.diskless.index, app.config.diskless_gc_grace_ms / 1000)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            await trio.sleep(self.app.config.diskless_janitor_interval_ms / 1000)
+            limits = {}
+            for name in self.app.store.topics.names():
+                cfg = self.app.store.topics.get(name)
+                found = retention.limits(cfg.attributes) if is_diskless(cfg) else None
+                if found is not None:
+                    limits[name] = found
+            try:
+                await trio.to_thread.run_sync(self.janitor.run_once, limits, self.app.clock.now_ms())
+            except ObjectStoreError as exc:
+                log.warning("diskless janitor pass stopped (object store: %s); next one later", exc)
 
 
 class TopicWatch:

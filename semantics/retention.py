@@ -21,6 +21,7 @@ import trio
 
 from codec.remoting import message
 from semantics import topic_configs as tc
+from semantics.diskless import is_diskless
 
 log = logging.getLogger("rocketgate")
 
@@ -91,8 +92,8 @@ def enforce(store, now_ms: int) -> dict[tuple[str, int], int]:
     moved = {}
     for name in store.topics.names():
         cfg = store.topics.get(name)
-        found = limits(cfg.attributes) if cfg is not None else None
-        if found is None:
+        found = limits(cfg.attributes) if cfg is not None and not is_diskless(cfg) else None
+        if found is None:  # a diskless topic's retention is the janitor's (store/diskless/janitor.py)
             continue
         ms, size = found
         for qid in store.queues(name):

@@ -21,6 +21,7 @@ from gateway.grpc.route import served_queues, topic_config
 from gateway.ops.stats import stats_of
 from gateway.remoting.common import client_group_error
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
+from semantics.diskless import is_diskless
 from semantics import lite, routing
 from semantics.pop import Receipt
 from semantics.priority import pop_order
@@ -73,6 +74,9 @@ class _Receive:
         app = self.app = ctx.app
         self.group, self.topic = _group(req), req.message_queue.topic.name
         cfg = topic_config(app, self.topic, create=False)
+        if is_diskless(cfg):  # receiving is POP, whose state lives beside the local CommitLog
+            raise RpcError(Code.UNSUPPORTED, f"the topic[{self.topic}] is diskless: receiving (pop) is not "
+                           "supported on it yet (docs/diskless.md)")
         # As the RocketMQ proxy: the queue names only a broker; every queue of it is popped.
         queues = pop_order(cfg, cfg.read_queues)  # a PRIORITY topic's highest queue first
         led = served_queues(app, self.topic)  # in a cluster: those led here

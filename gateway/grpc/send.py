@@ -9,11 +9,13 @@ from __future__ import annotations
 import random
 
 import store
+import gateway.grpc.diskless as diskless
 from gateway.grpc.common import Code, RpcError, ok, rpc, s
 from gateway.grpc.messages import message_type, to_store
 from gateway.grpc.recall import check_type, recall_handle
 from gateway.grpc.route import served_queues, topic_config
 from semantics import lite, priority, routing
+from semantics.diskless import is_diskless
 from semantics.flow_control import SendRefused
 from semantics.transactions import EndResult
 
@@ -74,6 +76,8 @@ async def send_message(ctx, req):
         refused = await validation.body_refusal_learning("grpc", cfg, [m.body for m in req.messages])
         if refused:
             raise RpcError(Code.BAD_REQUEST, refused)
+    if app.diskless is not None and is_diskless(cfg):  # through the WAL objects (gateway.grpc.diskless)
+        return await diskless.send(app, req.messages, msgs)
     try:  # off the loop while the disk is slow, as remoting sends
         results = await app.flow.append(app.store, msgs, read_at)
     except SendRefused as exc:  # the proxy answers a broker's SYSTEM_BUSY so

@@ -1,7 +1,10 @@
 """One Kafka client connection: a trio loop around the sans-I/O `codec.kafka.connection`.
 
 Requests are handled one after the other (like a Kafka broker's muted channel), which keeps the
-order pipelined idempotent producers rely on. What the client gets wrong (a frame size outside
+order pipelined idempotent producers rely on. One exception, pipelining: a handler may call
+`conn.read_on()` once the order of its effects is settled (a diskless Produce whose batches joined the
+WAL buffer); the next request is then read and handled while it waits, and the answers still go out
+in request order (one task sends them, as Kafka requires). What the client gets wrong (a frame size outside
 [10, max_frame_bytes], a request that does not decode) closes this connection with one warning,
 rate-limited per peer address (`MALFORMED_LOG`);
 an exception from a handler is our bug: it is logged with its traceback and closes this
@@ -15,6 +18,7 @@ else User:ANONYMOUS.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 
@@ -67,6 +71,7 @@ class Connection:
         self.on_close: dict = {}  # key -> fn(), run when the connection ends (share sessions)
         self.request_bytes = 0  # size of the request being handled (Produce quotas charge it)
         self.mute_s = 0.0  # set by a handler: not read for this long after its answer (client quotas)
+        self.read_on = None  # set per request: the handler lets the next request be read (pipelining)
         if self.listener is not None and self.listener.sasl:
             sec = app.authentication  # with or without an authorizer (docs/security.md)
             self.sasl = SaslSession(sec.credentials, self.peer_host, limiter=sec.limiter, denials=sec.denials,
@@ -85,34 +90,89 @@ class Connection:
         return self.sasl is not None and not self.sasl.token_authenticated
 
 
+class _Job:
+    """One request on its way: handled in its own task, answered by the connection's sender."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.began = time.perf_counter()
+        self.read_on = trio.Event()  # the handler ended, or settled its order and let reading go on
+        self.pipelined = False  # read_on came before the end
+        self.handled = trio.Event()
+        self.frame = None
+        self.keep_open = True
+        self.mute_s = 0.0
+        self.answered = trio.Event()
+
+
 async def handle_connection(stream, app) -> None:
     conn = Connection(stream, app)
     wire = ServerConnection(app.config.max_frame_bytes)
     stats = conn.stats
     stats.connection_opened("kafka")
     try:
-        while True:
-            try:
-                event = wire.next_event()
-            except DecodeError as exc:
-                MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: %s", conn.peer_host, exc)
-                return
-            if event is NEED_DATA:
-                data = await stream.receive_some(RECV_CHUNK)
-                stats.bytes_in["kafka"] += len(data)
-                wire.receive_data(data)
-            elif event is CLOSED:
-                return
-            elif type(event) is SaslToken:
-                if not await _authenticate_unframed(conn, wire, event.token):
-                    return
-            elif not await _answer(conn, wire, event):
-                return
-            wire.raw_tokens = conn.unframed_sasl and not conn.sasl.authenticated
+        async with trio.open_nursery() as nursery:
+            jobs_in, jobs_out = trio.open_memory_channel(math.inf)
+            nursery.start_soon(_answer_in_order, conn, wire, jobs_out, nursery.cancel_scope)
+            await _read_requests(conn, wire, nursery, jobs_in)
+            nursery.cancel_scope.cancel()
     finally:
         stats.connections["kafka"] -= 1
         for fn in conn.on_close.values():
             fn()
+
+
+async def _read_requests(conn: Connection, wire: ServerConnection, nursery, jobs_in) -> None:
+    """Read and start requests until the connection must close; a request is answered before the
+    next is read unless its handler called `read_on` (pipelining)."""
+    stream, stats = conn.stream, conn.stats
+    while True:
+        try:
+            event = wire.next_event()
+        except DecodeError as exc:
+            MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: %s", conn.peer_host, exc)
+            return
+        if event is NEED_DATA:
+            data = await stream.receive_some(RECV_CHUNK)
+            stats.bytes_in["kafka"] += len(data)
+            wire.receive_data(data)
+        elif event is CLOSED:
+            return
+        elif type(event) is SaslToken:
+            if not await _authenticate_unframed(conn, wire, event.token):
+                return
+        else:
+            if not _admitted(conn, event):
+                return
+            job = _Job(event)
+            jobs_in.send_nowait(job)  # the sender answers jobs in this order
+            conn.read_on = lambda job=job: _release(conn, job)
+            nursery.start_soon(_handle, conn, job)
+            await job.read_on.wait()
+            if not job.pipelined:
+                await job.answered.wait()
+                if not job.keep_open:
+                    return
+        wire.raw_tokens = conn.unframed_sasl and not conn.sasl.authenticated
+
+
+def _release(conn: Connection, job: _Job) -> None:
+    """`conn.read_on` of `job`: let the next request be read now, unless the answer mutes the
+    connection (a quota throttle: nothing is read until it is over)."""
+    if job.read_on.is_set() or conn.mute_s:
+        return
+    job.pipelined = True
+    job.read_on.set()
+
+
+def _admitted(conn: Connection, request: Request) -> bool:
+    header = request.header
+    conn.client_id = header.client_id or ""
+    if not conn.admitted(header.api_key):
+        MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: api %d before SASL "
+                              "authentication", conn.peer_host, header.api_key)
+        return False
+    return True
 
 
 async def _authenticate_unframed(conn: Connection, wire: ServerConnection, token: bytes) -> bool:
@@ -132,44 +192,60 @@ async def _authenticate_unframed(conn: Connection, wire: ServerConnection, token
     return True
 
 
-async def _answer(conn: Connection, wire: ServerConnection, request: Request) -> bool:
-    """Handle one request and send its response; False when the connection must close."""
-    header = request.header
-    conn.client_id = header.client_id or ""
-    if not conn.admitted(header.api_key):
-        MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: api %d before SASL "
-                              "authentication", conn.peer_host, header.api_key)
-        return False
-    began = time.perf_counter()
-    stats = conn.stats
+async def _handle(conn: Connection, job: _Job) -> None:
+    """Run the request's handler; its frame (None: no answer) and whether the connection stays open."""
+    header, stats = job.request.header, conn.stats
     api = _API_NAMES.get(header.api_key, UNKNOWN_API)  # a fuzzer's api keys must not grow the label set
     stats.principal_request("kafka", conn.principal)
-    conn.request_bytes = len(request.payload)
+    conn.request_bytes = len(job.request.payload)
     try:
-        frame = await handlers.handle(conn, header, request.payload)
+        job.frame = await handlers.handle(conn, header, job.request.payload)
     except access.Refused as exc:
-        stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)
+        job.keep_open = False
         log.warning("closing kafka connection from %s (%s): %s", conn.peer_host, conn.principal, exc)
-        return False
     except DecodeError as exc:
-        stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)
+        job.keep_open = False
         MALFORMED_LOG.warning((conn.peer_host,), "closing kafka connection from %s: malformed %s v%d request: %s",
                               conn.peer_host, header.api_key, header.api_version, exc)
-        return False
     except Exception:  # a handler bug: this connection only, the server keeps serving
-        stats.requests.observe("kafka", api, time.perf_counter() - began, error=True)
+        job.keep_open = False
         log.exception("closing kafka connection from %s: %s v%d request failed", conn.peer_host,
                       header.api_key, header.api_version)
+    if not job.keep_open:
+        stats.requests.observe("kafka", api, time.perf_counter() - job.began, error=True)
+    if not job.pipelined:  # a pipelined job's mute was taken when it let reading go on (none)
+        job.mute_s, conn.mute_s = conn.mute_s, 0.0
+    job.handled.set()
+    job.read_on.set()
+
+
+async def _answer_in_order(conn: Connection, wire: ServerConnection, jobs_out, scope) -> None:
+    """The connection's sender: each job's answer once it is handled, in request order; closes the
+    connection (cancels `scope`) after a job that must close it."""
+    async for job in jobs_out:
+        await job.handled.wait()
+        job.keep_open = job.keep_open and await _send_answer(conn, wire, job)
+        if jobs_out.statistics().current_buffer_used and hasattr(conn.stream, "unanswered"):
+            conn.stream.unanswered = True  # later requests still wait: not idle (graceful shutdown)
+        job.answered.set()
+        if not job.keep_open:
+            scope.cancel()
+            return
+
+
+async def _send_answer(conn: Connection, wire: ServerConnection, job: _Job) -> bool:
+    """Send one handled job's answer; False when the connection must close."""
+    if not job.keep_open:
         return False
+    header, stats, frame, mute_s = job.request.header, conn.stats, job.frame, job.mute_s
+    api = _API_NAMES.get(header.api_key, UNKNOWN_API)
     if frame is None:  # acks=0 produce: no response; unknown API: close like Kafka does
         wire.send_nothing()
         known = header.api_key in handlers.HANDLERS or header.api_key == 18
-        stats.requests.observe("kafka", api, time.perf_counter() - began, error=not known)
-        mute_s, conn.mute_s = conn.mute_s, 0.0
+        stats.requests.observe("kafka", api, time.perf_counter() - job.began, error=not known)
         if known and mute_s:  # a throttled acks=0 produce: muted all the same
             await trio.sleep(mute_s)
         return known
-    mute_s, conn.mute_s = conn.mute_s, 0.0
     if mute_s and not quotas.client_throttles(header.api_key, header.api_version):
         await trio.sleep(mute_s)  # an older client does not wait itself: the answer is held back
         mute_s = 0.0
@@ -179,7 +255,7 @@ async def _answer(conn: Connection, wire: ServerConnection, request: Request) ->
     finally:
         close_frame(frame)
     stats.bytes_out["kafka"] += sum(p.count if type(p) is FileRange else len(p) for p in parts)
-    stats.requests.observe("kafka", api, time.perf_counter() - began)
+    stats.requests.observe("kafka", api, time.perf_counter() - job.began)
     if mute_s:  # KIP-219: throttled, the connection is not read until the throttle time is over
         await trio.sleep(mute_s)
     if conn.sasl is not None and conn.sasl.failed:

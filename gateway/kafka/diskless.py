@@ -3,6 +3,7 @@ WAL object; their offsets are the index's, patched into BaseOffset when served. 
 call runs in a worker thread. An unreachable store answers KAFKA_STORAGE_ERROR (retriable)."""
 from __future__ import annotations
 
+import dataclasses
 
 import trio
 
@@ -34,9 +35,9 @@ def _error(index: int, code: int, message: str | None = None) -> dict:
             "log_start_offset": -1, "error_message": message}
 
 
-async def produce_partition(app, topic: str, cfg, index: int, data) -> dict:
-    """Validate one partition's batches, write them through the WAL and answer with their offsets
-    once the WAL object and the queue's index entry are in the store."""
+async def prepare_partition(app, topic: str, cfg, index: int, data):
+    """Validate one partition's batches and join the WAL buffer with the new ones: a `_Joined` to
+    `finish_partition`, or the partition's error answer (a dict)."""
     try:
         batches = records.parse_batches(data or b"")
     except DecodeError as exc:
@@ -59,32 +60,96 @@ async def produce_partition(app, topic: str, cfg, index: int, data) -> dict:
             await _producer_state(app, st, topic, index)
     except ObjectStoreError as exc:
         return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
-    kept, producers, duplicate, delta = [], [], None, 0
+    kept, producers, duplicate, delta, after = [], [], None, 0, None
+    inflight = app.diskless.inflight
     for b in batches:
         if _idempotent(b):
-            verdict, dup_offset = st.producers.check(b.producer_id, b.producer_epoch, topic, index,
-                                                     b.base_sequence, b.record_count)
+            verdict, at, prior = inflight_verdict(inflight, b, topic, index)
+            if verdict is None:
+                verdict, at = st.producers.check(b.producer_id, b.producer_epoch, topic, index,
+                                                 b.base_sequence, b.record_count)
             if verdict == DUPLICATE:  # a retry of a committed batch: its offset again, nothing written
-                duplicate = dup_offset if duplicate is None else duplicate
+                duplicate = at if duplicate is None else duplicate
                 continue
+            if verdict == IN_FLIGHT:  # a retry of a batch still in a WAL buffer: retried once it is in
+                return _error(index, errors.REQUEST_TIMED_OUT, "the same batch is still being written")
             if verdict == OUT_OF_ORDER:
                 return _error(index, errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
             if verdict == FENCED:
                 return _error(index, errors.INVALID_PRODUCER_EPOCH)
+            after = after or prior
             producers.append((b.producer_id, b.producer_epoch, b.base_sequence, b.record_count, delta))
         kept.append(b)
         delta += b.last_offset_delta + 1
-    base = duplicate
-    if kept:
+    if not kept:
+        return _Joined(index, None, duplicate)
+    slot = app.diskless.writer.enqueue(topic, index, b"".join(b.data for b in kept), delta,
+                                       max(b.max_timestamp for b in kept), tuple(producers), after,
+                                       lambda slot: _done(app, st, slot))
+    for pid, epoch, seq, count, _at in producers:
+        inflight.setdefault((pid, topic, index), []).append((epoch, seq, _add(seq, count - 1), slot))
+    return _Joined(index, slot, duplicate)
+
+
+@dataclasses.dataclass
+class _Joined:
+    index: int
+    slot: object  # semantics.diskless._Slot, None when every batch was a duplicate
+    duplicate: int | None
+
+
+IN_FLIGHT = "in_flight"
+
+
+def _add(seq: int, n: int) -> int:
+    return (seq + n) % (1 << 31)
+
+
+def inflight_verdict(inflight: dict, b, topic: str, index: int):
+    """(verdict, offset, predecessor slot) of an idempotent batch against its producer's batches
+    still in WAL buffers (a pipelined connection's earlier produces); verdict None: none in flight,
+    ask the producer table."""
+    pending = inflight.get((b.producer_id, topic, index))
+    if not pending:
+        return None, None, None
+    epoch, _first, last, slot = pending[-1]
+    if b.producer_epoch != epoch:
+        return None, None, None
+    if any(p[1] == b.base_sequence for p in pending):
+        return IN_FLIGHT, None, None
+    if b.base_sequence == _add(last, 1):
+        return "ok", None, slot
+    return OUT_OF_ORDER, None, None
+
+
+def _done(app, st, slot) -> None:
+    """(in join order, when the slot's flush ended) record its idempotent batches, drop them from
+    the in-flight table, wake the queue's waiting fetches."""
+    inflight = app.diskless.inflight
+    for pid, epoch, seq, count, at in slot.producers:
+        if slot.error is None:
+            st.producers.record(pid, epoch, slot.topic, slot.queue, seq, count, slot.base + at)
+        key = (pid, slot.topic, slot.queue)
+        kept = [p for p in inflight.get(key, ()) if p[3] is not slot]
+        if kept:
+            inflight[key] = kept
+        else:
+            inflight.pop(key, None)
+    if slot.error is None:
+        app.arrivals.notify(slot.topic, slot.queue)
+
+
+async def finish_partition(app, topic: str, joined) -> dict:
+    """The partition's answer once its slot's WAL object and index entry are in the store."""
+    if isinstance(joined, dict):
+        return joined
+    base, index = joined.duplicate, joined.index
+    if joined.slot is not None:
         try:
-            first = await app.diskless.writer.append(topic, index, b"".join(b.data for b in kept), delta,
-                                                     max(b.max_timestamp for b in kept), tuple(producers))
+            first = await app.diskless.writer.result(joined.slot)
         except ObjectStoreError as exc:
             return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
-        for pid, epoch, seq, count, at in producers:
-            st.producers.record(pid, epoch, topic, index, seq, count, first + at)
         base = first if base is None else base
-        app.arrivals.notify(topic, index)
     return {"index": index, "error_code": errors.NONE, "base_offset": base, "log_append_time_ms": -1,
             "log_start_offset": app.diskless.index.start(topic, index)}
 
@@ -108,15 +173,15 @@ async def _producer_state(app, st, topic: str, index: int) -> None:
             st.producers.record(pid, epoch, topic, index, seq, count, entry.base + at)
 
 
-async def produce_partitions(app, writes: list) -> None:
-    """`produce_partition` for each (response, topic, config, index, records) at once, so they share
-    one WAL object; each response dict is filled in place."""
-    async def one(response: dict, topic: str, cfg, index: int, data) -> None:
-        response.update(await produce_partition(app, topic, cfg, index, data))
-
-    async with trio.open_nursery() as nursery:
-        for write in writes:
-            nursery.start_soon(one, *write)
+async def produce_partitions(app, writes: list, read_on=None) -> None:
+    """Each (response, topic, config, index, records) joins the WAL buffer, in order; then `read_on()`
+    (the connection may read its next request: the order of appends is settled) and the answers,
+    filled in place, once the WAL objects are in."""
+    joined = [(w[0], w[1], await prepare_partition(app, *w[1:])) for w in writes]
+    if read_on is not None:
+        read_on()
+    for response, topic, j in joined:
+        response.update(await finish_partition(app, topic, j))
 
 
 def _read(index, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[int, bytes]:

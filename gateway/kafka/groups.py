@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import gateway.cluster.routes as routes
+import gateway.diskless as diskless
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
@@ -141,6 +142,11 @@ async def offset_commit(ctx: RequestContext):
             parts.append({"partition_index": index, "error_code": part_code})
         out.append({"name": name, "topic_id": t.get("topic_id"), "partitions": parts})
     await mirror(app, group, committed)  # the __consumer_offsets records Kafka would write
+    if not await diskless.save_offsets(app, group, committed):  # diskless queues' offsets: in the bucket too
+        for t in out:
+            for p in t["partitions"]:
+                if p["error_code"] == errors.NONE and diskless.is_diskless(topics.existing(app, t["name"])):
+                    p["error_code"] = errors.REQUEST_TIMED_OUT
     # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
     await app.offsets.wait_durable()
     return {"topics": out}

@@ -175,6 +175,8 @@ def _batch_message(app, topic: str, index: int, b: records.Batch, entry: EntryIn
 @handler(apis.PRODUCE)
 async def produce(ctx: RequestContext):
     app, req, version = ctx.app, ctx.request, ctx.version
+    request_bytes = getattr(ctx.conn, "request_bytes", 0)  # read before any wait: the connection reads on
+    read_on = getattr(ctx.conn, "read_on", None)  # gateway.kafka.connection: this request's, pipelining
     st = kafka_state(app)
     acks = req["acks"]
     flow = ProduceFlow(app.flow, app.store)  # on a slow disk: appends off the loop, throttle_time_ms
@@ -223,9 +225,10 @@ async def produce(ctx: RequestContext):
                 if acks == -1 and resp["error_code"] == errors.NONE and app.replication.replicates(name, index):
                     replicated.append((name, index, app.store.max_offset(name, index), resp))
         responses.append({"name": name, "topic_id": t.get("topic_id"), "partition_responses": parts})
-    if wal_writes:  # the request's diskless partitions join the WAL buffer together, not one flush each
-        await diskless.produce_partitions(app, wal_writes)
-    quota_ms = quotas.produce_throttle_ms(ctx, getattr(ctx.conn, "request_bytes", 0))
+    quota_ms = quotas.produce_throttle_ms(ctx, request_bytes)
+    if wal_writes:  # the request's diskless partitions join the WAL buffer together, not one flush each;
+        # an all-diskless request lets its connection read on once they joined (responses stay in order)
+        await diskless.produce_partitions(app, wal_writes, None if end or replicated else read_on)
     if acks == 0:
         return None
     if end:

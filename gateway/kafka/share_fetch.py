@@ -17,6 +17,7 @@ from gateway.kafka.access_share import TOPIC_DENIED, may_read
 from gateway.kafka.fetch import fetch_entries, read_batches
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
+from semantics.diskless import is_diskless
 from gateway.ops.stats import stats_of
 from semantics.share_sessions import FINAL, INITIAL
 
@@ -143,6 +144,9 @@ async def share_fetch(ctx: RequestContext):
     lock_ms = shares.lock_ms(group)
     fetched: dict = {}
     denied = {(name, p) for name, p in session.partitions if not readable(name)}
+    # share groups keep their state beside the local log: not (yet) for diskless topics (docs/diskless.md)
+    refused = {(name, p) for name, p in session.partitions if is_diskless(app.store.topics.get(name))} - denied
+    denied |= refused
     if epoch == FINAL:
         end = max(end, shares.release_member(group, member))
     else:
@@ -168,7 +172,10 @@ async def share_fetch(ctx: RequestContext):
         tid = ids.get(name) or topics.topic_id(app, name)
         entry = {"partition_index": p, "error_code": errors.NONE, "acknowledge_error_code": ack_codes.get((tid, p), 0),
                  "current_leader": LEADER, "records": b"", "acquired_records": []}
-        if (name, p) in denied:
+        if (name, p) in refused:
+            entry.update(error_code=errors.INVALID_REQUEST, error_message="share groups are not supported on "
+                         "diskless topics")
+        elif (name, p) in denied:
             entry["error_code"] = TOPIC_DENIED
         elif not topics.has_partition(topics.existing(app, name), p):
             entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION

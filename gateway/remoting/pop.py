@@ -29,6 +29,7 @@ from gateway import tier_reads
 from gateway.remoting.common import DEFERRED, FAQ, after_durable, ensure_topic, handles, legal_group, now_ms, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
+from semantics.diskless import is_diskless
 from semantics.pop import INIT_MIN, PopEngine, Receipt
 from semantics.priority import pop_order
 from semantics.replication import NotLeader
@@ -98,6 +99,9 @@ def pop_message(channel, req):
         return req.response(ResponseCode.INVALID_PARAMETER,
                             remark=f"the broker[{own_broker_name(app)}] pop message's num is greater than 32")
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
+    if is_diskless(cfg):  # POP's state lives beside the local CommitLog: not (yet) for diskless topics
+        return req.response(ResponseCode.NO_PERMISSION, remark=f"the topic[{topic}] is diskless: pop is not "
+                            "supported on it; pull it instead (docs/diskless.md)")
     subscription = _filter(app, req, group, topic)
     queues = [qid] if qid >= 0 else pop_queues(app, topic, pop_order(cfg, cfg.read_queues))
     retry = app.store.topics.get(pop_retry_topic(group, topic))

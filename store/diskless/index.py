@@ -23,6 +23,7 @@ class _Queue:
     def __init__(self) -> None:
         self.entries: list[IndexEntry] = []
         self.bases: list[int] = []
+        self.first_seq = 0  # seq of entries[0]: retention deletes entries from the front
         self.listed = False  # the entries present when this process first looked were listed
         self.lock = threading.Lock()
 
@@ -30,10 +31,30 @@ class _Queue:
     def end(self) -> int:
         return self.entries[-1].end if self.entries else 0
 
+    @property
+    def next_seq(self) -> int:
+        return self.first_seq + len(self.entries)
+
     def add(self, entry: IndexEntry) -> None:
-        assert entry.seq == len(self.entries), (entry.seq, len(self.entries))
+        if not self.entries:
+            self.first_seq = entry.seq
+        assert entry.seq == self.next_seq, (entry.seq, self.next_seq)
         self.entries.append(entry)
         self.bases.append(entry.base)
+
+    def drop_front(self, seq: int) -> None:
+        """Forget the entries before `seq` (retention deleted them); the newest one stays."""
+        n = min(max(seq - self.first_seq, 0), len(self.entries) - 1)
+        if n > 0:
+            del self.entries[:n]
+            del self.bases[:n]
+            self.first_seq += n
+
+    def replace(self, entry: IndexEntry) -> None:
+        """An entry rewritten in place (compaction moved its bytes): same offsets, new location."""
+        i = entry.seq - self.first_seq
+        if 0 <= i < len(self.entries) and self.entries[i].base == entry.base:
+            self.entries[i] = entry
 
 
 class RunCache:
@@ -129,17 +150,46 @@ class DisklessIndex:
 
     def _catch_up(self, topic: str, queue: int, q: _Queue) -> None:
         if not q.listed:  # first look: list what is there (a wiped data dir, another gateway's queue)
-            keys = [(layout.seq_of(i.key), i.key) for i in self.store.list(layout.index_prefix(topic, queue))]
-            for seq, key in sorted(k for k in keys if k[0] is not None):
-                if seq == len(q.entries):
-                    q.add(IndexEntry.decode(self.store.get(key)))
+            for seq in self._listed_seqs(topic, queue):
+                if q.entries and seq != q.next_seq:
+                    break
+                try:
+                    q.add(IndexEntry.decode(self.store.get(layout.index_key(topic, queue, seq))))
+                except NotFound:  # retention deleted it meanwhile: the queue starts later
+                    if q.entries:
+                        raise ObjectStoreError(f"diskless {topic}-{queue}: entry {seq} vanished") from None
             q.listed = True
         while True:  # then probe the next sequence numbers until one is absent
             try:
-                data = self.store.get(layout.index_key(topic, queue, len(q.entries)))
+                data = self.store.get(layout.index_key(topic, queue, q.next_seq))
             except NotFound:
                 return
             q.add(IndexEntry.decode(data))
+
+    def _listed_seqs(self, topic: str, queue: int) -> list[int]:
+        """The queue's entry numbers in the store, from the start of their newest unbroken run (an
+        entry left behind below the start, a compaction rewrite racing retention, is not the queue's)."""
+        seqs = sorted(s for s in (layout.seq_of(i.key) for i in self.store.list(layout.index_prefix(topic, queue)))
+                      if s is not None)
+        first = len(seqs)
+        while first > 0 and (first == len(seqs) or seqs[first - 1] == seqs[first] - 1):
+            first -= 1
+        return seqs[first:]
+
+    def forget(self, topic: str, queue: int) -> None:
+        """Drop the queue's entries: the next refresh lists it again (its start moved under us)."""
+        with self._lock:
+            self._queues.pop((topic, queue), None)
+
+    def drop_front(self, topic: str, queue: int, seq: int) -> None:
+        q = self._queue(topic, queue)
+        with q.lock:
+            q.drop_front(seq)
+
+    def replace(self, topic: str, queue: int, entry: IndexEntry) -> None:
+        q = self._queue(topic, queue)
+        with q.lock:
+            q.replace(entry)
 
     def commit(self, topic: str, queue: int, wal: str, pos: int, run: bytes, count: int,
                max_ts: int = -1, producers: tuple = ()) -> IndexEntry:
@@ -151,7 +201,7 @@ class DisklessIndex:
             if not q.listed:
                 self._catch_up(topic, queue, q)
             for _ in range(COMMIT_ATTEMPTS):
-                entry = IndexEntry(len(q.entries), q.end, count, wal, pos, len(run), max_ts, producers)
+                entry = IndexEntry(q.next_seq, q.end, count, wal, pos, len(run), max_ts, producers)
                 try:
                     self.store.put(layout.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
                 except PreconditionFailed:  # another writer took this slot: fenced, learn its entries
@@ -175,7 +225,7 @@ class DisklessIndex:
         for entry in entries[max(i, 0):]:
             if entry.end <= offset:
                 continue
-            run = self._run(entry)
+            run = self._run(entry, topic, queue)
             try:
                 piece = layout.batches_from(run, entry.base, offset)
             except struct.error as exc:  # a WAL range that is not record batches: refuse, never crash
@@ -186,15 +236,36 @@ class DisklessIndex:
                 break
         return b"".join(out)
 
-    def _run(self, entry: IndexEntry) -> bytes:
+    def run_of(self, topic: str, queue: int, entry: IndexEntry) -> bytes:
+        """The entry's batches as stored (offsets not patched), wherever they are now."""
+        return self._run(entry, topic, queue)
+
+    def _run(self, entry: IndexEntry, topic: str = "", queue: int = -1) -> bytes:
         key = (entry.wal, entry.pos)
         run = self.cache.get(key)
         if run is None:
-            run = self.store.get(entry.wal, entry.pos, entry.pos + entry.size)
+            try:
+                run = self.store.get(entry.wal, entry.pos, entry.pos + entry.size)
+            except NotFound:  # compaction moved the bytes (read the entry again) or retention took them
+                if queue < 0:
+                    raise
+                entry = self._reread(topic, queue, entry)
+                run = self.store.get(entry.wal, entry.pos, entry.pos + entry.size)
             if len(run) != entry.size:
                 raise ObjectStoreError(f"{entry.wal}: {len(run)} bytes at {entry.pos}, the index says {entry.size}")
-            self.cache.put(key, run)
+            self.cache.put((entry.wal, entry.pos), run)
         return run
+
+    def _reread(self, topic: str, queue: int, entry: IndexEntry) -> IndexEntry:
+        """The entry as the store has it now; ObjectStoreError (and the queue listed again at the
+        next refresh) when retention deleted it."""
+        try:
+            fresh = IndexEntry.decode(self.store.get(layout.index_key(topic, queue, entry.seq)))
+        except NotFound:
+            self.forget(topic, queue)
+            raise ObjectStoreError(f"diskless {topic}-{queue}: offset {entry.base} was deleted by retention") from None
+        self.replace(topic, queue, fresh)
+        return fresh
 
     def max_timestamp(self, topic: str, queue: int) -> tuple[int, int]:
         """(offset, timestamp) of the newest batch's max timestamp, Kafka's MAX_TIMESTAMP answer."""

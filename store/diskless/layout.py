@@ -2,7 +2,9 @@
 
     diskless/topics/<topic>                 {"partitions": n}           written once, if_absent
     diskless/wal/<uuid>                     batches, grouped by queue    written once, if_absent
-    diskless/index/<topic>/<queue>/<seq>    one IndexEntry (JSON)        written once, if_absent
+    diskless/index/<topic>/<queue>/<seq>    one IndexEntry (JSON)        written once, if_absent;
+                                                                         rewritten in place by compaction
+    diskless/segments/<topic>/<queue>/<uuid> one queue's batches         compaction, written once
 
 A queue's entries are numbered 0, 1, 2 ... with no gap; entry n starts at the offset where n-1 ends,
 so the offsets of a queue are decided by who wins the conditional write of its next entry."""
@@ -18,6 +20,10 @@ from store.objstore.api import ObjectStoreError
 TOPICS = "diskless/topics/"
 WAL = "diskless/wal/"
 INDEX = "diskless/index/"
+SEGMENTS = "diskless/segments/"
+# an index entry is written at most this long after the object it points to was PUT (else the write
+# gives up): garbage collection waits far longer before deleting an object no entry refers to
+COMMIT_DEADLINE_S = 60.0
 SEQ_DIGITS = 12  # zero-padded: keys list in entry order
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -68,6 +74,10 @@ def index_prefix(topic: str, queue: int) -> str:
 
 def index_key(topic: str, queue: int, seq: int) -> str:
     return f"{index_prefix(topic, queue)}{seq:0{SEQ_DIGITS}d}"
+
+
+def segment_key(topic: str, queue: int, name: str) -> str:
+    return f"{SEGMENTS}{topic}/{queue}/{name}"
 
 
 def seq_of(key: str) -> int | None:

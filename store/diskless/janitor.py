@@ -1,0 +1,130 @@
+"""Retention, compaction and garbage collection of diskless objects (docs/diskless.md, "Janitor").
+Blocking: the gateway runs `Janitor.run_once` in a worker thread.
+
+- Retention deletes a queue's oldest index entries (oldest first, so what is left is always an
+  unbroken run) by `retention.ms` (the entry's newest record timestamp) and `retention.bytes`; the
+  newest entry always stays, so the next commit can never reuse a deleted slot's offsets.
+- Compaction copies runs of a queue's entries that still sit in shared WAL objects into one
+  per-queue segment object, then rewrites each entry in place (same seq and offsets, new location):
+  every intermediate state is a valid index, and a reader holding an old entry finds the bytes in the
+  old object until it goes, then reads the entry again (`DisklessIndex._run`).
+- Garbage collection deletes a WAL or segment object only once no entry in the store refers to it
+  and it has been seen so for `grace_s` (a WAL object PUT moments ago has no entry yet: its writer
+  gives up committing after `layout.COMMIT_DEADLINE_S`, well inside the grace)."""
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+
+from store.diskless import layout
+from store.diskless.index import DisklessIndex
+from store.diskless.layout import IndexEntry
+from store.objstore.api import ObjectStoreError
+
+SEGMENT_BYTES = 8 << 20  # a compacted per-queue object holds up to this much
+
+
+@dataclasses.dataclass
+class JanitorStats:
+    entries_deleted: int = 0
+    entries_compacted: int = 0
+    segments_written: int = 0
+    objects_deleted: int = 0
+
+
+class Janitor:
+    def __init__(self, index: DisklessIndex, grace_s: float = 300.0, segment_bytes: int = SEGMENT_BYTES) -> None:
+        self.index = index
+        self.grace_s = grace_s
+        self.segment_bytes = segment_bytes
+        self.stats = JanitorStats()
+        self._unreferenced_since: dict[str, float] = {}
+
+    def run_once(self, limits: dict[str, tuple[int, int]], now_ms: int, compact: bool = True) -> JanitorStats:
+        """One pass over every diskless queue of the bucket: retention by `limits` (topic ->
+        (retention.ms, retention.bytes), -1 for none), compaction, then garbage collection."""
+        queues = [(t, q) for t, n in self.index.topics().items() for q in range(n)]
+        for topic, queue in queues:
+            self.index.refresh(topic, queue)
+            ms, size = limits.get(topic, (-1, -1))
+            self.retain(topic, queue, ms, size, now_ms)
+            if compact:
+                self.compact(topic, queue)
+        for topic, queue in queues:  # the store's entries as of now, before the objects are listed
+            self.index.refresh(topic, queue)
+        referenced = {e.wal for t, q in queues for e in self.index.entries(t, q)}
+        self.collect(referenced)
+        return self.stats
+
+    def retain(self, topic: str, queue: int, ms: int, size: int, now_ms: int) -> None:
+        entries = self.index.entries(topic, queue)
+        keep = 0  # index of the first entry kept
+        if ms >= 0:
+            while keep < len(entries) - 1 and 0 <= entries[keep].max_ts < now_ms - ms:
+                keep += 1
+        if size >= 0:
+            excess = sum(e.size for e in entries[keep:]) - size
+            while keep < len(entries) - 1 and entries[keep].size <= excess:
+                excess -= entries[keep].size
+                keep += 1
+        prefix = layout.index_prefix(topic, queue)
+        first_kept = entries[keep].seq if entries else 0
+        below = sorted(s for s in (layout.seq_of(i.key) for i in self.index.store.list(prefix))
+                       if s is not None and s < first_kept)  # with any left behind by a racing rewrite
+        self.index.drop_front(topic, queue, first_kept)
+        for seq in below:  # oldest first: a crash leaves an unbroken run
+            self.index.store.delete(layout.index_key(topic, queue, seq))
+            self.stats.entries_deleted += 1
+
+    def compact(self, topic: str, queue: int) -> None:
+        """Move runs of WAL-held entries (all but the newest, which a writer may be about to follow)
+        into per-queue segment objects."""
+        entries = self.index.entries(topic, queue)[:-1]
+        run: list[IndexEntry] = []
+        for entry in entries:
+            if entry.wal.startswith(layout.WAL) and sum(e.size for e in run) + entry.size <= self.segment_bytes:
+                run.append(entry)
+                continue
+            self._segment(topic, queue, run)
+            run = [entry] if entry.wal.startswith(layout.WAL) else []
+        self._segment(topic, queue, run)
+
+    def _segment(self, topic: str, queue: int, run: list[IndexEntry]) -> None:
+        if len(run) < 2:
+            return
+        try:
+            parts = [self.index.run_of(topic, queue, e) for e in run]
+        except ObjectStoreError:  # deleted by retention elsewhere meanwhile: next pass
+            return
+        key = layout.segment_key(topic, queue, uuid.uuid4().hex)
+        self.index.store.put(key, b"".join(parts), if_absent=True)
+        put_at = time.monotonic()
+        self.stats.segments_written += 1
+        pos = 0
+        for entry, part in zip(run, parts):
+            if time.monotonic() - put_at > layout.COMMIT_DEADLINE_S:
+                return  # the rest stays where it is; the segment's unreferenced tail is collected
+            moved = dataclasses.replace(entry, wal=key, pos=pos)
+            self.index.store.put(layout.index_key(topic, queue, entry.seq), moved.encode())
+            self.index.replace(topic, queue, moved)
+            self.stats.entries_compacted += 1
+            pos += len(part)
+
+    def collect(self, referenced: set[str]) -> None:
+        now = time.monotonic()
+        present = set()
+        for prefix in (layout.WAL, layout.SEGMENTS):
+            for info in self.index.store.list(prefix):
+                present.add(info.key)
+                if info.key in referenced:
+                    self._unreferenced_since.pop(info.key, None)
+                    continue
+                since = self._unreferenced_since.setdefault(info.key, now)
+                if now - since >= self.grace_s:
+                    self.index.store.delete(info.key)
+                    self._unreferenced_since.pop(info.key, None)
+                    self.stats.objects_deleted += 1
+        for key in list(self._unreferenced_since):
+            if key not in present:
+                del self._unreferenced_since[key]
