@@ -47,12 +47,16 @@ def schedule(seed: int, rounds: int, gateways: list[int], faults: tuple[str, ...
 
 class Nemesis:
     """Runs the schedule in a thread: fault for `fault_s` (a pause: TTL + 2 s), heal, `heal_s` to recover.
-    `events` records each fault's start and heal times (monotonic, relative to `t0`)."""
+    `events` records each fault's start and heal times (monotonic, relative to `t0`). `finished` is set
+    after the last fault; the thread itself lives on until `release()`: a gateway it restarted has it
+    as parent thread, and PR_SET_PDEATHSIG (die_with_parent) sends SIGTERM when that *thread* exits
+    (the first runs lost the restarted gateway that way, right after the schedule)."""
 
     def __init__(self, nodes: Nodes, plan: list[dict], fault_s: float, heal_s: float, t0: float) -> None:
         self.nodes, self.plan, self.fault_s, self.heal_s, self.t0 = nodes, plan, fault_s, heal_s, t0
         self.events: list[dict] = []
         self.error: BaseException | None = None
+        self.finished, self._released = threading.Event(), threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def now(self) -> float:
@@ -69,6 +73,13 @@ class Nemesis:
                 time.sleep(self.heal_s)
         except BaseException as e:  # reported by the runner; the cluster is healed there too
             self.error = e
+        self.finished.set()
+        self._released.wait()
+
+    def release(self) -> None:
+        """The run is over (its processes stopped): let the thread end."""
+        self._released.set()
+        self.thread.join()
 
     def _inject(self, fault: str, target: int, arg) -> str | None:
         """Hold the fault, heal it; a note on what happened (e.g. the bytes a disk-full took)."""

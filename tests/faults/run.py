@@ -108,6 +108,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
     plan = schedule(args.seed, args.rounds, nodes.ids, tuple(args.faults.split(",")))
     print(f"faults: seed {args.seed}, run dir {run_dir}, plan {[(s['fault'], s['target'], s['arg']) for s in plan]}",
           flush=True)
+    nemesis = None
     try:
         net.create()
         nodes.start_etcd()
@@ -120,7 +121,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
         stop = threading.Event()
         threads = [load.start(stop) for load in loads.values()]
         nemesis = Nemesis(nodes, plan, args.fault_s, args.heal_s, t0).start()
-        nemesis.thread.join()
+        nemesis.finished.wait()
         heal_everything(nodes)
         time.sleep(args.heal_s)
         stop.set()
@@ -140,6 +141,8 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
         return workloads, nemesis.events, None if nemesis.error is None else repr(nemesis.error)
     finally:
         nodes.stop_all()
+        if nemesis is not None:
+            nemesis.release()
         cleanup(args.prefix)
         cleanup_mounts(args.prefix)
 
