@@ -1,12 +1,20 @@
 # The fault harness (tests/faults, docs/faults.md): one etcd and three gateways in network namespaces
-# under a seeded nemesis, an idempotent acks=all producer, a checker. Needs root and `ip` (iproute2).
-# A few minutes; rewrites docs/faults.md. FAULTS_ARGS="--seed N --rounds R" reruns a schedule exactly.
+# under a seeded nemesis (partitions, one-way drops, a lossy slow reordering link, pauses, kill -9, clock
+# jumps through libfaketime, a full disk on a tmpfs), workloads and checkers. Needs root, `ip`/`tc`
+# (iproute2), iptables and Debian's faketime. A few minutes; rewrites docs/faults.md.
+# FAULTS_ARGS="--seed N --rounds R" reruns a schedule exactly.
 FAULTS_ARGS ?=
-.PHONY: faults faults-tools
+.PHONY: faults faults-long faults-tools
 faults-tools:
-	@command -v ip >/dev/null || { apt-get update -q && apt-get install -y -q iproute2; }
+	@command -v ip >/dev/null && command -v tc >/dev/null && command -v iptables >/dev/null \
+		&& test -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 \
+		|| { apt-get update -q && apt-get install -y -q iproute2 iptables faketime; }
 
 SETUP_TARGETS += faults-tools
 
 faults: setup
 	$(PY) tests/faults/run.py $(FAULTS_ARGS)
+
+# The long schedule of issue 26: every fault class at least 5 times (45 faults, about 25 minutes).
+faults-long: setup
+	$(PY) tests/faults/run.py --rounds 45 $(FAULTS_ARGS)

@@ -1,6 +1,11 @@
 """The cluster under test, each process in its own namespace: etcd on node "etcd" and gateways
-g1..gN (`python -m gateway --cluster ... --node-id i`, lease TTL `ttl`, replication factor 3),
-started by `ip netns exec` so SIGSTOP/SIGKILL reach the process itself."""
+g1..gN (`python -m gateway --cluster ... --node-id i`, lease TTL `ttl`, replication factor 3, flush
+mode `flush`: `sync` is SYNC_MASTER for RocketMQ sends, `async` ASYNC_MASTER), started by
+`ip netns exec` so SIGSTOP/SIGKILL reach the process itself.
+Each gateway runs under libfaketime (Debian's faketime, LD_PRELOAD) reading its offset from
+`<run dir>/g<i>.clock`, so the nemesis can jump one gateway's wall clock; the monotonic clock is left
+alone (it never jumps on a real machine either). Each gateway's data dir is its own small tmpfs
+(mount source `<prefix>-g<i>`), so the nemesis can fill one disk for real."""
 from __future__ import annotations
 
 import os
@@ -10,8 +15,9 @@ import subprocess
 import sys
 import time
 
+from disk import mount_tmpfs, unmount
 from gateway.process_tree import die_with_parent
-from netns import Network
+from netns import FAKETIME_LIB, Network
 
 KAFKA_PORT, REMOTING_PORT, ETCD_PORT, ETCD_PEER = 9092, 9876, 2379, 2380
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,15 +37,27 @@ def wait_tcp(host: str, port: int, timeout: float, proc: subprocess.Popen | None
 
 
 class Nodes:
-    def __init__(self, net: Network, run_dir: str, gateways: int, ttl: int, replica_lag_ms: int) -> None:
-        self.net, self.run_dir, self.ttl, self.replica_lag_ms = net, run_dir, ttl, replica_lag_ms
+    def __init__(self, net: Network, run_dir: str, gateways: int, ttl: int, replica_lag_ms: int,
+                 flush: str = "sync", disk_mb: int = 256) -> None:
+        self.net, self.run_dir, self.ttl, self.replica_lag_ms, self.flush = net, run_dir, ttl, replica_lag_ms, flush
         self.ids = list(range(1, gateways + 1))
         self.procs: dict[str, subprocess.Popen] = {}
+        for i in self.ids:
+            self.set_clock(i, 0)
+            mount_tmpfs(self.data_dir(i), f"{net.prefix}-g{i}", disk_mb)
 
-    def _spawn(self, node: str, cmd: list[str]) -> subprocess.Popen:
+    def data_dir(self, i: int) -> str:
+        return os.path.join(self.run_dir, f"g{i}")
+
+    def set_clock(self, i: int, offset_s: int) -> None:
+        """g<i>'s wall clock runs `offset_s` seconds off from now on (libfaketime rereads within 1 s)."""
+        with open(os.path.join(self.run_dir, f"g{i}.clock"), "w") as f:
+            f.write(f"{offset_s:+d}\n")
+
+    def _spawn(self, node: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
         with open(os.path.join(self.run_dir, f"{node}.log"), "ab") as log:
             proc = subprocess.Popen([*self.net.exec_prefix(node), *cmd], stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=CHECKOUT, preexec_fn=die_with_parent)
+                                    cwd=CHECKOUT, preexec_fn=die_with_parent, env=env)
         self.procs[node] = proc
         return proc
 
@@ -56,14 +74,16 @@ class Nodes:
     def start_gateway(self, i: int, timeout: float = 60) -> None:
         """Start g<i>; retried while it refuses (exit 2: its old lease still holds the node id)."""
         node, a = f"g{i}", self.net.addr[f"g{i}"]
+        env = {**os.environ, "LD_PRELOAD": FAKETIME_LIB, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+               "FAKETIME_TIMESTAMP_FILE": os.path.join(self.run_dir, f"{node}.clock"), "FAKETIME_CACHE_DURATION": "1"}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             proc = self._spawn(node, [sys.executable, "-m", "gateway", "--cluster", f"etcd://{self.net.addr['etcd']}:{ETCD_PORT}",
                                       "--node-id", str(i), "--host", a, "--advertised-host", a,
                                       "--kafka-port", str(KAFKA_PORT), "--remoting-port", str(REMOTING_PORT),
-                                      "--data-dir", os.path.join(self.run_dir, node), "--flush", "async",
+                                      "--data-dir", self.data_dir(i), "--flush", self.flush, "--commitlog-file-size", "16m",
                                       "--cluster-lease-ttl", str(self.ttl), "--default-replication-factor", "3", "--allow-anonymous",
-                                      "--replica-lag-time-max-ms", str(self.replica_lag_ms)])
+                                      "--replica-lag-time-max-ms", str(self.replica_lag_ms)], env)
             if wait_tcp(a, KAFKA_PORT, max(1.0, deadline - time.monotonic()), proc):
                 return
             proc.wait()
@@ -72,6 +92,15 @@ class Nodes:
 
     def gateway_addr(self, i: int) -> str:
         return self.net.addr[f"g{i}"]
+
+    @property
+    def kafka_addrs(self) -> dict[int, tuple[str, int]]:
+        return {i: (self.gateway_addr(i), KAFKA_PORT) for i in self.ids}
+
+    @property
+    def namesrv(self) -> str:
+        """Every gateway is a name server too (RocketMQ remoting)."""
+        return ";".join(f"{self.gateway_addr(i)}:{REMOTING_PORT}" for i in self.ids)
 
     @property
     def bootstrap(self) -> str:
@@ -99,3 +128,5 @@ class Nodes:
             except subprocess.TimeoutExpired:
                 self.procs[node].kill()
                 self.procs[node].wait()
+        for i in self.ids:
+            unmount(self.data_dir(i))

@@ -1,7 +1,8 @@
 """`make faults`: the fault harness (docs/faults.md). One etcd and three gateways, each in its own
-network namespace; a seeded nemesis (isolate a gateway, cut one from etcd only, a majority of
-gateways cut from etcd, SIGSTOP past the lease TTL, kill -9 and restart) while an idempotent acks=all
-producer sends unique ints; after healing, the whole topic is read back and checked.
+network namespace; a seeded nemesis (nemesis.py: partitions, one-way drops, a bad link, pauses,
+kill -9, clock jumps, a full disk) while the workloads run (an idempotent Kafka producer, a consumer
+group, a transactional producer, a RocketMQ producer); after healing, each workload's checker reads
+back and judges its history, and the metadata checker asks every gateway who leads what.
 Rerun a seed exactly: `make faults FAULTS_ARGS="--seed N"`. Exit 1 on an anomaly, 2 if refused."""
 from __future__ import annotations
 
@@ -10,136 +11,177 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 
+import report  # noqa: E402
 from checker import check  # noqa: E402
-from nemesis import Nemesis, schedule  # noqa: E402
-from netns import Network, cleanup, require_root_and_netns  # noqa: E402
+from disk import cleanup_mounts, release  # noqa: E402
+from groups import GroupWorkload, check_commits, committed  # noqa: E402
+from metadata import check_leaders  # noqa: E402
+from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
+from netns import PREFIX, SUBNET, Network, cleanup, require_root_and_netns  # noqa: E402
 from nodes import Nodes  # noqa: E402
-from workload import Workload, create_topic, read_all  # noqa: E402
+from rocketmq_load import RMQ_QUEUES, RMQ_TOPIC, RocketMQWorkload  # noqa: E402
+from txn import TXN_PARTITIONS, TXN_TOPIC, TxnWorkload, check_txns, read_committed  # noqa: E402
+from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
 
 TOPIC, PARTITIONS = "faults", 3
+WORKLOADS = ("queue", "group", "txn", "rocketmq")
 
 
-def acks_during(history: list[dict], events: list[dict]) -> list[int]:
-    """Per fault: sends acknowledged while it held (availability, not safety)."""
-    return [sum(1 for op in history if op["type"] == "ok" and e["start"] <= op["time"] <= e["healed"])
-            for e in events]
-
-
-def recovery_times(history: list[dict], events: list[dict]) -> list[float | None]:
-    """Per fault: from its heal to the first acknowledgement of a value sent after the heal."""
-    invoked = {op["value"]: op["time"] for op in history if op["type"] == "invoke"}
-    out = []
-    for e in events:
-        first = min((op["time"] for op in history
-                     if op["type"] == "ok" and invoked.get(op["value"], -1) >= e["healed"]), default=None)
-        out.append(None if first is None else round(first - e["healed"], 2))
-    return out
-
-
-def report(path: str, args, result: dict, events: list[dict], history: list[dict], run_dir: str,
-           elapsed: float) -> None:
-    def n(x):
-        return len(x) if isinstance(x, list) else x
-    lines = [
-        "# Fault runs (`make faults`)", "",
-        "Written by `tests/faults/run.py` (the harness: [issue 26](../README.md); design in the module",
-        "docstrings of `tests/faults/`). One etcd and three gateways (`--cluster`, lease TTL "
-        f"{args.ttl} s, replication factor 3, replica lag {args.replica_lag_ms} ms), each in its own network namespace",
-        "on a bridge",
-        "(10.77.0.0/24); the client in the root namespace reaches every node throughout. Partitions are",
-        "blackhole routes inside the namespaces. Rerun exactly: "
-        f"`make faults FAULTS_ARGS=\"--seed {args.seed} --rounds {args.rounds} --replica-lag-ms {args.replica_lag_ms}\"`.", "",
-        "| workload | nemesis | seed | ops | ok | fail | info | lost | duplicated | reordered | unexpected | verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        f"| idempotent acks=all producer (librdkafka), {PARTITIONS} partitions RF 3, final read | "
-        f"{', '.join(sorted({e['fault'] for e in events}))} | {args.seed} | {result['ops']} | {result['ok']} | "
-        f"{result['fail']} | {result['info']} | {n(result['lost'])} | {n(result['duplicated'])} | "
-        f"{n(result['reordered'])} | {n(result['unexpected'])} | {'valid' if result['valid'] else '**INVALID**'} |",
-        "", f"Producer fatal error: {result.get('producer_fatal') or 'none'}.",
-        "", f"Final read: {result['read']} records. Run took {elapsed:.0f} s; history: `{run_dir}/history.json`.", "",
-        "## Schedule", "",
-        "| # | fault | target | start s | healed s | acks while faulted | first ack after heal s |",
-        "|---|---|---|---|---|---|---|"]
-    rows = zip(events, acks_during(history, events), recovery_times(history, events))
-    for i, (e, acked, r) in enumerate(rows, 1):
-        lines.append(f"| {i} | {e['fault']} | g{e['target']} | {e['start']:.1f} | {e['healed']:.1f} | {acked} | "
-                     f"{'none' if r is None else r} |")
-    lines += ["", "*acks while faulted*: sends acknowledged between the fault's start and its heal (availability,",
-              "not safety; a kill's window includes the restart). *first ack after heal*: from the heal to the",
-              "first acknowledgement of a send made after it. info = indeterminate (timed out), fail = refused."]
-    if not result["valid"]:
-        lines += ["", "## Anomalies", ""] + [f"- {k}: {result[k][:50]}" for k in
-                                             ("lost", "duplicated", "reordered", "unexpected") if result[k]]
-    lines += ["", "## Not covered yet", "",
-              "Asymmetric one-way drops, netem latency/loss/reordering, clock jumps, disk faults; Java",
-              "kafka-clients, transactional producers, consumer groups, RocketMQ clients; the linearizable",
-              "metadata checker; a 30-minute schedule. See issue 26."]
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-
-
-def main(argv=None) -> int:
+def parse(argv) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000)
-    p.add_argument("--rounds", type=int, default=10, help="faults in the schedule (classes in turn)")
+    p.add_argument("--rounds", type=int, default=9, help="faults in the schedule (classes in turn)")
     p.add_argument("--fault-s", type=float, default=8.0, help="how long a partition holds")
     p.add_argument("--heal-s", type=float, default=10.0, help="time to recover after each fault")
     p.add_argument("--ttl", type=int, default=3, help="the gateways' lease TTL")
     p.add_argument("--replica-lag-ms", type=int, default=2000,
                    help="--replica-lag-time-max-ms: below the fault length, so the in-sync sets shrink and grow")
+    p.add_argument("--flush", choices=("sync", "async"), default="sync",
+                   help="the gateways' --flush: sync = SYNC_MASTER RocketMQ sends, async = ASYNC_MASTER")
+    p.add_argument("--faults", default=",".join(FAULTS), help="the fault classes, comma-separated")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), help="the workloads, comma-separated")
+    p.add_argument("--prefix", default=PREFIX, help="names of namespaces, links and mounts (a second harness: another)")
+    p.add_argument("--subnet", default=SUBNET, help="the /24 of the test hosts, as 10.77.0")
+    p.add_argument("--plant-loss", action="store_true",
+                   help="drop one acknowledged record from the final read (shows the checker catches a loss)")
     p.add_argument("--run-dir", default=None)
     p.add_argument("--report", default=os.path.join(CHECKOUT, "docs", "faults.md"))
-    args = p.parse_args(argv)
-    try:
-        require_root_and_netns()
-    except SystemExit as e:
-        print(e, file=sys.stderr)
-        return 2
-    run_dir = args.run_dir or f"/tmp/rocketgate-faults/{args.seed}-{int(time.time())}"
-    os.makedirs(run_dir, exist_ok=True)
-    net = Network(["etcd", "g1", "g2", "g3"])
-    nodes = Nodes(net, run_dir, gateways=3, ttl=args.ttl, replica_lag_ms=args.replica_lag_ms)
-    plan = schedule(args.seed, args.rounds, nodes.ids)
-    print(f"faults: seed {args.seed}, run dir {run_dir}, plan {[(s['fault'], s['target']) for s in plan]}", flush=True)
+    return p.parse_args(argv)
+
+
+def rerun_args(args) -> str:
+    return (f"--seed {args.seed} --rounds {args.rounds} --faults {args.faults} --workloads {args.workloads} "
+            f"--fault-s {args.fault_s:g} --heal-s {args.heal_s:g} --replica-lag-ms {args.replica_lag_ms} "
+            f"--flush {args.flush}")
+
+
+def header(args, run_dir: str, elapsed: float) -> list[str]:
+    return [
+        "# Fault runs (`make faults`)", "",
+        "Written by `tests/faults/run.py` (the harness: issue 26; design in the module docstrings of",
+        f"`tests/faults/`). One etcd and three gateways (`--cluster`, lease TTL {args.ttl} s, replication factor 3,",
+        f"replica lag {args.replica_lag_ms} ms, `--flush {args.flush}`), each in its own network namespace on a bridge",
+        f"({args.subnet}.0/24); the client in the root namespace reaches every node throughout. Each gateway runs",
+        "under libfaketime and keeps its data on its own 256 MiB tmpfs. The latest run is below; every run",
+        "is in *All runs*.", "",
+        f"Seed {args.seed}; run took {elapsed:.0f} s; history: `{run_dir}/history.json`. Rerun exactly:",
+        f"`make faults FAULTS_ARGS=\"{rerun_args(args)}\"`."]
+
+
+def heal_everything(nodes: Nodes) -> None:
+    """Whatever the nemesis left (it may have failed part-way): links, clocks, disks, paused or dead nodes."""
+    nodes.net.heal()
+    for i in nodes.ids:
+        nodes.set_clock(i, 0)
+        release(nodes.data_dir(i))
+        nodes.signal(i, signal.SIGCONT)
+        if not nodes.alive(i):
+            nodes.start_gateway(i)
+
+
+def start_loads(names: list[str], nodes: Nodes, now, seed: int) -> dict:
+    makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now),
+              "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now),
+              "txn": lambda: TxnWorkload(nodes.bootstrap, now, seed),
+              "rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now)}
+    return {n: makers[n]() for n in names}
+
+
+def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
+    checkers = {"queue": lambda w: check_queue(w, plant_loss),
+                "group": lambda w: check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
+                "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
+                "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES))}
+    return {n: {"label": w.label, "history": w.history, "result": checkers[n](w)} for n, w in loads.items()}
+
+
+def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
+    """Start the cluster, run the workloads under the nemesis, heal, check. (workloads, events, nemesis error)."""
+    net = Network(["etcd", "g1", "g2", "g3"], args.prefix, args.subnet)
+    nodes = Nodes(net, run_dir, gateways=3, ttl=args.ttl, replica_lag_ms=args.replica_lag_ms, flush=args.flush)
+    plan = schedule(args.seed, args.rounds, nodes.ids, tuple(args.faults.split(",")))
+    print(f"faults: seed {args.seed}, run dir {run_dir}, plan {[(s['fault'], s['target'], s['arg']) for s in plan]}",
+          flush=True)
+    nemesis = None
     try:
         net.create()
         nodes.start_etcd()
         for i in nodes.ids:
             nodes.start_gateway(i)
-        create_topic(nodes.bootstrap, TOPIC, PARTITIONS)
+        for topic, partitions in ((TOPIC, PARTITIONS), (TXN_TOPIC, TXN_PARTITIONS), (RMQ_TOPIC, RMQ_QUEUES)):
+            create_topic(nodes.bootstrap, topic, partitions)
         t0 = time.monotonic()
-        load = Workload(nodes.bootstrap, TOPIC, PARTITIONS, lambda: time.monotonic() - t0)
+        loads = start_loads(args.workloads.split(","), nodes, lambda: time.monotonic() - t0, args.seed)
+        stop = threading.Event()
+        threads = [load.start(stop) for load in loads.values()]
         nemesis = Nemesis(nodes, plan, args.fault_s, args.heal_s, t0).start()
-        load.run_until(lambda: not nemesis.thread.is_alive())
-        net.heal()  # whatever the nemesis left (it failed part-way)
-        for i in nodes.ids:
-            nodes.signal(i, signal.SIGCONT)
-            if not nodes.alive(i):
-                nodes.start_gateway(i)
-        if nemesis.error:
-            print(f"faults: nemesis stopped early: {nemesis.error!r}", file=sys.stderr)
-        quiet_until = time.monotonic() + args.heal_s
-        load.run_until(lambda: time.monotonic() > quiet_until)
-        load.finish()
-        with open(os.path.join(run_dir, "history.json"), "w") as f:  # kept even if the final read fails
-            json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "ops": load.history}, f)
-        final = read_all(nodes.bootstrap, TOPIC, PARTITIONS)
-        result = check(load.history, final)
-        result["producer_fatal"] = load.fatal
+        nemesis.finished.wait()
+        heal_everything(nodes)
+        time.sleep(args.heal_s)
+        stop.set()
+        for t in threads:
+            t.join()
+        for load in loads.values():
+            load.finish()
+        with open(os.path.join(run_dir, "history.json"), "w") as f:  # kept even if a final read fails
+            json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
+                       "ops": {n: w.history for n, w in loads.items()}}, f)
+        workloads = check_loads(loads, nodes, args.plant_loss)
+        leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC])
+        workloads["metadata"] = {"label": "metadata: every gateway's own Metadata answer, leaders after healing",
+                                 "history": leaders.pop("history"), "result": leaders, "per_fault": False}
         with open(os.path.join(run_dir, "history.json"), "w") as f:
-            json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "ops": load.history,
-                       "final_read": final, "result": result}, f)
-        report(args.report, args, result, nemesis.events, load.history, run_dir, time.monotonic() - t0)
-        print(json.dumps({k: (len(v) if isinstance(v, list) else v) for k, v in result.items()}), flush=True)
-        return 0 if result["valid"] and nemesis.error is None and load.fatal is None else 1
+            json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "workloads": workloads}, f)
+        return workloads, nemesis.events, None if nemesis.error is None else repr(nemesis.error)
     finally:
         nodes.stop_all()
-        cleanup()
+        if nemesis is not None:
+            nemesis.release()
+        cleanup(args.prefix)
+        cleanup_mounts(args.prefix)
+
+
+def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
+    notes = [f"Nemesis error: {nemesis_error}." if nemesis_error else "The nemesis ran its whole schedule."]
+    notes += [f"{n}: producer fatal error: {w['result']['producer_fatal']}." for n, w in workloads.items()
+              if w["result"].get("producer_fatal")]
+    if "txn" in workloads:
+        r = workloads["txn"]["result"]
+        notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
+                     f"read committed; partitions not read to their end (position, end): {r['not_read_to_end'] or 'none'}.")
+    r = workloads["metadata"]["result"]
+    notes.append(f"metadata: the gateways agreed on every leader {r['converged_s']} s after the final heal."
+                 if r["converged_s"] is not None else f"metadata: no agreement: {r['disagree'][:5]}.")
+    return notes
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    try:
+        require_root_and_netns()
+    except SystemExit as e:
+        print(e, file=sys.stderr)
+        return 2
+    unknown = (set(args.faults.split(",")) - set(FAULTS)) | (set(args.workloads.split(",")) - set(WORKLOADS))
+    if unknown:
+        print(f"faults: unknown fault classes or workloads {sorted(unknown)}", file=sys.stderr)
+        return 2
+    run_dir = args.run_dir or f"/tmp/rocketgate-faults/{args.seed}-{int(time.time())}"
+    os.makedirs(run_dir, exist_ok=True)
+    cleanup_mounts(args.prefix)
+    started = time.monotonic()
+    workloads, events, nemesis_error = run(args, run_dir)
+    report.write(args.report, header(args, run_dir, time.monotonic() - started), workloads, events,
+                 notes_of(workloads, nemesis_error), rerun_args(args))
+    summary = {n: {k: (len(v) if isinstance(v, list) else v) for k, v in w["result"].items()} for n, w in workloads.items()}
+    print(json.dumps(summary), flush=True)
+    return 0 if all(w["result"]["valid"] for w in workloads.values()) and nemesis_error is None else 1
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""The client under test: librdkafka's idempotent acks=all producer (confluent-kafka) sending unique
+"""The queue workload: librdkafka's idempotent acks=all producer (confluent-kafka) sending unique
 ints, each send logged as invoke then ok / fail / info (indeterminate: a timeout may have been
-written), and the final read of the whole topic once the cluster is healed."""
+written), and the final read of the whole topic once the cluster is healed (checker.check)."""
 from __future__ import annotations
 
+import threading
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from checker import check
 
 INDETERMINATE = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._TRANSPORT,
                  KafkaError.REQUEST_TIMED_OUT}
@@ -30,8 +33,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 6
 
 
 class Workload:
+    label = "idempotent acks=all producer (librdkafka), 3 partitions RF 3, final read"
+
     def __init__(self, bootstrap: str, topic: str, partitions: int, now) -> None:
-        self.topic, self.partitions, self.now = topic, partitions, now
+        self.bootstrap, self.topic, self.partitions, self.now = bootstrap, topic, partitions, now
         self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                                   "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000})
         self.history: list[dict] = []
@@ -53,6 +58,11 @@ class Workload:
                              "partition": partition, "time": self.now()})
         self.producer.produce(self.topic, str(value).encode(), partition=partition,
                               on_delivery=lambda err, msg, v=value, p=partition: self._done(err, msg, v, p))
+
+    def start(self, stop: threading.Event) -> threading.Thread:
+        thread = threading.Thread(target=self.run_until, args=(stop.is_set,), daemon=True)
+        thread.start()
+        return thread
 
     def run_until(self, done, interval: float = 0.02) -> None:
         """Send every `interval` until done(); a fatal producer error ends the sending (kept in `fatal`)."""
@@ -113,3 +123,19 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) 
         return records
     finally:
         consumer.close()
+
+
+def check_queue(load: Workload, plant_loss: bool) -> dict:
+    """The final read checked against the history; `plant_loss` drops one acknowledged record from the
+    read first (the harness's own proof that it reports a loss)."""
+    final = read_all(load.bootstrap, load.topic, load.partitions)
+    planted = None
+    if plant_loss:
+        acked = {op["value"] for op in load.history if op["type"] == "ok"}
+        planted = next(r for r in final if r["value"] in acked)
+        final = [r for r in final if r is not planted]
+    result = check(load.history, final)
+    result.update(producer_fatal=load.fatal, planted=planted, final_read=final)
+    if load.fatal:
+        result["valid"] = False
+    return result
