@@ -25,6 +25,7 @@ from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
 from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
+from semantics.subscription_groups import SubscriptionGroups
 from semantics.pop import PopEngine
 from semantics.replication import Follower, ReplicaManager
 from semantics.rocketmq_clients import ClientRegistry
@@ -84,11 +85,14 @@ class App:
     schema_validation: SchemaValidation = dataclasses.field(init=False)
     # Iceberg table topics: their writers and what the REST catalog at /iceberg serves (docs/tables.md)
     tables: TablesService = dataclasses.field(init=False)
+    # RocketMQ subscription group attributes (lite.*, priority.factor), as updateSubGroup sets them
+    subscription_groups: SubscriptionGroups = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kafka", KafkaState(self))
         object.__setattr__(self, "schema_validation", SchemaValidation(self.schema_registry))
         object.__setattr__(self, "tables", TablesService(self.store, self.config.data_dir, self.schema_registry))
+        object.__setattr__(self, "subscription_groups", SubscriptionGroups(self.store))
 
     @property
     def sync_flush(self) -> bool:

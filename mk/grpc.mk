@@ -10,12 +10,13 @@ grpc-proxy-check: setup grpc-go
 	GRPC_TARGET=proxy $(PY) -m pytest tests/grpc/test_grpc_python_sdk.py tests/grpc/test_grpc_java_sdk.py \
 		tests/grpc/test_grpc_go_sdk.py tests/grpc/test_grpc_recall_types.py -q
 
-# The RocketMQ 5.4/5.5 feature tests (priority, lite topics, FIFO retry order) against Apache RocketMQ
-# 5.5 (name server, a broker with LMQ on, the cluster-mode proxy; the remoting test on the broker).
+# The RocketMQ 5.4/5.5 feature tests (priority, lite topics and lite groups, FIFO retry order, message
+# traces) against Apache RocketMQ 5.5 (name server, a broker with LMQ on, the cluster-mode proxy; the
+# remoting tests on the broker).
 rocketmq55-check: setup
 	GRPC_TARGET=proxy REMOTING_TARGET=rocketmq $(PY) -m pytest tests/grpc/test_grpc_priority.py \
-		tests/grpc/test_grpc_lite.py tests/grpc/test_grpc_lite_bad_input.py tests/grpc/test_grpc_fifo_retry.py \
-		tests/pop/test_pop_priority.py -q
+		tests/grpc/test_grpc_lite.py tests/grpc/test_grpc_lite_bad_input.py tests/grpc/test_grpc_lite_groups.py \
+		tests/grpc/test_grpc_fifo_retry.py tests/pop/test_pop_priority.py tests/remoting/test_message_trace.py -q
 
 # 1 000 000 lite topics created by sending (docs/performance.md "Lite topics"); LITE_BENCH_ARGS as
 # bench/lite_topics.py takes them (e.g. --count 20000 --systems gateway for a short run).

@@ -20,10 +20,7 @@ from store.key_positions import key_positions
 
 PROPERTY_LITE_TOPIC = "__LITE_TOPIC"
 MAX_LITE_TOPIC_SIZE = 64  # the 5.5 proxy's maxLiteTopicSize
-DEFAULT_SUBSCRIPTION_QUOTA = 2000  # a group's lite.sub.client.quota default, told the client in Settings
 MAX_SUBSCRIPTIONS = 100_000  # the 5.5 broker's maxLiteSubscriptionCount: what one client may hold here
-QUOTA_ATTRIBUTE = "lite.sub.client.quota"
-BIND_ATTRIBUTE = "lite.bind.topic"
 GROUP_SEPARATOR = "#"  # never in a legal group name: "G#L" cannot be a client's own group
 _LEGAL = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -69,14 +66,29 @@ def next_offset(store, parent: str, qid: int, name: str, after: int) -> int | No
     return min(later) if later else end
 
 
+def start_of(store, parent: str, qid: int, name: str, kind: str, value: int) -> int | None:
+    """Where a subscription of lite topic `name` starts by its offset option (RIP-83 OffsetOption), as
+    a position in its queue of the parent, as RocketMQ 5.5.0 serves them (measured): MIN its first
+    message, MAX the queue's end (new messages only), "offset" n its n-th message; LAST, TAIL_N and
+    TIMESTAMP start where the group is (for a new group its first message). None: where the group is
+    (also when the index holds too many entries to be read)."""
+    if kind not in ("MIN", "MAX", "offset"):
+        return None
+    positions = key_positions(store, parent, qid, name)
+    if positions is None:
+        return None
+    hits, end = positions
+    mine = [o for o, props in hits if props.get(PROPERTY_LITE_TOPIC) == name]
+    if kind == "MAX" or not mine:
+        return end
+    if kind == "MIN":
+        return mine[0]
+    return mine[min(max(value, 0), len(mine) - 1)] if value < len(mine) else end
+
+
 def subscription_group(group: str, name: str) -> str:
     """The pop engine's consumer group of one lite subscription."""
     return f"{group}{GROUP_SEPARATOR}{name}"
-
-
-def quota(group_attributes: dict) -> int:
-    text = str(group_attributes.get(QUOTA_ATTRIBUTE, "")).strip()
-    return int(text) if text.lstrip("-").isdigit() else DEFAULT_SUBSCRIPTION_QUOTA
 
 
 def apply(current: set, action: str, names) -> set:

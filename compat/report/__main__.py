@@ -105,7 +105,8 @@ def run_kafka_python(tmp: str) -> tuple[list, dict]:
 
 def run_rocketmq55(tmp: str) -> tuple[list, dict]:
     runs = [rocketmq55.run(system, os.path.join(tmp, "rocketmq55-logs")) for system in ("rocketmq", "gateway")]
-    meta = {"clients": "org.apache.rocketmq:rocketmq-client-java 5.2.0 (compat.RocketLite), the native remoting client",
+    meta = {"clients": "org.apache.rocketmq:rocketmq-client-java 5.2.0 (compat.RocketLite), the native remoting client, "
+                       "rocketmq-client 4.9.8 and 5.3.3 with message trace on (compat.RocketTrace)",
             "reference": "Apache RocketMQ 5.5.0: gRPC through the cluster-mode proxy with enableLmq and "
                          "enableMultiDispatch on the broker (the local-mode proxy has no lite subscription service)"}
     return runs, {rocketmq55.SUITE: meta}

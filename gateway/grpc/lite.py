@@ -11,6 +11,20 @@ from gateway.grpc.route import topic_config
 from semantics import lite
 
 
+def _offset_option(req) -> tuple[str, int] | None:
+    """(kind, value) of the request's OffsetOption (kind: a policy's name, "offset", "tail_n",
+    "timestamp"), or None."""
+    if not req.HasField("offset_option"):
+        return None
+    kind = req.offset_option.WhichOneof("offset_type")
+    if kind is None:
+        return None
+    if kind == "policy":
+        policy = req.offset_option.policy
+        return (d.OffsetOption.Policy.Name(policy) if policy in d.OffsetOption.Policy.values() else "LAST"), 0
+    return kind, getattr(req.offset_option, kind)
+
+
 @rpc("SyncLiteSubscription")
 async def sync_lite_subscription(ctx, req):
     app = ctx.app
@@ -30,7 +44,12 @@ async def sync_lite_subscription(ctx, req):
         raise RpcError(Code.LITE_SUBSCRIPTION_QUOTA_EXCEEDED, f"lite subscription quota exceeded: {lite.MAX_SUBSCRIPTIONS}")
     added, session.lite_topics = wanted - session.lite_topics, wanted
     queues = topic_config(app, req.topic.name, create=False).write_queues
+    option = _offset_option(req)
     for name in added:  # a long-polling receive of this client picks the new subscription up
-        app.arrivals.notify(req.topic.name, lite.queue_of(name, queues))
+        qid = lite.queue_of(name, queues)
+        start = lite.start_of(app.store, req.topic.name, qid, name, *option) if option else None
+        if start is not None:  # a late subscription's offset option
+            app.pop.reset(lite.subscription_group(req.group.name, name), req.topic.name, qid, start)
+        app.arrivals.notify(req.topic.name, qid)
     session.group = session.group or req.group.name
     return s.SyncLiteSubscriptionResponse(status=ok())

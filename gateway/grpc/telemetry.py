@@ -59,8 +59,8 @@ def applied_settings(app, client, endpoints):
         sub.receive_batch_size = sub.receive_batch_size or RECEIVE_BATCH
         if not sub.HasField("long_polling_timeout"):
             sub.long_polling_timeout.FromSeconds(LONG_POLLING_S)
-        if client.client_type == d.ClientType.LITE_PUSH_CONSUMER:  # as the 5.5 proxy's defaults
-            sub.lite_subscription_quota = lite.DEFAULT_SUBSCRIPTION_QUOTA
+        if client.client_type == d.ClientType.LITE_PUSH_CONSUMER:  # as the 5.5 proxy: the group's quota
+            sub.lite_subscription_quota = app.subscription_groups.quota(sub.group.name)
             sub.max_lite_topic_size = lite.MAX_LITE_TOPIC_SIZE
     return out
 
@@ -102,6 +102,9 @@ async def _on_command(ctx, session, call, command) -> None:
     kind = command.WhichOneof("command")
     if kind == "settings":
         endpoints = endpoints_of(ctx, command.settings.access_point if command.settings.HasField("access_point") else None)
+        refused = _unbound_lite_group(app, command.settings)
+        if refused:  # as the 5.5 proxy: the stream ends, the SDK's start fails
+            raise CallEnded(StatusCode.INVALID_ARGUMENT, refused)
         session.settings = command.settings
         if command.settings.HasField("subscription"):
             session.group = command.settings.subscription.group.name
@@ -109,6 +112,19 @@ async def _on_command(ctx, session, call, command) -> None:
         await call.send(reply.SerializeToString())
     elif kind is not None:
         log.debug("telemetry %s from client %s", kind, session.client_id)
+
+
+def _unbound_lite_group(app, settings) -> str | None:
+    """Why a lite push consumer's group may not consume its topic (the group's lite.bind.topic is not
+    that topic, or not set: RocketMQ 5.5 serves a lite group only its bound parent topic), or None."""
+    if settings.client_type != d.ClientType.LITE_PUSH_CONSUMER or not settings.HasField("subscription"):
+        return None
+    group = settings.subscription.group.name
+    bound = app.subscription_groups.get(group, "lite.bind.topic")
+    topics = {entry.topic.name for entry in settings.subscription.subscriptions}
+    if not bound or (topics and topics != {bound}):
+        return f"lite group {group} is bound to topic [{bound}], not {sorted(topics)}"
+    return None
 
 
 async def check_transaction(app, producer_group: str, half, body: bytes) -> bool:

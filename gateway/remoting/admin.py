@@ -230,28 +230,41 @@ def topics_of_consumer(channel, req):
 @handles(RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
 def all_subscription_groups(channel, req):
     app = channel.app
-    names = set(app.offsets.groups()) | set(registry(app).consumers)
+    attributes = app.subscription_groups.attributes
+    names = set(app.offsets.groups()) | set(registry(app).consumers) | set(attributes)
     table = {n: {"brokerId": 0, "consumeBroadcastEnable": True, "consumeEnable": True,
                  "consumeFromMinEnable": True, "groupName": n, "notifyConsumerIdsChangedEnable": True,
-                 "retryMaxTimes": 16, "retryQueueNums": 1, "whichBrokerWhenConsumeSlowly": 1}
+                 "retryMaxTimes": 16, "retryQueueNums": 1, "whichBrokerWhenConsumeSlowly": 1,
+                 "attributes": dict(attributes.get(n, {}))}
              for n in sorted(names)}
     return req.response(body=dumps({"dataVersion": _data_version(), "subscriptionGroupTable": table}))
 
 
 @handles(RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
 def create_subscription_group(channel, req):
-    """Groups exist implicitly, nothing to configure; a name RocketMQ refuses is refused (INVALID_PARAMETER)."""
+    """Groups exist implicitly; their attributes are kept (semantics.subscription_groups). A name
+    RocketMQ refuses is refused (INVALID_PARAMETER), attributes it refuses as the 5.5 broker does
+    (SYSTEM_ERROR with the exception's words)."""
     try:
-        name = json.loads(req.body or b"{}").get("groupName")
-    except (ValueError, AttributeError):
-        name = None
+        body = json.loads(req.body or b"{}")
+    except ValueError:
+        body = None
+    body = body if isinstance(body, dict) else {}
+    name = body.get("groupName")
     error = group_error(name if isinstance(name, str) else None)
-    return req.response(ResponseCode.INVALID_PARAMETER, remark=error) if error else req.response()
+    if error:
+        return req.response(ResponseCode.INVALID_PARAMETER, remark=error)
+    attributes = body.get("attributes") or {}
+    if not isinstance(attributes, dict):
+        return req.response(ResponseCode.INVALID_PARAMETER, remark="attributes is not a map")
+    why = channel.app.subscription_groups.alter(name, attributes) if attributes else None
+    return req.response(ResponseCode.SYSTEM_ERROR, remark=why) if why else req.response()
 
 
 @handles(RC.DELETE_SUBSCRIPTIONGROUP)
-def subscription_group_noop(channel, req):
-    return req.response()  # groups exist implicitly
+def delete_subscription_group(channel, req):
+    channel.app.subscription_groups.drop(req.get_str("groupName") or "")  # the group itself is implicit
+    return req.response()
 
 
 @handles(RC.GET_BROKER_RUNTIME_INFO)

@@ -29,6 +29,9 @@ V2_NAMES = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defau
             "j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName"}
 _V2_SHORT = {long_name: short for short, long_name in V2_NAMES.items()}
 MAX_PROPERTIES_CHARS = 32767 - 64  # a Java short, with room for the properties the broker adds
+# What the RocketMQ broker adds to each message it stores (5.5 stores all three): the 5.x client's
+# consume trace hook writes no SubBefore/SubAfter record for a message without them.
+BROKER_PROPERTIES = {"CLUSTER": CLUSTER_NAME, "MSG_REGION": REGION, "TRACE_ON": "true"}
 
 
 class PreparedSend:
@@ -98,11 +101,11 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
             for it in items:
                 props = smsg.string_to_properties(it.properties)
                 props.update(header_props)
-                props["CLUSTER"] = CLUSTER_NAME
+                props.update(BROKER_PROPERTIES)
                 msgs.append(store.Message(topic=topic, queue_id=qid, body=it.body, properties=props,
                                           **{**base, "flag": it.flag}))
         else:
-            header_props["CLUSTER"] = CLUSTER_NAME
+            header_props.update(BROKER_PROPERTIES)
             one = store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props, **base)
             msgs = [priority.place(lite.place(one, cfg.write_queues), cfg.write_queues)]  # RIP-83, RIP-80 queues
             if msgs[0].queue_id != qid:

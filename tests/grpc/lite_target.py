@@ -34,7 +34,8 @@ def _mqadmin(namesrv: str, args: list[str], logs: str) -> None:
 
 
 def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_args=(), fifo_groups=()):
-    """The target with `topics` (name -> message type), `lite_groups` (group -> parent topic) and
+    """The target with `topics` (name -> message type), `lite_groups` (group -> parent topic, or the
+    group's attributes as mqadmin takes them: "+lite.bind.topic=P,+lite.sub.client.quota=2") and
     `fifo_groups` (orderly: consumeMessageOrderly, which 5.5 serves FIFO topics in order for)."""
     reference = os.environ.get("GRPC_TARGET") == "proxy"
     if reference:
@@ -46,9 +47,9 @@ def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_a
         for topic, kind in topics.items():
             _mqadmin(target.namesrv, ["updateTopic", "-t", topic, "-r", "4", "-w", "4",
                                       "-a", f"+message.type={kind}"], logs)
-        for group, parent in (lite_groups or {}).items():
-            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "--attributes", f"+lite.bind.topic={parent}"],
-                     logs)
+        for group, parent in (lite_groups or {}).items():  # a parent topic, or the group's attributes
+            attributes = parent if "=" in parent else f"+lite.bind.topic={parent}"
+            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "--attributes", attributes], logs)
         for group in fifo_groups:
             _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "-o", "true"], logs)
         if reference:  # the broker registers the new topics with the name server a little later
@@ -64,12 +65,17 @@ def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_a
     return target
 
 
-def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str], fifo_groups=()):
-    """Run compat.RocketLite's `scenarios` against a fresh target; their results by name."""
+def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str], fifo_groups=(),
+                   before=None):
+    """Run compat.RocketLite's `scenarios` against a fresh target; their results by name (and what
+    `before(target)`, run first, returned, under "before")."""
     from compat.jvm import ScenarioRun
     target = start(workdir, topics, lite_groups, fifo_groups=fifo_groups)
     try:
-        return ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
-                           os.path.join(workdir, "logs"))
+        found = before(target) if before is not None else None
+        run = ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
+                          os.path.join(workdir, "logs"))
+        run.results["before"] = {"ok": True, "found": found}
+        return run
     finally:
         target.stop()

@@ -3,6 +3,7 @@ package compat;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -14,6 +15,7 @@ import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.LitePushConsumer;
+import org.apache.rocketmq.client.apis.consumer.OffsetOption;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
@@ -39,6 +41,8 @@ public final class RocketLite {
                 case "priority_on_normal": Out.run(s, RocketLite::priorityOnNormal); break;
                 case "lite": Out.run(s, RocketLite::lite); break;
                 case "lite_bad_name": Out.run(s, RocketLite::liteBadName); break;
+                case "lite_offset": Out.run(s, RocketLite::liteOffset); break;
+                case "lite_group_attributes": Out.run(s, RocketLite::liteGroupAttributes); break;
                 case "fifo_retry": Out.run(s, RocketLite::fifoRetry); break;
                 default: Out.emit(Out.map("scenario", s, "ok", false, "error", List.of("unknown scenario")));
             }
@@ -141,6 +145,88 @@ public final class RocketLite {
             return Out.map("first", first, "subscribed", subscribed, "after_change", new TreeMap<>(seen),
                 "lite_topic_on_messages", tagged);
         }
+    }
+
+    /**
+     * Late subscriptions with an offset option (subscribeLite(name, OffsetOption)): each lite topic has
+     * messages 0..4 (0..2 sent before a timestamp, 3..4 after) when a new group subscribes it, then
+     * message 5 is sent; what each option delivers.
+     */
+    private static Map<String, Object> liteOffset() throws Exception {
+        String topic = prefix + "-lite";
+        Map<String, List<String>> seen = new ConcurrentHashMap<>();
+        Map<String, OffsetOption> options = new LinkedHashMap<>();
+        options.put("omin", OffsetOption.MIN_OFFSET);
+        options.put("omax", OffsetOption.MAX_OFFSET);
+        options.put("olast", OffsetOption.LAST_OFFSET);
+        options.put("otail", OffsetOption.ofTailN(2));
+        options.put("oat", OffsetOption.ofOffset(3));
+        options.put("odefault", null);
+        long between;
+        try (Producer p = producer(topic)) {
+            for (int i = 0; i < 5; i++) {
+                if (i == 3) {
+                    Thread.sleep(1500);
+                    between = System.currentTimeMillis();
+                    options.put("otime", OffsetOption.ofTimestamp(between));
+                    Thread.sleep(1500);
+                }
+                for (String lite : List.of("omin", "omax", "olast", "otail", "oat", "odefault", "otime")) {
+                    p.send(P.newMessageBuilder().setTopic(topic).setLiteTopic(lite).setBody((lite + "-" + i).getBytes()).build());
+                }
+            }
+            try (LitePushConsumer c = P.newLitePushConsumerBuilder().setClientConfiguration(cfg).bindTopic(topic)
+                     .setConsumerGroup(prefix + "-lo-g")
+                     .setMessageListener(view -> {
+                         String b = body(view);
+                         seen.computeIfAbsent(b.substring(0, b.indexOf('-')), k -> new CopyOnWriteArrayList<>()).add(b);
+                         return ConsumeResult.SUCCESS;
+                     }).build()) {
+                for (Map.Entry<String, OffsetOption> e : options.entrySet()) {
+                    if (e.getValue() == null) c.subscribeLite(e.getKey());
+                    else c.subscribeLite(e.getKey(), e.getValue());
+                }
+                Thread.sleep(3000);
+                for (String lite : options.keySet()) {
+                    p.send(P.newMessageBuilder().setTopic(topic).setLiteTopic(lite).setBody((lite + "-5").getBytes()).build());
+                }
+                Out.waitFor(() -> {
+                    for (String lite : options.keySet()) {
+                        List<String> got = seen.get(lite);
+                        if (got == null || !got.contains(lite + "-5")) return false;
+                    }
+                    return true;
+                }, 30000);
+                Thread.sleep(3000);
+            }
+        }
+        return Out.map("received", new TreeMap<>(seen));
+    }
+
+    /** What a lite push consumer of `group` bound to `topic` gets: subscribing lite topics l0..l{n-1} in turn, the first refusal. */
+    private static Map<String, Object> subscribeMany(String group, String topic, int n) {
+        List<String> subscribed = new ArrayList<>();
+        try (LitePushConsumer c = P.newLitePushConsumerBuilder().setClientConfiguration(cfg).bindTopic(topic)
+                 .setConsumerGroup(group).setMessageListener(view -> ConsumeResult.SUCCESS).build()) {
+            for (int i = 0; i < n; i++) {
+                c.subscribeLite("l" + i);
+                subscribed.add("l" + i);
+            }
+            return Out.map("subscribed", subscribed, "error", null);
+        } catch (Exception e) {
+            return Out.map("subscribed", subscribed, "error", Out.describe(e));
+        }
+    }
+
+    /**
+     * Lite group attributes: a group with lite.sub.client.quota 2 (a third subscription), a group bound
+     * to another parent topic, a group with no lite.bind.topic.
+     */
+    private static Map<String, Object> liteGroupAttributes() throws Exception {
+        String topic = prefix + "-lite";
+        return Out.map("quota", subscribeMany(prefix + "-quota-g", topic, 3),
+            "other_topic", subscribeMany(prefix + "-other-g", topic, 1),
+            "unbound", subscribeMany(prefix + "-unbound-g", topic, 1));
     }
 
     /** FIFO: an unacknowledged message blocks its group until it comes again; then the rest in order. */
