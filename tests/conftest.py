@@ -1,9 +1,7 @@
 """Shared fixtures: a real gateway process on free loopback ports with a temp data dir; a real S3 server."""
 from __future__ import annotations
 
-import getpass
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,9 @@ from objstore_fixtures import object_store, s3_bucket, seaweed_factory, seaweed_
 def pytest_configure(config):
     """The processes tests start (1000+ `python -m gateway` a run) keep their compiled bytecode:
     with PYTHONDONTWRITEBYTECODE set each start compiled our ~300 modules again (~0.35 s of CPU,
-    as much as the rest of the import). The cache goes to a temp dir, not into the checkout."""
-    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
-        os.environ.setdefault("PYTHONPYCACHEPREFIX",
-                              os.path.join(tempfile.gettempdir(), f"rocketgate-pycache-{getpass.getuser()}"))
+    as much as the rest of the import). It goes to the usual __pycache__ dirs (git ignores them);
+    not to a PYTHONPYCACHEPREFIX, which would also ignore the installed packages' compiled files."""
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture
