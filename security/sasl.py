@@ -11,8 +11,6 @@ further step fails: a replayed or out-of-turn message never authenticates.
 """
 from __future__ import annotations
 
-import scramp
-
 from security.credentials import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_MECHANISMS, CredentialStore
 
 SASL_AUTHENTICATION_FAILED = 58
@@ -108,6 +106,8 @@ class ScramServer(_Exchange):
     def __init__(self, credentials: CredentialStore, mechanism: str, server_nonce: str | None = None) -> None:
         super().__init__(credentials)
         self.name = mechanism  # server_nonce: only for test vectors (default: a fresh random one)
+        import scramp  # ~50 ms of imports: paid by the first SCRAM login, not every start
+
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=server_nonce)
         self._user: str | None = None
         self._first_done = False

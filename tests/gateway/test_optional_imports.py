@@ -1,6 +1,6 @@
 """A gateway without the optional features switched on does not load their libraries (each start of
 the test suite's 1000+ paid ~1 s of CPU for them): the RocketMQ SDK, grpc and opentelemetry
-(--grpc-port), the web stack (--http-port, --schema-registry-port), httpx (--cluster), numpy."""
+(--grpc-port), the web stack (--http-port, --schema-registry-port), httpx (--cluster), numpy, scramp."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +9,7 @@ import sys
 from gateway_process import ROOT
 
 OPTIONAL = ("rocketmq", "grpc", "opentelemetry", "google.protobuf", "hypercorn", "starlette",
-            "prometheus_client", "httpx", "numpy", "fastavro")
+            "prometheus_client", "httpx", "numpy", "fastavro", "scramp")
 
 
 def test_importing_the_gateway_loads_no_optional_library():
