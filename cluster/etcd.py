@@ -12,8 +12,6 @@ import json
 import logging
 from urllib.parse import urlparse
 
-import httpx
-
 REQUEST_TIMEOUT = 5.0
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per etcd request otherwise
 
@@ -109,6 +107,8 @@ class Etcd:
         if not endpoints:
             raise ValueError("no etcd endpoint")
         self.endpoints = list(endpoints)
+        import httpx  # ~0.3 s to import (its CLI pulls click, rich): only a gateway in a cluster pays it
+
         self._http = httpx.AsyncClient(timeout=REQUEST_TIMEOUT)
 
     @classmethod
@@ -119,6 +119,8 @@ class Etcd:
         await self._http.aclose()
 
     async def _call(self, path: str, body: dict) -> dict:
+        import httpx  # imported in __init__ already (deferred there)
+
         last: Exception | None = None
         for i, base in enumerate(self.endpoints):
             try:
@@ -193,6 +195,8 @@ class Etcd:
     async def watch(self, prefix: bytes, start_revision: int, on_events) -> None:
         """Call `await on_events([WatchEvent, ...])` for every change under `prefix` from
         `start_revision` on; runs until cancelled (EtcdError when the stream breaks)."""
+        import httpx  # imported in __init__ already (deferred there)
+
         body = {"create_request": {"key": _b64(prefix), "range_end": _b64(prefix_end(prefix)),
                                    "start_revision": str(start_revision)}}
         try:

@@ -12,12 +12,9 @@ import trio
 from gateway import data_dir
 from gateway.app import App, StartupError, build_app
 from gateway.cluster.ownership import SINGLE_NODE
-from gateway.cluster.service import JoinError, join
 from gateway.config import GatewayConfig
 from gateway.connections import Connection, Connections
 from gateway.listeners import bind_failure, endpoints
-from gateway.ops.http import HttpService, bind_http
-from gateway.schema_registry.service import SchemaRegistryService, bind_schema_registry
 from gateway.shard_data import ShardDataError, refuse_sharded
 from gateway.tls import TlsError, TlsFiles, accept as accept_tls
 from gateway.services import start_services, write_left
@@ -90,10 +87,12 @@ async def _serve(app: App, bound: dict | None = None, http=None, registry_port=N
     (up to SHUTDOWN_GRACE), close them all, stop the services. Binds the ports unless given them."""
     from gateway.kafka import handle_connection as kafka_handler
     from gateway.kafka.connection import MALFORMED_LOG
-    from gateway.grpc.connection import handle_connection as grpc_handler
     from gateway.remoting import handle_connection as remoting_handler
 
-    handlers = {"kafka": kafka_handler, "remoting": remoting_handler, "grpc": grpc_handler}
+    handlers = {"kafka": kafka_handler, "remoting": remoting_handler}
+    if app.config.grpc_port is not None:  # the RocketMQ SDK, grpc, opentelemetry: only when served
+        from gateway.grpc.connection import handle_connection as grpc_handler
+        handlers["grpc"] = grpc_handler
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         if bound is None:
             bound = await _bind_all(app.config)
@@ -103,8 +102,10 @@ async def _serve(app: App, bound: dict | None = None, http=None, registry_port=N
         async with trio.open_nursery() as services:
             await start_services(app, services)
             if http is not None:  # --http-port: /readyz answers 503 until the listeners are up
+                from gateway.ops.http import HttpService  # the web stack: imported only when served
                 await services.start(HttpService(app, http).run)
             if registry_port is not None:  # --schema-registry-port
+                from gateway.schema_registry.service import SchemaRegistryService  # the same
                 await services.start(SchemaRegistryService(app, registry_port).run)
             async with trio.open_nursery() as conns:
                 conns.start_soon(_sweep_idle, connections, IDLE_SWEEP_PERIOD,
@@ -266,10 +267,26 @@ async def _join(config: GatewayConfig):
     """With --cluster: this gateway's membership (gateway.cluster); alone: it owns everything."""
     if config.cluster is None:
         return SINGLE_NODE
+    from gateway.cluster.service import JoinError, join  # the etcd client (httpx): only in a cluster
+
     try:
         return await join(config)
     except JoinError as exc:
         raise StartupError(f"cannot join the cluster: {exc}") from None
+
+
+def _bind_web(config: GatewayConfig) -> tuple:
+    """The bound hypercorn configs of --http-port (gateway.ops) and --schema-registry-port, None
+    for each that is off. The web stack (hypercorn, starlette, prometheus_client: ~0.5 s of
+    imports) is imported only when one of them is on."""
+    http = registry = None
+    if config.http_port is not None:
+        from gateway.ops.http import bind_http
+        http = bind_http(config)
+    if config.schema_registry_port is not None:
+        from gateway.schema_registry.service import bind_schema_registry
+        registry = bind_schema_registry(config)
+    return http, registry
 
 
 async def _run(config: GatewayConfig) -> int:
@@ -278,8 +295,7 @@ async def _run(config: GatewayConfig) -> int:
     bound = await _bind_all(config)
     try:
         _tls_files(config)  # a certificate that cannot be loaded stops the start here
-        http = bind_http(config)  # --http-port (gateway.ops); None when off
-        registry_port = bind_schema_registry(config)  # --schema-registry-port; None when off
+        http, registry_port = _bind_web(config)
         app = build_app(config, ownership=await _join(config))
         if config.verify:
             checked = app.store.verify()

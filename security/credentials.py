@@ -18,8 +18,6 @@ import json
 import logging
 import os
 
-import scramp
-
 from store.config import atomic_write, read_json
 
 log = logging.getLogger("rocketgate.security")
@@ -81,6 +79,8 @@ def scram_credential(mechanism: str, password: str, iterations: int = MIN_ITERAT
     """A fresh credential for `password` (random salt unless given)."""
     _check_mechanism(mechanism)
     _check_iterations(iterations)
+    import scramp  # with asn1crypto ~50 ms of imports: paid by the first SCRAM user, not every start
+
     try:
         salt, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
             password, iteration_count=iterations, salt=salt)

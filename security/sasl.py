@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import time
 
-import scramp
-
 from security.credentials import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_MECHANISMS, CredentialStore
 
 SASL_AUTHENTICATION_FAILED = 58
@@ -113,6 +111,8 @@ class ScramServer(_Exchange):
                  tokens=None) -> None:
         super().__init__(credentials)
         self.name = mechanism  # server_nonce: only for test vectors (default: a fresh random one)
+        import scramp  # ~50 ms of imports: paid by the first SCRAM login, not every start
+
         self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=server_nonce)
         self.tokens = tokens
         self._token_auth = False

@@ -15,9 +15,6 @@ import time
 import uuid
 import zlib
 
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
-
 from codec.kafka.records import DecodeError, decompress
 
 # Kafka 4.3.1's answer order: zstd, lz4, gzip, snappy (all decoded by codec.kafka.records).
@@ -105,6 +102,10 @@ class ClientTelemetry:
             raise PushError(TELEMETRY_TOO_LARGE)
         client.last_seen = self.clock()
         client.terminating = terminating
+        # protobuf and the OTLP messages: imported by the first push, not by every gateway start
+        from google.protobuf.message import DecodeError as ProtobufDecodeError
+        from opentelemetry.proto.metrics.v1.metrics_pb2 import MetricsData
+
         try:
             data = MetricsData.FromString(decompress(compression, payload))
         except (DecodeError, ProtobufDecodeError, RuntimeWarning):
@@ -133,7 +134,7 @@ class ClientTelemetry:
     def _wanted(self, name: str) -> bool:
         return any(name.startswith(p) for p in self.prefixes)
 
-    def _keep(self, client: ClientInstance, data: MetricsData) -> None:
+    def _keep(self, client: ClientInstance, data) -> None:  # data: OTLP MetricsData
         for resource in data.resource_metrics:
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:

@@ -27,7 +27,7 @@ MIN_RATIO, MAX_RATIO = 0.10, 0.95  # RocketMQ clamps diskMaxUsedSpaceRatio to [1
 SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _FALLOC_FL_KEEP_SIZE = 1
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+_libc = ctypes.CDLL(None, use_errno=True)  # the C library already loaded (find_library runs ldconfig)
 _fallocate = getattr(_libc, "fallocate", None)
 if _fallocate is not None:
     _fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)

@@ -97,6 +97,8 @@ class KraftNode(GatewayProcess):
             raise
         return self
 
+    STOPS_SIDE_BY_SIDE = False  # a broker's controlled shutdown needs the controller quorum up
+
     def stop(self, timeout: float = 30) -> int | None:
         return super().stop(timeout)
 

@@ -79,8 +79,7 @@ class Sharded(GatewayProcess):
         if self.proc is None:
             return None
         status = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        self.terminate()  # unless stop_all sent it already
         try:
             status = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
