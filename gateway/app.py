@@ -88,7 +88,9 @@ class App:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kafka", KafkaState(self))
         object.__setattr__(self, "schema_validation", SchemaValidation(self.schema_registry))
-        object.__setattr__(self, "tables", TablesService(self.store, self.config.data_dir, self.schema_registry))
+        object.__setattr__(self, "tables", TablesService(
+            self.store, self.config.data_dir, self.schema_registry, self.object_store,
+            self.config.tables_vend_credentials))
 
     @property
     def sync_flush(self) -> bool:

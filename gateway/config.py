@@ -93,6 +93,8 @@ class GatewayConfig:
     tier_addressing: str | None = None  # "path" | "virtual"; None: path with an endpoint, virtual without
     tier_ca_file: str | None = None  # PEM CA the endpoint's certificate must chain to
     tier_credentials_file: str | None = None  # AWS credentials file; None: environment, then the default file
+    # table topics with a tier: /iceberg hands readers the tier's S3 credentials too (docs/tables.md)
+    tables_vend_credentials: bool = False
     # Diskless topics (docs/diskless.md): the WAL object's bounds and the read cache, on the --tier-url store
     diskless_wal_max_bytes: int = 4 << 20
     diskless_wal_max_ms: int = 250
@@ -326,6 +328,9 @@ def build_parser() -> _Parser:
     p.add_argument("--tier-credentials-file", default=None, metavar="FILE",
                    help="AWS credentials file (default: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then "
                    "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials)")
+    p.add_argument("--tables-vend-credentials", action="store_true",
+                   help="with --tier-url, the REST catalog at /iceberg hands readers the tier's S3 credentials "
+                   "with each table (docs/tables.md; off: readers bring their own)")
     p.add_argument("--diskless-wal-max-bytes", type=_positive_int, default=d.diskless_wal_max_bytes,
                    help="a diskless WAL object is closed and written at this size (docs/diskless.md)")
     p.add_argument("--diskless-wal-max-ms", type=_int_between(1, 60_000, "WAL linger (1-60000 ms)"),
@@ -348,8 +353,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
         p.error("--authorizer acl in a cluster needs --inter-broker-credentials FILE "
                 "(the credential gateways sign CLUSTER_DELIVER with; docs/security.md)")
     ns.listeners = tuple(ns.listeners)
-    tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file")
-                    if getattr(ns, f) is not None]
+    tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file",
+                                "tables_vend_credentials")
+                    if getattr(ns, f) not in (None, False)]
     if tier_options and ns.tier_url is None:
         p.error(f"argument --{tier_options[0].replace('_', '-')}: needs --tier-url s3://BUCKET/PREFIX")
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:

@@ -1,5 +1,6 @@
 """The table topics' Iceberg catalog in the data dir: a pyiceberg SqlCatalog on SQLite
-(`DATA_DIR/tables/catalog.db`) over a file:// warehouse (`DATA_DIR/tables/warehouse`), namespace
+(`DATA_DIR/tables/catalog.db`) over a warehouse (tables.warehouse: `DATA_DIR/tables/warehouse`, or the
+tier's bucket), namespace
 `rocketgate`, one table per table topic (name escaped: `table_name`). Each snapshot a writer commits
 carries in its summary the offsets it covers, so the table itself says where its writer resumes.
 Every call here does file I/O: the writers call it from worker threads.
@@ -28,10 +29,13 @@ class LocalCatalog(SqlCatalog):
             faults.metadata_written()
 
 
-def open_catalog(data_dir: str) -> LocalCatalog:
+def open_catalog(data_dir: str, warehouse=None) -> LocalCatalog:
+    """`warehouse`: a tables.warehouse.Warehouse (None: the data dir's)."""
+    from tables.warehouse import local_warehouse
+    warehouse = warehouse or local_warehouse(data_dir)
     root = os.path.abspath(os.path.join(data_dir, "tables"))
-    os.makedirs(os.path.join(root, "warehouse"), exist_ok=True)
-    props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/warehouse"}
+    os.makedirs(root, exist_ok=True)
+    props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": warehouse.url, **warehouse.io}
     if faults.rules():
         props["py-io-impl"] = "tables.faults.FaultFileIO"
     catalog = LocalCatalog("rocketgate", **props)

@@ -2,11 +2,11 @@
 catalog: the gateway mounts `routes(service)` at /iceberg on its HTTP port, so the catalog URI is
 `http://HOST:HTTP_PORT/iceberg`. One namespace, `rocketgate`; a table per table topic (and its
 `~dlq` table). Loading a table answers its current metadata location and metadata (read from the
-metadata file, which never changes once written); the data files are file:// paths in the data dir.
+metadata file, which never changes once written) and, as its `config`, how to reach the warehouse
+(tables.warehouse: the tier's S3 endpoint, addressing, region, credentials when vended).
 Writes through the REST API are refused: the gateway is the only writer."""
 from __future__ import annotations
 
-import json
 from urllib.parse import unquote
 
 import trio
@@ -60,13 +60,14 @@ def routes(service) -> list[Route]:
         metadata = cache.get(location)
         if metadata is None:
             try:
-                metadata = await trio.to_thread.run_sync(_read_metadata, location)
-            except (OSError, ValueError) as exc:
+                metadata = await trio.to_thread.run_sync(service.read_metadata, location)
+            except Exception as exc:  # noqa: BLE001 - OSError, bad JSON, the bucket unreachable
                 return _error(500, "ServiceFailureException", f"metadata of {name} cannot be read: {exc}")
             if len(cache) >= MAX_CACHED:
                 cache.clear()
             cache[location] = metadata
-        return JSONResponse({"metadata-location": location, "metadata": metadata, "config": {}})
+        return JSONResponse({"metadata-location": location, "metadata": metadata,
+                             "config": service.reader_config()})
 
     async def read_only(request):
         return _error(403, "ForbiddenException", "the rocketgate catalog is read-only: tables are written by "
@@ -89,8 +90,3 @@ def routes(service) -> list[Route]:
         Route("/v1/transactions/commit", read_only, methods=["POST"]),
     ]
 
-
-def _read_metadata(location: str) -> dict:
-    path = location.removeprefix("file://")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)

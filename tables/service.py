@@ -19,10 +19,13 @@ COMMIT_THREADS = 2  # worker threads converting and committing at once (all tabl
 
 
 class TablesService:
-    def __init__(self, store, data_dir: str, registry=None) -> None:
+    def __init__(self, store, data_dir: str, registry=None, object_store=None, vend_credentials: bool = False) -> None:
         self.store = store
         self.data_dir = data_dir
         self.registry = registry  # semantics.schema_registry.Registry (the schema modes), or None
+        self.object_store = object_store  # the tier's (store.objstore): the warehouse is in its bucket
+        self.vend_credentials = vend_credentials
+        self.warehouse = None  # tables.warehouse.Warehouse, once the catalog is open
         self.catalog = None
         self.locations: dict[str, str] = {}  # Iceberg table name -> metadata location
         self.writers: dict[str, tuple] = {}  # topic -> (settings, cancel scope, TableWriter)
@@ -70,7 +73,10 @@ class TablesService:
             import tables.decode  # noqa: F401 - imported here, off the event loop (with pyiceberg, pyarrow)
             import tables.layout  # noqa: F401
             import tables.writer  # noqa: F401
-            catalog = open_catalog(self.data_dir)
+            from tables.warehouse import local_warehouse, s3_warehouse
+            self.warehouse = local_warehouse(self.data_dir) if self.object_store is None else \
+                s3_warehouse(self.object_store, self.vend_credentials)
+            catalog = open_catalog(self.data_dir, self.warehouse)
             for ident in catalog.list_tables(NAMESPACE):
                 if ident[-1].removesuffix(DLQ_SUFFIX) not in writing:  # a writer's tables: served once it checked them
                     self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
@@ -122,6 +128,16 @@ class TablesService:
             except Exception as exc:  # NoSuchTableError (no DLQ table), a file already gone
                 if "not exist" not in str(exc).lower():
                     log.warning("table topic %s deleted: purging table %s failed: %s", topic, name, exc)
+
+    def reader_config(self) -> dict:
+        """The `config` /iceberg answers with each table: how readers reach the warehouse's files."""
+        return dict(self.warehouse.readers) if self.warehouse is not None else {}
+
+    def read_metadata(self, location: str) -> dict:
+        """A table metadata file's JSON (file:// or s3://), read through the catalog's FileIO (a thread)."""
+        import json
+        with self.catalog._load_file_io(location=location).new_input(location).open() as f:
+            return json.loads(f.read())
 
     def status(self) -> dict:
         """Per table topic: mode and the writer's counters (the ops API and metrics)."""
