@@ -90,7 +90,8 @@ class App:
         object.__setattr__(self, "schema_validation", SchemaValidation(self.schema_registry))
         object.__setattr__(self, "tables", TablesService(
             self.store, self.config.data_dir, self.schema_registry, self.object_store,
-            self.config.tables_vend_credentials))
+            self.config.tables_vend_credentials, owns=self.ownership.owns,
+            readable_end=self.replication.readable_end))
 
     @property
     def sync_flush(self) -> bool:

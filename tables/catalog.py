@@ -11,13 +11,14 @@ import json
 import os
 
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
 
 from tables import faults
 from tables.names import DLQ_SUFFIX, NAMESPACE, table_name, topic_of  # noqa: F401 - the catalog's names
 
 NEXT_OFFSETS = "rocketgate.next-offsets"  # {queue id: next offset} after this snapshot (cumulative)
 COVERED = "rocketgate.covered-offsets"  # {queue id: [first, end)} of the offsets this snapshot read
+COMMIT_ATTEMPTS = 4  # a commit racing other gateways' (a shared catalog)
 
 
 class LocalCatalog(SqlCatalog):
@@ -29,10 +30,15 @@ class LocalCatalog(SqlCatalog):
             faults.metadata_written()
 
 
-def open_catalog(data_dir: str, warehouse=None) -> LocalCatalog:
-    """`warehouse`: a tables.warehouse.Warehouse (None: the data dir's)."""
+def open_catalog(data_dir: str, warehouse=None, objects=None):
+    """`warehouse`: a tables.warehouse.Warehouse (None: the data dir's); `objects`: the tier's object
+    store, which then holds the catalog too (tables.bucket_catalog, shared by a cluster's gateways)."""
     from tables.warehouse import local_warehouse
     warehouse = warehouse or local_warehouse(data_dir)
+    if objects is not None:
+        from tables.bucket_catalog import BucketCatalog
+        io = {"py-io-impl": "tables.faults.FaultFileIO"} if faults.rules() else {}
+        return BucketCatalog("rocketgate", objects, warehouse=warehouse.url, **warehouse.io, **io)
     root = os.path.abspath(os.path.join(data_dir, "tables"))
     os.makedirs(root, exist_ok=True)
     props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": warehouse.url, **warehouse.io}
@@ -49,7 +55,11 @@ def load_or_create(catalog: SqlCatalog, name: str, schema):
     try:
         return catalog.load_table(ident)
     except NoSuchTableError:
+        pass
+    try:
         return catalog.create_table(ident, schema)
+    except TableAlreadyExistsError:  # another gateway of the cluster made it meanwhile
+        return catalog.load_table(ident)
 
 
 def committed_offsets(table) -> dict[int, int]:
@@ -63,8 +73,20 @@ def committed_offsets(table) -> dict[int, int]:
 
 def append(table, data, next_offsets: dict[int, int], covered: dict[int, tuple[int, int]]) -> None:
     """One snapshot: the Arrow table `data` plus the offsets it brings the table to (atomic: a crash
-    before the catalog commit leaves the previous snapshot and its offsets current)."""
-    table.append(data, snapshot_properties={
-        NEXT_OFFSETS: json.dumps({str(q): o for q, o in sorted(next_offsets.items())}),
-        COVERED: json.dumps({str(q): list(r) for q, r in sorted(covered.items())}),
-    })
+    before the catalog commit leaves the previous snapshot and its offsets current). `next_offsets`
+    may name only this writer's queues (a cluster: the ones this gateway leads); the others keep the
+    table's. A commit another gateway won is tried again on the new snapshot while that one did not
+    move this writer's queues (else CommitFailedException: the caller reads again from the table)."""
+    for attempt in range(COMMIT_ATTEMPTS):
+        merged = {**committed_offsets(table), **next_offsets}
+        try:
+            table.append(data, snapshot_properties={
+                NEXT_OFFSETS: json.dumps({str(q): o for q, o in sorted(merged.items())}),
+                COVERED: json.dumps({str(q): list(r) for q, r in sorted(covered.items())}),
+            })
+            return
+        except CommitFailedException:
+            table.refresh()
+            now = committed_offsets(table)
+            if attempt + 1 == COMMIT_ATTEMPTS or any(now.get(q, start) != start for q, (start, _) in covered.items()):
+                raise

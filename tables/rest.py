@@ -44,7 +44,7 @@ def routes(service) -> list[Route]:
     async def list_tables(request):
         if not namespace_ok(request):
             return _error(404, "NoSuchNamespaceException", f"Namespace does not exist: {request.path_params['namespace']}")
-        names = sorted(service.locations)
+        names = await service.table_names()
         return JSONResponse({"identifiers": [{"namespace": [NAMESPACE], "name": n} for n in names]})
 
     async def list_views(request):
@@ -52,7 +52,10 @@ def routes(service) -> list[Route]:
 
     async def load_table(request):
         name = request.path_params["table"]
-        location = service.locations.get(name) if namespace_ok(request) else None
+        try:
+            location = await service.location(name) if namespace_ok(request) else None
+        except Exception as exc:  # noqa: BLE001 - the bucket unreachable
+            return _error(503, "ServiceUnavailableException", f"the catalog cannot be read: {exc}")
         if location is None:
             return _error(404, "NoSuchTableException", f"Table does not exist: {NAMESPACE}.{name}")
         if request.method == "HEAD":

@@ -19,8 +19,13 @@ COMMIT_THREADS = 2  # worker threads converting and committing at once (all tabl
 
 
 class TablesService:
-    def __init__(self, store, data_dir: str, registry=None, object_store=None, vend_credentials: bool = False) -> None:
+    def __init__(self, store, data_dir: str, registry=None, object_store=None, vend_credentials: bool = False,
+                 owns=None, readable_end=None) -> None:
         self.store = store
+        # which queues this gateway converts (a cluster: the ones it leads) and up to where (the high
+        # watermark of a replicated queue): gateway.cluster.ownership / semantics.replication
+        self.owns = owns or (lambda topic, queue_id: True)
+        self.readable_end = readable_end or (lambda topic, queue_id, log_end: log_end)
         self.data_dir = data_dir
         self.registry = registry  # semantics.schema_registry.Registry (the schema modes), or None
         self.object_store = object_store  # the tier's (store.objstore): the warehouse is in its bucket
@@ -33,7 +38,7 @@ class TablesService:
         self._open_after = 0.0  # trio.current_time() before which a failed catalog is not tried again
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        if os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
+        if self.object_store is not None or os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
             await self._try_open_catalog()
         task_status.started()
         async with trio.open_nursery() as nursery:
@@ -76,7 +81,9 @@ class TablesService:
             from tables.warehouse import local_warehouse, s3_warehouse
             self.warehouse = local_warehouse(self.data_dir) if self.object_store is None else \
                 s3_warehouse(self.object_store, self.vend_credentials)
-            catalog = open_catalog(self.data_dir, self.warehouse)
+            catalog = open_catalog(self.data_dir, self.warehouse, self.object_store)
+            if self.shared:
+                return catalog  # served straight from the bucket (location, names)
             for ident in catalog.list_tables(NAMESPACE):
                 if ident[-1].removesuffix(DLQ_SUFFIX) not in writing:  # a writer's tables: served once it checked them
                     self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
@@ -104,7 +111,8 @@ class TablesService:
         from tables.schemas import decoder_for
         attrs = (self.store.topics.get(topic).attributes or {}) if self.store.topics.get(topic) else {}
         writer = TableWriter(self.store, topic, attrs, self.catalog, self.locations, self.limiter,
-                             decoder_for(have[0], topic, self.registry))
+                             decoder_for(have[0], topic, self.registry), owns=self.owns,
+                             readable_end=self.readable_end, shared=self.shared)
         with trio.CancelScope() as scope:
             self.writers[topic] = (have, scope, writer)
             task_status.started()
@@ -128,6 +136,27 @@ class TablesService:
             except Exception as exc:  # NoSuchTableError (no DLQ table), a file already gone
                 if "not exist" not in str(exc).lower():
                     log.warning("table topic %s deleted: purging table %s failed: %s", topic, name, exc)
+
+    @property
+    def shared(self) -> bool:
+        """The catalog is in the tier's bucket, one for every gateway on it (tables.bucket_catalog)."""
+        return self.object_store is not None
+
+    async def location(self, name: str) -> str | None:
+        """The current metadata location of table `name` (None: no such table, or not served yet)."""
+        if not self.shared:
+            return self.locations.get(name)
+        if self.catalog is None:
+            return None
+        return await trio.to_thread.run_sync(self.catalog.metadata_location, name)
+
+    async def table_names(self) -> list[str]:
+        if not self.shared:
+            return sorted(self.locations)
+        if self.catalog is None:
+            return []
+        from tables.names import NAMESPACE
+        return [ident[-1] for ident in await trio.to_thread.run_sync(self.catalog.list_tables, NAMESPACE)]
 
     def reader_config(self) -> dict:
         """The `config` /iceberg answers with each table: how readers reach the warehouse's files."""
