@@ -93,8 +93,9 @@ class GatewayConfig:
     tier_addressing: str | None = None  # "path" | "virtual"; None: path with an endpoint, virtual without
     tier_ca_file: str | None = None  # PEM CA the endpoint's certificate must chain to
     tier_credentials_file: str | None = None  # AWS credentials file; None: environment, then the default file
-    # table topics with a tier: /iceberg hands readers the tier's S3 credentials too (docs/tables.md)
-    tables_vend_credentials: bool = False
+    # table topics with a tier (docs/tables.md): their warehouse and catalog; None: TIER_URL + "tables/"
+    tables_url: str | None = None
+    tables_vend_credentials: bool = False  # /iceberg hands readers the tier's S3 credentials too
     # Diskless topics (docs/diskless.md): the WAL object's bounds and the read cache, on the --tier-url store
     diskless_wal_max_bytes: int = 4 << 20
     diskless_wal_max_ms: int = 250
@@ -328,6 +329,9 @@ def build_parser() -> _Parser:
     p.add_argument("--tier-credentials-file", default=None, metavar="FILE",
                    help="AWS credentials file (default: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then "
                    "AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials)")
+    p.add_argument("--tables-url", type=_tier_url, default=None, metavar="s3://BUCKET/PREFIX",
+                   help="with --tier-url, the table topics' Iceberg warehouse and catalog, on the same S3 "
+                   "server; a cluster's gateways give the same one (default: the tier's PREFIX + tables/)")
     p.add_argument("--tables-vend-credentials", action="store_true",
                    help="with --tier-url, the REST catalog at /iceberg hands readers the tier's S3 credentials "
                    "with each table (docs/tables.md; off: readers bring their own)")
@@ -354,7 +358,7 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
                 "(the credential gateways sign CLUSTER_DELIVER with; docs/security.md)")
     ns.listeners = tuple(ns.listeners)
     tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file",
-                                "tables_vend_credentials")
+                                "tables_url", "tables_vend_credentials")
                     if getattr(ns, f) not in (None, False)]
     if tier_options and ns.tier_url is None:
         p.error(f"argument --{tier_options[0].replace('_', '-')}: needs --tier-url s3://BUCKET/PREFIX")

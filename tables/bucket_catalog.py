@@ -1,6 +1,6 @@
 """The table topics' catalog in the object-storage tier's bucket, shared by every gateway on it
 (docs/tables.md, "Clusters"): a table's current metadata location is the newest of its numbered
-pointer objects `tables/catalog/<namespace>/<table>/<seq>` (12 digits). A commit writes its metadata
+pointer objects `catalog/<namespace>/<table>/<seq>` (under --tables-url) (12 digits). A commit writes its metadata
 file, then pointer seq+1 with if_absent (S3 If-None-Match: *): of two gateways committing on the same
 snapshot only one gets the slot, the other gets CommitFailedException and, since the table's
 `rocketgate.next-offsets` moved, converts again from there. No database and no consensus of our own:
@@ -26,7 +26,7 @@ from tables import faults
 from tables.names import NAMESPACE
 
 log = logging.getLogger("rocketgate.tables")
-POINTERS = "tables/catalog"
+POINTERS = "catalog"
 KEEP = 32  # pointer objects kept per table
 SEQ_DIGITS = 12
 

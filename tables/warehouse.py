@@ -1,5 +1,5 @@
 """Where a table topic's Iceberg files live: the data dir (`file://DATA_DIR/tables/warehouse`) or, with
-the object-storage tier (--tier-url), the tier's bucket under its prefix + `tables/warehouse/` — data
+the object-storage tier (--tier-url), the tier's bucket under `--tables-url` (default: the tier's prefix + `tables/`) + `warehouse/` — data
 files, manifests and metadata files alike (docs/tables.md, "Warehouse"). Also what the REST catalog
 tells readers about reaching that bucket (endpoint, addressing, region and, when the gateway is told
 to vend them, the credentials)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-WAREHOUSE_KEY = "tables/warehouse"  # under the tier's prefix
+WAREHOUSE_KEY = "warehouse"  # under the tables' prefix (--tables-url, default the tier's + tables/)
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ def local_warehouse(data_dir: str) -> Warehouse:
 
 
 def s3_warehouse(object_store, vend_credentials: bool = False) -> Warehouse:
-    """The warehouse in the tier's bucket (`object_store`: store.objstore.s3.S3ObjectStore)."""
+    """The warehouse on the tier's server (`object_store`: store.objstore.s3.S3ObjectStore at the
+    tables' bucket and prefix)."""
     loc, access = object_store.location, object_store.access()
     url = f"s3://{loc.bucket}/{loc.key(WAREHOUSE_KEY)}"
     common = {"s3.region": access["region"]}
