@@ -22,12 +22,29 @@ COMMIT_ATTEMPTS = 4  # a commit racing other gateways' (a shared catalog)
 
 
 class LocalCatalog(SqlCatalog):
-    """SqlCatalog with the fault seam's catalog-commit point (tables.faults; inert unless set)."""
+    """SqlCatalog with the fault seam's catalog-commit point (tables.faults; inert unless set) that
+    repairs a pointer to a torn or missing metadata file (tables.pointer_repair) when loading."""
+
+    def load_table(self, identifier):  # type: ignore[override]
+        try:
+            return SqlCatalog.load_table(self, identifier)
+        except NoSuchTableError:
+            raise
+        except Exception:
+            from tables.pointer_repair import repair
+            if not repair(self, identifier):
+                raise
+        return SqlCatalog.load_table(self, identifier)  # NoSuchTableError when the row was removed
 
     def _write_metadata(self, metadata, io, metadata_path) -> None:  # type: ignore[override]
         SqlCatalog._write_metadata(metadata, io, metadata_path)
         if faults.rules():
             faults.metadata_written()
+
+
+def _io() -> dict:
+    """Local files fsynced (tables.durable_io), with the fault seam when it is set."""
+    return {"py-io-impl": "tables.faults.FaultFileIO" if faults.rules() else "tables.durable_io.DurableFileIO"}
 
 
 def open_catalog(data_dir: str, warehouse=None, objects=None):
@@ -37,13 +54,10 @@ def open_catalog(data_dir: str, warehouse=None, objects=None):
     warehouse = warehouse or local_warehouse(data_dir)
     if objects is not None:
         from tables.bucket_catalog import BucketCatalog
-        io = {"py-io-impl": "tables.faults.FaultFileIO"} if faults.rules() else {}
-        return BucketCatalog("rocketgate", objects, warehouse=warehouse.url, **warehouse.io, **io)
+        return BucketCatalog("rocketgate", objects, warehouse=warehouse.url, **warehouse.io, **_io())
     root = os.path.abspath(os.path.join(data_dir, "tables"))
     os.makedirs(root, exist_ok=True)
-    props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": warehouse.url, **warehouse.io}
-    if faults.rules():
-        props["py-io-impl"] = "tables.faults.FaultFileIO"
+    props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": warehouse.url, **warehouse.io, **_io()}
     catalog = LocalCatalog("rocketgate", **props)
     catalog.create_namespace_if_not_exists(NAMESPACE)
     return catalog

@@ -74,6 +74,7 @@ class TablesService:
         writing = {table_name(t) for t in self.table_topics()}
 
         def open_and_list():  # in a thread: importing pyiceberg takes a while too
+            from pyiceberg.exceptions import NoSuchTableError
             from tables.catalog import DLQ_SUFFIX, NAMESPACE, open_catalog
             import tables.decode  # noqa: F401 - imported here, off the event loop (with pyiceberg, pyarrow)
             import tables.layout  # noqa: F401
@@ -86,7 +87,10 @@ class TablesService:
                 return catalog  # served straight from the bucket (location, names)
             for ident in catalog.list_tables(NAMESPACE):
                 if ident[-1].removesuffix(DLQ_SUFFIX) not in writing:  # a writer's tables: served once it checked them
-                    self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
+                    try:
+                        self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
+                    except NoSuchTableError:  # its metadata was unreadable and nothing older (tables.pointer_repair)
+                        pass
             return catalog
         self.catalog = await trio.to_thread.run_sync(open_and_list)
 
