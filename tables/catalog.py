@@ -50,7 +50,9 @@ def _io() -> dict:
 def open_catalog(data_dir: str, warehouse=None, objects=None):
     """`warehouse`: a tables.warehouse.Warehouse (None: the data dir's); `objects`: the tier's object
     store, which then holds the catalog too (tables.bucket_catalog, shared by a cluster's gateways)."""
+    from tables import page_checksums
     from tables.warehouse import local_warehouse
+    page_checksums.install()
     warehouse = warehouse or local_warehouse(data_dir)
     if objects is not None:
         from tables.bucket_catalog import BucketCatalog

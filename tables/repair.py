@@ -1,6 +1,7 @@
 """Damaged data files (docs/tables.md, "Failure handling"): when a writer starts, every data file its
 table's current snapshot references is checked (present, the size the manifest records, Parquet magic
-at both ends, a footer that parses). A damaged one is logged and replaced in one overwrite snapshot
+at both ends, a footer that parses and, for files in the data dir, every page read back with its
+CRC checked: tables.page_checksums). A damaged one is logged and replaced in one overwrite snapshot
 (so a crash leaves either the damaged file or its replacement, never both or neither): its rows are
 converted again from the log — the offsets the snapshot that added it covered, kept to the file's
 partition — when the log still has them; what the log no longer has is counted as lost. The
@@ -37,6 +38,11 @@ def file_problem(io, path: str, size: int) -> str | None:
                 return "no Parquet magic"
             f.seek(0)
             pq.read_metadata(f)
+            if path.startswith("file://"):  # every page read back, its CRC checked (tables.page_checksums)
+                f.seek(0)
+                pages = pq.ParquetFile(f, page_checksum_verification=True)
+                for group in range(pages.num_row_groups):
+                    pages.read_row_group(group)
     except FileNotFoundError:
         return "missing"
     except Exception as exc:  # noqa: BLE001 - OSError, ArrowInvalid: a footer that does not parse
