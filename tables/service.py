@@ -38,7 +38,8 @@ class TablesService:
         self._open_after = 0.0  # trio.current_time() before which a failed catalog is not tried again
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        if self.object_store is not None or os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
+        # a catalog in the bucket is opened once a table topic exists (pyiceberg is not loaded before)
+        if self.object_store is None and os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
             await self._try_open_catalog()
         task_status.started()
         async with trio.open_nursery() as nursery:

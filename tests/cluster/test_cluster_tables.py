@@ -105,6 +105,7 @@ def _wait_table(gws, gw, log) -> None:
 def test_one_table_across_the_cluster_survives_a_killed_leader(cluster):
     gws = cluster.gateways
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws), 30, "every gateway a live member")
     admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=3, config={
         "iceberg.mode": "key_value", "iceberg.commit.interval.ms": "300"})])[TOPIC].result(20)
     wait_for(lambda: all(n in gws for n in _leaders(admin).values()), 30, "leaders")
