@@ -129,7 +129,8 @@ class BucketCatalog(MetastoreCatalog):
     def list_tables(self, namespace) -> list:
         if Catalog.identifier_to_tuple(namespace) != (NAMESPACE,):
             return []
-        names = {o.key.split("/")[3] for o in self.objects.list(f"{POINTERS}/{NAMESPACE}/")}
+        prefix = f"{POINTERS}/{NAMESPACE}/"
+        names = {o.key[len(prefix):].split("/", 1)[0] for o in self.objects.list(prefix)}
         return [(NAMESPACE, n) for n in sorted(names)]
 
     # --- the one namespace ---

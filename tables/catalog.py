@@ -19,6 +19,9 @@ from tables.names import DLQ_SUFFIX, NAMESPACE, table_name, topic_of  # noqa: F4
 NEXT_OFFSETS = "rocketgate.next-offsets"  # {queue id: next offset} after this snapshot (cumulative)
 COVERED = "rocketgate.covered-offsets"  # {queue id: [first, end)} of the offsets this snapshot read
 COMMIT_ATTEMPTS = 4  # a commit racing other gateways' (a shared catalog)
+# pyiceberg would retry a raced commit itself with the snapshot summary made for the old snapshot
+# (the offsets): `append` retries instead, recomputing them, and refuses offsets already converted
+TABLE_PROPERTIES = {"commit.retry.num-retries": "0"}
 
 
 class LocalCatalog(SqlCatalog):
@@ -73,7 +76,7 @@ def load_or_create(catalog: SqlCatalog, name: str, schema):
     except NoSuchTableError:
         pass
     try:
-        return catalog.create_table(ident, schema)
+        return catalog.create_table(ident, schema, properties=TABLE_PROPERTIES)
     except TableAlreadyExistsError:  # another gateway of the cluster made it meanwhile
         return catalog.load_table(ident)
 
