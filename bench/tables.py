@@ -11,6 +11,10 @@
 3. Lag: a steady produce rate to a table topic with 1 s commits; the produce-to-visible lag per commit.
 
     python -m bench.tables [--records 100000] [--rounds 5] [--convert 100000] [--steady-rate 5000]
+                           [--warehouse s3] [--only lag]
+
+`--warehouse s3` puts the warehouse and catalog in a SeaweedFS bucket (the object-storage tier,
+bench/objstore_server.py) instead of the data dir; `--only lag` runs the third part alone.
 """
 from __future__ import annotations
 
@@ -125,19 +129,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--convert", type=int, default=100000)
     ap.add_argument("--steady-rate", type=int, default=5000)
     ap.add_argument("--steady-seconds", type=float, default=10)
+    ap.add_argument("--warehouse", choices=["local", "s3"], default="local")
+    ap.add_argument("--only", choices=["all", "lag"], default="all")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    with tempfile.TemporaryDirectory(prefix="rocketgate-tablesbench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rocketgate-tablesbench-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="seaweed-", dir="/tmp") as s3dir:
         http_port, registry_port = free_port(), free_port()
-        g = Gateway(tmp, extra_args=["--http-port", str(http_port), "--schema-registry-port", str(registry_port)])
+        extra, server = [], None
+        if args.warehouse == "s3":
+            from bench.objstore_server import SeaweedS3
+            server = SeaweedS3(s3dir).start()
+            server.create_bucket("tables-bench")
+            extra = server.tier_args("tables-bench", prefix="gw/")
+        g = Gateway(tmp, extra_args=["--http-port", str(http_port), "--schema-registry-port", str(registry_port),
+                                     *extra])
         g.start()
         try:
             _wait(http_port)
             _wait(registry_port)
-            throughput(g, http_port, args)
+            print(f"warehouse: {args.warehouse}", flush=True)
+            if args.only == "all":
+                throughput(g, http_port, args)
             steady_lag(g, http_port, args)
-            conversion(g, http_port, f"http://127.0.0.1:{registry_port}", args)
+            if args.only == "all":
+                conversion(g, http_port, f"http://127.0.0.1:{registry_port}", args)
         finally:
             g.kill9()
+            if server is not None:
+                server.kill9()
     return 0
 
 

@@ -90,7 +90,10 @@ class App:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kafka", KafkaState(self))
         object.__setattr__(self, "schema_validation", SchemaValidation(self.schema_registry))
-        object.__setattr__(self, "tables", TablesService(self.store, self.config.data_dir, self.schema_registry))
+        object.__setattr__(self, "tables", TablesService(
+            self.store, self.config.data_dir, self.schema_registry, tables_object_store(self.config),
+            self.config.tables_vend_credentials, owns=self.ownership.owns,
+            readable_end=self.replication.readable_end))
         object.__setattr__(self, "subscription_groups", SubscriptionGroups(self.store))
 
     @property
@@ -158,15 +161,24 @@ def build_app(config: GatewayConfig, clock: WallClock = WALL_CLOCK, ownership=SI
         raise
 
 
-def open_object_store(config: GatewayConfig, **options) -> ObjectStore | None:
+def open_object_store(config: GatewayConfig, url: str | None = None, **options) -> ObjectStore | None:
     """The --tier-* flags' S3 store (no request is made yet); boto3 is loaded only with a tier.
-    `options`: S3Options fields over the defaults (the diskless path's shorter timeouts)."""
+    `url`: another bucket/prefix on the same server (the table topics'); `options`: S3Options fields
+    over the defaults (the diskless path's shorter timeouts)."""
     if config.tier_url is None:
         return None
     from store.objstore.s3 import S3ObjectStore
-    return S3ObjectStore.from_url(config.tier_url, endpoint=config.tier_endpoint, addressing=config.tier_addressing,
+    return S3ObjectStore.from_url(url or config.tier_url, endpoint=config.tier_endpoint, addressing=config.tier_addressing,
                                   ca_file=config.tier_ca_file, credentials_file=config.tier_credentials_file,
                                   **options)
+
+
+def tables_object_store(config: GatewayConfig) -> ObjectStore | None:
+    """Where the table topics' warehouse and catalog live with a tier: --tables-url, else the tier's
+    prefix + tables/ (docs/tables.md, "Warehouse")."""
+    if config.tier_url is None:
+        return None
+    return open_object_store(config, config.tables_url or config.tier_url.rstrip("/") + "/tables/")
 
 
 def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: DelayLevels, ownership,

@@ -101,6 +101,9 @@ class GatewayConfig:
     tier_credentials_file: str | None = None  # AWS credentials file; None: environment, then the default file
     remote_log_manager_copy_max_bytes_per_second: int = 64 << 20  # the tier's uploads (Kafka's broker config)
     tier_read_cache_bytes: int = 256 << 20  # the tier's on-disk read cache (<data dir>/tiercache)
+    # table topics with a tier (docs/tables.md): their warehouse and catalog; None: TIER_URL + "tables/"
+    tables_url: str | None = None
+    tables_vend_credentials: bool = False  # /iceberg hands readers the tier's S3 credentials too
     # Diskless topics (docs/diskless.md): the WAL object's bounds and the read cache, on the --tier-url store
     diskless_wal_max_bytes: int = 4 << 20
     diskless_wal_max_ms: int = 250
@@ -354,6 +357,12 @@ def build_parser() -> _Parser:
                    "remote.log.manager.copy.max.bytes.per.second; k/m/g suffixes)")
     p.add_argument("--tier-read-cache-bytes", type=_size, default=d.tier_read_cache_bytes, metavar="N",
                    help="bytes of tier segments kept in the on-disk read cache, least recently used evicted")
+    p.add_argument("--tables-url", type=_tier_url, default=None, metavar="s3://BUCKET/PREFIX",
+                   help="with --tier-url, the table topics' Iceberg warehouse and catalog, on the same S3 "
+                   "server; a cluster's gateways give the same one (default: the tier's PREFIX + tables/)")
+    p.add_argument("--tables-vend-credentials", action="store_true",
+                   help="with --tier-url, the REST catalog at /iceberg hands readers the tier's S3 credentials "
+                   "with each table (docs/tables.md; off: readers bring their own)")
     p.add_argument("--diskless-wal-max-bytes", type=_positive_int, default=d.diskless_wal_max_bytes,
                    help="a diskless WAL object is closed and written at this size (docs/diskless.md)")
     p.add_argument("--diskless-wal-max-ms", type=_int_between(1, 60_000, "WAL linger (1-60000 ms)"),
@@ -384,8 +393,9 @@ def parse_args(argv: list[str] | None = None) -> GatewayConfig:
     if ns.delegation_token_secret_key_file is not None and not os.access(ns.delegation_token_secret_key_file, os.R_OK):
         p.error(f"argument --delegation-token-secret-key-file: cannot read {ns.delegation_token_secret_key_file!r}")
     ns.listeners = tuple(ns.listeners)
-    tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file")
-                    if getattr(ns, f) is not None]
+    tier_options = [f for f in ("tier_endpoint", "tier_addressing", "tier_ca_file", "tier_credentials_file",
+                                "tables_url", "tables_vend_credentials")
+                    if getattr(ns, f) not in (None, False)]
     if tier_options and ns.tier_url is None:
         p.error(f"argument --{tier_options[0].replace('_', '-')}: needs --tier-url s3://BUCKET/PREFIX")
     if ns.commitlog_file_size < MIN_COMMITLOG_FILE_SIZE:

@@ -84,6 +84,24 @@ def spec_problem(text: str) -> str | None:
     return None
 
 
+def _value_kind(mode: str) -> str | None:
+    """What the table's `value` column holds in `mode`: bytes, a struct of decoded fields, or no table."""
+    return None if mode == "disabled" else "binary" if mode == "key_value" else "struct"
+
+
+def switch_problem(before: dict | None, after: dict | None) -> str | None:
+    """Why a topic's iceberg.mode may not change from `before`'s to `after`'s attributes: the
+    table's `value` column is binary in key_value and a struct in the schema modes, and Iceberg cannot
+    change a column between the two (docs/tables.md, "Switching modes"). Between the two schema
+    modes, and to or from disabled, a switch is fine."""
+    old, new = settings(before)[0], settings(after)[0]
+    if old == new or None in (_value_kind(old), _value_kind(new)) or _value_kind(old) == _value_kind(new):
+        return None
+    return (f"iceberg.mode cannot change from {old} to {new} on a table topic: its table's value column is "
+            f"{_value_kind(old)} in {old} and {_value_kind(new)} in {new}, which Iceberg cannot evolve; "
+            f"write to a new topic (or delete and re-create this one, which purges its table)")
+
+
 def settings(attributes: dict | None) -> tuple[str, int, str, str]:
     """(mode, commit interval ms, partition spec, invalid record action) of a topic's attributes."""
     attrs = attributes or {}

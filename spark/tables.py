@@ -21,7 +21,8 @@ HEADER_TYPE = "array<struct<key:string,value:binary>>"
 
 def catalog_conf(uri: str, name: str = CATALOG, **extra: str) -> dict[str, str]:
     """Spark configuration for an Iceberg REST catalog `name` at `uri` (the gateway's /iceberg); the
-    data files are file:// paths the catalog hands out. `extra`: more catalog properties (e.g.
+    data files are the file:// or s3:// paths the catalog hands out (s3: S3FileIO, configured by the
+    catalog). `extra`: more catalog properties (e.g.
     type="hadoop", warehouse=DIR for a copied warehouse with no gateway)."""
     # No table cache: the gateway commits a snapshot every commit interval, and Iceberg's cache (kept
     # warm by every access) would go on serving the snapshot first loaded.

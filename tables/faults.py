@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 
-from pyiceberg.io.pyarrow import PyArrowFileIO
+from tables.durable_io import DurableFileIO
 
 ENV = "ROCKETGATE_TABLES_FAULTS"
 ENV_SET = bool(os.environ.get(ENV))  # read once: nothing of this module runs in production
@@ -90,8 +90,8 @@ class _DyingFile:
         return getattr(self.inner, name)
 
 
-class FaultFileIO(PyArrowFileIO):
-    """PyArrowFileIO whose Nth Parquet data file dies while being written (rule data-file=N)."""
+class FaultFileIO(DurableFileIO):
+    """DurableFileIO whose Nth Parquet data file dies while being written (rule data-file=N)."""
 
     def new_output(self, location: str):
         out = super().new_output(location)

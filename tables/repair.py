@@ -1,6 +1,7 @@
 """Damaged data files (docs/tables.md, "Failure handling"): when a writer starts, every data file its
 table's current snapshot references is checked (present, the size the manifest records, Parquet magic
-at both ends, a footer that parses). A damaged one is logged and replaced in one overwrite snapshot
+at both ends, a footer that parses and, for files in the data dir, every page read back with its
+CRC checked: tables.page_checksums). A damaged one is logged and replaced in one overwrite snapshot
 (so a crash leaves either the damaged file or its replacement, never both or neither): its rows are
 converted again from the log — the offsets the snapshot that added it covered, kept to the file's
 partition — when the log still has them; what the log no longer has is counted as lost. The
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 
 import pyarrow.parquet as pq
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
@@ -20,20 +20,29 @@ from tables import catalog as cat
 log = logging.getLogger("rocketgate.tables")
 
 
-def file_problem(path: str, size: int) -> str | None:
-    """Why the data file at `path` (file://) is not the `size`-byte Parquet file the manifest names."""
-    local = path.removeprefix("file://")
+def file_problem(io, path: str, size: int) -> str | None:
+    """Why the data file at `path` (file:// or s3://, read through the table's FileIO `io`) is not the
+    `size`-byte Parquet file the manifest names."""
     try:
-        actual = os.path.getsize(local)
+        source = io.new_input(path)
+        if not source.exists():
+            return "missing"
+        actual = len(source)
         if actual != size:
             return f"{actual} bytes, the manifest records {size}"
-        with open(local, "rb") as f:
+        with source.open() as f:
             head = f.read(4)
-            f.seek(-4, os.SEEK_END)
+            f.seek(actual - 4)
             tail = f.read(4)
-        if head != b"PAR1" or tail != b"PAR1":
-            return "no Parquet magic"
-        pq.read_metadata(local)
+            if head != b"PAR1" or tail != b"PAR1":
+                return "no Parquet magic"
+            f.seek(0)
+            pq.read_metadata(f)
+            if path.startswith("file://"):  # every page read back, its CRC checked (tables.page_checksums)
+                f.seek(0)
+                pages = pq.ParquetFile(f, page_checksum_verification=True)
+                for group in range(pages.num_row_groups):
+                    pages.read_row_group(group)
     except FileNotFoundError:
         return "missing"
     except Exception as exc:  # noqa: BLE001 - OSError, ArrowInvalid: a footer that does not parse
@@ -50,7 +59,7 @@ def damaged(table) -> list[tuple]:
     for manifest in snap.manifests(table.io):
         for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
             entry.data_file.spec_id = manifest.partition_spec_id  # not set on entries read this way
-            why = file_problem(entry.data_file.file_path, entry.data_file.file_size_in_bytes)
+            why = file_problem(table.io, entry.data_file.file_path, entry.data_file.file_size_in_bytes)
             if why is not None:
                 added = table.snapshot_by_id(entry.snapshot_id)
                 text = added.summary.additional_properties.get(cat.COVERED) if added and added.summary else None

@@ -2,11 +2,11 @@
 catalog: the gateway mounts `routes(service)` at /iceberg on its HTTP port, so the catalog URI is
 `http://HOST:HTTP_PORT/iceberg`. One namespace, `rocketgate`; a table per table topic (and its
 `~dlq` table). Loading a table answers its current metadata location and metadata (read from the
-metadata file, which never changes once written); the data files are file:// paths in the data dir.
+metadata file, which never changes once written) and, as its `config`, how to reach the warehouse
+(tables.warehouse: the tier's S3 endpoint, addressing, region, credentials when vended).
 Writes through the REST API are refused: the gateway is the only writer."""
 from __future__ import annotations
 
-import json
 from urllib.parse import unquote
 
 import trio
@@ -44,7 +44,7 @@ def routes(service) -> list[Route]:
     async def list_tables(request):
         if not namespace_ok(request):
             return _error(404, "NoSuchNamespaceException", f"Namespace does not exist: {request.path_params['namespace']}")
-        names = sorted(service.locations)
+        names = await service.table_names()
         return JSONResponse({"identifiers": [{"namespace": [NAMESPACE], "name": n} for n in names]})
 
     async def list_views(request):
@@ -52,7 +52,10 @@ def routes(service) -> list[Route]:
 
     async def load_table(request):
         name = request.path_params["table"]
-        location = service.locations.get(name) if namespace_ok(request) else None
+        try:
+            location = await service.location(name) if namespace_ok(request) else None
+        except Exception as exc:  # noqa: BLE001 - the bucket unreachable
+            return _error(503, "ServiceUnavailableException", f"the catalog cannot be read: {exc}")
         if location is None:
             return _error(404, "NoSuchTableException", f"Table does not exist: {NAMESPACE}.{name}")
         if request.method == "HEAD":
@@ -60,13 +63,14 @@ def routes(service) -> list[Route]:
         metadata = cache.get(location)
         if metadata is None:
             try:
-                metadata = await trio.to_thread.run_sync(_read_metadata, location)
-            except (OSError, ValueError) as exc:
+                metadata = await trio.to_thread.run_sync(service.read_metadata, location)
+            except Exception as exc:  # noqa: BLE001 - OSError, bad JSON, the bucket unreachable
                 return _error(500, "ServiceFailureException", f"metadata of {name} cannot be read: {exc}")
             if len(cache) >= MAX_CACHED:
                 cache.clear()
             cache[location] = metadata
-        return JSONResponse({"metadata-location": location, "metadata": metadata, "config": {}})
+        return JSONResponse({"metadata-location": location, "metadata": metadata,
+                             "config": service.reader_config()})
 
     async def read_only(request):
         return _error(403, "ForbiddenException", "the rocketgate catalog is read-only: tables are written by "
@@ -89,8 +93,3 @@ def routes(service) -> list[Route]:
         Route("/v1/transactions/commit", read_only, methods=["POST"]),
     ]
 
-
-def _read_metadata(location: str) -> dict:
-    path = location.removeprefix("file://")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)

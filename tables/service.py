@@ -19,10 +19,18 @@ COMMIT_THREADS = 2  # worker threads converting and committing at once (all tabl
 
 
 class TablesService:
-    def __init__(self, store, data_dir: str, registry=None) -> None:
+    def __init__(self, store, data_dir: str, registry=None, object_store=None, vend_credentials: bool = False,
+                 owns=None, readable_end=None) -> None:
         self.store = store
+        # which queues this gateway converts (a cluster: the ones it leads) and up to where (the high
+        # watermark of a replicated queue): gateway.cluster.ownership / semantics.replication
+        self.owns = owns or (lambda topic, queue_id: True)
+        self.readable_end = readable_end or (lambda topic, queue_id, log_end: log_end)
         self.data_dir = data_dir
         self.registry = registry  # semantics.schema_registry.Registry (the schema modes), or None
+        self.object_store = object_store  # the tier's (store.objstore): the warehouse is in its bucket
+        self.vend_credentials = vend_credentials
+        self.warehouse = None  # tables.warehouse.Warehouse, once the catalog is open
         self.catalog = None
         self.locations: dict[str, str] = {}  # Iceberg table name -> metadata location
         self.writers: dict[str, tuple] = {}  # topic -> (settings, cancel scope, TableWriter)
@@ -30,7 +38,8 @@ class TablesService:
         self._open_after = 0.0  # trio.current_time() before which a failed catalog is not tried again
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        if os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
+        # a catalog in the bucket is opened once a table topic exists (pyiceberg is not loaded before)
+        if self.object_store is None and os.path.exists(os.path.join(self.data_dir, "tables", "catalog.db")):
             await self._try_open_catalog()
         task_status.started()
         async with trio.open_nursery() as nursery:
@@ -66,14 +75,23 @@ class TablesService:
         writing = {table_name(t) for t in self.table_topics()}
 
         def open_and_list():  # in a thread: importing pyiceberg takes a while too
+            from pyiceberg.exceptions import NoSuchTableError
             from tables.catalog import DLQ_SUFFIX, NAMESPACE, open_catalog
             import tables.decode  # noqa: F401 - imported here, off the event loop (with pyiceberg, pyarrow)
             import tables.layout  # noqa: F401
             import tables.writer  # noqa: F401
-            catalog = open_catalog(self.data_dir)
+            from tables.warehouse import local_warehouse, s3_warehouse
+            self.warehouse = local_warehouse(self.data_dir) if self.object_store is None else \
+                s3_warehouse(self.object_store, self.vend_credentials)
+            catalog = open_catalog(self.data_dir, self.warehouse, self.object_store)
+            if self.shared:
+                return catalog  # served straight from the bucket (location, names)
             for ident in catalog.list_tables(NAMESPACE):
                 if ident[-1].removesuffix(DLQ_SUFFIX) not in writing:  # a writer's tables: served once it checked them
-                    self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
+                    try:
+                        self.locations[ident[-1]] = catalog.load_table(ident).metadata_location
+                    except NoSuchTableError:  # its metadata was unreadable and nothing older (tables.pointer_repair)
+                        pass
             return catalog
         self.catalog = await trio.to_thread.run_sync(open_and_list)
 
@@ -98,7 +116,8 @@ class TablesService:
         from tables.schemas import decoder_for
         attrs = (self.store.topics.get(topic).attributes or {}) if self.store.topics.get(topic) else {}
         writer = TableWriter(self.store, topic, attrs, self.catalog, self.locations, self.limiter,
-                             decoder_for(have[0], topic, self.registry))
+                             decoder_for(have[0], topic, self.registry), owns=self.owns,
+                             readable_end=self.readable_end, shared=self.shared)
         with trio.CancelScope() as scope:
             self.writers[topic] = (have, scope, writer)
             task_status.started()
@@ -122,6 +141,37 @@ class TablesService:
             except Exception as exc:  # NoSuchTableError (no DLQ table), a file already gone
                 if "not exist" not in str(exc).lower():
                     log.warning("table topic %s deleted: purging table %s failed: %s", topic, name, exc)
+
+    @property
+    def shared(self) -> bool:
+        """The catalog is in the tier's bucket, one for every gateway on it (tables.bucket_catalog)."""
+        return self.object_store is not None
+
+    async def location(self, name: str) -> str | None:
+        """The current metadata location of table `name` (None: no such table, or not served yet)."""
+        if not self.shared:
+            return self.locations.get(name)
+        if self.catalog is None:
+            return None
+        return await trio.to_thread.run_sync(self.catalog.metadata_location, name)
+
+    async def table_names(self) -> list[str]:
+        if not self.shared:
+            return sorted(self.locations)
+        if self.catalog is None:
+            return []
+        from tables.names import NAMESPACE
+        return [ident[-1] for ident in await trio.to_thread.run_sync(self.catalog.list_tables, NAMESPACE)]
+
+    def reader_config(self) -> dict:
+        """The `config` /iceberg answers with each table: how readers reach the warehouse's files."""
+        return dict(self.warehouse.readers) if self.warehouse is not None else {}
+
+    def read_metadata(self, location: str) -> dict:
+        """A table metadata file's JSON (file:// or s3://), read through the catalog's FileIO (a thread)."""
+        import json
+        with self.catalog._load_file_io(location=location).new_input(location).open() as f:
+            return json.loads(f.read())
 
     def status(self) -> dict:
         """Per table topic: mode and the writer's counters (the ops API and metrics)."""

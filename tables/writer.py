@@ -45,8 +45,12 @@ class WriterStats:
 
 
 class TableWriter:
-    def __init__(self, store, topic: str, attributes: dict, catalog, locations: dict, limiter, decoder=None):
+    def __init__(self, store, topic: str, attributes: dict, catalog, locations: dict, limiter, decoder=None,
+                 owns=None, readable_end=None, shared: bool = False):
         self.store = store
+        self.owns = owns or (lambda topic, queue_id: True)
+        self.readable_end = readable_end or (lambda topic, queue_id, log_end: log_end)
+        self.shared = shared  # other gateways commit to the same table (tables.bucket_catalog)
         self.topic = topic
         self.mode, self.interval_ms, self.spec, self.action = settings(attributes)
         self.catalog = catalog
@@ -79,6 +83,8 @@ class TableWriter:
 
     async def step(self) -> bool:
         """Read what arrived and commit it; True when more is waiting."""
+        if self.shared:  # another gateway may have led (and converted) a queue this one leads now
+            await trio.to_thread.run_sync(self._resume_from_table, limiter=self.limiter)
         entries, next_offsets, more = await self._read()
         if not entries:
             self.cursor.update(next_offsets)
@@ -110,6 +116,14 @@ class TableWriter:
         self.table = table
         log.info("table topic %s: table %s.%s resumes at offsets %s", self.topic, cat.NAMESPACE, name,
                  self.cursor or "(start)")
+
+    def _resume_from_table(self) -> None:
+        """The cursor from the table's current snapshot (tables.bucket_catalog: the table is shared)."""
+        self.table = self.table.refresh()
+        self.cursor = cat.committed_offsets(self.table)
+        if self.dlq is not None:
+            self.dlq = self.dlq.refresh()
+            self.dlq_cursor = cat.committed_offsets(self.dlq)
 
     def _publish(self) -> None:
         """What the REST catalog serves for this topic: the current metadata of its tables."""
@@ -170,7 +184,10 @@ class TableWriter:
         store, topic = self.store, self.topic
         entries, next_offsets, budget = [], {}, MAX_OFFSETS_PER_COMMIT
         for q in store.queues(topic):
-            lo, hi = store.min_offset(topic, q), store.max_offset(topic, q)
+            if not self.owns(topic, q):  # a cluster: its leader converts it
+                continue
+            lo = store.min_offset(topic, q)
+            hi = self.readable_end(topic, q, store.max_offset(topic, q))  # replicated: the high watermark
             start = self.cursor.get(q, lo)
             if start > hi:  # the topic was deleted and created again: its offsets start over
                 log.warning("table topic %s/%d: offsets went back from %d to %d (topic re-created)",

@@ -17,7 +17,7 @@ from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC, broker_lis
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, is_group_config, share_config_entries
 from gateway.kafka.state import kafka_state
-from semantics import schema_validation, tier_configs, topic_configs as tc
+from semantics import schema_validation, table_configs, tier_configs, topic_configs as tc
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS = 8, 16
@@ -189,6 +189,7 @@ def _alter_topic(app, name: str, ops: list[tuple[str, int, str | None]], replace
                 return errors.INVALID_CONFIG, why
             changed[n] = changed[n].strip()
     why = tier_configs.problem(cfg.attributes or {}, changed) or \
+        table_configs.switch_problem(cfg.attributes, changed) or \
         schema_validation.registry_problem(app.schema_registry, changed)
     if why:
         return errors.INVALID_CONFIG, why

@@ -12,7 +12,7 @@ from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
 from gateway.kafka.configs import tiered
-from semantics import schema_validation, tier_configs, topic_configs
+from semantics import schema_validation, table_configs, tier_configs, topic_configs
 
 # Kafka's tiering topic configs, also RocketMQ topic attributes (UPDATE_AND_CREATE_TOPIC "+name=value")
 TIER_ATTRIBUTES = ("remote.storage.enable", "remote.log.delete.on.disable", "local.retention.ms",
@@ -51,6 +51,7 @@ def create_topic(channel, req):
             attributes[key] = value
     why = _schema_attributes_problem(channel.app, attributes) or \
         tier_configs.problem(cfg.attributes if cfg is not None else {}, attributes) or \
+        table_configs.switch_problem(cfg.attributes if cfg is not None else {}, attributes) or \
         _diskless_problem(channel.app, cfg, attributes)
     if why:
         return req.response(ResponseCode.INVALID_PARAMETER, remark=why)

@@ -47,7 +47,18 @@ class S3ObjectStore:
 
     def __init__(self, location: TierLocation, options: S3Options = S3Options()):
         self.location, self.options = location, options
-        self._client = _client(options)
+        self._session = _session(options)
+        self._client = _client(options, self._session)
+
+    def access(self) -> dict:
+        """How another S3 client reaches this bucket as this store does: endpoint (None: AWS), region,
+        addressing ("path" | "virtual"), ca_file and the current credentials (key id, secret, token or
+        None). The table topics' Iceberg FileIO (tables.warehouse) is configured from it."""
+        creds = self._session.get_credentials().get_frozen_credentials()
+        return {"endpoint": self.options.endpoint, "region": self._client.meta.region_name,
+                "addressing": self.options.addressing or ("path" if self.options.endpoint else "virtual"),
+                "ca_file": self.options.ca_file, "access_key_id": creds.access_key,
+                "secret_access_key": creds.secret_key, "session_token": creds.token}
 
     @classmethod
     def from_url(cls, url: str, **options) -> "S3ObjectStore":
@@ -113,7 +124,7 @@ class S3ObjectStore:
         return f"S3ObjectStore(s3://{self.location.bucket}/{self.location.prefix} at {where})"
 
 
-def _client(options: S3Options):
+def _session(options: S3Options):
     if options.addressing not in (None, "path", "virtual"):
         raise ValueError(f"addressing must be 'path' or 'virtual', not {options.addressing!r}")
     for path in (options.ca_file, options.credentials_file):
@@ -124,6 +135,10 @@ def _client(options: S3Options):
     if session.get_credentials() is None:
         raise ValueError("no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give a "
                          "credentials file (AWS_SHARED_CREDENTIALS_FILE or --tier-credentials-file)")
+    return session
+
+
+def _client(options: S3Options, session):
     addressing = options.addressing or ("path" if options.endpoint else "virtual")
     config = Config(
         s3={"addressing_style": addressing}, signature_version="s3v4",

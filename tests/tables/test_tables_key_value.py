@@ -179,3 +179,31 @@ def test_a_changed_partition_spec_evolves_the_table(table_gateway):
         (0, 0, b"before"), (0, 1, b"after"), (1, 0, b"before"), (1, 1, b"after")]
     files = table.inspect.files().to_pylist()
     assert len({f["spec_id"] for f in files}) == 2  # old files keep their spec, new ones have the new one
+
+
+def test_switching_between_binary_and_struct_modes_is_refused(table_gateway):
+    """key_value's value column is binary, the schema modes' a struct: Iceberg cannot evolve one into
+    the other, so the switch is refused with INVALID_CONFIG (Kafka) / INVALID_PARAMETER (RocketMQ);
+    the two schema modes switch freely, and any mode to and from disabled."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+    gw = table_gateway()
+    create_table_topic(gw, "switching", partitions=1)
+    admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
+
+    def set_mode(mode: str):
+        entry = ConfigEntry("iceberg.mode", mode, incremental_operation=AlterConfigOpType.SET)
+        return next(iter(admin.incremental_alter_configs(
+            [ConfigResource("topic", "switching", incremental_configs=[entry])]).values())).result(20)
+
+    with pytest.raises(Exception) as err:
+        set_mode("value_schema_latest")
+    assert "INVALID_CONFIG" in str(err.value) and "cannot change from key_value to value_schema_latest" in str(err.value)
+    with Admin(gw.namesrv) as rocketmq_admin:
+        rocketmq_admin.create_topic("native", queues=1, attributes={"iceberg.mode": "value_schema_id_prefix"})
+        rocketmq_admin.create_topic("native", queues=1, attributes={"iceberg.mode": "value_schema_latest"})
+        with pytest.raises(Exception) as err:
+            rocketmq_admin.create_topic("native", queues=1, attributes={"iceberg.mode": "key_value"})
+        assert "cannot change from value_schema_latest to key_value" in str(err.value)
+    set_mode("disabled")
+    described = admin.describe_configs([ConfigResource("topic", "switching")])
+    assert next(iter(described.values())).result(20)["iceberg.mode"].value == "disabled"
