@@ -22,8 +22,9 @@ class TablesService:
     def __init__(self, store, data_dir: str, registry=None, object_store=None, vend_credentials: bool = False,
                  owns=None, readable_end=None) -> None:
         self.store = store
-        # which queues this gateway converts (a cluster: the ones it leads) and up to where (the high
-        # watermark of a replicated queue): gateway.cluster.ownership / semantics.replication
+        # which queues this gateway converts into a shared (bucket) catalog: a cluster's the ones it leads;
+        # into its own catalog it converts every queue it holds. Up to where: the high watermark of a
+        # replicated queue (gateway.cluster.ownership / semantics.replication)
         self.owns = owns or (lambda topic, queue_id: True)
         self.readable_end = readable_end or (lambda topic, queue_id, log_end: log_end)
         self.data_dir = data_dir
@@ -116,7 +117,7 @@ class TablesService:
         from tables.schemas import decoder_for
         attrs = (self.store.topics.get(topic).attributes or {}) if self.store.topics.get(topic) else {}
         writer = TableWriter(self.store, topic, attrs, self.catalog, self.locations, self.limiter,
-                             decoder_for(have[0], topic, self.registry), owns=self.owns,
+                             decoder_for(have[0], topic, self.registry), owns=self.owns if self.shared else None,
                              readable_end=self.readable_end, shared=self.shared)
         with trio.CancelScope() as scope:
             self.writers[topic] = (have, scope, writer)
