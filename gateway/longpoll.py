@@ -1,5 +1,6 @@
 """Wake-ups for long polls (Kafka max_wait_ms, RocketMQ suspended pulls): waiters sleep on a
-per-queue event that the hub, a store dispatcher, sets, so nothing busy-polls."""
+per-queue event that the hub, a store dispatcher, sets, so nothing busy-polls. Appends also run on
+worker threads (a slow disk: semantics.flow_control), so the hub wakes from any thread."""
 from __future__ import annotations
 
 import trio
@@ -10,25 +11,42 @@ class ArrivalHub:
 
     def __init__(self) -> None:
         self._events: dict[tuple[str, int], trio.Event] = {}
+        self._token: trio.lowlevel.TrioToken | None = None  # the loop the waiters sleep on
 
     def dispatch(self, requests) -> None:
-        """Store dispatcher (called synchronously, on the trio thread, inside the append): wake the
-        waiters of every queue that got an entry."""
+        """Store dispatcher (called synchronously inside the append): wake the waiters of every queue
+        that got an entry. Off the loop (an append on a worker thread) the wake-up is handed to the
+        loop without waiting for it: the loop may itself be waiting for the store lock held here."""
+        self._wake_from_any_thread([(r.topic, r.queue_id) for r in requests])
+
+    def _wake_from_any_thread(self, keys) -> None:
+        token = self._token
+        if token is None:  # no waiter has ever slept: nobody to wake
+            return
+        if _current_token() is token:
+            self._wake(keys)
+            return
+        try:
+            token.run_sync_soon(self._wake, keys)
+        except trio.RunFinishedError:  # the loop has ended (shutdown): no waiter is left
+            pass
+
+    def _wake(self, keys) -> None:
         events = self._events
         if not events:
             return
-        for r in requests:
-            event = events.pop((r.topic, r.queue_id), None)
+        for key in keys:
+            event = events.pop(key, None)
             if event is not None:
                 event.set()
 
     def notify(self, topic: str, queue_id: int) -> None:
         """Wake the waiters of one queue (a record available again without a new entry: POP)."""
-        event = self._events.pop((topic, queue_id), None)
-        if event is not None:
-            event.set()
+        self._wake_from_any_thread([(topic, queue_id)])
 
     def event(self, topic: str, queue_id: int) -> trio.Event:
+        if self._token is None:
+            self._token = trio.lowlevel.current_trio_token()
         key = (topic, queue_id)
         event = self._events.get(key)
         if event is None:
@@ -54,3 +72,11 @@ class ArrivalHub:
                 for ev in events:
                     nursery.start_soon(watch, ev)
         return woken
+
+
+def _current_token() -> trio.lowlevel.TrioToken | None:
+    """The token of the trio loop running on this thread (None on a worker thread)."""
+    try:
+        return trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return None

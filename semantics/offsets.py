@@ -32,6 +32,8 @@ class OffsetTable:
         # called (group, topic, queue id, offset or None when deleted) on every change: a cluster
         # member mirrors its commits to the others through etcd (gateway.cluster.offsets)
         self.observer = None
+        # async (-> bool): has the cluster every change so far (etcd, gateway.cluster.offsets)?
+        self.mirrored = None
         doc = store.read_config(FILE, {}) or {}
         for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
                                     (doc.get("metadataTable") or {}, self._meta, str),
@@ -116,6 +118,11 @@ class OffsetTable:
         self.persist()
         if self.durable and self._writer is not None and self._submitted:
             await self._writer.written(FILE, self._submitted)
+
+    async def wait_mirrored(self) -> bool:
+        """In a cluster: wait until every change so far is where the other gateways read it; False
+        when that did not happen in time (the commit must not be acknowledged). Alone: True."""
+        return True if self.mirrored is None else await self.mirrored()
 
     def persist(self) -> None:
         """Submit (or write) the table if it changed since the last time."""

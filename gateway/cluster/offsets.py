@@ -2,7 +2,9 @@
 files) and mirrors it through etcd. A commit on any gateway (Kafka OffsetCommit on the group's
 coordinator, RocketMQ UPDATE_CONSUMER_OFFSET on a queue's broker) is put to etcd (batched, within
 FLUSH_DELAY); the watch brings every commit to every gateway, so either protocol reads a group's
-offsets on any of them. etcd is where they are durable cluster-wide (last writer wins)."""
+offsets on any of them. etcd is where they are durable cluster-wide (last writer wins), so a Kafka
+OffsetCommit is acknowledged only once etcd has it (`written`): a commit acknowledged by a coordinator
+cut from etcd was lost when the group moved to another gateway (docs/faults.md, findings)."""
 from __future__ import annotations
 
 import logging
@@ -15,6 +17,7 @@ log = logging.getLogger("rocketgate.cluster")
 
 FLUSH_DELAY = 0.05  # commits within this window go to etcd in one transaction
 RETRY_DELAY = 1.0
+COMMIT_TIMEOUT = 5.0  # Kafka's offsets.commit.timeout.ms: how long a commit waits for etcd
 
 
 class OffsetMirror:
@@ -25,10 +28,22 @@ class OffsetMirror:
         self._pending: dict[tuple[str, str, int], dict | None] = {}
         self._wake = trio.Event()
         self._applying = False  # a change from etcd: not sent back
+        self._queued = 0  # local changes so far
+        self._written = 0  # of those, how many etcd has (every change up to it)
+        self._progress = trio.Event()  # set when `_written` moves
 
     def install(self) -> None:
         self.offsets.observer = self._local_change
+        self.offsets.mirrored = self.written
         self.view.on_offset(self._remote_change)
+
+    async def written(self, timeout: float = COMMIT_TIMEOUT) -> bool:
+        """Wait until etcd has every local change made so far; False after `timeout` seconds."""
+        target = self._queued
+        with trio.move_on_after(timeout):
+            while self._written < target:
+                await self._progress.wait()
+        return self._written >= target
 
     def _local_change(self, group: str, topic: str, qid: int, offset: int | None) -> None:
         if self._applying:
@@ -37,6 +52,7 @@ class OffsetMirror:
             "offset": offset, "metadata": self.offsets.metadata(group, topic, qid),
             "epoch": self.offsets.leader_epoch(group, topic, qid)}
         self._pending[(group, topic, qid)] = value
+        self._queued += 1
         self._wake.set()
 
     def publish(self, topics: set[str]) -> None:
@@ -67,6 +83,7 @@ class OffsetMirror:
             await trio.sleep(FLUSH_DELAY)
             self._wake = trio.Event()
             batch, self._pending = self._pending, {}
+            upto = self._queued
             try:
                 await self.coordination.write_offsets(batch)
             except EtcdError as exc:
@@ -74,3 +91,7 @@ class OffsetMirror:
                 self._pending = {**batch, **self._pending}
                 self._wake.set()
                 await trio.sleep(RETRY_DELAY)
+                continue
+            self._written = upto
+            self._progress.set()
+            self._progress = trio.Event()

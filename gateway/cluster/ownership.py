@@ -16,12 +16,14 @@ import uuid
 import trio
 
 from cluster import model
+from cluster.etcd import EtcdError
 from cluster.model import Member, QueueAssignment, TopicRecord
 
 log = logging.getLogger("rocketgate.cluster")
 
 LOCAL_PREFIXES = ("RMQ_SYS_", "SCHEDULE_TOPIC_", "TBW102", "%RETRY%", "%DLQ%", "rmq_sys_", "__")
 PRODUCER_ID_BLOCK = 1000
+ETCD_RETRY_DELAY = 1.0  # between tries of a topic change etcd did not take (unreachable)
 
 
 def is_local_topic(name: str) -> bool:
@@ -178,11 +180,12 @@ class ClusterNode:
                     await event.wait()
 
     def _spawn(self, fn, *args) -> None:
-        """Run `fn(*args)` in the cluster service (kept until it starts)."""
+        """Run `fn(*args)` in the cluster service (kept until it starts), retried while etcd is
+        unreachable: a topic created during an etcd outage must not end the gateway."""
         if self.nursery is None:
-            self.pending.append((fn, args))
+            self.pending.append((_retried, (fn, *args)))
         else:
-            self.nursery.start_soon(fn, *args)
+            self.nursery.start_soon(_retried, fn, *args)
 
     # --- producer ids ---
     async def reserve_producer_ids(self) -> None:
@@ -197,3 +200,17 @@ class ClusterNode:
         if not self._producer_ids:
             raise RuntimeError("no producer id reserved (reserve_producer_ids first)")
         return self._producer_ids.pop()
+
+
+async def _retried(fn, *args) -> None:
+    """`await fn(*args)`, again every ETCD_RETRY_DELAY while etcd is unreachable."""
+    failures = 0
+    while True:
+        try:
+            await fn(*args)
+            return
+        except EtcdError as exc:
+            failures += 1
+            if failures == 1:
+                log.warning("cluster: %s of %s not in etcd yet (%s); retrying", fn.__name__, args[0], exc)
+            await trio.sleep(ETCD_RETRY_DELAY)

@@ -147,8 +147,15 @@ async def offset_commit(ctx: RequestContext):
             for p in t["partitions"]:
                 if p["error_code"] == errors.NONE and diskless.is_diskless(topics.existing(app, t["name"])):
                     p["error_code"] = errors.REQUEST_TIMED_OUT
-    # Kafka acknowledges a commit once it is durable (sync flush mode: on disk).
+    # Kafka acknowledges a commit once it is durable (sync flush mode: on disk) and replicated: in a
+    # cluster, once etcd has it; else COORDINATOR_NOT_AVAILABLE, as Kafka answers a commit whose
+    # __consumer_offsets write timed out (the client finds the coordinator again and retries)
     await app.offsets.wait_durable()
+    if committed and not await app.offsets.wait_mirrored():
+        for t in out:
+            for p in t["partitions"]:
+                if p["error_code"] == errors.NONE:
+                    p["error_code"] = errors.COORDINATOR_NOT_AVAILABLE
     return {"topics": out}
 
 
