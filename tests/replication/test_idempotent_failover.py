@@ -5,10 +5,14 @@ producer state from every batch in their log, copied ones included (docs/faults.
 Roles are set by hand (REPLICA_ROLE), as the cluster layer does from etcd."""
 from __future__ import annotations
 
+import os
+import threading
+import time
 import uuid
 
 from replicas import Kafka, batch, fetched_values, replicate, set_role, state, wait_until
 
+NOT_LEADER_OR_FOLLOWER = 6
 ARGS = ["--replica-lag-time-max-ms", "1500", "--default-partitions", "1"]
 
 
@@ -47,3 +51,33 @@ def test_retry_of_a_copied_batch_is_a_duplicate_once_the_queue_is_written_here_u
     a, _b, topic, producer = _copied_from_the_other(gateway_factory)
     assert set_role(a, topic, "none", 2).code == 0
     _assert_retry_is_a_duplicate(a, topic, producer)
+
+
+def test_a_produce_that_waited_for_a_slow_disk_is_refused_once_its_node_follows(gateway_factory, tmp_path):
+    """A produce accepted while A led, queued behind a held store write until A became B's follower,
+    is refused (NOT_LEADER_OR_FOLLOWER), not appended to a follower's log and acknowledged there."""
+    hold = str(tmp_path / "hold")
+    a = gateway_factory(name="a", extra_args=[*ARGS, "--store-write-hold-file", hold])
+    b = gateway_factory(name="b", extra_args=ARGS)
+    topic = "idem-" + uuid.uuid4().hex[:8]
+    replicate(a, [b], topic, 1)
+    producer = Kafka(a).producer_id()
+    assert _send(a, topic, *producer, 0) == (0, 0)
+    answers: dict[int, tuple[int, int]] = {}
+
+    def send(seq: int) -> None:
+        data = batch([b"v%d" % seq], producer_id=producer[0], producer_epoch=producer[1], base_sequence=seq)
+        answers[seq] = Kafka(a).produce(topic, data, acks=1)
+
+    open(hold, "w").close()  # A's disk stalls: its next append waits, holding the write turn
+    first = threading.Thread(target=send, args=(1,), daemon=True)
+    first.start()
+    wait_until(lambda: "store write held" in a.log(), what="A's append held")
+    queued = threading.Thread(target=send, args=(2,), daemon=True)
+    queued.start()
+    time.sleep(0.5)  # let it reach the write turn (ordering only: no figure is asserted)
+    replicate(b, [a], topic, 2)  # B leads, A follows
+    os.remove(hold)
+    first.join(30)
+    queued.join(30)
+    assert answers[2][0] == NOT_LEADER_OR_FOLLOWER, answers
