@@ -106,9 +106,16 @@ class ProducerState:
                base_offset: int) -> None:
         key = (pid, topic, partition)
         entry = self._by_partition.get(key)
+        if entry is None and key not in self._rebuilt:
+            # forgotten since `check` (this node became a queue's leader meanwhile): the stored tail,
+            # this batch included, is the state; a one-batch entry would miss the batches before it
+            self._rebuilt.add(key)
+            entry = self._rebuild(pid, topic, partition)
         if entry is None or entry.epoch != epoch:
             entry = self._by_partition[key] = _Entry(epoch, collections.deque(maxlen=CACHED_BATCHES))
-        entry.batches.append((first_seq, _add(first_seq, count - 1), base_offset))
+        batch = (first_seq, _add(first_seq, count - 1), base_offset)
+        if batch not in entry.batches:
+            entry.batches.append(batch)
         entry.last_ms = int(time.time() * 1000)
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
@@ -188,8 +195,7 @@ class ProducerState:
         for key in [k for k in self._by_partition if k[1] == topic]:
             del self._by_partition[key]
         self._rebuilt = {k for k in self._rebuilt if k[1] != topic}
-        if self._side is not None:
-            self._side = {k: v for k, v in self._side.items() if k[1] != topic}
+        self._side = None  # read again at the next rebuild: the side topics' tails grew meanwhile
 
 
 def _add(seq: int, n: int) -> int:

@@ -172,6 +172,11 @@ def _batch_message(app, topic: str, index: int, b: records.Batch, entry: EntryIn
     return msg
 
 
+def _leads(app, topic: str, index: int) -> bool:
+    """Whether this gateway may append a client's batch to the partition now (it leads it, unfenced)."""
+    return app.ownership.owns(topic, index) and not app.replication.write_refusal(topic, index)
+
+
 @handler(apis.PRODUCE)
 async def produce(ctx: RequestContext):
     app, req, version = ctx.app, ctx.request, ctx.version
@@ -207,7 +212,7 @@ async def produce(ctx: RequestContext):
                 if not topics.has_partition(cfg, index):
                     parts.append(_partition_error(index, err or errors.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
-                if not app.ownership.owns(name, index) or app.replication.write_refusal(name, index):
+                if not _leads(app, name, index):
                     parts.append(_partition_error(index, errors.NOT_LEADER_OR_FOLLOWER))
                     continue
                 if app.diskless is not None and is_diskless(cfg):  # answered below, all in one WAL object
@@ -216,8 +221,11 @@ async def produce(ctx: RequestContext):
                     continue
                 try:
                     async with flow.turn() as append:
-                        resp, e = await produce_partition(app, st, name, cfg, index, p["records"], append,
-                                                          version)
+                        if _leads(app, name, index):  # still: the turn may have waited for a slow disk
+                            resp, e = await produce_partition(app, st, name, cfg, index, p["records"], append,
+                                                              version)
+                        else:
+                            resp, e = _partition_error(index, errors.NOT_LEADER_OR_FOLLOWER), 0
                 except store.StoreError as exc:
                     resp, e = _partition_error(index, errors.for_store_error(exc), str(exc)), 0
                 parts.append(resp)

@@ -105,7 +105,10 @@ class ReplicaManager:
 
     def stop_replica(self, topic: str, queue_id: int) -> None:
         """The queue is no longer replicated here (unassigned): it reads and writes as a plain queue."""
+        old = self.roles.get((topic, queue_id))
         self._replace((topic, queue_id), None)
+        if old is not None and old.role == FOLLOWER and self.on_leader is not None:
+            self.on_leader(topic, queue_id)  # written here from now on: batches it copied count
 
     def _replace(self, key, state: QueueRole | None) -> None:
         old = self.roles.pop(key, None)
