@@ -89,6 +89,11 @@ class Coordination:
         return members, topics, queues, offsets, revision
 
     # --- offsets ---
+    async def read_offset(self, group: str, topic: str, queue_id: int) -> dict | None:
+        """One committed offset's value dict as etcd has it (None: none)."""
+        kv = await self.etcd.get(model.offset_key(group, topic, queue_id))
+        return None if kv is None else json.loads(kv.value)
+
     async def write_offsets(self, changes: dict) -> None:
         """Put (value dict) or delete (None) committed offsets, keyed (group, topic, queue id)."""
         ops = [op_put(model.offset_key(*k), json.dumps(v).encode()) if v is not None

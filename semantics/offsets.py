@@ -119,10 +119,11 @@ class OffsetTable:
         if self.durable and self._writer is not None and self._submitted:
             await self._writer.written(FILE, self._submitted)
 
-    async def wait_mirrored(self) -> bool:
+    async def wait_mirrored(self, keys=()) -> bool:
         """In a cluster: wait until every change so far is where the other gateways read it; False
-        when that did not happen in time (the commit must not be acknowledged). Alone: True."""
-        return True if self.mirrored is None else await self.mirrored()
+        when that did not happen in time: the commit must not be acknowledged, and its changes of
+        (group, topic, queue) `keys` are undone (back to the cluster's values). Alone: True."""
+        return True if self.mirrored is None else await self.mirrored(keys)
 
     def persist(self) -> None:
         """Submit (or write) the table if it changed since the last time."""

@@ -4,7 +4,10 @@ coordinator, RocketMQ UPDATE_CONSUMER_OFFSET on a queue's broker) is put to etcd
 FLUSH_DELAY); the watch brings every commit to every gateway, so either protocol reads a group's
 offsets on any of them. etcd is where they are durable cluster-wide (last writer wins), so a Kafka
 OffsetCommit is acknowledged only once etcd has it (`written`): a commit acknowledged by a coordinator
-cut from etcd was lost when the group moved to another gateway (docs/faults.md, findings)."""
+cut from etcd was lost when the group moved to another gateway (docs/faults.md, findings). A commit
+refused that way is withdrawn (`withdraw`): dropped from the queue to etcd and undone locally, back to
+etcd's value; kept, it would reach etcd once etcd is back and overwrite a newer commit made meanwhile
+on the group's new coordinator."""
 from __future__ import annotations
 
 import logging
@@ -26,6 +29,10 @@ class OffsetMirror:
         self.coordination = coordination
         self.view = view
         self._pending: dict[tuple[str, str, int], dict | None] = {}
+        self._inflight: dict[tuple[str, str, int], dict | None] = {}  # the batch being written
+        self._confirmed: dict[tuple[str, str, int], dict] = {}  # what etcd has (absent: nothing)
+        self._stale: set[tuple[str, str, int]] = set()  # withdrawn: read again from etcd once reachable
+        self._last_change: dict[tuple[str, str, int], int] = {}  # key -> number of its newest local change
         self._wake = trio.Event()
         self._applying = False  # a change from etcd: not sent back
         self._queued = 0  # local changes so far
@@ -37,34 +44,43 @@ class OffsetMirror:
         self.offsets.mirrored = self.written
         self.view.on_offset(self._remote_change)
 
-    async def written(self, timeout: float = COMMIT_TIMEOUT) -> bool:
-        """Wait until etcd has every local change made so far; False after `timeout` seconds."""
+    async def written(self, keys=(), timeout: float = COMMIT_TIMEOUT) -> bool:
+        """Wait until etcd has every local change made so far; False after `timeout` seconds, and
+        then the changes of (group, topic, queue) `keys` (the refused commit's) are withdrawn."""
         target = self._queued
         with trio.move_on_after(timeout):
             while self._written < target:
                 await self._progress.wait()
-        return self._written >= target
+        if self._written >= target:
+            return True
+        self.withdraw(keys, target)
+        return False
 
-    def _local_change(self, group: str, topic: str, qid: int, offset: int | None) -> None:
-        if self._applying:
-            return
-        value = None if offset is None else {
-            "offset": offset, "metadata": self.offsets.metadata(group, topic, qid),
-            "epoch": self.offsets.leader_epoch(group, topic, qid)}
-        self._pending[(group, topic, qid)] = value
-        self._queued += 1
+    def withdraw(self, keys, upto: int) -> None:
+        """Changes of `keys` made up to change number `upto`, refused for want of etcd: not written
+        to etcd later (unless already sent), and the table back to what etcd has. A key changed since
+        keeps its newer change (that one's own commit is still waiting)."""
+        for key in keys:
+            if self._last_change.get(key, 0) > upto:
+                continue
+            self._pending.pop(key, None)
+            self._inflight.pop(key, None)
+            self._apply(key, self._confirmed.get(key))
+            self._stale.add(key)  # etcd may have a newer value this gateway's watch has not brought yet
         self._wake.set()
 
-    def publish(self, topics: set[str]) -> None:
-        """Put this gateway's committed offsets of `topics` to etcd: topics it has just published
-        (made before it joined), whose offsets etcd cannot hold yet, nor have deleted."""
-        for group, topic, qid, offset in list(self.offsets.entries()):
-            if topic in topics:
-                self._local_change(group, topic, qid, offset)
+    async def _refresh(self) -> None:
+        """The withdrawn keys' values read from etcd again (raises EtcdError while unreachable)."""
+        for key in list(self._stale):
+            value = await self.coordination.read_offset(*key)
+            self._stale.discard(key)
+            self._confirm(key, value)
+            if key not in self._pending:
+                self._apply(key, value)
 
-    def _remote_change(self, group: str, topic: str, qid: int, value: dict | None) -> None:
-        if (group, topic, qid) in self._pending:
-            return  # a newer local commit is on its way to etcd
+    def _apply(self, key: tuple[str, str, int], value: dict | None) -> None:
+        """Set the table to an etcd value without sending it back."""
+        group, topic, qid = key
         self._applying = True
         try:
             if value is None:
@@ -76,22 +92,64 @@ class OffsetMirror:
         finally:
             self._applying = False
 
+    def _confirm(self, key: tuple[str, str, int], value: dict | None) -> None:
+        if value is None:
+            self._confirmed.pop(key, None)
+        else:
+            self._confirmed[key] = value
+
+    def _local_change(self, group: str, topic: str, qid: int, offset: int | None) -> None:
+        if self._applying:
+            return
+        value = None if offset is None else {
+            "offset": offset, "metadata": self.offsets.metadata(group, topic, qid),
+            "epoch": self.offsets.leader_epoch(group, topic, qid)}
+        self._pending[(group, topic, qid)] = value
+        self._queued += 1
+        self._last_change[(group, topic, qid)] = self._queued
+        self._wake.set()
+
+    def publish(self, topics: set[str]) -> None:
+        """Put this gateway's committed offsets of `topics` to etcd: topics it has just published
+        (made before it joined), whose offsets etcd cannot hold yet, nor have deleted."""
+        for group, topic, qid, offset in list(self.offsets.entries()):
+            if topic in topics:
+                self._local_change(group, topic, qid, offset)
+
+    def _remote_change(self, group: str, topic: str, qid: int, value: dict | None) -> None:
+        key = (group, topic, qid)
+        self._confirm(key, value)
+        if key in self._pending:
+            return  # a newer local commit is on its way to etcd
+        self._apply(key, value)
+
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
             await self._wake.wait()
             await trio.sleep(FLUSH_DELAY)
             self._wake = trio.Event()
-            batch, self._pending = self._pending, {}
+            batch = self._inflight = self._pending  # `withdraw` may take keys out while it is written
+            self._pending = {}
             upto = self._queued
             try:
-                await self.coordination.write_offsets(batch)
+                await self.coordination.write_offsets(dict(batch))
             except EtcdError as exc:
                 log.warning("cluster: offsets not written to etcd (%s); retrying", exc)
                 self._pending = {**batch, **self._pending}
+                self._inflight = {}
                 self._wake.set()
                 await trio.sleep(RETRY_DELAY)
                 continue
+            for key, value in batch.items():
+                self._confirm(key, value)
+            self._inflight = {}
             self._written = upto
             self._progress.set()
             self._progress = trio.Event()
+            try:
+                await self._refresh()
+            except EtcdError as exc:
+                log.warning("cluster: withdrawn offsets not read from etcd (%s); retrying", exc)
+                self._wake.set()
+                await trio.sleep(RETRY_DELAY)

@@ -79,6 +79,8 @@ async def update_offset(ctx, req):
     ctx.app.offsets.commit(_group(req), topic, qid, req.offset)
     if ctx.app.sync_flush:
         await ctx.app.offsets.wait_durable()
+    if not await ctx.app.offsets.wait_mirrored([(_group(req), topic, qid)]):  # a cluster: etcd lacks it (undone)
+        raise RpcError(Code.INTERNAL_SERVER_ERROR, "offset not written to the cluster (etcd)")
     return s.UpdateOffsetResponse(status=ok())
 
 

@@ -151,7 +151,7 @@ async def offset_commit(ctx: RequestContext):
     # cluster, once etcd has it; else COORDINATOR_NOT_AVAILABLE, as Kafka answers a commit whose
     # __consumer_offsets write timed out (the client finds the coordinator again and retries)
     await app.offsets.wait_durable()
-    if committed and not await app.offsets.wait_mirrored():
+    if committed and not await app.offsets.wait_mirrored([(group, t, p) for t, p, *_ in committed]):
         for t in out:
             for p in t["partitions"]:
                 if p["error_code"] == errors.NONE:

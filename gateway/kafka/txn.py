@@ -110,6 +110,8 @@ async def end_txn(ctx: RequestContext):
         retried = txns.retried_end(req["transactional_id"], req["producer_id"], req["producer_epoch"],
                                    req["committed"])
         if retried is not None:  # the answer to this end was lost: the same answer again
+            if not await app.offsets.wait_mirrored():  # (or it was refused: its offsets not in etcd yet)
+                return {"error_code": errors.COORDINATOR_NOT_AVAILABLE}
             return {"error_code": errors.NONE, "producer_id": retried.producer_id, "producer_epoch": retried.epoch}
     if txn is None:
         return {"error_code": code}
@@ -127,6 +129,11 @@ async def end_txn(ctx: RequestContext):
         await mirror(app, group, [(t, p, o, -1, m) for g, t, p, o, m in offsets if g == group])
     await _durable(app, ends)
     await app.offsets.wait_durable()  # the TxnOffsetCommit offsets of a commit
+    # in a cluster, a commit is answered once etcd has its offsets (and every local offset change etcd
+    # lacks: a retried end of a commit whose offsets are still queued); else COORDINATOR_NOT_AVAILABLE,
+    # and the client retries the end. Not withdrawn: the transaction is committed, its offsets stay queued
+    if req["committed"] and not await app.offsets.wait_mirrored():
+        return {"error_code": errors.COORDINATOR_NOT_AVAILABLE}
     if tv2:
         await txns.persisted()
         return {"error_code": errors.NONE, "producer_id": producer_id, "producer_epoch": epoch}

@@ -122,6 +122,24 @@ def offsets_on_disk(channel, req, resp):
     return DEFERRED
 
 
+def offsets_committed(channel, req, resp, keys):
+    """A two-way offset update: answered once on disk (sync flush mode) and, in a cluster, once etcd
+    has it; else SYSTEM_ERROR and the commit of (group, topic, queue) `keys` is undone (as a Kafka
+    OffsetCommit refused then). Oneway (the Java client's usual UPDATE_CONSUMER_OFFSET): nothing to
+    wait for, the commit stays queued for etcd."""
+    offsets = channel.app.offsets
+    if req.is_oneway or not offsets.durable and offsets.mirrored is None:
+        return offsets_on_disk(channel, req, resp) if offsets.durable else resp
+
+    async def acknowledged():
+        await offsets.wait_durable()
+        if not await offsets.wait_mirrored(keys):
+            return req.response(ResponseCode.SYSTEM_ERROR, remark="offset not written to the cluster (etcd)")
+        return resp
+    channel.spawn(req, acknowledged, after_effects=True)
+    return DEFERRED
+
+
 def after_durable(channel, req, end_offset: int, resp, replicated: tuple | None = None):
     """Answer now in async-flush mode; in sync mode only once the CommitLog is on disk, and (SYNC_MASTER)
     once the in-sync replicas hold `replicated` = (topic, queue id, end queue offset) if given."""

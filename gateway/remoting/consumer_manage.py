@@ -4,7 +4,7 @@ GET_EARLIEST_MSG_STORETIME)."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from gateway.remoting.common import handles, legal_group, offsets_on_disk
+from gateway.remoting.common import handles, legal_group, offsets_committed
 from gateway.remoting.headers import optional_str, queue_id, required_long, required_str
 from gateway.remoting.tier_wait import after_tier_reads
 
@@ -29,10 +29,9 @@ def update_consumer_offset(channel, req):
     group = required_str(req, "consumerGroup")
     if not legal_group(group):  # a group RocketMQ could not have created does not exist (nothing stored)
         return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"Group {group} not exist!")
-    channel.app.offsets.commit(group, required_str(req, "topic"), queue_id(req), required_long(req, "commitOffset"))
-    if not channel.app.offsets.durable:
-        return req.response()
-    return offsets_on_disk(channel, req, req.response())
+    topic, qid = required_str(req, "topic"), queue_id(req)
+    channel.app.offsets.commit(group, topic, qid, required_long(req, "commitOffset"))
+    return offsets_committed(channel, req, req.response(), [(group, topic, qid)])
 
 
 @handles(RC.GET_MAX_OFFSET)
