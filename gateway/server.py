@@ -222,10 +222,11 @@ def _serve_one(app: App, listener, handler, connections: Connections, tls: TlsFi
             connections.open.add(conn)
             with trio.CancelScope() as conn.scope:
                 await handler(conn, app)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        except _PEER_GONE:
             pass
-        except Exception:  # a bug in one connection must not take the server down
-            log.exception("%s connection failed", name)
+        except Exception as exc:  # a bug in one connection must not take the server down
+            if not _peer_gone(exc):
+                log.exception("%s connection failed", name)
         finally:
             if conn is not None:
                 connections.closed(conn)
@@ -235,6 +236,18 @@ def _serve_one(app: App, listener, handler, connections: Connections, tls: TlsFi
             await _close(conn._stream if conn is not None else stream)
 
     return serve_one
+
+
+_PEER_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError)
+
+
+def _peer_gone(exc: Exception) -> bool:
+    """The peer went away, also when a connection's tasks (a pipelining reader and sender) all
+    raised that inside a nursery's ExceptionGroup: the normal end of a connection, not a bug."""
+    if isinstance(exc, BaseExceptionGroup):
+        rest = exc.split(_PEER_GONE)[1]
+        return rest is None
+    return isinstance(exc, _PEER_GONE)
 
 
 async def _close(stream) -> None:
