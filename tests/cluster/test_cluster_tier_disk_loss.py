@@ -1,0 +1,114 @@
+"""Disk loss in a cluster (docs/tiered-storage.md, "Disk loss"): three real gateways on a real etcd,
+each tiering its own CommitLog under its own prefix on the real SeaweedFS server. A follower killed
+with kill -9 loses its data dir and starts again empty: it restores the tiered part from its tier,
+copies the untiered tail from the leader by replication, and once it leads the partition serves
+every record from offset 0 to the end to a Kafka consumer."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from clusters import NODES, require_etcd, start_cluster, wait_for
+from gateway_process import GatewayProcess
+from store.consumequeue import UNIT_SIZE
+
+TOPIC = "lostdisk"
+N = 1500
+FILE_SIZE = 256 << 10
+PRODUCE_TIMEOUT_MS = 30000
+TIERED = {"remote.storage.enable": "true", "local.retention.ms": "1000"}
+
+
+def tier_gateway(server, bucket: str):
+    """A GatewayProcess class for start_cluster: small CommitLog files, its own tier prefix."""
+    class TierGateway(GatewayProcess):
+        def __init__(self, data_dir: str, extra_args=()) -> None:
+            node = os.path.basename(data_dir)
+            super().__init__(data_dir, extra_args=[*extra_args, "--commitlog-file-size", str(FILE_SIZE),
+                                                   *server.tier_args(bucket, prefix=f"{node}/")])
+    return TierGateway
+
+
+def _local_files(gw) -> list[int]:
+    d = os.path.join(gw.data_dir, "commitlog")
+    return sorted(int(n) for n in os.listdir(d) if n.isdigit()) if os.path.isdir(d) else []
+
+
+def _queue_end(gw) -> int:
+    """The member's end of the partition's ConsumeQueue on its disk (its file is sparse from offset 0)."""
+    path = os.path.join(gw.data_dir, "consumequeue", TOPIC, "0", "%020d" % 0)
+    return os.path.getsize(path) // UNIT_SIZE if os.path.exists(path) else 0
+
+
+def _isr(bootstrap: str) -> list[int]:
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+    return list(md.partitions[0].isrs) if md is not None and 0 in md.partitions else []
+
+
+def _manifests(server, bucket: str, node: int) -> list[str]:
+    page = server.client().list_objects_v2(Bucket=bucket, Prefix=f"node{node}/manifests/")
+    return [o["Key"] for o in page.get("Contents", [])]
+
+
+def _leader(bootstrap: str) -> int | None:
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(TOPIC, timeout=10).topics.get(TOPIC)
+    return md.partitions[0].leader if md is not None and 0 in md.partitions else None
+
+
+def _consume(bootstrap: str, end: int) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "g-lostdisk", "enable.auto.commit": False,
+                  "fetch.max.bytes": 1 << 20})
+    c.assign([TopicPartition(TOPIC, 0, 0)])
+    got, deadline = [], time.monotonic() + 90
+    try:
+        while len(got) < end and time.monotonic() < deadline:
+            got += [m.value() for m in c.consume(500, 1.0) if m.error() is None]
+    finally:
+        c.close()
+    return got
+
+
+def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s3_bucket):
+    require_etcd()
+    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"],
+                            gateway=tier_gateway(seaweed_s3, s3_bucket))
+    try:
+        gws = cluster.gateways
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws), 30, "every gateway a member")
+        admin.create_topics([NewTopic(TOPIC, 1, 3, config=TIERED)])[TOPIC].result(30)
+        wait_for(lambda: _leader(cluster.bootstrap) in gws, 30, "a leader")
+        values = [b"%06d:" % i + b"x" * 1000 for i in range(N)]
+        p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5,
+                      "batch.size": 16384,  # a batch must fit a 256k CommitLog file
+                      "message.timeout.ms": PRODUCE_TIMEOUT_MS})
+        failed = []
+        for i, v in enumerate(values):
+            p.produce(TOPIC, v, partition=0, on_delivery=lambda err, _m: err and failed.append(err))
+            if i % 200 == 0:
+                p.poll(0)
+        assert p.flush(60) == 0 and not failed, failed[:3]
+        for n in gws:  # sealed files committed to every member's tier
+            wait_for(lambda n=n: len(_manifests(seaweed_s3, s3_bucket, n)) >= 3, 90, f"node{n}'s uploads")
+        leader = _leader(cluster.bootstrap)
+        lost = next(n for n in gws if n != leader)
+        gws[lost].kill9()
+        shutil.rmtree(gws[lost].data_dir)
+        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws) - 1, 30, "its lease to expire")
+        gws[lost].start()
+        assert all(f >= 3 * FILE_SIZE for f in _local_files(gws[lost]))  # the CommitLog goes on after the tier
+        wait_for(lambda: _queue_end(gws[lost]) == N, 60, "the untiered tail replicated from the leader")
+        wait_for(lambda: lost in _isr(cluster.bootstrap), 30, "the restored member back in the in-sync set")
+        # the others go: the restored member leads and serves the whole partition
+        for n in gws:
+            if n != lost:
+                gws[n].kill9()
+        alone = gws[lost].kafka_bootstrap
+        wait_for(lambda: _leader(alone) == lost, 60, "the restored member to lead")
+        assert _consume(alone, N) == values
+    finally:
+        cluster.stop()
