@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))
+import waiting  # noqa: E402
 from gateway_process import free_port  # noqa: E402
 from kafka_raw import RawClient  # noqa: E402
 
@@ -43,14 +43,7 @@ def local_files(gw) -> list[int]:
 
 
 def wait_for(check, timeout: float = 90.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
+    return waiting.wait_for(check, timeout, what, interval=0.25)
 
 
 def wait_local_deleted(gw, timeout: float = 90.0) -> int:
