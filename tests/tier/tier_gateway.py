@@ -64,12 +64,4 @@ def list_offset(gw, topic: str, partition: int, ts: int, version: int = 9) -> in
 
 
 def bucket_keys(seaweed_s3, bucket: str) -> list[str]:
-    client = seaweed_s3.client()
-    keys, token = [], None
-    while True:
-        kw = {"Bucket": bucket, **({"ContinuationToken": token} if token else {})}
-        page = client.list_objects_v2(**kw)
-        keys += [o["Key"] for o in page.get("Contents", [])]
-        if not page.get("IsTruncated"):
-            return keys
-        token = page["NextContinuationToken"]
+    return seaweed_s3.keys(bucket)
