@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, Producer as KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from codec.remoting.message import make_msg_id
-from client import (Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer, TransactionProducer,
-                    TransactionState)
+from client import Admin, Message, Producer, TransactionProducer, TransactionState
+from dead_letters import dead_lettering
 from gateway_process import ROOT, GatewayProcess, free_port
 
 
@@ -166,17 +166,7 @@ def test_every_metric_is_documented_and_the_dashboard_uses_real_ones(gw):
 def test_dead_letters_and_retry_depth(gw):
     with Admin(gw.namesrv) as admin:
         admin.create_topic("metrics-dlq", queues=1)
-    seen = []
-
-    def reject(msgs):
-        seen.extend(msgs)
-        return ConsumeStatus.RECONSUME_LATER  # max_reconsume_times=0: straight to %DLQ%
-
-    c = PushConsumer("metrics-cg", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=0)
-    c.subscribe("metrics-dlq")
-    c.register_listener(reject)
-    c.start()
-    try:
+    with dead_lettering("metrics-cg", gw.namesrv, "metrics-dlq"):
         with Producer("metrics-dlq-pg", gw.namesrv) as p:
             for i in range(2):
                 p.send(Message("metrics-dlq", b"bad%d" % i))
@@ -184,5 +174,3 @@ def test_dead_letters_and_retry_depth(gw):
         samples = scrape(gw)
         assert ("rocketgate_retry_depth_messages", (("group", "metrics-cg"),)) in samples  # %RETRY% made at register
         assert value(samples, "rocketgate_rocketmq_clients", role="consumer") >= 1
-    finally:
-        c.shutdown()
