@@ -14,10 +14,12 @@ import pytest
 from confluent_kafka import Consumer, Producer as KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
+import metrics_page
 from codec.remoting.message import make_msg_id
 from client import Admin, Message, Producer, TransactionProducer, TransactionState
 from dead_letters import dead_lettering
 from gateway_process import ROOT, GatewayProcess, free_port
+from metrics_page import sample as value
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +45,7 @@ def scrape(gw) -> dict[tuple[str, tuple], float]:
     """{(sample name, sorted labels): value} of one /metrics page."""
     status, text = get(gw, "/metrics")
     assert status == 200
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples, name: str, **labels) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    return metrics_page.parse(text)
 
 
 def total(samples, name: str, **labels) -> float:

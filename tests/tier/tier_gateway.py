@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))
+import metrics_page  # noqa: E402
 import waiting  # noqa: E402
 from gateway_process import free_port  # noqa: E402
 from kafka_raw import RawClient  # noqa: E402
@@ -30,10 +28,7 @@ def tier_gateway(gateway_factory, seaweed_s3, bucket: str, name: str = "data", e
 
 def metrics(gw) -> dict[tuple[str, tuple], float]:
     """{(sample name, sorted labels): value} of the gateway's /metrics."""
-    with urllib.request.urlopen(f"http://{gw.http}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return metrics_page.scrape(gw.http)
 
 
 def local_files(gw) -> list[int]:
