@@ -20,6 +20,7 @@ from client import Admin, Message, Producer, TransactionProducer, TransactionSta
 from dead_letters import dead_lettering
 from gateway_process import ROOT, GatewayProcess, free_port
 from metrics_page import sample as value
+import waiting
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +56,7 @@ def total(samples, name: str, **labels) -> float:
 
 
 def wait_for(pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not pred():
-        time.sleep(0.1)
-    return pred()
+    return waiting.until(pred, timeout, interval=0.1)
 
 
 def test_health_endpoints(gw):
