@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
-import tempfile
 import time
 
 from bench.brokers import ROOT
-from bench.objstore_server import SeaweedS3
+from bench.objstore_server import bench_workdir
 from bench.report import write_marked
 
 DOC = os.path.join(ROOT, "docs", "diskless.md")
@@ -58,11 +56,6 @@ def create_topic(bootstrap: str, name: str, partitions: int, diskless: bool) -> 
         admin.close()
 
 
-def bucket_keys(server: SeaweedS3, bucket: str) -> list[str]:
-    pages = server.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
-    return [o["Key"] for page in pages for o in page.get("Contents", [])]
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=3)
@@ -74,12 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     import sys
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from gateway_process import GatewayProcess
-    work = tempfile.mkdtemp(prefix="bench-diskless-", dir="/tmp")
-    server = SeaweedS3(os.path.join(work, "s3"))
-    gateways = []
-    try:
-        server.start()
-        server.create_bucket("bench")
+    with bench_workdir("bench-diskless-", "bench") as (work, server, gateways):
         for name in ("g1", "g2"):
             os.makedirs(os.path.join(work, name))
         wal_args = ["--diskless-wal-max-ms", str(args.wal_ms)]
@@ -92,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
             for topic in ("diskless", "plain"):
                 lat, secs = produce_round(g.kafka_bootstrap, topic, args.records, args.size)
                 results[topic] = (results[topic][0] + lat, results[topic][1] + secs)
-        keys = bucket_keys(server, "bench")
+        keys = server.keys("bench")
         wal = sum("/diskless/wal/" in k for k in keys)
         index = sum("/diskless/index/" in k for k in keys)
         total = args.rounds * args.records
@@ -120,11 +108,6 @@ def main(argv: list[str] | None = None) -> None:
         print(text)
         if args.write_doc:
             write_marked(DOC, f"diskless-bench-{args.wal_ms}ms", text, f"### WAL closed at {args.wal_ms} ms")
-    finally:
-        for gw in gateways:
-            gw.stop()
-        server.kill9()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

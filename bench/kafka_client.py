@@ -94,20 +94,20 @@ def _all_partitions(bootstrap: str, topic: str) -> list[TopicPartition]:
     return [TopicPartition(topic, pid, -2) for pid in md.topics[topic].partitions]  # -2: beginning
 
 
-def consume(bootstrap: str, topic: str, records: int, timeout: float = 60.0) -> dict:
-    """Read `records` from the beginning of every partition (no group: assign), as fast as possible."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
-                  "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 8 << 20,
-                  "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100, **CLIENT_CONF})
-    c.assign(_all_partitions(bootstrap, topic))
+def _drain(c: Consumer, done, timeout: float) -> tuple[int, int, float, set[tuple[str, int]]]:
+    """Consume until done(records, partitions at their end) or `timeout`, then close: (records, bytes,
+    seconds from the first record to the end, (topic, partition)s that reported their end). An error
+    other than a partition's end stops the benchmark."""
+    ended: set[tuple[str, int]] = set()
     n = nbytes = 0
     first = None
     deadline = time.perf_counter() + timeout
-    while n < records and time.perf_counter() < deadline:
+    while not done(n, ended) and time.perf_counter() < deadline:
         for m in c.consume(num_messages=10000, timeout=0.5):
             if m.error():
                 if m.error().code() != KafkaError._PARTITION_EOF:
                     raise SystemExit(json.dumps({"error": str(m.error())}))
+                ended.add((m.topic(), m.partition()))
                 continue
             if first is None:
                 first = time.perf_counter()
@@ -115,7 +115,16 @@ def consume(bootstrap: str, topic: str, records: int, timeout: float = 60.0) -> 
             nbytes += len(m.value())
     end = time.perf_counter()
     c.close()
-    span = end - first if first else 0.0
+    return n, nbytes, (end - first if first else 0.0), ended
+
+
+def consume(bootstrap: str, topic: str, records: int, timeout: float = 60.0) -> dict:
+    """Read `records` from the beginning of every partition (no group: assign), as fast as possible."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
+                  "fetch.max.bytes": 50 << 20, "max.partition.fetch.bytes": 8 << 20,
+                  "queued.max.messages.kbytes": 256 << 10, "fetch.wait.max.ms": 100, **CLIENT_CONF})
+    c.assign(_all_partitions(bootstrap, topic))
+    n, nbytes, span, _ = _drain(c, lambda got, _ended: got >= records, timeout)
     return {"records": n, "seconds": span, "rps": n / span if span else 0.0,
             "mbps": nbytes / span / 1e6 if span else 0.0, "complete": n >= records}
 
@@ -255,24 +264,7 @@ def fetch_spread(bootstrap: str, spread_topics: list[str], spread_per: int, time
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-unused", "enable.auto.commit": False,
                   "enable.partition.eof": True, "fetch.wait.max.ms": 100})
     c.assign(parts)
-    ended: set[tuple[str, int]] = set()
-    n = nbytes = 0
-    first = None
-    deadline = time.perf_counter() + timeout
-    while len(ended) < len(parts) and time.perf_counter() < deadline:
-        for m in c.consume(num_messages=10000, timeout=0.5):
-            if m.error():
-                if m.error().code() != KafkaError._PARTITION_EOF:
-                    raise SystemExit(json.dumps({"error": str(m.error())}))
-                ended.add((m.topic(), m.partition()))
-                continue
-            if first is None:
-                first = time.perf_counter()
-            n += 1
-            nbytes += len(m.value())
-    end = time.perf_counter()
-    c.close()
-    span = end - first if first else 0.0
+    n, nbytes, span, ended = _drain(c, lambda _got, ended: len(ended) >= len(parts), timeout)
     return {"records": n, "bytes": nbytes, "rps": n / span if span else 0.0, "ended": len(ended),
             "partitions": len(parts)}
 

@@ -10,12 +10,15 @@ builds into the per-user cache; missing, it is built here the same way. Restart 
 a test can take the server away and bring it back."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from bench.brokers import ROOT, BrokerError, System, _port_open, free_port
@@ -160,6 +163,11 @@ class SeaweedS3(System):
         c.put_object(Bucket="rocketgate-ready", Key="probe", Body=b"ok")
         return c.get_object(Bucket="rocketgate-ready", Key="probe")["Body"].read() == b"ok"
 
+    def keys(self, bucket: str) -> list[str]:
+        """Every object key in `bucket`, all pages."""
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
     def create_bucket(self, bucket: str) -> None:
         c = self.client()
         try:
@@ -168,6 +176,24 @@ class SeaweedS3(System):
             pass
         except c.exceptions.BucketAlreadyExists:
             pass
+
+
+@contextlib.contextmanager
+def bench_workdir(prefix: str, bucket: str):
+    """(work dir, started server with `bucket`, list to add started gateways to) for a benchmark; on exit
+    the gateways and the server are stopped and the work dir removed, also when the run failed."""
+    work = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    server = SeaweedS3(os.path.join(work, "s3"))
+    gateways: list = []
+    try:
+        server.start()
+        server.create_bucket(bucket)
+        yield work, server, gateways
+    finally:
+        for gw in gateways:
+            gw.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:

@@ -12,16 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import tempfile
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import ROOT
-from bench.objstore_server import SeaweedS3
+from bench import rounds
+from bench.objstore_server import bench_workdir
 from tests.gateway_process import GatewayProcess
 
 VALUE = b"v" * 1000
@@ -58,11 +57,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="bench-tier-", dir="/tmp")
-    s3 = SeaweedS3(os.path.join(work, "s3")).start()
-    gateways = []
-    try:
-        s3.create_bucket("bench-tier")
+    with bench_workdir("bench-tier-", "bench-tier") as (work, s3, gateways):
         common = ["--commitlog-file-size", "1m"]
         for name in ("plain", "tiered"):
             os.makedirs(os.path.join(work, name))
@@ -75,9 +70,10 @@ def main() -> None:
             admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
             admin.create_topics([NewTopic("t", 1, 1, config=configs)])["t"].result(30)
         ratios, figures = [], {"plain": [], "tiered": []}
+        by_name = {"plain": plain, "tiered": tiered}
         for r in range(args.rounds):
-            order = [("plain", plain), ("tiered", tiered)][:: 1 if r % 2 == 0 else -1]
-            got = {name: produce(g.kafka_bootstrap, "t", args.records) for name, g in order}
+            got = {name: produce(by_name[name].kafka_bootstrap, "t", args.records)
+                   for name in rounds.order(r, ("plain", "tiered"))}
             for name in got:
                 figures[name].append(got[name])
             ratios.append(got["tiered"] / got["plain"])
@@ -86,8 +82,7 @@ def main() -> None:
         cold = consume(tiered.kafka_bootstrap, "t", total)
         warm = consume(tiered.kafka_bootstrap, "t", total)
         local = consume(plain.kafka_bootstrap, "t", total)
-        keys = [o["Key"] for page in s3.client().get_paginator("list_objects_v2").paginate(Bucket="bench-tier")
-                for o in page.get("Contents", [])]
+        keys = s3.keys("bench-tier")
         uploaded_gb = total * len(VALUE) / 1e9
         puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
         result = {"produce_mb_s": figures, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
@@ -97,11 +92,6 @@ def main() -> None:
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         with open(os.path.join(ROOT, "bench", "results", "tier.json"), "w") as f:
             json.dump(result, f, indent=1)
-    finally:
-        for g in gateways:
-            g.stop()
-        s3.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

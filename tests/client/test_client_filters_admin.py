@@ -4,8 +4,9 @@ import time
 
 import pytest
 
-from client import ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, MessageQueue, MQBrokerError, PushConsumer
+from client import ConsumeFrom, LitePullConsumer, Message, MessageQueue, MQBrokerError, PushConsumer
 from codec.remoting import ResponseCode
+from dead_letters import dead_lettering
 from test_native_client import Collector, admin, gw, producer, wait_for  # noqa: F401  (module fixtures)
 
 
@@ -78,23 +79,11 @@ def test_clustering_group_gets_its_retry_topic_and_running_info(gw, producer, ad
 
 def test_dead_letter_resent_to_its_topic(gw, producer, admin):
     admin.create_topic("DlqN", queues=1)
-    got = []
-
-    def listener(msgs):
-        got.extend(msgs)
-        return ConsumeStatus.RECONSUME_LATER  # max_reconsume_times=0: straight to %DLQ%
-
-    c = PushConsumer("dlq-g", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=0)
-    c.subscribe("DlqN")
-    c.register_listener(listener)
-    c.start()
-    try:
+    with dead_lettering("dlq-g", gw.namesrv, "DlqN") as got:
         sent = producer.send(Message("DlqN", b"dead", keys="k-dead"))
         assert wait_for(lambda: got)
         dlq = MessageQueue("%DLQ%dlq-g", "broker-a", 0)
         assert wait_for(lambda: admin.max_offset(dlq) == 1)
-    finally:
-        c.shutdown()
     lite = LitePullConsumer("dlq-reader", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET)
     lite.start()
     try:

@@ -10,6 +10,7 @@ import pytest
 from client import Admin, ConsumeFrom, ConsumeStatus, LitePullConsumer, Message, Producer, PushConsumer
 from client.flow import FlowLimits, ProcessQueue, over_limit
 from gateway_process import GatewayProcess
+import waiting
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +21,7 @@ def gw(tmp_path_factory):
 
 
 def wait_for(pred, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not pred():
-        time.sleep(0.05)
-    return pred()
+    return waiting.until(pred, timeout, interval=0.05)
 
 
 def msg(offset, size=10):

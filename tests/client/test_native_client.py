@@ -10,6 +10,7 @@ from client import (JSON, ROCKETMQ, Admin, ConsumeFrom, ConsumeStatus, LitePullC
 from client.producer import LatencyFaultTolerance
 from client.instance import TopicRoute
 from gateway_process import GatewayProcess, free_port
+import waiting
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +22,7 @@ def gw(tmp_path_factory):
 
 
 def wait_for(pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
+    return waiting.until(pred, timeout, interval=0.05)
 
 
 class Collector:

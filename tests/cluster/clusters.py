@@ -7,9 +7,9 @@ import base64
 import os
 import shutil
 import subprocess
-import time
 import uuid
 
+import waiting
 from cluster.etcd_server import EtcdServer
 from gateway_process import GatewayProcess, free_port, stop_all, wait_port
 
@@ -43,13 +43,7 @@ class Cluster:
 
 def wait_for(fn, timeout: float = 20.0, what: str = "condition"):
     """fn()'s first true value, polled every 0.1 s; AssertionError naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return waiting.wait_for(fn, timeout, what, interval=0.1)
 
 
 def start_cluster(base, nodes=NODES, extra_args=(), lease_ttl: int | None = 3, etcd: EtcdServer | None = None,

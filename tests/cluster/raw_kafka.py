@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import sys
 
 from codec.kafka import records
@@ -18,16 +19,24 @@ from kafka_raw import RawClient, produce_body, produce_error  # noqa: E402
 PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, INIT_PRODUCER_ID = 0, 1, 2, 10, 22
 
 
-def remoting_call(port: int, code: int, fields: dict, body: bytes = b"") -> dict | RemotingCommand:
-    """One remoting request; its JSON body as a dict when it has one, else the response."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(encode(RemotingCommand(code=code, ext_fields=fields, body=body, opaque=1)))
+def send_command(port: int, cmd: RemotingCommand, tls: ssl.SSLContext | None = None) -> RemotingCommand:
+    """One remoting request over its own connection to 127.0.0.1 (TLS with `tls`); the response."""
+    cmd.opaque = 1
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        sock = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls else raw
+        sock.sendall(encode(cmd))
         reader = FrameReader()
         while (resp := reader.next_command()) is None:
             data = sock.recv(65536)
             if not data:
                 raise ConnectionError("closed")
             reader.feed(data)
+        return resp
+
+
+def remoting_call(port: int, code: int, fields: dict, body: bytes = b"") -> dict | RemotingCommand:
+    """One remoting request; its JSON body as a dict when it has one, else the response."""
+    resp = send_command(port, RemotingCommand(code=code, ext_fields=fields, body=body))
     return json.loads(resp.body) if resp.body else resp
 
 

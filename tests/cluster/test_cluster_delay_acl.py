@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import ssl
 import threading
 import time
@@ -23,7 +22,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import test_cluster_delay_failover as delay_failover
 from client import Message, Producer, TransactionProducer, TransactionState
 from clusters import require_etcd, start_cluster, wait_for
-from codec.remoting import FrameReader, RemotingCommand, RequestCode as RC, ResponseCode, encode
+from raw_kafka import send_command as call
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import acl as sig
 from codec.remoting import message as M
 from gateway.config import parse_args
@@ -60,20 +60,6 @@ def _secured_cluster(base, extra=()):
 
 
 # ------------------------------------------------------------ remoting over TCP or TLS
-
-def call(port: int, cmd: RemotingCommand, tls: ssl.SSLContext | None = None) -> RemotingCommand:
-    cmd.opaque = 1
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        sock = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls else raw
-        sock.sendall(encode(cmd))
-        reader = FrameReader()
-        while (resp := reader.next_command()) is None:
-            data = sock.recv(65536)
-            if not data:
-                raise ConnectionError("closed")
-            reader.feed(data)
-        return resp
-
 
 def admin_call(port: int, code: int, fields: dict, tls=None) -> RemotingCommand:
     cmd = RemotingCommand(code=code, ext_fields={k: str(v) for k, v in fields.items()})

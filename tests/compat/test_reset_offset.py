@@ -14,6 +14,7 @@ from client import Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushCon
 from compat.harness import failure_context, run_on_gateway
 from compat.jvm import ROCKETMQ_CLIENTS
 from compat.tools import mqadmin
+import waiting
 
 pytestmark = pytest.mark.timeout(900)
 TOPIC = "rs-topic"
@@ -48,10 +49,7 @@ def remoting_call(addr, code, fields):
 
 
 def wait_for(pred, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not pred():
-        time.sleep(0.1)
-    return pred()
+    return waiting.until(pred, timeout, interval=0.1)
 
 
 @pytest.fixture(scope="module", params=["4.9", "5"])

@@ -10,13 +10,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from gateway_process import ROOT, GatewayProcess, free_port, wait_port
+import waiting
 
 GUIDE = os.path.join(ROOT, "docs", "guide.md")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
@@ -101,13 +101,8 @@ def messages(gw, topic: str) -> int:
         c.close()
 
 
-def wait_for(predicate, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
+def wait_for(predicate, timeout: float = 20.0):
+    return waiting.until(predicate, timeout, interval=0.2)
 
 
 def test_python_blocks_in_order(gw):

@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 import time
-import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from gateway_process import free_port
+from metrics_page import sample as value, scrape
 from grpc_sdk import GATEWAY_ARGS, GrpcGateway, config, message
 
 rocketmq = pytest.importorskip("rocketmq")
 from rocketmq import Producer  # noqa: E402
-
-
-def scrape(http: str) -> dict:
-    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples: dict, name: str, **labels) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_grpc_requests_errors_latency_and_connections(tmp_path):

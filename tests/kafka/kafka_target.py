@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 
 import pytest
 from gateway_process import GatewayProcess
@@ -34,6 +35,25 @@ def target(tmp_path_factory):
     g = GatewayProcess(str(tmp_path_factory.mktemp("target") / "data")).start()
     yield Target(g.kafka_bootstrap, g)
     g.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(target):
+    """kafka-python's admin client on the target, for the module."""
+    from kafka.admin import KafkaAdminClient
+
+    a = KafkaAdminClient(bootstrap_servers=target.bootstrap)
+    yield a
+    a.close()
+
+
+def new_topic(admin, prefix: str, configs: dict | None = None) -> str:
+    """A fresh single-partition topic named `prefix`-<random>, with `configs`."""
+    from kafka.admin import NewTopic
+
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    admin.create_topics([NewTopic(name, 1, 1, topic_configs=configs or {})])
+    return name
 
 
 def eventually(fn, timeout: float = 15.0):

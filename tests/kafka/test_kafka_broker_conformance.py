@@ -11,10 +11,10 @@ import uuid
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import InvalidTimestampError, MessageSizeTooLargeError
 from kafka_raw import produce_body
-from kafka_target import eventually, target  # noqa: F401 (fixture)
+from kafka_target import admin, eventually, new_topic, target  # noqa: F401 (fixtures)
 
 from codec.kafka import records
 
@@ -25,17 +25,8 @@ UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 3, 6
 HOUR_MS = 3_600_000
 
 
-@pytest.fixture(scope="module")
-def admin(target):
-    a = KafkaAdminClient(bootstrap_servers=target.bootstrap)
-    yield a
-    a.close()
-
-
 def _topic(admin, configs: dict | None = None) -> str:
-    name = f"bc-{uuid.uuid4().hex[:10]}"
-    admin.create_topics([NewTopic(name, 1, 1, topic_configs=configs or {})])
-    return name
+    return new_topic(admin, "bc", configs)
 
 
 def _broker_configs(admin) -> dict:

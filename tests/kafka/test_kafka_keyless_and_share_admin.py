@@ -14,8 +14,7 @@ import time
 import uuid
 
 import pytest
-from kafka.admin import KafkaAdminClient, NewTopic
-from kafka_target import eventually, target  # noqa: F401 (fixture)
+from kafka_target import admin, eventually, new_topic, target  # noqa: F401 (fixtures)
 
 from codec.kafka import records
 
@@ -24,17 +23,8 @@ INVALID_RECORD, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER = 87, 3, 6
 COORDINATOR_ERRORS = (14, 15, 16)  # loading, not available, not coordinator (Kafka while it starts up)
 
 
-@pytest.fixture(scope="module")
-def admin(target):
-    a = KafkaAdminClient(bootstrap_servers=target.bootstrap)
-    yield a
-    a.close()
-
-
 def _topic(admin, configs: dict | None = None) -> str:
-    name = f"ks-{uuid.uuid4().hex[:10]}"
-    admin.create_topics([NewTopic(name, 1, 1, topic_configs=configs or {})])
-    return name
+    return new_topic(admin, "ks", configs)
 
 
 def _produce(target, topic: str, keys: list[bytes | None]) -> dict:

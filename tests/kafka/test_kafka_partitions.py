@@ -12,10 +12,10 @@ import uuid
 
 import pytest
 import trio
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import NewTopic
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 from kafka.structs import TopicPartition
-from kafka_target import eventually, gateway_only, target  # noqa: F401 (fixture)
+from kafka_target import admin, eventually, gateway_only, target  # noqa: F401 (fixtures)
 
 import gateway.kafka.access as access
 import gateway.kafka.authz as authz
@@ -32,13 +32,6 @@ LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 ELECTION_NOT_NEEDED, UNKNOWN_TOPIC_OR_PARTITION = 84, 3
-
-
-@pytest.fixture(scope="module")
-def admin(target):
-    a = KafkaAdminClient(bootstrap_servers=target.bootstrap)
-    yield a
-    a.close()
 
 
 @pytest.fixture(scope="module")

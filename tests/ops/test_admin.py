@@ -11,7 +11,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
 
-from client import Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer
+from client import Admin, Message, Producer
+from dead_letters import dead_lettering
 from gateway_process import ROOT, GatewayProcess, free_port
 
 
@@ -130,22 +131,10 @@ def test_query_by_msgid_and_dead_letters(gw):
     assert (found["body"], found["keys"], found["tags"], found["topic"]) == ("dead1", "dk1", "T", "adm-dlq")
     failed(gw, 1, "query", "msgid", "nonsense")
 
-    seen = []
-
-    def listener(msgs):
-        seen.extend(msgs)
-        return ConsumeStatus.RECONSUME_LATER  # max_reconsume_times=0: straight to %DLQ%
-
-    c = PushConsumer("adm-cg", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=0)
-    c.subscribe("adm-dlq")
-    c.register_listener(listener)
-    c.start()
-    try:
+    with dead_lettering("adm-cg", gw.namesrv, "adm-dlq"):
         deadline = time.monotonic() + 30
         while len(ok_json(gw, "dlq", "list", "adm-cg")) < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
-    finally:
-        c.shutdown()
     letters = ok_json(gw, "dlq", "list", "adm-cg")
     assert sorted(m["keys"] for m in letters) == ["dk0", "dk1", "dk2"] and {m["topic"] for m in letters} == {"adm-dlq"}
 

@@ -14,10 +14,13 @@ import pytest
 from confluent_kafka import Consumer, Producer as KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
+import metrics_page
 from codec.remoting.message import make_msg_id
-from client import (Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushConsumer, TransactionProducer,
-                    TransactionState)
+from client import Admin, Message, Producer, TransactionProducer, TransactionState
+from dead_letters import dead_lettering
 from gateway_process import ROOT, GatewayProcess, free_port
+from metrics_page import sample as value
+import waiting
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +46,7 @@ def scrape(gw) -> dict[tuple[str, tuple], float]:
     """{(sample name, sorted labels): value} of one /metrics page."""
     status, text = get(gw, "/metrics")
     assert status == 200
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def value(samples, name: str, **labels) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    return metrics_page.parse(text)
 
 
 def total(samples, name: str, **labels) -> float:
@@ -58,10 +56,7 @@ def total(samples, name: str, **labels) -> float:
 
 
 def wait_for(pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not pred():
-        time.sleep(0.1)
-    return pred()
+    return waiting.until(pred, timeout, interval=0.1)
 
 
 def test_health_endpoints(gw):
@@ -166,17 +161,7 @@ def test_every_metric_is_documented_and_the_dashboard_uses_real_ones(gw):
 def test_dead_letters_and_retry_depth(gw):
     with Admin(gw.namesrv) as admin:
         admin.create_topic("metrics-dlq", queues=1)
-    seen = []
-
-    def reject(msgs):
-        seen.extend(msgs)
-        return ConsumeStatus.RECONSUME_LATER  # max_reconsume_times=0: straight to %DLQ%
-
-    c = PushConsumer("metrics-cg", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, max_reconsume_times=0)
-    c.subscribe("metrics-dlq")
-    c.register_listener(reject)
-    c.start()
-    try:
+    with dead_lettering("metrics-cg", gw.namesrv, "metrics-dlq"):
         with Producer("metrics-dlq-pg", gw.namesrv) as p:
             for i in range(2):
                 p.send(Message("metrics-dlq", b"bad%d" % i))
@@ -184,5 +169,3 @@ def test_dead_letters_and_retry_depth(gw):
         samples = scrape(gw)
         assert ("rocketgate_retry_depth_messages", (("group", "metrics-cg"),)) in samples  # %RETRY% made at register
         assert value(samples, "rocketgate_rocketmq_clients", role="consumer") >= 1
-    finally:
-        c.shutdown()

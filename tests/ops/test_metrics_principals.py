@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, Producer as KafkaProducer, TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
 
+import metrics_page
 from client import ConsumeFrom, LitePullConsumer, Message, Producer
+from metrics_page import sample
 from security.credentials import CredentialStore
 from tests.gateway_process import free_port
 from tests.security import kafka_gateway as kg
@@ -33,14 +33,7 @@ def gw(tmp_path_factory):
 
 
 def scrape(gw) -> dict:
-    with urllib.request.urlopen(f"http://{gw.http}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def sample(samples: dict, name: str, **labels) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    return metrics_page.scrape(gw.http)
 
 
 def kafka_round_trip(conf: dict, topic: str, n: int) -> int:

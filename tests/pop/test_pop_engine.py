@@ -5,23 +5,12 @@ import pytest
 import trio
 
 import store
+from pop_env import Clock, open_store
 from semantics.offsets import OffsetTable
 from semantics.pop import INIT_MAX, PopEngine, Receipt
 from semantics.sql92 import subscription_filter
 
 G, T = "g1", "T"
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1_000_000
-
-    def __call__(self):
-        return self.now
-
-
-def open_store(tmp_path):
-    return store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=1 << 20, cq_units_per_file=1000))
 
 
 @pytest.fixture

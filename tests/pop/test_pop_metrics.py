@@ -3,25 +3,11 @@ POP answers count under protocol "remoting" and the topic it read, as pulls do; 
 popped stays at zero. (Kafka ShareFetch: tests/kafka/test_share_groups.py.)"""
 from __future__ import annotations
 
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
-
 from client import ConsumeFrom, Message, Producer, SimpleConsumer
+from metrics_page import sample, scrape
 from tests.gateway_process import free_port, wait_port
 
 BODY = b"p" * 100
-
-
-def scrape(http: str) -> dict:
-    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
-
-
-def sample(samples: dict, name: str, **labels) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_pop_answers_count_as_fetches(gateway_factory):

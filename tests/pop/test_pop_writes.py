@@ -9,6 +9,7 @@ import threading
 import trio
 
 import store
+from pop_env import Clock, open_store
 from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine, Receipt
@@ -17,16 +18,8 @@ from semantics.pop_log import LOG_TOPIC
 G, T = "g1", "T"
 
 
-class Clock:
-    def __init__(self):
-        self.now = 1_000_000
-
-    def __call__(self):
-        return self.now
-
-
 def _store(tmp_path):
-    s = store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=1 << 20, cq_units_per_file=1000))
+    s = open_store(tmp_path)
     s.topics.create(T, read_queues=1, write_queues=1)
     for i in range(10):
         s.append(store.Message(topic=T, queue_id=0, body=b"m%d" % i))
@@ -36,6 +29,15 @@ def _store(tmp_path):
 def _leases(engine):
     state = engine.state(G, T, 0)
     return state.start, state.next, {o: (lease.count, lease.deadline, lease.pop_time) for o, lease in state.leases.items()}
+
+
+def _assert_reopened_leases(tmp_path, clock, before) -> None:
+    """The store opened again (a restart): a new engine, rebuilt from the pop log, holds the same leases."""
+    again = open_store(tmp_path)
+    try:
+        assert _leases(PopEngine(again, OffsetTable(again), clock=clock)) == before
+    finally:
+        again.close()
 
 
 def test_deferred_ops_are_queued_then_written_in_order_off_the_loop(tmp_path):
@@ -76,11 +78,7 @@ def test_deferred_ops_are_queued_then_written_in_order_off_the_loop(tmp_path):
 
     before = trio.run(main)
     s.close()
-    again = store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=1 << 20, cq_units_per_file=1000))
-    try:
-        assert _leases(PopEngine(again, OffsetTable(again), clock=clock)) == before
-    finally:
-        again.close()
+    _assert_reopened_leases(tmp_path, clock, before)
 
 
 def test_a_restart_replays_queued_ops_written_later_in_their_order(tmp_path):
@@ -101,11 +99,7 @@ def test_a_restart_replays_queued_ops_written_later_in_their_order(tmp_path):
     before = trio.run(main)
     assert before[2] == {0: (1, 1_030_000, before[2][0][2]), 2: (1, 1_060_000, before[2][0][2])}
     s.close()
-    again = store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=1 << 20, cq_units_per_file=1000))
-    try:
-        assert _leases(PopEngine(again, OffsetTable(again), clock=clock)) == before
-    finally:
-        again.close()
+    _assert_reopened_leases(tmp_path, clock, before)
 
 
 def test_while_the_disk_keeps_up_deferred_ops_are_written_at_once(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import trio
 
 import store
+from pop_env import Clock, open_store
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine, Receipt
 from semantics.share_groups import Member, ShareGroups, assign
@@ -16,18 +17,6 @@ from semantics.share_sessions import INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_
 
 G, T = "sg", "T"
 LOCK = 30_000
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1_000_000
-
-    def __call__(self):
-        return self.now
-
-
-def open_store(tmp_path):
-    return store.open(str(tmp_path / "data"), store.StoreConfig(commitlog_file_size=1 << 20, cq_units_per_file=1000))
 
 
 def make(s, clock):

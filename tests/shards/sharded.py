@@ -6,21 +6,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from confluent_kafka.admin import AdminClient
 
+import waiting
 from gateway_process import ROOT, GatewayProcess, wait_port
 
 
 def wait_for(check, timeout: float = 60.0, what: str = "the condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out waiting for {what}")
+    return waiting.wait_for(check, timeout, what, interval=0.2, error=TimeoutError)
 
 
 def shard_pids(data_dir: str) -> dict[int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import time
 
+import waiting
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewPartitions, NewTopic
 
@@ -77,11 +78,4 @@ def consume_all(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list:
 
 def wait_until(predicate, timeout_s: float = 120.0, what: str = "condition"):
     """Poll until predicate() is truthy (a bound on waiting, not an assertion on speed)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.5)
+    return waiting.wait_for(predicate, timeout_s, what, interval=0.5, error=TimeoutError)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))
+import metrics_page  # noqa: E402
+import waiting  # noqa: E402
 from gateway_process import free_port  # noqa: E402
 from kafka_raw import RawClient  # noqa: E402
 
@@ -30,10 +28,7 @@ def tier_gateway(gateway_factory, seaweed_s3, bucket: str, name: str = "data", e
 
 def metrics(gw) -> dict[tuple[str, tuple], float]:
     """{(sample name, sorted labels): value} of the gateway's /metrics."""
-    with urllib.request.urlopen(f"http://{gw.http}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return metrics_page.scrape(gw.http)
 
 
 def local_files(gw) -> list[int]:
@@ -43,14 +38,7 @@ def local_files(gw) -> list[int]:
 
 
 def wait_for(check, timeout: float = 90.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.25)
+    return waiting.wait_for(check, timeout, what, interval=0.25)
 
 
 def wait_local_deleted(gw, timeout: float = 90.0) -> int:
@@ -71,12 +59,4 @@ def list_offset(gw, topic: str, partition: int, ts: int, version: int = 9) -> in
 
 
 def bucket_keys(seaweed_s3, bucket: str) -> list[str]:
-    client = seaweed_s3.client()
-    keys, token = [], None
-    while True:
-        kw = {"Bucket": bucket, **({"ContinuationToken": token} if token else {})}
-        page = client.list_objects_v2(**kw)
-        keys += [o["Key"] for o in page.get("Contents", [])]
-        if not page.get("IsTruncated"):
-            return keys
-        token = page["NextContinuationToken"]
+    return seaweed_s3.keys(bucket)

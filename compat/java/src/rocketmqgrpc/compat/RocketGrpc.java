@@ -1,5 +1,7 @@
 package compat;
 
+import static compat.GrpcClient.body;
+
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,13 +31,12 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * RocketMQ proxy). Args: endpoints, topic/group prefix, scenario names. One JSON line per scenario.
  */
 public final class RocketGrpc {
-    private static final ClientServiceProvider P = ClientServiceProvider.loadService();
+    private static final ClientServiceProvider P = GrpcClient.P;
     private static ClientConfiguration cfg;
     private static String prefix;
 
     public static void main(String[] args) throws Exception {
-        cfg = ClientConfiguration.newBuilder().setEndpoints(args[0]).enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(5)).build();
+        cfg = GrpcClient.plaintext(args[0]);
         prefix = args[1];
         for (int i = 2; i < args.length; i++) {
             String s = args[i];
@@ -59,7 +60,7 @@ public final class RocketGrpc {
     }
 
     private static Producer producer(String topic) throws Exception {
-        return P.newProducerBuilder().setClientConfiguration(cfg).setTopics(topic).build();
+        return GrpcClient.producer(cfg, topic);
     }
 
     private static SimpleConsumer consumer(String group, String topic, String tag) throws Exception {
@@ -70,12 +71,6 @@ public final class RocketGrpc {
 
     private static MessageBuilder msg(String topic, String body) {
         return P.newMessageBuilder().setTopic(topic).setBody(body.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static String body(MessageView m) {
-        byte[] b = new byte[m.getBody().remaining()];
-        m.getBody().duplicate().get(b);
-        return new String(b, StandardCharsets.UTF_8);
     }
 
     /** Receive (and ack) until `want` came or the deadline passed; bodies in arrival order. */

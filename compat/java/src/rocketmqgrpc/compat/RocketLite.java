@@ -1,6 +1,7 @@
 package compat;
 
-import java.nio.charset.StandardCharsets;
+import static compat.GrpcClient.body;
+
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -26,13 +27,12 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  * One JSON line per scenario (the same program runs against the RocketMQ 5.5 proxy and the gateway).
  */
 public final class RocketLite {
-    private static final ClientServiceProvider P = ClientServiceProvider.loadService();
+    private static final ClientServiceProvider P = GrpcClient.P;
     private static ClientConfiguration cfg;
     private static String prefix;
 
     public static void main(String[] args) throws Exception {
-        cfg = ClientConfiguration.newBuilder().setEndpoints(args[0]).enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(5)).build();
+        cfg = GrpcClient.plaintext(args[0]);
         prefix = args[1];
         for (int i = 2; i < args.length; i++) {
             String s = args[i];
@@ -51,14 +51,8 @@ public final class RocketLite {
         System.exit(0);
     }
 
-    private static String body(MessageView m) {
-        byte[] b = new byte[m.getBody().remaining()];
-        m.getBody().duplicate().get(b);
-        return new String(b, StandardCharsets.UTF_8);
-    }
-
     private static Producer producer(String topic) throws Exception {
-        return P.newProducerBuilder().setClientConfiguration(cfg).setTopics(topic).build();
+        return GrpcClient.producer(cfg, topic);
     }
 
     /** Priorities 0..3 sent lowest first, then received by one SimpleConsumer: the arrival order. */

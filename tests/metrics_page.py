@@ -1,0 +1,24 @@
+"""A gateway's Prometheus /metrics page as {(sample name, sorted labels): value}, for the tests that
+check its metrics."""
+from __future__ import annotations
+
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+def parse(text: str) -> dict[tuple[str, tuple], float]:
+    """{(sample name, sorted labels): value} of a /metrics page's text."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def scrape(http: str) -> dict[tuple[str, tuple], float]:
+    """The samples of http://`http`/metrics (`http`: host:port)."""
+    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as resp:
+        return parse(resp.read().decode())
+
+
+def sample(samples: dict, name: str, **labels) -> float:
+    """One sample's value; 0.0 when the page does not have it (a counter nothing has counted yet)."""
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
