@@ -13,10 +13,20 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now and never handed out before in this process: the kernel may give the same
+    ephemeral port to two binds in a row once the first socket closed (CI saw a gateway get one port for
+    both its Kafka and remoting listeners)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
