@@ -154,8 +154,9 @@ def test_offsets_native_to_kafka_to_native_across_kill9(gateway_factory):
 
 @pytest.mark.timeout(90)
 def test_retry_chain_of_a_running_consumer_across_two_kill9s(gateway_factory):
-    # Retries wait at level 3 + reconsumeTimes: 4 s each, the window for the kills.
-    g = gateway_factory(flush="sync", extra_args=["--message-delay-level", "1s 1s 4s 4s 4s 4s"])
+    # Retries wait at level 3 + reconsumeTimes: 6 s each, the window for the kills (4 s was too short for a
+    # kill -9 under a loaded machine's CI run).
+    g = gateway_factory(flush="sync", extra_args=["--message-delay-level", "1s 1s 6s 6s 6s 6s"])
     topic, group = _name("retry-k9"), _name("R")
     _create_topic(g, topic, 2)
     got: list[tuple[str, int, str]] = []
@@ -188,18 +189,18 @@ def test_retry_chain_of_a_running_consumer_across_two_kill9s(gateway_factory):
         for times in (0, 1):
             # All three failed at `times` and wait in schedule queue 2 + times: kill -9 there.
             scheduled = MessageQueue("SCHEDULE_TOPIC_XXXX", "broker-a", 2 + times)
-            # After a restart the retries are due within one 4 s delay step: a consumer that
+            # After a restart the retries are due within one 6 s delay step: a consumer that
             # dropped its queues would wait for its next heartbeat (up to 30 s) instead.
             assert wait_for(lambda: deliveries(times) >= 3 and admin.max_offset(scheduled) >= 3,
-                            30 if times == 0 else 10), got
+                            30 if times == 0 else 14), got
             time.sleep(0.3)  # the send-back answers reach the consumer
             assert deliveries(times + 1) == 0, got  # still waiting when the gateway dies
             g.kill9()
             g.start()
-        assert wait_for(lambda: deliveries(2) >= 3, 10), got
+        assert wait_for(lambda: deliveries(2) >= 3, 14), got
         dlq = MessageQueue(f"%DLQ%{group}", "broker-a", 0)
         assert wait_for(lambda: admin.max_offset(dlq) >= 3, 10)
-        time.sleep(4.5)  # a duplicate (re)delivery would come within one delay step
+        time.sleep(6.5)  # a duplicate (re)delivery would come within one delay step
     finally:
         admin.shutdown()
         pc.shutdown()
