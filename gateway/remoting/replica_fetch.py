@@ -5,7 +5,8 @@ role request the cluster layer (or a test) sends to set a queue's role without e
   long-polled like a pull until there are entries past `offset` or the leader's high watermark
   is above the follower's; the answer's body is the entries from `offset` in the stored layout (codec.remoting.message,
   what PULL_MESSAGE returns), each recording its queue offset; ext fields error, epoch,
-  highWatermark, logEnd and epochs (the leader's epoch table, JSON).
+  highWatermark, logEnd, logStart and epochs (the leader's epoch table, JSON). An offset below
+  logStart is OFFSET_OUT_OF_RANGE: the follower starts its queue there.
 - REPLICA_EPOCH_END (topic, queueId, epoch, replica, currentEpoch): OffsetsForLeaderEpoch, answers
   error, epoch, endOffset (an error, and fencing, when currentEpoch is not the leader's, as a fetch).
 - REPLICA_ROLE (JSON body {topic, queueId, role: leader|follower|none, epoch, replicas, isr,
@@ -50,7 +51,7 @@ def fetch_answer(resp: RemotingCommand) -> FetchAnswer:
         entries.append(msg)
         pos += msg.size
     return FetchAnswer(f.get("error", "UNKNOWN"), int(f.get("epoch", -1)), int(f.get("highWatermark", 0)),
-                       int(f.get("logEnd", 0)), entries, json.loads(f.get("epochs", "[]")))
+                       int(f.get("logEnd", 0)), entries, json.loads(f.get("epochs", "[]")), int(f.get("logStart", 0)))
 
 
 def epoch_end_command(topic: str, qid: int, epoch: int, replica: str, current_epoch: int) -> RemotingCommand:
@@ -95,6 +96,7 @@ def _fetch_response(app, req, fr: FetchRequest, error: str, role, end: int) -> R
     m = app.replication
     fields = {"error": error, "epoch": role.epoch if role else -1,
               "highWatermark": role.high_watermark if role else 0, "logEnd": end,
+              "logStart": app.store.min_offset(fr.topic, fr.queue_id),
               "epochs": json.dumps(m.epochs.entries(fr.topic, fr.queue_id))}
     return req.response(ResponseCode.SUCCESS if error == NONE else ResponseCode.SYSTEM_ERROR, fields, body=body)
 

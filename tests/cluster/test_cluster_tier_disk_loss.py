@@ -72,16 +72,14 @@ def _consume(bootstrap: str, end: int) -> list[bytes]:
     return got
 
 
-def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s3_bucket):
-    require_etcd()
-    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"],
-                            gateway=tier_gateway(seaweed_s3, s3_bucket))
+def _start_and_produce(tmp_path, server, bucket):
+    """A 3-gateway cluster with the tiered topic (replication factor 3) holding N records."""
+    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"], gateway=tier_gateway(server, bucket))
     try:
-        gws = cluster.gateways
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws), 30, "every gateway a member")
+        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(cluster.gateways), 30, "every gateway a member")
         admin.create_topics([NewTopic(TOPIC, 1, 3, config=TIERED)])[TOPIC].result(30)
-        wait_for(lambda: _leader(cluster.bootstrap) in gws, 30, "a leader")
+        wait_for(lambda: _leader(cluster.bootstrap) in cluster.gateways, 30, "a leader")
         values = [b"%06d:" % i + b"x" * 1000 for i in range(N)]
         p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5,
                       "batch.size": 16384,  # a batch must fit a 256k CommitLog file
@@ -92,6 +90,32 @@ def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s
             if i % 200 == 0:
                 p.poll(0)
         assert p.flush(60) == 0 and not failed, failed[:3]
+        return cluster, admin, values
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+def test_local_retention_frees_every_members_disk(tmp_path, seaweed_s3, s3_bucket):
+    """Each member's pop journal of the topic (untiered, first written in CommitLog file 0) is carried
+    forward (semantics.replication.journal_carry) instead of pinning file 0 and so every later file:
+    with local.retention.ms=1000 each member's sealed files go once uploaded, on every member."""
+    require_etcd()
+    cluster, _admin, values = _start_and_produce(tmp_path, seaweed_s3, s3_bucket)
+    try:
+        for n, gw in cluster.gateways.items():
+            wait_for(lambda gw=gw: len(_local_files(gw)) <= 2, 60, f"node{n}'s uploaded files deleted locally")
+            assert 0 not in _local_files(gw)
+        assert _consume(cluster.bootstrap, N) == values  # served from the leader's tier
+    finally:
+        cluster.stop()
+
+
+def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s3_bucket):
+    require_etcd()
+    cluster, admin, values = _start_and_produce(tmp_path, seaweed_s3, s3_bucket)
+    try:
+        gws = cluster.gateways
         for n in gws:  # sealed files committed to every member's tier
             wait_for(lambda n=n: len(_manifests(seaweed_s3, s3_bucket, n)) >= 3, 90, f"node{n}'s uploads")
         leader = _leader(cluster.bootstrap)
