@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from semantics.replication.pop_journal import CHECKPOINT, _decode, journaled_topic
 
+CHECKPOINT_HEAD = b'{"k":"%s"' % CHECKPOINT.encode()  # how PopJournal._write begins a checkpoint's body
+
 
 class JournalCarry:
     def __init__(self, store, journal, pop) -> None:
@@ -64,7 +66,10 @@ class JournalCarry:
             return None
         last = store.units(name, qid, end - 1, 1)
         msg = store.get(last[0][0]) if last else None
-        doc = _decode(msg.body) if msg is not None else {}
-        cp = end - 1 if doc.get("k") == CHECKPOINT else doc.get("cp")
+        if msg is not None and msg.body.startswith(CHECKPOINT_HEAD):  # a checkpoint (often large): not decoded
+            cp = end - 1
+        else:
+            doc = _decode(msg.body) if msg is not None else {}
+            cp = end - 1 if doc.get("k") == CHECKPOINT else doc.get("cp")
         unit = store.units(name, qid, cp if isinstance(cp, int) and low <= cp < end else low, 1)
         return unit[0][0] if unit else None
