@@ -405,7 +405,7 @@ class PopEngine:
         return True
 
     def checkpoint_journal(self, topic: str, qid: int) -> bool:
-        """Checkpoint the queue's pop journal again (replication.journal_carry); False: ops unlogged."""
+        """Checkpoint the queue's pop journal again (semantics.pop_carry); False: ops unlogged."""
         if self.writes.pending or self._log.journal is None:
             return False
         self._log.journal.checkpoint(topic, qid, self._states)

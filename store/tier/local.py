@@ -5,9 +5,9 @@ or its newer committed bytes reach local.retention.bytes (-2: use retention.ms /
 as without a tier. Past file_reserved_hours a committed file goes whatever its topics say: it is
 the disk's limit. An uncommitted file is never deleted (the store fills, and flow control follows).
 
-An untiered topic whose live entries a layer above writes forward (`store.carry`: the POP journals,
-semantics.replication.journal_carry) does not pin a file once none of its entries there is still
-needed; while one is, and the topic it follows lets the file go, it is asked to write them forward."""
+An untiered topic whose live entries a layer above writes forward (`store.carry`: the POP log and
+journals, semantics.pop_carry) does not pin a file once none of its entries there is still needed;
+while one is and the file could otherwise go, it is asked to write them forward."""
 from __future__ import annotations
 
 import time
@@ -43,17 +43,24 @@ def _lets_go(store, topic: str, age_ms: int, newer_bytes: dict) -> bool:
     return (0 <= ms < age_ms) or (0 <= size <= newer_bytes.get(topic, 0))
 
 
-def _carried(store, topic: str, start: int, age_ms: int, newer_bytes: dict) -> bool:
-    """The untiered `topic` no longer needs its entries in the file at `start` (store.carry)."""
+def _carried(store, topic: str, start: int, age_ms: int, newer_bytes: dict, file_goes: bool) -> bool:
+    """The untiered `topic` no longer needs its entries in the file at `start` (store.carry); while it
+    does, it is asked to write them forward once the file could go: when the topic it follows lets
+    the file go, or, following none, when the file's tiered topics do (`file_goes`)."""
     carry = store.carry
-    follows = carry.follows(topic) if carry is not None else None
-    if follows is None:
+    needed = carry.needed_from(topic) if carry is not None else None
+    if needed is None:
         return False
     end = start + store.commitlog.file_size
-    if carry.needed_from(topic) >= end:
+    if needed >= end:
         return True
-    cfg = store.topics.get(follows)
-    if cfg is not None and is_tiered(cfg.attributes) and _lets_go(store, follows, age_ms, newer_bytes):
+    follows = carry.follows(topic)
+    if follows is None:
+        asked = file_goes
+    else:
+        cfg = store.topics.get(follows)
+        asked = cfg is not None and is_tiered(cfg.attributes) and _lets_go(store, follows, age_ms, newer_bytes)
+    if asked:
         carry.forward(topic, end)
     return False
 
@@ -65,9 +72,9 @@ def deletable(store, start: int, now_ms: int, newer_bytes: dict) -> bool:
     age_ms = now_ms - store.commitlog.mtime(start) * 1000
     if age_ms > store.config.file_reserved_hours * 3600_000:
         return True
-    untiered = [_carried(store, topic, start, age_ms, newer_bytes) for topic in manifest.untiered]  # asks each
-    return all(untiered) and all(_lets_go(store, topic, age_ms, newer_bytes)
-                                 for topic in {ref.topic for ref in manifest.segments})
+    file_goes = all(_lets_go(store, topic, age_ms, newer_bytes) for topic in {ref.topic for ref in manifest.segments})
+    untiered = [_carried(store, topic, start, age_ms, newer_bytes, file_goes) for topic in manifest.untiered]
+    return file_goes and all(untiered)
 
 
 def delete_uploaded(store, now_ms: int | None = None) -> int:

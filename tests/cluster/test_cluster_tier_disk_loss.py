@@ -101,7 +101,7 @@ def _start_and_produce(tmp_path, server, bucket):
 
 def test_local_retention_frees_every_members_disk(tmp_path, seaweed_s3, s3_bucket):
     """Each member's pop journal of the topic (untiered, first written in CommitLog file 0) is carried
-    forward (semantics.replication.journal_carry) instead of pinning file 0 and so every later file:
+    forward (semantics.pop_carry) instead of pinning file 0 and so every later file:
     with local.retention.ms=1000 each member's sealed files go once uploaded, on every member."""
     require_etcd()
     cluster, _admin, values = _start_and_produce(tmp_path, seaweed_s3, s3_bucket)

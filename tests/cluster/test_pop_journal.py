@@ -16,9 +16,9 @@ from cluster.model import QueueAssignment
 from gateway.cluster.replicas import ReplicaRoles
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine, Receipt
+from semantics.pop_carry import PopCarry
 from semantics.pop_log import LOG_TOPIC
 from semantics.replication import ReplicaManager
-from semantics.replication.journal_carry import JournalCarry
 from semantics.replication.pop_journal import PopJournal, journal_topic
 
 T, G = "orders", "g"
@@ -122,7 +122,7 @@ def test_the_journal_carried_forward_needs_no_older_entry_and_keeps_the_state(pa
     got = a.pop.acquire(G, T, 0, 6, 30_000)
     a.pop.ack(_receipts(got, {1, 3}))
     b.copy_from(a)
-    carry_a, carry_b = JournalCarry(a.store, a.journal, a.pop), JournalCarry(b.store, b.journal, b.pop)
+    carry_a, carry_b = PopCarry(a.store, a.pop, a.journal), PopCarry(b.store, b.pop, b.journal)
     first_a, first_b = (c.store.units(JOURNAL, 0, 0, 1)[0][0] for c in (carry_a, carry_b))
     assert carry_a.needed_from(JOURNAL) == first_a and carry_b.needed_from(JOURNAL) == first_b
     carry_b.forward(JOURNAL, first_b + 1)
