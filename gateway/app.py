@@ -26,6 +26,7 @@ from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
 from semantics.subscription_groups import SubscriptionGroups
 from semantics.pop import PopEngine
+from semantics.pop_carry import PopCarry
 from semantics.replication import Follower, ReplicaManager
 from semantics.rocketmq_clients import ClientRegistry
 from semantics.schema_registry import Registry
@@ -231,6 +232,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         object_store=object_store,
         diskless=diskless,
     )
+    if hasattr(st, "carry"):  # a tiered store: the POP log must not pin its files (the cluster adds the journals)
+        st.carry = PopCarry(st, app.pop)
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created
         st.topics.on_deleted = ownership.topic_deleted

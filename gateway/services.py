@@ -41,6 +41,10 @@ class ConfigWriterService:
         self._wake.set()
         return number
 
+    def written_already(self, name: str, number: int) -> bool:
+        """Submission `number` of `name` is on disk."""
+        return self.writer.is_written(name, number)
+
     async def written(self, name: str, number: int, until_failure: bool = False) -> None:
         """Wait until submission `number` of `name` is on disk (written in place when the service
         is not running). With `until_failure`, also return when a write attempt fails: the

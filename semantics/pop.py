@@ -404,6 +404,13 @@ class PopEngine:
         self._log.snapshot(self._states)
         return True
 
+    def checkpoint_journal(self, topic: str, qid: int) -> bool:
+        """Checkpoint the queue's pop journal again (semantics.pop_carry); False: ops unlogged."""
+        if self.writes.pending or self._log.journal is None:
+            return False
+        self._log.journal.checkpoint(topic, qid, self._states)
+        return True
+
     def _message(self, topic, qid, offset):
         read = self.store.read(topic, qid, offset, max_count=1)
         for first, message in read.entries:

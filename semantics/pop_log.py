@@ -43,6 +43,8 @@ class PopLog:
         self.store = store
         self.writer = writer  # the off-loop config writer (the gateway's); None: write in place
         self.journal = None  # cluster mode: the pop journals of replicated queues (PopJournal)
+        self._covered = 0  # the log position the snapshot on disk covers (entries below: superseded)
+        self._submitted: tuple[int, int] | None = None  # (writer's number, logNext) of a snapshot on its way
         ensure_topic(store, LOG_TOPIC, 1)
 
     def append(self, op: dict) -> int:
@@ -58,7 +60,7 @@ class PopLog:
         """The snapshot plus every op logged after it."""
         doc = self.store.read_config(SNAPSHOT_FILE, {}) or {}
         states = {(q["g"], q["t"], int(q["q"])): QueueState.from_json(q) for q in doc.get("queues", ())}
-        position = int(doc.get("logNext", 0))
+        position = self._covered = int(doc.get("logNext", 0))
         end = self.store.max_offset(LOG_TOPIC, 0)
         if position > end:  # the log lost a tail the snapshot already holds (OS crash, async flush)
             self.snapshot(states)
@@ -85,6 +87,14 @@ class PopLog:
         self.journal.checkpoint(topic, qid, adopted)
         return list(adopted.values())
 
+    def covered(self) -> int:
+        """The log position the snapshot on disk covers: the entries below it are superseded
+        (semantics.pop_carry lets local deletion drop them)."""
+        sub = self._submitted
+        if sub is not None and self.writer.written_already(SNAPSHOT_FILE, sub[0]):
+            self._covered, self._submitted = max(self._covered, sub[1]), None
+        return self._covered
+
     def snapshot(self, states: dict[Key, QueueState]) -> None:
         """Write (or submit to the writer) the state with the log position it covers; a snapshot
         not yet on disk at a crash costs nothing: the older one plus the log cover the same state."""
@@ -94,8 +104,9 @@ class PopLog:
         }
         if self.writer is None:
             self.store.write_config(SNAPSHOT_FILE, doc)
+            self._covered = doc["logNext"]
         else:
-            self.writer.submit(SNAPSHOT_FILE, doc)
+            self._submitted = (self.writer.submit(SNAPSHOT_FILE, doc), doc["logNext"])
         if self.journal is not None:
             self.journal.checkpoint_led(states)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
 
 from codec.remoting import message as M
-from store.errors import MessageTooLarge, StoreError, StoreFull  # noqa: F401 - part of the API
+from store.errors import EntryTooLarge, MessageTooLarge, StoreError, StoreFull  # noqa: F401 - part of the API
 
 if TYPE_CHECKING:
     from store.config import TopicTable

@@ -15,7 +15,7 @@ import struct
 import time
 
 from codec.remoting import message as M
-from store.api import AppendResult, MessageTooLarge, RawEntry, StoreConfig, StoreError
+from store.api import AppendResult, EntryTooLarge, MessageTooLarge, RawEntry, StoreConfig, StoreError
 from store.dispatch import DispatchRequest
 from store.segment_size import check as check_segment_size
 from store.segments import Segments
@@ -89,7 +89,7 @@ class CommitLog(Segments):
                 room = fs - pos % fs
                 if size + BLANK_MIN > room:  # does not fit: blank out the rest of this file
                     if size + BLANK_MIN > fs:
-                        raise StoreError(f"entry of {size} bytes does not fit a CommitLog file")
+                        raise EntryTooLarge(f"entry of {size} bytes does not fit a CommitLog file of {fs}")
                     parts.append(blank(room, M.BLANK_MAGIC) + bytes(room - BLANK_MIN))
                     pos += room
                 key = (msg.topic, msg.queue_id)

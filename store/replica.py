@@ -68,6 +68,17 @@ def truncate_queue(s, topic: str, queue_id: int, offset: int) -> int:
     return offset
 
 
+def start_queue_at(s, topic: str, queue_id: int, offset: int) -> None:
+    """Make queue (topic, queue_id), which ends below `offset`, an empty queue starting at `offset`:
+    a follower whose leader's log now starts past the follower's end (Kafka's truncateFullyAndStartAt)."""
+    with s._write_lock, s._lock:
+        cq = s.consume_queues.create((topic, queue_id))
+        if cq.max_offset >= offset:
+            return
+        cq.start_at(offset)
+    checkpoint(s)
+
+
 def checkpoint(s) -> None:
     """Flush the CommitLog, the ConsumeQueues and the IndexFiles and write their checkpoints now."""
     flusher = s._flusher

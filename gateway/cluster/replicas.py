@@ -18,6 +18,7 @@ import trio
 
 from cluster.etcd import EtcdError
 from cluster.model import elect
+from semantics.pop_carry import PopCarry
 from semantics.replication import StaleEpoch
 from semantics.replication.manager import FOLLOWER, LEADER
 from semantics.replication.pop_journal import PopJournal, journal_topic, journaled_topic
@@ -36,6 +37,8 @@ class ReplicaRoles:
         self._isr_wanted: dict[tuple[str, int], list] = {}  # queue → newest in-sync change not yet written
         if pop is not None:
             pop.use_journal(self.journal)
+            if hasattr(manager.store, "carry"):  # a tiered store: the journals must not pin its files
+                manager.store.carry = PopCarry(manager.store, pop, self.journal)
 
     def install(self) -> None:
         self._addrs: dict[int, str] = {}  # every member's replication address, kept after it leaves

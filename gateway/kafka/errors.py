@@ -12,6 +12,7 @@ UNKNOWN_LEADER_EPOCH = 75  # ... newer than the leader's
 REQUEST_TIMED_OUT = 7
 INVALID_FETCH_SIZE = 4
 MESSAGE_TOO_LARGE = 10
+RECORD_LIST_TOO_LARGE = 18
 INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
 TOPIC_ALREADY_EXISTS = 36
@@ -43,7 +44,11 @@ UNKNOWN_SERVER_ERROR = -1
 def for_store_error(exc) -> int:
     """The Kafka code for a store refusal: a full disk or a failed write is KAFKA_STORAGE_ERROR
     (retriable: the producer retries and the write goes through once space is back), a too-large
-    entry MESSAGE_TOO_LARGE, a message the store cannot encode INVALID_RECORD."""
+    entry MESSAGE_TOO_LARGE, a batch larger than a CommitLog file RECORD_LIST_TOO_LARGE (as Kafka
+    answers a batch larger than segment.bytes; neither is retriable), a message the store cannot
+    encode INVALID_RECORD."""
+    if isinstance(exc, store.EntryTooLarge):
+        return RECORD_LIST_TOO_LARGE
     if isinstance(exc, store.MessageTooLarge):
         return MESSAGE_TOO_LARGE
     if isinstance(exc, store.StoreFull) or isinstance(exc.__cause__, OSError):

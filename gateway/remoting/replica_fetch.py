@@ -5,7 +5,10 @@ role request the cluster layer (or a test) sends to set a queue's role without e
   long-polled like a pull until there are entries past `offset` or the leader's high watermark
   is above the follower's; the answer's body is the entries from `offset` in the stored layout (codec.remoting.message,
   what PULL_MESSAGE returns), each recording its queue offset; ext fields error, epoch,
-  highWatermark, logEnd and epochs (the leader's epoch table, JSON).
+  highWatermark, logEnd, logStart and epochs (the leader's epoch table, JSON). An offset below
+  logStart is OFFSET_OUT_OF_RANGE: the follower starts its queue there. Entries below the leader's
+  local start come from its tier (gateway.tier_reads: the answer waits, off the event loop, for
+  the segments' download, up to maxWaitMs).
 - REPLICA_EPOCH_END (topic, queueId, epoch, replica, currentEpoch): OffsetsForLeaderEpoch, answers
   error, epoch, endOffset (an error, and fencing, when currentEpoch is not the leader's, as a fetch).
 - REPLICA_ROLE (JSON body {topic, queueId, role: leader|follower|none, epoch, replicas, isr,
@@ -20,6 +23,7 @@ import trio
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as M
+from gateway import tier_reads
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.headers import RequestError, optional_int, optional_long, optional_str, queue_id
 from semantics.replication import FetchAnswer, FetchRequest, StaleEpoch
@@ -50,7 +54,7 @@ def fetch_answer(resp: RemotingCommand) -> FetchAnswer:
         entries.append(msg)
         pos += msg.size
     return FetchAnswer(f.get("error", "UNKNOWN"), int(f.get("epoch", -1)), int(f.get("highWatermark", 0)),
-                       int(f.get("logEnd", 0)), entries, json.loads(f.get("epochs", "[]")))
+                       int(f.get("logEnd", 0)), entries, json.loads(f.get("epochs", "[]")), int(f.get("logStart", 0)))
 
 
 def epoch_end_command(topic: str, qid: int, epoch: int, replica: str, current_epoch: int) -> RemotingCommand:
@@ -81,20 +85,22 @@ def replica_fetch(channel, req):
             end = app.store.max_offset(fr.topic, fr.queue_id)
             remaining = deadline - trio.current_time()
             if error != NONE or fr.offset < end or remaining <= 0 or role.high_watermark > fr.high_watermark:
-                return _fetch_response(app, req, fr, error, role, end)
+                body = b""
+                if error == NONE and fr.offset < end:  # below the local start: from this leader's tier
+                    result = await tier_reads.read(app.store.read, fr.topic, fr.queue_id, fr.offset, max_count=1024,
+                                                   max_bytes=fr.max_bytes, deadline=deadline)
+                    body = b"".join(m.raw for q, m in result.entries if q >= fr.offset)
+                return _fetch_response(app, req, fr, error, role, end, body)
             await app.arrivals.wait_any([(fr.topic, fr.queue_id)], remaining)
     channel.spawn(req, long_poll)
     return DEFERRED
 
 
-def _fetch_response(app, req, fr: FetchRequest, error: str, role, end: int) -> RemotingCommand:
-    body = b""
-    if error == NONE and fr.offset < end:
-        result = app.store.read(fr.topic, fr.queue_id, fr.offset, max_count=1024, max_bytes=fr.max_bytes)
-        body = b"".join(m.raw for q, m in result.entries if q >= fr.offset)
+def _fetch_response(app, req, fr: FetchRequest, error: str, role, end: int, body: bytes) -> RemotingCommand:
     m = app.replication
     fields = {"error": error, "epoch": role.epoch if role else -1,
               "highWatermark": role.high_watermark if role else 0, "logEnd": end,
+              "logStart": app.store.min_offset(fr.topic, fr.queue_id),
               "epochs": json.dumps(m.epochs.entries(fr.topic, fr.queue_id))}
     return req.response(ResponseCode.SUCCESS if error == NONE else ResponseCode.SYSTEM_ERROR, fields, body=body)
 

@@ -18,7 +18,7 @@ NONE = ""
 NOT_LEADER = "NOT_LEADER_OR_FOLLOWER"  # the asked node does not lead this queue
 FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"  # the asker's epoch is older than the leader's
 UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"  # the asker's epoch is newer: the asked leader is stale
-OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"  # the fetch offset is past the leader's log end
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"  # the fetch offset is past the leader's log end or below its start
 
 
 class StaleEpoch(Exception):
@@ -49,6 +49,7 @@ class FetchAnswer:
     log_end: int = 0  # the leader's log end (after an OFFSET_OUT_OF_RANGE: where to truncate)
     entries: list = dataclasses.field(default_factory=list)  # StoredMessage, in queue order
     epochs: list = dataclasses.field(default_factory=list)  # the leader's [(epoch, start offset)]
+    log_start: int = 0  # the leader's log start (after an OFFSET_OUT_OF_RANGE below it: where to start)
 
 
 class ReplicaTransport(Protocol):

@@ -15,7 +15,7 @@ import trio
 from codec.remoting.message import MessageFormatError
 from semantics.replication.contract import (NONE, OFFSET_OUT_OF_RANGE, FetchRequest, ReplicaTransport)
 from semantics.replication.epochs import UNDEFINED
-from store.replica import ReplicaGap
+from store.replica import ReplicaGap, start_queue_at
 
 log = logging.getLogger("rocketgate.replication")
 RETRY_S = 0.2  # after an error answer or an unreachable leader
@@ -106,7 +106,12 @@ class Follower:
         if self._current((topic, queue_id), generation) is not r:
             return
         if answer.error == OFFSET_OUT_OF_RANGE and answer.epoch == r.epoch:
-            self._truncate(topic, queue_id, answer.log_end)
+            if offset < answer.log_start:  # the leader no longer has our end (Kafka's truncateFullyAndStartAt)
+                log.warning("%s/%d: the leader's log starts at %d, past our end %d: starting there", topic,
+                            queue_id, answer.log_start, offset)
+                start_queue_at(store, topic, queue_id, answer.log_start)
+            else:
+                self._truncate(topic, queue_id, answer.log_end)
             return
         if answer.error != NONE or answer.epoch != r.epoch:  # fenced leader, or not (yet) the leader
             log.debug("%s/%d: fetch from %s: %s (epoch %d, ours %d)", topic, queue_id, r.leader, answer.error,

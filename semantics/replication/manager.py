@@ -189,7 +189,7 @@ class ReplicaManager:
         if error != NONE:
             return error, r
         end = self.store.max_offset(*key)
-        if req.offset > end:
+        if req.offset > end or req.offset < self.store.min_offset(*key):  # below: the follower starts at ours
             return OFFSET_OUT_OF_RANGE, r
         p = r.followers.get(req.replica)
         if p is None:  # a replica the assignment did not name: served, never in sync

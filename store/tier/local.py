@@ -3,12 +3,17 @@ topic in it lets it go. A tiered topic lets it go when the file is older than it
 or its newer committed bytes reach local.retention.bytes (-2: use retention.ms / retention.bytes,
 -1: no limit); an untiered topic (and the system topics) only past the store's file_reserved_hours,
 as without a tier. Past file_reserved_hours a committed file goes whatever its topics say: it is
-the disk's limit. An uncommitted file is never deleted (the store fills, and flow control follows)."""
+the disk's limit. An uncommitted file is never deleted (the store fills, and flow control follows).
+
+An untiered topic whose live entries a layer above writes forward (`store.carry`: the POP log and
+journals, semantics.pop_carry) does not pin a file once none of its entries there is still needed;
+while one is and the file could otherwise go, it is asked to write them forward."""
 from __future__ import annotations
 
 import time
 
 from store.retention import delete_before
+from store.tier.upload import is_tiered
 
 DEFAULT_RETENTION_MS = 72 * 3600 * 1000
 
@@ -31,6 +36,35 @@ def local_limits(attributes: dict) -> tuple[int, int]:
     return ms, size
 
 
+def _lets_go(store, topic: str, age_ms: int, newer_bytes: dict) -> bool:
+    """A tiered topic's local retention lets a file of `age_ms` go."""
+    cfg = store.topics.get(topic)
+    ms, size = local_limits(cfg.attributes if cfg is not None else {})
+    return (0 <= ms < age_ms) or (0 <= size <= newer_bytes.get(topic, 0))
+
+
+def _carried(store, topic: str, start: int, age_ms: int, newer_bytes: dict, file_goes: bool) -> bool:
+    """The untiered `topic` no longer needs its entries in the file at `start` (store.carry); while it
+    does, it is asked to write them forward once the file could go: when the topic it follows lets
+    the file go, or, following none, when the file's tiered topics do (`file_goes`)."""
+    carry = store.carry
+    needed = carry.needed_from(topic) if carry is not None else None
+    if needed is None:
+        return False
+    end = start + store.commitlog.file_size
+    if needed >= end:
+        return True
+    follows = carry.follows(topic)
+    if follows is None:
+        asked = file_goes
+    else:
+        cfg = store.topics.get(follows)
+        asked = cfg is not None and is_tiered(cfg.attributes) and _lets_go(store, follows, age_ms, newer_bytes)
+    if asked:
+        carry.forward(topic, end)
+    return False
+
+
 def deletable(store, start: int, now_ms: int, newer_bytes: dict) -> bool:
     manifest = store.remote.manifests.get(start)
     if manifest is None:
@@ -38,14 +72,9 @@ def deletable(store, start: int, now_ms: int, newer_bytes: dict) -> bool:
     age_ms = now_ms - store.commitlog.mtime(start) * 1000
     if age_ms > store.config.file_reserved_hours * 3600_000:
         return True
-    if manifest.untiered:
-        return False
-    for topic in {ref.topic for ref in manifest.segments}:
-        cfg = store.topics.get(topic)
-        ms, size = local_limits(cfg.attributes if cfg is not None else {})
-        if not ((0 <= ms < age_ms) or (0 <= size <= newer_bytes.get(topic, 0))):
-            return False
-    return True
+    file_goes = all(_lets_go(store, topic, age_ms, newer_bytes) for topic in {ref.topic for ref in manifest.segments})
+    untiered = [_carried(store, topic, start, age_ms, newer_bytes, file_goes) for topic in manifest.untiered]
+    return file_goes and all(untiered)
 
 
 def delete_uploaded(store, now_ms: int | None = None) -> int:
@@ -69,6 +98,8 @@ def delete_uploaded(store, now_ms: int | None = None) -> int:
         return cut
 
     deleted = delete_before(store.commitlog, store.consume_queues, store.index, store._lock, store._flusher, find_cut)
+    if store.carry is not None:  # what find_cut asked to write forward, now that no lock is held
+        store.carry.carry()
     if deleted:
         store.quarantine.forget_below(store.commitlog.begin)
     return deleted

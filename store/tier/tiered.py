@@ -40,6 +40,7 @@ class TieredStore(Store):
         self.deleted_topics: set[str] = set()  # their remote data is deleted by the upload service
         self._log_starts: dict[tuple[str, int], int] = {}  # DeleteRecords / retention.* starts (LOG_STARTS)
         self.local_bytes: LocalBytes | None = None  # per topic, for the metrics (set by recover)
+        self.carry = None  # topics whose live entries a layer above writes forward (store.tier.local)
 
     def recover(self) -> None:
         if not self.recovered:

@@ -13,7 +13,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import NODES, require_etcd, start_cluster, wait_for
-from gateway_process import GatewayProcess
+from gateway_process import GatewayProcess, free_port
+from metrics_page import sample, scrape
 from store.consumequeue import UNIT_SIZE
 
 TOPIC = "lostdisk"
@@ -28,7 +29,9 @@ def tier_gateway(server, bucket: str):
     class TierGateway(GatewayProcess):
         def __init__(self, data_dir: str, extra_args=()) -> None:
             node = os.path.basename(data_dir)
+            self.http = f"127.0.0.1:{free_port()}"  # its /metrics
             super().__init__(data_dir, extra_args=[*extra_args, "--commitlog-file-size", str(FILE_SIZE),
+                                                   "--http-port", self.http.split(":")[1],
                                                    *server.tier_args(bucket, prefix=f"{node}/")])
     return TierGateway
 
@@ -72,16 +75,14 @@ def _consume(bootstrap: str, end: int) -> list[bytes]:
     return got
 
 
-def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s3_bucket):
-    require_etcd()
-    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"],
-                            gateway=tier_gateway(seaweed_s3, s3_bucket))
+def _start_and_produce(tmp_path, server, bucket):
+    """A 3-gateway cluster with the tiered topic (replication factor 3) holding N records."""
+    cluster = start_cluster(tmp_path, NODES, ["--replica-lag-time-max-ms", "5000"], gateway=tier_gateway(server, bucket))
     try:
-        gws = cluster.gateways
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws), 30, "every gateway a member")
+        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(cluster.gateways), 30, "every gateway a member")
         admin.create_topics([NewTopic(TOPIC, 1, 3, config=TIERED)])[TOPIC].result(30)
-        wait_for(lambda: _leader(cluster.bootstrap) in gws, 30, "a leader")
+        wait_for(lambda: _leader(cluster.bootstrap) in cluster.gateways, 30, "a leader")
         values = [b"%06d:" % i + b"x" * 1000 for i in range(N)]
         p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5,
                       "batch.size": 16384,  # a batch must fit a 256k CommitLog file
@@ -92,6 +93,32 @@ def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s
             if i % 200 == 0:
                 p.poll(0)
         assert p.flush(60) == 0 and not failed, failed[:3]
+        return cluster, admin, values
+    except BaseException:
+        cluster.stop()
+        raise
+
+
+def test_local_retention_frees_every_members_disk(tmp_path, seaweed_s3, s3_bucket):
+    """Each member's pop journal of the topic (untiered, first written in CommitLog file 0) is carried
+    forward (semantics.pop_carry) instead of pinning file 0 and so every later file:
+    with local.retention.ms=1000 each member's sealed files go once uploaded, on every member."""
+    require_etcd()
+    cluster, _admin, values = _start_and_produce(tmp_path, seaweed_s3, s3_bucket)
+    try:
+        for n, gw in cluster.gateways.items():
+            wait_for(lambda gw=gw: len(_local_files(gw)) <= 2, 60, f"node{n}'s uploaded files deleted locally")
+            assert 0 not in _local_files(gw)
+        assert _consume(cluster.bootstrap, N) == values  # served from the leader's tier
+    finally:
+        cluster.stop()
+
+
+def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s3_bucket):
+    require_etcd()
+    cluster, admin, values = _start_and_produce(tmp_path, seaweed_s3, s3_bucket)
+    try:
+        gws = cluster.gateways
         for n in gws:  # sealed files committed to every member's tier
             wait_for(lambda n=n: len(_manifests(seaweed_s3, s3_bucket, n)) >= 3, 90, f"node{n}'s uploads")
         leader = _leader(cluster.bootstrap)
@@ -104,6 +131,49 @@ def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s
         wait_for(lambda: _queue_end(gws[lost]) == N, 60, "the untiered tail replicated from the leader")
         wait_for(lambda: lost in _isr(cluster.bootstrap), 30, "the restored member back in the in-sync set")
         # the others go: the restored member leads and serves the whole partition
+        for n in gws:
+            if n != lost:
+                gws[n].kill9()
+        alone = gws[lost].kafka_bootstrap
+        wait_for(lambda: _leader(alone) == lost, 60, "the restored member to lead")
+        assert _consume(alone, N) == values
+    finally:
+        cluster.stop()
+
+
+def _wipe_tier(server, bucket: str, node: int) -> int:
+    """Delete every object under the member's tier prefix; how many there were."""
+    client, gone = server.client(), 0
+    while True:
+        keys = [{"Key": o["Key"]} for o in client.list_objects_v2(Bucket=bucket, Prefix=f"node{node}/").get("Contents", [])]
+        if not keys:
+            return gone
+        client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+        gone += len(keys)
+
+
+def test_a_member_that_lost_disk_and_tier_copies_from_the_leaders_tier(tmp_path, seaweed_s3, s3_bucket):
+    """A follower loses its data dir and its tier prefix: it asks the leader from offset 0, and the
+    leader, whose files below its local start are deleted (local.retention.ms=1000), answers the
+    replica fetches from its own tier (gateway.remoting.replica_fetch reads through gateway.tier_reads).
+    The member is then a full copy: it leads alone and serves offsets 0..N-1."""
+    require_etcd()
+    cluster, admin, values = _start_and_produce(tmp_path, seaweed_s3, s3_bucket)
+    try:
+        gws = cluster.gateways
+        for n, gw in gws.items():
+            wait_for(lambda gw=gw: len(_local_files(gw)) <= 2, 60, f"node{n}'s uploaded files deleted locally")
+        leader = _leader(cluster.bootstrap)
+        lost = next(n for n in gws if n != leader)
+        gws[lost].kill9()
+        shutil.rmtree(gws[lost].data_dir)
+        assert _wipe_tier(seaweed_s3, s3_bucket, lost) > 0
+        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws) - 1, 30, "its lease to expire")
+        gws[lost].start()
+        assert _local_files(gws[lost]) == [0]  # nothing restored: the copy starts at offset 0
+        wait_for(lambda: _queue_end(gws[lost]) == N, 90, "every record replicated from the leader")
+        assert sample(scrape(gws[leader].http), "rocketgate_tier_remote_read_bytes_total", topic=TOPIC) > 0
+        wait_for(lambda: lost in _isr(cluster.bootstrap), 30, "the restored member back in the in-sync set")
         for n in gws:
             if n != lost:
                 gws[n].kill9()

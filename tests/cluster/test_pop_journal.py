@@ -16,6 +16,7 @@ from cluster.model import QueueAssignment
 from gateway.cluster.replicas import ReplicaRoles
 from semantics.offsets import OffsetTable
 from semantics.pop import PopEngine, Receipt
+from semantics.pop_carry import PopCarry
 from semantics.pop_log import LOG_TOPIC
 from semantics.replication import ReplicaManager
 from semantics.replication.pop_journal import PopJournal, journal_topic
@@ -111,6 +112,29 @@ def test_a_stale_state_is_replaced_and_replay_starts_at_the_checkpoint(pair):
     b.lead(2, "a:1")
     assert b.pop.state(G, T, 0).to_json() == a.pop.state(G, T, 0).to_json()
     assert b.pop.state(G, T, 0).start == 1 and sorted(b.pop.state(G, T, 0).leases) == [1]
+
+
+def test_the_journal_carried_forward_needs_no_older_entry_and_keeps_the_state(pair):
+    """Local retention asks the journal's leader to write its live state forward (store.tier.local):
+    a new checkpoint, so what the journal needs starts past the old entries, on the leader and, once
+    copied, on the follower, whose take-over then rebuilds the same state."""
+    clock, a, b = pair
+    got = a.pop.acquire(G, T, 0, 6, 30_000)
+    a.pop.ack(_receipts(got, {1, 3}))
+    b.copy_from(a)
+    carry_a, carry_b = PopCarry(a.store, a.pop, a.journal), PopCarry(b.store, b.pop, b.journal)
+    first_a, first_b = (c.store.units(JOURNAL, 0, 0, 1)[0][0] for c in (carry_a, carry_b))
+    assert carry_a.needed_from(JOURNAL) == first_a and carry_b.needed_from(JOURNAL) == first_b
+    carry_b.forward(JOURNAL, first_b + 1)
+    assert carry_b.carry() == 0  # a follower writes nothing: its leader carries the journal
+    carry_a.forward(JOURNAL, first_a + 1)
+    assert carry_a.carry() == 1
+    assert carry_a.needed_from(JOURNAL) > first_a and carry_b.needed_from(JOURNAL) == first_b
+    b.copy_from(a)
+    assert carry_b.needed_from(JOURNAL) > b.store.units(JOURNAL, 0, a.store.max_offset(JOURNAL, 0) - 2, 1)[0][0]
+    b.lead(2, "a:1")
+    assert b.pop.state(G, T, 0).to_json() == a.pop.state(G, T, 0).to_json()
+    assert sorted(b.pop.state(G, T, 0).leases) == [0, 2, 4, 5]
 
 
 def test_queues_not_led_in_the_journal_log_to_the_node_log(pair):

@@ -7,7 +7,7 @@ import os
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 RECORDS = 3000
@@ -120,3 +120,26 @@ def test_large_batches_exact_from_any_offset(gateway):
     c.close()
     time.sleep(0.5)
     assert _commitlog_fds(gateway.proc.pid) == 1
+
+
+def test_a_batch_larger_than_a_commitlog_file_is_refused_for_good(gateway_factory):
+    """A batch is one CommitLog entry, so one larger than a file can never be stored. Kafka 4.3.1
+    answers a batch larger than segment.bytes RECORD_LIST_TOO_LARGE, not retriable (checked with
+    bench.brokers.KafkaBroker: a 1.5 MB record into a topic with segment.bytes=1 MiB); so does the
+    gateway now, where it answered KAFKA_STORAGE_ERROR, which clients retried until they timed out.
+    The partition takes the next batch that fits."""
+    gw = gateway_factory(extra_args=["--commitlog-file-size", "256k"])
+    bootstrap = gw.kafka_bootstrap
+    topic = f"huge-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    p = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 10_000_000, "compression.type": "none",
+                  "message.timeout.ms": 15000})
+    errors = []
+    p.produce(topic, b"x" * 300_000, partition=0, on_delivery=lambda err, _m: errors.append(err))
+    p.flush(30)
+    assert [e.code() for e in errors] == [KafkaError.RECORD_LIST_TOO_LARGE] and not errors[0].retriable()
+    delivered = []
+    p.produce(topic, b"fits", partition=0, on_delivery=lambda err, m: delivered.append((err, m.offset())))
+    p.flush(30)
+    assert delivered == [(None, 0)]

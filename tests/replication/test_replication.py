@@ -12,6 +12,9 @@ import pytest
 from replicas import (LAG_MS, Kafka, batch, fetched_values, follow, lead, node, queue_entries, remoting, replicate, set_role,
                       state, wait_until)
 
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
 from codec.remoting import RemotingCommand, RequestCode, ResponseCode
 from codec.remoting.message import properties_to_string
 
@@ -152,6 +155,30 @@ def test_a_restarted_follower_catches_up(nodes):
     wait_until(lambda: node(follower) in state(leader, topic)["isr"], what="rejoin")
     assert fetched_values(Kafka(follower), topic) == fetched_values(k, topic)
     print(f"catch-up of {n} records in 20 batches: {took:.2f} s")
+
+
+def test_a_follower_below_the_leaders_log_start_starts_there(nodes):
+    """A follower whose end is below the leader's log start (DeleteRecords here; in a cluster, local
+    deletion of an untiered queue such as a carried-forward pop journal) is answered
+    OFFSET_OUT_OF_RANGE with that start and begins its copy there, as Kafka's follower does
+    (truncateFullyAndStartAt); before, it asked from its end for ever and copied nothing."""
+    topic = _topic()
+    leader, follower = nodes(2)
+    lead(leader, [follower], topic, epoch=1, isr=[])
+    k = Kafka(leader)
+    for i in range(10):  # one entry each: a follower starts at an entry's first offset
+        assert k.produce(topic, batch([b"v%d" % i]), acks=1) == (0, i)
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{leader.kafka_port}"})
+    assert list(admin.delete_records([TopicPartition(topic, 0, 6)]).values())[0].result(20).low_watermark == 6
+    follow(follower, leader, topic, epoch=1)
+    wait_until(lambda: state(follower, topic)["logEnd"] == 10, what="the follower's copy from the leader's start")
+    copied = queue_entries_of(follower, topic)
+    assert [q for q, _b, _p in copied] == [6, 7, 8, 9] and all(b"v%d" % q in b for q, b, _p in copied)
+
+
+def queue_entries_of(gw, topic: str):
+    gw.stop()
+    return queue_entries(gw.data_dir, topic)
 
 
 def test_a_diverged_follower_truncates_by_the_epoch_rule(nodes):

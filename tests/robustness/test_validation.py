@@ -52,6 +52,7 @@ def test_stored_body_that_is_not_a_batch():
 def test_store_errors_map_to_kafka_codes():
     assert errors.for_store_error(store.StoreFull("disk full")) == errors.KAFKA_STORAGE_ERROR
     assert errors.for_store_error(store.MessageTooLarge("big")) == errors.MESSAGE_TOO_LARGE
+    assert errors.for_store_error(store.EntryTooLarge("a batch > a CommitLog file")) == errors.RECORD_LIST_TOO_LARGE
     failed = store.StoreError("CommitLog write failed: EIO")
     failed.__cause__ = OSError(5, "EIO")
     assert errors.for_store_error(failed) == errors.KAFKA_STORAGE_ERROR

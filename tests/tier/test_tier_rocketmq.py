@@ -28,11 +28,11 @@ def pull_all(gw, n: int) -> list[bytes]:
     return got
 
 
-def pop_all(gw, n: int) -> list[bytes]:
+def pop_all(gw, n: int, topic: str = TOPIC) -> list[bytes]:
     """POP (remoting, the RocketMQ 5 SimpleConsumer) from the first offset, acking each message."""
     got, deadline = [], time.monotonic() + 60
     with SimpleConsumer("tier-pop", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
-                        subscriptions={TOPIC: "*"}, await_duration=1) as c:
+                        subscriptions={topic: "*"}, await_duration=1) as c:
         while len(got) < n and time.monotonic() < deadline:
             batch = c.receive(max_messages=32, invisible_duration=60)
             for m in batch:
@@ -75,3 +75,24 @@ def test_pull_view_and_search_below_the_local_start_then_disk_loss(gateway_facto
         assert admin.topic_config()[TOPIC]["attributes"]["remote.storage.enable"] == "true"
         assert [m.body for m in admin.query_by_key(TOPIC, "key3")] == [bodies[3]]  # no IndexFile left at all
     assert pull_all(fresh, end) == bodies[:end]
+
+
+def test_the_pop_log_does_not_keep_local_files(gateway_factory, seaweed_s3, s3_bucket):
+    """POP ops on a single gateway go to its node log RMQ_SYS_POP_LOG (untiered), here into CommitLog
+    file 0. Superseded once a snapshot covers them, they are carried forward (semantics.pop_carry: a
+    snapshot is written when the file could otherwise go), so file 0 goes with local retention, where
+    before it stayed until --file-reserved-hours (72 h); the group goes on where it was."""
+    gw = tier_gateway(gateway_factory, seaweed_s3, s3_bucket)
+    topic = "rmq-popped"
+    with Admin(gw.namesrv) as admin:
+        admin.create_topic(topic, queues=1, attributes=TIERED)
+    first = [b"first%d" % i for i in range(10)]
+    rest = [b"%05d|" % i + b"r" * 1000 for i in range(N)]
+    with Producer("tier-pp", gw.namesrv) as prod:
+        for b in first:
+            prod.send(Message(topic, b))
+        assert pop_all(gw, len(first), topic) == first  # pops and acks logged into file 0
+        for b in rest:
+            prod.send(Message(topic, b))
+    wait_local_deleted(gw)
+    assert pop_all(gw, N, topic) == rest
