@@ -63,8 +63,8 @@ class ReplicaRoles:
         me = self.node.node_id
         for (topic, qid), a in list(self.view.queues.items()):
             r = self.manager.roles.get((topic, qid))
-            if a.leader != me or r is None or r.role != LEADER or r.epoch != a.epoch or (topic, qid) in self._isr_wanted:
-                continue
+            if a.leader != me or r is None or r.role != LEADER or r.epoch != a.epoch:
+                continue  # (a write in flight computed its ids before this change: it writes once more)
             local = [self.manager.self_id, *r.isr]
             back = set(self._in_sync_ids(topic, qid, local)) - set(a.isr)
             if back:

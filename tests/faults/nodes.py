@@ -9,13 +9,14 @@ alone (it never jumps on a real machine either). Each gateway's data dir is its 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 
-from disk import mount_tmpfs, unmount
+from disk import BALLAST, mount_tmpfs, unmount
 from gateway.process_tree import die_with_parent
 from netns import FAKETIME_LIB, Network
 
@@ -114,8 +115,9 @@ class Nodes:
     def alive(self, i: int) -> bool:
         return self.procs[f"g{i}"].poll() is None
 
-    def stop_all(self) -> None:
-        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left; etcd last."""
+    def stop_all(self, keep_data: bool = False) -> None:
+        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left; etcd last.
+        `keep_data`: each data dir is copied to `<run dir>/kept-g<i>` (without a disk fault's ballast)."""
         order = [n for n in self.procs if n != "etcd"] + (["etcd"] if "etcd" in self.procs else [])
         for node in order:
             proc = self.procs[node]
@@ -129,4 +131,7 @@ class Nodes:
                 self.procs[node].kill()
                 self.procs[node].wait()
         for i in self.ids:
+            if keep_data:
+                shutil.copytree(self.data_dir(i), os.path.join(self.run_dir, f"kept-g{i}"), dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns(BALLAST))
             unmount(self.data_dir(i))

@@ -20,6 +20,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 import report  # noqa: E402
 from checker import check  # noqa: E402
 from disk import cleanup_mounts, release  # noqa: E402
+from duplicates import explain, summary  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
 from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
@@ -50,6 +51,8 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--subnet", default=SUBNET, help="the /24 of the test hosts, as 10.77.0")
     p.add_argument("--plant-loss", action="store_true",
                    help="drop one acknowledged record from the final read (shows the checker catches a loss)")
+    p.add_argument("--keep-data", action="store_true",
+                   help="copy each gateway's data dir (off its tmpfs) into the run dir before unmounting it")
     p.add_argument("--run-dir", default=None)
     p.add_argument("--report", default=os.path.join(CHECKOUT, "docs", "faults.md"))
     return p.parse_args(argv)
@@ -101,6 +104,20 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
     return {n: {"label": w.label, "history": w.history, "result": checkers[n](w)} for n, w in loads.items()}
 
 
+def explain_duplicates(workloads: dict, nodes: Nodes, run_dir: str) -> None:
+    """Each value the queue workload read twice, both copies as the stores hold them (duplicates.py),
+    into `duplicates.json`; the counts per class into the result (`duplicated_by`)."""
+    w = workloads.get("queue")
+    if not w or not w["result"]["duplicated"]:
+        return
+    explained = explain({i: nodes.data_dir(i) for i in nodes.ids},
+                        {i: os.path.join(run_dir, f"g{i}.log") for i in nodes.ids},
+                        TOPIC, w["result"]["final_read"], w["history"], w["result"]["duplicated"])
+    with open(os.path.join(run_dir, "duplicates.json"), "w") as f:
+        json.dump(explained, f, indent=1)
+    w["result"]["duplicated_by"] = summary(explained)
+
+
 def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
     """Start the cluster, run the workloads under the nemesis, heal, check. (workloads, events, nemesis error)."""
     net = Network(["etcd", "g1", "g2", "g3"], args.prefix, args.subnet)
@@ -133,6 +150,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
                        "ops": {n: w.history for n, w in loads.items()}}, f)
         workloads = check_loads(loads, nodes, args.plant_loss)
+        explain_duplicates(workloads, nodes, run_dir)
         leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC])
         workloads["metadata"] = {"label": "metadata: every gateway's own Metadata answer, leaders after healing",
                                  "history": leaders.pop("history"), "result": leaders, "per_fault": False}
@@ -140,7 +158,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "workloads": workloads}, f)
         return workloads, nemesis.events, None if nemesis.error is None else repr(nemesis.error)
     finally:
-        nodes.stop_all()
+        nodes.stop_all(keep_data=args.keep_data)
         if nemesis is not None:
             nemesis.release()
         cleanup(args.prefix)
