@@ -20,7 +20,8 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 import report  # noqa: E402
 from checker import check  # noqa: E402
 from disk import cleanup_mounts, release  # noqa: E402
-from duplicates import explain, summary  # noqa: E402
+from duplicates import explain, reclassify, summary  # noqa: E402
+from fsync_fault import heal as fsync_heal  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
 from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
@@ -82,6 +83,7 @@ def heal_everything(nodes: Nodes) -> None:
     nodes.net.heal()
     for i in nodes.ids:
         nodes.set_clock(i, 0)
+        fsync_heal(nodes.fsync_trigger(i))
         release(nodes.data_dir(i))
         nodes.signal(i, signal.SIGCONT)
         if not nodes.alive(i):
@@ -116,6 +118,7 @@ def explain_duplicates(workloads: dict, nodes: Nodes, run_dir: str) -> None:
     with open(os.path.join(run_dir, "duplicates.json"), "w") as f:
         json.dump(explained, f, indent=1)
     w["result"]["duplicated_by"] = summary(explained)
+    reclassify(w["result"], explained)
 
 
 def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
@@ -169,6 +172,10 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
     notes = [f"Nemesis error: {nemesis_error}." if nemesis_error else "The nemesis ran its whole schedule."]
     notes += [f"{n}: producer fatal error: {w['result']['producer_fatal']}." for n, w in workloads.items()
               if w["result"].get("producer_fatal")]
+    if workloads.get("queue", {}).get("result", {}).get("duplicated_by"):
+        r = workloads["queue"]["result"]
+        notes.append(f"queue: values read twice, by cause (duplicates.json): {r['duplicated_by']}; re-sent by the "
+                     f"client under a new producer epoch (not a gateway anomaly): {len(r['client_resent'])}.")
     if "txn" in workloads:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
