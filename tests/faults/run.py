@@ -1,6 +1,6 @@
 """`make faults`: the fault harness (docs/faults.md). One etcd and three gateways, each in its own
 network namespace; a seeded nemesis (nemesis.py: partitions, one-way drops, a bad link, pauses,
-kill -9, clock jumps, a full disk) while the workloads run (an idempotent Kafka producer, a consumer
+kill -9, clock jumps, a full disk, fsync errors) while the workloads run (an idempotent Kafka producer, a consumer
 group, a transactional producer, a RocketMQ producer); after healing, each workload's checker reads
 back and judges its history, and the metadata checker asks every gateway who leads what.
 Rerun a seed exactly: `make faults FAULTS_ARGS="--seed N"`. Exit 1 on an anomaly, 2 if refused."""
@@ -72,7 +72,7 @@ def header(args, run_dir: str, elapsed: float) -> list[str]:
         f"`tests/faults/`). One etcd and three gateways (`--cluster`, lease TTL {args.ttl} s, replication factor 3,",
         f"replica lag {args.replica_lag_ms} ms, `--flush {args.flush}`), each in its own network namespace on a bridge",
         f"({args.subnet}.0/24); the client in the root namespace reaches every node throughout. Each gateway runs",
-        "under libfaketime and keeps its data on its own 256 MiB tmpfs. The latest run is below; every run",
+        "under libfaketime and the fsync-error shim and keeps its data on its own 256 MiB tmpfs. The latest run is below; every run",
         "is in *All runs*.", "",
         f"Seed {args.seed}; run took {elapsed:.0f} s; history: `{run_dir}/history.json`. Rerun exactly:",
         f"`make faults FAULTS_ARGS=\"{rerun_args(args)}\"`."]
