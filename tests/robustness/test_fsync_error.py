@@ -6,8 +6,11 @@ flush failed must never be acknowledged, even once the device works again: the g
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
+
+import pytest
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -47,6 +50,7 @@ def read_values(g: GatewayProcess) -> list[bytes]:
         c.close()
 
 
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the shim (make faults-tools)")
 def test_a_write_whose_fdatasync_failed_is_never_acknowledged(tmp_path, monkeypatch):
     lib = fsync_fault.build(str(tmp_path))
     trigger = str(tmp_path / "fail-fsync")
