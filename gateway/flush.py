@@ -1,16 +1,25 @@
 """Durability of the CommitLog, one service per flush mode, both run by the App's nursery:
 async mode flushes every 500 ms; sync mode is group commit (every appender waiting for
-durability shares one fdatasync, run off the event loop)."""
+durability shares one fdatasync, run off the event loop).
+
+A flush that fails with EIO ends the gateway at once (exit 3), as Kafka halts on a failed log
+dir and PostgreSQL panics on a failed fsync: Linux may drop the dirty pages of a failed
+writeback and answer the next fdatasync with success, so retrying would acknowledge writes that
+never reached the disk. The restart recovers from what the disk holds; in a cluster the
+followers take over the queues it led. Other errors (EINTR, ENOSPC, ...) are retried."""
 from __future__ import annotations
 
+import errno
 import logging
+import os
 
 import trio
 
 log = logging.getLogger("rocketgate.flush")
 
 ASYNC_FLUSH_INTERVAL = 0.5
-RETRY_DELAY = 0.1  # after a failed fdatasync (EINTR, EIO, ...): reported, retried, never fatal
+RETRY_DELAY = 0.1  # after a failed fdatasync (EINTR, ENOSPC, ...): reported, retried
+EXIT_DURABILITY_LOST = 3
 
 
 _failures = [0]  # consecutive failed flushes: the first is logged, and the recovery
@@ -21,6 +30,8 @@ async def flush_once(store) -> bool:
     try:
         await trio.to_thread.run_sync(store.flush)
     except OSError as exc:
+        if exc.errno == errno.EIO:
+            durability_lost(exc)
         _failures[0] += 1
         if _failures[0] == 1:
             log.error("flush failed (%s); retrying", exc)
@@ -72,3 +83,14 @@ class AsyncFlush:
         while True:
             await self.clock.sleep(ASYNC_FLUSH_INTERVAL)
             await flush_once(self.store)
+
+
+def durability_lost(exc: OSError) -> None:
+    """Log why and exit now: nothing written since the last good flush may be acknowledged, and
+    no later flush can prove it reached the disk (nor may a clean stop flush and checkpoint it)."""
+    log.critical("flush failed with %s: what was written since the last good flush may not be on disk; "
+                 "stopping now (exit %d) so that nothing more is acknowledged; a restart recovers "
+                 "from the disk", exc, EXIT_DURABILITY_LOST)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(EXIT_DURABILITY_LOST)

@@ -50,13 +50,30 @@ class ReplicaRoles:
         self._members_changed()
 
     def _members_changed(self) -> None:
-        """Roles again (a replica or leader whose address was unknown may be known now), then elect
-        where a leader left."""
+        """Roles again (a replica or leader whose address was unknown may be known now), the in-sync
+        sets etcd lacks a member of, then elect where a leader left."""
         for node_id, member in self.view.members.items():
             self._addrs[node_id] = member.remoting_addr
         for (topic, qid), a in list(self.view.queues.items()):
             self._assigned(topic, qid, a.leader, list(a.replicas), list(a.isr), a.epoch)
+        self._rewrite_isr_of_returned_members()
         self._elect_where_leader_left()
+
+    def _rewrite_isr_of_returned_members(self) -> None:
+        """A replica that caught up while it was not a live member (its lease had lapsed, KIP-841)
+        was left out of the set written to etcd, yet stays in this leader's own set, so no later
+        fetch of it counts as catching up again: once it is a member again, write the own set."""
+        me = self.node.node_id
+        for (topic, qid), a in list(self.view.queues.items()):
+            r = self.manager.roles.get((topic, qid))
+            if a.leader != me or r is None or r.role != LEADER or r.epoch != a.epoch:
+                continue  # (a write in flight computed its ids before this change: it writes once more)
+            local = [self.manager.self_id, *r.isr]
+            back = set(self._in_sync_ids(topic, qid, local)) - set(a.isr)
+            if back:
+                log.info("cluster: %s/%d: in-sync %s left out of etcd's set while not members: writing it again",
+                         topic, qid, sorted(back))
+                self._isr_changed(topic, qid, sorted(local))
 
     def _addr(self, node_id: int) -> str | None:
         member = self.view.members.get(node_id)

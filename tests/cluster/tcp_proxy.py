@@ -38,9 +38,10 @@ class TcpProxy:
         for s in conns:
             try:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")  # close = RST
-                s.close()
+                s.shutdown(socket.SHUT_RDWR)  # wakes the pipe thread blocked reading it (close alone does not)
             except OSError:
                 pass
+            s.close()
 
     restore = start
     stop = cut

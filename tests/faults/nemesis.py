@@ -10,7 +10,9 @@ comes round in turn. Classes:
 - pause: SIGSTOP past the lease TTL;
 - kill: kill -9 and restart;
 - clock-jump: the target's wall clock jumps by arg seconds (forward or back), then back to true time;
-- disk-full: every free block of the target's data disk taken, then freed."""
+- disk-full: every free block of the target's data disk taken, then freed;
+- fsync-error: the target's fsync/fdatasync fail with EIO (fsync_fault.c, preloaded) for the fault's
+  length; a gateway that stops on it (exit 3: it acknowledges nothing it could not sync) is restarted."""
 from __future__ import annotations
 
 import random
@@ -19,10 +21,11 @@ import threading
 import time
 
 import disk
+import fsync_fault
 from nodes import Nodes
 
 FAULTS = ("isolate", "cut-from-etcd", "majority-without-etcd", "one-way", "bad-link", "pause", "kill",
-          "clock-jump", "disk-full")
+          "clock-jump", "disk-full", "fsync-error")
 CLOCK_JUMPS = (-3600, -300, 300, 3600)
 
 
@@ -120,6 +123,14 @@ class Nemesis:
             time.sleep(self.fault_s)
             disk.release(self.nodes.data_dir(target))
             return note
+        elif fault == "fsync-error":
+            fsync_fault.fail(self.nodes.fsync_trigger(target))
+            time.sleep(self.fault_s)
+            fsync_fault.heal(self.nodes.fsync_trigger(target))
+            status = self.nodes.procs[me].poll()
+            if status is not None:
+                self.nodes.start_gateway(target)
+            return "still running" if status is None else f"stopped (exit {status}), restarted"
         time.sleep(self.fault_s)
         net.heal()
         return arg

@@ -9,13 +9,15 @@ alone (it never jumps on a real machine either). Each gateway's data dir is its 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 
-from disk import mount_tmpfs, unmount
+import fsync_fault
+from disk import BALLAST, mount_tmpfs, unmount
 from gateway.process_tree import die_with_parent
 from netns import FAKETIME_LIB, Network
 
@@ -42,12 +44,18 @@ class Nodes:
         self.net, self.run_dir, self.ttl, self.replica_lag_ms, self.flush = net, run_dir, ttl, replica_lag_ms, flush
         self.ids = list(range(1, gateways + 1))
         self.procs: dict[str, subprocess.Popen] = {}
+        self.fsync_lib = fsync_fault.build(run_dir)
         for i in self.ids:
             self.set_clock(i, 0)
+            fsync_fault.heal(self.fsync_trigger(i))
             mount_tmpfs(self.data_dir(i), f"{net.prefix}-g{i}", disk_mb)
 
     def data_dir(self, i: int) -> str:
         return os.path.join(self.run_dir, f"g{i}")
+
+    def fsync_trigger(self, i: int) -> str:
+        """While this file exists, g<i>'s fsync and fdatasync fail with EIO (fsync_fault.c)."""
+        return os.path.join(self.run_dir, f"g{i}.fsync-fail")
 
     def set_clock(self, i: int, offset_s: int) -> None:
         """g<i>'s wall clock runs `offset_s` seconds off from now on (libfaketime rereads within 1 s)."""
@@ -76,6 +84,7 @@ class Nodes:
         node, a = f"g{i}", self.net.addr[f"g{i}"]
         env = {**os.environ, "LD_PRELOAD": FAKETIME_LIB, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
                "FAKETIME_TIMESTAMP_FILE": os.path.join(self.run_dir, f"{node}.clock"), "FAKETIME_CACHE_DURATION": "1"}
+        env = fsync_fault.preload_env(self.fsync_lib, self.fsync_trigger(i), env)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             proc = self._spawn(node, [sys.executable, "-m", "gateway", "--cluster", f"etcd://{self.net.addr['etcd']}:{ETCD_PORT}",
@@ -114,8 +123,9 @@ class Nodes:
     def alive(self, i: int) -> bool:
         return self.procs[f"g{i}"].poll() is None
 
-    def stop_all(self) -> None:
-        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left; etcd last."""
+    def stop_all(self, keep_data: bool = False) -> None:
+        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left; etcd last.
+        `keep_data`: each data dir is copied to `<run dir>/kept-g<i>` (without a disk fault's ballast)."""
         order = [n for n in self.procs if n != "etcd"] + (["etcd"] if "etcd" in self.procs else [])
         for node in order:
             proc = self.procs[node]
@@ -129,4 +139,7 @@ class Nodes:
                 self.procs[node].kill()
                 self.procs[node].wait()
         for i in self.ids:
+            if keep_data:
+                shutil.copytree(self.data_dir(i), os.path.join(self.run_dir, f"kept-g{i}"), dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns(BALLAST))
             unmount(self.data_dir(i))

@@ -1,6 +1,6 @@
 """`make faults`: the fault harness (docs/faults.md). One etcd and three gateways, each in its own
 network namespace; a seeded nemesis (nemesis.py: partitions, one-way drops, a bad link, pauses,
-kill -9, clock jumps, a full disk) while the workloads run (an idempotent Kafka producer, a consumer
+kill -9, clock jumps, a full disk, fsync errors) while the workloads run (an idempotent Kafka producer, a consumer
 group, a transactional producer, a RocketMQ producer); after healing, each workload's checker reads
 back and judges its history, and the metadata checker asks every gateway who leads what.
 Rerun a seed exactly: `make faults FAULTS_ARGS="--seed N"`. Exit 1 on an anomaly, 2 if refused."""
@@ -20,6 +20,8 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 import report  # noqa: E402
 from checker import check  # noqa: E402
 from disk import cleanup_mounts, release  # noqa: E402
+from duplicates import explain, reclassify, summary  # noqa: E402
+from fsync_fault import heal as fsync_heal  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
 from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
@@ -50,6 +52,8 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--subnet", default=SUBNET, help="the /24 of the test hosts, as 10.77.0")
     p.add_argument("--plant-loss", action="store_true",
                    help="drop one acknowledged record from the final read (shows the checker catches a loss)")
+    p.add_argument("--keep-data", action="store_true",
+                   help="copy each gateway's data dir (off its tmpfs) into the run dir before unmounting it")
     p.add_argument("--run-dir", default=None)
     p.add_argument("--report", default=os.path.join(CHECKOUT, "docs", "faults.md"))
     return p.parse_args(argv)
@@ -68,7 +72,7 @@ def header(args, run_dir: str, elapsed: float) -> list[str]:
         f"`tests/faults/`). One etcd and three gateways (`--cluster`, lease TTL {args.ttl} s, replication factor 3,",
         f"replica lag {args.replica_lag_ms} ms, `--flush {args.flush}`), each in its own network namespace on a bridge",
         f"({args.subnet}.0/24); the client in the root namespace reaches every node throughout. Each gateway runs",
-        "under libfaketime and keeps its data on its own 256 MiB tmpfs. The latest run is below; every run",
+        "under libfaketime and the fsync-error shim and keeps its data on its own 256 MiB tmpfs. The latest run is below; every run",
         "is in *All runs*.", "",
         f"Seed {args.seed}; run took {elapsed:.0f} s; history: `{run_dir}/history.json`. Rerun exactly:",
         f"`make faults FAULTS_ARGS=\"{rerun_args(args)}\"`."]
@@ -79,6 +83,7 @@ def heal_everything(nodes: Nodes) -> None:
     nodes.net.heal()
     for i in nodes.ids:
         nodes.set_clock(i, 0)
+        fsync_heal(nodes.fsync_trigger(i))
         release(nodes.data_dir(i))
         nodes.signal(i, signal.SIGCONT)
         if not nodes.alive(i):
@@ -99,6 +104,21 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
                 "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES))}
     return {n: {"label": w.label, "history": w.history, "result": checkers[n](w)} for n, w in loads.items()}
+
+
+def explain_duplicates(workloads: dict, nodes: Nodes, run_dir: str) -> None:
+    """Each value the queue workload read twice, both copies as the stores hold them (duplicates.py),
+    into `duplicates.json`; the counts per class into the result (`duplicated_by`)."""
+    w = workloads.get("queue")
+    if not w or not w["result"]["duplicated"]:
+        return
+    explained = explain({i: nodes.data_dir(i) for i in nodes.ids},
+                        {i: os.path.join(run_dir, f"g{i}.log") for i in nodes.ids},
+                        TOPIC, w["result"]["final_read"], w["history"], w["result"]["duplicated"])
+    with open(os.path.join(run_dir, "duplicates.json"), "w") as f:
+        json.dump(explained, f, indent=1)
+    w["result"]["duplicated_by"] = summary(explained)
+    reclassify(w["result"], explained)
 
 
 def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
@@ -133,6 +153,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
                        "ops": {n: w.history for n, w in loads.items()}}, f)
         workloads = check_loads(loads, nodes, args.plant_loss)
+        explain_duplicates(workloads, nodes, run_dir)
         leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC])
         workloads["metadata"] = {"label": "metadata: every gateway's own Metadata answer, leaders after healing",
                                  "history": leaders.pop("history"), "result": leaders, "per_fault": False}
@@ -140,7 +161,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "workloads": workloads}, f)
         return workloads, nemesis.events, None if nemesis.error is None else repr(nemesis.error)
     finally:
-        nodes.stop_all()
+        nodes.stop_all(keep_data=args.keep_data)
         if nemesis is not None:
             nemesis.release()
         cleanup(args.prefix)
@@ -151,6 +172,10 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
     notes = [f"Nemesis error: {nemesis_error}." if nemesis_error else "The nemesis ran its whole schedule."]
     notes += [f"{n}: producer fatal error: {w['result']['producer_fatal']}." for n, w in workloads.items()
               if w["result"].get("producer_fatal")]
+    if workloads.get("queue", {}).get("result", {}).get("duplicated_by"):
+        r = workloads["queue"]["result"]
+        notes.append(f"queue: values read twice, by cause (duplicates.json): {r['duplicated_by']}; re-sent by the "
+                     f"client under a new producer epoch (not a gateway anomaly): {len(r['client_resent'])}.")
     if "txn" in workloads:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "

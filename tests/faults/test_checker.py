@@ -6,6 +6,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from checker import check  # noqa: E402
+from duplicates import classify, reclassify  # noqa: E402
 
 
 def _history(*sends):
@@ -45,3 +46,34 @@ def test_acknowledged_values_out_of_send_order_in_a_partition_fail():
 def test_a_value_never_sent_fails():
     result = check(_history((1, 0, "ok")), _read((1, 0), (9, 0)))
     assert not result["valid"] and result["unexpected"] == [9]
+
+
+def _copy(pid, epoch, sequence):
+    return {"producer_id": pid, "producer_epoch": epoch, "sequence": sequence}
+
+
+def test_a_copy_under_one_producer_epoch_and_sequence_is_the_gateways_duplicate():
+    assert classify([_copy(7, 0, 12), _copy(7, 0, 12)]) == "gateway"
+
+
+def test_a_copy_under_a_bumped_epoch_is_the_clients_resend():
+    assert classify([_copy(7, 0, 12), _copy(7, 1, 3)]) == "client_resend"
+
+
+def test_a_third_copy_in_an_epoch_already_used_is_not_the_clients():
+    assert classify([_copy(7, 0, 12), _copy(7, 1, 3), _copy(7, 1, 9)]) == "gateway_other"
+
+
+def test_a_copy_not_found_in_the_store_stays_the_gateways():
+    assert classify([_copy(7, 0, 12), {}]) != "client_resend"
+
+
+def test_client_resends_leave_the_duplicates_and_the_verdict():
+    result = check(_history((1, 0, "ok"), (2, 0, "ok"), (3, 0, "ok")), _read((1, 0), (2, 0), (3, 0), (1, 0), (2, 0)))
+    assert result["duplicated"] == [1, 2] and result["reordered"] == [1, 2]
+    explained = [{"value": 1, "class": "client_resend"}, {"value": 2, "class": "gateway"}]
+    reclassify(result, explained)
+    assert result["client_resent"] == [1] and result["duplicated"] == [2] and result["reordered"] == [2]
+    assert not result["valid"]
+    reclassify(result, [{"value": 2, "class": "client_resend"}])
+    assert result["valid"] and result["client_resent"] == [2]
