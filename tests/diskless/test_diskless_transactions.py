@@ -3,6 +3,7 @@ producer commits and aborts, sendOffsetsToTransaction, read_committed consumers;
 passes against Apache Kafka 4.3.1 (`python tests/diskless/test_diskless_transactions.py`)."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import uuid
@@ -12,6 +13,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from acked_records import read_committed
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))  # TxnCheck and its facts
+from test_transactions_v2 import EXPECTED, check_classes, facts  # noqa: E402,F401 - check_classes is a fixture
 
 FAST_WAL = ["--diskless-wal-max-ms", "20"]
 
@@ -105,6 +109,13 @@ def test_a_transaction_open_at_a_restart_is_fenced_not_committed_empty(seaweed_s
     p2.produce("open", value=b"kept", partition=1)
     p2.commit_transaction(15)
     assert [v for _p, _o, v in read_committed(g.kafka_bootstrap, "open", 2, 1)] == ["kept"]
+
+
+def test_java_transactions_v2_on_a_diskless_topic(seaweed_s3, s3_bucket, gateway_factory, check_classes):
+    """kafka-clients 4.3.1 (transactions v2: Produce v12 adds the partition, EndTxn v5 bumps the epoch):
+    the facts tests/kafka/test_transactions_v2.py checks on Kafka 4.3.1 and a plain topic."""
+    g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + FAST_WAL)
+    assert facts(check_classes, g.kafka_bootstrap, "true") == EXPECTED
 
 
 if __name__ == "__main__":  # the same scenario against Apache Kafka 4.3.1
