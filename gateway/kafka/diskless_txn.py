@@ -13,6 +13,9 @@ EndTxn(commit) cannot answer "ok" for batches the restart lost (as the plain pat
 from __future__ import annotations
 
 import dataclasses
+import time
+
+import trio
 
 from codec.kafka import records
 from interop.inner_batch import NOT_INDEXED, with_gaps
@@ -21,6 +24,7 @@ from semantics.producer_state import INVALID_TXN_STATE
 from store.objstore.api import ObjectStoreError
 
 OPEN_CONFIG = "kafkaDisklessOpenTxns"  # transactional.id -> [producer id, epoch] holding diskless batches
+TIMEOUT_CHECK_S = 1.0  # how often transactions holding diskless batches are checked against their timeout
 
 
 @dataclasses.dataclass
@@ -122,6 +126,24 @@ class DisklessTxns:
                 failed.append(piece)
         pieces[:] = failed
         return not failed
+
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Background service: a transaction holding diskless batches has no half for the check-back
+        service to find, so this aborts it once past its timeout (fencing its producer, as Kafka's
+        coordinator does) and lets go of what it held."""
+        task_status.started()
+        while True:
+            await trio.sleep(TIMEOUT_CHECK_S)
+            if not self.held:
+                continue
+            txns = self.app.kafka.txns
+            await txns.expire_due(int(time.time() * 1000))
+            for txn_id, (key, _pieces) in list(self.held.items()):
+                txn = txns.by_id.get(txn_id)
+                if txn is None or key != self._key(txn):  # aborted (by a timeout, an InitProducerId) or ended
+                    self.drop(txn_id)
+                    self.unmark(txn_id)
 
 
 def placeholder(b: records.Batch) -> records.Batch:

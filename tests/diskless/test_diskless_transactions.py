@@ -15,7 +15,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from acked_records import read_committed
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))  # TxnCheck and its facts
+from kafka_raw import RawClient  # noqa: E402
 from test_transactions_v2 import EXPECTED, check_classes, facts  # noqa: E402,F401 - check_classes is a fixture
+from waiting import until  # noqa: E402
 
 FAST_WAL = ["--diskless-wal-max-ms", "20"]
 
@@ -109,6 +111,30 @@ def test_a_transaction_open_at_a_restart_is_fenced_not_committed_empty(seaweed_s
     p2.produce("open", value=b"kept", partition=1)
     p2.commit_transaction(15)
     assert [v for _p, _o, v in read_committed(g.kafka_bootstrap, "open", 2, 1)] == ["kept"]
+
+
+def test_a_diskless_transaction_past_its_timeout_is_aborted_without_a_request(seaweed_s3, s3_bucket, gateway_factory):
+    """No half for the check-back service: the diskless timeout check aborts it (state CompleteAbort,
+    the epoch bumped) while its producer sends nothing; nothing of it is ever visible."""
+    g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + FAST_WAL)
+    _create(g.kafka_bootstrap, ["slow"], diskless=True)
+    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": "tid-slow", "transaction.timeout.ms": 1000})
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.produce("slow", value=b"late", partition=0)
+    p.flush(15)
+    client = RawClient(g.kafka_bootstrap)
+    try:
+        def state() -> dict:
+            return client.call(65, 0, {"transactional_ids": ["tid-slow"]})["transaction_states"][0]
+        assert state()["transaction_state"] == "Ongoing"
+        assert until(lambda: state()["transaction_state"] == "CompleteAbort", 15, 0.3)
+        assert state()["producer_epoch"] == 1
+    finally:
+        client.close()
+    with pytest.raises(KafkaException):  # fenced
+        p.commit_transaction(15)
+    assert read_committed(g.kafka_bootstrap, "slow", 2, 0, timeout=2) == []
 
 
 def test_java_transactions_v2_on_a_diskless_topic(seaweed_s3, s3_bucket, gateway_factory, check_classes):
