@@ -92,15 +92,21 @@ def test_transactions_commit_abort_and_offsets_on_a_diskless_topic(seaweed_s3, s
     assert committed(g.kafka_bootstrap, group, TopicPartition(src, 0)) == 7
 
 
+def _open_transaction(bootstrap: str, topic: str, tid: str, value: bytes, **conf) -> Producer:
+    """A new diskless topic and a transactional producer whose transaction holds `value`, sent."""
+    _create(bootstrap, [topic], diskless=True)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5, **conf})
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.produce(topic, value=value, partition=0)
+    p.flush(15)
+    return p
+
+
 def test_a_transaction_open_at_a_restart_is_fenced_not_committed_empty(seaweed_s3, s3_bucket, gateway_factory):
     """Its held batches died with the process: its EndTxn(commit) must fail, not answer "committed"."""
     g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + FAST_WAL)
-    _create(g.kafka_bootstrap, ["open"], diskless=True)
-    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": "tid-open", "linger.ms": 5})
-    p.init_transactions(15)
-    p.begin_transaction()
-    p.produce("open", value=b"lost", partition=0)
-    p.flush(15)
+    p = _open_transaction(g.kafka_bootstrap, "open", "tid-open", b"lost")
     g.kill9()
     g.start()
     with pytest.raises(KafkaException):
@@ -117,12 +123,7 @@ def test_a_diskless_transaction_past_its_timeout_is_aborted_without_a_request(se
     """No half for the check-back service: the diskless timeout check aborts it (state CompleteAbort,
     the epoch bumped) while its producer sends nothing; nothing of it is ever visible."""
     g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + FAST_WAL)
-    _create(g.kafka_bootstrap, ["slow"], diskless=True)
-    p = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": "tid-slow", "transaction.timeout.ms": 1000})
-    p.init_transactions(15)
-    p.begin_transaction()
-    p.produce("slow", value=b"late", partition=0)
-    p.flush(15)
+    p = _open_transaction(g.kafka_bootstrap, "slow", "tid-slow", b"late", **{"transaction.timeout.ms": 1000})
     client = RawClient(g.kafka_bootstrap)
     try:
         def state() -> dict:
