@@ -22,6 +22,7 @@ from gateway.remoting.end_transaction import send_transaction_check
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from semantics.clock import WALL_CLOCK, WallClock
 from semantics.delay import DelayScheduler
+from semantics.diskless_queues import diskless_queue_view
 from semantics.flow_control import SendFlowControl
 from semantics.offsets import OffsetTable
 from semantics.subscription_groups import SubscriptionGroups
@@ -222,7 +223,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         views=views,
         rocketmq_clients=ClientRegistry(),
         flow=flow,
-        pop=PopEngine(st, offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
+        pop=PopEngine(diskless_queue_view(st, diskless), offsets, notify=arrivals.notify, clock=clock.now_ms, writer=writer),
         pop_remoting=PopRemotingState(),
         replication=replication,
         schema_registry=registry,

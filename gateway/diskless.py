@@ -7,8 +7,10 @@ import logging
 
 import trio
 
+import gateway.diskless_topics as diskless_topics
 from semantics import retention
 from semantics.diskless import ATTRIBUTE, DisklessWriter, is_diskless
+from store.diskless import topic_records
 from store.diskless.index import DisklessIndex
 from store.diskless import offsets as group_offsets
 from store.diskless.janitor import Janitor
@@ -26,6 +28,8 @@ class Diskless:
     # (producer id, topic, queue) -> [(epoch, first seq, last seq, slot)] of idempotent batches still
     # in WAL buffers: a pipelined connection's next batch follows them (gateway.kafka.diskless)
     inflight: dict = dataclasses.field(default_factory=dict)
+    # topic -> the incarnation (store.diskless.layout.home) this gateway's topic table has (gateway.diskless_topics)
+    topic_homes: dict = dataclasses.field(default_factory=dict)
 
 
 def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:
@@ -109,22 +113,23 @@ class JanitorService:
 
 class TopicWatch:
     """Background service: every `interval_s` list the bucket's diskless topics (off the loop) and
-    adopt the ones created through another gateway since this one started."""
+    follow what changed through other gateways (created, deleted, created again, grown)."""
 
     def __init__(self, st, diskless: Diskless, interval_s: float = 2.0) -> None:
         self.st, self.diskless, self.interval_s = st, diskless, interval_s
+        self.seen: dict = {}  # topic -> (record etag, home) as last listed
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         while True:
             await trio.sleep(self.interval_s)
-            try:
-                found = await trio.to_thread.run_sync(self.diskless.index.topics, frozenset(self.st.topics.names()))
+            try:  # created, deleted, created again or grown through another gateway (gateway.diskless_topics)
+                changed, gone = await trio.to_thread.run_sync(topic_records.look, self.diskless.index, self.seen)
             except ObjectStoreError:
                 continue  # the store is down: produces say so; the watch tries again
-            made = _adopt(self.st, found)
-            if made:
-                log.info("diskless topics adopted from the bucket: %s", ", ".join(made))
+            done = diskless_topics.follow(self.st, self.diskless, changed, gone)
+            if done:
+                log.info("diskless topics from the bucket: %s", ", ".join(done))
 
 
 def creation_problem(app, configs: dict) -> str | None:
@@ -145,4 +150,5 @@ async def publish(app, name: str, configs: dict, partitions: int) -> str | None:
         await trio.to_thread.run_sync(app.diskless.index.publish_topic, name, partitions)
     except ObjectStoreError as exc:
         return f"diskless topic not recorded in the object store: {exc}"
+    app.diskless.topic_homes[name] = app.diskless.index.home(name)  # (known since the publish: no request)
     return None

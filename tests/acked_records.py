@@ -45,3 +45,27 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 30.0) -> list[bytes]
         return got
     finally:
         consumer.close()
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int, want: int, timeout: float = 20.0) -> list:
+    """(partition, offset, value) a read_committed librdkafka consumer gets from offset 0 of the
+    topic's first `partitions` partitions, polling on a little after `want` (to see extra ones)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + os.urandom(4).hex(),
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and len(got) <= want:
+            m = c.poll(0.3 if len(got) < want else 1.5)
+            if m is None:
+                if len(got) >= want:
+                    break
+                continue
+            assert m.error() is None, m.error()
+            got.append((m.partition(), m.offset(), m.value().decode()))
+    finally:
+        c.close()
+    return got

@@ -8,6 +8,7 @@ import gateway.kafka.configs as config_apis
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 import gateway.diskless as diskless
+import gateway.diskless_topics as diskless_topics
 from codec.kafka import apis, protocol
 from gateway.kafka.metadata import OFFSETS_TOPIC, broker_list, is_internal
 from gateway.kafka.registry import CLUSTER_ID, NODE_ID, RequestContext, handler
@@ -133,10 +134,11 @@ async def delete_topics(ctx: RequestContext):
         if name is None or app.store.topics.get(name) is None:
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION})
             continue
-        if is_diskless(app.store.topics.get(name)):  # its objects are shared by every gateway of the bucket
-            out.append({"name": name, "error_code": errors.INVALID_REQUEST,
-                        "error_message": "deleting a diskless topic is not supported yet"})
-            continue
+        if is_diskless(app.store.topics.get(name)) and app.diskless is not None:  # the bucket's record first
+            why = await diskless_topics.delete(app, name)
+            if why is not None:
+                out.append({"name": name, "error_code": errors.KAFKA_STORAGE_ERROR, "error_message": why})
+                continue
         tid = topics.topic_id(app, name)
         app.store.topics.delete(name)
         kafka_state(app).producers.forget_topic(name)
@@ -156,16 +158,17 @@ async def create_partitions(ctx: RequestContext):
             out.append({"name": name, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                         "error_message": f"topic {name!r} does not exist"})
             continue
-        if is_diskless(cfg):  # the bucket's topic record holds the count every gateway adopts
-            out.append({"name": name, "error_code": errors.INVALID_REQUEST,
-                        "error_message": "adding partitions to a diskless topic is not supported yet"})
-            continue
         current = topics.partition_count(cfg)
         if not current < t["count"] <= MAX_PARTITIONS:
             out.append({"name": name, "error_code": errors.INVALID_PARTITIONS,
                         "error_message": f"topic has {current} partitions; the count can only grow, "
                                          f"up to {MAX_PARTITIONS}"})
             continue
+        if is_diskless(cfg) and app.diskless is not None and not ctx.request.get("validate_only"):
+            why = await diskless_topics.grow(app, name, t["count"])  # the bucket's record every gateway adopts
+            if why is not None:
+                out.append({"name": name, "error_code": errors.KAFKA_STORAGE_ERROR, "error_message": why})
+                continue
         if not ctx.request.get("validate_only"):
             cfg.read_queues = cfg.write_queues = t["count"]
             app.store.topics.update(cfg)

@@ -4,9 +4,11 @@ call runs in a worker thread. An unreachable store answers KAFKA_STORAGE_ERROR (
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import trio
 
+import gateway.kafka.diskless_txn as diskless_txn
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import records
@@ -35,7 +37,7 @@ def _error(index: int, code: int, message: str | None = None) -> dict:
             "log_start_offset": -1, "error_message": message}
 
 
-async def prepare_partition(app, topic: str, cfg, index: int, data):
+async def prepare_partition(app, topic: str, cfg, index: int, data, version: int = 12):
     """Validate one partition's batches and join the WAL buffer with the new ones: a `_Joined` to
     `finish_partition`, or the partition's error answer (a dict)."""
     try:
@@ -52,15 +54,13 @@ async def prepare_partition(app, topic: str, cfg, index: int, data):
         if problem is not None:
             kind, why = problem
             return _error(index, errors.INVALID_RECORD if kind == "invalid" else errors.CORRUPT_MESSAGE, why)
-        if b.attributes & records.TRANSACTIONAL:
-            return _error(index, errors.INVALID_REQUEST, "transactions are not supported on diskless topics yet")
     st = kafka_state(app)
     try:
         if any(_idempotent(b) for b in batches):
             await _producer_state(app, st, topic, index)
     except ObjectStoreError as exc:
         return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
-    kept, producers, duplicate, delta, after = [], [], None, 0, None
+    kept, producers, duplicate, delta, after, held = [], [], None, 0, None, []
     inflight = app.diskless.inflight
     for b in batches:
         if _idempotent(b):
@@ -77,15 +77,24 @@ async def prepare_partition(app, topic: str, cfg, index: int, data):
                 return _error(index, errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
             if verdict == FENCED:
                 return _error(index, errors.INVALID_PRODUCER_EPOCH)
+        count = b.record_count  # (a transactional batch's placeholder has none: its sequences are b's)
+        if b.attributes & records.TRANSACTIONAL:  # held until EndTxn; a placeholder takes its offsets now
+            code, txn = diskless_txn.admit(st, b, topic, index, version, int(time.time() * 1000))
+            if txn is None:
+                return _error(index, code)
+            await st.diskless_txns.mark_open(txn)
+            held.append((txn, b))
+            b = diskless_txn.placeholder(b)
+        if _idempotent(b):
             after = after or prior
-            producers.append((b.producer_id, b.producer_epoch, b.base_sequence, b.record_count, delta))
+            producers.append((b.producer_id, b.producer_epoch, b.base_sequence, count, delta))
         kept.append(b)
         delta += b.last_offset_delta + 1
     if not kept:
         return _Joined(index, None, duplicate)
     slot = app.diskless.writer.enqueue(topic, index, b"".join(b.data for b in kept), delta,
                                        max(b.max_timestamp for b in kept), tuple(producers), after,
-                                       lambda slot: _done(app, st, slot))
+                                       lambda slot: _done(app, st, slot, held))
     for pid, epoch, seq, count, _at in producers:
         inflight.setdefault((pid, topic, index), []).append((epoch, seq, _add(seq, count - 1), slot))
     return _Joined(index, slot, duplicate)
@@ -122,10 +131,12 @@ def inflight_verdict(inflight: dict, b, topic: str, index: int):
     return OUT_OF_ORDER, None, None
 
 
-def _done(app, st, slot) -> None:
+def _done(app, st, slot, held=()) -> None:
     """(in join order, when the slot's flush ended) record its idempotent batches, drop them from
-    the in-flight table, wake the queue's waiting fetches."""
+    the in-flight table, hold its transactional batches for their commit, wake the queue's fetches."""
     inflight = app.diskless.inflight
+    for txn, b in held if slot.error is None else ():
+        st.diskless_txns.hold(txn, b, slot.topic, slot.queue)
     for pid, epoch, seq, count, at in slot.producers:
         if slot.error is None:
             st.producers.record(pid, epoch, slot.topic, slot.queue, seq, count, slot.base + at)
@@ -173,11 +184,11 @@ async def _producer_state(app, st, topic: str, index: int) -> None:
             st.producers.record(pid, epoch, topic, index, seq, count, entry.base + at)
 
 
-async def produce_partitions(app, writes: list, read_on=None) -> None:
+async def produce_partitions(app, writes: list, read_on=None, version: int = 12) -> None:
     """Each (response, topic, config, index, records) joins the WAL buffer, in order; then `read_on()`
     (the connection may read its next request: the order of appends is settled) and the answers,
     filled in place, once the WAL objects are in."""
-    joined = [(w[0], w[1], await prepare_partition(app, *w[1:])) for w in writes]
+    joined = [(w[0], w[1], await prepare_partition(app, *w[1:], version)) for w in writes]
     if read_on is not None:
         read_on()
     for response, topic, j in joined:

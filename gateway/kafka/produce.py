@@ -236,7 +236,8 @@ async def produce(ctx: RequestContext):
     quota_ms = quotas.produce_throttle_ms(ctx, request_bytes)
     if wal_writes:  # the request's diskless partitions join the WAL buffer together, not one flush each;
         # an all-diskless request lets its connection read on once they joined (responses stay in order)
-        await diskless.produce_partitions(app, wal_writes, None if end or replicated else read_on)
+        await diskless.produce_partitions(app, wal_writes, None if end or replicated else read_on,
+                                          version)
     if acks == 0:
         return None
     if end:

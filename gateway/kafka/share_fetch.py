@@ -11,18 +11,19 @@ from __future__ import annotations
 import trio
 
 import gateway.kafka.errors as errors
+import gateway.kafka.share_diskless as share_diskless
 import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.access_share import TOPIC_DENIED, may_read
 from gateway.kafka.fetch import fetch_entries, read_batches
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.state import kafka_state
-from semantics.diskless import is_diskless
 from gateway.ops.stats import stats_of
 from semantics.share_sessions import FINAL, INITIAL
 
 LEADER = {"leader_id": NODE_ID, "leader_epoch": 0}
 MAX_RECORDS = 10_000  # per request, whatever the client asks
+DISKLESS_POLL_S = 0.25  # a long-polling ShareFetch looks at the diskless partitions' index this often
 WHOLE_RANGE = 0x7FFFFFFF  # the acquired range is read whole: its bytes were bounded when acquiring
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # share_acquire_mode (KIP-1206): whole stored batches, or max_records strictly
 
@@ -106,14 +107,20 @@ def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes,
         cfg = topics.existing(app, name)
         if not topics.has_partition(cfg, p):
             continue
-        def end_for(start, reach, t=name, q=p):
-            return byte_end(app, t, q, start, reach, max_bytes)
+        diskless = share_diskless.is_diskless_partition(app, name)
+        ends = share_diskless.byte_end if diskless else byte_end
+
+        def end_for(start, reach, t=name, q=p, ends=ends):
+            return ends(app, t, q, start, reach, max_bytes)
         acquired = shares.acquire(group, member, name, p, left, whole_batches=whole, end_for=end_for)
         end = max(end, acquired.end_offset)
         if not acquired.deliveries:
             continue
         left -= len(acquired.deliveries)
         first, last = acquired.deliveries[0].offset, acquired.deliveries[-1].offset
+        if diskless:  # read off the loop by share_diskless.read_acquired
+            out[(name, p)] = {"records": b"", "acquired_records": _ranges(acquired.deliveries), "span": (first, last)}
+            continue
         records = read_batches(app, name, p, first, last + 1, WHOLE_RANGE, at_least_one=True)
         stats_of(app).fetched("kafka", name, len(records))
         out[(name, p)] = {"records": records, "acquired_records": _ranges(acquired.deliveries)}
@@ -144,9 +151,7 @@ async def share_fetch(ctx: RequestContext):
     lock_ms = shares.lock_ms(group)
     fetched: dict = {}
     denied = {(name, p) for name, p in session.partitions if not readable(name)}
-    # share groups keep their state beside the local log: not (yet) for diskless topics (docs/diskless.md)
-    refused = {(name, p) for name, p in session.partitions if is_diskless(app.store.topics.get(name))} - denied
-    denied |= refused
+    refused: set = set()  # diskless partitions the object store failed for
     if epoch == FINAL:
         end = max(end, shares.release_member(group, member))
     else:
@@ -155,30 +160,34 @@ async def share_fetch(ctx: RequestContext):
         deadline = trio.current_time() + max(req["max_wait_ms"], 0) / 1000
         whole = req.get("share_acquire_mode", BATCH_OPTIMIZED) != RECORD_LIMIT
         while True:
-            fetched, e = _acquire_all(app, shares, group, member, partitions, max_records, req["max_bytes"], whole)
+            refused = await share_diskless.refresh(app, partitions)
+            fetched, e = _acquire_all(app, shares, group, member, [tp for tp in partitions if tp not in refused],
+                                      max_records, req["max_bytes"], whole)
             end = max(end, e)
             remaining = deadline - trio.current_time()
             if fetched or remaining <= 0 or not partitions or ack_codes:
                 break
-            await app.arrivals.wait_any(partitions, remaining)
+            # another gateway's produce to a diskless partition wakes nobody here: look again soon
+            refresh_again = any(share_diskless.is_diskless_partition(app, t) for t, _p in partitions)
+            await app.arrivals.wait_any(partitions, min(remaining, DISKLESS_POLL_S) if refresh_again else remaining)
+        await share_diskless.read_acquired(app, {tp: f.pop("span") for tp, f in fetched.items() if "span" in f}, fetched)
     await app.durable(end)
     ids = {name: tid for tid, name in names.items() if name}
     by_topic: dict = {}
     acked = {(name, p) for name, tid, p, _ in parts if name is not None and (tid, p) in ack_codes}
-    shown = set(fetched) | denied | acked  # partitions of unknown ids (a deleted topic's) are answered below
+    shown = set(fetched) | denied | acked | refused  # partitions of unknown ids (a deleted topic's) are answered below
     if epoch == INITIAL:
         shown |= set(session.partitions)
     for name, p in sorted(shown):
         tid = ids.get(name) or topics.topic_id(app, name)
         entry = {"partition_index": p, "error_code": errors.NONE, "acknowledge_error_code": ack_codes.get((tid, p), 0),
                  "current_leader": LEADER, "records": b"", "acquired_records": []}
-        if (name, p) in refused:
-            entry.update(error_code=errors.INVALID_REQUEST, error_message="share groups are not supported on "
-                         "diskless topics")
-        elif (name, p) in denied:
+        if (name, p) in denied:
             entry["error_code"] = TOPIC_DENIED
         elif not topics.has_partition(topics.existing(app, name), p):
             entry["error_code"] = errors.UNKNOWN_TOPIC_OR_PARTITION
+        elif (name, p) in refused:
+            entry["error_code"] = errors.KAFKA_STORAGE_ERROR
         entry.update(fetched.get((name, p), {}))
         by_topic.setdefault(tid, []).append(entry)
     for name, tid, p, _ in parts:

@@ -4,6 +4,7 @@ producer ids, transactions."""
 from __future__ import annotations
 
 import gateway.kafka.topics as topics
+from gateway.kafka.diskless_txn import DisklessTxns
 from gateway.kafka.fetch_sessions import SLOTS, FetchSessionCache
 from gateway.kafka.metadata import OFFSETS_TOPIC, partition_count_of
 from semantics import topic_configs, transactions
@@ -67,6 +68,8 @@ class KafkaState:
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
         transactions.register_checker(app, "kafka", self.txns.check)
+        self.diskless_txns = DisklessTxns(app)  # transactions' batches for diskless partitions
+        self.diskless_txns.fence_left_open(self.txns)
         config = app.config
         self.telemetry = ClientTelemetry(  # KIP-714 client metrics
             [p for p in config.kafka_telemetry_metrics.split(",") if p], config.kafka_telemetry_interval_ms)

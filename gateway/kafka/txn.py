@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+import gateway.diskless as diskless
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.offsets_topic import mirror
@@ -38,9 +39,32 @@ async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
     txn = txns.by_id.get(txn_id)
     ends = await txns.finish_in_turn(txn, commit=False) if txn is not None else []  # abort what is in progress
     code, pid, epoch, _nothing_left = txns.init(txn_id, timeout_ms)
+    kafka_state(app).diskless_txns.drop(txn_id)  # what it held for diskless partitions: aborted too
+    kafka_state(app).diskless_txns.unmark(txn_id)
     await _durable(app, ends)
     await txns.persisted()  # the new epoch fences older producers after a restart too
     return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+async def _end_diskless(app, txn, commit: bool, offsets: list) -> int:
+    """First part of an end: a commit appends the transaction's held batches of diskless partitions
+    through the WAL and writes its offsets of diskless partitions to the bucket (a failure answers
+    COORDINATOR_NOT_AVAILABLE, retriable: the retry appends only what is left); an abort drops them."""
+    held = kafka_state(app).diskless_txns
+    if commit:
+        state, txn.state = txn.state, "PrepareCommit"  # a concurrent retry: CONCURRENT_TRANSACTIONS
+        try:
+            done = await held.commit(txn)
+            for group in dict.fromkeys(g for g, *_ in offsets):
+                done = done and await diskless.save_offsets(
+                    app, group, [(t, p, o, -1, m) for g, t, p, o, m in offsets if g == group])
+        finally:
+            txn.state = state
+        if not done:
+            return errors.COORDINATOR_NOT_AVAILABLE
+    held.drop(txn.txn_id)
+    held.unmark(txn.txn_id)
+    return errors.NONE
 
 
 @handler(apis.ADD_PARTITIONS_TO_TXN)
@@ -119,6 +143,9 @@ async def end_txn(ctx: RequestContext):
         same = txn.state == ("PrepareCommit" if req["committed"] else "PrepareAbort")  # a retry
         return {"error_code": errors.CONCURRENT_TRANSACTIONS if same else INVALID_TXN_STATE}
     offsets = list(txn.offsets) if req["committed"] else []
+    code = await _end_diskless(app, txn, req["committed"], offsets)
+    if code != errors.NONE:
+        return {"error_code": code}
     if tv2:
         txns.bump_epoch(txn)  # first: a write of the old epoch arriving during the end is fenced
     # the epoch this end hands out, taken now: an InitProducerId of another instance during the awaits

@@ -11,6 +11,7 @@ import collections
 import json
 import struct
 import threading
+import uuid
 
 from store.diskless import layout
 from store.diskless.layout import IndexEntry
@@ -95,6 +96,7 @@ class DisklessIndex:
         self.store = store
         self.cache = RunCache(cache_bytes)
         self._queues: dict[tuple[str, int], _Queue] = {}
+        self._homes: dict[str, str] = {}  # topic -> the name its incarnation is kept under (layout.home)
         self._lock = threading.Lock()
 
     def _queue(self, topic: str, queue: int) -> _Queue:
@@ -104,13 +106,28 @@ class DisklessIndex:
     # -- topics -------------------------------------------------------------------------------------
 
     def publish_topic(self, topic: str, partitions: int) -> None:
-        """Record the topic in the bucket (once: an existing record is kept), so every gateway of the
-        bucket, and this one after losing its data dir, knows it."""
+        """Record the topic in the bucket with a new incarnation id (once: an existing record is
+        kept), so every gateway of the bucket, and this one after losing its data dir, knows it."""
         try:
-            self.store.put(layout.topic_key(topic), json.dumps({"partitions": partitions}).encode(),
-                           if_absent=True)
+            self.store.put(layout.topic_key(topic), json.dumps(
+                {"partitions": partitions, "id": uuid.uuid4().hex}).encode(), if_absent=True)
         except PreconditionFailed:
             pass
+        self.topic_record(topic)
+
+    def topic_record(self, topic: str) -> tuple[int, str]:
+        """(partitions, home) of the topic's record in the bucket (NotFound: none); a new incarnation
+        makes this index forget what it saw of the old one."""
+        try:
+            doc = json.loads(self.store.get(layout.topic_key(topic)))
+            partitions, home = int(doc["partitions"]), layout.home(topic, doc.get("id"))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ObjectStoreError(f"{topic}: unreadable diskless topic record ({exc})") from None
+        with self._lock:
+            if self._homes.get(topic, home) != home:
+                self._queues = {k: v for k, v in self._queues.items() if k[0] != topic}
+            self._homes[topic] = home
+        return partitions, home
 
     def topics(self, known=frozenset()) -> dict[str, int]:
         """The bucket's diskless topics not in `known`, with their partition counts (one LIST, one
@@ -120,10 +137,35 @@ class DisklessIndex:
             name = info.key[len(layout.TOPICS):]
             if name not in known:
                 try:
-                    out[name] = int(json.loads(self.store.get(info.key))["partitions"])
-                except (ValueError, TypeError, KeyError) as exc:
-                    raise ObjectStoreError(f"{info.key}: unreadable diskless topic record ({exc})") from None
+                    out[name] = self.topic_record(name)[0]
+                except NotFound:  # deleted meanwhile
+                    continue
         return out
+
+    def home(self, topic: str) -> str:
+        """(worker thread) The name the topic's current incarnation is kept under, read from its record
+        once. A topic with no record (deleted; or an index used bare, as the tests do) is kept under
+        its bare name, where no incarnation with an id looks: a late write to a deleted topic is
+        never seen by the topic created again."""
+        home = self._homes.get(topic)
+        if home is None:
+            try:
+                home = self.topic_record(topic)[1]
+            except NotFound:
+                home = self._homes.setdefault(topic, layout.home(topic, None))
+        return home
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop what this index saw of the topic (deleted, or created again elsewhere)."""
+        with self._lock:
+            self._queues = {k: v for k, v in self._queues.items() if k[0] != topic}
+            self._homes.pop(topic, None)
+
+    def index_prefix(self, topic: str, queue: int) -> str:
+        return layout.index_prefix(self.home(topic), queue)
+
+    def index_key(self, topic: str, queue: int, seq: int) -> str:
+        return layout.index_key(self.home(topic), queue, seq)
 
     # -- the index ----------------------------------------------------------------------------------
 
@@ -154,14 +196,14 @@ class DisklessIndex:
                 if q.entries and seq != q.next_seq:
                     break
                 try:
-                    q.add(IndexEntry.decode(self.store.get(layout.index_key(topic, queue, seq))))
+                    q.add(IndexEntry.decode(self.store.get(self.index_key(topic, queue, seq))))
                 except NotFound:  # retention deleted it meanwhile: the queue starts later
                     if q.entries:
                         raise ObjectStoreError(f"diskless {topic}-{queue}: entry {seq} vanished") from None
             q.listed = True
         while True:  # then probe the next sequence numbers until one is absent
             try:
-                data = self.store.get(layout.index_key(topic, queue, q.next_seq))
+                data = self.store.get(self.index_key(topic, queue, q.next_seq))
             except NotFound:
                 return
             q.add(IndexEntry.decode(data))
@@ -169,7 +211,7 @@ class DisklessIndex:
     def _listed_seqs(self, topic: str, queue: int) -> list[int]:
         """The queue's entry numbers in the store, from the start of their newest unbroken run (an
         entry left behind below the start, a compaction rewrite racing retention, is not the queue's)."""
-        seqs = sorted(s for s in (layout.seq_of(i.key) for i in self.store.list(layout.index_prefix(topic, queue)))
+        seqs = sorted(s for s in (layout.seq_of(i.key) for i in self.store.list(self.index_prefix(topic, queue)))
                       if s is not None)
         first = len(seqs)
         while first > 0 and (first == len(seqs) or seqs[first - 1] == seqs[first] - 1):
@@ -203,7 +245,7 @@ class DisklessIndex:
             for _ in range(COMMIT_ATTEMPTS):
                 entry = IndexEntry(q.next_seq, q.end, count, wal, pos, len(run), max_ts, producers)
                 try:
-                    self.store.put(layout.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
+                    self.store.put(self.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
                 except PreconditionFailed:  # another writer took this slot: fenced, learn its entries
                     self._catch_up(topic, queue, q)
                     continue
@@ -260,7 +302,7 @@ class DisklessIndex:
         """The entry as the store has it now; ObjectStoreError (and the queue listed again at the
         next refresh) when retention deleted it."""
         try:
-            fresh = IndexEntry.decode(self.store.get(layout.index_key(topic, queue, entry.seq)))
+            fresh = IndexEntry.decode(self.store.get(self.index_key(topic, queue, entry.seq)))
         except NotFound:
             self.forget(topic, queue)
             raise ObjectStoreError(f"diskless {topic}-{queue}: offset {entry.base} was deleted by retention") from None

@@ -8,19 +8,22 @@ Blocking: the gateway runs `Janitor.run_once` in a worker thread.
   per-queue segment object, then rewrites each entry in place (same seq and offsets, new location):
   every intermediate state is a valid index, and a reader holding an old entry finds the bytes in the
   old object until it goes, then reads the entry again (`DisklessIndex._run`).
+- A deleted topic's incarnation (a `layout.DELETED` tombstone) has its index entries deleted, so
+  its objects are collected as any unreferenced one.
 - Garbage collection deletes a WAL or segment object only once no entry in the store refers to it
   and it has been seen so for `grace_s` (a WAL object PUT moments ago has no entry yet: its writer
   gives up committing after `layout.COMMIT_DEADLINE_S`, well inside the grace)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import uuid
 
 from store.diskless import layout
 from store.diskless.index import DisklessIndex
 from store.diskless.layout import IndexEntry
-from store.objstore.api import ObjectStoreError
+from store.objstore.api import NotFound, ObjectStoreError
 
 SEGMENT_BYTES = 8 << 20  # a compacted per-queue object holds up to this much
 
@@ -40,6 +43,7 @@ class Janitor:
         self.segment_bytes = segment_bytes
         self.stats = JanitorStats()
         self._unreferenced_since: dict[str, float] = {}
+        self._tombstones_empty_since: dict[str, float] = {}
 
     def run_once(self, limits: dict[str, tuple[int, int]], now_ms: int, compact: bool = True) -> JanitorStats:
         """One pass over every diskless queue of the bucket: retention by `limits` (topic ->
@@ -51,6 +55,7 @@ class Janitor:
             self.retain(topic, queue, ms, size, now_ms)
             if compact:
                 self.compact(topic, queue)
+        self.purge_deleted()  # a deleted topic's entries go: its objects are no longer referenced
         for topic, queue in queues:  # the store's entries as of now, before the objects are listed
             self.index.refresh(topic, queue)
         referenced = {e.wal for t, q in queues for e in self.index.entries(t, q)}
@@ -68,13 +73,13 @@ class Janitor:
             while keep < len(entries) - 1 and entries[keep].size <= excess:
                 excess -= entries[keep].size
                 keep += 1
-        prefix = layout.index_prefix(topic, queue)
+        prefix = self.index.index_prefix(topic, queue)
         first_kept = entries[keep].seq if entries else 0
         below = sorted(s for s in (layout.seq_of(i.key) for i in self.index.store.list(prefix))
                        if s is not None and s < first_kept)  # with any left behind by a racing rewrite
         self.index.drop_front(topic, queue, first_kept)
         for seq in below:  # oldest first: a crash leaves an unbroken run
-            self.index.store.delete(layout.index_key(topic, queue, seq))
+            self.index.store.delete(self.index.index_key(topic, queue, seq))
             self.stats.entries_deleted += 1
 
     def compact(self, topic: str, queue: int) -> None:
@@ -97,7 +102,7 @@ class Janitor:
             parts = [self.index.run_of(topic, queue, e) for e in run]
         except ObjectStoreError:  # deleted by retention elsewhere meanwhile: next pass
             return
-        key = layout.segment_key(topic, queue, uuid.uuid4().hex)
+        key = layout.segment_key(self.index.home(topic), queue, uuid.uuid4().hex)
         self.index.store.put(key, b"".join(parts), if_absent=True)
         put_at = time.monotonic()
         self.stats.segments_written += 1
@@ -106,10 +111,33 @@ class Janitor:
             if time.monotonic() - put_at > layout.COMMIT_DEADLINE_S:
                 return  # the rest stays where it is; the segment's unreferenced tail is collected
             moved = dataclasses.replace(entry, wal=key, pos=pos)
-            self.index.store.put(layout.index_key(topic, queue, entry.seq), moved.encode())
+            self.index.store.put(self.index.index_key(topic, queue, entry.seq), moved.encode())
             self.index.replace(topic, queue, moved)
             self.stats.entries_compacted += 1
             pos += len(part)
+
+    def purge_deleted(self) -> None:
+        """Delete the index entries of each deleted incarnation (`layout.DELETED` tombstones); the
+        tombstone goes once a pass found none left for the grace period (a late writer that had not
+        heard of the deletion may still add one meanwhile)."""
+        now = time.monotonic()
+        for info in self.index.store.list(layout.DELETED):
+            home = info.key[len(layout.DELETED):]
+            try:
+                partitions = int(json.loads(self.index.store.get(info.key))["partitions"])
+            except (ValueError, TypeError, KeyError, NotFound):
+                continue
+            found = 0
+            for queue in range(partitions):
+                for entry in self.index.store.list(layout.index_prefix(home, queue)):
+                    self.index.store.delete(entry.key)
+                    found += 1
+                    self.stats.entries_deleted += 1
+            if found:
+                self._tombstones_empty_since.pop(home, None)
+            elif now - self._tombstones_empty_since.setdefault(home, now) >= self.grace_s:
+                self.index.store.delete(info.key)
+                self._tombstones_empty_since.pop(home, None)
 
     def collect(self, referenced: set[str]) -> None:
         now = time.monotonic()

@@ -1,10 +1,13 @@
 """Key names and the encoding of the diskless objects (docs/diskless.md, "Objects").
 
-    diskless/topics/<topic>                 {"partitions": n}           written once, if_absent
+    diskless/topics/<topic>                 {"partitions": n, "id": id} written if_absent; rewritten by
+                                                                         CreatePartitions, deleted by DeleteTopics
+    diskless/deleted/<home>                 {"partitions": n}           a deleted incarnation (janitor)
     diskless/wal/<uuid>                     batches, grouped by queue    written once, if_absent
-    diskless/index/<topic>/<queue>/<seq>    one IndexEntry (JSON)        written once, if_absent;
+    diskless/index/<home>/<queue>/<seq>     one IndexEntry (JSON)        written once, if_absent;
                                                                          rewritten in place by compaction
-    diskless/segments/<topic>/<queue>/<uuid> one queue's batches         compaction, written once
+    diskless/segments/<home>/<queue>/<uuid> one queue's batches          compaction, written once
+    (<home>: `home(topic, id)`)
 
 A queue's entries are numbered 0, 1, 2 ... with no gap; entry n starts at the offset where n-1 ends,
 so the offsets of a queue are decided by who wins the conditional write of its next entry."""
@@ -18,6 +21,7 @@ from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT
 from store.objstore.api import ObjectStoreError
 
 TOPICS = "diskless/topics/"
+DELETED = "diskless/deleted/"  # tombstones of deleted topics' incarnations: the janitor empties their index
 WAL = "diskless/wal/"
 INDEX = "diskless/index/"
 SEGMENTS = "diskless/segments/"
@@ -66,6 +70,13 @@ class IndexEntry:
 
 def topic_key(topic: str) -> str:
     return TOPICS + topic
+
+
+def home(topic: str, incarnation: str | None) -> str:
+    """The name a topic's index and segments are kept under: `<topic>@<id>` for a topic recorded with
+    an incarnation id (a topic deleted and created again gets a new one, so it never sees the old
+    entries, nor an old writer's late ones), the bare name for one recorded before ids existed."""
+    return f"{topic}@{incarnation}" if incarnation else topic
 
 
 def index_prefix(topic: str, queue: int) -> str:

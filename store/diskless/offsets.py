@@ -39,3 +39,11 @@ def load_all(store: ObjectStore):
             continue
         except (ValueError, TypeError, KeyError) as exc:
             raise ObjectStoreError(f"{info.key}: unreadable diskless group offset ({exc})") from None
+
+
+def delete_topic(store: ObjectStore, topic: str) -> None:
+    """Delete every group's offsets of `topic` (the topic was deleted)."""
+    for info in store.list(OFFSETS):
+        parts = info.key[len(OFFSETS):].split("/")
+        if len(parts) == 3 and parts[1] == topic:
+            store.delete(info.key)

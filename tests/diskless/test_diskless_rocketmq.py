@@ -33,7 +33,7 @@ def test_native_send_and_pull_on_a_diskless_topic(seaweed_s3, s3_bucket, gateway
         sent = [p.send(Message("dlrmq", b"m%d" % i, tags="A" if i % 2 == 0 else "B", keys="k%d" % i), queue=q)
                 for i in range(6)]
     assert [r.queue_offset for r in sent] == list(range(6))
-    assert any("/diskless/index/dlrmq/0/" in k for k in wal_and_index_keys(seaweed_s3, s3_bucket))
+    assert any("/diskless/index/dlrmq@" in k and k.split("/")[-2] == "0" for k in wal_and_index_keys(seaweed_s3, s3_bucket))
     b = gateway_factory(extra_args=args, name="b")  # the same bucket, its own data dir
     for g in (a, b):
         c = LitePullConsumer("dl-group", g.namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)

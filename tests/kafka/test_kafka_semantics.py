@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from acked_records import read_committed
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
@@ -249,24 +250,6 @@ def test_idempotent_sequences_survive_restart(gateway):
     c.close()
 
 
-def _committed_values(bootstrap: str, topic: str, partitions: int, want: int, timeout: float = 20.0):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": _name("g"), "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and len(got) <= want:
-        m = c.poll(0.3 if len(got) < want else 1.5)
-        if m is None:
-            if len(got) >= want:
-                break
-            continue
-        assert m.error() is None, m.error()
-        got.append((m.partition(), m.offset(), m.value().decode()))
-    c.close()
-    return got
-
-
 def test_confluent_transactions_commit_abort_offsets(gateway):
     bootstrap = gateway.kafka_bootstrap
     topic, src, group = _name("txn"), _name("src"), _name("g")
@@ -281,7 +264,7 @@ def test_confluent_transactions_commit_abort_offsets(gateway):
     p.produce(src, value=b"plain", partition=0)  # a plain record in between, through the same producer
     p.flush(15)
     # Not visible before the commit, to either isolation level.
-    assert _committed_values(bootstrap, topic, 2, 0, timeout=2) == []
+    assert read_committed(bootstrap, topic, 2, 0, timeout=2) == []
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     meta = c.consumer_group_metadata()
     p.send_offsets_to_transaction([TopicPartition(src, 0, 7)], meta, 15)
@@ -301,7 +284,7 @@ def test_confluent_transactions_commit_abort_offsets(gateway):
     p.produce(topic, value=b"c6", partition=0)
     p.commit_transaction(15)
 
-    got = _committed_values(bootstrap, topic, 2, 7)
+    got = read_committed(bootstrap, topic, 2, 7)
     assert sorted(v for _p, _o, v in got) == [f"c{i}" for i in range(7)]
     for part in (0, 1):  # offsets in the real topic assigned at commit, after the gaps the batches left at produce
         offsets = [o for pp, o, _v in got if pp == part]
@@ -337,7 +320,7 @@ def test_transaction_timeout_aborts_and_fences(gateway_factory):
     p2.begin_transaction()
     p2.produce(topic, value=b"ok", partition=0)
     p2.commit_transaction(15)
-    assert [v for _p, _o, v in _committed_values(g.kafka_bootstrap, topic, 1, 1)] == ["ok"]
+    assert [v for _p, _o, v in read_committed(g.kafka_bootstrap, topic, 1, 1)] == ["ok"]
 
 
 def test_kafka_python_transactions(gateway):
@@ -359,6 +342,6 @@ def test_kafka_python_transactions(gateway):
         p.send(topic, value=f"c{i}".encode(), partition=0)
     p.commit_transaction()
     p.close()
-    got = _committed_values(bootstrap, topic, 1, 3)
+    got = read_committed(bootstrap, topic, 1, 3)
     # each batch's produce left a gap of its offsets (0-2 aborted, 3-5 committed); the commit appends at 6
     assert [(o, v) for _p, o, v in got] == [(6, "c0"), (7, "c1"), (8, "c2")]

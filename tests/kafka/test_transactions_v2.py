@@ -55,16 +55,17 @@ def bootstrap(request, tmp_path_factory):
         gateway.stop()
 
 
-def _facts(classes: str, bootstrap: str) -> dict:
+def facts(classes: str, bootstrap: str, *diskless: str) -> dict:
+    """What TxnCheck saw (`diskless`: "true" makes its topic a diskless one)."""
     run = subprocess.run([shutil.which("java"), "-cp", os.pathsep.join([classes, os.path.join(KAFKA_JARS, "*")]),
-                          "compat.TxnCheck", bootstrap, "txn-v2", "tid-v2", "group-v2"],
+                          "compat.TxnCheck", bootstrap, "txn-v2", "tid-v2", "group-v2", *diskless],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return dict(line.split("=", 1) for line in run.stdout.splitlines() if line.split("=", 1)[0] in EXPECTED)
 
 
 def test_java_transactions_v2(check_classes, bootstrap):
-    assert _facts(check_classes, bootstrap) == EXPECTED
+    assert facts(check_classes, bootstrap) == EXPECTED
 
 
 def _init_transactional(client: RawClient, tid: str) -> dict:

@@ -29,7 +29,8 @@ public class TxnCheck {
         String bootstrap = args[0], topic = args[1], tid = args[2], group = args[3];
         TopicPartition tp = new TopicPartition(topic, 0);
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-            admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic(topic, 1, (short) 1))).all().get();
+            Map<String, String> configs = args.length > 4 ? Map.of("diskless.enable", args[4]) : Map.of();  // args[4]: a diskless topic
+            admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic(topic, 1, (short) 1).configs(configs))).all().get();
             KafkaProducer<String, String> first = producer(bootstrap, tid);
             first.initTransactions();
             first.beginTransaction();
