@@ -18,16 +18,18 @@ from store.objstore.api import ObjectStoreError
 
 
 def is_diskless_send(app, p) -> bool:
-    """Whether a prepared send (gateway.remoting.send.PreparedSend) names a diskless topic."""
-    return app.diskless is not None and is_diskless(app.store.topics.get(p.topic))
+    """Whether a prepared send (gateway.remoting.send.PreparedSend) goes to a diskless queue now: a
+    delayed or half message waits in the local schedule or half topic first (gateway.diskless_delivery)."""
+    return (app.diskless is not None and is_diskless(app.store.topics.get(p.topic))
+            and any(m.topic == p.topic for m in p.msgs))
 
 
 async def send(channel, p) -> RemotingCommand:
     """Write the messages through the WAL; the answer names the first one's queue offset."""
     app, req = channel.app, p.req
-    if any(m.topic != p.topic or m.queue_id != p.qid for m in p.msgs):  # routed: delay, half, DLQ
+    if any(m.topic != p.topic or m.queue_id != p.qid for m in p.msgs):  # a batch partly routed (delay, half)
         return req.response(ResponseCode.MESSAGE_ILLEGAL,
-                            remark="delay and transactional messages are not supported on diskless topics yet")
+                            remark="a batch of a diskless topic mixes delayed or transactional messages with others")
     run = b"".join(native_batch(m, 0) for m in p.msgs)
     try:
         base = await app.diskless.writer.append(p.topic, p.qid, run, len(p.msgs),

@@ -1,7 +1,7 @@
 """RocketMQ 5 gRPC and POP on diskless topics (docs/diskless.md, "Where each semantic's state lives"):
 gRPC SendMessage writes through the WAL objects (a Kafka consumer reads the messages from the
-bucket); delay messages are refused UNSUPPORTED, gRPC ReceiveMessage (POP) UNSUPPORTED, remoting
-POP_MESSAGE NO_PERMISSION -- never a silent write to, or empty read from, the local CommitLog."""
+bucket; delay and transactional messages: test_diskless_grpc_delay.py), gRPC ReceiveMessage (POP)
+UNSUPPORTED, remoting POP_MESSAGE NO_PERMISSION -- never a silent write to, or empty read from, the local CommitLog."""
 from __future__ import annotations
 
 import os
@@ -46,10 +46,6 @@ def test_grpc_sends_go_through_the_wal_and_pop_is_refused(seaweed_s3, s3_bucket,
                                     metadata=METADATA, timeout=15)
             assert sent.status.code == d.Code.OK, sent.status
             assert [e.offset for e in sent.entries] == [0, 1]
-            delayed = stub.SendMessage(s.SendMessageRequest(messages=[
-                _message("gdl", b"later", d.MessageType.DELAY, int(time.time() * 1000) + 60_000)]),
-                metadata=METADATA, timeout=15)
-            assert delayed.status.code == d.Code.UNSUPPORTED, delayed.status
             req = s.ReceiveMessageRequest(group=d.Resource(name="gdl-g"), batch_size=1,
                                           message_queue=d.MessageQueue(topic=d.Resource(name="gdl"), id=-1))
             req.invisible_duration.FromSeconds(30)
