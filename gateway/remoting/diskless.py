@@ -52,17 +52,21 @@ def _read(index, topic: str, qid: int, offset: int, max_bytes: int) -> tuple[int
     return index.start(topic, qid), end, (index.read(topic, qid, offset, max_bytes) if offset < end else b"")
 
 
+def batch_message(app, topic: str, qid: int, b) -> smsg.StoredMessage:
+    """A diskless queue's record batch `b` as the inner-batch entry `interop.to_rocketmq` expands."""
+    return smsg.StoredMessage(topic=topic, queue_id=qid, body=b.data, sys_flag=to_rocketmq.INNER_BATCH_FLAG,
+                              queue_offset=b.base_offset, physical_offset=b.base_offset,
+                              store_timestamp=b.max_timestamp,
+                              store_host=(app.config.advertised, app.config.remoting_port))
+
+
 def _messages(app, topic: str, qid: int, data: bytes, offset: int, max_n: int, tags) -> tuple[list[bytes], int]:
     """Encoded messages from `offset` on and the next offset to pull: whole batches, until `max_n`
     messages are reached (a Kafka batch is not cut, so a pull may carry a few more)."""
     out: list[bytes] = []
     next_offset = offset
-    store_host = (app.config.advertised, app.config.remoting_port)
     for b in records.parse_batches(data):
-        m = smsg.StoredMessage(topic=topic, queue_id=qid, body=b.data, sys_flag=to_rocketmq.INNER_BATCH_FLAG,
-                               queue_offset=b.base_offset, physical_offset=b.base_offset,
-                               store_timestamp=b.max_timestamp, store_host=store_host)
-        out += to_rocketmq.expand(m, b.base_offset, offset, tags)
+        out += to_rocketmq.expand(batch_message(app, topic, qid, b), b.base_offset, offset, tags)
         next_offset = b.base_offset + b.last_offset_delta + 1
         if len(out) >= max_n:
             break

@@ -13,6 +13,7 @@ import pytest
 
 from client import (Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, TransactionProducer,
                     TransactionState)
+import waiting
 from acked_records import read_topic
 from test_diskless_kafka import FAST_WAL, wal_and_index_keys
 
@@ -30,6 +31,9 @@ class Target:
     def create(self, topic: str) -> MessageQueue:
         with Admin(self.namesrv) as admin:
             admin.create_topic(topic, queues=1, attributes=None if REAL else {"diskless.enable": "true"})
+        for namesrv in self.readers[1:]:  # the other gateway adopts it from the bucket (a 2 s watch)
+            with Admin(namesrv) as admin:
+                assert waiting.until(lambda: topic in admin.list_topics(), 20, 0.2)
         return MessageQueue(topic, "broker-a", 0)
 
 
