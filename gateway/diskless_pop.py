@@ -25,12 +25,12 @@ FIRST_ID = 1 << 62  # ids of loaded messages: above every CommitLog offset (the 
 
 
 class _Loaded:
-    """One diskless queue as last loaded: its offsets [start, end), the loaded messages below `top`."""
+    """One diskless queue as last loaded: its offsets [start, end), the messages in [first, top)."""
 
-    __slots__ = ("start", "end", "top", "ids")
+    __slots__ = ("start", "end", "first", "top", "ids")
 
-    def __init__(self, start: int, end: int, top: int, ids: dict[int, int]) -> None:
-        self.start, self.end, self.top, self.ids = start, end, top, ids
+    def __init__(self, start: int, end: int, first: int, top: int, ids: dict[int, int]) -> None:
+        self.start, self.end, self.first, self.top, self.ids = start, end, first, top, ids
 
 
 class _Read:
@@ -52,8 +52,13 @@ class PopQueues:
     def __getattr__(self, name):  # everything not about a loaded queue is the local store's
         return getattr(self._store, name)
 
-    def put(self, topic: str, qid: int, start: int, end: int, messages: list) -> None:
-        """Replace the queue's load: its offsets [start, end) and the messages from some offset on
+    def covers(self, topic: str, qid: int, first: int, start: int, end: int) -> bool:
+        """Whether the queue's load still holds every message from `first` on (nothing new, nothing expired)."""
+        q = self._queues.get((topic, qid))
+        return q is not None and (q.start, q.end, q.top) == (start, end, end) and q.first <= first
+
+    def put(self, topic: str, qid: int, start: int, end: int, first: int, messages: list) -> None:
+        """Replace the queue's load: its offsets [start, end) and the messages from `first` on
         (the engine reads no further than them: `units` ends there)."""
         old = self._queues.pop((topic, qid), None)
         for mid in (old.ids.values() if old else ()):
@@ -62,8 +67,8 @@ class PopQueues:
         for m in messages:
             ids[m.queue_offset] = mid = next(self._ids)
             self._messages[mid] = m
-        top = max(ids) + 1 if ids else start
-        self._queues[(topic, qid)] = _Loaded(start, end, top, ids)
+        top = max(ids) + 1 if ids else first
+        self._queues[(topic, qid)] = _Loaded(start, end, first, top, ids)
 
     def min_offset(self, topic: str, qid: int) -> int:
         q = self._queues.get((topic, qid))
@@ -110,13 +115,16 @@ def diskless_sources(app, sources: list) -> list:
     return [(t, q) for t, q in sources if app.diskless is not None and is_diskless(app.store.topics.get(t))]
 
 
-def _load(app, topic: str, qid: int, start: int) -> tuple[int, int, list]:
-    """(worker thread) The queue's offsets [start, end) and its messages from `start` on (up to LOAD_MAX_BYTES)."""
-    index = app.diskless.index
+def _bounds(index, topic: str, qid: int) -> tuple[int, int]:
+    """(worker thread) The queue's offsets [start, end), after a look for news."""
     end = index.refresh(topic, qid)
-    lo = index.start(topic, qid)
-    offset, out = max(start, lo), []
-    while offset < end and sum(len(m.raw) for m in out) < LOAD_MAX_BYTES:
+    return index.start(topic, qid), end
+
+
+def _read(app, topic: str, qid: int, offset: int, end: int) -> list:
+    """(worker thread) The queue's messages from `offset` on, up to `end` or about LOAD_MAX_BYTES."""
+    index, out, size = app.diskless.index, [], 0
+    while offset < end and size < LOAD_MAX_BYTES:
         data = index.read(topic, qid, offset, LOAD_MAX_BYTES)
         batches = records.parse_batches(data)
         if not batches:
@@ -125,8 +133,9 @@ def _load(app, topic: str, qid: int, start: int) -> tuple[int, int, list]:
             for i, raw in enumerate(to_rocketmq.expand_slots(batch_message(app, topic, qid, b))):
                 if raw is not None and b.base_offset + i >= offset:
                     out.append(smsg.decode(raw))
+                    size += len(raw)
             offset = max(offset, b.base_offset + b.last_offset_delta + 1)
-    return lo, end, out
+    return out
 
 
 async def load(app, group: str, sources: list) -> None:
@@ -134,8 +143,12 @@ async def load(app, group: str, sources: list) -> None:
     for topic, qid in diskless_sources(app, sources):
         state = app.pop.state(group, topic, qid)
         start = state.start if state is not None else app.pop.start_offset(group, topic, qid)
-        lo, end, messages = await trio.to_thread.run_sync(_load, app, topic, qid, start)
-        app.pop.store.put(topic, qid, lo, end, messages)
+        lo, end = await trio.to_thread.run_sync(_bounds, app.diskless.index, topic, qid)
+        first = max(start, lo)
+        if app.pop.store.covers(topic, qid, first, lo, end):  # a look that found nothing new decodes nothing
+            continue
+        messages = await trio.to_thread.run_sync(_read, app, topic, qid, first, end)
+        app.pop.store.put(topic, qid, lo, end, first, messages)
 
 
 async def pop(app, req, group: str, sources: list, once, poll_s: float, timed_out):
