@@ -82,11 +82,11 @@ def first_seen(namesrv: str, q: MessageQueue, n: int, timeout: float = 30.0, pul
 def test_delayed_messages_reach_the_diskless_queue_only_when_due(target):
     q = target.create("dl-delay")
     with Producer("dl-delay-p", target.namesrv) as p:
+        p.send(Message("dl-delay", b"now"), queue=q)
         level_sent = time.time()
         p.send(Message("dl-delay", b"level1", delay_level=1), queue=q)  # 1 s
         due_ms = int(time.time() * 1000) + 3000
         p.send(Message("dl-delay", b"timer", properties={"TIMER_DELIVER_MS": str(due_ms)}), queue=q)
-        p.send(Message("dl-delay", b"now"), queue=q)
     seen = first_seen(target.namesrv, q, 3)  # pulling all along: a message seen early would be caught
     assert {body: off for body, (off, _t) in seen.items()} == {b"now": 0, b"level1": 1, b"timer": 2}
     assert seen[b"level1"][1] >= level_sent + 1 and seen[b"timer"][1] >= due_ms / 1000
