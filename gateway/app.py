@@ -12,6 +12,8 @@ import store
 from gateway.cluster.ownership import SINGLE_NODE
 from gateway.config import GatewayConfig
 from gateway.diskless import Diskless, adopt_topics, open_diskless, restore_offsets
+from gateway.diskless_delivery import route_due_messages
+from gateway import diskless_pop
 from gateway.flush import AsyncFlush, GroupCommit
 from gateway.grpc.state import GrpcState
 from gateway.kafka.state import KafkaState
@@ -244,6 +246,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     # A queue this node starts leading may hold batches it copied: rebuild their producer state.
     app.replication.on_leader = lambda topic, _qid: app.kafka.producers.forget_topic(topic)
     register_checker(app, "grpc", functools.partial(_grpc_transaction_check, app))
+    route_due_messages(app)  # due delayed and committed messages of diskless queues: through the WAL
+    diskless_pop.install(app)  # POP reads diskless queues from the bucket
     if registry is not None:  # after the cluster hooks: `_schemas` is placed like any topic it creates
         registry.start(create=not ownership.clustered)
     return app

@@ -9,6 +9,7 @@ import trio
 
 from gateway.cluster.service import ClusterService
 from gateway.diskless import JanitorService, TopicWatch
+from gateway.diskless_configs import RetentionSync
 from gateway.kafka.describe_producers import ProducerExpiry
 from gateway.tier_service import TierService
 from semantics.compaction import Compactor
@@ -127,7 +128,7 @@ def background_services(app) -> list:
             ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
             app.kafka.share_groups, app.kafka.streams_groups, app.replication, app.tables, *tier,
-            *([TopicWatch(app.store, app.diskless), JanitorService(app), app.kafka.diskless_txns]
+            *([TopicWatch(app.store, app.diskless), JanitorService(app), app.kafka.diskless_txns, RetentionSync(app)]
               if app.diskless is not None else [])]
 
 

@@ -16,6 +16,7 @@ from cluster.etcd import Etcd, EtcdError
 from cluster.model import Member
 from cluster.view import ClusterView
 from gateway.cluster.delivery import LeaderRouter, leads
+from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
@@ -91,8 +92,7 @@ class ClusterService:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         node, ttl = self.node, self.app.config.cluster_lease_ttl
         # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
-        self.app.delay.router = LeaderRouter(node, self.app.config)
-        self.app.transactions.leads = functools.partial(leads, node)
+        route_due_messages(self.app, LeaderRouter(node, self.app.config), functools.partial(leads, node))
         try:
             async with trio.open_nursery() as nursery:
                 node.nursery = nursery

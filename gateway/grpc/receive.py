@@ -21,7 +21,8 @@ from gateway.grpc.route import served_queues, topic_config
 from gateway.ops.stats import stats_of
 from gateway.remoting.common import client_group_error
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
-from semantics.diskless import is_diskless
+import gateway.diskless_pop as diskless_pop
+from store.objstore.api import ObjectStoreError
 from semantics import lite, routing
 from semantics.pop import Receipt
 from semantics.priority import pop_order
@@ -74,9 +75,6 @@ class _Receive:
         app = self.app = ctx.app
         self.group, self.topic = _group(req), req.message_queue.topic.name
         cfg = topic_config(app, self.topic, create=False)
-        if is_diskless(cfg):  # receiving is POP, whose state lives beside the local CommitLog
-            raise RpcError(Code.UNSUPPORTED, f"the topic[{self.topic}] is diskless: receiving (pop) is not "
-                           "supported on it yet (docs/diskless.md)")
         # As the RocketMQ proxy: the queue names only a broker; every queue of it is popped.
         queues = pop_order(cfg, cfg.read_queues)  # a PRIORITY topic's highest queue first
         led = served_queues(app, self.topic)  # in a cluster: those led here
@@ -224,12 +222,16 @@ def _held(engine, receipts) -> bool:
 @rpc("ReceiveMessage", "server_stream")
 async def receive_message(ctx, req, send):
     receive = _Receive(ctx, req)
+    diskless = diskless_pop.diskless_sources(ctx.app, receive.sources)  # loaded before each try
+    await _load(ctx.app, receive.group, diskless)
     messages = receive.once()
     if not messages and receive.poll_s > 0:
         app = ctx.app
         deadline = min(trio.current_time() + receive.poll_s, ctx.call.deadline - DEADLINE_MARGIN)
         while not messages and (remaining := deadline - trio.current_time()) > 0:
-            await app.arrivals.wait_any(receive.sources, remaining)
+            # another gateway's writes to a diskless queue wake nobody here: look again each second
+            await app.arrivals.wait_any(receive.sources, min(remaining, 1.0) if diskless else remaining)
+            await _load(app, receive.group, diskless)
             messages = receive.once()
     if not messages:
         await send(s.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message")))
@@ -240,6 +242,13 @@ async def receive_message(ctx, req, send):
     sent_at = s.ReceiveMessageResponse()  # the SDKs measure delivery latency from it
     sent_at.delivery_timestamp.FromMilliseconds(ctx.app.clock.now_ms())
     await send(sent_at)
+
+
+async def _load(app, group: str, diskless: list) -> None:
+    try:
+        await diskless_pop.load(app, group, diskless)
+    except ObjectStoreError as exc:  # as the proxy answers a broker's SYSTEM_BUSY
+        raise RpcError(Code.TOO_MANY_REQUESTS, f"[diskless] object store unavailable: {exc}") from None
 
 
 @rpc("AckMessage")

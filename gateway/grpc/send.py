@@ -76,7 +76,7 @@ async def send_message(ctx, req):
         refused = await validation.body_refusal_learning("grpc", cfg, [m.body for m in req.messages])
         if refused:
             raise RpcError(Code.BAD_REQUEST, refused)
-    if app.diskless is not None and is_diskless(cfg):  # through the WAL objects (gateway.grpc.diskless)
+    if app.diskless is not None and is_diskless(cfg) and diskless.goes_through_wal(cfg.name, msgs):  # the WAL
         return await diskless.send(app, req.messages, msgs)
     try:  # off the loop while the disk is slow, as remoting sends
         results = await app.flow.append(app.store, msgs, read_at)

@@ -18,16 +18,18 @@ from store.objstore.api import ObjectStoreError
 
 
 def is_diskless_send(app, p) -> bool:
-    """Whether a prepared send (gateway.remoting.send.PreparedSend) names a diskless topic."""
-    return app.diskless is not None and is_diskless(app.store.topics.get(p.topic))
+    """Whether a prepared send (gateway.remoting.send.PreparedSend) goes to a diskless queue now: a
+    delayed or half message waits in the local schedule or half topic first (gateway.diskless_delivery)."""
+    return (app.diskless is not None and is_diskless(app.store.topics.get(p.topic))
+            and any(m.topic == p.topic for m in p.msgs))
 
 
 async def send(channel, p) -> RemotingCommand:
     """Write the messages through the WAL; the answer names the first one's queue offset."""
     app, req = channel.app, p.req
-    if any(m.topic != p.topic or m.queue_id != p.qid for m in p.msgs):  # routed: delay, half, DLQ
+    if any(m.topic != p.topic or m.queue_id != p.qid for m in p.msgs):  # a batch partly routed (delay, half)
         return req.response(ResponseCode.MESSAGE_ILLEGAL,
-                            remark="delay and transactional messages are not supported on diskless topics yet")
+                            remark="a batch of a diskless topic mixes delayed or transactional messages with others")
     run = b"".join(native_batch(m, 0) for m in p.msgs)
     try:
         base = await app.diskless.writer.append(p.topic, p.qid, run, len(p.msgs),
@@ -50,17 +52,21 @@ def _read(index, topic: str, qid: int, offset: int, max_bytes: int) -> tuple[int
     return index.start(topic, qid), end, (index.read(topic, qid, offset, max_bytes) if offset < end else b"")
 
 
+def batch_message(app, topic: str, qid: int, b) -> smsg.StoredMessage:
+    """A diskless queue's record batch `b` as the inner-batch entry `interop.to_rocketmq` expands."""
+    return smsg.StoredMessage(topic=topic, queue_id=qid, body=b.data, sys_flag=to_rocketmq.INNER_BATCH_FLAG,
+                              queue_offset=b.base_offset, physical_offset=b.base_offset,
+                              store_timestamp=b.max_timestamp,
+                              store_host=(app.config.advertised, app.config.remoting_port))
+
+
 def _messages(app, topic: str, qid: int, data: bytes, offset: int, max_n: int, tags) -> tuple[list[bytes], int]:
     """Encoded messages from `offset` on and the next offset to pull: whole batches, until `max_n`
     messages are reached (a Kafka batch is not cut, so a pull may carry a few more)."""
     out: list[bytes] = []
     next_offset = offset
-    store_host = (app.config.advertised, app.config.remoting_port)
     for b in records.parse_batches(data):
-        m = smsg.StoredMessage(topic=topic, queue_id=qid, body=b.data, sys_flag=to_rocketmq.INNER_BATCH_FLAG,
-                               queue_offset=b.base_offset, physical_offset=b.base_offset,
-                               store_timestamp=b.max_timestamp, store_host=store_host)
-        out += to_rocketmq.expand(m, b.base_offset, offset, tags)
+        out += to_rocketmq.expand(batch_message(app, topic, qid, b), b.base_offset, offset, tags)
         next_offset = b.base_offset + b.last_offset_delta + 1
         if len(out) >= max_n:
             break

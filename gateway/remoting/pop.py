@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import struct
 
@@ -29,7 +30,7 @@ from gateway import tier_reads
 from gateway.remoting.common import DEFERRED, FAQ, after_durable, ensure_topic, handles, legal_group, now_ms, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
-from semantics.diskless import is_diskless
+import gateway.diskless_pop as diskless_pop
 from semantics.pop import INIT_MIN, PopEngine, Receipt
 from semantics.priority import pop_order
 from semantics.replication import NotLeader
@@ -99,9 +100,6 @@ def pop_message(channel, req):
         return req.response(ResponseCode.INVALID_PARAMETER,
                             remark=f"the broker[{own_broker_name(app)}] pop message's num is greater than 32")
     cfg = _topic_queue(app, req, topic, qid, ResponseCode.INVALID_PARAMETER)
-    if is_diskless(cfg):  # POP's state lives beside the local CommitLog: not (yet) for diskless topics
-        return req.response(ResponseCode.NO_PERMISSION, remark=f"the topic[{topic}] is diskless: pop is not "
-                            "supported on it; pull it instead (docs/diskless.md)")
     subscription = _filter(app, req, group, topic)
     queues = [qid] if qid >= 0 else pop_queues(app, topic, pop_order(cfg, cfg.read_queues))
     retry = app.store.topics.get(pop_retry_topic(group, topic))
@@ -113,6 +111,11 @@ def pop_message(channel, req):
         with engine.writes.deferred(app.flow):
             return _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mode)
 
+    if diskless_pop.diskless_sources(app, sources):  # their messages are loaded off the loop first
+        timed_out = functools.partial(_answer, req, ResponseCode.POLLING_TIMEOUT, now_ms(), invisible, 0)
+        channel.spawn(req, functools.partial(diskless_pop.pop, app, req, group, sources, once,
+                                             min(max(poll_ms, 0) / 1000.0, MAX_POLL_S), timed_out))
+        return DEFERRED
     resp, tier_misses = tier_reads.attempt(once)
     if resp.code == ResponseCode.SUCCESS or (poll_ms <= 0 and not tier_misses):
         return _after_logged(channel, req, resp, durable=False)
@@ -259,7 +262,8 @@ def _receipt(app, req, code_bad_qid):
     if qid < 0:
         raise RequestError(ResponseCode.MESSAGE_ILLEGAL, f"queueId[{qid}] is illegal")
     _topic_queue(app, req, topic, qid, code_bad_qid)
-    lo, hi = app.store.min_offset(topic, qid), app.store.max_offset(topic, qid)
+    queues = pop_engine(app).store  # a diskless queue's as last loaded (gateway.diskless_pop)
+    lo, hi = queues.min_offset(topic, qid), queues.max_offset(topic, qid)
     if not lo <= offset < hi:
         raise RequestError(ResponseCode.NO_MESSAGE, f"offset is illegal, key:{topic}@{qid}, commit:{offset}, store:{lo}~{hi}")
     try:
