@@ -7,11 +7,13 @@ import time
 from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps, dumps_mq_map
 import gateway.diskless as diskless
+import gateway.diskless_topics as diskless_topics
 from gateway.cluster.remoting_queues import own_broker_name
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
 from gateway.kafka.configs import tiered
+from semantics.diskless import is_diskless
 from semantics import schema_validation, table_configs, tier_configs, topic_configs
 
 # Kafka's tiering topic configs, also RocketMQ topic attributes (UPDATE_AND_CREATE_TOPIC "+name=value")
@@ -118,7 +120,17 @@ def topic_config(channel, req):
 def delete_topic(channel, req):
     topics = channel.app.store.topics
     name = req.get_str("topic")
-    if name and topics.get(name) is not None:
+    cfg = topics.get(name) if name else None
+    if cfg is not None and channel.app.diskless is not None and is_diskless(cfg):
+        async def delete_diskless():  # from the bucket first (else a restart brings it back), off the loop
+            failed = await diskless_topics.delete(channel.app, name)
+            if failed:
+                return req.response(ResponseCode.SYSTEM_BUSY, remark=failed)
+            topics.delete(name)
+            return req.response()
+        channel.spawn(req, delete_diskless)
+        return DEFERRED
+    if cfg is not None:
         topics.delete(name)
     return req.response()
 

@@ -5,6 +5,7 @@ under the same name starts empty, and a second gateway follows the deletion, the
 new partitions from the bucket."""
 from __future__ import annotations
 
+from client import Admin
 from kafka import KafkaConsumer
 from kafka.admin import KafkaAdminClient, NewPartitions
 
@@ -92,3 +93,20 @@ def test_a_topic_created_again_never_sees_the_old_incarnation(seaweed_s3, s3_buc
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_remoting_delete_removes_the_diskless_topic_from_the_bucket(seaweed_s3, s3_bucket, gateway_factory):
+    """mqadmin's deleteTopic (DELETE_TOPIC_IN_BROKER) deletes a diskless topic from the bucket too: a
+    restart of the gateway does not bring it back from there, and a second gateway follows."""
+    args = seaweed_s3.tier_args(s3_bucket) + FAST_WAL
+    a = gateway_factory(extra_args=args, name="a")
+    b = gateway_factory(extra_args=args, name="b")
+    with Admin(a.namesrv) as admin:
+        admin.create_topic("rgone", queues=1, attributes={"diskless.enable": "true"})
+        assert until(lambda: "rgone" in _topics(b.kafka_bootstrap), 15, 0.3)
+        admin.delete_topic("rgone")
+    assert "rgone" not in _topics(a.kafka_bootstrap)
+    assert until(lambda: "rgone" not in _topics(b.kafka_bootstrap), 15, 0.3)
+    a.stop()
+    a.start()
+    assert "rgone" not in _topics(a.kafka_bootstrap)
