@@ -40,3 +40,10 @@ def publish(store: ObjectStore, topic: str, version: int, configs: dict) -> bool
     except PreconditionFailed:
         return False
     return True
+
+
+def delete_topic(store: ObjectStore, topic: str) -> None:
+    """Delete every version of `topic`'s configs (the topic was deleted: one created again under the
+    name must not adopt the old retention)."""
+    for info in store.list(f"{CONFIGS}{topic}/"):
+        store.delete(info.key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from store.diskless import configs as topic_configs
 from store.diskless import layout
 from store.diskless import offsets as group_offsets
 from store.diskless.index import DisklessIndex
@@ -17,7 +18,7 @@ from store.objstore.api import NotFound, ObjectStoreError
 
 
 def delete_topic(index: DisklessIndex, topic: str) -> None:
-    """Tombstone the topic's incarnation, delete its record and its groups' offsets in the bucket."""
+    """Tombstone the topic's incarnation, delete its record, its configs and its groups' offsets in the bucket."""
     try:
         partitions, home = index.topic_record(topic)
     except NotFound:  # deleted already (through another gateway)
@@ -27,6 +28,7 @@ def delete_topic(index: DisklessIndex, topic: str) -> None:
     index.store.delete(layout.topic_key(topic))
     index.forget_topic(topic)
     group_offsets.delete_topic(index.store, topic)
+    topic_configs.delete_topic(index.store, topic)
 
 
 def grow_topic(index: DisklessIndex, topic: str, partitions: int) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from client import Admin
 from kafka import KafkaConsumer
-from kafka.admin import KafkaAdminClient, NewPartitions
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions
 
 from acked_records import produce_acked, read_topic
 from objstore_fixtures import object_store_on
@@ -104,9 +104,16 @@ def test_a_remoting_delete_removes_the_diskless_topic_from_the_bucket(seaweed_s3
     with Admin(a.namesrv) as admin:
         admin.create_topic("rgone", queues=1, attributes={"diskless.enable": "true"})
         assert until(lambda: "rgone" in _topics(b.kafka_bootstrap), 15, 0.3)
+        configs_admin = KafkaAdminClient(bootstrap_servers=a.kafka_bootstrap)
+        try:  # a retention version in the bucket, which the deletion must take too
+            configs_admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "rgone", {"retention.ms": "60000"})])
+        finally:
+            configs_admin.close()
+        assert until(lambda: _keys(seaweed_s3, s3_bucket, "configs"), 15, 0.3)
         admin.delete_topic("rgone")
     assert "rgone" not in _topics(a.kafka_bootstrap)
     assert until(lambda: "rgone" not in _topics(b.kafka_bootstrap), 15, 0.3)
+    assert not _keys(seaweed_s3, s3_bucket, "configs")
     a.stop()
     a.start()
     assert "rgone" not in _topics(a.kafka_bootstrap)
