@@ -205,4 +205,9 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
         return 0
     finally:
         stop_all([s.proc for s in shards if s.proc is not None], etcd)
+        if etcd is not None:
+            try:
+                os.unlink(os.path.join(config.data_dir, ETCD_URL_FILE))
+            except FileNotFoundError:
+                pass
         lock.release()
