@@ -40,9 +40,9 @@ class Console:
     def admin(self, request) -> str | None:
         return actions.admin_user(self.app, request)
 
-    async def shards(self) -> shard_view.Shards:
-        """Every shard's topics, groups and totals (one process: its own)."""
-        return await shard_view.gather(self.app, self.ring)
+    async def shards(self, *parts: str) -> shard_view.Shards:
+        """Every shard's totals and `parts` ("topics", "groups"; one process: its own)."""
+        return await shard_view.gather(self.app, self.ring, parts)
 
     def shard_url(self, request, shard: int) -> str:
         """Where shard `shard`'s own console is, as this request reached shard 0 ("" for this one): a

@@ -57,21 +57,22 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         reason = "shutting down" if app.stats.stopping else "listeners not up"
         return PlainTextResponse(f"not ready: {reason}\n", status_code=503)
 
-    async def every_shard():
-        return await shard_view.gather(app, history.ring)
+    async def every_shard(*parts: str):
+        return await shard_view.gather(app, history.ring, parts)
 
     async def topics(request):
         if app.config.shard_metrics:  # shard 0 of --shards: every shard's queues, each on its leader
-            return JSONResponse((await every_shard()).topics())
+            return JSONResponse((await every_shard("topics")).topics())
         return JSONResponse(inspect.topics(app))
 
     async def groups(request):
         if app.config.shard_metrics:
-            return JSONResponse((await every_shard()).groups())
+            return JSONResponse((await every_shard("groups")).groups())
         return JSONResponse(inspect.groups(app))
 
     async def shard(request):
-        return JSONResponse(shard_view.local(app, history.ring))
+        parts = shard_view.parts_param(request.query_params.get("parts"))
+        return JSONResponse(shard_view.local(app, history.ring, parts))
 
     async def schemas(request):
         return JSONResponse(inspect.schemas(app))
@@ -81,7 +82,7 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         if name not in app.offsets.groups():
             return JSONResponse({"error": f"group {name!r} has no committed offsets"}, status_code=404)
         if app.config.shard_metrics:
-            return JSONResponse((await every_shard()).lag(name))
+            return JSONResponse((await every_shard("groups")).lag(name))
         return JSONResponse(inspect.group_lag(app, name))
 
     async def delay(request):

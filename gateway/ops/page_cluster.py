@@ -35,7 +35,7 @@ def routes(console) -> list[Route]:
         body += "<h2>Partitions</h2>" + form("/cluster", [("topic", "topics containing", match)], "Filter")
         names = [{"topic": n} for n in sorted(app.store.topics.names()) if match in n]
         shown, nav = console.paged(request, names, "/cluster")
-        merged = {t["topic"]: t for t in (await console.shards()).topics()}
+        merged = {t["topic"]: t for t in (await console.shards("topics")).topics()}
         rows = []
         for entry in shown:
             name = entry["topic"]

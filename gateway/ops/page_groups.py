@@ -15,7 +15,7 @@ def routes(console) -> list[Route]:
     app, ring = console.app, console.ring
 
     async def groups(request):
-        rows, nav = console.paged(request, (await console.shards()).groups(), "/groups")
+        rows, nav = console.paged(request, (await console.shards("groups")).groups(), "/groups")
         return console.html("Consumer groups", "/groups", nav + table(
             rows, ["group", "kinds", "state", "members", "lag", "topics"],
             links={"group": lambda r: f"/groups/{q(r['group'])}"}, numeric=("members", "lag")))
@@ -28,7 +28,7 @@ def routes(console) -> list[Route]:
                 plan = await tier_reads.read(actions.reset_plan, app, name, topic, f.get("to", ""))
                 return actions.reset_offsets(app, name, topic, plan)
             return await console.change(request, f"Group {name}", "/groups", reset)
-        shards = await console.shards()
+        shards = await console.shards("groups")
         found = shards.group(name)
         if found is None:
             return console.not_found("/groups", f"No group {name}.")

@@ -22,7 +22,7 @@ def routes(console) -> list[Route]:
                 await app.topics_written()
                 return done
             return await console.change(request, "Topics", "/topics", create)
-        listed = (await console.shards()).topics()
+        listed = (await console.shards("topics")).topics()
         for row in listed:
             row["produce"], row["consume"] = rate(row["bytes_in"]), rate(row["bytes_out"])
             row["msg_in"] = rate(row["msg_in"], "msg")
@@ -41,7 +41,7 @@ def routes(console) -> list[Route]:
         cfg = app.store.topics.get(name)
         if cfg is None:
             return console.not_found("/topics", f"No topic {name}.")
-        shards = await console.shards()
+        shards = await console.shards("topics")
         merged = shards.topic(name)
         queues = [{**r, "browse": "messages"} for r in (merged["queues"] if merged else [])]
         sharded = len(shards.parts) > 1

@@ -64,7 +64,7 @@ def overview(console: Console):
     async def handle(request):
         st, cfg = app.store, app.config
         usage = await disk_usage()
-        shards = await console.shards()
+        shards = await console.shards("topics")
         up = [part for _i, part in shards.up()]
         body = cards([("Ready", "yes" if all(p["ready"] for p in up) and len(up) == len(shards.parts) else "no"),
                       ("Topics", f"{len({n for p in up for n in p['topics']}):,}"),

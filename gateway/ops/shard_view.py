@@ -24,16 +24,36 @@ def leads(app, topic: str, queue_id: int) -> bool:
     return topic not in view.topics if a is None else a.leader == app.ownership.node_id
 
 
-def local(app, ring) -> dict:
-    """This shard's part (the /api/shard answer), plain JSON data read on the event loop."""
+KAFKA_KINDS = ("classic", "consumer", "streams", "share")
+PARTS = ("topics", "groups")  # what a page asks for: a topics page does not walk 10 000 groups
+
+
+def local(app, ring, parts=PARTS) -> dict:
+    """This shard's part (the /api/shard answer), plain JSON data read on the event loop: its totals
+    and, of `parts`, its topics (with their queues) and its groups (with their lag)."""
     st, stats = app.store, app.stats
-    topics = {}
+    found = {"node": app.ownership.node_id, "ready": app.stats.ready(), "commitlog": st.max_physical_offset,
+             "connections": sum(stats.connections.values()), "bytes_in": ring.latest_rate("bytes_in"),
+             "bytes_out": ring.latest_rate("bytes_out"), "topics": {}, "lag": {}, "groups": {}}
+    if "topics" in parts:
+        found["topics"] = _topics(app, ring)
+    if "groups" in parts:
+        found["lag"], found["groups"] = _groups(app)
+    return found
+
+
+def _topics(app, ring) -> dict:
+    st, topics = app.store, {}
     for row in inspect.topics(app):
         name = row["topic"]
         queues = {str(q): [lo, hi] for q, (lo, hi) in inspect.queue_range(st, name).items() if leads(app, name, q)}
         topics[name] = {**row, "messages": sum(hi - lo for lo, hi in queues.values()), "queues": queues,
                         "msg_in": ring.latest_rate(f"in:{name}"), "bytes_in": ring.latest_rate(f"bytes_in:{name}"),
                         "bytes_out": ring.latest_rate(f"bytes_out:{name}")}
+    return topics
+
+
+def _groups(app) -> tuple[dict, dict]:
     lag: dict[str, list] = {}
     for group, rows in inspect.all_lag(app).items():
         lag[group] = [r for r in rows if leads(app, r["topic"], r["queue"])]
@@ -43,14 +63,17 @@ def local(app, ring) -> dict:
         groups[name] = {"kinds": kinds, "state": group_views.state_of(app, name), "members": members}
     for name in lag:
         groups.setdefault(name, {"kinds": ["offsets only"], "state": "Empty", "members": []})
-    return {"node": app.ownership.node_id, "ready": app.stats.ready(), "commitlog": st.max_physical_offset,
-            "connections": sum(stats.connections.values()), "bytes_in": ring.latest_rate("bytes_in"),
-            "bytes_out": ring.latest_rate("bytes_out"), "topics": topics, "lag": lag, "groups": groups}
+    return lag, groups
 
 
-async def ask(peers: tuple[str, ...]) -> list[dict | None]:
+def parts_param(raw: str | None) -> tuple[str, ...]:
+    """/api/shard?parts=topics,groups (default both); unknown names are ignored."""
+    return PARTS if raw is None else tuple(p for p in raw.split(",") if p in PARTS)
+
+
+async def ask(peers: tuple[str, ...], parts=PARTS) -> list[dict | None]:
     """Each peer's /api/shard (index i: shard i + 1), None for one that did not answer in time."""
-    return await ask_each(peers, "/api/shard", lambda answer: answer.json())
+    return await ask_each(peers, f"/api/shard?parts={','.join(parts)}", lambda answer: answer.json())
 
 
 @dataclasses.dataclass
@@ -109,11 +132,11 @@ class Shards:
         out = []
         for name in names:
             g, rows = self.group(name), self.lag(name)
-            out.append({"group": name, "kinds": ", ".join(g["kinds"]), "state": g["state"], "members": len(g["members"]),
+            members = g["members"]
+            out.append({"group": name, "kinds": ", ".join(g["kinds"]), "state": g["state"], "members": len(members),
                         "lag": sum(r["lag"] for r in rows), "topics": sorted({r["topic"] for r in rows}),
-                        "kafka_members": sum(1 for m in g["members"] if m["kind"] in ("classic", "consumer", "streams",
-                                                                                     "share")),
-                        "rocketmq_clients": sum(1 for m in g["members"] if m["kind"].startswith("rocketmq"))})
+                        "kafka_members": sum(1 for m in members if m["kind"] in KAFKA_KINDS),
+                        "rocketmq_clients": sum(1 for m in members if m["kind"].startswith("rocketmq"))})
         return out
 
     def shard_rows(self) -> list[dict]:
@@ -134,8 +157,8 @@ def _add(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else a + b
 
 
-async def gather(app, ring) -> Shards:
+async def gather(app, ring, parts=PARTS) -> Shards:
     """This shard's part and, on shard 0 of --shards, every other shard's."""
-    own = local(app, ring)
+    own = local(app, ring, parts)
     peers = tuple(app.config.shard_metrics)
-    return Shards([own, *(await ask(peers) if peers else [])])
+    return Shards([own, *(await ask(peers, parts) if peers else [])])
