@@ -29,6 +29,7 @@ from gateway.shard_data import ShardDataError, move_into_shard_0
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 HEALTHY_AFTER_S = 60.0  # a shard that ran this long starts again without waiting
+ETCD_URL_FILE = "etcd-url"  # in DATA_DIR while the private etcd runs: `rocketgate cluster ... --data-dir DATA_DIR`
 _PORT_FLAGS = {"kafka_port": "--kafka-port", "remoting_port": "--remoting-port", "grpc_port": "--grpc-port",
                "http_port": "--http-port", "schema_registry_port": "--schema-registry-port"}
 
@@ -183,6 +184,8 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     try:
         if etcd is not None:
             etcd.start()
+            with open(os.path.join(config.data_dir, ETCD_URL_FILE), "w") as f:
+                f.write(etcd.url + "\n")
         etcd_url = etcd.url if etcd is not None else config.cluster
         ports = [shard_ports(config, index) for index in range(config.shards)]
         peers = metrics_peers(config, ports)
@@ -202,4 +205,9 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
         return 0
     finally:
         stop_all([s.proc for s in shards if s.proc is not None], etcd)
+        if etcd is not None:
+            try:
+                os.unlink(os.path.join(config.data_dir, ETCD_URL_FILE))
+            except FileNotFoundError:
+                pass
         lock.release()

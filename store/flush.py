@@ -46,6 +46,7 @@ class Flusher:
         self.derived = False  # checkpoints are written only once recovery has dispatched everything
         self.closed = False
         self._last_derived = 0.0
+        self._checkpointed = -1  # the offset the checkpoints last written hold
         self._retired: list = []  # close() callables of detached files
         self.derived_failures = 0  # consecutive failed checkpoint writes
 
@@ -79,16 +80,25 @@ class Flusher:
             log.warning("flush: checkpoint written again after %d failed tries", self.derived_failures)
             self.derived_failures = 0
 
-    def _flush_derived(self) -> None:
-        """Called with sync_lock held."""
+    def _flush_derived(self, force: bool = False) -> None:
+        """Called with sync_lock held. `force`: even when nothing was appended (a ConsumeQueue was
+        cut back: store.replica)."""
         with self.lock:
             covered = min(self.commitlog.end, self.flushed_offset)  # every entry before it is dispatched
+            if covered == self._checkpointed and not force:
+                # Nothing durable appended since: the checkpoints hold `covered` already (units
+                # buffered past it are written by the round that checkpoints them). An idle store,
+                # as most shards of --shards N are, would otherwise sync every ConsumeQueue and
+                # create, fsync and rename two files every interval.
+                self._last_derived = time.monotonic()
+                return
             cqs = self.queues.drain()
         for cq in cqs:
             cq.seg.sync()
         self.index.flush()
         atomic_write(os.path.join(self.queues.dir, CHECKPOINT), b"%d" % covered)
         atomic_write(os.path.join(self.index.dir, CHECKPOINT), b"%d" % covered)
+        self._checkpointed = covered
         self._last_derived = time.monotonic()
 
     def retire(self, closers) -> None:

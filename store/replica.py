@@ -85,4 +85,4 @@ def checkpoint(s) -> None:
     with flusher.sync_lock:
         flusher.flushed_offset = s.commitlog.sync()
         if flusher.derived:
-            flusher._flush_derived()
+            flusher._flush_derived(force=True)

@@ -82,9 +82,9 @@ class ReplicaRoles:
     def _assigned(self, topic: str, qid: int, leader: int, replicas: list, isr: list, epoch: int) -> None:
         """This node's role for the queue and for its pop journal, as the assignment says."""
         self._role(topic, qid, leader, replicas, isr, epoch)
-        if self.journal is None or len(replicas) < 2:
+        if self.journal is None:
             return
-        if self.node.node_id in replicas:
+        if self.node.node_id in replicas and len(replicas) > 1:
             self.journal.ensure(topic, qid + 1)
         was_leading = self.journal.leads(topic, qid)
         self._role(journal_topic(topic), qid, leader, replicas, isr, epoch)
@@ -97,8 +97,10 @@ class ReplicaRoles:
         me = self.node.node_id
         current = self.manager.roles.get((topic, qid))
         try:
-            if len(replicas) < 2:
-                return  # not replicated: a plain queue of its leader
+            if len(replicas) < 2:  # not replicated: a plain queue of its leader
+                if current is not None:  # no longer (reassigned to one node, `cluster move`)
+                    self.manager.stop_replica(topic, qid)
+                return
             if leader == me:
                 others = [a for a in (self._addr(r) for r in replicas if r != me) if a]
                 if (current is not None and current.role == LEADER and current.epoch == epoch

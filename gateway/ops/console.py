@@ -9,6 +9,7 @@ from urllib.parse import parse_qs
 from starlette.responses import HTMLResponse
 
 import gateway.ops.actions as actions
+import gateway.ops.shard_view as shard_view
 from gateway.ops.history import History
 from gateway.ops.html import esc, link, page
 
@@ -38,6 +39,20 @@ class Console:
 
     def admin(self, request) -> str | None:
         return actions.admin_user(self.app, request)
+
+    async def shards(self, *parts: str) -> shard_view.Shards:
+        """Every shard's totals and `parts` ("topics", "groups"; one process: its own)."""
+        return await shard_view.gather(self.app, self.ring, parts)
+
+    def shard_url(self, request, shard: int) -> str:
+        """Where shard `shard`'s own console is, as this request reached shard 0 ("" for this one): a
+        queue's messages are browsed on the shard that stores them."""
+        peers = self.app.config.shard_metrics
+        if shard == 0 or shard > len(peers):
+            return ""
+        port = peers[shard - 1].rsplit(":", 1)[1]
+        host = request.url.hostname or "127.0.0.1"
+        return f"{request.url.scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
 
     def can_sign_in(self) -> bool:
         """The Sign in link is shown only where someone can be an admin (`--authorizer acl`)."""

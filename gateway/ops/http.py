@@ -2,7 +2,8 @@
 worker in the gateway's own event loop, so every handler reads the App between two requests of
 the protocol listeners, with no locks. Routes: /metrics (Prometheus text format), /healthz (the
 process is alive), /readyz (store recovered and listeners accepting; 503 otherwise and while
-shutting down) and a read-only JSON API under /api/ that `gateway.admin` uses."""
+shutting down) and a read-only JSON API under /api/ that `gateway.admin` uses (on shard 0 of --shards,
+every shard's topics and groups: gateway.ops.shard_view)."""
 from __future__ import annotations
 
 import logging
@@ -17,6 +18,7 @@ from starlette.routing import Mount, Route
 
 import gateway.ops.inspect as inspect
 import gateway.ops.messages as messages
+import gateway.ops.shard_view as shard_view
 from gateway import tier_reads
 from gateway.app import StartupError
 from gateway.listeners import bind_failure
@@ -55,11 +57,22 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         reason = "shutting down" if app.stats.stopping else "listeners not up"
         return PlainTextResponse(f"not ready: {reason}\n", status_code=503)
 
+    async def every_shard(*parts: str):
+        return await shard_view.gather(app, history.ring, parts)
+
     async def topics(request):
+        if app.config.shard_metrics:  # shard 0 of --shards: every shard's queues, each on its leader
+            return JSONResponse((await every_shard("topics")).topics())
         return JSONResponse(inspect.topics(app))
 
     async def groups(request):
+        if app.config.shard_metrics:
+            return JSONResponse((await every_shard("groups")).groups())
         return JSONResponse(inspect.groups(app))
+
+    async def shard(request):
+        parts = shard_view.parts_param(request.query_params.get("parts"))
+        return JSONResponse(shard_view.local(app, history.ring, parts))
 
     async def schemas(request):
         return JSONResponse(inspect.schemas(app))
@@ -68,6 +81,8 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         name = request.path_params["group"]
         if name not in app.offsets.groups():
             return JSONResponse({"error": f"group {name!r} has no committed offsets"}, status_code=404)
+        if app.config.shard_metrics:
+            return JSONResponse((await every_shard("groups")).lag(name))
         return JSONResponse(inspect.group_lag(app, name))
 
     async def delay(request):
@@ -105,7 +120,7 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
 
     return Starlette(routes=[
         Route("/metrics", metrics), Route("/healthz", healthz), Route("/readyz", readyz),
-        Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
+        Route("/api/shard", shard), Route("/api/topics", topics), Route("/api/groups", groups), Route("/api/groups/{group:path}", group),
         Route("/api/delay", delay), Route("/api/schemas", schemas), Route("/api/dlq", dlq), Route("/api/dlq/{group:path}", dlq_group),
         Route("/api/messages", messages_by_key), Route("/api/messages/{msg_id}", message_by_id),
         Route("/api/tables", tables_status), Mount("/iceberg", routes=iceberg_routes(app.tables)),

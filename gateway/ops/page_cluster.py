@@ -7,7 +7,6 @@ from __future__ import annotations
 from starlette.routing import Route
 
 import gateway.ops.actions as actions
-import gateway.ops.inspect as inspect
 from gateway.kafka.metadata import NODE_ID, partition_entries
 from gateway.kafka.topics import partition_count
 from gateway.ops.html import cards, esc, form, post_form, q, table
@@ -36,13 +35,14 @@ def routes(console) -> list[Route]:
         body += "<h2>Partitions</h2>" + form("/cluster", [("topic", "topics containing", match)], "Filter")
         names = [{"topic": n} for n in sorted(app.store.topics.names()) if match in n]
         shown, nav = console.paged(request, names, "/cluster")
+        merged = {t["topic"]: t for t in (await console.shards("topics")).topics()}
         rows = []
         for entry in shown:
             name = entry["topic"]
             topic_cfg = app.store.topics.get(name)
             if topic_cfg is None:
                 continue
-            ranges = inspect.queue_range(app.store, name)
+            ranges = {r["queue"]: (r["first"], r["end"]) for r in merged.get(name, {}).get("queues", ())}
             for p in partition_entries(app, name, partition_count(topic_cfg)):
                 lo, hi = ranges.get(p["partition_index"], (0, 0))
                 rows.append({"topic": name, "partition": p["partition_index"], "leader": p["leader_id"],

@@ -8,7 +8,6 @@ from starlette.routing import Route
 import gateway.ops.actions as actions
 from gateway import tier_reads
 import gateway.ops.group_views as group_views
-import gateway.ops.inspect as inspect
 from gateway.ops.html import cards, chart, post_form, q, table
 
 
@@ -16,7 +15,7 @@ def routes(console) -> list[Route]:
     app, ring = console.app, console.ring
 
     async def groups(request):
-        rows, nav = console.paged(request, group_views.listing(app), "/groups")
+        rows, nav = console.paged(request, (await console.shards("groups")).groups(), "/groups")
         return console.html("Consumer groups", "/groups", nav + table(
             rows, ["group", "kinds", "state", "members", "lag", "topics"],
             links={"group": lambda r: f"/groups/{q(r['group'])}"}, numeric=("members", "lag")))
@@ -29,18 +28,19 @@ def routes(console) -> list[Route]:
                 plan = await tier_reads.read(actions.reset_plan, app, name, topic, f.get("to", ""))
                 return actions.reset_offsets(app, name, topic, plan)
             return await console.change(request, f"Group {name}", "/groups", reset)
-        every = group_views.kinds(app)
-        if name not in every:
+        shards = await console.shards("groups")
+        found = shards.group(name)
+        if found is None:
             return console.not_found("/groups", f"No group {name}.")
-        rows = inspect.group_lag(app, name)
-        members = group_views.members_of(app, name)
+        rows, members = shards.lag(name), found["members"]
         progress = group_views.pop_progress(app, name)
-        body = cards([("Kinds", ", ".join(every[name])), ("State", group_views.state_of(app, name)),
+        body = cards([("Kinds", ", ".join(found["kinds"])), ("State", found["state"]),
                       ("Members", len(members)), ("Lag", f"{sum(r['lag'] for r in rows):,}")])
         body += '<div class="charts">' + chart(ring.points(f"lag:{name}"), "Lag (messages)", lambda v: f"{v:,.0f}") \
             + "</div>"
         body += "<h2>Members</h2>" + table(members, ["kind", "member", "client", "host", "assignment"])
-        body += "<h2>Lag per queue</h2>" + table(rows, ["topic", "queue", "committed", "end", "lag"],
+        lag_columns = ["topic", "queue", *(["shard"] if len(shards.parts) > 1 else []), "committed", "end", "lag"]
+        body += "<h2>Lag per queue</h2>" + table(rows, lag_columns,
                                                  numeric=("queue", "committed", "end", "lag"))
         if progress:
             body += "<h2>Per-message progress (POP / share)</h2>" + table(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from starlette.routing import Route
 
 import gateway.ops.actions as actions
-import gateway.ops.inspect as inspect
 from gateway.kafka.configs import DELETE, SET, _alter_topic
 from gateway.ops.html import chart, esc, link, post_form, q, rate, table
 from semantics import topic_configs as tc
@@ -23,12 +22,10 @@ def routes(console) -> list[Route]:
                 await app.topics_written()
                 return done
             return await console.change(request, "Topics", "/topics", create)
-        listed = inspect.topics(app)
+        listed = (await console.shards("topics")).topics()
         for row in listed:
-            name = row["topic"]
-            row["produce"] = rate(ring.latest_rate(f"bytes_in:{name}"))
-            row["consume"] = rate(ring.latest_rate(f"bytes_out:{name}"))
-            row["msg_in"] = rate(ring.latest_rate(f"in:{name}"), "msg")
+            row["produce"], row["consume"] = rate(row["bytes_in"]), rate(row["bytes_out"])
+            row["msg_in"] = rate(row["msg_in"], "msg")
         rows, nav = console.paged(request, listed, "/topics")
         user = console.admin(request)
         admin = post_form("/topics", [("name", "new topic", ""), ("queues", "queues", 4)], "Create",
@@ -44,17 +41,19 @@ def routes(console) -> list[Route]:
         cfg = app.store.topics.get(name)
         if cfg is None:
             return console.not_found("/topics", f"No topic {name}.")
-        queues = [{"queue": qid, "first": lo, "end": hi, "messages": hi - lo,
-                   "browse": "messages"} for qid, (lo, hi) in sorted(inspect.queue_range(app.store, name).items())]
-        body = '<h2>Last hour</h2><div class="charts">'
+        shards = await console.shards("topics")
+        merged = shards.topic(name)
+        queues = [{**r, "browse": "messages"} for r in (merged["queues"] if merged else [])]
+        sharded = len(shards.parts) > 1
+        body = f'<h2>Last hour{" (shard 0)" if sharded else ""}</h2><div class="charts">'
         body += chart(ring.rates(f"bytes_in:{name}"), "Produced", rate)
         body += chart(ring.rates(f"bytes_out:{name}"), "Consumed", rate)
         body += chart(ring.rates(f"in:{name}"), "Messages in", lambda v: rate(v, "msg"))
         body += chart(ring.points(f"stored:{name}"), "Messages stored", lambda v: f"{v:,.0f}") + "</div>"
-        body += "<h2>Queues</h2>" + table(queues, ["queue", "first", "end", "messages", "browse"],
-                                          numeric=("first", "end", "messages"),
-                                          links={"browse": lambda r: f"/messages?topic={q(name)}&queue={r['queue']}"
-                                                                     f"&offset={r['first']}"})
+        body += "<h2>Queues</h2>" + table(queues, ["queue", *(["shard"] if sharded else []), "first", "end",
+                                                   "messages", "browse"], numeric=("first", "end", "messages"),
+                                          links={"browse": lambda r: console.shard_url(request, r.get("shard", 0)) +
+                                                 f"/messages?topic={q(name)}&queue={r['queue']}&offset={r['first']}"})
         body += f"<p>perm {esc(cfg.perm)}; {'a filtered view' if app.views.is_view(name) else 'a topic'}</p>"
         body += "<h2>Configs</h2>" + table(_config_rows(app, cfg), ["config", "value", "source"])
         user = console.admin(request)

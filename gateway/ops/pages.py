@@ -64,11 +64,23 @@ def overview(console: Console):
     async def handle(request):
         st, cfg = app.store, app.config
         usage = await disk_usage()
-        body = cards([("Ready", "yes" if app.stats.ready() else "no"), ("Topics", f"{len(st.topics.names()):,}"),
-                      ("Groups", f"{len(app.offsets.groups()):,}"), ("CommitLog", size(st.max_physical_offset)),
-                      ("On disk", size(sum(usage.values()))),
-                      ("Produce", rate(ring.latest_rate("bytes_in"))), ("Consume", rate(ring.latest_rate("bytes_out"))),
-                      ("Connections", sum(app.stats.connections.values()))])
+        shards = await console.shards("topics")
+        up = [part for _i, part in shards.up()]
+        body = cards([("Ready", "yes" if all(p["ready"] for p in up) and len(up) == len(shards.parts) else "no"),
+                      ("Topics", f"{len({n for p in up for n in p['topics']}):,}"),
+                      ("Groups", f"{len(app.offsets.groups()):,}"),  # the one offset table: every shard's
+                      ("CommitLog", size(sum(p["commitlog"] for p in up))),
+                      *([] if len(shards.parts) > 1 else [("On disk", size(sum(usage.values())))]),
+                      ("Produce", rate(_total(p["bytes_in"] for p in up))),
+                      ("Consume", rate(_total(p["bytes_out"] for p in up))),
+                      ("Connections", sum(p["connections"] for p in up))])
+        if len(shards.parts) > 1:
+            rows = shards.shard_rows()
+            for row in rows:
+                row["commitlog"] = size(row["commitlog"]) if "commitlog" in row else ""
+                row["produce"], row["consume"] = rate(row.get("bytes_in")), rate(row.get("bytes_out"))
+            body += "<h2>Shards</h2>" + table(rows, ["shard", "node", "up", "ready", "topics", "commitlog", "produce",
+                                                     "consume", "connections"], numeric=("shard", "node", "topics"))
         listeners = [{"listener": "kafka", "address": f"{cfg.host}:{cfg.kafka_port}",
                       "connections": app.stats.connections["kafka"]},
                      {"listener": "remoting", "address": f"{cfg.host}:{cfg.remoting_port}",
@@ -80,10 +92,16 @@ def overview(console: Console):
         user = console.admin(request)
         body += f"<p>Signed in as admin {esc(user)}.</p>" if user else console.admin_note(request, "make changes")
         body += "<h2>Listeners</h2>" + table(listeners, ["listener", "address", "connections"])
-        body += "<h2>Disk</h2>" + table([{"directory": k, "size": size(v)} for k, v in sorted(usage.items())],
+        body += f"<h2>Disk{' (shard 0)' if len(shards.parts) > 1 else ''}</h2>" + table([{"directory": k, "size": size(v)} for k, v in sorted(usage.items())],
                                         ["directory", "size"], numeric=("size",))
-        body += '<h2>Throughput</h2><div class="charts">' + chart(ring.rates("bytes_in"), "Produced", rate) + \
+        body += f'<h2>Throughput{" (shard 0)" if len(shards.parts) > 1 else ""}</h2><div class="charts">' + chart(ring.rates("bytes_in"), "Produced", rate) + \
             chart(ring.rates("bytes_out"), "Consumed", rate) + chart(ring.rates("commitlog"), "CommitLog writes", rate) \
             + "</div>"
         return console.html("Overview", "/", body)
     return handle
+
+
+def _total(rates) -> float | None:
+    """The sum of the shards' rates; None (shown as no figure) when no shard has one yet."""
+    known = [r for r in rates if r is not None]
+    return sum(known) if known else None

@@ -14,22 +14,28 @@ SCRAPE_TIMEOUT_S = 2.0
 SHARD_LABEL = "shard"
 
 
-async def scrape(peers: tuple[str, ...]) -> list[str | None]:
-    """Each peer's /metrics text (index i: shard i + 1), None for one that did not answer in time."""
-    texts: list[str | None] = [None] * len(peers)
+async def ask_each(peers: tuple[str, ...], path: str, read=lambda answer: answer.text) -> list:
+    """`read(answer)` of each peer's GET `path` (index i: shard i + 1), None for one that did not
+    answer in time, answered another status than 200, or whose answer `read` could not use (ValueError)."""
+    found: list = [None] * len(peers)
 
     async def one(i: int, client: httpx.AsyncClient) -> None:
         try:
-            answer = await client.get(f"http://{peers[i]}/metrics")
+            answer = await client.get(f"http://{peers[i]}{path}")
             if answer.status_code == 200:
-                texts[i] = answer.text
-        except httpx.HTTPError:
+                found[i] = read(answer)
+        except (httpx.HTTPError, ValueError):
             pass
 
     async with httpx.AsyncClient(timeout=SCRAPE_TIMEOUT_S) as client, trio.open_nursery() as nursery:
         for i in range(len(peers)):
             nursery.start_soon(one, i, client)
-    return texts
+    return found
+
+
+async def scrape(peers: tuple[str, ...]) -> list[str | None]:
+    """Each peer's /metrics text (index i: shard i + 1), None for one that did not answer in time."""
+    return await ask_each(peers, "/metrics")
 
 
 def merge(own: list[Metric], peer_texts: list[str | None]) -> list[Metric]:

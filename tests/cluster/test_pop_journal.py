@@ -275,3 +275,19 @@ def test_a_shrunk_set_counts_only_once_etcd_holds_it_and_a_failed_write_is_retri
     nursery.run()
     assert etcd.written == [(T, 0, [2], 2)] and etcd.unreachable == 0
     assert b.manager.role(T, 0).accepted_isr == b.manager.role(JOURNAL, 0).accepted_isr == set()
+
+
+def test_a_queue_reassigned_to_one_node_is_plain_again_on_both(pair):
+    """`rocketgate cluster move` ends with the queue on its new leader alone: the leader's and the old
+    replica's roles (queue and pop journal) end, so nothing waits for or copies from the other."""
+    _, _a, b = pair
+    view, nursery = _View(QueueAssignment(1, (1, 2), (1, 2), 1)), _Nursery()
+    roles = ReplicaRoles(SimpleNamespace(node_id=2, view=view, coordination=_Etcd()), b.manager, nursery, pop=b.pop)
+    roles.install()
+    assert {b.manager.role(t, 0).role for t in (T, JOURNAL)} == {"follower"}
+    view.assigned(T, 0, 1, [1], [1], 2)  # moved away from b: it is no replica any more
+    assert [b.manager.role(t, 0) for t in (T, JOURNAL)] == [None, None]
+    view.assigned(T, 0, 2, [2, 1], [2], 3)  # moved to b, the other still a replica
+    assert {b.manager.role(t, 0).role for t in (T, JOURNAL)} == {"leader"}
+    view.assigned(T, 0, 2, [2], [2], 4)  # the other dropped: a plain queue of b
+    assert [b.manager.role(t, 0) for t in (T, JOURNAL)] == [None, None]

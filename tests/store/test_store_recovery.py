@@ -333,3 +333,24 @@ def test_flush_thread_while_appending(tmp_path):
     assert len(entries) == len(results)
     assert all(s.get(r.physical_offset) is not None for r in results)
     s.close()
+
+
+def test_an_idle_store_does_not_rewrite_its_checkpoints(tmp_path):
+    """Each flush interval writes the checkpoints (two files created, fsynced, renamed) only when
+    something was appended since: an idle store, as most shards of --shards N are, does no I/O."""
+    s = store.open(str(tmp_path), small())
+    checkpoints = [tmp_path / "consumequeue" / ".checkpoint", tmp_path / "index" / ".checkpoint"]
+
+    def flush_now():
+        s._flusher._last_derived = 0  # the interval has passed
+        s.flush()
+        return [os.stat(p).st_ino for p in checkpoints]
+
+    _fill(s, 3)
+    written = flush_now()
+    assert flush_now() == written  # nothing appended: not written again
+    _fill(s, 1)
+    again = flush_now()
+    assert all(a != b for a, b in zip(again, written))  # appended: new checkpoint files
+    assert [int(p.read_bytes()) for p in checkpoints] == [s.max_physical_offset] * 2
+    s.close()
