@@ -210,6 +210,11 @@ MAX_EPOCH = 32767
 NONE_ERR, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, UNKNOWN_PRODUCER_ID = 0, 47, 48, 59
 
 
+class ClusterUnavailable(Exception):
+    """A cluster's transaction state (gateway.cluster.txns) cannot be read or changed now: the
+    client is told COORDINATOR_NOT_AVAILABLE and retries."""
+
+
 @dataclasses.dataclass
 class Txn:
     """One transactional.id: its producer id/epoch and the transaction in progress (if any)."""
@@ -317,6 +322,11 @@ class TransactionalProducers:
             txn.partitions.add(partition)
         self.begin(txn, now_ms)
         return NONE_ERR, txn
+
+    @staticmethod
+    def stored(txn: Txn, _partition: tuple, half_offsets: list) -> None:
+        """A batch of the transaction was stored as these halves."""
+        txn.halves.extend(half_offsets)
 
     def retried_end(self, txn_id: str, pid: int, epoch: int, commit: bool) -> Txn | None:
         """The transaction whose v2 end (epoch bumped to epoch + 1) this EndTxn repeats, or None."""

@@ -66,6 +66,7 @@ class KafkaState:
                                             self.group_configs)
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
+        self.cluster_txns = None  # a cluster member's transactions over etcd (gateway.cluster.txns)
         transactions.register_checker(app, "kafka", self.txns.check)
         config = app.config
         self.telemetry = ClientTelemetry(  # KIP-714 client metrics

@@ -1,0 +1,392 @@
+"""Kafka transactions in a cluster (docs/cluster.md, "Kafka transactions").
+
+A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.model.txn_key`), not in
+a gateway: {pid, epoch, timeout, state, started, partitions, offsets, previous, marker}. Every
+change is read-modify-compare-and-swap on the key's revision, and a request is answered only once
+etcd has its change, so whichever gateway coordinates the id next (the coordinator that was
+`kill -9`ed, a coordinator move) finds every partition added, every TxnOffsetCommit offset and every
+decided end. A partition leader checks a transactional batch against that state itself (adding the
+partition for transactions v2, verifying it for v1, as Kafka's leader asks its coordinator) and keeps
+the batch as a half in its own half topic; an end is written to etcd first (PrepareCommit /
+PrepareAbort, with the offsets and the partitions), then each partition's leader gets the outcome
+(CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
+is CompleteCommit / CompleteAbort. A Prepare state found by any later request is completed first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+
+import trio
+
+from cluster.etcd import EtcdError
+from codec.kafka.records import TRANSACTIONAL, parse_batches
+from codec.kafka.schema import DecodeError
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.remoting.common import DEFERRED, handles
+from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
+from semantics.producer_state import ClusterUnavailable, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, \
+    UNKNOWN_PRODUCER_ID
+
+log = logging.getLogger("rocketgate.cluster")
+
+CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, TRANSACTION_ABORTABLE = 51, 15, 120
+MARKER_DEADLINE_S = 10.0  # an end not delivered to every leader by then: COORDINATOR_NOT_AVAILABLE, retried
+MARKER_RETRY_S = 0.5
+ETCD_TIMEOUT_S = 5.0
+
+
+class NotCompleted(ClusterUnavailable):
+    """The end is decided (in etcd) but not yet delivered everywhere; a retry completes it."""
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclasses.dataclass
+class Verified:
+    """What a partition leader knows of a transactional producer whose batches it takes."""
+    txn_id: str
+    epoch: int
+    timeout_ms: int
+    partitions: set = dataclasses.field(default_factory=set)
+
+
+class _Transport(RemotingReplicaTransport):
+    async def call(self, address: str, cmd: RemotingCommand) -> RemotingCommand:
+        return await self._call((address, "txn-markers"), address, cmd, MARKER_DEADLINE_S)
+
+
+class ClusterTxns:
+    """The coordinator side (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
+    EndTxn over etcd) and the partition-leader side (verified producers, their halves, markers)."""
+
+    def __init__(self, app, node) -> None:
+        self.app = app
+        self.node = node
+        self.coordination = node.coordination
+        self.transport = _Transport(*outgoing(app.config))
+        self.verified: dict[int, Verified] = {}  # producer id -> its current transaction here
+        self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
+
+    # ------------------------------------------------------------ etcd state
+    async def _read(self, txn_id: str) -> tuple[dict | None, int]:
+        try:
+            with trio.fail_after(ETCD_TIMEOUT_S):
+                return await self.coordination.read_txn(txn_id)
+        except (EtcdError, trio.TooSlowError) as exc:
+            raise ClusterUnavailable(f"etcd: {exc}") from None
+
+    async def _update(self, txn_id: str, change):
+        """Run `change(state or None) -> (new state or None: no write, result)` until its
+        compare-and-swap lands; the result."""
+        try:
+            with trio.fail_after(ETCD_TIMEOUT_S):
+                while True:
+                    state, revision = await self.coordination.read_txn(txn_id)
+                    new, result = change(dict(state) if state else None)
+                    if new is None or await self.coordination.swap_txn(txn_id, revision, new):
+                        return result
+        except (EtcdError, trio.TooSlowError) as exc:
+            raise ClusterUnavailable(f"etcd: {exc}") from None
+
+    async def _settled(self, txn_id: str) -> dict | None:
+        """The state once no end is half done (a Prepare state is completed first) and a transaction
+        past its timeout is aborted (with the epoch bumped: its producer is fenced)."""
+        while True:
+            state, _ = await self._read(txn_id)
+            if state is None:
+                return None
+            if state["state"].startswith("Prepare"):
+                await self.complete(txn_id, state)
+            elif state["state"] == "Ongoing" and _now() - state["started"] > state["timeout"]:
+                await self.abort(txn_id, fence=True)
+            else:
+                return state
+
+    @staticmethod
+    def _check(state: dict | None, pid: int, epoch: int) -> int:
+        if state is None:
+            return UNKNOWN_PRODUCER_ID
+        if state["pid"] != pid or state["epoch"] != epoch:
+            return INVALID_PRODUCER_EPOCH
+        return NONE_ERR
+
+    @staticmethod
+    def _begin(state: dict) -> None:
+        if state["state"] != "Ongoing":
+            state.update(state="Ongoing", started=_now(), partitions=[], offsets=[])
+
+    # ------------------------------------------------------------ coordinator requests
+    async def init(self, txn_id: str, timeout_ms: int) -> tuple[int, int, int]:
+        """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
+        or it would overflow)."""
+        await self.app.ownership.reserve_producer_ids()
+        state = await self._settled(txn_id)
+        if state is not None and state["state"] == "Ongoing":
+            await self.abort(txn_id, fence=True)
+        fresh = self.app.kafka.producers.allocate()
+
+        def change(s):
+            if s is not None and s["state"] not in ("Empty", "CompleteCommit", "CompleteAbort"):
+                raise NotCompleted(f"{txn_id} changed meanwhile")
+            if s is None or s["epoch"] >= MAX_EPOCH - 1:
+                pid, epoch = fresh, 0
+            else:
+                pid, epoch = s["pid"], s["epoch"] + 1
+            new = {"pid": pid, "epoch": epoch, "timeout": timeout_ms, "state": "Empty", "started": None,
+                   "partitions": [], "offsets": [], "previous": None, "marker": None}
+            return new, (NONE_ERR, pid, epoch)
+        return await self._update(txn_id, change)
+
+    async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool) -> dict:
+        """AddPartitionsToTxn (or a partition leader's check of a batch): tp -> error code."""
+        await self._settled(txn_id)
+
+        def change(s):
+            code = self._check(s, pid, epoch)
+            if code != NONE_ERR:
+                return None, dict.fromkeys(asked, code)
+            if s["state"].startswith("Prepare"):
+                return None, dict.fromkeys(asked, CONCURRENT_TRANSACTIONS)
+            have = {tuple(tp) for tp in s["partitions"]} if s["state"] == "Ongoing" else set()
+            if verify_only:
+                return None, {tp: NONE_ERR if tp in have else TRANSACTION_ABORTABLE for tp in asked}
+            if set(asked) <= have:
+                return None, dict.fromkeys(asked, NONE_ERR)
+            self._begin(s)
+            s["partitions"] = sorted(have | set(asked))
+            return s, dict.fromkeys(asked, NONE_ERR)
+        return await self._update(txn_id, change)
+
+    async def add_offsets(self, txn_id: str, pid: int, epoch: int, offsets: list | None) -> int:
+        """AddOffsetsToTxn (offsets None) and TxnOffsetCommit (offsets to commit with the transaction)."""
+        await self._settled(txn_id)
+
+        def change(s):
+            code = self._check(s, pid, epoch)
+            if code != NONE_ERR:
+                return None, code
+            if s["state"].startswith("Prepare"):
+                return None, CONCURRENT_TRANSACTIONS
+            self._begin(s)
+            s["offsets"] = s["offsets"] + [list(o) for o in offsets or ()]
+            return s, NONE_ERR
+        return await self._update(txn_id, change)
+
+    async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool) -> tuple[int, int, int]:
+        """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed."""
+        outcome = "Commit" if commit else "Abort"
+        state = await self._settled(txn_id)
+        if state is not None and tuple(state.get("previous") or ()) == (pid, epoch) and tv2:
+            if state["state"] == "Complete" + outcome:  # a retried v2 end whose answer was lost
+                return NONE_ERR, state["pid"], state["epoch"]
+        await self.app.ownership.reserve_producer_ids()
+        fresh = self.app.kafka.producers.allocate() if tv2 else None
+
+        def change(s):
+            code = self._check(s, pid, epoch)
+            if code != NONE_ERR:
+                return None, (code, pid, epoch)
+            if not tv2 and s["state"] == "Complete" + outcome:  # v1: a retried end
+                return None, (NONE_ERR, pid, epoch)
+            if s["state"] != "Ongoing":
+                s.update(partitions=[], offsets=[])
+            s.update(state="Prepare" + outcome, marker=[pid, epoch], offsets=s["offsets"] if commit else [])
+            if tv2:  # every end bumps the epoch: a late write or retry of this transaction is fenced
+                s["previous"] = [pid, epoch]
+                s["pid"], s["epoch"] = (fresh, 0) if epoch >= MAX_EPOCH - 1 else (pid, epoch + 1)
+            return s, (NONE_ERR, s["pid"], s["epoch"])
+        result = await self._update(txn_id, change)
+        if result[0] == NONE_ERR:
+            state, _ = await self._read(txn_id)
+            if state["state"].startswith("Prepare"):
+                await self.complete(txn_id, state)
+        return result
+
+    async def abort(self, txn_id: str, fence: bool) -> None:
+        """Abort the transaction in progress (timed out, or a new InitProducerId), bumping the epoch."""
+        def change(s):
+            if s is None or s["state"] != "Ongoing":
+                return None, None
+            marker = [s["pid"], s["epoch"]]
+            if fence:
+                s["epoch"] += 1
+            s.update(state="PrepareAbort", marker=marker, offsets=[])
+            return s, None
+        await self._update(txn_id, change)
+        state, _ = await self._read(txn_id)
+        if state is not None and state["state"] == "PrepareAbort":
+            await self.complete(txn_id, state)
+
+    async def complete(self, txn_id: str, state: dict) -> None:
+        """Deliver a decided end to every partition's leader, commit its offsets, then Complete."""
+        commit = state["state"] == "PrepareCommit"
+        pid, epoch = state["marker"]
+        await self._deliver(txn_id, pid, epoch, commit, [tuple(tp) for tp in state["partitions"]])
+        for group, topic, partition, offset, metadata in state["offsets"] if commit else ():
+            self.app.offsets.commit(group, topic, partition, offset, metadata)
+        if commit and state["offsets"]:
+            self.app.offsets.persist()
+            await self.app.offsets.wait_durable()
+            if not await self.app.offsets.wait_mirrored():
+                raise NotCompleted("offsets not in etcd")
+        done = "Complete" + ("Commit" if commit else "Abort")
+
+        def change(s):
+            if s is None or s["state"] != state["state"] or s.get("marker") != state["marker"]:
+                return None, None
+            s.update(state=done, started=None, partitions=[], offsets=[])
+            return s, None
+        await self._update(txn_id, change)
+
+    async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list) -> None:
+        """Each leader ends its halves of the transaction; retried (a new leader after a failover)
+        until MARKER_DEADLINE_S, then NotCompleted."""
+        left = set(partitions)
+        with trio.move_on_after(MARKER_DEADLINE_S):
+            while left:
+                by_leader: dict[int, list] = {}
+                for tp in left:
+                    a = self.node.assignment(*tp)
+                    if a is not None:
+                        by_leader.setdefault(a.leader, []).append(tp)
+                    else:  # deleted meanwhile: nothing to end
+                        by_leader.setdefault(-1, []).append(tp)
+                for leader, tps in by_leader.items():
+                    if leader == -1 or await self._deliver_to(leader, txn_id, pid, epoch, commit, tps):
+                        left -= set(tps)
+                if left:
+                    await trio.sleep(MARKER_RETRY_S)
+        if left:
+            raise NotCompleted(f"no leader took the end of {txn_id} for {sorted(left)}")
+
+    async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
+        if leader == self.node.node_id:
+            if self.node.fenced() or not all(self.node.owns(*tp) for tp in tps):
+                return False
+            await self.markers(pid, epoch, commit, tps)
+            return True
+        member = self.node.view.members.get(leader)
+        if member is None:
+            return False
+        body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
+                           "partitions": [list(tp) for tp in tps]}).encode()
+        try:
+            resp = await self.transport.call(member.remoting_addr,
+                                             RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
+            log.info("cluster: transaction markers to node %d failed: %s", leader, exc)
+            return False
+        return resp.code == ResponseCode.SUCCESS
+
+    # ------------------------------------------------------------ partition leader side
+    async def verify(self, txn_id: str | None, topic: str, partition: int, data, implicit_add: bool) -> int:
+        """Before a Produce's write turn: the transactional batches' producer may write to this
+        partition (added by now; Produce v12+ adds it). NONE, or the partition's error."""
+        try:
+            batches = [b for b in parse_batches(data or b"") if b.attributes & TRANSACTIONAL]
+        except DecodeError:
+            return NONE_ERR  # answered by the produce itself
+        tp = (topic, partition)
+        for b in batches:
+            known = self.verified.get(b.producer_id)
+            if known is not None and known.epoch == b.producer_epoch and tp in known.partitions:
+                continue
+            if not txn_id:
+                return UNKNOWN_PRODUCER_ID
+            try:
+                code = (await self.add_partitions(txn_id, b.producer_id, b.producer_epoch, [tp],
+                                                  verify_only=not implicit_add))[tp]
+                state, _ = await self._read(txn_id)
+            except ClusterUnavailable:
+                return COORDINATOR_NOT_AVAILABLE
+            if code == TRANSACTION_ABORTABLE:
+                code = INVALID_TXN_STATE
+            if code != NONE_ERR or state is None:
+                return code or UNKNOWN_PRODUCER_ID
+            if known is None or known.epoch != b.producer_epoch or known.txn_id != txn_id:
+                known = self.verified[b.producer_id] = Verified(txn_id, b.producer_epoch, state["timeout"])
+            known.partitions.add(tp)
+        return NONE_ERR
+
+    def for_batch(self, pid: int, epoch: int, _now_ms: int, partition: tuple, _implicit: bool):
+        """(error, verified) for a batch checked by `verify` (the write turn's synchronous check)."""
+        known = self.verified.get(pid)
+        if known is None or known.epoch != epoch or partition not in known.partitions:
+            return INVALID_TXN_STATE, None
+        return NONE_ERR, known
+
+    def stored(self, known: Verified, partition: tuple, offsets) -> None:
+        pid = next((p for p, v in self.verified.items() if v is known), None)
+        if pid is not None:
+            self.halves.setdefault(pid, []).extend((*partition, o, known.epoch) for o in offsets)
+
+    async def markers(self, pid: int, epoch: int, commit: bool, partitions) -> None:
+        """End this leader's halves of producer `pid` (epochs up to `epoch`) on `partitions`, durable
+        and in the in-sync replicas."""
+        wanted = {tuple(tp) for tp in partitions}
+        known = self.verified.get(pid)
+        if known is not None and known.epoch <= epoch:
+            known.partitions -= wanted
+        mine = [h for h in self.halves.get(pid, ()) if (h[0], h[1]) in wanted and h[3] <= epoch]
+        self.halves[pid] = [h for h in self.halves.get(pid, ()) if h not in mine]
+        ends = []
+        for _topic, _partition, offset, _epoch in mine:
+            _result, r = await self.app.transactions.end_in_turn(self.app.flow, offset, commit)
+            if r is not None:
+                ends.append(r)
+        if ends:
+            await self.app.durable(max(r.end_offset for r in ends))
+        for topic, partition in {(h[0], h[1]) for h in mine}:
+            if self.app.replication.replicates(topic, partition):
+                await self.app.replicated(topic, partition, self.app.store.max_offset(topic, partition))
+
+    async def check(self, producer_group: str, half, _body: bytes) -> bool:
+        """Transaction checker for halves past their transaction's timeout: a transaction still
+        Ongoing is aborted through etcd (its producer fenced); a half whose transaction is over (or
+        unknown to this process) is rolled back; one whose end is decided waits for its marker.
+        False for groups that are not Kafka transactional ids."""
+        try:
+            state, _ = await self._read(producer_group)
+        except ClusterUnavailable:
+            return True  # asked again at the next round
+        if state is None:
+            return False
+        found = next(((pid, h) for pid, hs in self.halves.items() for h in hs if h[2] == half.queue_offset), None)
+        if state["state"].startswith("Prepare") and found is not None and list(state["marker"]) == [found[0], found[1][3]]:
+            return True
+        if found is not None and state["state"] == "Ongoing" and (state["pid"], state["epoch"]) == (found[0], found[1][3]):
+            await self.abort(producer_group, fence=True)
+            return True
+        if found is not None:
+            self.halves[found[0]].remove(found[1])
+        await self.app.transactions.end_in_turn(self.app.flow, half.queue_offset, False, producer_group=producer_group)
+        return True
+
+
+@handles(RC.CLUSTER_TXN_MARKERS)
+def txn_markers(channel, req):
+    """A coordinator's end of a transaction for partitions this gateway leads."""
+    app = channel.app
+    txns = app.kafka.cluster_txns
+    try:
+        body = json.loads(req.body or b"")
+        pid, epoch, commit = int(body["pid"]), int(body["epoch"]), bool(body["commit"])
+        partitions = [(str(t), int(p)) for t, p in body["partitions"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_TXN_MARKERS body: {exc}")
+    if txns is None or not all(app.ownership.owns(*tp) for tp in partitions):
+        return req.response(ResponseCode.NO_PERMISSION, remark="not the leader of every partition (or fenced)")
+
+    async def ended():
+        try:
+            await txns.markers(pid, epoch, commit, partitions)
+        except Exception as exc:  # noqa: BLE001 - the coordinator retries
+            return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        return req.response(ResponseCode.SUCCESS)
+    channel.spawn(req, ended, after_effects=True)
+    return DEFERRED
