@@ -2,14 +2,15 @@
 Apache Kafka 4.3.1 while faults are injected, and check the history for Jepsen's anomaly classes
 (bench/txn_anomalies.py).
 
-    python -m bench.txn_check [--target gateway|kafka] [--clients 4|3.9] [--faults none|pause,kill9,fence]
+    python -m bench.txn_check [--target gateway|kafka|cluster] [--clients 4|3.9] [--faults none|pause,kill9,fence]
                               [--report docs/transactions-checked.md]
 
 Clients 4 (kafka-clients 4.3.1) use transactions v2 where the broker finalizes transaction.version=2
 (both do), clients 3.9 (kafka-clients 3.9.2) transactions v1. Faults: `pause` SIGSTOPs the broker for
 longer than the transaction timeout, `kill9` kills it and starts it again on the same data, `fence`
-starts a second instance of one transactional id midway (the first is fenced). `make txn-check` runs
-the matrix and rewrites the report.
+starts a second instance of one transactional id midway (the first is fenced). `--target cluster`:
+three gateways on etcd, the faults aimed at `wl-0`'s transaction coordinator (bench/txn_cluster.py).
+`make txn-check` runs the matrix and rewrites the report.
 """
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ import time
 
 from bench import txn_anomalies
 from bench.brokers import JARS, Gateway, KafkaBroker
+from bench.txn_cluster import TxnCluster
 from compat.jvm import JAVA_DIR
 
 SOURCE = os.path.join(JAVA_DIR, "src", "kafkatxnworkload", "compat", "TxnWorkload.java")
+TOPIC = "txn-check"
 TXN_TIMEOUT_MS = 4000
 PARTITIONS, PRODUCERS, TXNS = 3, 3, 150
 KEEP_DIR = os.environ.get("TXN_CHECK_KEEP")  # histories with anomalies are copied here
@@ -68,7 +71,10 @@ def _faults(system, faults: list[str], stop: threading.Event, log: list) -> None
 
 def run(target: str, clients: str, faults: list[str], work: str) -> dict:
     classes = compile_workload(clients, os.path.join(work, "classes"))
-    system = KafkaBroker(os.path.join(work, "kafka")) if target == "kafka" else Gateway(os.path.join(work, "gw"))
+    if target == "cluster":
+        system = TxnCluster(os.path.join(work, "cluster"), TOPIC, PARTITIONS)
+    else:
+        system = KafkaBroker(os.path.join(work, "kafka")) if target == "kafka" else Gateway(os.path.join(work, "gw"))
     system.start()
     injected: list = []
     try:
@@ -78,7 +84,7 @@ def run(target: str, clients: str, faults: list[str], work: str) -> dict:
                                                           injected))
         injector.start()
         cmd = [shutil.which("java"), "-Xmx512m", "-cp", os.pathsep.join([classes, client_classpath(clients)]),
-               "compat.TxnWorkload", system.bootstrap, "txn-check", str(PARTITIONS), str(PRODUCERS), str(TXNS),
+               "compat.TxnWorkload", system.bootstrap, TOPIC, str(PARTITIONS), str(PRODUCERS), str(TXNS),
                str(TXN_TIMEOUT_MS), "7", history, "1" if "fence" in faults else "0"]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -100,6 +106,7 @@ def run(target: str, clients: str, faults: list[str], work: str) -> dict:
 
 
 MATRIX = [("gateway", "4"), ("gateway", "3.9"), ("kafka", "4"), ("kafka", "3.9")]
+CLUSTER_MATRIX = [("cluster", "4"), ("cluster", "3.9")]
 REPORT_HEAD = """# Transactions checked against Jepsen's anomaly classes
 
 Written by `make txn-check` (`python -m bench.txn_check --matrix --report docs/transactions-checked.md`) on
@@ -161,21 +168,22 @@ def _name(target: str, clients: str, faults: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--target", choices=["gateway", "kafka"], default="gateway")
+    p.add_argument("--target", choices=["gateway", "kafka", "cluster"], default="gateway")
     p.add_argument("--clients", choices=["4", "3.9"], default="4")
     p.add_argument("--faults", default="pause,kill9,fence", help="comma-separated: pause, kill9, fence; or none")
     p.add_argument("--json", help="append the result as one JSON line to this file")
     p.add_argument("--matrix", action="store_true", help="run gateway and kafka with both clients")
+    p.add_argument("--cluster-matrix", action="store_true", help="run the 3-gateway cluster with both clients")
     p.add_argument("--report", help="with --matrix: write the markdown report here")
     ns = p.parse_args(argv)
     faults = [] if ns.faults == "none" else ns.faults.split(",")
-    if ns.matrix:
+    if ns.matrix or ns.cluster_matrix:
         rows = []
-        for target, clients in MATRIX:
+        for target, clients in MATRIX if ns.matrix else CLUSTER_MATRIX:
             with tempfile.TemporaryDirectory(prefix="txn-check-") as work:
                 rows.append((_name(target, clients, ns.faults), run(target, clients, faults, work)))
             print(txn_anomalies.summary_row(*rows[-1]), flush=True)
-        if ns.report:
+        if ns.report and ns.matrix:  # the cluster's rows go to the report's cluster section by hand
             write_report(ns.report, rows)
         return 1 if any(r[c] for _n, r in rows for c in txn_anomalies.CLASSES) else 0
     with tempfile.TemporaryDirectory(prefix="txn-check-") as work:

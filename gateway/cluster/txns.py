@@ -22,11 +22,13 @@ import time
 import trio
 
 from cluster.etcd import EtcdError
-from codec.kafka.records import TRANSACTIONAL, parse_batches
+from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
+from interop.inner_batch import INNER_BATCH_FLAG
+from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
 from semantics.producer_state import ClusterUnavailable, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, \
     UNKNOWN_PRODUCER_ID
 
@@ -71,6 +73,7 @@ class ClusterTxns:
         self.transport = _Transport(*outgoing(app.config))
         self.verified: dict[int, Verified] = {}  # producer id -> its current transaction here
         self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
+        self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
 
     # ------------------------------------------------------------ etcd state
     async def _read(self, txn_id: str) -> tuple[dict | None, int]:
@@ -268,7 +271,7 @@ class ClusterTxns:
         if leader == self.node.node_id:
             if self.node.fenced() or not all(self.node.owns(*tp) for tp in tps):
                 return False
-            await self.markers(pid, epoch, commit, tps)
+            await self.markers(txn_id, pid, epoch, commit, tps)
             return True
         member = self.node.view.members.get(leader)
         if member is None:
@@ -325,10 +328,11 @@ class ClusterTxns:
         if pid is not None:
             self.halves.setdefault(pid, []).extend((*partition, o, known.epoch) for o in offsets)
 
-    async def markers(self, pid: int, epoch: int, commit: bool, partitions) -> None:
+    async def markers(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions) -> None:
         """End this leader's halves of producer `pid` (epochs up to `epoch`) on `partitions`, durable
         and in the in-sync replicas."""
         wanted = {tuple(tp) for tp in partitions}
+        self._recover(txn_id, pid)
         known = self.verified.get(pid)
         if known is not None and known.epoch <= epoch:
             known.partitions -= wanted
@@ -345,6 +349,25 @@ class ClusterTxns:
             if self.app.replication.replicates(topic, partition):
                 await self.app.replicated(topic, partition, self.app.store.max_offset(topic, partition))
 
+    def _recover(self, txn_id: str, pid: int) -> None:
+        """Once per (transactional id, producer) in this process: its undecided halves from the half
+        topic, which a restart took out of memory (a decided end may reach this leader after one)."""
+        if (txn_id, pid) in self._recovered:
+            return
+        self._recovered.add((txn_id, pid))
+        tr, held = self.app.transactions, {h[2] for h in self.halves.get(pid, ())}
+        for off in range(tr.cursor, self.app.store.max_offset(HALF_TOPIC, 0)):
+            half = None if off in held or tr.outcome(off) is not None else tr.half(off)
+            if half is None or half.queue_offset != off or half.properties.get(PROPERTY_PRODUCER_GROUP) != txn_id:
+                continue
+            fields = _producer(half)
+            try:
+                real = (half.properties[PROPERTY_REAL_TOPIC], int(half.properties[PROPERTY_REAL_QID]))
+            except (KeyError, ValueError):
+                continue
+            if fields is not None and fields[0] == pid:
+                self.halves.setdefault(pid, []).append((*real, off, fields[1]))
+
     async def check(self, producer_group: str, half, _body: bytes) -> bool:
         """Transaction checker for halves past their transaction's timeout: a transaction still
         Ongoing is aborted through etcd (its producer fenced); a half whose transaction is over (or
@@ -356,16 +379,27 @@ class ClusterTxns:
             return True  # asked again at the next round
         if state is None:
             return False
-        found = next(((pid, h) for pid, hs in self.halves.items() for h in hs if h[2] == half.queue_offset), None)
-        if state["state"].startswith("Prepare") and found is not None and list(state["marker"]) == [found[0], found[1][3]]:
-            return True
-        if found is not None and state["state"] == "Ongoing" and (state["pid"], state["epoch"]) == (found[0], found[1][3]):
+        fields = _producer(half)
+        if fields is None:
+            return False
+        if state["state"].startswith("Prepare") and list(state["marker"]) == list(fields):
+            return True  # decided: its leader's marker is on its way
+        if state["state"] == "Ongoing" and (state["pid"], state["epoch"]) == fields:
             await self.abort(producer_group, fence=True)
             return True
-        if found is not None:
-            self.halves[found[0]].remove(found[1])
+        for pid, hs in self.halves.items():
+            self.halves[pid] = [h for h in hs if h[2] != half.queue_offset]
         await self.app.transactions.end_in_turn(self.app.flow, half.queue_offset, False, producer_group=producer_group)
         return True
+
+
+def _producer(half) -> tuple[int, int] | None:
+    """(producer id, epoch) of a Kafka half (its body is the record batch), None for another half."""
+    body = half.body
+    if not half.sys_flag & INNER_BATCH_FLAG or len(body) < HEADER_SIZE:
+        return None
+    pid, epoch, _seq, _count = PRODUCER_FIELDS.unpack_from(body, PRODUCER_ID_AT)
+    return pid, epoch
 
 
 @handles(RC.CLUSTER_TXN_MARKERS)
@@ -375,7 +409,7 @@ def txn_markers(channel, req):
     txns = app.kafka.cluster_txns
     try:
         body = json.loads(req.body or b"")
-        pid, epoch, commit = int(body["pid"]), int(body["epoch"]), bool(body["commit"])
+        txn_id, pid, epoch, commit = str(body["txn"]), int(body["pid"]), int(body["epoch"]), bool(body["commit"])
         partitions = [(str(t), int(p)) for t, p in body["partitions"]]
     except (ValueError, KeyError, TypeError) as exc:
         return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_TXN_MARKERS body: {exc}")
@@ -384,7 +418,7 @@ def txn_markers(channel, req):
 
     async def ended():
         try:
-            await txns.markers(pid, epoch, commit, partitions)
+            await txns.markers(txn_id, pid, epoch, commit, partitions)
         except Exception as exc:  # noqa: BLE001 - the coordinator retries
             return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
         return req.response(ResponseCode.SUCCESS)

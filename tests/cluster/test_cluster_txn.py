@@ -19,9 +19,16 @@ TOPIC = "txn-spread"
 GROUP = "txn-spread-g"
 
 
-def _txn_id_coordinated_apart(leaders: set[int]) -> str:
-    """A transactional id whose coordinator leads none of the topic's partitions."""
-    return next(f"txn-{i}" for i in range(1000) if coordinator_of(f"txn-{i}", list(NODES)) not in leaders)
+def spread_topic(cluster, topic: str, prefix: str) -> tuple[str, str]:
+    """(bootstrap, transactional id) after making `topic` with two partitions led by two gateways and
+    picking an id that the third one coordinates."""
+    bootstrap = ",".join(g.kafka_bootstrap for g in cluster.gateways.values())
+    leaders = {a.leader for a in place(topic, 2, list(NODES), 1)}
+    assert len(leaders) == 2
+    tid = next(f"{prefix}-{i}" for i in range(1000) if coordinator_of(f"{prefix}-{i}", list(NODES)) not in leaders)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(10)
+    return bootstrap, tid
 
 
 def _read_committed(bootstrap: str, expect: int) -> list[str]:
@@ -46,12 +53,7 @@ def test_a_transaction_across_three_gateways(tmp_path):
     require_etcd()
     cluster = start_cluster(tmp_path, NODES)
     try:
-        bootstrap = ",".join(g.kafka_bootstrap for g in cluster.gateways.values())
-        leaders = {a.leader for a in place(TOPIC, 2, list(NODES), 1)}
-        assert len(leaders) == 2
-        tid = _txn_id_coordinated_apart(leaders)
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(TOPIC, num_partitions=2, replication_factor=1)])[TOPIC].result(10)
+        bootstrap, tid = spread_topic(cluster, TOPIC, "txn")
         producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5})
         producer.init_transactions(20)
         producer.begin_transaction()
