@@ -33,4 +33,4 @@ txn-check: setup
 # the same workload against three gateways on etcd, faults at wl-0's transaction coordinator (bench/txn_cluster.py)
 .PHONY: txn-check-cluster
 txn-check-cluster: setup
-	$(PY) -m bench.txn_check --cluster-matrix
+	$(PY) -m bench.txn_check --cluster-matrix --report docs/transactions-checked.md

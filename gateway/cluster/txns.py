@@ -29,8 +29,8 @@ from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
-from semantics.producer_state import ClusterUnavailable, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, \
-    UNKNOWN_PRODUCER_ID
+from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
+    INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -52,6 +52,7 @@ def _now() -> int:
 class Verified:
     """What a partition leader knows of a transactional producer whose batches it takes."""
     txn_id: str
+    pid: int
     epoch: int
     timeout_ms: int
     partitions: set = dataclasses.field(default_factory=set)
@@ -74,6 +75,7 @@ class ClusterTxns:
         self.verified: dict[int, Verified] = {}  # producer id -> its current transaction here
         self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
+        self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
 
     # ------------------------------------------------------------ etcd state
     async def _read(self, txn_id: str) -> tuple[dict | None, int]:
@@ -124,11 +126,16 @@ class ClusterTxns:
             state.update(state="Ongoing", started=_now(), partitions=[], offsets=[])
 
     # ------------------------------------------------------------ coordinator requests
-    async def init(self, txn_id: str, timeout_ms: int) -> tuple[int, int, int]:
+    async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
-        or it would overflow)."""
+        or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360."""
         await self.app.ownership.reserve_producer_ids()
         state = await self._settled(txn_id)
+        verdict = None if state is None else reinit_verdict(expected, state["pid"], state["epoch"], state.get("last"))
+        if verdict == PRODUCER_FENCED:
+            return PRODUCER_FENCED, -1, -1
+        if verdict == RETRIED:
+            return NONE_ERR, state["pid"], state["epoch"]
         if state is not None and state["state"] == "Ongoing":
             await self.abort(txn_id, fence=True)
         fresh = self.app.kafka.producers.allocate()
@@ -141,7 +148,8 @@ class ClusterTxns:
             else:
                 pid, epoch = s["pid"], s["epoch"] + 1
             new = {"pid": pid, "epoch": epoch, "timeout": timeout_ms, "state": "Empty", "started": None,
-                   "partitions": [], "offsets": [], "previous": None, "marker": None}
+                   "partitions": [], "offsets": [], "previous": None, "marker": None,
+                   "last": None if s is None else [s["pid"], s["epoch"]]}
             return new, (NONE_ERR, pid, epoch)
         return await self._update(txn_id, change)
 
@@ -296,25 +304,35 @@ class ClusterTxns:
             return NONE_ERR  # answered by the produce itself
         tp = (topic, partition)
         for b in batches:
-            known = self.verified.get(b.producer_id)
-            if known is not None and known.epoch == b.producer_epoch and tp in known.partitions:
-                continue
+            code = await self._verify_batch(txn_id, b.producer_id, b.producer_epoch, tp, implicit_add)
+            if code != NONE_ERR:
+                return code
+        return NONE_ERR
+
+    async def _verify_batch(self, txn_id: str | None, pid: int, epoch: int, tp: tuple, implicit_add: bool) -> int:
+        while True:
+            known = self.verified.get(pid)
+            if known is not None and known.epoch == epoch and tp in known.partitions:
+                return NONE_ERR
             if not txn_id:
                 return UNKNOWN_PRODUCER_ID
+            markers_seen = self._markers_seen.get(pid, 0)
             try:
-                code = (await self.add_partitions(txn_id, b.producer_id, b.producer_epoch, [tp],
-                                                  verify_only=not implicit_add))[tp]
+                code = (await self.add_partitions(txn_id, pid, epoch, [tp], verify_only=not implicit_add))[tp]
                 state, _ = await self._read(txn_id)
             except ClusterUnavailable:
                 return COORDINATOR_NOT_AVAILABLE
+            if self._markers_seen.get(pid, 0) != markers_seen:
+                continue  # an end reached this leader meanwhile: what was checked may be over, check again
             if code == TRANSACTION_ABORTABLE:
                 code = INVALID_TXN_STATE
             if code != NONE_ERR or state is None:
                 return code or UNKNOWN_PRODUCER_ID
-            if known is None or known.epoch != b.producer_epoch or known.txn_id != txn_id:
-                known = self.verified[b.producer_id] = Verified(txn_id, b.producer_epoch, state["timeout"])
+            known = self.verified.get(pid)
+            if known is None or known.epoch != epoch or known.txn_id != txn_id:
+                known = self.verified[pid] = Verified(txn_id, pid, epoch, state["timeout"])
             known.partitions.add(tp)
-        return NONE_ERR
+            return NONE_ERR
 
     def for_batch(self, pid: int, epoch: int, _now_ms: int, partition: tuple, _implicit: bool):
         """(error, verified) for a batch checked by `verify` (the write turn's synchronous check)."""
@@ -324,14 +342,14 @@ class ClusterTxns:
         return NONE_ERR, known
 
     def stored(self, known: Verified, partition: tuple, offsets) -> None:
-        pid = next((p for p, v in self.verified.items() if v is known), None)
-        if pid is not None:
-            self.halves.setdefault(pid, []).extend((*partition, o, known.epoch) for o in offsets)
+        self.halves.setdefault(known.pid, []).extend((*partition, o, known.epoch) for o in offsets)
 
     async def markers(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions) -> None:
-        """End this leader's halves of producer `pid` (epochs up to `epoch`) on `partitions`, durable
-        and in the in-sync replicas."""
+        """End this leader's halves of producer `pid` on `partitions`: those of `epoch` as decided, any
+        older one left over (a write of a fenced instance) rolled back; durable and in the in-sync
+        replicas."""
         wanted = {tuple(tp) for tp in partitions}
+        self._markers_seen[pid] = self._markers_seen.get(pid, 0) + 1
         self._recover(txn_id, pid)
         known = self.verified.get(pid)
         if known is not None and known.epoch <= epoch:
@@ -339,8 +357,8 @@ class ClusterTxns:
         mine = [h for h in self.halves.get(pid, ()) if (h[0], h[1]) in wanted and h[3] <= epoch]
         self.halves[pid] = [h for h in self.halves.get(pid, ()) if h not in mine]
         ends = []
-        for _topic, _partition, offset, _epoch in mine:
-            _result, r = await self.app.transactions.end_in_turn(self.app.flow, offset, commit)
+        for _topic, _partition, offset, half_epoch in mine:
+            _result, r = await self.app.transactions.end_in_turn(self.app.flow, offset, commit and half_epoch == epoch)
             if r is not None:
                 ends.append(r)
         if ends:

@@ -15,7 +15,7 @@ from codec.kafka import apis
 from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
-from semantics.producer_state import INVALID_TXN_STATE, ClusterUnavailable
+from semantics.producer_state import INVALID_TXN_STATE, ClusterUnavailable, reinit_verdict
 
 
 def _now() -> int:
@@ -43,17 +43,22 @@ async def _clustered(call, answer):
         return None
 
 
-async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
+async def init_transactional(app, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> dict:
+    """InitProducerId with a transactional.id; `expected`: the re-initialising client's (producer id,
+    epoch) (KIP-360)."""
     cluster = kafka_state(app).cluster_txns
     if cluster is not None:
-        out = await _clustered(cluster.init(txn_id, timeout_ms), lambda r: {
+        out = await _clustered(cluster.init(txn_id, timeout_ms, expected), lambda r: {
             "error_code": r[0], "producer_id": r[1], "producer_epoch": r[2]})
         return out or {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
     txns = kafka_state(app).txns
     await txns.expire_due(_now())
     txn = txns.by_id.get(txn_id)
+    if txn is not None and reinit_verdict(expected, txn.producer_id, txn.epoch, txn.last) is not None:
+        code, pid, epoch, _nothing = txns.init(txn_id, timeout_ms, expected)  # a retry, or fenced: no change
+        return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
     ends = await txns.finish_in_turn(txn, commit=False) if txn is not None else []  # abort what is in progress
-    code, pid, epoch, _nothing_left = txns.init(txn_id, timeout_ms)
+    code, pid, epoch, _nothing_left = txns.init(txn_id, timeout_ms, expected)
     await _durable(app, ends)
     await txns.persisted()  # the new epoch fences older producers after a restart too
     return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
