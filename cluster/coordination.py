@@ -107,6 +107,13 @@ class Coordination:
         kv = await self.etcd.get(model.txn_key(transactional_id))
         return (json.loads(kv.value), kv.mod_revision) if kv else (None, 0)
 
+    async def txn_states(self, transactional_ids=None) -> dict[str, dict]:
+        """Transactional id -> state dict, of those ids (None: every one)."""
+        if transactional_ids is not None:
+            return {t: state for t in transactional_ids if (state := (await self.read_txn(t))[0]) is not None}
+        kvs, _ = await self.etcd.get_prefix(model.TXNS)
+        return {kv.key[len(model.TXNS):].decode(): json.loads(kv.value) for kv in kvs}
+
     async def swap_txn(self, transactional_id: str, revision: int, state: dict) -> bool:
         """Put the state if the key is still at `revision` (0: still absent); False if someone wrote first."""
         key = model.txn_key(transactional_id)

@@ -25,8 +25,8 @@ from cluster.etcd import EtcdError
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
-from gateway.remoting.common import DEFERRED, handles
-from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
+from gateway.cluster.txn_markers import MarkerTransport
+from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
 from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
@@ -58,11 +58,6 @@ class Verified:
     partitions: set = dataclasses.field(default_factory=set)
 
 
-class _Transport(RemotingReplicaTransport):
-    async def call(self, address: str, cmd: RemotingCommand) -> RemotingCommand:
-        return await self._call((address, "txn-markers"), address, cmd, MARKER_DEADLINE_S)
-
-
 class ClusterTxns:
     """The coordinator side (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
     EndTxn over etcd) and the partition-leader side (verified producers, their halves, markers)."""
@@ -71,7 +66,7 @@ class ClusterTxns:
         self.app = app
         self.node = node
         self.coordination = node.coordination
-        self.transport = _Transport(*outgoing(app.config))
+        self.transport = MarkerTransport(*outgoing(app.config))
         self.verified: dict[int, Verified] = {}  # producer id -> its current transaction here
         self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
@@ -124,6 +119,14 @@ class ClusterTxns:
     def _begin(state: dict) -> None:
         if state["state"] != "Ongoing":
             state.update(state="Ongoing", started=_now(), partitions=[], offsets=[])
+
+    async def states(self, txn_ids=None) -> dict[str, dict]:
+        """DescribeTransactions / ListTransactions: the ids' states in etcd (None: all)."""
+        try:
+            with trio.fail_after(ETCD_TIMEOUT_S):
+                return await self.coordination.txn_states(txn_ids)
+        except (EtcdError, trio.TooSlowError) as exc:
+            raise ClusterUnavailable(f"etcd: {exc}") from None
 
     # ------------------------------------------------------------ coordinator requests
     async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
@@ -250,7 +253,7 @@ class ClusterTxns:
         def change(s):
             if s is None or s["state"] != state["state"] or s.get("marker") != state["marker"]:
                 return None, None
-            s.update(state=done, started=None, partitions=[], offsets=[])
+            s.update(state=done, partitions=[], offsets=[])  # `started`: the last start (DescribeTransactions)
             return s, None
         await self._update(txn_id, change)
 
@@ -418,27 +421,3 @@ def _producer(half) -> tuple[int, int] | None:
         return None
     pid, epoch, _seq, _count = PRODUCER_FIELDS.unpack_from(body, PRODUCER_ID_AT)
     return pid, epoch
-
-
-@handles(RC.CLUSTER_TXN_MARKERS)
-def txn_markers(channel, req):
-    """A coordinator's end of a transaction for partitions this gateway leads."""
-    app = channel.app
-    txns = app.kafka.cluster_txns
-    try:
-        body = json.loads(req.body or b"")
-        txn_id, pid, epoch, commit = str(body["txn"]), int(body["pid"]), int(body["epoch"]), bool(body["commit"])
-        partitions = [(str(t), int(p)) for t, p in body["partitions"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_TXN_MARKERS body: {exc}")
-    if txns is None or not all(app.ownership.owns(*tp) for tp in partitions):
-        return req.response(ResponseCode.NO_PERMISSION, remark="not the leader of every partition (or fenced)")
-
-    async def ended():
-        try:
-            await txns.markers(txn_id, pid, epoch, commit, partitions)
-        except Exception as exc:  # noqa: BLE001 - the coordinator retries
-            return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
-        return req.response(ResponseCode.SUCCESS)
-    channel.spawn(req, ended, after_effects=True)
-    return DEFERRED
