@@ -166,6 +166,8 @@ partition leader checked a batch against etcd while the abort of its transaction
 stale check and took the batch as a half of a transaction already over; the next transaction of the
 same producer id (same epoch under TV1) then committed it. Fixed: a check that an end overtook is
 redone, and an end commits only halves of its own epoch (tests/cluster/test_txn_leader_check.py).
+The faults here never hit a partition leader: its halves are not replicated (docs/cluster.md, "Kafka
+transactions"), so a leader failover during a transaction would lose writes; not run yet.
 """
 
 
