@@ -107,6 +107,11 @@ class ClusterTxns:
             else:
                 return state
 
+    def _fresh_id(self, state: dict | None, limit: int) -> int | None:
+        """A new producer id when the id is new or its epoch is at `limit` (else None: ids are not
+        spent on requests that keep theirs). The caller has reserved ids (`reserve_producer_ids`)."""
+        return self.app.kafka.producers.allocate() if state is None or state["epoch"] >= limit else None
+
     @staticmethod
     def _check(state: dict | None, pid: int, epoch: int) -> int:
         if state is None:
@@ -141,12 +146,14 @@ class ClusterTxns:
             return NONE_ERR, state["pid"], state["epoch"]
         if state is not None and state["state"] == "Ongoing":
             await self.abort(txn_id, fence=True)
-        fresh = self.app.kafka.producers.allocate()
+        fresh = self._fresh_id(state, MAX_EPOCH - 3)  # (the abort above may have bumped it twice)
 
         def change(s):
             if s is not None and s["state"] not in ("Empty", "CompleteCommit", "CompleteAbort"):
                 raise NotCompleted(f"{txn_id} changed meanwhile")
             if s is None or s["epoch"] >= MAX_EPOCH - 1:
+                if fresh is None:
+                    raise NotCompleted(f"{txn_id} changed meanwhile")
                 pid, epoch = fresh, 0
             else:
                 pid, epoch = s["pid"], s["epoch"] + 1
@@ -194,17 +201,19 @@ class ClusterTxns:
     async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool) -> tuple[int, int, int]:
         """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed."""
         outcome = "Commit" if commit else "Abort"
+        await self.app.ownership.reserve_producer_ids()
         state = await self._settled(txn_id)
         if state is not None and tuple(state.get("previous") or ()) == (pid, epoch) and tv2:
             if state["state"] == "Complete" + outcome:  # a retried v2 end whose answer was lost
                 return NONE_ERR, state["pid"], state["epoch"]
-        await self.app.ownership.reserve_producer_ids()
-        fresh = self.app.kafka.producers.allocate() if tv2 else None
+        fresh = self._fresh_id(state, MAX_EPOCH - 1) if tv2 else None
 
         def change(s):
             code = self._check(s, pid, epoch)
             if code != NONE_ERR:
                 return None, (code, pid, epoch)
+            if tv2 and epoch >= MAX_EPOCH - 1 and fresh is None:
+                raise NotCompleted(f"{txn_id} changed meanwhile")
             if not tv2 and s["state"] == "Complete" + outcome:  # v1: a retried end
                 return None, (NONE_ERR, pid, epoch)
             if s["state"] != "Ongoing":
