@@ -69,10 +69,10 @@ def _faults(system, faults: list[str], stop: threading.Event, log: list) -> None
             log.append("kill -9 + restart")
 
 
-def run(target: str, clients: str, faults: list[str], work: str) -> dict:
+def run(target: str, clients: str, faults: list[str], work: str, victim: str = "coordinator") -> dict:
     classes = compile_workload(clients, os.path.join(work, "classes"))
     if target == "cluster":
-        system = TxnCluster(os.path.join(work, "cluster"), TOPIC, PARTITIONS)
+        system = TxnCluster(os.path.join(work, "cluster"), TOPIC, PARTITIONS, victim)
     else:
         system = KafkaBroker(os.path.join(work, "kafka")) if target == "kafka" else Gateway(os.path.join(work, "gw"))
     system.start()
@@ -220,6 +220,8 @@ def main(argv=None) -> int:
     p.add_argument("--target", choices=["gateway", "kafka", "cluster"], default="gateway")
     p.add_argument("--clients", choices=["4", "3.9"], default="4")
     p.add_argument("--faults", default="pause,kill9,fence", help="comma-separated: pause, kill9, fence; or none")
+    p.add_argument("--victim", choices=["coordinator", "leader"], default="coordinator",
+                   help="--target cluster: the faults hit wl-0's coordinator, or the gateway leading every partition")
     p.add_argument("--json", help="append the result as one JSON line to this file")
     p.add_argument("--matrix", action="store_true", help="run gateway and kafka with both clients")
     p.add_argument("--cluster-matrix", action="store_true", help="run the 3-gateway cluster with both clients")
@@ -236,8 +238,8 @@ def main(argv=None) -> int:
             (write_report if ns.matrix else write_cluster_report)(ns.report, rows)
         return 1 if any(r[c] for _n, r in rows for c in txn_anomalies.CLASSES) else 0
     with tempfile.TemporaryDirectory(prefix="txn-check-") as work:
-        result = run(ns.target, ns.clients, faults, work)
-    name = _name(ns.target, ns.clients, ns.faults)
+        result = run(ns.target, ns.clients, faults, work, ns.victim)
+    name = _name(ns.target, ns.clients, ns.faults) + (", faults at a partition leader" if ns.victim == "leader" else "")
     print(txn_anomalies.HEADER)
     print(txn_anomalies.summary_row(name, result))
     print(f"  faults injected: {', '.join(result['faults']) or 'none'}")

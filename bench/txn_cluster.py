@@ -3,7 +3,8 @@ cluster`): three gateways on a private etcd (tests/cluster/clusters.py, 3 s leas
 is made first with replication factor 2 and every partition led by one of the two gateways that do not
 coordinate transactional id `wl-0`; the faults hit that coordinator: `pause` SIGSTOPs it past its lease
 (the others take its transactional ids over; it comes back fenced, then registers again), `kill9` kills
-it and starts it again on its data once its lease has expired (a restart before would be refused)."""
+it and starts it again on its data once its lease has expired (a restart before would be refused).
+With `victim="leader"` the faults hit a gateway that leads every partition instead (elections follow)."""
 from __future__ import annotations
 
 import os
@@ -29,10 +30,13 @@ WATCHED_ID = "wl-0"
 class TxnCluster:
     name = "cluster"
 
-    def __init__(self, workdir: str, topic: str, partitions: int) -> None:
+    def __init__(self, workdir: str, topic: str, partitions: int, victim: str = "coordinator") -> None:
         self.workdir, self.topic, self.partitions = workdir, topic, partitions
         self.cluster = None
-        self.victim = coordinator_of(WATCHED_ID, list(NODES))
+        coordinator = coordinator_of(WATCHED_ID, list(NODES))
+        # "leader": the faults hit a gateway leading every partition instead (not wl-0's coordinator)
+        self.victim = coordinator if victim == "coordinator" else min(n for n in NODES if n != coordinator)
+        self.leads = victim == "leader"
 
     @property
     def bootstrap(self) -> str:
@@ -47,7 +51,7 @@ class TxnCluster:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_topics([NewTopic(self.topic, self.partitions, 2)])[self.topic].result(30)
         others = [n for n in NODES if n != self.victim]
-        trio.run(self._place, others)
+        trio.run(self._place, [self.victim, others[0]] if self.leads else others)
         time.sleep(1)  # every gateway's watch has the placement
         return self
 
