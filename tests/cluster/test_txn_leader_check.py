@@ -3,7 +3,8 @@ that producer's transaction reaching the leader while the check waits for etcd: 
 so the batch is refused instead of being taken into a transaction that is already over (where the
 next transaction's end of the same producer would have committed it: the torn transaction the anomaly
 checker's TV1 cluster run found, docs/transactions-checked.md). And an end commits only its own
-epoch's halves: a leftover of an older epoch is rolled back. In process, etcd and the store faked."""
+epoch's halves: a leftover of an older epoch is rolled back. And a restarted leader finds its halves
+of a decided end in the half topic. In process, etcd and the store faked."""
 from __future__ import annotations
 
 import types
@@ -85,4 +86,30 @@ def test_an_end_rolls_back_a_leftover_of_an_older_epoch():
         txns.halves[PID] = [(*TP, 7, 2), (*TP, 8, 3)]  # 7: a fenced instance's write at epoch 2
         await txns.markers(TID, PID, 3, True, [TP])
         assert sorted(ended) == [(7, False), (8, True)]  # before: both committed
+    trio.run(main)
+
+
+def test_a_restarted_leader_finds_its_halves_of_a_decided_end():
+    """After a restart the leader's memory has no halves; an end reaching it reads the producer's
+    undecided halves of its partitions from the half topic (others' and decided ones left alone)."""
+    from codec.remoting.message import INNER_BATCH_FLAG
+    from semantics.routing import PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
+
+    def half(offset, group, pid, epoch, topic="t"):
+        body = records.build_batch([(0, None, b"v", [])], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                                   transactional=True)
+        return types.SimpleNamespace(queue_offset=offset, sys_flag=INNER_BATCH_FLAG, body=body, properties={
+            PROPERTY_PRODUCER_GROUP: group, PROPERTY_REAL_TOPIC: topic, PROPERTY_REAL_QID: "0"})
+    stored = {4: half(4, TID, PID, 2), 5: half(5, "other", 77, 0), 6: half(6, TID, PID, 2, topic="u"),
+              7: half(7, TID, PID, 2), 8: half(8, TID, PID, 2)}
+
+    async def main():
+        ended = []
+        txns = _txns(FakeEtcd(_ongoing()), ended)
+        txns.app.transactions.cursor = 4
+        txns.app.transactions.outcome = lambda off: "commit" if off == 8 else None  # 8: decided already
+        txns.app.transactions.half = stored.get
+        txns.app.store.max_offset = lambda *_: 9
+        await txns.markers(TID, PID, 2, True, [TP])
+        assert sorted(ended) == [(4, True), (7, True)]  # before: nothing (the halves were only in memory)
     trio.run(main)
