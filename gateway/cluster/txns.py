@@ -72,7 +72,6 @@ class ClusterTxns:
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
 
-    # ------------------------------------------------------------ etcd state
     async def _read(self, txn_id: str) -> tuple[dict | None, int]:
         try:
             with trio.fail_after(ETCD_TIMEOUT_S):
@@ -123,7 +122,16 @@ class ClusterTxns:
     @staticmethod
     def _begin(state: dict) -> None:
         if state["state"] != "Ongoing":
-            state.update(state="Ongoing", started=_now(), partitions=[], offsets=[])
+            state.update(state="Ongoing", started=_now(), partitions=[], offsets=[], epochs={})
+
+    def _leader_epoch(self, tp) -> int:
+        a = self.node.assignment(*tp)
+        return -1 if a is None else a.epoch
+
+    def _moved(self, state: dict) -> list:
+        """Partitions whose leader changed since they joined (their halves were the old leader's)."""
+        epochs = state.get("epochs") or {}
+        return [tp for tp in state["partitions"] if epochs.get(_key(tp), -1) != self._leader_epoch(tp)]
 
     async def states(self, txn_ids=None) -> dict[str, dict]:
         """DescribeTransactions / ListTransactions: the ids' states in etcd (None: all)."""
@@ -180,6 +188,8 @@ class ClusterTxns:
                 return None, dict.fromkeys(asked, NONE_ERR)
             self._begin(s)
             s["partitions"] = sorted(have | set(asked))
+            # each partition's leader epoch when it joined: its halves are that leader's (`_moved`)
+            s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_epoch(tp) for tp in set(asked) - have}}
             return s, dict.fromkeys(asked, NONE_ERR)
         return await self._update(txn_id, change)
 
@@ -206,6 +216,10 @@ class ClusterTxns:
         if state is not None and tuple(state.get("previous") or ()) == (pid, epoch) and tv2:
             if state["state"] == "Complete" + outcome:  # a retried v2 end whose answer was lost
                 return NONE_ERR, state["pid"], state["epoch"]
+        if commit and state is not None and state["state"] == "Ongoing" and self._check(state, pid, epoch) == NONE_ERR \
+                and self._moved(state):  # aborted instead, and the client told so: nothing committed is lost
+            code, pid, epoch = await self.end(txn_id, pid, epoch, False, tv2)
+            return (TRANSACTION_ABORTABLE if tv2 else INVALID_TXN_STATE) if code == NONE_ERR else code, pid, epoch
         fresh = self._fresh_id(state, MAX_EPOCH - 1) if tv2 else None
 
         def change(s):
@@ -421,6 +435,10 @@ class ClusterTxns:
             self.halves[pid] = [h for h in hs if h[2] != half.queue_offset]
         await self.app.transactions.end_in_turn(self.app.flow, half.queue_offset, False, producer_group=producer_group)
         return True
+
+
+def _key(tp) -> str:  # a partition as a JSON object key
+    return f"{tp[0]}/{tp[1]}"
 
 
 def _producer(half) -> tuple[int, int] | None:

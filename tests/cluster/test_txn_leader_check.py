@@ -113,3 +113,28 @@ def test_a_restarted_leader_finds_its_halves_of_a_decided_end():
         await txns.markers(TID, PID, 2, True, [TP])
         assert sorted(ended) == [(4, True), (7, True)]  # before: nothing (the halves were only in memory)
     trio.run(main)
+
+
+def test_a_commit_after_a_partitions_leader_changed_is_an_abort():
+    """The halves are the leader's, not replicated: when a partition's leader changed during the
+    transaction, EndTxn(commit) aborts it and says so (TRANSACTION_ABORTABLE under TV2), instead of a
+    commit that misses the old leader's records; the client's abort then gets the end's answer."""
+    async def main():
+        ended, assignment = [], types.SimpleNamespace(leader=1, epoch=0)
+        txns = _txns(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended)
+
+        async def reserve():
+            return None
+        txns.node = types.SimpleNamespace(coordination=txns.coordination, node_id=1, assignment=lambda *_: assignment,
+                                          fenced=lambda: False, owns=lambda *_: True)
+        txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
+        txns.app.kafka = types.SimpleNamespace(producers=types.SimpleNamespace(allocate=lambda: 5000))
+        assert await txns.add_partitions(TID, PID, 0, [TP], verify_only=False) == {TP: 0}
+        txns.verified[PID] = Verified(TID, PID, 0, 60000, {TP})
+        txns.halves[PID] = [(*TP, 3, 0)]
+        assignment.epoch = 1  # the partition's leader changed (this gateway leads it now, without the half)
+        code, pid, epoch = await txns.end(TID, PID, 0, True, tv2=True)
+        assert code == 120  # before: 0, and the transaction committed
+        assert txns.coordination.state["state"] == "CompleteAbort" and ended == [(3, False)]
+        assert await txns.end(TID, PID, 0, False, tv2=True) == (0, PID, 1)  # the client's abort
+    trio.run(main)
