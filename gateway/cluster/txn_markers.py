@@ -1,9 +1,10 @@
 """CLUSTER_TXN_MARKERS (private remoting code 9206; docs/cluster.md, "Kafka transactions"): a Kafka
 transaction's decided end, sent by the gateway completing it to the leader of some of its partitions,
 which ends its halves of that producer there (`gateway.cluster.txns.ClusterTxns.markers`), as Kafka's
-WriteTxnMarkers. Body JSON {txn, pid, epoch, commit, partitions}; answered once the ends are durable and
-in the in-sync replicas; NO_PERMISSION when this gateway does not lead every partition (or is fenced),
-and the sender asks the current leader. Signed with the inter-broker credential (security.inter_broker)."""
+WriteTxnMarkers. Sent to the gateway that led each partition when it joined the transaction (it holds
+the halves): a commit of a queue it no longer leads is forwarded to the leader as a due message
+(gateway.cluster.delivery). Body JSON {txn, pid, epoch, commit, partitions}; answered once the ends are
+durable (and in the in-sync replicas where it leads). Signed with the inter-broker credential."""
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ class MarkerTransport(RemotingReplicaTransport):
 
 @handles(RC.CLUSTER_TXN_MARKERS)
 def txn_markers(channel, req):
-    """A coordinator's end of a transaction for partitions this gateway leads."""
+    """A coordinator's end of a transaction for partitions whose halves this gateway holds."""
     app = channel.app
     txns = app.kafka.cluster_txns
     try:
@@ -33,8 +34,8 @@ def txn_markers(channel, req):
         partitions = [(str(t), int(p)) for t, p in body["partitions"]]
     except (ValueError, KeyError, TypeError) as exc:
         return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_TXN_MARKERS body: {exc}")
-    if txns is None or not all(app.ownership.owns(*tp) for tp in partitions):
-        return req.response(ResponseCode.NO_PERMISSION, remark="not the leader of every partition (or fenced)")
+    if txns is None:
+        return req.response(ResponseCode.NO_PERMISSION, remark="not a cluster member")
 
     async def ended():
         try:

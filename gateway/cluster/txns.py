@@ -124,14 +124,14 @@ class ClusterTxns:
         if state["state"] != "Ongoing":
             state.update(state="Ongoing", started=_now(), partitions=[], offsets=[], epochs={})
 
-    def _leader_epoch(self, tp) -> int:
+    def _leader_at(self, tp) -> list:
         a = self.node.assignment(*tp)
-        return -1 if a is None else a.epoch
+        return [-1, -1] if a is None else [a.leader, a.epoch]
 
     def _moved(self, state: dict) -> list:
         """Partitions whose leader changed since they joined (their halves were the old leader's)."""
         epochs = state.get("epochs") or {}
-        return [tp for tp in state["partitions"] if epochs.get(_key(tp), -1) != self._leader_epoch(tp)]
+        return [tp for tp in state["partitions"] if epochs.get(_key(tp)) != self._leader_at(tp)]
 
     async def states(self, txn_ids=None) -> dict[str, dict]:
         """DescribeTransactions / ListTransactions: the ids' states in etcd (None: all)."""
@@ -188,8 +188,8 @@ class ClusterTxns:
                 return None, dict.fromkeys(asked, NONE_ERR)
             self._begin(s)
             s["partitions"] = sorted(have | set(asked))
-            # each partition's leader epoch when it joined: its halves are that leader's (`_moved`)
-            s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_epoch(tp) for tp in set(asked) - have}}
+            # each partition's [leader, epoch] when it joined: its halves are that leader's (`_moved`, `_deliver`)
+            s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_at(tp) for tp in set(asked) - have}}
             return s, dict.fromkeys(asked, NONE_ERR)
         return await self._update(txn_id, change)
 
@@ -263,7 +263,8 @@ class ClusterTxns:
         """Deliver a decided end to every partition's leader, commit its offsets, then Complete."""
         commit = state["state"] == "PrepareCommit"
         pid, epoch = state["marker"]
-        await self._deliver(txn_id, pid, epoch, commit, [tuple(tp) for tp in state["partitions"]])
+        await self._deliver(txn_id, pid, epoch, commit, [tuple(tp) for tp in state["partitions"]],
+                            state.get("epochs") or {})
         for group, topic, partition, offset, metadata in state["offsets"] if commit else ():
             self.app.offsets.commit(group, topic, partition, offset, metadata)
         if commit and state["offsets"]:
@@ -280,19 +281,17 @@ class ClusterTxns:
             return s, None
         await self._update(txn_id, change)
 
-    async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list) -> None:
-        """Each leader ends its halves of the transaction; retried (a new leader after a failover)
-        until MARKER_DEADLINE_S, then NotCompleted."""
+    async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
+        """The gateway holding each partition's halves (its leader when it joined) ends them; one that
+        no longer leads it forwards a commit to the leader as a due message. Retried until
+        MARKER_DEADLINE_S (the holder down: Kafka's markers wait for an offline partition too)."""
         left = set(partitions)
         with trio.move_on_after(MARKER_DEADLINE_S):
             while left:
                 by_leader: dict[int, list] = {}
-                for tp in left:
-                    a = self.node.assignment(*tp)
-                    if a is not None:
-                        by_leader.setdefault(a.leader, []).append(tp)
-                    else:  # deleted meanwhile: nothing to end
-                        by_leader.setdefault(-1, []).append(tp)
+                for tp in left:  # (-1: deleted meanwhile, nothing to end)
+                    held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
+                    by_leader.setdefault(-1 if leader < 0 else held[0] if held[0] >= 0 else leader, []).append(tp)
                 for leader, tps in by_leader.items():
                     if leader == -1 or await self._deliver_to(leader, txn_id, pid, epoch, commit, tps):
                         left -= set(tps)
@@ -303,8 +302,6 @@ class ClusterTxns:
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
         if leader == self.node.node_id:
-            if self.node.fenced() or not all(self.node.owns(*tp) for tp in tps):
-                return False
             await self.markers(txn_id, pid, epoch, commit, tps)
             return True
         member = self.node.view.members.get(leader)
@@ -389,8 +386,8 @@ class ClusterTxns:
                 ends.append(r)
         if ends:
             await self.app.durable(max(r.end_offset for r in ends))
-        for topic, partition in {(h[0], h[1]) for h in mine}:
-            if self.app.replication.replicates(topic, partition):
+        for topic, partition in {(h[0], h[1]) for h in mine}:  # (a queue led elsewhere got them forwarded)
+            if self.node.owns(topic, partition) and self.app.replication.replicates(topic, partition):
                 await self.app.replicated(topic, partition, self.app.store.max_offset(topic, partition))
 
     def _recover(self, txn_id: str, pid: int) -> None:

@@ -47,7 +47,7 @@ def _txns(etcd: FakeEtcd, ended: list) -> ClusterTxns:
     app = types.SimpleNamespace(config=None, flow=None, transactions=types.SimpleNamespace(
         end_in_turn=end_in_turn, cursor=0), store=types.SimpleNamespace(max_offset=lambda *_: 0),
         replication=types.SimpleNamespace(replicates=lambda *_: False))
-    node = types.SimpleNamespace(coordination=etcd)
+    node = types.SimpleNamespace(coordination=etcd, owns=lambda *_: True)
     return ClusterTxns(app, node)
 
 
@@ -137,4 +137,22 @@ def test_a_commit_after_a_partitions_leader_changed_is_an_abort():
         assert code == 120  # before: 0, and the transaction committed
         assert txns.coordination.state["state"] == "CompleteAbort" and ended == [(3, False)]
         assert await txns.end(TID, PID, 0, False, tv2=True) == (0, PID, 1)  # the client's abort
+    trio.run(main)
+
+
+def test_a_decided_end_goes_to_the_gateway_holding_the_halves():
+    """The leader changed after the commit was decided: the end goes to the gateway that led the
+    partition when it joined (it holds the halves) and commits them there (the commit itself forwards
+    the records to the new leader as a due message), not to the new leader, which has none."""
+    async def main():
+        ended, assignment = [], types.SimpleNamespace(leader=1, epoch=0)
+        etcd = FakeEtcd({**_ongoing(), "state": "PrepareCommit", "marker": [PID, 0],
+                         "epochs": {"t/0": [1, 0]}})
+        txns = _txns(etcd, ended)
+        txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, assignment=lambda *_: assignment,
+                                          fenced=lambda: False, owns=lambda *_: assignment.leader == 1)
+        txns.halves[PID] = [(*TP, 3, 0)]
+        assignment.leader, assignment.epoch = 2, 1  # node 2 leads now; node 1 (this one) holds the half
+        await txns.complete(TID, dict(etcd.state))
+        assert ended == [(3, True)] and etcd.state["state"] == "CompleteCommit"  # before: sent to node 2
     trio.run(main)
