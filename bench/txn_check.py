@@ -168,10 +168,11 @@ same producer id (same epoch under TV1) then committed it. Fixed: a check that a
 redone, and an end commits only halves of its own epoch (tests/cluster/test_txn_leader_check.py).
 The faults above never hit a partition leader. A partition leader's halves are not replicated
 (docs/cluster.md, "Kafka transactions"): a commit whose partition changed leader during the
-transaction is turned into an abort, but a leader lost between the decision and its marker still loses
-its records. Runs with the same faults at the gateway leading every partition (`--target cluster
---victim leader`, 2026-12-07, 487 transactions each): TV2 361 committed / 106 aborted / 20 unknown,
-TV1 352 / 108 / 27, no anomaly (G0 aside); the remaining window is narrow, so a zero is no guarantee.
+transaction is turned into an abort, and an end decided before a leader change goes to the gateway
+holding the halves, which forwards the committed records to the new leader (that gateway's disk lost:
+the transaction never completes). Runs with the same faults at the gateway leading every partition
+(`--target cluster --victim leader`, 2026-12-07, 487 transactions each): TV2 360 committed / 105
+aborted / 22 unknown, TV1 352 / 108 / 27, no anomaly (G0 aside); one seed, so no guarantee.
 """
 
 
