@@ -101,6 +101,26 @@ class Coordination:
         for i in range(0, len(ops), MAX_TXN_OPS):
             await self.etcd.txn([], ops[i:i + MAX_TXN_OPS])
 
+    # --- Kafka transactional ids (gateway.cluster.txns) ---
+    async def read_txn(self, transactional_id: str) -> tuple[dict | None, int]:
+        """(state dict or None, mod revision: 0 when absent) of one transactional id."""
+        kv = await self.etcd.get(model.txn_key(transactional_id))
+        return (json.loads(kv.value), kv.mod_revision) if kv else (None, 0)
+
+    async def txn_states(self, transactional_ids=None) -> dict[str, dict]:
+        """Transactional id -> state dict, of those ids (None: every one)."""
+        if transactional_ids is not None:
+            return {t: state for t in transactional_ids if (state := (await self.read_txn(t))[0]) is not None}
+        kvs, _ = await self.etcd.get_prefix(model.TXNS)
+        return {kv.key[len(model.TXNS):].decode(): json.loads(kv.value) for kv in kvs}
+
+    async def swap_txn(self, transactional_id: str, revision: int, state: dict) -> bool:
+        """Put the state if the key is still at `revision` (0: still absent); False if someone wrote first."""
+        key = model.txn_key(transactional_id)
+        cond = compare_mod_revision(key, revision) if revision else compare_version(key, 0)
+        ok, _ = await self.etcd.txn([cond], [op_put(key, json.dumps(state).encode())])
+        return ok
+
     # --- topics and queues ---
     async def create_topic(self, topic: str, record: TopicRecord, assignments: list[QueueAssignment]) -> bool:
         """Create the topic with its assignments unless it exists (then False: the first creator

@@ -9,6 +9,7 @@ Keys (under PREFIX):
   queues/<topic>/<queue id>  {"leader": id, "replicas": [ids], "isr": [ids], "epoch": e}
   producer-ids               {"next": n}: the next unallocated Kafka producer id
   offsets/["group","topic",q]  {"offset": o, "metadata": m, "epoch": e}: the cluster's one offset table
+  txns/<transactional id>    a Kafka transactional id's coordinator state (gateway.cluster.txns)
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ TOPICS = PREFIX + b"topics/"
 QUEUES = PREFIX + b"queues/"
 PRODUCER_IDS = PREFIX + b"producer-ids"
 OFFSETS = PREFIX + b"offsets/"
+TXNS = PREFIX + b"txns/"
 FIRST_PRODUCER_ID = 1000
 
 
@@ -106,6 +108,10 @@ def parse_queue_key(key: bytes) -> tuple[str, int]:
 
 def offset_key(group: str, topic: str, queue_id: int) -> bytes:
     return OFFSETS + json.dumps([group, topic, queue_id]).encode()
+
+
+def txn_key(transactional_id: str) -> bytes:
+    return TXNS + transactional_id.encode()
 
 
 def group_offsets_prefix(group: str) -> bytes:

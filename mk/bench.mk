@@ -29,3 +29,8 @@ bench-tls: setup
 .PHONY: txn-check
 txn-check: setup
 	$(PY) -m bench.txn_check --matrix --report docs/transactions-checked.md
+
+# the same workload against three gateways on etcd, faults at wl-0's transaction coordinator (bench/txn_cluster.py)
+.PHONY: txn-check-cluster
+txn-check-cluster: setup
+	$(PY) -m bench.txn_check --cluster-matrix --report docs/transactions-checked.md

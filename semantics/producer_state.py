@@ -207,7 +207,25 @@ def _add(seq: int, n: int) -> int:
 
 TXN_CONFIG = "kafkaTransactionalIds"
 MAX_EPOCH = 32767
-NONE_ERR, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, UNKNOWN_PRODUCER_ID = 0, 47, 48, 59
+NONE_ERR, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, UNKNOWN_PRODUCER_ID, PRODUCER_FENCED = 0, 47, 48, 59, 90
+RETRIED = "retried"  # a KIP-360 InitProducerId repeating one already answered: the same answer again
+
+
+def reinit_verdict(expected: tuple[int, int] | None, pid: int, epoch: int, last: tuple[int, int] | None):
+    """KIP-360: what an InitProducerId naming the client's (producer id, epoch) `expected` gets from a
+    transactional id now at (pid, epoch) whose previous InitProducerId moved it from `last`: None (go
+    on: bump the epoch), RETRIED (a retry of that one: answer (pid, epoch) again) or PRODUCER_FENCED
+    (another instance took over), as Kafka's coordinator answers."""
+    if expected is None or expected == (pid, epoch):
+        return None
+    if last is not None and tuple(expected) == tuple(last):
+        return RETRIED
+    return PRODUCER_FENCED
+
+
+class ClusterUnavailable(Exception):
+    """A cluster's transaction state (gateway.cluster.txns) cannot be read or changed now: the
+    client is told COORDINATOR_NOT_AVAILABLE and retries."""
 
 
 @dataclasses.dataclass
@@ -224,6 +242,7 @@ class Txn:
     state: str = "Empty"  # Kafka's TransactionState name (DescribeTransactions / ListTransactions)
     last_start_ms: int = -1  # start of the current or last transaction (-1 after InitProducerId)
     previous: tuple | None = None  # (producer id, epoch) before the last v2 end's bump (its retries)
+    last: tuple | None = None  # (producer id, epoch) before the last InitProducerId (KIP-360 retries)
 
 
 class TransactionalProducers:
@@ -241,7 +260,8 @@ class TransactionalProducers:
         self.by_pid: dict[int, Txn] = {}
         self.submission = 0  # the writer's number of the newest submitted table (0: none)
         for tid, rec in (app.store.read_config(TXN_CONFIG, {}) or {}).items():
-            self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000))))
+            self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000)),
+                            last=tuple(rec["last"]) if rec.get("last") else None))
         # A transaction left open by the previous process lost its in-memory half list (and its
         # TxnOffsetCommit offsets), so it can only be aborted: bump the epoch now, or a later
         # EndTxn(commit) of its producer would be answered "ok" while its records are rolled back.
@@ -258,7 +278,7 @@ class TransactionalProducers:
     def _persist(self) -> None:
         """Submit the (transactional id -> producer id, epoch) table to the off-loop writer."""
         self.submission = self.app.config_writer.submit(
-            TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch, "timeout": t.timeout_ms}
+            TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch, "timeout": t.timeout_ms, "last": t.last}
                          for t in self.by_id.values()})
 
     async def persisted(self) -> None:
@@ -268,10 +288,17 @@ class TransactionalProducers:
         if self.submission:
             await self.app.config_writer.written(TXN_CONFIG, self.submission)
 
-    def init(self, txn_id: str, timeout_ms: int) -> tuple[int, int, int, list]:
+    def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int, list]:
         """InitProducerId with a transactional.id: abort what is in progress, bump the epoch (a new
-        producer id when it would overflow); (error, producer id, epoch), durable first."""
+        producer id when it would overflow); (error, producer id, epoch), durable first. `expected`:
+        the re-initialising client's (producer id, epoch) (KIP-360, `reinit_verdict`)."""
         txn = self.by_id.get(txn_id)
+        verdict = None if txn is None else reinit_verdict(expected, txn.producer_id, txn.epoch, txn.last)
+        if verdict == PRODUCER_FENCED:
+            return PRODUCER_FENCED, -1, -1, []
+        if verdict == RETRIED:
+            return NONE_ERR, txn.producer_id, txn.epoch, []
+        last = None if txn is None else (txn.producer_id, txn.epoch)
         ends = []
         if txn is None or txn.epoch >= MAX_EPOCH - 1:
             if txn is not None:
@@ -281,7 +308,7 @@ class TransactionalProducers:
         else:
             ends = self.finish(txn, commit=False)
             txn.epoch += 1
-        txn.timeout_ms = timeout_ms
+        txn.timeout_ms, txn.last = timeout_ms, last
         txn.state, txn.last_start_ms = "Empty", -1
         self._index(txn)
         self._persist()
@@ -317,6 +344,11 @@ class TransactionalProducers:
             txn.partitions.add(partition)
         self.begin(txn, now_ms)
         return NONE_ERR, txn
+
+    @staticmethod
+    def stored(txn: Txn, _partition: tuple, half_offsets: list) -> None:
+        """A batch of the transaction was stored as these halves."""
+        txn.halves.extend(half_offsets)
 
     def retried_end(self, txn_id: str, pid: int, epoch: int, commit: bool) -> Txn | None:
         """The transaction whose v2 end (epoch bumped to epoch + 1) this EndTxn repeats, or None."""

@@ -66,6 +66,7 @@ class RequestCode:
     REPLICA_ROLE = 9203
     REPLICA_STATE = 9204
     CLUSTER_DELIVER = 9205  # a due delayed / committed message for a queue another gateway leads
+    CLUSTER_TXN_MARKERS = 9206  # a Kafka transaction's end for the partitions a gateway leads (gateway.cluster.txns)
     QUERY_ASSIGNMENT = 400  # 5.x POP: broker-side rebalance and the request mode (gateway/remoting/pop*)
     SET_MESSAGE_REQUEST_MODE = 401
     POP_MESSAGE = 200050

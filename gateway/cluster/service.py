@@ -20,6 +20,7 @@ from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
+from gateway.cluster.txns import ClusterTxns
 from semantics.replication.pop_journal import journal_topic
 from store.config import legacy_topic_id, parse_topic_id
 
@@ -93,6 +94,9 @@ class ClusterService:
         node, ttl = self.node, self.app.config.cluster_lease_ttl
         # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
         route_due_messages(self.app, LeaderRouter(node, self.app.config), functools.partial(leads, node))
+        if getattr(self.app, "kafka", None) is not None:  # Kafka transactions over etcd (gateway.cluster.txns)
+            self.app.kafka.cluster_txns = ClusterTxns(self.app, node)
+            self.app.transactions.checkers["kafka"] = self.app.kafka.cluster_txns.check
         try:
             async with trio.open_nursery() as nursery:
                 node.nursery = nursery

@@ -22,6 +22,7 @@ from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
 from gateway.kafka.streams_groups import streams_groups
 from gateway.kafka.txn import init_transactional
+from semantics.producer_state import PRODUCER_FENCED
 
 MAX_EPOCH = 32767
 TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
@@ -322,7 +323,14 @@ async def init_producer_id(ctx: RequestContext):
     if req.get("transactional_id"):
         if not 0 < req["transaction_timeout_ms"] <= TRANSACTION_MAX_TIMEOUT_MS:
             return {"error_code": errors.INVALID_TRANSACTION_TIMEOUT}
-        return await init_transactional(ctx.app, req["transactional_id"], req["transaction_timeout_ms"])
+        pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
+        if (pid == -1) != (epoch == -1):  # KIP-360: both or neither, as Kafka checks
+            return {"error_code": errors.INVALID_REQUEST, "producer_id": -1, "producer_epoch": -1}
+        out = await init_transactional(ctx.app, req["transactional_id"], req["transaction_timeout_ms"],
+                                       None if pid == -1 else (pid, epoch))
+        if out["error_code"] == PRODUCER_FENCED and ctx.version < 4:  # older clients know only this one
+            out["error_code"] = errors.INVALID_PRODUCER_EPOCH
+        return out
     producers = kafka_state(ctx.app).producers
     pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < MAX_EPOCH - 1:

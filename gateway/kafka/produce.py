@@ -109,7 +109,8 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
         extra = {}
         if b.attributes & records.TRANSACTIONAL:
             # Produce v12+ adds the partition to the transaction (transactions v2, KIP-890)
-            code, txn = st.txns.for_batch(b.producer_id, b.producer_epoch, now, (topic, index), version >= 12)
+            txns = st.cluster_txns or st.txns  # in a cluster: checked against etcd before the write turn
+            code, txn = txns.for_batch(b.producer_id, b.producer_epoch, now, (topic, index), version >= 12)
             if txn is None:
                 if code == INVALID_TXN_STATE and version >= 11:  # not added: the client aborts (Kafka 4.3)
                     code = errors.TRANSACTION_ABORTABLE
@@ -126,7 +127,7 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
             return _partition_error(index, errors.CORRUPT_MESSAGE, str(exc)), end
         stored = results[-1]  # the entry in the partition itself: its offsets are the batch's
         if txn is not None:
-            txn.halves.extend(res.queue_offset for res in results[:-1])
+            txns.stored(txn, (topic, index), [res.queue_offset for res in results[:-1]])
         end = max([end] + [res.end_offset for res in results])
         if idempotent:
             st.producers.record(b.producer_id, b.producer_epoch, topic, index, b.base_sequence,
@@ -219,6 +220,13 @@ async def produce(ctx: RequestContext):
                     parts.append(_partition_error(index, errors.UNKNOWN_SERVER_ERROR))
                     wal_writes.append((parts[-1], name, cfg, index, p["records"]))
                     continue
+                if st.cluster_txns is not None:  # a transactional batch's producer checked against etcd first
+                    code = await st.cluster_txns.verify(req.get("transactional_id"), name, index, p["records"],
+                                                        version >= 12)
+                    if code != errors.NONE:
+                        parts.append(_partition_error(index, errors.TRANSACTION_ABORTABLE if
+                                                      code == INVALID_TXN_STATE and version >= 11 else code))
+                        continue
                 try:
                     async with flow.turn() as append:
                         if _leads(app, name, index):  # still: the turn may have waited for a slow disk

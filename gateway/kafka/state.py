@@ -67,6 +67,7 @@ class KafkaState:
                                             self.group_configs)
         self.producers = ProducerState(app.store, app.config_writer)
         self.txns = TransactionalProducers(app, self.producers)
+        self.cluster_txns = None  # a cluster member's transactions over etcd (gateway.cluster.txns)
         transactions.register_checker(app, "kafka", self.txns.check)
         self.diskless_txns = DisklessTxns(app)  # transactions' batches for diskless partitions
         self.diskless_txns.fence_left_open(self.txns)

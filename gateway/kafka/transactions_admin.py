@@ -1,5 +1,6 @@
 """DescribeTransactions (65) and ListTransactions (66) over the transactional-id table
-(`semantics.producer_state.TransactionalProducers`): what kafka-transactions --list/--describe show."""
+(`semantics.producer_state.TransactionalProducers`; in a cluster the states in etcd,
+`gateway.cluster.txns`): what kafka-transactions --list/--describe show."""
 from __future__ import annotations
 
 import re
@@ -7,6 +8,7 @@ import re
 import gateway.kafka.errors as errors
 from codec.kafka import apis
 from gateway.kafka.registry import RequestContext, handler
+from semantics.producer_state import ClusterUnavailable, Txn
 
 TRANSACTIONAL_ID_NOT_FOUND = 105
 STATES = ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
@@ -20,14 +22,28 @@ def _partitions(txn) -> list[dict]:
     return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
+async def _table(app, txn_ids=None) -> dict[str, Txn] | None:
+    """Transactional id -> Txn: this gateway's table, or a cluster's states in etcd (None: unreachable)."""
+    cluster = app.kafka.cluster_txns
+    if cluster is None:
+        return app.kafka.txns.by_id
+    try:
+        states = await cluster.states(txn_ids)
+    except ClusterUnavailable:
+        return None
+    return {tid: Txn(tid, s["pid"], s["epoch"], s["timeout"], started_ms=s["started"] if s["state"] == "Ongoing"
+                     else None, partitions={tuple(p) for p in s["partitions"]}, state=s["state"],
+                     last_start_ms=s["started"] if s["started"] is not None else -1) for tid, s in states.items()}
+
+
 @handler(apis.DESCRIBE_TRANSACTIONS)
 async def describe_transactions(ctx: RequestContext):
-    txns = ctx.app.kafka.txns
+    table = await _table(ctx.app, list(ctx.request["transactional_ids"]))
     out = []
     for tid in ctx.request["transactional_ids"]:
-        txn = txns.by_id.get(tid)
+        txn = None if table is None else table.get(tid)
         if txn is None:
-            out.append({"error_code": TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": tid, "transaction_state": "",
+            out.append({"error_code": errors.COORDINATOR_NOT_AVAILABLE if table is None else TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": tid, "transaction_state": "",
                         "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
                         "producer_epoch": -1, "topics": []})
             continue
@@ -51,8 +67,11 @@ async def list_transactions(ctx: RequestContext):
         regex = re.compile(pattern) if pattern else None
     except re.error:
         return {"error_code": errors.INVALID_REQUEST, "unknown_state_filters": [], "transaction_states": []}
+    table = await _table(ctx.app)
+    if table is None:
+        return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "unknown_state_filters": [], "transaction_states": []}
     out = []
-    for tid, txn in sorted(ctx.app.kafka.txns.by_id.items()):
+    for tid, txn in sorted(table.items()):
         if wanted and txn.state not in wanted or pids and txn.producer_id not in pids:
             continue
         if duration >= 0 and (txn.started_ms is None or now - txn.started_ms < duration):

@@ -2,7 +2,10 @@
 transactional branch of InitProducerId), over `semantics.producer_state.TransactionalProducers`.
 A transaction's end (commit or abort markers: the halves' outcomes) is appended through the send
 flow control as Produce is, so on a slow disk it is written off the event loop.
-FindCoordinator answers key_type 1 (transaction coordinator) like groups: this broker."""
+FindCoordinator answers key_type 1 (transaction coordinator) like groups: this broker. In a cluster each
+request goes to `gateway.cluster.txns` (the coordinator state in etcd) instead; etcd unreachable, or an
+end decided but not yet delivered to every partition leader, answers COORDINATOR_NOT_AVAILABLE (the
+client finds the coordinator again and retries)."""
 from __future__ import annotations
 
 import time
@@ -13,7 +16,7 @@ from codec.kafka import apis
 from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
-from semantics.producer_state import INVALID_TXN_STATE
+from semantics.producer_state import INVALID_TXN_STATE, ClusterUnavailable, reinit_verdict
 
 
 def _now() -> int:
@@ -33,12 +36,30 @@ async def _durable(app, ends) -> None:
         await app.durable(max(r.end_offset for r in ends))
 
 
-async def init_transactional(app, txn_id: str, timeout_ms: int) -> dict:
+async def _clustered(call, answer):
+    """`answer(await call)`, or None while etcd (or a partition leader) cannot be reached."""
+    try:
+        return answer(await call)
+    except ClusterUnavailable:
+        return None
+
+
+async def init_transactional(app, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> dict:
+    """InitProducerId with a transactional.id; `expected`: the re-initialising client's (producer id,
+    epoch) (KIP-360)."""
+    cluster = kafka_state(app).cluster_txns
+    if cluster is not None:
+        out = await _clustered(cluster.init(txn_id, timeout_ms, expected), lambda r: {
+            "error_code": r[0], "producer_id": r[1], "producer_epoch": r[2]})
+        return out or {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
     txns = kafka_state(app).txns
     await txns.expire_due(_now())
     txn = txns.by_id.get(txn_id)
+    if txn is not None and reinit_verdict(expected, txn.producer_id, txn.epoch, txn.last) is not None:
+        code, pid, epoch, _nothing = txns.init(txn_id, timeout_ms, expected)  # a retry, or fenced: no change
+        return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
     ends = await txns.finish_in_turn(txn, commit=False) if txn is not None else []  # abort what is in progress
-    code, pid, epoch, _nothing_left = txns.init(txn_id, timeout_ms)
+    code, pid, epoch, _nothing_left = txns.init(txn_id, timeout_ms, expected)
     kafka_state(app).diskless_txns.drop(txn_id)  # what it held for diskless partitions: aborted too
     kafka_state(app).diskless_txns.unmark(txn_id)
     await _durable(app, ends)
@@ -67,8 +88,27 @@ async def _end_diskless(app, txn, commit: bool, offsets: list) -> int:
     return errors.NONE
 
 
+async def _cluster_add_partitions(cluster, req: dict) -> list:
+    asked = [(t["name"], p) for t in req["topics"] for p in t["partitions"]]
+    try:
+        codes = await cluster.add_partitions(req["transactional_id"], req["producer_id"], req["producer_epoch"],
+                                             asked, bool(req.get("verify_only")))
+    except ClusterUnavailable:
+        codes = dict.fromkeys(asked, errors.COORDINATOR_NOT_AVAILABLE)
+    return [{"name": t["name"], "results": [
+        {"partition_index": p, "partition_error_code": codes[(t["name"], p)]} for p in t["partitions"]]}
+        for t in req["topics"]]
+
+
 @handler(apis.ADD_PARTITIONS_TO_TXN)
 async def add_partitions_to_txn(ctx: RequestContext):
+    cluster = kafka_state(ctx.app).cluster_txns
+    if cluster is not None:
+        if ctx.version >= 4:
+            return {"error_code": errors.NONE, "results_by_transaction": [
+                {"transactional_id": t["transactional_id"], "topic_results": await _cluster_add_partitions(cluster, t)}
+                for t in ctx.request["transactions"]]}
+        return {"results": await _cluster_add_partitions(cluster, ctx.request)}
     if ctx.version >= 4:  # batched, as a partition leader asks its coordinator (KIP-890)
         txns = kafka_state(ctx.app).txns
         await txns.expire_due(_now())
@@ -100,6 +140,11 @@ def _add_partitions(app, req: dict) -> list:
 
 @handler(apis.ADD_OFFSETS_TO_TXN)
 async def add_offsets_to_txn(ctx: RequestContext):
+    cluster, req = kafka_state(ctx.app).cluster_txns, ctx.request
+    if cluster is not None:
+        code = await _clustered(cluster.add_offsets(req["transactional_id"], req["producer_id"],
+                                                    req["producer_epoch"], None), lambda c: c)
+        return {"error_code": errors.COORDINATOR_NOT_AVAILABLE if code is None else code}
     code, txn = await _txn(ctx)
     if txn is not None:
         kafka_state(ctx.app).txns.begin(txn, _now())
@@ -109,6 +154,16 @@ async def add_offsets_to_txn(ctx: RequestContext):
 @handler(apis.TXN_OFFSET_COMMIT)
 async def txn_offset_commit(ctx: RequestContext):
     req = ctx.request
+    cluster = kafka_state(ctx.app).cluster_txns
+    if cluster is not None:  # the offsets go into the transaction's state in etcd, committed with it
+        offsets = [(req["group_id"], t["name"], p["partition_index"], p["committed_offset"],
+                    p["committed_metadata"] or "") for t in req["topics"] for p in t["partitions"]]
+        code = await _clustered(cluster.add_offsets(req["transactional_id"], req["producer_id"],
+                                                    req["producer_epoch"], offsets), lambda c: c)
+        code = errors.COORDINATOR_NOT_AVAILABLE if code is None else code
+        return {"topics": [{"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
+            for t in req["topics"]]}
     code, txn = await _txn(ctx)
     if txn is not None and ctx.version >= 5:  # TV2: no AddOffsetsToTxn first, this request adds the group
         kafka_state(ctx.app).txns.begin(txn, _now())
@@ -129,6 +184,12 @@ async def end_txn(ctx: RequestContext):
     app, req = ctx.app, ctx.request
     txns = kafka_state(app).txns
     tv2 = ctx.version >= 5  # transactions v2 (KIP-890 part 2): every end bumps the epoch
+    if kafka_state(app).cluster_txns is not None:
+        out = await _clustered(kafka_state(app).cluster_txns.end(
+            req["transactional_id"], req["producer_id"], req["producer_epoch"], req["committed"], tv2),
+            lambda r: {"error_code": r[0], "producer_id": r[1], "producer_epoch": r[2]} if tv2 else
+            {"error_code": r[0]})
+        return out or {"error_code": errors.COORDINATOR_NOT_AVAILABLE}
     code, txn = await _txn(ctx)
     if txn is None and tv2:
         retried = txns.retried_end(req["transactional_id"], req["producer_id"], req["producer_epoch"],

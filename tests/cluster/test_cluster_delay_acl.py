@@ -343,3 +343,15 @@ def test_changed_inter_broker_requests_never_pass(guard, fields, body, change, v
         assert answer is None  # unchanged: the genuine forward passes
         return
     assert answer is not None and answer.code == ResponseCode.NO_PERMISSION and answer.remark, (change, answer)
+
+
+def test_transaction_markers_pass_only_with_the_inter_broker_signature(guard):
+    """CLUSTER_TXN_MARKERS (a Kafka transaction's end for a leader's partitions) is checked as
+    CLUSTER_DELIVER: the inter-broker signature passes; a super user's, a user's or none is refused,
+    whitelisted address or not (before: a whitelisted address passed unsigned)."""
+    body = b'{"txn": "t", "pid": 1000, "epoch": 0, "commit": true, "partitions": [["t", 0]]}'
+    for signer, passes in ((BROKER.sign, True), (lambda c: sig.sign(c, "ROOT", "RS"), False),
+                           (lambda c: sig.sign(c, "AK", "SK"), False), (lambda c: None, False)):
+        cmd = RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body)
+        signer(cmd)
+        assert (guard.check_remoting(cmd, _address()) is None) == passes

@@ -1,0 +1,47 @@
+"""CLUSTER_TXN_MARKERS (private remoting code 9206; docs/cluster.md, "Kafka transactions"): a Kafka
+transaction's decided end, sent by the gateway completing it to the leader of some of its partitions,
+which ends its halves of that producer there (`gateway.cluster.txns.ClusterTxns.markers`), as Kafka's
+WriteTxnMarkers. Sent to the gateway that led each partition when it joined the transaction (it holds
+the halves): a commit of a queue it no longer leads is forwarded to the leader as a due message
+(gateway.cluster.delivery). Body JSON {txn, pid, epoch, commit, partitions}; answered once the ends are
+durable (and in the in-sync replicas where it leads). Signed with the inter-broker credential."""
+from __future__ import annotations
+
+import json
+
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.remoting.common import DEFERRED, handles
+from gateway.remoting.replica_client import RemotingReplicaTransport
+
+ANSWER_TIMEOUT_S = 10.0
+
+
+class MarkerTransport(RemotingReplicaTransport):
+    """One connection per leader for the ends."""
+
+    async def call(self, address: str, cmd: RemotingCommand) -> RemotingCommand:
+        return await self._call((address, "txn-markers"), address, cmd, ANSWER_TIMEOUT_S)
+
+
+@handles(RC.CLUSTER_TXN_MARKERS)
+def txn_markers(channel, req):
+    """A coordinator's end of a transaction for partitions whose halves this gateway holds."""
+    app = channel.app
+    txns = app.kafka.cluster_txns
+    try:
+        body = json.loads(req.body or b"")
+        txn_id, pid, epoch, commit = str(body["txn"]), int(body["pid"]), int(body["epoch"]), bool(body["commit"])
+        partitions = [(str(t), int(p)) for t, p in body["partitions"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_TXN_MARKERS body: {exc}")
+    if txns is None:
+        return req.response(ResponseCode.NO_PERMISSION, remark="not a cluster member")
+
+    async def ended():
+        try:
+            await txns.markers(txn_id, pid, epoch, commit, partitions)
+        except Exception as exc:  # noqa: BLE001 - the coordinator retries
+            return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
+        return req.response(ResponseCode.SUCCESS)
+    channel.spawn(req, ended, after_effects=True)
+    return DEFERRED

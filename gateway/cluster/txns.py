@@ -1,0 +1,447 @@
+"""Kafka transactions in a cluster (docs/cluster.md, "Kafka transactions").
+
+A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.model.txn_key`), not in
+a gateway: {pid, epoch, timeout, state, started, partitions, offsets, previous, marker}. Every
+change is read-modify-compare-and-swap on the key's revision, and a request is answered only once
+etcd has its change, so whichever gateway coordinates the id next (the coordinator that was
+`kill -9`ed, a coordinator move) finds every partition added, every TxnOffsetCommit offset and every
+decided end. A partition leader checks a transactional batch against that state itself (adding the
+partition for transactions v2, verifying it for v1, as Kafka's leader asks its coordinator) and keeps
+the batch as a half in its own half topic; an end is written to etcd first (PrepareCommit /
+PrepareAbort, with the offsets and the partitions), then each partition's leader gets the outcome
+(CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
+is CompleteCommit / CompleteAbort. A Prepare state found by any later request is completed first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+
+import trio
+
+from cluster.etcd import EtcdError
+from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
+from codec.kafka.schema import DecodeError
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.cluster.txn_markers import MarkerTransport
+from gateway.remoting.replica_client import outgoing
+from interop.inner_batch import INNER_BATCH_FLAG
+from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
+from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
+    INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
+
+log = logging.getLogger("rocketgate.cluster")
+
+CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, TRANSACTION_ABORTABLE = 51, 15, 120
+MARKER_DEADLINE_S = 10.0  # an end not delivered to every leader by then: COORDINATOR_NOT_AVAILABLE, retried
+MARKER_RETRY_S = 0.5
+ETCD_TIMEOUT_S = 5.0
+
+
+class NotCompleted(ClusterUnavailable):
+    """The end is decided (in etcd) but not yet delivered everywhere; a retry completes it."""
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclasses.dataclass
+class Verified:
+    """What a partition leader knows of a transactional producer whose batches it takes."""
+    txn_id: str
+    pid: int
+    epoch: int
+    timeout_ms: int
+    partitions: set = dataclasses.field(default_factory=set)
+
+
+class ClusterTxns:
+    """The coordinator side (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
+    EndTxn over etcd) and the partition-leader side (verified producers, their halves, markers)."""
+
+    def __init__(self, app, node) -> None:
+        self.app = app
+        self.node = node
+        self.coordination = node.coordination
+        self.transport = MarkerTransport(*outgoing(app.config))
+        self.verified: dict[int, Verified] = {}  # producer id -> its current transaction here
+        self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
+        self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
+        self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
+
+    async def _read(self, txn_id: str) -> tuple[dict | None, int]:
+        try:
+            with trio.fail_after(ETCD_TIMEOUT_S):
+                return await self.coordination.read_txn(txn_id)
+        except (EtcdError, trio.TooSlowError) as exc:
+            raise ClusterUnavailable(f"etcd: {exc}") from None
+
+    async def _update(self, txn_id: str, change):
+        """Run `change(state or None) -> (new state or None: no write, result)` until its
+        compare-and-swap lands; the result."""
+        try:
+            with trio.fail_after(ETCD_TIMEOUT_S):
+                while True:
+                    state, revision = await self.coordination.read_txn(txn_id)
+                    new, result = change(dict(state) if state else None)
+                    if new is None or await self.coordination.swap_txn(txn_id, revision, new):
+                        return result
+        except (EtcdError, trio.TooSlowError) as exc:
+            raise ClusterUnavailable(f"etcd: {exc}") from None
+
+    async def _settled(self, txn_id: str) -> dict | None:
+        """The state once no end is half done (a Prepare state is completed first) and a transaction
+        past its timeout is aborted (with the epoch bumped: its producer is fenced)."""
+        while True:
+            state, _ = await self._read(txn_id)
+            if state is None:
+                return None
+            if state["state"].startswith("Prepare"):
+                await self.complete(txn_id, state)
+            elif state["state"] == "Ongoing" and _now() - state["started"] > state["timeout"]:
+                await self.abort(txn_id, fence=True)
+            else:
+                return state
+
+    def _fresh_id(self, state: dict | None, limit: int) -> int | None:
+        """A new producer id when the id is new or its epoch is at `limit` (else None: ids are not
+        spent on requests that keep theirs). The caller has reserved ids (`reserve_producer_ids`)."""
+        return self.app.kafka.producers.allocate() if state is None or state["epoch"] >= limit else None
+
+    @staticmethod
+    def _check(state: dict | None, pid: int, epoch: int) -> int:
+        if state is None:
+            return UNKNOWN_PRODUCER_ID
+        if state["pid"] != pid or state["epoch"] != epoch:
+            return INVALID_PRODUCER_EPOCH
+        return NONE_ERR
+
+    @staticmethod
+    def _begin(state: dict) -> None:
+        if state["state"] != "Ongoing":
+            state.update(state="Ongoing", started=_now(), partitions=[], offsets=[], epochs={})
+
+    def _leader_at(self, tp) -> list:
+        a = self.node.assignment(*tp)
+        return [-1, -1] if a is None else [a.leader, a.epoch]
+
+    def _moved(self, state: dict) -> list:
+        """Partitions whose leader changed since they joined (their halves were the old leader's)."""
+        epochs = state.get("epochs") or {}
+        return [tp for tp in state["partitions"] if epochs.get(_key(tp)) != self._leader_at(tp)]
+
+    async def states(self, txn_ids=None) -> dict[str, dict]:
+        """DescribeTransactions / ListTransactions: the ids' states in etcd (None: all)."""
+        try:
+            with trio.fail_after(ETCD_TIMEOUT_S):
+                return await self.coordination.txn_states(txn_ids)
+        except (EtcdError, trio.TooSlowError) as exc:
+            raise ClusterUnavailable(f"etcd: {exc}") from None
+
+    # ------------------------------------------------------------ coordinator requests
+    async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
+        """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
+        or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360."""
+        await self.app.ownership.reserve_producer_ids()
+        state = await self._settled(txn_id)
+        verdict = None if state is None else reinit_verdict(expected, state["pid"], state["epoch"], state.get("last"))
+        if verdict == PRODUCER_FENCED:
+            return PRODUCER_FENCED, -1, -1
+        if verdict == RETRIED:
+            return NONE_ERR, state["pid"], state["epoch"]
+        if state is not None and state["state"] == "Ongoing":
+            await self.abort(txn_id, fence=True)
+        fresh = self._fresh_id(state, MAX_EPOCH - 3)  # (the abort above may have bumped it twice)
+
+        def change(s):
+            if s is not None and s["state"] not in ("Empty", "CompleteCommit", "CompleteAbort"):
+                raise NotCompleted(f"{txn_id} changed meanwhile")
+            if s is None or s["epoch"] >= MAX_EPOCH - 1:
+                if fresh is None:
+                    raise NotCompleted(f"{txn_id} changed meanwhile")
+                pid, epoch = fresh, 0
+            else:
+                pid, epoch = s["pid"], s["epoch"] + 1
+            new = {"pid": pid, "epoch": epoch, "timeout": timeout_ms, "state": "Empty", "started": None,
+                   "partitions": [], "offsets": [], "previous": None, "marker": None,
+                   "last": None if s is None else [s["pid"], s["epoch"]]}
+            return new, (NONE_ERR, pid, epoch)
+        return await self._update(txn_id, change)
+
+    async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool) -> dict:
+        """AddPartitionsToTxn (or a partition leader's check of a batch): tp -> error code."""
+        await self._settled(txn_id)
+
+        def change(s):
+            code = self._check(s, pid, epoch)
+            if code != NONE_ERR:
+                return None, dict.fromkeys(asked, code)
+            if s["state"].startswith("Prepare"):
+                return None, dict.fromkeys(asked, CONCURRENT_TRANSACTIONS)
+            have = {tuple(tp) for tp in s["partitions"]} if s["state"] == "Ongoing" else set()
+            if verify_only:
+                return None, {tp: NONE_ERR if tp in have else TRANSACTION_ABORTABLE for tp in asked}
+            if set(asked) <= have:
+                return None, dict.fromkeys(asked, NONE_ERR)
+            self._begin(s)
+            s["partitions"] = sorted(have | set(asked))
+            # each partition's [leader, epoch] when it joined: its halves are that leader's (`_moved`, `_deliver`)
+            s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_at(tp) for tp in set(asked) - have}}
+            return s, dict.fromkeys(asked, NONE_ERR)
+        return await self._update(txn_id, change)
+
+    async def add_offsets(self, txn_id: str, pid: int, epoch: int, offsets: list | None) -> int:
+        """AddOffsetsToTxn (offsets None) and TxnOffsetCommit (offsets to commit with the transaction)."""
+        await self._settled(txn_id)
+
+        def change(s):
+            code = self._check(s, pid, epoch)
+            if code != NONE_ERR:
+                return None, code
+            if s["state"].startswith("Prepare"):
+                return None, CONCURRENT_TRANSACTIONS
+            self._begin(s)
+            s["offsets"] = s["offsets"] + [list(o) for o in offsets or ()]
+            return s, NONE_ERR
+        return await self._update(txn_id, change)
+
+    async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool) -> tuple[int, int, int]:
+        """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed."""
+        outcome = "Commit" if commit else "Abort"
+        await self.app.ownership.reserve_producer_ids()
+        state = await self._settled(txn_id)
+        if state is not None and tuple(state.get("previous") or ()) == (pid, epoch) and tv2:
+            if state["state"] == "Complete" + outcome:  # a retried v2 end whose answer was lost
+                return NONE_ERR, state["pid"], state["epoch"]
+        if commit and state is not None and state["state"] == "Ongoing" and self._check(state, pid, epoch) == NONE_ERR \
+                and self._moved(state):  # aborted instead, and the client told so: nothing committed is lost
+            code, pid, epoch = await self.end(txn_id, pid, epoch, False, tv2)
+            return (TRANSACTION_ABORTABLE if tv2 else INVALID_TXN_STATE) if code == NONE_ERR else code, pid, epoch
+        fresh = self._fresh_id(state, MAX_EPOCH - 1) if tv2 else None
+
+        def change(s):
+            code = self._check(s, pid, epoch)
+            if code != NONE_ERR:
+                return None, (code, pid, epoch)
+            if tv2 and epoch >= MAX_EPOCH - 1 and fresh is None:
+                raise NotCompleted(f"{txn_id} changed meanwhile")
+            if not tv2 and s["state"] == "Complete" + outcome:  # v1: a retried end
+                return None, (NONE_ERR, pid, epoch)
+            if s["state"] != "Ongoing":
+                s.update(partitions=[], offsets=[])
+            s.update(state="Prepare" + outcome, marker=[pid, epoch], offsets=s["offsets"] if commit else [])
+            if tv2:  # every end bumps the epoch: a late write or retry of this transaction is fenced
+                s["previous"] = [pid, epoch]
+                s["pid"], s["epoch"] = (fresh, 0) if epoch >= MAX_EPOCH - 1 else (pid, epoch + 1)
+            return s, (NONE_ERR, s["pid"], s["epoch"])
+        result = await self._update(txn_id, change)
+        if result[0] == NONE_ERR:
+            state, _ = await self._read(txn_id)
+            if state["state"].startswith("Prepare"):
+                await self.complete(txn_id, state)
+        return result
+
+    async def abort(self, txn_id: str, fence: bool) -> None:
+        """Abort the transaction in progress (timed out, or a new InitProducerId), bumping the epoch."""
+        def change(s):
+            if s is None or s["state"] != "Ongoing":
+                return None, None
+            marker = [s["pid"], s["epoch"]]
+            if fence:
+                s["epoch"] += 1
+            s.update(state="PrepareAbort", marker=marker, offsets=[])
+            return s, None
+        await self._update(txn_id, change)
+        state, _ = await self._read(txn_id)
+        if state is not None and state["state"] == "PrepareAbort":
+            await self.complete(txn_id, state)
+
+    async def complete(self, txn_id: str, state: dict) -> None:
+        """Deliver a decided end to every partition's leader, commit its offsets, then Complete."""
+        commit = state["state"] == "PrepareCommit"
+        pid, epoch = state["marker"]
+        await self._deliver(txn_id, pid, epoch, commit, [tuple(tp) for tp in state["partitions"]],
+                            state.get("epochs") or {})
+        for group, topic, partition, offset, metadata in state["offsets"] if commit else ():
+            self.app.offsets.commit(group, topic, partition, offset, metadata)
+        if commit and state["offsets"]:
+            self.app.offsets.persist()
+            await self.app.offsets.wait_durable()
+            if not await self.app.offsets.wait_mirrored():
+                raise NotCompleted("offsets not in etcd")
+        done = "Complete" + ("Commit" if commit else "Abort")
+
+        def change(s):
+            if s is None or s["state"] != state["state"] or s.get("marker") != state["marker"]:
+                return None, None
+            s.update(state=done, partitions=[], offsets=[])  # `started`: the last start (DescribeTransactions)
+            return s, None
+        await self._update(txn_id, change)
+
+    async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
+        """The gateway holding each partition's halves (its leader when it joined) ends them; one that
+        no longer leads it forwards a commit to the leader as a due message. Retried until
+        MARKER_DEADLINE_S (the holder down: Kafka's markers wait for an offline partition too)."""
+        left = set(partitions)
+        with trio.move_on_after(MARKER_DEADLINE_S):
+            while left:
+                by_leader: dict[int, list] = {}
+                for tp in left:  # (-1: deleted meanwhile, nothing to end)
+                    held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
+                    by_leader.setdefault(-1 if leader < 0 else held[0] if held[0] >= 0 else leader, []).append(tp)
+                for leader, tps in by_leader.items():
+                    if leader == -1 or await self._deliver_to(leader, txn_id, pid, epoch, commit, tps):
+                        left -= set(tps)
+                if left:
+                    await trio.sleep(MARKER_RETRY_S)
+        if left:
+            raise NotCompleted(f"no leader took the end of {txn_id} for {sorted(left)}")
+
+    async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
+        if leader == self.node.node_id:
+            await self.markers(txn_id, pid, epoch, commit, tps)
+            return True
+        member = self.node.view.members.get(leader)
+        if member is None:
+            return False
+        body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
+                           "partitions": [list(tp) for tp in tps]}).encode()
+        try:
+            resp = await self.transport.call(member.remoting_addr,
+                                             RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
+            log.info("cluster: transaction markers to node %d failed: %s", leader, exc)
+            return False
+        return resp.code == ResponseCode.SUCCESS
+
+    # ------------------------------------------------------------ partition leader side
+    async def verify(self, txn_id: str | None, topic: str, partition: int, data, implicit_add: bool) -> int:
+        """Before a Produce's write turn: the transactional batches' producer may write to this
+        partition (added by now; Produce v12+ adds it). NONE, or the partition's error."""
+        try:
+            batches = [b for b in parse_batches(data or b"") if b.attributes & TRANSACTIONAL]
+        except DecodeError:
+            return NONE_ERR  # answered by the produce itself
+        tp = (topic, partition)
+        for b in batches:
+            code = await self._verify_batch(txn_id, b.producer_id, b.producer_epoch, tp, implicit_add)
+            if code != NONE_ERR:
+                return code
+        return NONE_ERR
+
+    async def _verify_batch(self, txn_id: str | None, pid: int, epoch: int, tp: tuple, implicit_add: bool) -> int:
+        while True:
+            known = self.verified.get(pid)
+            if known is not None and known.epoch == epoch and tp in known.partitions:
+                return NONE_ERR
+            if not txn_id:
+                return UNKNOWN_PRODUCER_ID
+            markers_seen = self._markers_seen.get(pid, 0)
+            try:
+                code = (await self.add_partitions(txn_id, pid, epoch, [tp], verify_only=not implicit_add))[tp]
+                state, _ = await self._read(txn_id)
+            except ClusterUnavailable:
+                return COORDINATOR_NOT_AVAILABLE
+            if self._markers_seen.get(pid, 0) != markers_seen:
+                continue  # an end reached this leader meanwhile: what was checked may be over, check again
+            if code == TRANSACTION_ABORTABLE:
+                code = INVALID_TXN_STATE
+            if code != NONE_ERR or state is None:
+                return code or UNKNOWN_PRODUCER_ID
+            known = self.verified.get(pid)
+            if known is None or known.epoch != epoch or known.txn_id != txn_id:
+                known = self.verified[pid] = Verified(txn_id, pid, epoch, state["timeout"])
+            known.partitions.add(tp)
+            return NONE_ERR
+
+    def for_batch(self, pid: int, epoch: int, _now_ms: int, partition: tuple, _implicit: bool):
+        """(error, verified) for a batch checked by `verify` (the write turn's synchronous check)."""
+        known = self.verified.get(pid)
+        if known is None or known.epoch != epoch or partition not in known.partitions:
+            return INVALID_TXN_STATE, None
+        return NONE_ERR, known
+
+    def stored(self, known: Verified, partition: tuple, offsets) -> None:
+        self.halves.setdefault(known.pid, []).extend((*partition, o, known.epoch) for o in offsets)
+
+    async def markers(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions) -> None:
+        """End this leader's halves of producer `pid` on `partitions`: those of `epoch` as decided, any
+        older one left over (a write of a fenced instance) rolled back; durable and in the in-sync
+        replicas."""
+        wanted = {tuple(tp) for tp in partitions}
+        self._markers_seen[pid] = self._markers_seen.get(pid, 0) + 1
+        self._recover(txn_id, pid)
+        known = self.verified.get(pid)
+        if known is not None and known.epoch <= epoch:
+            known.partitions -= wanted
+        mine = [h for h in self.halves.get(pid, ()) if (h[0], h[1]) in wanted and h[3] <= epoch]
+        self.halves[pid] = [h for h in self.halves.get(pid, ()) if h not in mine]
+        ends = []
+        for _topic, _partition, offset, half_epoch in mine:
+            _result, r = await self.app.transactions.end_in_turn(self.app.flow, offset, commit and half_epoch == epoch)
+            if r is not None:
+                ends.append(r)
+        if ends:
+            await self.app.durable(max(r.end_offset for r in ends))
+        for topic, partition in {(h[0], h[1]) for h in mine}:  # (a queue led elsewhere got them forwarded)
+            if self.node.owns(topic, partition) and self.app.replication.replicates(topic, partition):
+                await self.app.replicated(topic, partition, self.app.store.max_offset(topic, partition))
+
+    def _recover(self, txn_id: str, pid: int) -> None:
+        """Once per (transactional id, producer) in this process: its undecided halves from the half
+        topic, which a restart took out of memory (a decided end may reach this leader after one)."""
+        if (txn_id, pid) in self._recovered:
+            return
+        self._recovered.add((txn_id, pid))
+        tr, held = self.app.transactions, {h[2] for h in self.halves.get(pid, ())}
+        for off in range(tr.cursor, self.app.store.max_offset(HALF_TOPIC, 0)):
+            half = None if off in held or tr.outcome(off) is not None else tr.half(off)
+            if half is None or half.queue_offset != off or half.properties.get(PROPERTY_PRODUCER_GROUP) != txn_id:
+                continue
+            fields = _producer(half)
+            try:
+                real = (half.properties[PROPERTY_REAL_TOPIC], int(half.properties[PROPERTY_REAL_QID]))
+            except (KeyError, ValueError):
+                continue
+            if fields is not None and fields[0] == pid:
+                self.halves.setdefault(pid, []).append((*real, off, fields[1]))
+
+    async def check(self, producer_group: str, half, _body: bytes) -> bool:
+        """Transaction checker for halves past their transaction's timeout: a transaction still
+        Ongoing is aborted through etcd (its producer fenced); a half whose transaction is over (or
+        unknown to this process) is rolled back; one whose end is decided waits for its marker.
+        False for groups that are not Kafka transactional ids."""
+        try:
+            state, _ = await self._read(producer_group)
+        except ClusterUnavailable:
+            return True  # asked again at the next round
+        if state is None:
+            return False
+        fields = _producer(half)
+        if fields is None:
+            return False
+        if state["state"].startswith("Prepare") and list(state["marker"]) == list(fields):
+            return True  # decided: its leader's marker is on its way
+        if state["state"] == "Ongoing" and (state["pid"], state["epoch"]) == fields:
+            await self.abort(producer_group, fence=True)
+            return True
+        for pid, hs in self.halves.items():
+            self.halves[pid] = [h for h in hs if h[2] != half.queue_offset]
+        await self.app.transactions.end_in_turn(self.app.flow, half.queue_offset, False, producer_group=producer_group)
+        return True
+
+
+def _key(tp) -> str:  # a partition as a JSON object key
+    return f"{tp[0]}/{tp[1]}"
+
+
+def _producer(half) -> tuple[int, int] | None:
+    """(producer id, epoch) of a Kafka half (its body is the record batch), None for another half."""
+    body = half.body
+    if not half.sys_flag & INNER_BATCH_FLAG or len(body) < HEADER_SIZE:
+        return None
+    pid, epoch, _seq, _count = PRODUCER_FIELDS.unpack_from(body, PRODUCER_ID_AT)
+    return pid, epoch

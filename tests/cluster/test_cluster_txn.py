@@ -1,0 +1,148 @@
+"""Kafka transactions across a 3-gateway cluster (docs/cluster.md, "Kafka transactions"): the
+transactional id's coordinator is one gateway and the topic's two partitions are led by the two
+others. librdkafka's transactional producer (transactions v1) produces to both partitions, commits
+offsets with sendOffsetsToTransaction, commits one transaction and aborts the next; a read_committed
+consumer sees exactly the committed records and the group's offsets are the committed ones. Before
+the transaction state moved to etcd the partition leaders did not know the producer
+(UNKNOWN_PRODUCER_ID). Run against a 3-node KRaft Kafka 4.3.1 first (the same client calls)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cluster.model import coordinator_of, place
+from clusters import NODES, require_etcd, start_cluster
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kafka"))  # the Java check of tests/kafka
+from kafka_java import KAFKA_JARS, compile_against_kafka  # noqa: E402
+from kafka_raw import RawClient  # noqa: E402
+from test_transactions_v2 import CHECK, EXPECTED  # noqa: E402
+
+from codec.kafka import records  # noqa: E402
+
+TOPIC = "txn-spread"
+GROUP = "txn-spread-g"
+
+
+def spread_topic(cluster, topic: str, prefix: str) -> tuple[str, str]:
+    """(bootstrap, transactional id) after making `topic` with two partitions led by two gateways and
+    picking an id that the third one coordinates."""
+    bootstrap = ",".join(g.kafka_bootstrap for g in cluster.gateways.values())
+    leaders = {a.leader for a in place(topic, 2, list(NODES), 1)}
+    assert len(leaders) == 2
+    tid = next(f"{prefix}-{i}" for i in range(1000) if coordinator_of(f"{prefix}-{i}", list(NODES)) not in leaders)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(10)
+    return bootstrap, tid
+
+
+def _read_committed(bootstrap: str, expect: int, topic: str = TOPIC) -> list[str]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-reader", "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(2)])
+    got, deadline = [], time.monotonic() + 30
+    while time.monotonic() < deadline and len(got) < expect:
+        m = c.poll(0.3)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+    end = time.monotonic() + 2  # nothing more arrives (an aborted record would)
+    while time.monotonic() < end:
+        m = c.poll(0.3)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+    c.close()
+    return got
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    require_etcd()
+    started = start_cluster(tmp_path_factory.mktemp("txn-cluster"), NODES)
+    yield started
+    started.stop()
+
+
+def test_java_transactions_v2_across_gateways(cluster, tmp_path):
+    """kafka-clients 4.3.1 (transactions v2: Produce v12 adds the partition, EndTxn v5 bumps the epoch):
+    commit, abort, offsets, a zombie fenced, read_committed, with the partition led by one gateway and
+    the transactional id coordinated by another; the facts Kafka 4.3.1 gives (test_transactions_v2.py)."""
+    topic = "txn-v2-cluster"
+    leader = place(topic, 1, list(NODES), 1)[0].leader
+    tid = next(f"tid-v2-{i}" for i in range(1000) if coordinator_of(f"tid-v2-{i}", list(NODES)) != leader)
+    classes = compile_against_kafka(CHECK, str(tmp_path))
+    bootstrap = ",".join(g.kafka_bootstrap for g in cluster.gateways.values())
+    run = subprocess.run([shutil.which("java"), "-cp", os.pathsep.join([classes, os.path.join(KAFKA_JARS, "*")]),
+                          "compat.TxnCheck", bootstrap, topic, tid, "group-v2-cluster"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    facts = dict(line.split("=", 1) for line in run.stdout.splitlines() if line.split("=", 1)[0] in EXPECTED)
+    assert facts == EXPECTED
+
+
+def test_a_transaction_across_three_gateways(cluster):
+    bootstrap, tid = spread_topic(cluster, TOPIC, "txn")
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(TOPIC, f"c-{i}".encode(), partition=i % 2)
+    producer.send_offsets_to_transaction([TopicPartition(TOPIC, 0, 7), TopicPartition(TOPIC, 1, 9)],
+                                         Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
+                                         .consumer_group_metadata(), 20)
+    producer.commit_transaction(20)
+    producer.begin_transaction()
+    for i in range(6):
+        producer.produce(TOPIC, f"a-{i}".encode(), partition=i % 2)
+    producer.flush(20)
+    producer.abort_transaction(20)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"c-last", partition=1)
+    producer.commit_transaction(20)
+    got = _read_committed(bootstrap, 11)
+    assert sorted(got) == sorted([f"c-{i}" for i in range(10)] + ["c-last"])
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
+    committed = c.committed([TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)], timeout=10)
+    c.close()
+    assert [tp.offset for tp in committed] == [7, 9]
+
+
+def test_transactions_v2_requests_across_gateways(cluster):
+    """The TV2 requests themselves, each to the gateway a client sends it to: InitProducerId and EndTxn
+    v5 at the coordinator, Produce v12 (adding its partition) at each partition's leader; the end's
+    epoch bump fences a late write of the ended transaction at the leaders."""
+    topic = "txn-raw"
+    _bootstrap, tid = spread_topic(cluster, topic, "raw")
+    leaders = [a.leader for a in place(topic, 2, list(NODES), 1)]
+    gateways = {n: RawClient(g.kafka_bootstrap, timeout=30) for n, g in cluster.gateways.items()}
+    coordinator = gateways[coordinator_of(tid, list(NODES))]
+    init = coordinator.call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
+                                    "producer_id": -1, "producer_epoch": -1})
+    pid, epoch = init["producer_id"], init["producer_epoch"]
+
+    def produce(partition: int, value: bytes, e: int, seq: int) -> int:
+        batch = records.build_batch([(0, None, value, [])], producer_id=pid, producer_epoch=e, base_sequence=seq,
+                                    transactional=True)
+        body = {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+        answer = gateways[leaders[partition]].call(0, 12, body)
+        return answer["responses"][0]["partition_responses"][0]["error_code"]
+    assert [produce(p, f"v2-{p}".encode(), epoch, 0) for p in (0, 1)] == [0, 0]
+    end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                   "committed": True})
+    assert (end["error_code"], end["producer_id"], end["producer_epoch"]) == (0, pid, epoch + 1)
+    assert produce(0, b"late", epoch, 1) in (47, 90)  # before: UNKNOWN_PRODUCER_ID (59) for every batch
+    assert sorted(_read_committed(_bootstrap, 2, topic)) == ["v2-0", "v2-1"]
+    for asked in range(2):  # KIP-360 re-init with the id and epoch the end gave, then its retry: one bump
+        reinit = gateways[leaders[0]].call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
+                                                   "producer_id": pid, "producer_epoch": epoch + 1})
+        assert (reinit["error_code"], reinit["producer_id"], reinit["producer_epoch"]) == (0, pid, epoch + 2), asked
+    for client in gateways.values():
+        client.close()
