@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from compat.jvm import MQADMIN, run_admin_batch, run_tool
 from grpc_sdk import GATEWAY_ARGS, GrpcGateway
@@ -67,14 +68,15 @@ def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_a
 def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str], fifo_groups=(),
                    before=None):
     """Run compat.RocketLite's `scenarios` against a fresh target; their results by name (and what
-    `before(target)`, run first, returned, under "before")."""
+    `before(target)`, run meanwhile on groups of its own, returned, under "before")."""
     from compat.jvm import ScenarioRun
     target = start(workdir, topics, lite_groups, fifo_groups=fifo_groups)
     try:
-        found = before(target) if before is not None else None
-        run = ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
-                          os.path.join(workdir, "logs"))
-        run.results["before"] = {"ok": True, "found": found}
+        with ThreadPoolExecutor(1) as pool:
+            found = pool.submit(before or (lambda _: None), target)
+            run = ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
+                              os.path.join(workdir, "logs"))
+            run.results["before"] = {"ok": True, "found": found.result()}
         return run
     finally:
         target.stop()
