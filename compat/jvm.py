@@ -62,6 +62,24 @@ def run_tool(module: str, main: str, args: list[str], log_dir: str, input: str |
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
+def run_admin_batch(phases: list[list[list[str]]], log_dir: str, timeout: float = 120) -> list[dict]:
+    """mqadmin commands (each its argument list) in one JVM (compat.AdminBatch): the commands of a
+    phase at the same time, phases one after the other. Each mqadmin JVM spends seconds in its
+    client's shutdown; this pays that once a phase. One {"ok", "output"} per command, in order."""
+    lines = "\n\n".join("\n".join("\t".join(argv) for argv in phase) for phase in phases if phase)
+    r = run_tool("rocketmqtools", "compat.AdminBatch", [], log_dir, input=lines + "\n", timeout=timeout)
+    found = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            doc = json.loads(line)
+            found[doc["index"]] = doc
+    count = sum(len(phase) for phase in phases)
+    if r.returncode != 0 or len(found) != count:
+        raise CompatError(f"compat.AdminBatch ran {len(found)} of {count} commands (exit {r.returncode}):\n"
+                          f"{r.stderr[-3000:]}")
+    return [found[i] for i in range(count)]
+
+
 class ScenarioRun:
     """One JVM running several scenarios of KafkaCompat/RocketCompat; results keyed by scenario name.
 

@@ -21,6 +21,8 @@ class GatewayConfig:
     kafka_port: int = 9092
     remoting_port: int = 9876
     grpc_port: int | None = None  # RocketMQ 5 gRPC (gateway.grpc); off when None
+    # push consumers' long poll, told in Settings (the proxy's grpcClientConsumerMaxLongPollingTimeoutMillis)
+    grpc_long_polling_ms: int = 30_000
     http_port: int | None = None  # /metrics, /healthz, /readyz, /api (gateway.ops); off when None
     console_sample_ms: int = 5000  # the console's history: one sample of rates, sizes and lag this often (1 h kept)
     schema_registry_port: int | None = None  # Confluent's registry REST API (gateway.schema_registry); off: None
@@ -224,6 +226,9 @@ def build_parser() -> _Parser:
                    help="RocketMQ's remoting protocol's port (name server and broker in one)")
     p.add_argument("--grpc-port", type=_port, default=None,
                    help="serve RocketMQ 5's gRPC protocol (rocketmq-clients SDKs) on this port (off by default)")
+    p.add_argument("--grpc-long-polling-ms", type=_int_between(1000, 30_000, "milliseconds (1000-30000)"),
+                   default=d.grpc_long_polling_ms,
+                   help="how long a gRPC push consumer's receive waits for messages (told in its Settings)")
     p.add_argument("--http-port", type=_port, default=None,
                    help="serve /metrics, /healthz, /readyz and the admin API on this port (off by default)")
     p.add_argument("--console-sample-ms", type=_int_between(100, 3_600_000, "milliseconds (100-3600000)"),

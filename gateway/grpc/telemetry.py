@@ -22,7 +22,6 @@ log = logging.getLogger("rocketgate.grpc")
 
 SETTINGS_WAIT = 30.0
 RECEIVE_BATCH = 32
-LONG_POLLING_S = 30
 CONSUMER_MAX_ATTEMPTS = 17  # first delivery + 16 retries, then the DLQ (RocketMQ's default)
 
 
@@ -58,7 +57,7 @@ def applied_settings(app, client, endpoints):
         sub = out.subscription
         sub.receive_batch_size = sub.receive_batch_size or RECEIVE_BATCH
         if not sub.HasField("long_polling_timeout"):
-            sub.long_polling_timeout.FromSeconds(LONG_POLLING_S)
+            sub.long_polling_timeout.FromMilliseconds(app.config.grpc_long_polling_ms)
         if client.client_type == d.ClientType.LITE_PUSH_CONSUMER:  # as the 5.5 proxy: the group's quota
             sub.lite_subscription_quota = app.subscription_groups.quota(sub.group.name)
             sub.max_lite_topic_size = lite.MAX_LITE_TOPIC_SIZE

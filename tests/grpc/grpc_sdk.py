@@ -7,8 +7,10 @@ import time
 
 from gateway_process import GatewayProcess, free_port, wait_port
 
-# A quick transaction check-back for the checker tests, but after a receive's long poll ends.
-GATEWAY_ARGS = ["--transaction-timeout-ms", "8000", "--transaction-check-interval-ms", "1000"]
+# A quick transaction check-back for the checker tests, but after a receive's long poll ends; push
+# consumers long-poll 2 s (the SDKs' close() waits for the receive in flight: 30 s by default).
+GATEWAY_ARGS = ["--transaction-timeout-ms", "8000", "--transaction-check-interval-ms", "1000",
+                "--grpc-long-polling-ms", "2000"]
 
 
 class GrpcGateway(GatewayProcess):

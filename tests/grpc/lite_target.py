@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from compat.jvm import MQADMIN, run_tool
+from compat.jvm import MQADMIN, run_admin_batch, run_tool
 from grpc_sdk import GATEWAY_ARGS, GrpcGateway
 
 LITE_BROKER_CONF = {"enableLmq": "true", "enableMultiDispatch": "true"}
@@ -28,9 +29,11 @@ class _Reference:
         self.cluster.stop()
 
 
-def _mqadmin(namesrv: str, args: list[str], logs: str) -> None:
-    r = run_tool("rocketmqtools", MQADMIN, [args[0], "-n", namesrv, "-c", "DefaultCluster", *args[1:]], logs)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+def _create(namesrv: str, phases: list[list[list[str]]], logs: str) -> None:
+    """mqadmin commands (name and arguments after -n/-c) in one JVM, phase by phase; each must succeed."""
+    with_target = [[[argv[0], "-n", namesrv, "-c", "DefaultCluster", *argv[1:]] for argv in phase] for phase in phases]
+    for argv, r in zip([a for phase in with_target for a in phase], run_admin_batch(with_target, logs)):
+        assert r["ok"] and "success" in r["output"], (argv, r["output"][-2000:])
 
 
 def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_args=(), fifo_groups=()):
@@ -44,14 +47,11 @@ def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_a
         target = GrpcGateway(os.path.join(workdir, "data"), [*GATEWAY_ARGS, *gateway_args]).start()
     try:
         logs = os.path.join(workdir, "mqadmin")
-        for topic, kind in topics.items():
-            _mqadmin(target.namesrv, ["updateTopic", "-t", topic, "-r", "4", "-w", "4",
-                                      "-a", f"+message.type={kind}"], logs)
-        for group, parent in (lite_groups or {}).items():  # a parent topic, or the group's attributes
-            attributes = parent if "=" in parent else f"+lite.bind.topic={parent}"
-            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "--attributes", attributes], logs)
-        for group in fifo_groups:
-            _mqadmin(target.namesrv, ["updateSubGroup", "-g", group, "-o", "true"], logs)
+        groups = [["updateSubGroup", "-g", group, "--attributes", parent if "=" in parent else f"+lite.bind.topic={parent}"]
+                  for group, parent in (lite_groups or {}).items()]  # a parent topic, or the group's attributes
+        groups += [["updateSubGroup", "-g", group, "-o", "true"] for group in fifo_groups]
+        _create(target.namesrv, [[["updateTopic", "-t", topic, "-r", "4", "-w", "4", "-a", f"+message.type={kind}"]
+                                  for topic, kind in topics.items()], groups], logs)
         if reference:  # the broker registers the new topics with the name server a little later
             for topic in topics:
                 deadline = time.monotonic() + 120
@@ -68,14 +68,15 @@ def start(workdir: str, topics: dict, lite_groups: dict | None = None, gateway_a
 def java_scenarios(workdir: str, topics: dict, lite_groups: dict, prefix: str, scenarios: list[str], fifo_groups=(),
                    before=None):
     """Run compat.RocketLite's `scenarios` against a fresh target; their results by name (and what
-    `before(target)`, run first, returned, under "before")."""
+    `before(target)`, run meanwhile on groups of its own, returned, under "before")."""
     from compat.jvm import ScenarioRun
     target = start(workdir, topics, lite_groups, fifo_groups=fifo_groups)
     try:
-        found = before(target) if before is not None else None
-        run = ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
-                          os.path.join(workdir, "logs"))
-        run.results["before"] = {"ok": True, "found": found}
+        with ThreadPoolExecutor(1) as pool:
+            found = pool.submit(before or (lambda _: None), target)
+            run = ScenarioRun("rocketmqgrpc", "compat.RocketLite", [target.endpoints, prefix, *scenarios],
+                              os.path.join(workdir, "logs"))
+            run.results["before"] = {"ok": True, "found": found.result()}
         return run
     finally:
         target.stop()

@@ -3,6 +3,7 @@ the gateway's --grpc-port: producer (normal, FIFO, delay, recall of a delayed me
 SimpleConsumer receive / ack / change invisible duration, PushConsumer with a retry.
 The same program ran against Apache RocketMQ 5.5's proxy (bench/grpc_proxy.py, GRPC_TARGET=proxy) with these results."""
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -77,10 +78,12 @@ def test_tls_and_plaintext_on_one_port(tmp_path):
     certs = make_certs(str(tmp_path / "certs"))
     gw = GrpcGateway(str(tmp_path / "data"), ["--tls-cert", certs.server_cert, "--tls-key", certs.server_key]).start()
     try:
-        tls = ScenarioRun("rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jt", "ssl", "normal"],
-                          os.path.join(str(tmp_path), "logs"))
-        plain = ScenarioRun("rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jp", "normal"],
-                            os.path.join(str(tmp_path), "logs-plain"))
+        with ThreadPoolExecutor(2) as pool:  # both clients at once
+            tls = pool.submit(ScenarioRun, "rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jt", "ssl", "normal"],
+                              os.path.join(str(tmp_path), "logs"))
+            plain = pool.submit(ScenarioRun, "rocketmqgrpc", "compat.RocketGrpc", [gw.endpoints, "jp", "normal"],
+                                os.path.join(str(tmp_path), "logs-plain"))
+            tls, plain = tls.result(), plain.result()
     finally:
         gw.stop()
     for run in (tls, plain):

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from compat.jvm import MQADMIN, run_tool
+from compat.jvm import run_admin_batch
 from lite_target import java_scenarios
 
 pytestmark = pytest.mark.timeout(900)
@@ -26,11 +26,11 @@ def _update_sub_group(target) -> dict:
     """What mqadmin updateSubGroup says to each of BAD_ATTRIBUTES (its exception lines, without the
     broker address and the FAQ link)."""
     out = {}
-    for name, attributes in BAD_ATTRIBUTES.items():
-        r = run_tool("rocketmqtools", MQADMIN, ["updateSubGroup", "-n", target.namesrv, "-c", "DefaultCluster",
-                                                "-g", f"ga-{name}-g", "--attributes", attributes], "/tmp")
-        found = re.search(r"CODE: (\d+)\s+DESC: (.*?)(, [\w.$/]+\(\w+\.java:\d+\))?\s*$", r.stdout + r.stderr, re.M)
-        out[name] = [int(found[1]), found[2]] if found else (r.stdout + r.stderr)[-500:]
+    commands = [["updateSubGroup", "-n", target.namesrv, "-c", "DefaultCluster", "-g", f"ga-{name}-g",
+                 "--attributes", attributes] for name, attributes in BAD_ATTRIBUTES.items()]
+    for name, r in zip(BAD_ATTRIBUTES, run_admin_batch([commands], "/tmp")):
+        found = re.search(r"CODE: (\d+)\s+DESC: (.*?)(, [\w.$/]+\(\w+\.java:\d+\))?\s*$", r["output"], re.M)
+        out[name] = [int(found[1]), found[2]] if found else r["output"][-500:]
     return out
 
 

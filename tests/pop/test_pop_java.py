@@ -7,17 +7,19 @@ Expectations were checked against Apache RocketMQ 5.5.0 (same scenario, same ass
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from compat.harness import start_gateway
-from compat.jvm import JAVA_DIR, ScenarioRun
+from compat.jvm import JAVA_DIR, ScenarioRun, run_admin_batch
 from compat.tools import mqadmin
 from codec.remoting import RequestCode as RC
 from remoting.wire import Peer
 
 pytestmark = pytest.mark.timeout(600)
 N = 24
+SCENARIOS = ("ack", "nack")
 
 
 def pop_classes(tmp_path) -> str:
@@ -27,17 +29,26 @@ def pop_classes(tmp_path) -> str:
     return "rocketmq5"
 
 
-def run_scenario(module, namesrv, scenario, log_dir, create_topic) -> tuple[dict, str]:
-    """Topic with 4 queues, group in POP mode (mqadmin setConsumeMode), the Java run, then
-    `mqadmin consumerProgress`; returns (the scenario's result, the progress output)."""
-    topic, group = f"PopJava{scenario}", f"pop-java-{scenario}"
-    create_topic(topic, group)
-    r = mqadmin(["setConsumeMode", "-n", namesrv, "-c", "DefaultCluster", "-t", topic, "-g", group,
-                 "-m", "POP", "-q", "0"], log_dir)
-    assert r.returncode == 0, r.stdout + r.stderr
-    result = ScenarioRun(module, "compat.RocketPop", [namesrv, topic, group, str(N), scenario], log_dir)[scenario]
-    progress = mqadmin(["consumerProgress", "-n", namesrv, "-g", group], log_dir)
-    return result, progress.stdout + progress.stderr
+def run_scenarios(module, namesrv, log_dir, create_topic) -> dict[str, tuple[dict, str]]:
+    """Per scenario a topic with 4 queues and a group in POP mode (mqadmin setConsumeMode), the Java
+    runs (at the same time: they mostly wait), then `mqadmin consumerProgress`; returns each
+    scenario's (result, progress output). The mqadmin commands of a step run in one JVM."""
+    names = {scenario: (f"PopJava{scenario}", f"pop-java-{scenario}") for scenario in SCENARIOS}
+    for topic, group in names.values():
+        create_topic(topic, group)
+    modes = run_admin_batch([[["setConsumeMode", "-n", namesrv, "-c", "DefaultCluster", "-t", topic, "-g", group,
+                               "-m", "POP", "-q", "0"] for topic, group in names.values()]], log_dir)
+    assert all(m["ok"] for m in modes), modes
+
+    def run(scenario):
+        topic, group = names[scenario]
+        return ScenarioRun(module, "compat.RocketPop", [namesrv, topic, group, str(N), scenario],
+                           os.path.join(log_dir, scenario))[scenario]
+    with ThreadPoolExecutor(len(SCENARIOS)) as pool:
+        results = dict(zip(SCENARIOS, pool.map(run, SCENARIOS)))
+    progress = run_admin_batch([[["consumerProgress", "-n", namesrv, "-g", group] for _, group in names.values()]],
+                               log_dir)
+    return {scenario: (results[scenario], p["output"]) for scenario, p in zip(SCENARIOS, progress)}
 
 
 def check(scenario: str, result: dict, progress: str | None) -> None:
@@ -54,8 +65,9 @@ def check(scenario: str, result: dict, progress: str | None) -> None:
         assert result["min_reconsume_times"] == 1 == result["max_reconsume_times"]
 
 
-@pytest.mark.parametrize("scenario", ["ack", "nack"])
-def test_java_push_consumer_in_pop_mode(tmp_path, scenario):
+@pytest.fixture(scope="module")
+def popped(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("pop-java")
     module = pop_classes(tmp_path)
     gw = start_gateway(tmp_path)
 
@@ -63,9 +75,14 @@ def test_java_push_consumer_in_pop_mode(tmp_path, scenario):
         Peer(gw.namesrv).call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": topic, "readQueueNums": 4, "writeQueueNums": 4,
                                                            "perm": 6})
     try:
-        result, progress = run_scenario(module, gw.namesrv, scenario, str(tmp_path / "logs"), create_topic)
+        yield run_scenarios(module, gw.namesrv, str(tmp_path / "logs"), create_topic)
     finally:
         gw.stop()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_java_push_consumer_in_pop_mode(popped, scenario):
+    result, progress = popped[scenario]
     check(scenario, result, progress)
 
 
@@ -82,8 +99,8 @@ def validate_on_rocketmq() -> None:
             for args in (["updateTopic", "-t", topic, "-r", "4", "-w", "4"], ["updateSubGroup", "-g", group]):
                 r = mqadmin([args[0], "-n", broker.namesrv, "-c", "DefaultCluster", *args[1:]], str(work / "logs"))
                 assert r.returncode == 0, r.stdout + r.stderr
-        for scenario in ("ack", "nack"):
-            result, progress = run_scenario(module, broker.namesrv, scenario, str(work / "logs"), create_topic)
+        for scenario, (result, progress) in run_scenarios(module, broker.namesrv, str(work / "logs"),
+                                                          create_topic).items():
             # RocketMQ redelivers through the POP retry topic %RETRY%<group>_<topic>, which its name
             # server does not route yet, so its consumerProgress fails there; the gateway redelivers in place.
             check(scenario, result, progress if scenario == "ack" else None)

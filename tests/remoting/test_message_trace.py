@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from compat.jvm import MQADMIN, ScenarioRun, run_tool
+from compat.jvm import ScenarioRun, run_admin_batch
 from gateway_process import GatewayProcess
 
 pytestmark = pytest.mark.timeout(600)
@@ -37,10 +37,10 @@ def traced(request, tmp_path_factory):
     try:
         run = ScenarioRun(module, "compat.RocketTrace", [system.namesrv, f"tr{client[0]}", f"trace:{topic or 'default'}"],
                           str(work / "logs"))
-        r, shown = run["trace"], {}
-        for kind in ("tx", "plain"):
-            args = ["queryMsgTraceById", "-n", system.namesrv, "-i", r[kind]["msg_id"], *(["-t", topic] if topic else [])]
-            shown[kind] = run_tool("rocketmqtools", MQADMIN, args, str(work / "mqadmin")).stdout
+        r, kinds = run["trace"], ("tx", "plain")
+        queries = [["queryMsgTraceById", "-n", system.namesrv, "-i", r[kind]["msg_id"], *(["-t", topic] if topic else [])]
+                   for kind in kinds]
+        shown = {kind: q["output"] for kind, q in zip(kinds, run_admin_batch([queries], str(work / "mqadmin")))}
         yield client, r, shown
     finally:
         system.stop()
