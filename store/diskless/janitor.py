@@ -20,7 +20,7 @@ import uuid
 from store.diskless import layout
 from store.diskless.index import DisklessIndex
 from store.diskless.layout import IndexEntry
-from store.objstore.api import ObjectStoreError
+from store.objstore.api import NotFound, ObjectStoreError
 
 SEGMENT_BYTES = 8 << 20  # a compacted per-queue object holds up to this much
 
@@ -51,10 +51,7 @@ class Janitor:
             self.retain(topic, queue, ms, size, now_ms)
             if compact:
                 self.compact(topic, queue)
-        for topic, queue in queues:  # the store's entries as of now, before the objects are listed
-            self.index.refresh(topic, queue)
-        referenced = {e.wal for t, q in queues for e in self.index.entries(t, q)}
-        self.collect(referenced)
+        self.collect(self.referenced(queues))
         return self.stats
 
     def retain(self, topic: str, queue: int, ms: int, size: int, now_ms: int) -> None:
@@ -110,6 +107,20 @@ class Janitor:
             self.index.replace(topic, queue, moved)
             self.stats.entries_compacted += 1
             pos += len(part)
+
+    def referenced(self, queues: list[tuple[str, int]]) -> set[str]:
+        """The objects the store's entries name now, every entry read again: this gateway's memory of
+        an entry that another gateway's compaction rewrote still names the old object, and trusting
+        it would delete the segment the entry moved to."""
+        out = set()
+        for topic, queue in queues:
+            for info in self.index.store.list(layout.index_prefix(topic, queue)):
+                if layout.seq_of(info.key) is not None:
+                    try:
+                        out.add(IndexEntry.decode(self.index.store.get(info.key)).wal)
+                    except NotFound:  # retention deleted it meanwhile
+                        pass
+        return out
 
     def collect(self, referenced: set[str]) -> None:
         now = time.monotonic()
