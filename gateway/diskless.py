@@ -14,9 +14,11 @@ from store.diskless import topic_records
 from store.diskless.index import DisklessIndex
 from store.diskless import offsets as group_offsets
 from store.diskless.janitor import Janitor
+from store.diskless.janitor_lease import JanitorLease
 from store.objstore.api import ObjectStore, ObjectStoreError
 
 log = logging.getLogger("rocketgate")
+LEASE_MIN_TTL_S = 5.0  # a janitor silent this long (and 3 of its intervals) is replaced
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,11 +91,15 @@ async def save_offsets(app, group: str, committed: list) -> bool:
 class JanitorService:
     """Background service: every `--diskless-janitor-interval-ms` one `Janitor` pass (retention,
     compaction, garbage collection; store/diskless/janitor.py) off the loop, with the retention
-    limits of this gateway's topic configs."""
+    limits of this gateway's topic configs, on the one gateway of the bucket that holds the janitor
+    lease (store/diskless/janitor_lease.py); another takes over once it stops renewing it."""
 
     def __init__(self, app) -> None:
         self.app = app
         self.janitor = Janitor(app.diskless.index, app.config.diskless_gc_grace_ms / 1000)
+        interval_s = app.config.diskless_janitor_interval_ms / 1000
+        self.lease = JanitorLease(app.diskless.index.store, max(3 * interval_s, LEASE_MIN_TTL_S),
+                                  owner=str(app.config.node_id))
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -106,9 +112,18 @@ class JanitorService:
                 if found is not None:
                     limits[name] = found
             try:
-                await trio.to_thread.run_sync(self.janitor.run_once, limits, self.app.clock.now_ms())
+                await trio.to_thread.run_sync(self._pass, limits, self.app.clock.now_ms())
             except ObjectStoreError as exc:
                 log.warning("diskless janitor pass stopped (object store: %s); next one later", exc)
+
+    def _pass(self, limits: dict, now_ms: int) -> None:
+        if not self.lease.hold():
+            return
+        before = dataclasses.asdict(self.janitor.stats)
+        after = dataclasses.asdict(self.janitor.run_once(limits, now_ms))
+        if after != before:
+            log.info("diskless janitor (term %d): %s", self.lease.term,
+                     ", ".join(f"{k} {after[k] - before[k]}" for k in after if after[k] != before[k]))
 
 
 class TopicWatch:

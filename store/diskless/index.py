@@ -18,6 +18,27 @@ from store.diskless.layout import IndexEntry
 from store.objstore.api import NotFound, ObjectStore, ObjectStoreError, PreconditionFailed
 
 COMMIT_ATTEMPTS = 16  # lost conditional writes in a row before a commit gives up (a hot contended queue)
+SCAN_ENTRIES = 4096  # newest entries searched for an idempotent batch another gateway committed
+
+
+class AlreadyCommitted(ObjectStoreError):
+    """A writer finds its idempotent batch among entries another gateway committed: a paused old
+    leader whose batch the producer retried to the new leader. Committing it again would duplicate it."""
+
+
+def _taken_over(producers: tuple, entries: list[IndexEntry]) -> bool:
+    """Whether a committed entry holds one of `producers`' batches or a later one (same producer and
+    epoch, sequence numbers ending past this batch's first) or a newer epoch of the producer (it was
+    fenced and moved on): either way this batch was retried elsewhere and must not be committed.
+    Walks back from the newest entry to each producer's last earlier batch (SCAN_ENTRIES at most)."""
+    for pid, epoch, first, count, _at in producers:
+        for entry in reversed(entries[-SCAN_ENTRIES:]):
+            mine = [p for p in entry.producers if p[0] == pid]
+            if any(p[1] > epoch or (p[1] == epoch and first < p[2] + p[3]) for p in mine):  # it or a later one
+                return True
+            if mine:  # an earlier batch of this producer: nothing older can overlap
+                break
+    return False
 
 
 class _Queue:
@@ -243,6 +264,9 @@ class DisklessIndex:
             if not q.listed:
                 self._catch_up(topic, queue, q)
             for _ in range(COMMIT_ATTEMPTS):
+                if producers and _taken_over(producers, q.entries):  # learned now or at an earlier refresh
+                    raise AlreadyCommitted(f"diskless {topic}-{queue}: batch committed meanwhile by another "
+                                           "gateway (this one was paused or lost the lead)")
                 entry = IndexEntry(q.next_seq, q.end, count, wal, pos, len(run), max_ts, producers)
                 try:
                     self.store.put(self.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)

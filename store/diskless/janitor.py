@@ -56,10 +56,7 @@ class Janitor:
             if compact:
                 self.compact(topic, queue)
         self.purge_deleted()  # a deleted topic's entries go: its objects are no longer referenced
-        for topic, queue in queues:  # the store's entries as of now, before the objects are listed
-            self.index.refresh(topic, queue)
-        referenced = {e.wal for t, q in queues for e in self.index.entries(t, q)}
-        self.collect(referenced)
+        self.collect(self.referenced(queues))
         return self.stats
 
     def retain(self, topic: str, queue: int, ms: int, size: int, now_ms: int) -> None:
@@ -138,6 +135,20 @@ class Janitor:
             elif now - self._tombstones_empty_since.setdefault(home, now) >= self.grace_s:
                 self.index.store.delete(info.key)
                 self._tombstones_empty_since.pop(home, None)
+
+    def referenced(self, queues: list[tuple[str, int]]) -> set[str]:
+        """The objects the store's entries name now, every entry read again: this gateway's memory of
+        an entry that another gateway's compaction rewrote still names the old object, and trusting
+        it would delete the segment the entry moved to."""
+        out = set()
+        for topic, queue in queues:
+            for info in self.index.store.list(self.index.index_prefix(topic, queue)):
+                if layout.seq_of(info.key) is not None:
+                    try:
+                        out.add(IndexEntry.decode(self.index.store.get(info.key)).wal)
+                    except NotFound:  # retention deleted it meanwhile
+                        pass
+        return out
 
     def collect(self, referenced: set[str]) -> None:
         now = time.monotonic()
