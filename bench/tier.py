@@ -56,7 +56,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
+    ap.add_argument("--repeat", type=int, default=3, help="--disk-loss: runs of each scenario")
+    ap.add_argument("--cluster-records", type=int, default=10_000, help="--disk-loss: records in the cluster")
     args = ap.parse_args()
+    if args.disk_loss:
+        from bench import tier_disk_loss
+        tier_disk_loss.main(args.repeat, args.records, args.cluster_records)
+        return
     with bench_workdir("bench-tier-", "bench-tier") as (work, s3, gateways):
         common = ["--commitlog-file-size", "1m"]
         for name in ("plain", "tiered"):
@@ -85,7 +92,11 @@ def main() -> None:
         keys = s3.keys("bench-tier")
         uploaded_gb = total * len(VALUE) / 1e9
         puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
+        verdict = rounds.compare(ratios, "higher", "tiered", "plain")
         result = {"produce_mb_s": figures, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
+                  "ratio_min_max": [min(ratios), max(ratios)], "ratio_ci": [verdict.ci_low, verdict.ci_high],
+                  "ratio_ci_coverage": verdict.coverage, "verdict": verdict.verdict,
+                  "load_avg": os.getloadavg(),
                   "consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
                   "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
         print(json.dumps(result, indent=1))
