@@ -5,7 +5,9 @@ are uploaded and deleted while it runs) and one without; 1 MiB CommitLog files. 
 which one is produced to first (librdkafka, 1 KB records); the figure is the tiered / plain ratio of
 produce MB/s per round (bar: >= 0.9). Then the tiered topic is read whole from offset 0, cold (every
 segment downloaded) and again warm (read cache), and the S3 requests per GB uploaded counted from
-the bucket (one PUT per segment and one per manifest). Prints a summary, writes bench/results/tier.json.
+the bucket (one PUT per segment and one per manifest). The CPU seconds each gateway and the S3
+server spent during each produce round are recorded too (uploads of a tiered round trail into the
+next plain one). Prints a summary, writes bench/results/tier.json.
 """
 from __future__ import annotations
 
@@ -38,6 +40,13 @@ def produce(bootstrap: str, topic: str, n: int) -> float:
                 p.poll(0.01)
     assert p.flush(120) == 0
     return n * len(VALUE) / (time.monotonic() - began) / 1e6
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat): which process a round costs."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def consume(bootstrap: str, topic: str, n: int) -> float:
@@ -78,9 +87,15 @@ def main() -> None:
             admin.create_topics([NewTopic("t", 1, 1, config=configs)])["t"].result(30)
         ratios, figures = [], {"plain": [], "tiered": []}
         by_name = {"plain": plain, "tiered": tiered}
+        pids = {"plain": plain.proc.pid, "tiered": tiered.proc.pid, "s3": s3.pids()[0]}
+        cpu_s = {name: {k: [] for k in pids} for name in by_name}  # CPU seconds by process, per round
         for r in range(args.rounds):
-            got = {name: produce(by_name[name].kafka_bootstrap, "t", args.records)
-                   for name in rounds.order(r, ("plain", "tiered"))}
+            got = {}
+            for name in rounds.order(r, ("plain", "tiered")):
+                before = {k: cpu_seconds(pid) for k, pid in pids.items()}
+                got[name] = produce(by_name[name].kafka_bootstrap, "t", args.records)
+                for k, pid in pids.items():
+                    cpu_s[name][k].append(round(cpu_seconds(pid) - before[k], 2))
             for name in got:
                 figures[name].append(got[name])
             ratios.append(got["tiered"] / got["plain"])
@@ -93,7 +108,7 @@ def main() -> None:
         uploaded_gb = total * len(VALUE) / 1e9
         puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
         verdict = rounds.compare(ratios, "higher", "tiered", "plain")
-        result = {"produce_mb_s": figures, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
+        result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
                   "ratio_min_max": [min(ratios), max(ratios)], "ratio_ci": [verdict.ci_low, verdict.ci_high],
                   "ratio_ci_coverage": verdict.coverage, "verdict": verdict.verdict,
                   "load_avg": os.getloadavg(),
