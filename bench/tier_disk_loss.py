@@ -8,8 +8,9 @@ high watermark - 1; the open file was never uploaded, so that is the last tiered
 
 Cluster: three gateways on a real etcd, replication factor 3, each tiering under its own prefix
 (tests/cluster/test_cluster_tier_disk_loss.py). A follower is killed, its data dir removed, its lease
-left to expire, and it is started again empty. Timed from that start: its ConsumeQueue holding every
-record (tier restored + tail copied from the leader) and the member back in the in-sync set. Then
+left to expire and the leader to drop it from the in-sync set, and it is started again empty. Timed
+from that start: the member back in the in-sync set (Metadata) and its ConsumeQueue file holding
+every record (its size on disk, which the async flush writes: up to ~1 s later). Then
 the other two are killed and, timed from that kill, the restored member leads and serves offset 0
 and the newest record (a consumer fetches from the leader only, so this is how it serves alone).
 
@@ -147,6 +148,20 @@ def _queue_end(data_dir: str) -> int:
     return os.path.getsize(path) // UNIT_SIZE if os.path.exists(path) else 0
 
 
+def _first_times(began: float, conditions: dict, timeout: float = 120) -> dict:
+    """Seconds from `began` to each condition's first true value, all polled in one loop (so one
+    slow condition does not delay the time of another)."""
+    got: dict = {}
+    while len(got) < len(conditions):
+        if time.monotonic() - began > timeout:
+            raise TimeoutError(f"not reached in {timeout} s: {[w for w in conditions if w not in got]}")
+        for what, fn in conditions.items():
+            if what not in got and fn():
+                got[what] = time.monotonic() - began
+        time.sleep(0.02)
+    return {what: got[what] for what in conditions}
+
+
 def cluster(work: str, server, bucket: str, n: int, run: int) -> dict:
     require_etcd()
     c = start_cluster(os.path.join(work, f"cluster{run}"), NODES, ["--replica-lag-time-max-ms", "5000"],
@@ -165,13 +180,13 @@ def cluster(work: str, server, bucket: str, n: int, run: int) -> dict:
         gws[lost].kill9()
         shutil.rmtree(gws[lost].data_dir)
         wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws) - 1, 30, "its lease to expire")
+        wait_for(lambda: lost not in list(_partition(c.bootstrap).isrs), 60, "it out of the in-sync set")
         began = time.monotonic()
         gws[lost].start()
         answering = time.monotonic() - began
-        wait_for(lambda: _queue_end(gws[lost].data_dir) == n, 120, "the tail replicated")
-        caught_up = time.monotonic() - began
-        wait_for(lambda: lost in list(_partition(c.bootstrap).isrs), 60, "back in the in-sync set")
-        in_sync = time.monotonic() - began
+        caught_up, in_sync = _first_times(began, {
+            "the tail replicated": lambda: _queue_end(gws[lost].data_dir) == n,
+            "back in the in-sync set": lambda: lost in list(_partition(c.bootstrap).isrs)}).values()
         for m in gws:
             if m != lost:
                 gws[m].kill9()
