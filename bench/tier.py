@@ -5,7 +5,9 @@ are uploaded and deleted while it runs) and one without; 1 MiB CommitLog files. 
 which one is produced to first (librdkafka, 1 KB records); the figure is the tiered / plain ratio of
 produce MB/s per round (bar: >= 0.9). Then the tiered topic is read whole from offset 0, cold (every
 segment downloaded) and again warm (read cache), and the S3 requests per GB uploaded counted from
-the bucket (one PUT per segment and one per manifest). Prints a summary, writes bench/results/tier.json.
+the bucket (one PUT per segment and one per manifest). The CPU seconds each gateway and the S3
+server spent during each produce round are recorded too (uploads of a tiered round trail into the
+next plain one). Prints a summary, writes bench/results/tier.json.
 """
 from __future__ import annotations
 
@@ -40,6 +42,13 @@ def produce(bootstrap: str, topic: str, n: int) -> float:
     return n * len(VALUE) / (time.monotonic() - began) / 1e6
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat): which process a round costs."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def consume(bootstrap: str, topic: str, n: int) -> float:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, 0)])
@@ -56,7 +65,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
+    ap.add_argument("--repeat", type=int, default=3, help="--disk-loss: runs of each scenario")
+    ap.add_argument("--cluster-records", type=int, default=10_000, help="--disk-loss: records in the cluster")
     args = ap.parse_args()
+    if args.disk_loss:
+        from bench import tier_disk_loss
+        tier_disk_loss.main(args.repeat, args.records, args.cluster_records)
+        return
     with bench_workdir("bench-tier-", "bench-tier") as (work, s3, gateways):
         common = ["--commitlog-file-size", "1m"]
         for name in ("plain", "tiered"):
@@ -71,9 +87,15 @@ def main() -> None:
             admin.create_topics([NewTopic("t", 1, 1, config=configs)])["t"].result(30)
         ratios, figures = [], {"plain": [], "tiered": []}
         by_name = {"plain": plain, "tiered": tiered}
+        pids = {"plain": plain.proc.pid, "tiered": tiered.proc.pid, "s3": s3.pids()[0]}
+        cpu_s = {name: {k: [] for k in pids} for name in by_name}  # CPU seconds by process, per round
         for r in range(args.rounds):
-            got = {name: produce(by_name[name].kafka_bootstrap, "t", args.records)
-                   for name in rounds.order(r, ("plain", "tiered"))}
+            got = {}
+            for name in rounds.order(r, ("plain", "tiered")):
+                before = {k: cpu_seconds(pid) for k, pid in pids.items()}
+                got[name] = produce(by_name[name].kafka_bootstrap, "t", args.records)
+                for k, pid in pids.items():
+                    cpu_s[name][k].append(round(cpu_seconds(pid) - before[k], 2))
             for name in got:
                 figures[name].append(got[name])
             ratios.append(got["tiered"] / got["plain"])
@@ -85,7 +107,11 @@ def main() -> None:
         keys = s3.keys("bench-tier")
         uploaded_gb = total * len(VALUE) / 1e9
         puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
-        result = {"produce_mb_s": figures, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
+        verdict = rounds.compare(ratios, "higher", "tiered", "plain")
+        result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
+                  "ratio_min_max": [min(ratios), max(ratios)], "ratio_ci": [verdict.ci_low, verdict.ci_high],
+                  "ratio_ci_coverage": verdict.coverage, "verdict": verdict.verdict,
+                  "load_avg": os.getloadavg(),
                   "consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
                   "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
         print(json.dumps(result, indent=1))
