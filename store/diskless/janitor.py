@@ -11,8 +11,10 @@ Blocking: the gateway runs `Janitor.run_once` in a worker thread.
 - A deleted topic's incarnation (a `layout.DELETED` tombstone) has its index entries deleted, so
   its objects are collected as any unreferenced one.
 - Garbage collection deletes a WAL or segment object only once no entry in the store refers to it
-  and it has been seen so for `grace_s` (a WAL object PUT moments ago has no entry yet: its writer
-  gives up committing after `layout.COMMIT_DEADLINE_S`, well inside the grace)."""
+  and it has been seen so for `grace_s`. A WAL object PUT moments ago has no entry yet: one this
+  janitor never saw an entry name waits `layout.COMMIT_DEADLINE_S` too (its writer gives up
+  committing by then), whatever the grace: a short grace must not delete the bytes of an entry
+  still being committed (an acknowledged batch lost, every read of its queue failing)."""
 from __future__ import annotations
 
 import dataclasses
@@ -43,6 +45,7 @@ class Janitor:
         self.segment_bytes = segment_bytes
         self.stats = JanitorStats()
         self._unreferenced_since: dict[str, float] = {}
+        self._once_referenced: set[str] = set()  # objects an entry was seen naming (present ones)
         self._tombstones_empty_since: dict[str, float] = {}
 
     def run_once(self, limits: dict[str, tuple[int, int]], now_ms: int, compact: bool = True) -> JanitorStats:
@@ -51,6 +54,7 @@ class Janitor:
         queues = [(t, q) for t, n in self.index.topics().items() for q in range(n)]
         for topic, queue in queues:
             self.index.refresh(topic, queue)
+            self._once_referenced.update(e.wal for e in self.index.entries(topic, queue))
             ms, size = limits.get(topic, (-1, -1))
             self.retain(topic, queue, ms, size, now_ms)
             if compact:
@@ -127,6 +131,7 @@ class Janitor:
             found = 0
             for queue in range(partitions):
                 for entry in self.index.store.list(layout.index_prefix(home, queue)):
+                    self._saw_entry(entry.key)
                     self.index.store.delete(entry.key)
                     found += 1
                     self.stats.entries_deleted += 1
@@ -135,6 +140,13 @@ class Janitor:
             elif now - self._tombstones_empty_since.setdefault(home, now) >= self.grace_s:
                 self.index.store.delete(info.key)
                 self._tombstones_empty_since.pop(home, None)
+
+    def _saw_entry(self, key: str) -> None:
+        """Note the object the entry at `key` names (it is about to be deleted): no longer in flight."""
+        try:
+            self._once_referenced.add(IndexEntry.decode(self.index.store.get(key)).wal)
+        except (NotFound, ObjectStoreError):  # gone meanwhile, or unreadable: its object waits the deadline
+            pass
 
     def referenced(self, queues: list[tuple[str, int]]) -> set[str]:
         """The objects the store's entries name now, every entry read again: this gateway's memory of
@@ -157,13 +169,23 @@ class Janitor:
             for info in self.index.store.list(prefix):
                 present.add(info.key)
                 if info.key in referenced:
+                    self._once_referenced.add(info.key)
                     self._unreferenced_since.pop(info.key, None)
                     continue
                 since = self._unreferenced_since.setdefault(info.key, now)
-                if now - since >= self.grace_s:
+                if now - since >= self._grace_of(info.key):
                     self.index.store.delete(info.key)
                     self._unreferenced_since.pop(info.key, None)
+                    self._once_referenced.discard(info.key)
                     self.stats.objects_deleted += 1
         for key in list(self._unreferenced_since):
             if key not in present:
                 del self._unreferenced_since[key]
+        self._once_referenced &= present
+
+    def _grace_of(self, key: str) -> float:
+        """How long `key` must stay unreferenced before it goes: a WAL object no entry was ever seen
+        naming may be one whose entries are still being committed."""
+        if key.startswith(layout.WAL) and key not in self._once_referenced:
+            return max(self.grace_s, layout.COMMIT_DEADLINE_S)
+        return self.grace_s
