@@ -55,17 +55,25 @@ def read_committed(bootstrap: str, topic: str, partitions: int, want: int, timeo
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + os.urandom(4).hex(),
                   "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list = []
-    deadline = time.monotonic() + timeout
     try:
-        while time.monotonic() < deadline and len(got) <= want:
-            m = c.poll(0.3 if len(got) < want else 1.5)
-            if m is None:
-                if len(got) >= want:
-                    break
-                continue
-            assert m.error() is None, m.error()
-            got.append((m.partition(), m.offset(), m.value().decode()))
+        return [(m.partition(), m.offset(), m.value().decode()) for m in poll_past(c, want, timeout)]
     finally:
         c.close()
+
+
+def poll_past(consumer, want: int, timeout: float, skip_errors: bool = False) -> list:
+    """The messages `consumer` polls until `want` arrived and a little longer (to catch extra ones),
+    or `timeout` passes. An error message fails the caller's test unless `skip_errors`."""
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(got) <= want:
+        m = consumer.poll(0.3 if len(got) < want else 1.5)
+        if m is None:
+            if len(got) >= want:
+                break
+            continue
+        if m.error() is not None:
+            assert skip_errors, m.error()
+            continue
+        got.append(m)
     return got

@@ -141,15 +141,19 @@ def offsets_committed(channel, req, resp, keys):
 
 
 def after_durable(channel, req, end_offset: int, resp, replicated: tuple | None = None):
-    """Answer now in async-flush mode; in sync mode only once the CommitLog is on disk, and (SYNC_MASTER)
-    once the in-sync replicas hold `replicated` = (topic, queue id, end queue offset) if given."""
+    """Answer once the send is safe: in sync-flush mode once the CommitLog is on disk; and (SYNC_MASTER)
+    once the in-sync replicas hold `replicated` = (topic, queue id, end queue offset), in either flush
+    mode (RocketMQ's brokerRole is apart from its flushDiskType). Otherwise answer now."""
     app = channel.app
-    if not app.sync_flush:
+    if replicated is not None and not app.replication.replicates(*replicated[:2]):
+        replicated = None
+    if not app.sync_flush and replicated is None:
         return resp
 
     async def wait_durable():
-        await app.durable(end_offset)
-        await app.topics_written()  # an auto-created topic is on disk before its first send is acked
+        if app.sync_flush:
+            await app.durable(end_offset)
+            await app.topics_written()  # an auto-created topic is on disk before its first send is acked
         if replicated is not None:
             try:
                 await app.replicated(*replicated)

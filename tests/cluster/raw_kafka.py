@@ -19,10 +19,11 @@ from kafka_raw import RawClient, produce_body, produce_error  # noqa: E402
 PRODUCE, FETCH, LIST_OFFSETS, FIND_COORDINATOR, INIT_PRODUCER_ID = 0, 1, 2, 10, 22
 
 
-def send_command(port: int, cmd: RemotingCommand, tls: ssl.SSLContext | None = None) -> RemotingCommand:
+def send_command(port: int, cmd: RemotingCommand, tls: ssl.SSLContext | None = None,
+                 timeout: float = 10) -> RemotingCommand:
     """One remoting request over its own connection to 127.0.0.1 (TLS with `tls`); the response."""
     cmd.opaque = 1
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
         sock = tls.wrap_socket(raw, server_hostname="127.0.0.1") if tls else raw
         sock.sendall(encode(cmd))
         reader = FrameReader()
@@ -34,9 +35,9 @@ def send_command(port: int, cmd: RemotingCommand, tls: ssl.SSLContext | None = N
         return resp
 
 
-def remoting_call(port: int, code: int, fields: dict, body: bytes = b"") -> dict | RemotingCommand:
+def remoting_call(port: int, code: int, fields: dict, body: bytes = b"", timeout: float = 10) -> dict | RemotingCommand:
     """One remoting request; its JSON body as a dict when it has one, else the response."""
-    resp = send_command(port, RemotingCommand(code=code, ext_fields=fields, body=body))
+    resp = send_command(port, RemotingCommand(code=code, ext_fields=fields, body=body), timeout=timeout)
     return json.loads(resp.body) if resp.body else resp
 
 

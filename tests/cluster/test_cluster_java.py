@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import collections
 import os
-import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from acked_records import poll_past
 from clusters import require_etcd, start_cluster
 from compat import checks
 from compat.jvm import ScenarioRun
@@ -71,18 +71,10 @@ def read_all(gws, topic: str, want: int, timeout: float = 30.0) -> list[str]:
     md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + topic, "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in md.topics[topic].partitions])
-    got = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and len(got) <= want:
-        m = c.poll(0.3 if len(got) < want else 1.5)
-        if m is None:
-            if len(got) >= want:
-                break
-            continue
-        if not m.error():
-            got.append(m.value().decode())
-    c.close()
-    return sorted(got)
+    try:
+        return sorted(m.value().decode() for m in poll_past(c, want, timeout, skip_errors=True))
+    finally:
+        c.close()
 
 
 def test_rocketmq_send_spreads_over_brokers(java_rocketmq, cluster3):

@@ -12,24 +12,23 @@ static int failing(void) {
     return trigger != NULL && access(trigger, F_OK) == 0;
 }
 
-int fsync(int fd) {
-    static int (*real)(int);
+/* Fail while the trigger exists, else call the C library's own `name` (looked up once in *real). */
+static int sync_or_fail(int fd, const char *name, int (**real)(int)) {
     if (failing()) {
         errno = EIO;
         return -1;
     }
-    if (real == NULL)
-        real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    return real(fd);
+    if (*real == NULL)
+        *real = (int (*)(int))dlsym(RTLD_NEXT, name);
+    return (*real)(fd);
+}
+
+int fsync(int fd) {
+    static int (*real)(int);
+    return sync_or_fail(fd, "fsync", &real);
 }
 
 int fdatasync(int fd) {
     static int (*real)(int);
-    if (failing()) {
-        errno = EIO;
-        return -1;
-    }
-    if (real == NULL)
-        real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    return real(fd);
+    return sync_or_fail(fd, "fdatasync", &real);
 }
