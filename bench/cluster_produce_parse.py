@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from bench.brokers import ROOT, Gateway
-from bench.kafka_versions import interleave, produce, topic_id
+from bench.kafka_versions import interleave, produce, save, topic_id
 from bench.scenarios import create_topics
 from cluster.etcd_server import EtcdServer
 from codec.kafka import records
@@ -27,7 +27,7 @@ from tests.kafka.kafka_raw import RawClient
 
 VERIFY_DOC_END = "partition's error.\"\"\"\n"
 SKIP = "        if not txn_id:  # bench.cluster_produce_parse's 'without' variant\n            return NONE_ERR\n"
-SHAPES = {"16 × 1 KiB per request": (16, 1024, 600), "1 × 100 B per request": (1, 100, 1500)}
+SHAPES = {"16 × 1 KiB per request": (16, 1024, 150), "1 × 100 B per request": (1, 100, 300)}  # (~1 s runs)
 
 
 def without_tree(dst: str) -> str:
@@ -59,9 +59,10 @@ def member(work: str, name: str, tree: str) -> tuple[EtcdServer, Gateway]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.cluster_produce_parse", description=__doc__.split("\n")[0])
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=30)
     args = p.parse_args(argv)
-    print(f"load average at start: {os.getloadavg()}", flush=True)
+    load, values = [os.getloadavg()], {}
+    print(f"load average at start: {load[0]}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-cluster-parse-") as work:
         trees = {"with": ROOT, "without": without_tree(os.path.join(work, "tree-without"))}
         started = []
@@ -79,7 +80,7 @@ def main(argv=None) -> int:
             for shape, (count, size, requests) in SHAPES.items():
                 batch = records.build_batch([(now, None, os.urandom(size), []) for _ in range(count)],
                                             base_timestamp=now)
-                interleave(f"cluster produce, {shape}", {
+                values[shape] = interleave(f"cluster produce, {shape}", {
                     name: (gw, lambda name=name: produce(clients[name], topics[name], ids[name], 9, batch,
                                                          requests, count, size))
                     for name, gw in gws.items()}, args.rounds)
@@ -89,7 +90,9 @@ def main(argv=None) -> int:
             for etcd, gw in started:
                 gw.stop()
                 etcd.stop()
-    print(f"load average at the end: {os.getloadavg()}", flush=True)
+    load.append(os.getloadavg())
+    print(f"load average at the end: {load[-1]}", flush=True)
+    save("cluster-produce-parse", {"rounds": args.rounds, "load": load}, values)
     return 0
 
 

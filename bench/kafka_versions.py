@@ -5,26 +5,29 @@ One gateway (`python -m gateway`, bench.brokers) and the repo's raw client (test
 one request at a time on one connection, so every variant carries the same bytes in the same requests:
 - produce: REQUESTS requests, each one batch of RECORDS records of SIZE bytes to one partition, acks=1,
   at Produce v9 (flexible, by name), v12 (transactions v2's version) and v13 (by topic id);
-- fetch: the partition read from offset 0 to its end in answers of up to FETCH_BYTES (256 KiB), at Fetch v12 (by
-  name), v13 (by topic id) and v18 (Kafka 4.3's newest).
+- fetch: the partition's first FETCH_RECORDS records (4 MiB) read from offset 0 in answers of up to
+  FETCH_BYTES (256 KiB), at Fetch v12 (by name), v13 (by topic id) and v18 (Kafka 4.3's newest).
 Each round runs every variant once, in an order rotated round by round (bench.rounds.order for two);
 the gateway's CPU (/proc, every thread) around each run, divided by the payload bytes moved. Prints
 each round and, per newer version, the per-round ratio to the oldest: median, spread, verdict."""
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import os
 import tempfile
 import time
 
 from bench import rounds
-from bench.brokers import Gateway
+from bench.brokers import ROOT, Gateway
 from bench.procstat import cpu_used
 from bench.scenarios import create_topics
 from codec.kafka import apis, records
 from tests.kafka.kafka_raw import RawClient
 
-RECORDS, SIZE, REQUESTS = 16, 1024, 1000
+RECORDS, SIZE, REQUESTS = 16, 1024, 150  # a run is short (~1 s): many rounds, each pair close in time
+FETCH_RECORDS = RECORDS * 256  # a fetch run reads 4 MiB of payload
 FETCH_BYTES = 256 << 10  # answers of up to 256 KiB: the per-request costs weigh more than at 1 MiB
 PRODUCE_VERSIONS, FETCH_VERSIONS = (9, 12, 13), (12, 13, 18)
 
@@ -115,12 +118,23 @@ def interleave(label: str, variants: dict, n_rounds: int) -> dict[str, list[floa
     return values
 
 
+def save(name: str, meta: dict, values: dict) -> str:
+    """The per-round values as bench/results/<UTC stamp>-<name>.json (the project's results folder)."""
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    path = os.path.join(ROOT, "bench", "results", f"{stamp}-{name}.json")
+    with open(path, "w") as f:
+        json.dump({"meta": meta, "cpu_s_per_gb": values}, f, indent=1)
+    return path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.kafka_versions", description=__doc__.split("\n")[0])
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--only", choices=["produce", "fetch"])
     args = p.parse_args(argv)
-    print(f"load average at start: {os.getloadavg()}", flush=True)
+    load, values = [os.getloadavg()], {}
+    print(f"load average at start: {load[0]}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-kafka-versions-") as work:
         gw = Gateway(os.path.join(work, "gw")).start()
         try:
@@ -131,18 +145,20 @@ def main(argv=None) -> int:
             now = int(time.time() * 1000)
             batch = records.build_batch([(now, None, os.urandom(SIZE), []) for _ in range(RECORDS)], base_timestamp=now)
             if args.only != "fetch":
-                interleave("produce", {f"Produce v{v}": (gw, lambda v=v: produce(client, topic, tid, v, batch))
+                values["produce"] = interleave("produce", {f"Produce v{v}": (gw, lambda v=v: produce(client, topic, tid, v, batch))
                                        for v in PRODUCE_VERSIONS}, args.rounds)
             else:  # something to read
-                produce(client, topic, tid, 9, batch)
-            end = RECORDS * REQUESTS  # read as much as one produce run wrote (the first)
+                produce(client, topic, tid, 9, batch, FETCH_RECORDS // RECORDS)
+            end = FETCH_RECORDS  # (the first runs wrote at least that)
             if args.only != "produce":
-                interleave("fetch", {f"Fetch v{v}": (gw, lambda v=v: fetch(client, topic, tid, v, end))
+                values["fetch"] = interleave("fetch", {f"Fetch v{v}": (gw, lambda v=v: fetch(client, topic, tid, v, end))
                                      for v in FETCH_VERSIONS}, args.rounds)
             client.close()
         finally:
             gw.stop()
-    print(f"load average at the end: {os.getloadavg()}", flush=True)
+    load.append(os.getloadavg())
+    print(f"load average at the end: {load[-1]}", flush=True)
+    save("kafka-versions", {"rounds": args.rounds, "load": load}, values)
     return 0
 
 
