@@ -23,6 +23,7 @@ import time
 
 from bench import report
 from bench.brokers import ROOT, Gateway, KafkaBroker
+from bench.cluster_produce_parse import member
 from bench.interleave import Interleaver
 from bench.scenarios import BYTES, Unavailable, create_topics
 from bench.txn_check import client_classpath
@@ -95,6 +96,8 @@ def main(argv=None) -> int:
     p.add_argument("--producers", type=int, default=PRODUCERS)
     p.add_argument("--clients", default="4,3.9", help="comma-separated: 4 (TV2), 3.9 (TV1)")
     p.add_argument("--slices", type=int, default=0, help="also N 1 s slices per system from one JVM")
+    p.add_argument("--cluster", action="store_true",
+                   help="the gateway as a 1-member cluster on its own etcd (transaction state in etcd)")
     args = p.parse_args(argv)
     results = report.Results("gateway", ("kafka",))
     rounds = Interleaver(results, args.rounds, lambda: False)
@@ -103,9 +106,13 @@ def main(argv=None) -> int:
     p50, aborted = {}, {}
     with tempfile.TemporaryDirectory(prefix="bench-txn-tput-") as work:
         systems = {"gateway": Gateway(os.path.join(work, "gw")), "kafka": KafkaBroker(os.path.join(work, "kafka"))}
+        etcd = None
         try:
+            if args.cluster:
+                etcd, systems["gateway"] = member(work, "gw", ROOT)
             for s in systems.values():
-                s.start()
+                if not s.processes:
+                    s.start()
             topic = f"txn-tput-{int(time.time())}"
             topics = {name: topic for name in systems}
             for s in systems.values():
@@ -113,7 +120,8 @@ def main(argv=None) -> int:
             for clients in args.clients.split(","):
                 run = TxnRun(clients, compile_client(clients, os.path.join(work, f"classes-{clients}")),
                              args.seconds, args.producers)
-                scenario = (f"{CLIENTS[clients]}: {args.producers} producers, {RECORDS} × {SIZE} B records "
+                scenario = (f"{CLIENTS[clients]}{', gateway as a 1-member cluster' if args.cluster else ''}: "
+                            f"{args.producers} producers, {RECORDS} × {SIZE} B records "
                             f"per transaction over {PARTITIONS} partitions")
                 if args.rounds:
                     rounds.run(scenario, systems, lambda n: run(n, systems[n].bootstrap, topics[n]))
@@ -128,6 +136,8 @@ def main(argv=None) -> int:
         finally:
             for s in systems.values():
                 s.stop()
+            if etcd is not None:
+                etcd.stop()
     table = results.markdown()
     print(table)
     for scenario, by_system in p50.items():
