@@ -11,6 +11,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# `make test-shards`: every GatewayProcess is `python -m gateway --shards N` (issue 25: the protocol,
+# semantics, Spark and compat suites also pass with two shards); a test's own --shards wins.
+TEST_SHARDS = int(os.environ.get("ROCKETGATE_TEST_SHARDS", "1"))
 
 
 _handed_out: set[int] = set()
@@ -43,6 +46,20 @@ def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = 
     raise TimeoutError(f"port {port} did not open")
 
 
+def wait_shards(bootstrap: str, count: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Until Kafka Metadata lists `count` brokers (every shard registered), so topics spread over all."""
+    from confluent_kafka.admin import AdminClient
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=3).brokers) == count:
+                return
+        except Exception:  # noqa: BLE001 - not answering yet
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{count} shards did not show up in Metadata")
+
+
 class GatewayProcess:
     """A `python -m gateway` subprocess; restartable on the same ports and data dir."""
 
@@ -69,13 +86,16 @@ class GatewayProcess:
     def start(self) -> "GatewayProcess":
         cmd = [sys.executable, "-m", "gateway", "--data-dir", self.data_dir, "--host", "127.0.0.1",
                "--kafka-port", str(self.kafka_port), "--remoting-port", str(self.remoting_port),
-               "--flush", self.flush, *self.extra_args]
+               "--flush", self.flush, *(["--shards", str(TEST_SHARDS)] if TEST_SHARDS > 1 else []),
+               *self.extra_args]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         try:
-            wait_port(self.kafka_port, proc=self.proc)
+            wait_port(self.kafka_port, timeout=60 if TEST_SHARDS > 1 else 20, proc=self.proc)
             wait_port(self.remoting_port, proc=self.proc)
+            if TEST_SHARDS > 1 and "--shards" not in self.extra_args:
+                wait_shards(self.kafka_bootstrap, TEST_SHARDS, self.proc)
         except BaseException as exc:  # not up (or the test was interrupted): never leave it running
             self.stop()
             if isinstance(exc, TimeoutError):

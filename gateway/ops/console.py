@@ -10,6 +10,7 @@ from starlette.responses import HTMLResponse
 
 import gateway.ops.actions as actions
 import gateway.ops.shard_view as shard_view
+from gateway.ops.shard_metrics import ask_each
 from gateway.ops.history import History
 from gateway.ops.html import esc, link, page
 
@@ -40,9 +41,9 @@ class Console:
     def admin(self, request) -> str | None:
         return actions.admin_user(self.app, request)
 
-    async def shards(self, *parts: str) -> shard_view.Shards:
-        """Every shard's totals and `parts` ("topics", "groups"; one process: its own)."""
-        return await shard_view.gather(self.app, self.ring, parts)
+    async def shards(self, *parts: str, series: tuple[str, ...] = ()) -> shard_view.Shards:
+        """Every shard's totals, `parts` (shard_view.KNOWN) and history `series` (one process: its own)."""
+        return await shard_view.gather(self.app, self.history, parts, series)
 
     def shard_url(self, request, shard: int) -> str:
         """Where shard `shard`'s own console is, as this request reached shard 0 ("" for this one): a
@@ -53,6 +54,22 @@ class Console:
         port = peers[shard - 1].rsplit(":", 1)[1]
         host = request.url.hostname or "127.0.0.1"
         return f"{request.url.scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    async def each_shard(self, own, path: str) -> list[tuple[int, object]]:
+        """(shard, answer) of this shard (`own`) and, on shard 0 of --shards, of each other shard's
+        JSON GET `path` that answered (shard_metrics.ask_each: a shard that did not is left out)."""
+        peers = tuple(self.app.config.shard_metrics)
+        answers = await ask_each(peers, path, lambda answer: answer.json()) if peers else []
+        return [(0, own), *((i, a) for i, a in enumerate(answers, start=1) if a is not None)]
+
+    def elsewhere(self, request, shards: set[int], path: str, how: str) -> str:
+        """Where other shards hold some of a page's rows: links to their own consoles, where an admin
+        can act on them (a change acts on the store of the shard it is made on)."""
+        others = sorted(s for s in shards if s != 0)
+        if not others:
+            return ""
+        links = ", ".join(link(self.shard_url(request, s) + path, f"shard {s}") for s in others)
+        return f'<p class="note">On {links}\'s own console: {esc(how)}.</p>'
 
     def can_sign_in(self) -> bool:
         """The Sign in link is shown only where someone can be an admin (`--authorizer acl`)."""

@@ -82,26 +82,44 @@ def rate(per_second, unit: str = "B") -> str:
     return size(per_second) + "/s" if unit == "B" else f"{per_second:,.1f} {unit}/s"
 
 
+LINE_COLOURS = ("#f90", "#36c", "#393", "#c3c", "#c33", "#0aa", "#963", "#666")
+
+
 def chart(points: list[tuple[float, float]], label: str, fmt=str, width: int = 420, height: int = 120) -> str:
     """An inline SVG line chart of (epoch seconds, value), oldest first, with the highest value and
     the time span written on its axes; no script, no external library."""
-    if len(points) < 2:
+    return chart_lines([("", points)], label, fmt, width, height)
+
+
+def chart_lines(lines: list[tuple[str, list[tuple[float, float]]]], label: str, fmt=str, width: int = 420,
+                height: int = 120) -> str:
+    """`chart` of several named series on shared axes (one per shard), each in its colour with its
+    name and latest value in the caption; series with fewer than two samples are left out."""
+    lines = [(name, points) for name, points in lines if len(points) >= 2]
+    if not lines:
         return f'<figure><figcaption>{esc(label)}</figcaption><p class="note">(collecting samples)</p></figure>'
-    t0, t1 = points[0][0], points[-1][0]
-    top = max(v for _, v in points) or 1.0
+    t0 = min(points[0][0] for _, points in lines)
+    t1 = max(points[-1][0] for _, points in lines)
+    top = max(v for _, points in lines for _, v in points) or 1.0
     left, bottom = 48, height - 16
     span = (t1 - t0) or 1.0
-    xy = " ".join(f"{left + (t - t0) / span * (width - left - 4):.1f},{bottom - v / top * (bottom - 4):.1f}"
-                  for t, v in points)
     ago = f"{t1 - t0:.0f} s ago" if t1 - t0 < 120 else f"{(t1 - t0) / 60:.0f} min ago"
-    return (f'<figure><figcaption>{esc(label)} <small>(now {esc(fmt(points[-1][1]))})</small></figcaption>'
+    polylines, legend = [], []
+    for i, (name, points) in enumerate(lines):
+        colour = LINE_COLOURS[i % len(LINE_COLOURS)]
+        xy = " ".join(f"{left + (t - t0) / span * (width - left - 4):.1f},{bottom - v / top * (bottom - 4):.1f}"
+                      for t, v in points)
+        polylines.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{xy}"/>')
+        now = f"now {fmt(points[-1][1])}"
+        legend.append(f'<span style="color:{colour}">{esc(name)}</span> {esc(now)}' if name else esc(now))
+    return (f'<figure><figcaption>{esc(label)} <small>({" · ".join(legend)})</small></figcaption>'
             f'<svg class="chart" width="{width}" height="{height}" role="img" aria-label="{esc(label)}">'
             f'<line class="axis" x1="{left}" y1="{bottom}" x2="{width}" y2="{bottom}"/>'
             f'<line class="axis" x1="{left}" y1="0" x2="{left}" y2="{bottom}"/>'
             f'<text x="0" y="10">{esc(fmt(top))}</text><text x="0" y="{bottom}">0</text>'
             f'<text x="{left}" y="{height - 2}">{ago}</text>'
             f'<text x="{width - 30}" y="{height - 2}">now</text>'
-            f'<polyline fill="none" stroke="#f90" stroke-width="2" points="{xy}"/></svg></figure>')
+            f'{"".join(polylines)}</svg></figure>')
 
 
 def _inputs(fields: list[tuple]) -> str:

@@ -58,7 +58,7 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         return PlainTextResponse(f"not ready: {reason}\n", status_code=503)
 
     async def every_shard(*parts: str):
-        return await shard_view.gather(app, history.ring, parts)
+        return await shard_view.gather(app, history, parts)
 
     async def topics(request):
         if app.config.shard_metrics:  # shard 0 of --shards: every shard's queues, each on its leader
@@ -72,7 +72,8 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
 
     async def shard(request):
         parts = shard_view.parts_param(request.query_params.get("parts"))
-        return JSONResponse(shard_view.local(app, history.ring, parts))
+        series = tuple(request.query_params.getlist("series"))[:100]
+        return JSONResponse(await shard_view.local(app, history, parts, series))
 
     async def schemas(request):
         return JSONResponse(inspect.schemas(app))
@@ -89,6 +90,11 @@ def make_asgi_app(app, history: History | None = None) -> Starlette:
         return JSONResponse(inspect.delay_queues(app))
 
     async def dlq(request):
+        if app.config.shard_metrics:  # every shard's %DLQ% topics, added up per group
+            merged: dict[str, int] = {}
+            for row in (await every_shard("dlq")).dead_letters():
+                merged[row["group"]] = merged.get(row["group"], 0) + row["messages"]
+            return JSONResponse(merged)
         return JSONResponse(inspect.dead_letters(app))
 
     async def dlq_group(request):

@@ -85,6 +85,17 @@ def pending_transactions(app) -> int:
     return sum(1 for _ in app.transactions.undecided_halves())
 
 
+def undecided_transactions(app) -> list[dict]:
+    """Every half message still undecided: offset, real topic, producer group, msgId, store time
+    (epoch ms) and how often its producer was asked."""
+    rows = []
+    for off, h in app.transactions.undecided_halves():
+        rows.append({"half_offset": off, "topic": h.properties.get("REAL_TOPIC", ""),
+                     "producer_group": h.properties.get("PGROUP", ""), "msg_id": h.properties.get("UNIQ_KEY", ""),
+                     "stored_ms": h.store_timestamp, "checks": app.transactions.check_times.get(off, 0)})
+    return rows
+
+
 def half_messages_stored(app) -> int:
     st = app.store
     return st.max_offset(HALF_TOPIC, 0) - st.min_offset(HALF_TOPIC, 0)

@@ -8,11 +8,11 @@ from starlette.routing import Route
 import gateway.ops.actions as actions
 from gateway import tier_reads
 import gateway.ops.group_views as group_views
-from gateway.ops.html import cards, chart, post_form, q, table
+from gateway.ops.html import cards, chart_lines, post_form, q, table
 
 
 def routes(console) -> list[Route]:
-    app, ring = console.app, console.ring
+    app = console.app
 
     async def groups(request):
         rows, nav = console.paged(request, (await console.shards("groups")).groups(), "/groups")
@@ -28,7 +28,7 @@ def routes(console) -> list[Route]:
                 plan = await tier_reads.read(actions.reset_plan, app, name, topic, f.get("to", ""))
                 return actions.reset_offsets(app, name, topic, plan)
             return await console.change(request, f"Group {name}", "/groups", reset)
-        shards = await console.shards("groups")
+        shards = await console.shards("groups", series=(f"points:lag:{name}",))
         found = shards.group(name)
         if found is None:
             return console.not_found("/groups", f"No group {name}.")
@@ -36,8 +36,8 @@ def routes(console) -> list[Route]:
         progress = group_views.pop_progress(app, name)
         body = cards([("Kinds", ", ".join(found["kinds"])), ("State", found["state"]),
                       ("Members", len(members)), ("Lag", f"{sum(r['lag'] for r in rows):,}")])
-        body += '<div class="charts">' + chart(ring.points(f"lag:{name}"), "Lag (messages)", lambda v: f"{v:,.0f}") \
-            + "</div>"
+        body += '<div class="charts">' + chart_lines(shards.lines(f"points:lag:{name}"), "Lag (messages)",
+                                                     lambda v: f"{v:,.0f}") + "</div>"
         body += "<h2>Members</h2>" + table(members, ["kind", "member", "client", "host", "assignment"])
         lag_columns = ["topic", "queue", *(["shard"] if len(shards.parts) > 1 else []), "committed", "end", "lag"]
         body += "<h2>Lag per queue</h2>" + table(rows, lag_columns,

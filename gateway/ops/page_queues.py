@@ -14,9 +14,10 @@ def routes(console) -> list[Route]:
     app = console.app
 
     async def dlq(request):
-        letters = [{"group": g, "messages": n} for g, n in sorted(inspect.dead_letters(app).items())]
-        body = table(letters, ["group", "messages"], links={"group": lambda r: f"/dlq/{q(r['group'])}"},
-                     numeric=("messages",))
+        shards = await console.shards("dlq")
+        sharded = len(shards.parts) > 1
+        body = table(shards.dead_letters(), ["group", *(["shard"] if sharded else []), "messages"],
+                     links={"group": lambda r: f"/dlq/{q(r['group'])}"}, numeric=("shard", "messages"))
         return console.html("Dead letters", "/dlq", body)
 
     async def dlq_group(request):
@@ -26,19 +27,23 @@ def routes(console) -> list[Route]:
                 return await actions.resend(app, name, f.get("msg_id") or None)
             return await console.change(request, f"Dead letters of {name}", "/dlq", resend)
         start = console.int_param(request, "start", 0)
-        rows = inspect.dead_letter_page(app, name, start, 100)["messages"]
-        for r in rows:
-            r["stored"] = when(r["stored_ms"])
-        body = table(rows, ["offset", "msg_id", "topic", "keys", "tags", "reconsume_times", "stored"],
-                     links={"msg_id": lambda r: f"/messages?msg_id={q(r['msg_id'])}"})
-        user = console.admin(request)
-        if user and rows:
+        own = inspect.dead_letter_page(app, name, start, 100)
+        pages = await console.each_shard(own, f"/api/dlq/{q(name)}?start={start}&limit=100")
+        rows = [{**r, "shard": shard, "stored": when(r["stored_ms"])} for shard, found in pages
+                for r in found["messages"]]
+        sharded = len(console.app.config.shard_metrics) > 0
+        body = table(rows, ["offset", *(["shard"] if sharded else []), "msg_id", "topic", "keys", "tags",
+                            "reconsume_times", "stored"],
+                     links={"msg_id": lambda r: console.shard_url(request, r["shard"]) + f"/messages?msg_id={q(r['msg_id'])}"})
+        user, here = console.admin(request), [r for r in rows if r["shard"] == 0]
+        if user and here:
             token = actions.csrf_token(user)
-            body += post_form(f"/dlq/{q(name)}", [("msg_id", "msgId", rows[0]["msg_id"])], "Resend one", token)
-            body += post_form(f"/dlq/{q(name)}", [], "Resend all", token)
+            body += post_form(f"/dlq/{q(name)}", [("msg_id", "msgId", here[0]["msg_id"])], "Resend one", token)
+            body += post_form(f"/dlq/{q(name)}", [], "Resend all" + (" (shard 0's)" if sharded else ""), token)
         else:
             body += console.admin_note(request, "resend dead letters") + \
                 '<p class="note">Or resend with <code>rocketgate dlq resend GROUP --msg-id ID</code> or <code>--all</code>.</p>'
+        body += console.elsewhere(request, {r["shard"] for r in rows}, f"/dlq/{q(name)}", "resend its dead letters")
         return console.html(f"Dead letters of {name}", "/dlq", body)
 
     async def delay(request):
@@ -46,20 +51,20 @@ def routes(console) -> list[Route]:
             async def deliver(f):
                 return await actions.deliver_now(app, f.get("msg_id", ""))
             return await console.change(request, "Delay queues", "/delay", deliver)
-        rows = inspect.delay_queues(app)
-        for r in rows:
-            r["next_due"] = when(r["next_due_ms"])
-        body = table(rows, ["level", "depth", "next_due"], numeric=("depth",))
-        waiting = inspect.delay_waiting(app)
-        for r in waiting:
-            r["due"] = when(r["due_ms"])
-        body += "<h2>Next waiting</h2>" + table(waiting, ["level", "msg_id", "topic", "uniq_key", "due"])
-        user = console.admin(request)
-        if user and waiting:
-            body += post_form("/delay", [("msg_id", "msgId", waiting[0]["msg_id"])], "Deliver now",
+        shards = await console.shards("delay")
+        sharded = len(shards.parts) > 1
+        rows = [{**r, "next_due": when(r["next_due_ms"])} for r in shards.rows("delay", "levels")]
+        body = table(rows, ["level", *(["shard"] if sharded else []), "depth", "next_due"], numeric=("shard", "depth"))
+        waiting = [{**r, "due": when(r["due_ms"])} for r in shards.rows("delay", "waiting")]
+        body += "<h2>Next waiting</h2>" + table(waiting, ["level", *(["shard"] if sharded else []), "msg_id", "topic",
+                                                          "uniq_key", "due"], numeric=("shard",))
+        user, here = console.admin(request), [r for r in waiting if r["shard"] == 0]
+        if user and here:
+            body += post_form("/delay", [("msg_id", "msgId", here[0]["msg_id"])], "Deliver now",
                               actions.csrf_token(user))
         else:
             body += console.admin_note(request, "deliver a delayed message now")
+        body += console.elsewhere(request, {r["shard"] for r in waiting}, "/delay", "deliver its delayed messages now")
         return console.html("Delay queues", "/delay", body)
 
     async def transactions(request):
@@ -67,21 +72,22 @@ def routes(console) -> list[Route]:
             async def decide(f):
                 return await actions.end_transaction(app, f.get("half_offset", ""), f.get("decision", ""))
             return await console.change(request, "Pending transactions", "/transactions", decide)
-        halves = [{"half_offset": off, "topic": h.properties.get("REAL_TOPIC", ""),
-                   "producer_group": h.properties.get("PGROUP", ""), "msg_id": h.properties.get("UNIQ_KEY", ""),
-                   "stored": when(h.store_timestamp), "checks": app.transactions.check_times.get(off, 0)}
-                  for off, h in app.transactions.undecided_halves()]
-        body = f'<p class="note">{inspect.half_messages_stored(app):,} half messages stored; ' \
-               f'{len(halves):,} undecided.</p>'
-        body += table(halves[:500], ["half_offset", "topic", "producer_group", "msg_id", "stored", "checks"],
-                      numeric=("half_offset", "checks"))
-        user = console.admin(request)
-        if user and halves:
-            token, first = actions.csrf_token(user), halves[0]["half_offset"]
+        shards = await console.shards("transactions")
+        sharded = len(shards.parts) > 1
+        halves = [{**r, "stored": when(r["stored_ms"])} for r in shards.rows("transactions", "rows")]
+        stored = sum(part["transactions"]["stored"] for _shard, part in shards.up())
+        undecided = sum(part["transactions"]["undecided"] for _shard, part in shards.up())
+        body = f'<p class="note">{stored:,} half messages stored; {undecided:,} undecided.</p>'
+        body += table(halves, ["half_offset", *(["shard"] if sharded else []), "topic", "producer_group", "msg_id",
+                               "stored", "checks"], numeric=("half_offset", "shard", "checks"))
+        user, here = console.admin(request), [r for r in halves if r["shard"] == 0]
+        if user and here:
+            token, first = actions.csrf_token(user), here[0]["half_offset"]
             body += post_form("/transactions", [("half_offset", "half offset", first),
                                                 ("decision", "commit or rollback", "commit")], "Decide", token)
         else:
             body += console.admin_note(request, "commit or roll back a pending transaction")
+        body += console.elsewhere(request, {r["shard"] for r in halves}, "/transactions", "decide its transactions")
         return console.html("Pending transactions", "/transactions", body)
 
     async def schemas(request):

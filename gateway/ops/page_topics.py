@@ -7,13 +7,13 @@ from starlette.routing import Route
 
 import gateway.ops.actions as actions
 from gateway.kafka.configs import DELETE, SET, _alter_topic
-from gateway.ops.html import chart, esc, link, post_form, q, rate, table
+from gateway.ops.html import chart_lines, esc, link, post_form, q, rate, table
 from semantics import topic_configs as tc
 from gateway.kafka.metadata import is_internal
 
 
 def routes(console) -> list[Route]:
-    app, ring = console.app, console.ring
+    app = console.app
 
     async def topics(request):
         if request.method == "POST":
@@ -41,15 +41,16 @@ def routes(console) -> list[Route]:
         cfg = app.store.topics.get(name)
         if cfg is None:
             return console.not_found("/topics", f"No topic {name}.")
-        shards = await console.shards("topics")
+        series = (f"rates:bytes_in:{name}", f"rates:bytes_out:{name}", f"rates:in:{name}", f"points:stored:{name}")
+        shards = await console.shards("topics", series=series)
         merged = shards.topic(name)
         queues = [{**r, "browse": "messages"} for r in (merged["queues"] if merged else [])]
         sharded = len(shards.parts) > 1
-        body = f'<h2>Last hour{" (shard 0)" if sharded else ""}</h2><div class="charts">'
-        body += chart(ring.rates(f"bytes_in:{name}"), "Produced", rate)
-        body += chart(ring.rates(f"bytes_out:{name}"), "Consumed", rate)
-        body += chart(ring.rates(f"in:{name}"), "Messages in", lambda v: rate(v, "msg"))
-        body += chart(ring.points(f"stored:{name}"), "Messages stored", lambda v: f"{v:,.0f}") + "</div>"
+        body = '<h2>Last hour</h2><div class="charts">'
+        for one, label, fmt in zip(series, ("Produced", "Consumed", "Messages in", "Messages stored"),
+                                   (rate, rate, lambda v: rate(v, "msg"), lambda v: f"{v:,.0f}")):
+            body += chart_lines(shards.lines(one), label, fmt)
+        body += "</div>"
         body += "<h2>Queues</h2>" + table(queues, ["queue", *(["shard"] if sharded else []), "first", "end",
                                                    "messages", "browse"], numeric=("first", "end", "messages"),
                                           links={"browse": lambda r: console.shard_url(request, r.get("shard", 0)) +

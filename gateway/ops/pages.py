@@ -5,14 +5,10 @@ each with a CSRF token. Every query parameter is read through `Console.int_param
 400 page, never an exception."""
 from __future__ import annotations
 
-import time
-
-import trio
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Route
 
 import gateway.ops.actions as actions
-import gateway.ops.inspect as inspect
 import gateway.ops.page_cluster as page_cluster
 import gateway.ops.page_groups as page_groups
 import gateway.ops.page_messages as page_messages
@@ -20,7 +16,7 @@ import gateway.ops.page_queues as page_queues
 import gateway.ops.page_topics as page_topics
 from gateway.ops.console import Console, guarded
 from gateway.ops.history import History
-from gateway.ops.html import cards, chart, esc, page, rate, size, table
+from gateway.ops.html import cards, chart_lines, esc, page, rate, size, table
 
 
 def routes(app, history: History) -> list[Route]:
@@ -47,34 +43,26 @@ def login(console: Console):
     return handle
 
 
-DISK_USAGE_S = 30.0  # the overview's disk usage is walked at most this often (10 000 topics: ~0.6 s)
+OVERVIEW_SERIES = ("rates:bytes_in", "rates:bytes_out", "rates:commitlog")
 
 
 def overview(console: Console):
-    app, ring = console.app, console.ring
-    walked = {"at": -DISK_USAGE_S, "usage": {}}
-
-    async def disk_usage() -> dict:
-        """Bytes per store directory, walked in a worker thread (it only reads the file system)."""
-        if time.monotonic() - walked["at"] >= DISK_USAGE_S:
-            walked["usage"] = await trio.to_thread.run_sync(inspect.disk_usage, app)
-            walked["at"] = time.monotonic()
-        return walked["usage"]
+    app = console.app
 
     async def handle(request):
-        st, cfg = app.store, app.config
-        usage = await disk_usage()
-        shards = await console.shards("topics")
+        cfg = app.config
+        shards = await console.shards("topics", "disk", series=OVERVIEW_SERIES)
+        sharded = len(shards.parts) > 1
         up = [part for _i, part in shards.up()]
         body = cards([("Ready", "yes" if all(p["ready"] for p in up) and len(up) == len(shards.parts) else "no"),
                       ("Topics", f"{len({n for p in up for n in p['topics']}):,}"),
                       ("Groups", f"{len(app.offsets.groups()):,}"),  # the one offset table: every shard's
                       ("CommitLog", size(sum(p["commitlog"] for p in up))),
-                      *([] if len(shards.parts) > 1 else [("On disk", size(sum(usage.values())))]),
+                      ("On disk", size(sum(row["size"] for row in shards.disk()))),
                       ("Produce", rate(_total(p["bytes_in"] for p in up))),
                       ("Consume", rate(_total(p["bytes_out"] for p in up))),
                       ("Connections", sum(p["connections"] for p in up))])
-        if len(shards.parts) > 1:
+        if sharded:
             rows = shards.shard_rows()
             for row in rows:
                 row["commitlog"] = size(row["commitlog"]) if "commitlog" in row else ""
@@ -92,11 +80,12 @@ def overview(console: Console):
         user = console.admin(request)
         body += f"<p>Signed in as admin {esc(user)}.</p>" if user else console.admin_note(request, "make changes")
         body += "<h2>Listeners</h2>" + table(listeners, ["listener", "address", "connections"])
-        body += f"<h2>Disk{' (shard 0)' if len(shards.parts) > 1 else ''}</h2>" + table([{"directory": k, "size": size(v)} for k, v in sorted(usage.items())],
-                                        ["directory", "size"], numeric=("size",))
-        body += f'<h2>Throughput{" (shard 0)" if len(shards.parts) > 1 else ""}</h2><div class="charts">' + chart(ring.rates("bytes_in"), "Produced", rate) + \
-            chart(ring.rates("bytes_out"), "Consumed", rate) + chart(ring.rates("commitlog"), "CommitLog writes", rate) \
-            + "</div>"
+        disk = [{**row, "size": size(row["size"])} for row in shards.disk()]
+        body += "<h2>Disk</h2>" + table(disk, [*(["shard"] if sharded else []), "directory", "size"],
+                                        numeric=("shard", "size"))
+        body += '<h2>Throughput</h2><div class="charts">' + "".join(
+            chart_lines(shards.lines(name), label, rate) for name, label in
+            zip(OVERVIEW_SERIES, ("Produced", "Consumed", "CommitLog writes"))) + "</div>"
         return console.html("Overview", "/", body)
     return handle
 

@@ -1,6 +1,8 @@
 """The console and JSON API of every shard on shard 0's HTTP port (`--shards N`, docs/shards.md). Each
 shard answers /api/shard with what it alone knows: the queues it leads with their offsets, the lag of
-its groups on those queues, its groups' kinds, state and members, its totals and current rates. Shard
+its groups on those queues, its groups' kinds, state and members, its totals and current rates, and
+on request its disk usage, dead letters, delay queues, undecided transactions and history series
+(RocketMQ's local topics: each shard has its own). Shard
 0 asks the other shards (their HTTP ports: --shard-metrics, the peers /metrics scrapes) and merges
 their answers with its own, so each queue is counted once, on the shard that leads it (RocketMQ's
 local topics, %RETRY%/%DLQ%/schedule, exist on every shard: each shard counts its own). A shard that
@@ -8,6 +10,7 @@ does not answer is shown as down; its queues are missing until it answers again.
 from __future__ import annotations
 
 import dataclasses
+from urllib.parse import urlencode
 
 import gateway.ops.group_views as group_views
 import gateway.ops.inspect as inspect
@@ -26,20 +29,41 @@ def leads(app, topic: str, queue_id: int) -> bool:
 
 KAFKA_KINDS = ("classic", "consumer", "streams", "share")
 PARTS = ("topics", "groups")  # what a page asks for: a topics page does not walk 10 000 groups
+KNOWN = (*PARTS, "disk", "dlq", "delay", "transactions")
+TRANSACTION_ROWS = 500  # undecided transactions listed per shard (the count is of all)
 
 
-def local(app, ring, parts=PARTS) -> dict:
+async def local(app, history, parts=PARTS, series: tuple[str, ...] = ()) -> dict:
     """This shard's part (the /api/shard answer), plain JSON data read on the event loop: its totals
-    and, of `parts`, its topics (with their queues) and its groups (with their lag)."""
-    st, stats = app.store, app.stats
+    and, of `parts`, its topics (with their queues), its groups (with their lag), its disk usage, dead
+    letters, delay queues and undecided transactions; and each of `series` from its history ring
+    ("rates:NAME" per second, "points:NAME" as sampled: `series_points`)."""
+    st, stats, ring = app.store, app.stats, history.ring
     found = {"node": app.ownership.node_id, "ready": app.stats.ready(), "commitlog": st.max_physical_offset,
              "connections": sum(stats.connections.values()), "bytes_in": ring.latest_rate("bytes_in"),
-             "bytes_out": ring.latest_rate("bytes_out"), "topics": {}, "lag": {}, "groups": {}}
+             "bytes_out": ring.latest_rate("bytes_out"), "topics": {}, "lag": {}, "groups": {},
+             "series": {name: series_points(ring, name) for name in series}}
     if "topics" in parts:
         found["topics"] = _topics(app, ring)
     if "groups" in parts:
         found["lag"], found["groups"] = _groups(app)
+    if "disk" in parts:
+        found["disk"] = await history.disk_usage()
+    if "dlq" in parts:
+        found["dlq"] = inspect.dead_letters(app)
+    if "delay" in parts:
+        found["delay"] = {"levels": inspect.delay_queues(app), "waiting": inspect.delay_waiting(app)}
+    if "transactions" in parts:
+        undecided = inspect.undecided_transactions(app)
+        found["transactions"] = {"stored": inspect.half_messages_stored(app), "undecided": len(undecided),
+                                 "rows": undecided[:TRANSACTION_ROWS]}
     return found
+
+
+def series_points(ring, name: str) -> list[tuple[float, float]]:
+    """"rates:NAME": the per-second rates of counter NAME; "points:NAME": its samples."""
+    kind, _, counter = name.partition(":")
+    return ring.rates(counter) if kind == "rates" else ring.points(counter) if kind == "points" else []
 
 
 def _topics(app, ring) -> dict:
@@ -67,13 +91,14 @@ def _groups(app) -> tuple[dict, dict]:
 
 
 def parts_param(raw: str | None) -> tuple[str, ...]:
-    """/api/shard?parts=topics,groups (default both); unknown names are ignored."""
-    return PARTS if raw is None else tuple(p for p in raw.split(",") if p in PARTS)
+    """/api/shard?parts=topics,groups,... (default topics and groups); unknown names are ignored."""
+    return PARTS if raw is None else tuple(p for p in raw.split(",") if p in KNOWN)
 
 
-async def ask(peers: tuple[str, ...], parts=PARTS) -> list[dict | None]:
+async def ask(peers: tuple[str, ...], parts=PARTS, series: tuple[str, ...] = ()) -> list[dict | None]:
     """Each peer's /api/shard (index i: shard i + 1), None for one that did not answer in time."""
-    return await ask_each(peers, f"/api/shard?parts={','.join(parts)}", lambda answer: answer.json())
+    query = urlencode([("parts", ",".join(parts)), *(("series", name) for name in series)])
+    return await ask_each(peers, f"/api/shard?{query}", lambda answer: answer.json())
 
 
 @dataclasses.dataclass
@@ -139,6 +164,28 @@ class Shards:
                         "rocketmq_clients": sum(1 for m in members if m["kind"].startswith("rocketmq"))})
         return out
 
+    def lines(self, name: str) -> list[tuple[str, list]]:
+        """History series `name` ("rates:..." or "points:...") of each shard, labelled by shard (one
+        process: one unlabelled line)."""
+        if len(self.parts) == 1:
+            return [("", self.parts[0]["series"].get(name, []))]
+        return [(f"shard {shard}", [tuple(p) for p in part["series"].get(name, [])]) for shard, part in self.up()]
+
+    def rows(self, part: str, key: str | None = None) -> list[dict]:
+        """The rows of `part` (its `key` when given) of every shard, each with its shard."""
+        return [{**row, "shard": shard} for shard, found in self.up()
+                for row in (found[part][key] if key else found[part])]
+
+    def disk(self) -> list[dict]:
+        """Bytes per store directory of every shard."""
+        return [{"shard": shard, "directory": d, "size": n} for shard, part in self.up()
+                for d, n in sorted(part["disk"].items())]
+
+    def dead_letters(self) -> list[dict]:
+        """Dead letters per group and shard (each shard keeps its own %DLQ% topics)."""
+        return sorted(({"group": g, "shard": shard, "messages": n} for shard, part in self.up()
+                       for g, n in part["dlq"].items()), key=lambda r: (r["group"], r["shard"]))
+
     def shard_rows(self) -> list[dict]:
         """One row per shard for the overview: up, ready, CommitLog, connections, rates."""
         rows = []
@@ -157,8 +204,8 @@ def _add(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else a + b
 
 
-async def gather(app, ring, parts=PARTS) -> Shards:
+async def gather(app, history, parts=PARTS, series: tuple[str, ...] = ()) -> Shards:
     """This shard's part and, on shard 0 of --shards, every other shard's."""
-    own = local(app, ring, parts)
+    own = await local(app, history, parts, series)
     peers = tuple(app.config.shard_metrics)
-    return Shards([own, *(await ask(peers, parts) if peers else [])])
+    return Shards([own, *(await ask(peers, parts, series) if peers else [])])
