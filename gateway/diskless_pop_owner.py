@@ -19,6 +19,7 @@ import trio
 
 from codec.remoting import RemotingCommand
 from gateway.cluster.ownership import clustered
+from gateway.rate_log import RateLimitedWarning
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from store.diskless.janitor_lease import JanitorLease
 from store.objstore.api import ObjectStoreError
@@ -47,7 +48,7 @@ class PopOwner:
         self.transport = RemotingReplicaTransport(tls=outgoing(app.config)[1])  # unsigned: the client's signature stays
         self._next_key = 0
         self._idle: list[tuple] = []  # keys of the transport's connections no call uses now
-        self._warned_at = float("-inf")
+        self._warning = RateLimitedWarning(log, WARN_EVERY_S)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         await self._look()  # before the gateway answers: a pop here already knows its owner
@@ -60,7 +61,7 @@ class PopOwner:
         try:
             held = await trio.to_thread.run_sync(self.lease.hold)
         except ObjectStoreError as exc:
-            self._warn("diskless POP lease not renewed (object store: %s)", exc)
+            self._warning.warn("diskless POP lease not renewed (object store: %s)", exc)
             return  # keep the last view: a store outage fails the pops' reads anyway
         owner = None if held else self.lease.holder().get("remoting")
         self.owner = owner if owner and owner != self.address else None
@@ -83,7 +84,7 @@ class PopOwner:
         try:
             resp = await self.transport._call(key, owner, copy, timeout_s + ANSWER_SLACK_S)
         except (OSError, trio.TooSlowError, ConnectionError) as exc:  # the transport dropped the connection
-            self._warn("diskless POP owner %s unreachable (%s): serving the request here", owner, exc)
+            self._warning.warn("diskless POP owner %s unreachable (%s): serving the request here", owner, exc)
             return None
         self._idle.append(key)
         return resp
@@ -95,9 +96,3 @@ class PopOwner:
                 return key
         self._next_key += 1
         return (owner, "pop", self._next_key)
-
-    def _warn(self, fmt: str, *args) -> None:
-        now = trio.current_time()
-        if now - self._warned_at >= WARN_EVERY_S:
-            self._warned_at = now
-            log.warning(fmt, *args)
