@@ -7,7 +7,9 @@ without a cluster therefore elect one POP owner: the holder of a lease of condit
 prefix and a 1 s beat) whose object names its remoting address. The others forward a diskless
 queue's POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME to it unchanged
 (so an ACL signature still holds) and relay its answer: a RocketMQ client sees one broker's POP
-wherever it connects, whatever route it cached. In an etcd cluster none of this runs: the route and
+wherever it connects, whatever route it cached. gRPC clients are sent to the owner by the route
+instead (gateway.grpc.route: QueryRoute / QueryAssignment of a diskless topic name the owner's
+gRPC endpoint), so their ReceiveMessage, AckMessage and ChangeInvisibleDuration go there. In an etcd cluster none of this runs: the route and
 the queue id translation already send a queue's POP to its leader (gateway.cluster.remoting_queues).
 An owner that cannot be reached is not waited for: the request is served here (at-least-once, as a
 broker fail-over is), and a warning is logged."""
@@ -41,21 +43,24 @@ class PopOwner:
     def __init__(self, app) -> None:
         self.app = app
         address = f"{app.config.advertised}:{app.config.remoting_port}"
+        info = {"remoting": address}
+        if app.config.grpc_port:
+            info["grpc"] = f"{app.config.advertised}:{app.config.grpc_port}"
         self.lease = JanitorLease(app.diskless.index.store, TTL_S, owner=str(app.config.node_id), prefix=PREFIX,
-                                  info={"remoting": address})
+                                  info=info)
         self.address = address
         self.owner: str | None = None  # the owner's remoting address when another gateway holds the lease
+        self.owner_grpc: str | None = None  # and its gRPC host:port (None: it has no gRPC port)
         self.transport = RemotingReplicaTransport(tls=outgoing(app.config)[1])  # unsigned: the client's signature stays
         self._next_key = 0
         self._idle: list[tuple] = []  # keys of the transport's connections no call uses now
         self._warning = RateLimitedWarning(log, WARN_EVERY_S)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await self._look()  # before the gateway answers: a pop here already knows its owner
-        task_status.started()
+        task_status.started()  # not waiting for the store: a pop before the first look is served here
         while True:
-            await trio.sleep(INTERVAL_S)
             await self._look()
+            await trio.sleep(INTERVAL_S)
 
     async def _look(self) -> None:
         try:
@@ -63,8 +68,11 @@ class PopOwner:
         except ObjectStoreError as exc:
             self._warning.warn("diskless POP lease not renewed (object store: %s)", exc)
             return  # keep the last view: a store outage fails the pops' reads anyway
-        owner = None if held else self.lease.holder().get("remoting")
-        self.owner = owner if owner and owner != self.address else None
+        holder = {} if held else self.lease.holder()
+        owner = holder.get("remoting")
+        self.owner = owner if isinstance(owner, str) and owner != self.address else None
+        grpc = holder.get("grpc")
+        self.owner_grpc = grpc if self.owner is not None and isinstance(grpc, str) and ":" in grpc else None
 
     def remote(self, req: RemotingCommand) -> str | None:
         """The owner's address if `req` is to be forwarded there (never a request forwarded here)."""
