@@ -53,7 +53,7 @@ class PopOwner:
         self.owner_grpc: str | None = None  # and its gRPC host:port (None: it has no gRPC port)
         self.transport = RemotingReplicaTransport(tls=outgoing(app.config)[1])  # unsigned: the client's signature stays
         self._next_key = 0
-        self._idle: list[tuple] = []  # keys of the transport's connections no call uses now
+        self._idle: dict[str, list[tuple]] = {}  # owner -> keys of its connections no call uses now
         self._warning = RateLimitedWarning(log, WARN_EVERY_S)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -90,17 +90,18 @@ class PopOwner:
                                language=req.language, version=req.version, serialize_type=req.serialize_type)
         key = self._connection_key(owner)  # one connection per call in flight: a long poll holds its own
         try:
-            resp = await self.transport._call(key, owner, copy, timeout_s + ANSWER_SLACK_S)
+            resp = await self.transport.request(key, owner, copy, timeout_s + ANSWER_SLACK_S)
         except (OSError, trio.TooSlowError, ConnectionError) as exc:  # the transport dropped the connection
             self._warning.warn("diskless POP owner %s unreachable (%s): serving the request here", owner, exc)
             return None
-        self._idle.append(key)
+        self._idle.setdefault(owner, []).append(key)
         return resp
 
     def _connection_key(self, owner: str) -> tuple:
-        while self._idle:
-            key = self._idle.pop()
-            if key[0] == owner and key in self.transport._connections:
+        idle = self._idle.get(owner, [])
+        while idle:
+            key = idle.pop()
+            if self.transport.connected(key):
                 return key
         self._next_key += 1
         return (owner, "pop", self._next_key)
