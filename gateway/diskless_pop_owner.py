@@ -58,6 +58,8 @@ class PopOwner:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()  # not waiting for the store: a pop before the first look is served here
+        if clustered(self.app):
+            return  # the cluster's routes already send each queue's POP to its leader: no lease
         while True:
             await self._look()
             await trio.sleep(INTERVAL_S)
