@@ -155,7 +155,8 @@ async def load(app, group: str, sources: list) -> None:
 
 def forwarded(channel, req, topics) -> bool:
     """Whether `req` (an ack or a change of invisible time naming `topics`) goes to the bucket's POP
-    owner (gateway.diskless_pop_owner): then a task relays its answer, SYSTEM_BUSY if it cannot."""
+    owner (gateway.diskless_pop_owner): then a task relays its answer, SYSTEM_BUSY if it cannot be
+    reached (the requests after that are served here for a while, as the POPs are)."""
     app, owner = channel.app, channel.app.pop_remoting.owner
     if owner is None or owner.remote(req) is None:
         return False

@@ -11,8 +11,8 @@ wherever it connects, whatever route it cached. gRPC clients are sent to the own
 instead (gateway.grpc.route: QueryRoute / QueryAssignment of a diskless topic name the owner's
 gRPC endpoint), so their ReceiveMessage, AckMessage and ChangeInvisibleDuration go there. In an etcd cluster none of this runs: the route and
 the queue id translation already send a queue's POP to its leader (gateway.cluster.remoting_queues).
-An owner that cannot be reached is not waited for: the request is served here (at-least-once, as a
-broker fail-over is), and a warning is logged."""
+An owner that cannot be reached is not waited for: the request, and every POP and ack for the next
+TTL_S, is served here (at-least-once, as a broker fail-over is), and a warning is logged."""
 from __future__ import annotations
 
 import logging
@@ -55,6 +55,7 @@ class PopOwner:
         self._next_key = 0
         self._idle: dict[str, list[tuple]] = {}  # owner -> keys of its connections no call uses now
         self._warning = RateLimitedWarning(log, WARN_EVERY_S)
+        self._down: tuple[str, float] | None = None  # (owner, when a forward to it failed)
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()  # not waiting for the store: a pop before the first look is served here
@@ -80,6 +81,8 @@ class PopOwner:
         """The owner's address if `req` is to be forwarded there (never a request forwarded here)."""
         if self.owner is None or req.remark == FORWARDED or clustered(self.app):
             return None
+        if self._down is not None and self._down[0] == self.owner and trio.current_time() - self._down[1] < TTL_S:
+            return None  # it failed moments ago: serve here (POP and acks alike) until it is back or replaced
         return self.owner
 
     async def forward(self, req: RemotingCommand, timeout_s: float) -> RemotingCommand | None:
@@ -94,6 +97,7 @@ class PopOwner:
         try:
             resp = await self.transport.request(key, owner, copy, timeout_s + ANSWER_SLACK_S)
         except (OSError, trio.TooSlowError, ConnectionError) as exc:  # the transport dropped the connection
+            self._down = (owner, trio.current_time())
             self._warning.warn("diskless POP owner %s unreachable (%s): serving the request here", owner, exc)
             return None
         self._idle.setdefault(owner, []).append(key)

@@ -51,3 +51,30 @@ def test_one_group_pops_a_diskless_queue_through_two_gateways_once(target):  # n
 
 def _done(deliveries) -> bool:
     return len(deliveries) == N and all(len(deliveries[b]) >= 2 for b in UNACKED)
+
+
+def test_pop_goes_on_through_the_other_gateway_when_the_owner_is_gone(request, gateway_factory):
+    """The owner killed (kill -9): a POP through the other gateway is served there at once (its own
+    pop state, at-least-once, as after a broker fail-over), and that gateway takes the lease."""
+    if REAL:
+        pytest.skip("a fail-over of the gateways' POP owner; one RocketMQ broker has none")
+    from test_diskless_delay import Target, bucket_args
+    args, _keys = bucket_args(request)
+    a = gateway_factory(extra_args=args, name="a")  # first: it takes the POP lease
+    b = gateway_factory(extra_args=args, name="b")
+    q = Target(a.namesrv, [a.namesrv, b.namesrv]).create("dl-pop3")
+    with Producer("dl-pop3-p", a.namesrv) as p:
+        for i in range(3):
+            p.send(Message("dl-pop3", b"m%d" % i), queue=q)
+    a.kill9()
+    with SimpleConsumer("dl-pop3-g", b.namesrv, subscriptions={"dl-pop3": "*"}, await_duration=1,
+                        consume_from=ConsumeFrom.FIRST_OFFSET) as c:
+        got = []
+        for _ in range(10):
+            got += c.receive(max_messages=32, invisible_duration=30)
+            if len(got) >= 3:
+                break
+        assert sorted(m.body for m in got) == [b"m0", b"m1", b"m2"]
+        for m in got:
+            c.ack(m)
+    assert "diskless POP owner" in b.log() and "unreachable" in b.log()
