@@ -16,6 +16,7 @@ import interop.to_rocketmq as to_rocketmq
 from codec.kafka import records
 from codec.remoting import ResponseCode
 from codec.remoting import message as smsg
+from gateway.diskless_pop_owner import PopOwner
 from gateway.remoting.diskless import batch_message
 from semantics.diskless import is_diskless
 from store.objstore.api import ObjectStoreError
@@ -109,6 +110,7 @@ def install(app) -> None:
     """Let the App's POP engine read diskless queues (at start, when the App has them)."""
     if app.diskless is not None and not isinstance(app.pop.store, PopQueues):
         app.pop.store = PopQueues(app.pop.store)
+        app.pop_remoting.owner = PopOwner(app)
 
 
 def diskless_sources(app, sources: list) -> list:
@@ -151,10 +153,33 @@ async def load(app, group: str, sources: list) -> None:
         app.pop.store.put(topic, qid, lo, end, first, messages)
 
 
+def forwarded(channel, req, topics) -> bool:
+    """Whether `req` (an ack or a change of invisible time naming `topics`) goes to the bucket's POP
+    owner (gateway.diskless_pop_owner): then a task relays its answer, SYSTEM_BUSY if it cannot be
+    reached (the requests after that are served here for a while, as the POPs are)."""
+    app, owner = channel.app, channel.app.pop_remoting.owner
+    if owner is None or owner.remote(req) is None:
+        return False
+    if not any(isinstance(t, str) and is_diskless(app.store.topics.get(t)) for t in topics):
+        return False
+
+    async def relay():
+        resp = await owner.forward(req, 0)
+        return resp if resp is not None else req.response(
+            ResponseCode.SYSTEM_BUSY, remark="[diskless] the bucket's POP owner cannot be reached; retry")
+    channel.spawn(req, relay)
+    return True
+
+
 async def pop(app, req, group: str, sources: list, once, poll_s: float, timed_out):
-    """A POP_MESSAGE with diskless queues among `sources`: load them, try `once()` (the pop as on any
-    queue), and while nothing came wait up to `poll_s` for news (this gateway's writes wake it,
-    another's are seen at the next look, at most a second later); `timed_out()` answers an empty poll."""
+    """A POP_MESSAGE with diskless queues among `sources`: the bucket's POP owner's answer if another
+    gateway owns POP; else load them, try `once()` (the pop as on any queue), and while nothing came
+    wait up to `poll_s` for news (this gateway's writes wake it, another's are seen at the next look,
+    at most a second later); `timed_out()` answers an empty poll."""
+    owner = app.pop_remoting.owner
+    resp = await owner.forward(req, poll_s) if owner is not None else None
+    if resp is not None:
+        return resp
     deadline = trio.current_time() + poll_s
     while True:
         try:

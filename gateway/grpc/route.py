@@ -3,7 +3,9 @@ and which queues a consumer group pops (every queue of a broker, as one assignme
 One gateway: all on it, one broker "broker-a" whose endpoints are the ones the client used. In a
 cluster (--cluster), as the NameServer route (gateway.cluster.routes): one broker per live gateway
 leading queues of the topic (broker-<node id>, at the gRPC endpoint it registered), each with
-broker-local queue ids 0..n-1 for the n queues it leads; a gateway without --grpc-port is left out."""
+broker-local queue ids 0..n-1 for the n queues it leads; a gateway without --grpc-port is left out.
+Gateways sharing a diskless bucket without a cluster: a diskless topic's broker is at the bucket's
+POP owner's endpoint (`pop_owner_endpoints`)."""
 from __future__ import annotations
 
 import ipaddress
@@ -12,6 +14,7 @@ from gateway.cluster import routes
 from gateway.cluster.ownership import clustered
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s
 from gateway.remoting.common import BROKER_NAME, client_group_error, ensure_topic, legal_topic
+from semantics.diskless import is_diskless
 
 ACCEPTED_TYPES = [d.MessageType.NORMAL, d.MessageType.FIFO, d.MessageType.DELAY, d.MessageType.TRANSACTION]
 TYPED = {"NORMAL", "FIFO", "DELAY", "TRANSACTION", "PRIORITY", "LITE"}
@@ -66,7 +69,9 @@ def brokers(ctx, req, cfg) -> list[tuple[object, int]]:
     """(Broker, how many queues of the topic it serves) for each broker of the topic's route."""
     asked = req.endpoints if req.HasField("endpoints") else None
     if not clustered(ctx.app):
-        return [(broker(ctx, asked), max(cfg.read_queues, cfg.write_queues))]
+        owner = pop_owner_endpoints(ctx.app, cfg)
+        return [(d.Broker(name=BROKER_NAME, id=0, endpoints=owner) if owner is not None else broker(ctx, asked),
+                 max(cfg.read_queues, cfg.write_queues))]
     members = {routes.broker_name(n): m for n, m in ctx.app.ownership.live().items() if m.grpc_port}
     out = []
     for queue_data in routes.rocketmq_route(ctx.app, req.topic.name, cfg)["queueDatas"]:
@@ -77,6 +82,18 @@ def brokers(ctx, req, cfg) -> list[tuple[object, int]]:
             out.append((d.Broker(name=queue_data["brokerName"], id=0, endpoints=address),
                         queue_data["writeQueueNums"]))
     return out
+
+
+def pop_owner_endpoints(app, cfg):
+    """A diskless topic's endpoints on a gateway (no cluster) that does not own POP of the bucket:
+    the owner's (gateway.diskless_pop_owner), so that one group's receives through several gateways
+    share one pop state; None otherwise."""
+    owner = app.pop_remoting.owner
+    address = owner.owner_grpc if owner is not None and is_diskless(cfg) else None
+    if address is None:
+        return None
+    host, _, port = address.rpartition(":")
+    return d.Endpoints(scheme=_scheme(host), addresses=[d.Address(host=host, port=int(port))])
 
 
 def served_queues(app, topic: str) -> list[int] | None:

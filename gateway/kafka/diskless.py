@@ -4,6 +4,7 @@ call runs in a worker thread. An unreachable store answers KAFKA_STORAGE_ERROR (
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 
 import trio
@@ -14,9 +15,13 @@ import gateway.kafka.topics as topics
 from codec.kafka import records
 from codec.kafka.schema import DecodeError
 from gateway.kafka.state import kafka_state
+from gateway.rate_log import RateLimitedWarning
 from semantics.diskless import is_diskless
 from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
 from store.objstore.api import ObjectStoreError
+
+# a failed diskless Fetch (every retry of every consumer fails alike): one line per 30 s
+FETCH_FAILURES = RateLimitedWarning(logging.getLogger("rocketgate"), 30.0)
 
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
@@ -214,7 +219,9 @@ async def prepare_fetch(app, req, keys: list[tuple[str, int]]) -> dict:
         try:
             out[(topic, partition)] = await trio.to_thread.run_sync(
                 _read, app.diskless.index, topic, partition, p["fetch_offset"], p["partition_max_bytes"])
-        except ObjectStoreError:
+        except ObjectStoreError as exc:  # answered retriable; a consumer would just see nothing come
+            FETCH_FAILURES.warn("diskless fetch of %s-%d at offset %d failed (object store: %s): answered "
+                                "KAFKA_STORAGE_ERROR", topic, partition, p["fetch_offset"], exc)
             out[(topic, partition)] = errors.KAFKA_STORAGE_ERROR
     return out
 

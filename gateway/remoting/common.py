@@ -43,6 +43,8 @@ class PopRemotingState:
 
     polling: dict = dataclasses.field(default_factory=dict)
     modes: dict | None = None
+    # diskless queues' POP owner of the bucket (gateway.diskless_pop_owner); None without diskless topics
+    owner: object = None
 
 
 def registry(app) -> ClientRegistry:

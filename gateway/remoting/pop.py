@@ -275,12 +275,16 @@ def _receipt(app, req, code_bad_qid):
 
 @handles(RC.ACK_MESSAGE)
 def ack_message(channel, req):
+    if diskless_pop.forwarded(channel, req, [required_str(req, "topic")]):
+        return DEFERRED
     receipt, _ = _receipt(channel.app, req, ResponseCode.MESSAGE_ILLEGAL)
     return _ack(channel, req, [receipt], batch=False)
 
 
 @handles(RC.BATCH_ACK_MESSAGE)
 def batch_ack_message(channel, req):
+    if diskless_pop.forwarded(channel, req, [a.get("t", a.get("topic")) for a in _batch_acks(req)]):
+        return DEFERRED
     receipts = [r for ack in _batch_acks(req) for r in _batch_receipts(channel.app, ack)]
     if not receipts:
         return req.response(ResponseCode.NO_MESSAGE, remark="no acks")
@@ -365,6 +369,8 @@ def _batch_receipts(app, ack: dict) -> list[Receipt]:
 @handles(RC.CHANGE_MESSAGE_INVISIBLETIME)
 def change_invisible_time(channel, req):
     invisible = _invisible(req, "invisibleTime")
+    if diskless_pop.forwarded(channel, req, [required_str(req, "topic")]):
+        return DEFERRED
     receipt, info = _receipt(channel.app, req, ResponseCode.MESSAGE_ILLEGAL)
     app = channel.app
     with pop_engine(app).writes.deferred(app.flow):

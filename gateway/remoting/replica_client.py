@@ -93,6 +93,13 @@ class RemotingReplicaTransport:
             await trio.aclose_forcefully(conn.stream)
             raise
 
+    async def request(self, key: tuple, address: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """`cmd`'s answer from `address` over the connection named `key` (opened when needed)."""
+        return await self._call(key, address, cmd, timeout)
+
+    def connected(self, key: tuple) -> bool:
+        return key in self._connections
+
     async def fetch(self, leader: str, request: FetchRequest) -> FetchAnswer:
         resp = await self._call((leader, request.topic, request.queue_id), leader, fetch_command(request),
                                 request.max_wait_ms / 1000 + ANSWER_SLACK_S)

@@ -47,6 +47,7 @@ class Janitor:
         self._unreferenced_since: dict[str, float] = {}
         self._once_referenced: set[str] = set()  # objects an entry was seen naming (present ones)
         self._tombstones_empty_since: dict[str, float] = {}
+        self._entry_wals: dict[str, tuple[str, str]] = {}  # index key -> (ETag, the object it names) as last read
 
     def run_once(self, limits: dict[str, tuple[int, int]], now_ms: int, compact: bool = True) -> JanitorStats:
         """One pass over every diskless queue of the bucket: retention by `limits` (topic ->
@@ -149,17 +150,28 @@ class Janitor:
             pass
 
     def referenced(self, queues: list[tuple[str, int]]) -> set[str]:
-        """The objects the store's entries name now, every entry read again: this gateway's memory of
-        an entry that another gateway's compaction rewrote still names the old object, and trusting
-        it would delete the segment the entry moved to."""
-        out = set()
+        """The objects the store's entries name now, from a fresh listing of every queue's entries:
+        this gateway's memory of an entry that another gateway's compaction rewrote still names the
+        old object, and trusting it would delete the segment the entry moved to. An entry is read
+        again only when its ETag changed since this janitor last read it (a rewrite changes its
+        bytes, so its ETag), so a pass costs one LIST per queue (per 1000 entries) plus one GET per
+        new or rewritten entry, not one GET per entry."""
+        out, listed = set(), {}
         for topic, queue in queues:
             for info in self.index.store.list(self.index.index_prefix(topic, queue)):
-                if layout.seq_of(info.key) is not None:
+                if layout.seq_of(info.key) is None:
+                    continue
+                known = self._entry_wals.get(info.key)
+                if known is not None and info.etag and known[0] == info.etag:
+                    wal = known[1]
+                else:
                     try:
-                        out.add(IndexEntry.decode(self.index.store.get(info.key)).wal)
+                        wal = IndexEntry.decode(self.index.store.get(info.key)).wal
                     except NotFound:  # retention deleted it meanwhile
-                        pass
+                        continue
+                listed[info.key] = (info.etag, wal)
+                out.add(wal)
+        self._entry_wals = listed  # entries no longer listed are forgotten
         return out
 
     def collect(self, referenced: set[str]) -> None:

@@ -19,13 +19,19 @@ TERM_DIGITS = 12
 KEEP_TERMS = 3  # older term objects are deleted by the holder
 
 
-def term_key(term: int) -> str:
-    return f"{PREFIX}{term:0{TERM_DIGITS}d}"
+def term_key(term: int, prefix: str = PREFIX) -> str:
+    return f"{prefix}{term:0{TERM_DIGITS}d}"
 
 
 class JanitorLease:
-    def __init__(self, store: ObjectStore, ttl_s: float, owner: str = "") -> None:
+    """The lease under `prefix` (the janitor's by default; gateway.diskless_pop_owner holds another
+    under its own prefix); `info` goes into the holder's object for the others to read (`holder`)."""
+
+    def __init__(self, store: ObjectStore, ttl_s: float, owner: str = "", prefix: str = PREFIX,
+                 info: dict | None = None) -> None:
         self.store = store
+        self.prefix = prefix
+        self.info = dict(info or {})
         self.ttl_s = ttl_s
         self.owner = f"{owner}/{uuid.uuid4().hex}"
         self.term = -1  # the term this gateway holds, -1 when none
@@ -36,17 +42,18 @@ class JanitorLease:
     def hold(self) -> bool:
         """Whether this gateway is the bucket's janitor for the coming pass (renewing or taking the
         lease as needed)."""
-        terms = sorted(int(i.key[len(PREFIX):]) for i in self.store.list(PREFIX) if i.key[len(PREFIX):].isdigit())
+        n = len(self.prefix)
+        terms = sorted(int(i.key[n:]) for i in self.store.list(self.prefix) if i.key[n:].isdigit())
         newest = terms[-1] if terms else -1
         if newest >= 0 and newest == self.term:
             self._beat()
             for old in terms[:-KEEP_TERMS]:
-                self.store.delete(term_key(old))
+                self.store.delete(term_key(old, self.prefix))
             return True
         self.term = -1
         if newest >= 0:
             try:
-                body = self.store.get(term_key(newest))
+                body = self.store.get(term_key(newest, self.prefix))
             except NotFound:
                 return False  # deleted as we looked: look again next pass
             now = time.monotonic()
@@ -59,15 +66,29 @@ class JanitorLease:
 
     def _take(self, term: int) -> bool:
         try:
-            self.store.put(term_key(term), self._body(), if_absent=True)
-        except PreconditionFailed:
-            return False  # another gateway took it first
+            self.store.put(term_key(term, self.prefix), self._body(), if_absent=True)
+        except PreconditionFailed:  # another gateway took it first: remember whose it is
+            try:
+                self._seen, self._seen_at = (term, self.store.get(term_key(term, self.prefix))), time.monotonic()
+            except NotFound:
+                pass
+            return False
         self.term = term
         return True
 
+    def holder(self) -> dict:
+        """The newest term's object as last read by a gateway not holding it ({} when unknown)."""
+        if self._seen is None:
+            return {}
+        try:
+            found = json.loads(self._seen[1])
+        except ValueError:
+            return {}
+        return found if isinstance(found, dict) else {}
+
     def _beat(self) -> None:
-        self.store.put(term_key(self.term), self._body())
+        self.store.put(term_key(self.term, self.prefix), self._body())
 
     def _body(self) -> bytes:
         self._beats += 1
-        return json.dumps({"owner": self.owner, "beat": self._beats}).encode()
+        return json.dumps({**self.info, "owner": self.owner, "beat": self._beats}).encode()

@@ -9,18 +9,10 @@ from __future__ import annotations
 import pytest
 
 from client import ConsumeFrom, Message, Producer, SimpleConsumer
+from pop_receiving import receive_all
 from test_diskless_delay import REAL, target  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.timeout(300 if REAL else 60)
-
-
-def receive_all(c, n: int, invisible: float, rounds: int = 15) -> list:
-    got = []
-    for _ in range(rounds):
-        got += c.receive(max_messages=32, invisible_duration=invisible)
-        if len(got) >= n:
-            break
-    return got
 
 
 def test_pop_ack_change_invisible_and_redelivery_on_a_diskless_topic(target):  # noqa: F811

@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from acked_records import read_committed
+from txn_steps import aborted_with_offsets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "kafka"))  # TxnCheck and its facts
 from kafka_raw import RawClient  # noqa: E402
@@ -58,12 +59,7 @@ def transactions_scenario(bootstrap: str, diskless: bool) -> tuple[str, str, str
     p.commit_transaction(15)
     assert committed(bootstrap, group, TopicPartition(src, 0)) == 7  # applied on commit
 
-    p.begin_transaction()
-    for i in range(4):
-        p.produce(topic, value=f"a{i}".encode(), partition=i % 2)
-    p.flush(15)
-    p.send_offsets_to_transaction([TopicPartition(src, 0, 99)], meta, 15)
-    p.abort_transaction(15)
+    aborted_with_offsets(p, topic, src, meta)
     assert committed(bootstrap, group, TopicPartition(src, 0)) == 7  # aborted offsets are dropped
 
     p.begin_transaction()

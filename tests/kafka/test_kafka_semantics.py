@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 from acked_records import read_committed
+from txn_steps import aborted_with_offsets
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
@@ -271,12 +272,7 @@ def test_confluent_transactions_commit_abort_offsets(gateway):
     p.commit_transaction(15)
     assert c.committed([TopicPartition(src, 0)], 15)[0].offset == 7  # applied on commit
 
-    p.begin_transaction()
-    for i in range(4):
-        p.produce(topic, value=f"a{i}".encode(), partition=i % 2)
-    p.flush(15)
-    p.send_offsets_to_transaction([TopicPartition(src, 0, 99)], meta, 15)
-    p.abort_transaction(15)
+    aborted_with_offsets(p, topic, src, meta)
     assert c.committed([TopicPartition(src, 0)], 15)[0].offset == 7  # aborted offsets are dropped
     c.close()
 

@@ -11,6 +11,7 @@ import pytest
 
 from client import ConsumeFrom, Message, MQBrokerError, Producer, SimpleConsumer
 from codec.remoting import RequestCode as RC, ResponseCode as R
+from pop_receiving import receive_all
 from remoting.wire import Peer
 
 
@@ -22,15 +23,6 @@ def produce(gateway, topic, n, tags=None):
 
 def consumer(group, namesrv, **kw):
     return SimpleConsumer(group, namesrv, consume_from=ConsumeFrom.FIRST_OFFSET, **kw)
-
-
-def receive_all(consumer, n, invisible=30.0, rounds=20):
-    got = []
-    for _ in range(rounds):
-        got += consumer.receive(max_messages=32, invisible_duration=invisible)
-        if len(got) >= n:
-            break
-    return got
 
 
 def committed(gateway, group, topic, qid):

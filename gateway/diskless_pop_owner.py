@@ -1,0 +1,113 @@
+"""One POP owner per bucket for diskless queues (docs/diskless.md, "POP through several gateways").
+
+POP's state (leases, receipts, progress) is the serving gateway's pop log, so two gateways popping
+one group on one diskless queue would each hand every message out. Gateways sharing a bucket
+without a cluster therefore elect one POP owner: the holder of a lease of conditional objects
+`diskless/pop/<term>` (the janitor's mechanism, store/diskless/janitor_lease.py, under its own
+prefix and a 1 s beat) whose object names its remoting address. The others forward a diskless
+queue's POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME to it unchanged
+(so an ACL signature still holds) and relay its answer: a RocketMQ client sees one broker's POP
+wherever it connects, whatever route it cached. gRPC clients are sent to the owner by the route
+instead (gateway.grpc.route: QueryRoute / QueryAssignment of a diskless topic name the owner's
+gRPC endpoint), so their ReceiveMessage, AckMessage and ChangeInvisibleDuration go there. In an etcd cluster none of this runs: the route and
+the queue id translation already send a queue's POP to its leader (gateway.cluster.remoting_queues).
+An owner that cannot be reached is not waited for: the request, and every POP and ack for the next
+TTL_S, is served here (at-least-once, as a broker fail-over is), and a warning is logged."""
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from codec.remoting import RemotingCommand
+from gateway.cluster.ownership import clustered
+from gateway.rate_log import RateLimitedWarning
+from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
+from store.diskless.janitor_lease import JanitorLease
+from store.objstore.api import ObjectStoreError
+
+log = logging.getLogger(__name__)
+
+PREFIX = "diskless/pop/"
+INTERVAL_S = 1.0
+TTL_S = 5.0  # the owner's object unchanged this long (3+ looks): another gateway takes the lease
+FORWARDED = "rocketgate: forwarded to the diskless POP owner"  # the request's remark (outside any signature)
+ANSWER_SLACK_S = 10.0  # beyond a forwarded pop's own long-poll time
+WARN_EVERY_S = 30.0
+
+
+class PopOwner:
+    """Background service: every INTERVAL_S, hold or follow the bucket's POP lease (off the loop);
+    `forward` relays a request to the owner when another gateway holds it."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        address = f"{app.config.advertised}:{app.config.remoting_port}"
+        info = {"remoting": address}
+        if app.config.grpc_port:
+            info["grpc"] = f"{app.config.advertised}:{app.config.grpc_port}"
+        self.lease = JanitorLease(app.diskless.index.store, TTL_S, owner=str(app.config.node_id), prefix=PREFIX,
+                                  info=info)
+        self.address = address
+        self.owner: str | None = None  # the owner's remoting address when another gateway holds the lease
+        self.owner_grpc: str | None = None  # and its gRPC host:port (None: it has no gRPC port)
+        self.transport = RemotingReplicaTransport(tls=outgoing(app.config)[1])  # unsigned: the client's signature stays
+        self._next_key = 0
+        self._idle: dict[str, list[tuple]] = {}  # owner -> keys of its connections no call uses now
+        self._warning = RateLimitedWarning(log, WARN_EVERY_S)
+        self._down: tuple[str, float] | None = None  # (owner, when a forward to it failed)
+
+    async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()  # not waiting for the store: a pop before the first look is served here
+        if clustered(self.app):
+            return  # the cluster's routes already send each queue's POP to its leader: no lease
+        while True:
+            await self._look()
+            await trio.sleep(INTERVAL_S)
+
+    async def _look(self) -> None:
+        try:
+            held = await trio.to_thread.run_sync(self.lease.hold)
+        except ObjectStoreError as exc:
+            self._warning.warn("diskless POP lease not renewed (object store: %s)", exc)
+            return  # keep the last view: a store outage fails the pops' reads anyway
+        holder = {} if held else self.lease.holder()
+        owner = holder.get("remoting")
+        self.owner = owner if isinstance(owner, str) and owner != self.address else None
+        grpc = holder.get("grpc")
+        self.owner_grpc = grpc if self.owner is not None and isinstance(grpc, str) and ":" in grpc else None
+
+    def remote(self, req: RemotingCommand) -> str | None:
+        """The owner's address if `req` is to be forwarded there (never a request forwarded here)."""
+        if self.owner is None or req.remark == FORWARDED or clustered(self.app):
+            return None
+        if self._down is not None and self._down[0] == self.owner and trio.current_time() - self._down[1] < TTL_S:
+            return None  # it failed moments ago: serve here (POP and acks alike) until it is back or replaced
+        return self.owner
+
+    async def forward(self, req: RemotingCommand, timeout_s: float) -> RemotingCommand | None:
+        """The owner's answer to a copy of `req`; None when this gateway serves it itself (it owns
+        the lease, or the owner could not be reached)."""
+        owner = self.remote(req)
+        if owner is None:
+            return None
+        copy = RemotingCommand(code=req.code, ext_fields=dict(req.ext_fields), body=req.body, remark=FORWARDED,
+                               language=req.language, version=req.version, serialize_type=req.serialize_type)
+        key = self._connection_key(owner)  # one connection per call in flight: a long poll holds its own
+        try:
+            resp = await self.transport.request(key, owner, copy, timeout_s + ANSWER_SLACK_S)
+        except (OSError, trio.TooSlowError, ConnectionError) as exc:  # the transport dropped the connection
+            self._down = (owner, trio.current_time())
+            self._warning.warn("diskless POP owner %s unreachable (%s): serving the request here", owner, exc)
+            return None
+        self._idle.setdefault(owner, []).append(key)
+        return resp
+
+    def _connection_key(self, owner: str) -> tuple:
+        idle = self._idle.get(owner, [])
+        while idle:
+            key = idle.pop()
+            if self.transport.connected(key):
+                return key
+        self._next_key += 1
+        return (owner, "pop", self._next_key)
