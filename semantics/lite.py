@@ -12,6 +12,7 @@ as an ordinary topic whose records carry the header `__LITE_TOPIC` (docs/mapping
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import zlib
 
@@ -23,6 +24,32 @@ MAX_LITE_TOPIC_SIZE = 64  # the 5.5 proxy's maxLiteTopicSize
 MAX_SUBSCRIPTIONS = 100_000  # the 5.5 broker's maxLiteSubscriptionCount: what one client may hold here
 GROUP_SEPARATOR = "#"  # never in a legal group name: "G#L" cannot be a client's own group
 _LEGAL = re.compile(r"[A-Za-z0-9_-]+")
+LMQ_PREFIX = "%LMQ%$"  # RocketMQ 5.5 names lite topic L of parent P "%LMQ%$P$L" (its LMQ queue)
+POLICIES = {0: "LAST", 1: "MIN", 2: "MAX"}  # 5.5's OffsetOption POLICY values
+
+
+@dataclasses.dataclass
+class LiteClient:
+    """A remoting lite consumer (as 5.5's proxy registers one for each lite push consumer with
+    LITE_SUBSCRIPTION_CTL): its group, parent topic and lite topics."""
+    group: str
+    topic: str
+    names: set = dataclasses.field(default_factory=set)
+    last_access_ms: int = -1  # its last POP_LITE_MESSAGE
+
+
+def lmq_name(parent: str, name: str) -> str:
+    return f"{LMQ_PREFIX}{parent}${name}"
+
+
+def offset_option(option) -> tuple[str, int] | None:
+    """(kind, value) for start_of from a remoting OffsetOption ({"type": "POLICY", "value": 1}, ...)."""
+    if not isinstance(option, dict) or not isinstance(option.get("value", 0), int):
+        return None
+    kind, value = option.get("type"), option.get("value", 0)
+    if kind == "POLICY":
+        return POLICIES.get(value, "LAST"), 0
+    return {"OFFSET": "offset", "TAIL_N": "tail_n", "TIMESTAMP": "timestamp"}.get(kind, "LAST"), value
 
 
 def name_error(name: str) -> str | None:

@@ -43,6 +43,7 @@ class PopRemotingState:
 
     polling: dict = dataclasses.field(default_factory=dict)
     modes: dict | None = None
+    lite_clients: dict = dataclasses.field(default_factory=dict)  # gateway.remoting.pop_lite's subscribers
 
 
 def registry(app) -> ClientRegistry:
