@@ -101,16 +101,41 @@ def start_of(store, parent: str, qid: int, name: str, kind: str, value: int) -> 
     (also when the index holds too many entries to be read)."""
     if kind not in ("MIN", "MAX", "offset"):
         return None
-    positions = key_positions(store, parent, qid, name)
-    if positions is None:
+    found = offsets_of(store, parent, qid, name)
+    if found is None:
         return None
-    hits, end = positions
-    mine = [o for o, props in hits if props.get(PROPERTY_LITE_TOPIC) == name]
+    mine, end = found
     if kind == "MAX" or not mine:
         return end
     if kind == "MIN":
         return mine[0]
     return mine[min(max(value, 0), len(mine) - 1)] if value < len(mine) else end
+
+
+def offsets_of(store, parent: str, qid: int, name: str) -> tuple[list[int], int] | None:
+    """(the offsets of lite topic `name`'s messages in its queue of the parent, that queue's end), or
+    None when the index holds too many entries for it to be read whole."""
+    positions = key_positions(store, parent, qid, name)
+    if positions is None:
+        return None
+    hits, end = positions
+    return [o for o, props in hits if props.get(PROPERTY_LITE_TOPIC) == name], end
+
+
+def count_topics(store, parent: str, queues: int, chunk: int = 65536) -> int:
+    """How many lite topics the parent holds messages of: the distinct tags codes of its
+    ConsumeQueues (a lite message's code is its lite topic's hash), read without the CommitLog."""
+    codes = set()
+    for qid in range(queues):
+        at, end = store.min_offset(parent, qid), store.max_offset(parent, qid)
+        while at < end:
+            units = store.units(parent, qid, at, min(chunk, end - at))
+            if not units:
+                break
+            codes.update(code for _, _, code in units)
+            at += len(units)
+    codes.discard(0)
+    return len(codes)
 
 
 def subscription_group(group: str, name: str) -> str:

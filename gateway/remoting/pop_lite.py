@@ -21,7 +21,8 @@ from codec.remoting.message import with_properties
 from gateway.cluster.remoting_queues import own_broker_name
 from gateway.lite_pop import pop_subscriptions
 from gateway.remoting.common import DEFERRED, FAQ, handles, now_ms
-from gateway.remoting.headers import RequestError, optional_long, optional_str, required_int, required_long, required_str
+from gateway.remoting.headers import (RequestError, optional_long, optional_str, required_int, required_long,
+                                      required_str)
 from gateway.remoting.pop import _after_logged, _encode, _invisible, _to_dlq, ack_message as _pop_ack
 from gateway.remoting.pop import change_invisible_time as _pop_change
 from semantics import lite
@@ -70,7 +71,8 @@ def lite_subscription_ctl(channel, req):
         if action in ("PARTIAL_ADD", "COMPLETE_ADD"):
             if action == "PARTIAL_ADD" and _subscription_count(app) >= lite.MAX_SUBSCRIPTIONS:
                 return req.response(LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
-                                    remark=f"LiteQuotaException: lite subscription quota exceeded {lite.MAX_SUBSCRIPTIONS}")
+                                    remark=f"LiteQuotaException: lite subscription quota exceeded "
+                                           f"{lite.MAX_SUBSCRIPTIONS}")
             if current is None or (current.group, current.topic) != (group, topic):
                 current = registered[client] = lite.LiteClient(group, topic)
             added = set(names) - current.names
@@ -106,7 +108,8 @@ def _refusal(app, req, group: str, topic: str, max_n: int):
     if poll_ms > 0 and born > 0 and now_ms() - born - poll_ms > 500:
         return ResponseCode.POLLING_TIMEOUT, f"the broker[{own_broker_name(app)}] pop message is timeout too much"
     if max_n > MAX_POP_NUMS:
-        return ResponseCode.INVALID_PARAMETER, f"the broker[{own_broker_name(app)}] pop message's num is greater than 32"
+        return ResponseCode.INVALID_PARAMETER, \
+            f"the broker[{own_broker_name(app)}] pop message's num is greater than 32"
     cfg = app.store.topics.get(topic)
     if cfg is None:
         return ResponseCode.TOPIC_NOT_EXIST, f"topic [{topic}] not exist, apply first please!{FAQ}"
@@ -232,6 +235,7 @@ def change_invisible_time(channel, req):
     if renewed is None:
         return req.response(ResponseCode.MESSAGE_ILLEGAL, remark="change invisible time offset illegal.")
     deadline, end = renewed
-    resp = req.response(ResponseCode.SUCCESS, {"popTime": receipt.pop_time, "invisibleTime": deadline - receipt.pop_time,
+    resp = req.response(ResponseCode.SUCCESS, {"popTime": receipt.pop_time,
+                                               "invisibleTime": deadline - receipt.pop_time,
                                                "reviveQid": LITE_REVIVE_QID})
     return _after_logged(channel, req, resp, end)

@@ -3,79 +3,25 @@ proxy sends them to its broker: LITE_SUBSCRIPTION_CTL sets a client's lite topic
 hands out all waiting messages of each subscribed lite topic in order (with INNER_MULTI_DISPATCH and
 INNER_MULTI_QUEUE_OFFSET, which the ack echoes with queueId 0, reviveQid 999 and liteTopic) and then
 nothing more of that lite topic until they are acknowledged; refusals with 5.5's codes and words.
-Run first against Apache RocketMQ 5.5.0 (REMOTING_TARGET=rocketmq: one broker with enableLmq and
-enableMultiDispatch, as lite topics need) — same results, except that 5.5's offsets count each lite
-topic's own messages (0, 1, 2) while the gateway's are the messages' offsets in their queue of the
-parent (increasing, not by one), so offsets are only compared by order here."""
+Run first against Apache RocketMQ 5.5.0 (REMOTING_TARGET=rocketmq, tests/remoting/lite_wire.py) —
+same results, except that 5.5's offsets count each lite topic's own messages (0, 1, 2) while the
+gateway's are the messages' offsets in their queue of the parent (increasing, not by one), so
+offsets are only compared by order here."""
 from __future__ import annotations
 
-import json
-import os
 import threading
-import time
 
 import pytest
 
 from codec.remoting import RequestCode as RC
-from gateway_process import GatewayProcess
-from test_server import decode_all, send_fields
+from lite_wire import ack_fields, ctl, lite_target, pop, pop_fields, send
 from wire import Peer
-
-REAL = os.environ.get("REMOTING_TARGET") == "rocketmq"
-TOPIC_FIELDS = {"readQueueNums": 4, "writeQueueNums": 4, "perm": 6, "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": 0, "order": "false", "defaultTopic": "TBW102"}
 
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):
-    """(peer, address) of a fresh target with LITE topic LP, NORMAL topic NP, group LG bound to LP, group OG."""
-    work = tmp_path_factory.mktemp("lite")
-    if REAL:
-        from bench.brokers import RocketMQBroker
-        system = RocketMQBroker(str(work / "rocketmq"), heap="1g",
-                                extra={"enableLmq": "true", "enableMultiDispatch": "true"}).start()
-        addr = f"127.0.0.1:{system.broker_port}"
-    else:
-        system = GatewayProcess(str(work / "data")).start()
-        addr = system.namesrv
-    try:
-        p = Peer(addr)
-        assert p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "LP", **TOPIC_FIELDS, "attributes": "+message.type=LITE"}).code == 0
-        assert p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "NP", **TOPIC_FIELDS}).code == 0
-        for group in ({"groupName": "LG", "attributes": {"+lite.bind.topic": "LP"}}, {"groupName": "OG"}):
-            assert p.call(RC.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, json.dumps(group).encode()).code == 0
-        yield p, addr
-        p.close()
-    finally:
-        system.stop()
-
-
-def send(p: Peer, lite: str, body: str, qid: int = 0) -> None:
-    resp = p.call(RC.SEND_MESSAGE_V2, send_fields("LP", qid, {"__LITE_TOPIC": lite}), body.encode())
-    assert resp.code == 0, (resp.code, resp.remark)
-
-
-def ctl(p: Peer, action: str, names, client: str, offset_option=None):
-    entry = {"action": action, "clientId": client, "group": "LG", "topic": "LP", "liteTopicSet": names, "version": 0}
-    if offset_option:
-        entry["offsetOption"] = offset_option
-    return p.call(RC.LITE_SUBSCRIPTION_CTL, {}, json.dumps({"subscriptionSet": [entry]}).encode())
-
-
-def pop_fields(client: str, group: str = "LG", topic: str = "LP", n: int = 32, poll_ms: int = 0) -> dict:
-    return {"clientId": client, "consumerGroup": group, "topic": topic, "maxMsgNum": n, "invisibleTime": 60000,
-            "pollTime": poll_ms, "bornTime": int(time.time() * 1000), "attemptId": "a1"}
-
-
-def pop(p: Peer, client: str, **kw):
-    resp = p.call(RC.POP_LITE_MESSAGE, pop_fields(client, **kw))
-    return resp, decode_all(resp.body) if resp.code == 0 else []
-
-
-def ack_fields(resp, message, lite: str, group: str = "LG", qid: int = 0, revive_qid: int = 999, offset=None) -> dict:
-    offset = message.properties["INNER_MULTI_QUEUE_OFFSET"] if offset is None else offset
-    extra = f"0 {resp.ext_fields['popTime']} {resp.ext_fields['invisibleTime']} {revive_qid} 0 broker-a {qid} {offset}"
-    return {"consumerGroup": group, "topic": "LP", "queueId": qid, "offset": offset, "extraInfo": extra, "liteTopic": lite}
+    with lite_target(tmp_path_factory.mktemp("lite")) as (p, system):
+        yield p, system.addr
 
 
 def test_subscribed_lite_topic_popped_in_order_held_until_acked(target):
