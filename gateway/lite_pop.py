@@ -30,12 +30,20 @@ def keeper(name: str):
     return lambda message, offset: message.properties.get(lite.PROPERTY_LITE_TOPIC) == name
 
 
+def ttl(app, parent: str) -> dict:
+    """The keyword arguments that make semantics.lite see only a lite topic's live messages."""
+    cfg = app.store.topics.get(parent)
+    return {"expire_ms": lite.expire_after_ms(cfg.attributes if cfg is not None else None, app.config.lite_min_ttl_ms),
+            "now_ms": app.clock.now_ms()}
+
+
 def pop_subscriptions(app, group: str, parent: str, names, write_queues: int, invisible_ms: int, max_n: int,
                       per_topic: int, pop_time: int, dead_letter) -> list:
     """[(lite topic, queue id, deliveries)] of the subscribed lite topics `names` that are not held,
     up to `per_topic` messages of each and `max_n` in all; `dead_letter(message)` takes a message
     past its last delivery (to the group's DLQ)."""
     engine, held, out, total = app.pop, app.grpc.fifo_in_flight, [], 0
+    live = ttl(app, parent)
     for name in sorted(names):
         qid = lite.queue_of(name, write_queues)
         sub = lite.subscription_group(group, name)
@@ -45,7 +53,7 @@ def pop_subscriptions(app, group: str, parent: str, names, write_queues: int, in
         state = engine.state(sub, parent, qid)
         if state is None or not state.leases:  # nothing in flight: jump to the lite topic's next message
             at = state.next if state is not None else engine.start_offset(sub, parent, qid)
-            jump = lite.next_offset(app.store, parent, qid, name, at)
+            jump = lite.next_offset(app.store, parent, qid, name, at, **live)
             if jump is not None and jump > at:
                 engine.reset(sub, parent, qid, jump)
         code = lite.tags_code(name)

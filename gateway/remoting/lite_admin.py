@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from codec.remoting import RequestCode as RC, ResponseCode
+from gateway.lite_pop import ttl
 from gateway.remoting.common import handles
 from gateway.remoting.headers import optional_int, optional_str, required_str
 from gateway.remoting.pop_lite import bound_topic, clients
@@ -54,7 +55,7 @@ def _bound_groups(app, parent: str) -> list[str]:
 def _lite_offsets(app, cfg, parent: str, name: str):
     """(offsets of the lite topic's messages in its queue of the parent, that queue id)."""
     qid = lite.queue_of(name, cfg.write_queues)
-    found = lite.offsets_of(app.store, parent, qid, name)
+    found = lite.offsets_of(app.store, parent, qid, name, **ttl(app, parent))
     return (found[0] if found else []), qid
 
 

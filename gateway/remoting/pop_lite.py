@@ -19,7 +19,7 @@ from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import parse_extra_info
 from codec.remoting.message import with_properties
 from gateway.cluster.remoting_queues import own_broker_name
-from gateway.lite_pop import pop_subscriptions
+from gateway.lite_pop import pop_subscriptions, ttl
 from gateway.remoting.common import DEFERRED, FAQ, handles, now_ms
 from gateway.remoting.headers import (RequestError, optional_long, optional_str, required_int, required_long,
                                       required_str)
@@ -96,7 +96,7 @@ def _start(app, group: str, topic: str, added: set, option) -> None:
         return
     for name in added:
         qid = lite.queue_of(name, cfg.write_queues)
-        start = lite.start_of(app.store, topic, qid, name, *option) if option else None
+        start = lite.start_of(app.store, topic, qid, name, *option, **ttl(app, topic)) if option else None
         if start is not None:
             app.pop.reset(lite.subscription_group(group, name), topic, qid, start)
         app.arrivals.notify(topic, qid)

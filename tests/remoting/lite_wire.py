@@ -20,15 +20,16 @@ TOPIC_FIELDS = {"readQueueNums": 4, "writeQueueNums": 4, "perm": 6, "topicFilter
 
 
 @contextmanager
-def lite_target(work, topic_attributes: str = ""):
-    """(peer, system) of a fresh target; `topic_attributes` more attributes of LP ("+k=v,...")."""
+def lite_target(work, topic_attributes: str = "", broker_conf: dict | None = None, gateway_args=()):
+    """(peer, system) of a fresh target; `topic_attributes` more attributes of LP ("+k=v,..."), with
+    `broker_conf` more broker.conf entries of the reference, `gateway_args` more flags of the gateway."""
     if REAL:
         from bench.brokers import RocketMQBroker
-        system = RocketMQBroker(str(work / "rocketmq"), heap="1g",
-                                extra={"enableLmq": "true", "enableMultiDispatch": "true"}).start()
+        conf = {"enableLmq": "true", "enableMultiDispatch": "true", **(broker_conf or {})}
+        system = RocketMQBroker(str(work / "rocketmq"), heap="1g", extra=conf).start()
         addr = f"127.0.0.1:{system.broker_port}"
     else:
-        system = GatewayProcess(str(work / "data")).start()
+        system = GatewayProcess(str(work / "data"), extra_args=list(gateway_args)).start()
         addr = system.namesrv
     system.addr = addr
     try:
