@@ -69,7 +69,9 @@ def lite_subscription_ctl(channel, req):
         action = entry.get("action")
         current = registered.get(client)
         if action in ("PARTIAL_ADD", "COMPLETE_ADD"):
-            if action == "PARTIAL_ADD" and _subscription_count(app) >= lite.MAX_SUBSCRIPTIONS:
+            # 5.5 checks its count before a PARTIAL_ADD; here COMPLETE_ADD and new clients too (bounded memory)
+            if _subscription_count(app) >= lite.MAX_SUBSCRIPTIONS or \
+                    (current is None and len(registered) >= lite.MAX_SUBSCRIPTIONS):
                 return req.response(LITE_SUBSCRIPTION_QUOTA_EXCEEDED,
                                     remark=f"LiteQuotaException: lite subscription quota exceeded "
                                            f"{lite.MAX_SUBSCRIPTIONS}")

@@ -98,3 +98,15 @@ def test_refusals_as_rocketmq_5_5(target):
         resp_ack = p.call(RC.ACK_MESSAGE, ack_fields(resp, got[0], "Lr", **kw))
         assert (resp_ack.code, resp_ack.remark) == (code, remark), kw
     assert p.call(RC.ACK_MESSAGE, ack_fields(resp, got[0], "Lr")).code == 0
+
+
+def test_subscription_quota(target):
+    """Past maxLiteSubscriptionCount (100 000) lite subscriptions a PARTIAL_ADD is refused with
+    LITE_SUBSCRIPTION_QUOTA_EXCEEDED (2018); removing some makes room again."""
+    p, _ = target
+    names = [f"q{i}" for i in range(100_000)]
+    assert ctl(p, "PARTIAL_ADD", names, "cq").code == 0
+    refused = ctl(p, "PARTIAL_ADD", ["one-more"], "cq2")
+    assert refused.code == 2018 and "lite subscription quota exceeded" in refused.remark
+    assert ctl(p, "COMPLETE_REMOVE", [], "cq").code == 0
+    assert ctl(p, "PARTIAL_ADD", ["one-more"], "cq2").code == 0
