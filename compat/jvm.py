@@ -35,8 +35,14 @@ class CompatError(RuntimeError):
     """A Java program could not be run or did not finish; carries its output tail."""
 
 
+ROCKETMQ55_JARS = os.path.join(ROOT, "bench", "jars", "rocketmq", "*")
+
+
 def classpath(module: str) -> str:
-    """The module's compiled classes (if any) followed by its Maven-resolved runtime classpath."""
+    """The module's compiled classes (if any) followed by its Maven-resolved runtime classpath.
+    "rocketmqtools55": compat.AdminBatch over mqadmin 5.5 (bench/jars/rocketmq: its lite commands)."""
+    if module == "rocketmqtools55":
+        return f"{os.path.join(JAVA_DIR, 'rocketmqtools', 'target', 'classes')}:{ROCKETMQ55_JARS}"
     path = os.path.join(JAVA_DIR, module, "target", "classpath.txt")
     if not os.path.exists(path):
         raise CompatError(f"{path} is missing: run `make compat-jars`")
@@ -62,12 +68,14 @@ def run_tool(module: str, main: str, args: list[str], log_dir: str, input: str |
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
-def run_admin_batch(phases: list[list[list[str]]], log_dir: str, timeout: float = 120) -> list[dict]:
+def run_admin_batch(phases: list[list[list[str]]], log_dir: str, timeout: float = 120,
+                    tools: str = "rocketmqtools") -> list[dict]:
     """mqadmin commands (each its argument list) in one JVM (compat.AdminBatch): the commands of a
     phase at the same time, phases one after the other. Each mqadmin JVM spends seconds in its
-    client's shutdown; this pays that once a phase. One {"ok", "output"} per command, in order."""
+    client's shutdown; this pays that once a phase. One {"ok", "output"} per command, in order.
+    `tools="rocketmqtools55"`: mqadmin of RocketMQ 5.5 (its lite topic commands)."""
     lines = "\n\n".join("\n".join("\t".join(argv) for argv in phase) for phase in phases if phase)
-    r = run_tool("rocketmqtools", "compat.AdminBatch", [], log_dir, input=lines + "\n", timeout=timeout)
+    r = run_tool(tools, "compat.AdminBatch", [], log_dir, input=lines + "\n", timeout=timeout)
     found = {}
     for line in r.stdout.splitlines():
         if line.startswith("{"):

@@ -60,6 +60,8 @@ class GatewayConfig:
     transaction_timeout_ms: int = 6000
     transaction_check_interval_ms: int = 30000
     transaction_check_max: int = 15
+    lite_min_ttl_ms: int = 900_000  # RocketMQ 5.5's minLiteTTl (semantics.lite.expire_after_ms)
+    lite_ttl_check_interval_ms: int = 120_000  # RocketMQ 5.5's liteTtlCheckInterval (gateway.lite_expiry)
     # Send flow control (semantics/flow_control.py; RocketMQ's broker defaults).
     os_page_cache_busy_timeout_ms: int = 1000
     wait_time_mills_in_send_queue: int = 200
@@ -285,6 +287,11 @@ def build_parser() -> _Parser:
                    help="how often half messages are checked")
     p.add_argument("--transaction-check-max", type=int, default=d.transaction_check_max,
                    help="checks of one half message before it is rolled back")
+    p.add_argument("--lite-min-ttl-ms", type=_positive_int, default=d.lite_min_ttl_ms,
+                   help="no lite topic expires sooner than this, whatever its parent's lite.topic.expiration "
+                        "(RocketMQ 5.5 minLiteTTl)")
+    p.add_argument("--lite-ttl-check-interval-ms", type=_positive_int, default=d.lite_ttl_check_interval_ms,
+                   help="how often expired lite topics are forgotten (RocketMQ 5.5 liteTtlCheckInterval)")
     p.add_argument("--log-retention-check-interval-ms", type=_positive_int,
                    default=d.log_retention_check_interval_ms, help="how often topic retention.ms/bytes are applied")
     p.add_argument("--log-cleaner-backoff-ms", type=_positive_int, default=d.log_cleaner_backoff_ms,

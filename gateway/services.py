@@ -11,6 +11,7 @@ from gateway.cluster.service import ClusterService
 from gateway.diskless import JanitorService, TopicWatch
 from gateway.diskless_configs import RetentionSync
 from gateway.kafka.describe_producers import ProducerExpiry
+from gateway.lite_expiry import LiteExpiry
 from gateway.tier_service import TierService
 from semantics.compaction import Compactor
 from semantics.retention import TopicRetention
@@ -125,7 +126,7 @@ def background_services(app) -> list:
     return [app.config_writer, *cluster, app.durability, Retention(app.store, app.clock),
             TopicRetention(app.store, app.clock, app.config.log_retention_check_interval_ms),
             Compactor(app.store, app.clock, app.config.log_cleaner_backoff_ms),
-            ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms),
+            ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms), LiteExpiry(app),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
             app.kafka.share_groups, app.kafka.streams_groups, app.replication, app.tables, *tier,
             *([TopicWatch(app.store, app.diskless), JanitorService(app), app.kafka.diskless_txns, RetentionSync(app),

@@ -16,7 +16,9 @@ grpc-proxy-check: setup grpc-go
 rocketmq55-check: setup
 	GRPC_TARGET=proxy REMOTING_TARGET=rocketmq $(PY) -m pytest tests/grpc/test_grpc_priority.py \
 		tests/grpc/test_grpc_lite.py tests/grpc/test_grpc_lite_bad_input.py tests/grpc/test_grpc_lite_groups.py \
-		tests/grpc/test_grpc_fifo_retry.py tests/pop/test_pop_priority.py tests/remoting/test_message_trace.py -q
+		tests/grpc/test_grpc_fifo_retry.py tests/pop/test_pop_priority.py tests/remoting/test_message_trace.py \
+		tests/remoting/test_remoting_lite.py tests/remoting/test_remoting_lite_admin.py \
+		tests/remoting/test_remoting_lite_ttl.py -q
 
 # 1 000 000 lite topics created by sending (docs/performance.md "Lite topics"); LITE_BENCH_ARGS as
 # bench/lite_topics.py takes them (e.g. --count 20000 --systems gateway for a short run).

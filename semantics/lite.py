@@ -12,6 +12,7 @@ as an ordinary topic whose records carry the header `__LITE_TOPIC` (docs/mapping
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import zlib
 
@@ -23,6 +24,33 @@ MAX_LITE_TOPIC_SIZE = 64  # the 5.5 proxy's maxLiteTopicSize
 MAX_SUBSCRIPTIONS = 100_000  # the 5.5 broker's maxLiteSubscriptionCount: what one client may hold here
 GROUP_SEPARATOR = "#"  # never in a legal group name: "G#L" cannot be a client's own group
 _LEGAL = re.compile(r"[A-Za-z0-9_-]+")
+LMQ_PREFIX = "%LMQ%$"  # RocketMQ 5.5 names lite topic L of parent P "%LMQ%$P$L" (its LMQ queue)
+POLICIES = {0: "LAST", 1: "MIN", 2: "MAX"}  # 5.5's OffsetOption POLICY values
+MIN_TTL_MS = 900_000  # the 5.5 broker's minLiteTTl: no lite topic expires sooner (--lite-min-ttl-ms)
+
+
+@dataclasses.dataclass
+class LiteClient:
+    """A remoting lite consumer (as 5.5's proxy registers one for each lite push consumer with
+    LITE_SUBSCRIPTION_CTL): its group, parent topic and lite topics."""
+    group: str
+    topic: str
+    names: set = dataclasses.field(default_factory=set)
+    last_access_ms: int = -1  # its last POP_LITE_MESSAGE
+
+
+def lmq_name(parent: str, name: str) -> str:
+    return f"{LMQ_PREFIX}{parent}${name}"
+
+
+def offset_option(option) -> tuple[str, int] | None:
+    """(kind, value) for start_of from a remoting OffsetOption ({"type": "POLICY", "value": 1}, ...)."""
+    if not isinstance(option, dict) or not isinstance(option.get("value", 0), int):
+        return None
+    kind, value = option.get("type"), option.get("value", 0)
+    if kind == "POLICY":
+        return POLICIES.get(value, "LAST"), 0
+    return {"OFFSET": "offset", "TAIL_N": "tail_n", "TIMESTAMP": "timestamp"}.get(kind, "LAST"), value
 
 
 def name_error(name: str) -> str | None:
@@ -54,19 +82,21 @@ def tags_code(name: str) -> int:
     return tag_hash(name)
 
 
-def next_offset(store, parent: str, qid: int, name: str, after: int) -> int | None:
-    """Where lite topic `name`'s subscription may jump to from `after` in its queue: its next message
-    (the IndexFile key `<parent>#<name>`), or the queue's end when it has none past `after`; None
-    (scan as usual) when the index holds too many entries for it to be read whole."""
-    positions = key_positions(store, parent, qid, name)
-    if positions is None:
+def next_offset(store, parent: str, qid: int, name: str, after: int, expire_ms: int | None = None,
+                now_ms: int = 0) -> int | None:
+    """Where lite topic `name`'s subscription may jump to from `after` in its queue: its next live
+    message (the IndexFile key `<parent>#<name>`), or the queue's end when it has none past `after`;
+    None (scan as usual) when the index holds too many entries for it to be read whole."""
+    found = offsets_of(store, parent, qid, name, expire_ms, now_ms)
+    if found is None:
         return None
-    hits, end = positions
-    later = [o for o, props in hits if o >= after and props.get(PROPERTY_LITE_TOPIC) == name]
+    mine, end = found
+    later = [o for o in mine if o >= after]
     return min(later) if later else end
 
 
-def start_of(store, parent: str, qid: int, name: str, kind: str, value: int) -> int | None:
+def start_of(store, parent: str, qid: int, name: str, kind: str, value: int, expire_ms: int | None = None,
+             now_ms: int = 0) -> int | None:
     """Where a subscription of lite topic `name` starts by its offset option (RIP-83 OffsetOption), as
     a position in its queue of the parent, as RocketMQ 5.5.0 serves them (measured): MIN its first
     message, MAX the queue's end (new messages only), "offset" n its n-th message; LAST, TAIL_N and
@@ -74,16 +104,79 @@ def start_of(store, parent: str, qid: int, name: str, kind: str, value: int) -> 
     (also when the index holds too many entries to be read)."""
     if kind not in ("MIN", "MAX", "offset"):
         return None
-    positions = key_positions(store, parent, qid, name)
-    if positions is None:
+    found = offsets_of(store, parent, qid, name, expire_ms, now_ms)
+    if found is None:
         return None
-    hits, end = positions
-    mine = [o for o, props in hits if props.get(PROPERTY_LITE_TOPIC) == name]
+    mine, end = found
     if kind == "MAX" or not mine:
         return end
     if kind == "MIN":
         return mine[0]
     return mine[min(max(value, 0), len(mine) - 1)] if value < len(mine) else end
+
+
+def _messages(store, parent: str, qid: int, name: str) -> tuple[list, int] | None:
+    """([(offset, store timestamp)] of lite topic `name`'s messages in its queue of the parent, that
+    queue's end), or None when the index holds too many entries for it to be read whole."""
+    positions = key_positions(store, parent, qid, name)
+    if positions is None:
+        return None
+    hits, end = positions
+    return [(o, ts) for o, props, ts in hits if props.get(PROPERTY_LITE_TOPIC) == name], end
+
+
+def offsets_of(store, parent: str, qid: int, name: str, expire_ms: int | None = None,
+               now_ms: int = 0) -> tuple[list[int], int] | None:
+    """(the offsets of lite topic `name`'s live messages in its queue of the parent, that queue's
+    end), or None when the index holds too many entries for it to be read whole."""
+    found = _messages(store, parent, qid, name)
+    return None if found is None else (live_offsets(found[0], expire_ms, now_ms), found[1])
+
+
+def expire_after_ms(attributes, min_ttl_ms: int) -> int | None:
+    """How long a lite topic of a parent with these attributes lives without a new message: its
+    `lite.topic.expiration` (minutes; -1, the default, or 0: forever), at least the broker's
+    minLiteTTl, as RocketMQ 5.5 expires them; None: forever."""
+    raw = (attributes or {}).get("lite.topic.expiration", "-1")
+    minutes = int(raw) if raw.lstrip("-").isdigit() else -1
+    return max(minutes * 60_000, min_ttl_ms) if minutes > 0 else None
+
+
+def live_offsets(messages: list, expire_ms: int | None, now_ms: int) -> list[int]:
+    """The offsets of a lite topic's live messages, from its [(offset, store timestamp)] in offset
+    order: RocketMQ 5.5 deletes a lite topic (its LMQ, the groups' progress, the subscriptions) once
+    it has had no new message for its TTL, and the next message starts it anew. So its live messages
+    are those after the last silence longer than the TTL, and none once it is silent that long."""
+    if expire_ms is None or not messages:
+        return [o for o, _ in messages]
+    if now_ms - messages[-1][1] > expire_ms:
+        return []
+    first = len(messages) - 1
+    while first > 0 and messages[first][1] - messages[first - 1][1] <= expire_ms:
+        first -= 1
+    return [o for o, _ in messages[first:]]
+
+
+def expired(store, parent: str, qid: int, name: str, expire_ms: int | None, now_ms: int) -> bool:
+    """Whether lite topic `name` had messages and has been silent past its TTL."""
+    found = _messages(store, parent, qid, name) if expire_ms is not None else None
+    return bool(found and found[0]) and not live_offsets(found[0], expire_ms, now_ms)
+
+
+def count_topics(store, parent: str, queues: int, chunk: int = 65536) -> int:
+    """How many lite topics the parent holds messages of: the distinct tags codes of its
+    ConsumeQueues (a lite message's code is its lite topic's hash), read without the CommitLog."""
+    codes = set()
+    for qid in range(queues):
+        at, end = store.min_offset(parent, qid), store.max_offset(parent, qid)
+        while at < end:
+            units = store.units(parent, qid, at, min(chunk, end - at))
+            if not units:
+                break
+            codes.update(code for _, _, code in units)
+            at += len(units)
+    codes.discard(0)
+    return len(codes)
 
 
 def subscription_group(group: str, name: str) -> str:

@@ -125,7 +125,7 @@ class ConsumeQueueDispatcher:
 
 
 class IndexDispatcher:
-    """Indexes `topic#key` for KEYS tokens, UNIQ_KEY and an inner batch's keys."""
+    """Indexes `topic#key` for KEYS tokens, UNIQ_KEY, a lite topic (RIP-83) and an inner batch's keys."""
 
     def __init__(self, index: IndexService) -> None:
         self.index = index
@@ -133,7 +133,7 @@ class IndexDispatcher:
     def dispatch(self, requests: Sequence[DispatchRequest]) -> None:
         for r in requests:
             props = r.properties
-            if r.keys or (props and ("KEYS" in props or "UNIQ_KEY" in props)):
+            if r.keys or (props and ("KEYS" in props or "UNIQ_KEY" in props or "__LITE_TOPIC" in props)):
                 keys = M.index_keys(r.topic, props, r.keys)
                 if keys:
                     self.index.put(keys, r.physical_offset, r.store_timestamp)

@@ -8,12 +8,12 @@ import time
 
 
 def key_positions(store, topic: str, queue_id: int, key: str, limit: int = 4096):
-    """([(queue offset, properties)] of the messages of (topic, queue_id) indexed under `key`, the
-    queue's end offset), or None when the index holds `limit` or more entries for the key."""
+    """([(queue offset, properties, store timestamp)] of the messages of (topic, queue_id) indexed
+    under `key`, the queue's end offset), or None when the index holds `limit` or more entries for it."""
     with store._lock:
         end = store.max_offset(topic, queue_id)
         found = store.index.lookup(f"{topic}#{key}", 0, int(time.time() * 1000) + 1000, limit)
     if len(found) >= limit:
         return None
     hits = [m for m in map(store.get, found) if m is not None and m.topic == topic and m.queue_id == queue_id]
-    return sorted((m.queue_offset, m.properties) for m in hits), end
+    return sorted((m.queue_offset, m.properties, m.store_timestamp) for m in hits), end

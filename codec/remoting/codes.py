@@ -76,6 +76,17 @@ class RequestCode:
     NOTIFICATION = 200054
     POLLING_INFO = 200055
     BATCH_ACK_MESSAGE = 200151
+    # RocketMQ 5.5 lite topics (RIP-83; gateway/remoting/pop_lite.py, lite_admin.py)
+    POP_LITE_MESSAGE = 200070
+    LITE_SUBSCRIPTION_CTL = 200071
+    ACK_LITE_MESSAGE = 200072  # defined by 5.5 but not served by its broker (acks are ACK_MESSAGE + liteTopic)
+    NOTIFY_UNSUBSCRIBE_LITE = 200073  # broker -> client
+    GET_BROKER_LITE_INFO = 200074
+    GET_PARENT_TOPIC_INFO = 200075
+    GET_LITE_TOPIC_INFO = 200076
+    GET_LITE_CLIENT_INFO = 200077
+    GET_LITE_GROUP_INFO = 200078
+    TRIGGER_LITE_DISPATCH = 200079
     # rocketgate's own admin call (no RocketMQ code does this): put a dead letter back on its original
     # topic. Header: commitLogOffset (of the %DLQ% entry), optional queueId. Answer: msgId, queueId,
     # queueOffset; SYSTEM_ERROR when the offset is not a dead letter.

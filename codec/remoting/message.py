@@ -404,3 +404,21 @@ def decode(buf, offset: int = 0) -> StoredMessage:
         batch_count, codes, keys,
         qoff, phys, store_ts, (_host_str(shost), sport), size, crc, _MSG_ID.pack(shost, sport, phys).hex().upper(),
         buf if offset == 0 and size == end_buf and type(buf) is bytes else bytes(mv[offset:offset + size]))
+
+
+def with_properties(raw: bytes, extra: dict) -> bytes:
+    """One stored entry `raw` with the properties `extra` appended (the body and its CRC unchanged):
+    what a reader is handed when the broker adds properties on the way out (a lite topic's
+    INNER_MULTI_DISPATCH). MessageFormatError when they would not fit."""
+    size = len(raw)
+    (body_len,) = INT32.unpack_from(raw, HEADER_SIZE - 4)
+    at = HEADER_SIZE + body_len + 1 + raw[HEADER_SIZE + body_len]  # the properties' length field
+    (plen,) = _PROPS_LEN.unpack_from(raw, at)
+    added = properties_to_string(extra).encode()
+    if plen + len(added) > MAX_PROPERTIES_BYTES:
+        raise MessageFormatError(f"properties longer than {MAX_PROPERTIES_BYTES} bytes")
+    out = bytearray(raw)
+    out += added
+    INT32.pack_into(out, 0, size + len(added))
+    _PROPS_LEN.pack_into(out, at, plen + len(added))
+    return bytes(out)

@@ -1,6 +1,7 @@
 """RocketMQ 5.4/5.5 features as a suite: priority messages (RIP-80), lite topics and lite groups (RIP-83)
 through the Java gRPC SDK rocketmq-client-java 5.2.0 and the repo's native remoting client, and message
-traces through the 4.9 and 5.x remoting Java clients. Their pytest files run
+traces through the 4.9 and 5.x remoting Java clients, and lite consumption, admin queries (mqadmin 5.5)
+and lite TTL over raw remoting frames as 5.5's proxy sends them. Their pytest files run
 first against Apache RocketMQ 5.5.0 (GRPC_TARGET=proxy: name server, a broker with LMQ on and the
 cluster-mode proxy; REMOTING_TARGET=rocketmq: name server and broker), then against the gateway; one
 row per test, from pytest's JUnit XML."""
@@ -18,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SUITE = "RocketMQ 5.4/5.5 features (Java SDK 5.2 gRPC, native remoting)"
 TESTS = ["tests/grpc/test_grpc_priority.py", "tests/grpc/test_grpc_lite.py", "tests/grpc/test_grpc_lite_bad_input.py",
          "tests/grpc/test_grpc_lite_groups.py", "tests/pop/test_pop_priority.py", "tests/grpc/test_grpc_fifo_retry.py",
-         "tests/remoting/test_message_trace.py"]
+         "tests/remoting/test_message_trace.py", "tests/remoting/test_remoting_lite.py",
+         "tests/remoting/test_remoting_lite_admin.py", "tests/remoting/test_remoting_lite_ttl.py"]
 REFERENCE_ENV = {"GRPC_TARGET": "proxy", "REMOTING_TARGET": "rocketmq"}
 
 

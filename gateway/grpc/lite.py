@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s
 from gateway.grpc.route import topic_config
+from gateway.lite_pop import ttl
 from semantics import lite
 
 
@@ -47,7 +48,8 @@ async def sync_lite_subscription(ctx, req):
     option = _offset_option(req)
     for name in added:  # a long-polling receive of this client picks the new subscription up
         qid = lite.queue_of(name, queues)
-        start = lite.start_of(app.store, req.topic.name, qid, name, *option) if option else None
+        start = lite.start_of(app.store, req.topic.name, qid, name, *option, **ttl(app, req.topic.name)) \
+            if option else None
         if start is not None:  # a late subscription's offset option
             app.pop.reset(lite.subscription_group(req.group.name, name), req.topic.name, qid, start)
         app.arrivals.notify(req.topic.name, qid)

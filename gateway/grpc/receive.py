@@ -17,6 +17,7 @@ from codec.remoting.message import INNER_BATCH_FLAG
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
 from gateway.grpc.messages import to_pb
 from gateway.grpc.renew import Renewer
+from gateway.lite_pop import in_flight, pop_subscriptions
 from gateway.grpc.route import served_queues, topic_config
 from gateway.ops.stats import stats_of
 from gateway.remoting.common import client_group_error
@@ -107,7 +108,7 @@ class _Receive:
         fifo = app.grpc.fifo_in_flight
         for topic, qid in self.sources:
             key = (self.group, topic, qid)
-            if _held(engine, fifo.get(key)):
+            if in_flight(engine, fifo.get(key)):
                 continue
             got = engine.acquire(self.group, topic, qid, left, self.invisible, tag_filter=_tag_filter(self.subscription),
                                  keep=_keeper(self.subscription), max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1,
@@ -136,34 +137,17 @@ class _Receive:
     def once_lite(self) -> list:
         """One message of each subscribed lite topic whose last one was acknowledged (so each lite
         topic is consumed in order, one at a time, as a FIFO message group is)."""
-        app, engine = self.app, self.app.pop
-        pop_time, out, held = engine.new_pop_time(), [], app.grpc.fifo_in_flight
+        app = self.app
+        pop_time, out = app.pop.new_pop_time(), []
         # the subscriptions as they are now (they change while this call long-polls)
-        subscribed = sorted((name, lite.queue_of(name, self.write_queues)) for name in self.session.lite_topics)
-        self.sources = sorted({(self.topic, q) for _, q in subscribed})
-        for name, qid in subscribed:
-            group = lite.subscription_group(self.group, name)
-            key = (group, self.topic, qid)
-            if _held(engine, held.get(key)):
-                continue
-            state = engine.state(group, self.topic, qid)
-            if state is None or not state.leases:  # nothing in flight: jump to the lite topic's next message
-                at = state.next if state is not None else engine.start_offset(group, self.topic, qid)
-                jump = lite.next_offset(app.store, self.topic, qid, name, at)
-                if jump is not None and jump > at:
-                    engine.reset(group, self.topic, qid, jump)
-            code = lite.tags_code(name)
-            got = engine.acquire(group, self.topic, qid, 1, self.invisible, keep=_lite_keeper(name),
-                                 tag_filter=lambda c, code=code: c == code,
-                                 max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time,
-                                 dead_letter=lambda g, m, o: _to_dlq(app, self.group, m, o))
-            for delivery in got.deliveries:
-                out.append(self._message(self.topic, qid, delivery, pop_time, name))
-                held[key] = [Receipt(group, self.topic, qid, delivery.offset, pop_time)]
-                if self.renewer is not None:
-                    self.renewer.hold(held[key])
-            if len(out) >= self.max_n:
-                break
+        names = set(self.session.lite_topics)
+        self.sources = sorted({(self.topic, lite.queue_of(name, self.write_queues)) for name in names})
+        for name, qid, deliveries in pop_subscriptions(app, self.group, self.topic, names, self.write_queues,
+                                                       self.invisible, self.max_n, 1, pop_time,
+                                                       lambda m, o: _to_dlq(app, self.group, m, o)):
+            out.extend(self._message(self.topic, qid, delivery, pop_time, name) for delivery in deliveries)
+            if self.renewer is not None:
+                self.renewer.hold(app.grpc.fifo_in_flight[(lite.subscription_group(self.group, name), self.topic, qid)])
         return out
 
     def _message(self, topic, qid, delivery, pop_time, lite_topic=""):
@@ -201,22 +185,6 @@ def scheduled_at(app, props: dict) -> int:
         if level and level.isdigit() and int(level) > 0:
             return entry.store_timestamp + app.delay_levels.delay_ms(int(level))
     return 0
-
-
-def _lite_keeper(name: str):
-    return lambda message, offset: message.properties.get(lite.PROPERTY_LITE_TOPIC) == name
-
-
-def _held(engine, receipts) -> bool:
-    """Whether a FIFO message of this queue is still in flight (leased, not acknowledged)."""
-    if not receipts:
-        return False
-    now = engine.clock()
-    for r in receipts:
-        lease = engine.lease(r)
-        if lease is not None and lease.deadline > now:
-            return True
-    return False
 
 
 @rpc("ReceiveMessage", "server_stream")

@@ -45,6 +45,7 @@ class PopRemotingState:
     modes: dict | None = None
     # diskless queues' POP owner of the bucket (gateway.diskless_pop_owner); None without diskless topics
     owner: object = None
+    lite_clients: dict = dataclasses.field(default_factory=dict)  # gateway.remoting.pop_lite's subscribers
 
 
 def registry(app) -> ClientRegistry:

@@ -8,8 +8,10 @@ import gateway.cluster.delivery  # noqa: F401  (each fills HANDLERS)
 import gateway.remoting.admin  # noqa: F401
 import gateway.remoting.consumer_manage  # noqa: F401
 import gateway.remoting.end_transaction  # noqa: F401
+import gateway.remoting.lite_admin  # noqa: F401
 import gateway.remoting.nameserver  # noqa: F401
 import gateway.remoting.pop  # noqa: F401
+import gateway.remoting.pop_lite  # noqa: F401  (after pop: it serves lite receipts of ACK_MESSAGE first)
 import gateway.remoting.pull  # noqa: F401
 import gateway.remoting.query  # noqa: F401
 import gateway.remoting.replica_fetch  # noqa: F401

@@ -198,3 +198,12 @@ def test_queue_ids_of_a_topic_follow_creates_deletes_and_reopen(tmp_path):
     s = store.open(str(tmp_path), small_config())
     assert (s.queues("A"), s.queues("B"), s.queues("AB")) == ([1], [1], [3])
     s.close()
+
+
+def test_a_lite_message_without_keys_is_indexed_under_its_lite_topic(tmp_path):
+    """A lite message (RIP-83 __LITE_TOPIC) is found as key `<parent>#<lite topic>` even with no KEYS
+    and no UNIQ_KEY (a raw remoting send, a Kafka record with the header): the lite index."""
+    s = store.open(str(tmp_path), small_config())
+    r = s.append(Message("P", 0, b"lite", {"__LITE_TOPIC": "L1"}))
+    assert s.index.lookup("P#L1", 0, r.store_timestamp + 1000, 10) == [r.physical_offset]
+    s.close()
