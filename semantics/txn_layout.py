@@ -99,6 +99,8 @@ class TxnLayout:
         """[marker, op message] that end a half record (in one write, in a write turn: the marker's
         offset is the partition's end now)."""
         topic, qid, pid, epoch, first = _fields(half) or ("", 0, -1, -1, 0)
+        if self.store.topics.get(topic) is None:  # deleted meanwhile: its records went with it
+            return [op]
         marker = records.parse_batches(records.control_batch(commit, pid, epoch, now))[0]
         if not commit:
             at = self.store.max_offset(topic, qid)
@@ -111,6 +113,10 @@ class TxnLayout:
             VISIBLE.ended(f[0], f[1], f[2], marker_offset, commit)
             if not commit:
                 self.persist()
+
+    def forget_topic(self, topic: str) -> None:
+        VISIBLE.forget_topic(topic)
+        self.persist()
 
     def persist(self) -> None:
         self._save(CACHE_FILE, {"opScanned": self.store.max_offset(OP_TOPIC, 0), "aborted": [

@@ -12,7 +12,7 @@ import uuid
 
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-from kafka_target import gateway_only, target  # noqa: F401 - the module's broker fixture
+from kafka_target import eventually, gateway_only, target  # noqa: F401 - the module's broker fixture
 
 
 def _topic(bootstrap: str) -> str:
@@ -135,3 +135,20 @@ def test_rocketmq_readers_never_see_uncommitted_aborted_or_markers(target):  # n
         for m in c.receive(max_messages=32, invisible_duration=60):
             popped.append((m.queue_offset, m.body.decode()))
     assert sorted(popped) == [(2, "p0"), (4, "c0"), (5, "c1")]
+
+
+def test_a_recreated_topic_forgets_the_aborted_transactions_of_the_deleted_one(target):  # noqa: F811
+    bootstrap = target.bootstrap
+    topic = _topic(bootstrap)
+    p = _producer(bootstrap)
+    _transaction(p, topic, ["a0", "a1", "a2"], False)  # 0-2 aborted, marker 3
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+
+    def recreate():
+        admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
+        # Kafka deletes asynchronously: wait until the new topic's partition answers
+        Producer({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic].partitions[0]
+    eventually(recreate, 60)
+    _transaction(p, topic, ["c0", "c1", "c2"], True)  # the same producer, at offsets 0-2 again
+    assert _read(bootstrap, topic, "read_committed", 3)[0] == [(0, "c0"), (1, "c1"), (2, "c2")]
