@@ -41,8 +41,9 @@ def _transaction(p: Producer, topic: str, values: list[str], commit: bool | None
         p.abort_transaction(30)
 
 
-def _read(bootstrap: str, topic: str, isolation: str, want: int, wait: float = 30.0):
-    """([(offset, value)] of up to `want` records from offset 0, the consumer's position after them)."""
+def _read(bootstrap: str, topic: str, isolation: str, want: int, wait: float = 30.0, settle: bool = False):
+    """([(offset, value)] of up to `want` records from offset 0, the consumer's position after them
+    (`settle`: polled a little longer, so the position moves past a trailing marker)."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
                   "enable.auto.commit": False, "isolation.level": isolation})
     c.assign([TopicPartition(topic, 0, 0)])
@@ -52,7 +53,7 @@ def _read(bootstrap: str, topic: str, isolation: str, want: int, wait: float = 3
             m = c.poll(0.5)
             if m is not None and m.error() is None:
                 got.append((m.offset(), m.value().decode()))
-        for _ in range(4):  # past a trailing marker: the position moves on without a message
+        for _ in range(4 if settle else 0):  # past a trailing marker: the position moves on without a message
             c.poll(0.5)
         return got, c.position([TopicPartition(topic, 0)])[0].offset
     finally:
@@ -72,7 +73,7 @@ def test_markers_take_offsets_and_aborted_records_are_skipped(target):  # noqa: 
     _transaction(p, topic, ["c0", "c1", "c2"], True)  # 0-2, commit marker 3
     _transaction(p, topic, ["a0", "a1"], False)  # 4-5, abort marker 6
     _transaction(p, topic, ["c3"], True)  # 7, commit marker 8
-    committed, position = _read(bootstrap, topic, "read_committed", 4)
+    committed, position = _read(bootstrap, topic, "read_committed", 4, settle=True)
     assert committed == [(0, "c0"), (1, "c1"), (2, "c2"), (7, "c3")]
     assert position == 9  # past the last marker
     uncommitted, _ = _read(bootstrap, topic, "read_uncommitted", 6)
@@ -91,7 +92,7 @@ def test_an_open_transaction_holds_the_last_stable_offset(target):  # noqa: F811
     plain.flush(30)
     assert _latest(bootstrap, topic, IsolationLevel.READ_COMMITTED) == 0
     assert _latest(bootstrap, topic, IsolationLevel.READ_UNCOMMITTED) == 3
-    assert _read(bootstrap, topic, "read_committed", 1, wait=3)[0] == []
+    assert _read(bootstrap, topic, "read_committed", 1, wait=2)[0] == []
     assert _read(bootstrap, topic, "read_uncommitted", 3)[0] == [(0, "t0"), (1, "t1"), (2, "p0")]
     p.commit_transaction(30)  # marker 3
     assert _read(bootstrap, topic, "read_committed", 3)[0] == [(0, "t0"), (1, "t1"), (2, "p0")]
