@@ -172,3 +172,21 @@ def test_the_aborted_index_is_rebuilt_from_the_op_log_after_a_kill9(gateway_fact
         os.remove(cache)
     g.start()
     assert _read(g.kafka_bootstrap, topic, "read_committed", 2)[0] == [(0, "c0"), (5, "c1")]
+
+
+@gateway_only
+def test_init_producer_id_aborts_a_transaction_left_open_by_a_kill9(gateway_factory):
+    """A transaction open at a kill -9 holds its partition's last stable offset; the transactional id's
+    next InitProducerId aborts it at once (as Kafka's does), not the check-back after its 60 s timeout."""
+    g = gateway_factory(flush="sync")
+    topic, tid = _topic(g.kafka_bootstrap), f"tid-{uuid.uuid4().hex[:8]}"
+    config = {"bootstrap.servers": g.kafka_bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60000}
+    p = Producer(config)
+    p.init_transactions(30)
+    _transaction(p, topic, ["b0", "b1"], None)  # open at the kill: 0-1
+    g.kill9()
+    g.start()
+    p2 = Producer(config)
+    p2.init_transactions(30)  # aborts b0, b1: marker 2
+    _transaction(p2, topic, ["c0"], True)  # 3, marker 4
+    assert _read(g.kafka_bootstrap, topic, "read_committed", 1, wait=15)[0] == [(3, "c0")]
