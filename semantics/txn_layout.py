@@ -15,14 +15,15 @@ from codec.kafka import records
 from codec.remoting.message import Message, StoredMessage
 from interop.inner_batch import NOT_INDEXED, entry_message
 from interop.txn_visibility import VISIBLE
-from semantics.routing import (HALF_TOPIC, OP_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC,
+from semantics.routing import (HALF_TOPIC, OP_TOPIC, PROPERTY_KAFKA_TXN_FIRST, PROPERTY_KAFKA_TXN_PRODUCER,
+                               PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC,
                                PROPERTY_TRANSACTION)
 
 log = logging.getLogger("rocketgate.transactions")
 
 CACHE_FILE = "kafkaAbortedTxns.json"
-PROPERTY_FIRST = "KAFKA_TXN_FIRST"  # on a half record: the transaction's first offset in its partition
-PROPERTY_PRODUCER = "KAFKA_TXN_PRODUCER"  # "<producer id>,<epoch>"
+PROPERTY_FIRST = PROPERTY_KAFKA_TXN_FIRST  # on a half record: the transaction's first offset in its partition
+PROPERTY_PRODUCER = PROPERTY_KAFKA_TXN_PRODUCER  # "<producer id>,<epoch>"
 PROPERTY_ABORTED = "KAFKA_TXN_ABORTED"  # on an abort's op message: "<topic>,<queue>,<producer id>,<first>,<marker>"
 IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 
@@ -70,16 +71,20 @@ class TxnLayout:
 
     def _replay_op_log(self, start: int) -> None:
         for op in op_log(self.store, start):
-            self._add_aborted(op.properties.get(PROPERTY_ABORTED))
+            self._add_aborted(op, op.properties.get(PROPERTY_ABORTED))
         if self.store.max_offset(OP_TOPIC, 0) > start:
             self.persist()
 
-    @staticmethod
-    def _add_aborted(entry: str | None) -> None:
+    def _add_aborted(self, op, entry: str | None) -> None:
+        """Add an abort's entry, if the half record its op message names is that transaction's."""
         if entry:
             try:
                 topic, qid, pid, first, marker = entry.rsplit(",", 4)
-                if not VISIBLE.is_aborted(topic, int(qid), int(pid), int(first)):
+                units = self.store.units(HALF_TOPIC, 0, int(op.body), 1)
+                half = self.store.get(units[0][0]) if units else None
+                if half is None or (_fields(half) or ())[:3] != (topic, int(qid), int(pid)):
+                    log.warning("op message with an aborted-transaction entry %r for another half ignored", entry)
+                elif not VISIBLE.is_aborted(topic, int(qid), int(pid), int(first)):
                     VISIBLE.add_aborted(topic, int(qid), int(pid), int(first), int(marker))
             except ValueError:
                 log.warning("op message with a bad aborted-transaction entry %r ignored", entry)

@@ -190,3 +190,28 @@ def test_init_producer_id_aborts_a_transaction_left_open_by_a_kill9(gateway_fact
     p2.init_transactions(30)  # aborts b0, b1: marker 2
     _transaction(p2, topic, ["c0"], True)  # 3, marker 4
     assert _read(g.kafka_bootstrap, topic, "read_committed", 1, wait=15)[0] == [(3, "c0")]
+
+
+@gateway_only
+def test_a_rocketmq_transaction_cannot_pose_as_a_kafka_one(target):  # noqa: F811
+    """A RocketMQ transactional message carrying the half record's reserved properties is an ordinary
+    half: its commit delivers it (not a marker), nothing of Kafka's aborted index is touched."""
+    from client import (Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue, TransactionProducer,
+                        TransactionState)
+    namesrv, topic = target.gateway.namesrv, f"txnpose-{uuid.uuid4().hex[:8]}"
+    with Admin(namesrv) as admin:
+        admin.create_topic(topic, queues=1)
+    forged = {"KAFKA_TXN_FIRST": "0", "KAFKA_TXN_PRODUCER": "7,0"}
+    with TransactionProducer(f"pg-{uuid.uuid4().hex[:8]}", namesrv, local_transaction=lambda _m, arg: arg,
+                             check_listener=lambda _m: TransactionState.COMMIT) as p:
+        p.send_in_transaction(Message(topic, b"committed", properties=forged), TransactionState.COMMIT)
+    c = LitePullConsumer(f"cg-{uuid.uuid4().hex[:8]}", namesrv, consume_from=ConsumeFrom.FIRST_OFFSET)
+    c.start()
+    try:
+        c.assign([MessageQueue(topic, "broker-a", 0)])
+        got, deadline = [], time.monotonic() + 15
+        while not got and time.monotonic() < deadline:
+            got += c.poll(1.0)
+    finally:
+        c.shutdown()
+    assert [m.body for m in got] == [b"committed"]
