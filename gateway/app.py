@@ -241,6 +241,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         st.topics.on_create = ownership.topic_created
         st.topics.on_deleted = ownership.topic_deleted
         app.kafka.producers.id_source = ownership.next_producer_id
+    else:  # a deleted topic's open and aborted transactions (Kafka's layout: one gateway) go with it
+        st.topics.on_deleted = app.transactions.layout.forget_topic
     # The Kafka checker was registered by KafkaState; the remoting one asks live producers.
     register_checker(app, "remoting", functools.partial(send_transaction_check, app))
     # A queue this node starts leading may hold batches it copied: rebuild their producer state.

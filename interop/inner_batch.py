@@ -19,6 +19,7 @@ from codec.kafka.schema import DecodeError
 from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, SYSFLAG_AT, Message
 from interop.damaged import DAMAGED
 from interop.headers import KEYS, ROUTING_HEADERS, TAGS, tag_code
+from interop.txn_visibility import VISIBLE
 
 # Letters from the least to the most frequent in text (uppercase ones are rarer still in payloads).
 _RARE_FIRST = "ZQXJKVBPYGFWMUCLDRHSNIOATE"
@@ -210,6 +211,8 @@ def present_offsets(msg) -> frozenset[int] | None:
     body = msg.body
     if not msg.sys_flag & INNER_BATCH_FLAG or len(body) < records.HEADER_SIZE:
         return None
+    if VISIBLE.hidden(msg):  # a transaction marker, an aborted or not yet stable transaction's batch
+        return frozenset()
     count = INT32.unpack_from(body, records.RECORD_COUNT_AT)[0]
     if count == INT32.unpack_from(body, records.LAST_OFFSET_DELTA_AT)[0] + 1:
         return None

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import struct
 
-from codec.kafka.records import decode_records, parse_batches, stored_batch_problem
+from codec.kafka.records import LAST_OFFSET_DELTA_AT, decode_records, parse_batches, stored_batch_problem
 from codec.kafka.schema import DecodeError
 from codec.remoting import message as smsg
 from codec.remoting.message import INNER_BATCH_FLAG, NEED_UNWRAP_FLAG, Message
 from interop.damaged import DAMAGED
 from interop.headers import KEYS, record_properties
+from interop.txn_visibility import VISIBLE
 
 __all__ = ["INNER_BATCH_FLAG", "record_uniq_key", "records_as_messages", "expand", "expand_slots",
            "expand_matching_key", "find_record"]
@@ -35,6 +36,8 @@ def records_as_messages(m) -> list[Message | None]:
     elsewhere, delayed or in a transaction, or was compacted away); none at all when its body is not
     a sound record batch (skipped and reported once: interop.damaged)."""
     try:
+        if VISIBLE.hidden(m):  # a transaction marker, an aborted or not yet stable Kafka transaction's batch
+            return [None] * (smsg.INT32.unpack_from(m.body, LAST_OFFSET_DELTA_AT)[0] + 1)
         return _records_as_messages(m)
     except (DecodeError, struct.error, ValueError, IndexError, UnicodeDecodeError) as exc:
         DAMAGED.skip(m.physical_offset, m.topic, m.queue_id, f"inner batch cannot be decoded: {exc}")

@@ -1,17 +1,16 @@
 """One pop engine for RocketMQ 5 POP consumption and Kafka share groups (`semantics.share_partitions`).
 
-A consumer acquires records of a queue without owning it; each record is leased to it until a
-deadline (RocketMQ's invisible time, Kafka's lock duration). `ack` finishes a record, `release`
-makes it available again now, `reject` finishes it through a dead-letter sink (RocketMQ:
-`%DLQ%<group>`; Kafka archives), `renew` moves its deadline. A record whose lease runs out is
-delivered again (in place: same topic, queue and offset) with its delivery count raised; once a
-record has been delivered `max_deliveries` times it is rejected instead.
+A consumer acquires records of a queue without owning it; each record is leased to it until a deadline
+(RocketMQ's invisible time, Kafka's lock duration). `ack` finishes a record, `release` makes it available
+again now, `reject` finishes it through a dead-letter sink (RocketMQ: `%DLQ%<group>`; Kafka archives),
+`renew` moves its deadline. A record whose lease runs out is delivered again (in place: same topic, queue
+and offset) with its delivery count raised; after `max_deliveries` deliveries it is rejected instead.
 
-Receipts name (group, topic, queue, offset, pop time): the pop time is unique per delivery, so a
-receipt of an earlier delivery, of another group or of a finished record names nothing and
-changes nothing. The group's first unfinished offset is its committed offset in the one offset
-table, so offset tools show POP progress. State is logged (`semantics.pop_log`) before it
-changes; after kill -9 only records in flight at the crash can be delivered twice.
+Receipts name (group, topic, queue, offset, pop time): the pop time is unique per delivery, so a receipt
+of an earlier delivery, of another group or of a finished record names nothing and changes nothing. The
+group's first unfinished offset is its committed offset in the one offset table, so offset tools show POP
+progress. State is logged (`semantics.pop_log`) before it changes; after kill -9 only records in flight
+at the crash can be delivered twice. Readers stop at an open Kafka transaction (docs/mapping.md).
 """
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from typing import Callable
 import trio
 
 from interop.inner_batch import is_gap, present_offsets
+from interop.txn_visibility import queue_stable_end
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog, offset_ranges
 from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties, span
@@ -93,15 +93,14 @@ class PopEngine:
                 pop_time: int | None = None, messages: bool = True, whole_batches: bool = False,
                 raw: bool = False, raw_keep: Callable[[dict], bool] | None = None) -> Acquired:
         """Lease up to `max_n` records: those available again first (lowest offsets), then new ones.
-        `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does);
-        a record already delivered `max_deliveries` times goes to `dead_letter(group, message,
-        offset)` (returns a CommitLog end offset or None) and is finished. One pop over several
-        queues passes one `new_pop_time()` to each call (a receipt names queue, offset and pop time).
-        `messages=False` leaves `Delivery.message` None and decodes nothing (Kafka sends the stored
-        batches itself); `whole_batches` leases new records on to the end of the stored batch that
-        holds the last one, past `max_n` (Kafka's batch-optimized acquire). `raw=True` (without `keep`,
-        or with `raw_keep(properties)`, the same exact check on a plain record's properties alone) hands
-        a new plain record over as its stored bytes (`Delivery.raw`), checked but not decoded."""
+        `tag_filter(tags_code)` / `keep(message, offset)` skip new records for good (as a pull does); a record
+        already delivered `max_deliveries` times goes to `dead_letter(group, message, offset)` (returns a
+        CommitLog end offset or None) and is finished. One pop over several queues passes one `new_pop_time()`
+        to each call (a receipt names queue, offset and pop time). `messages=False` leaves `Delivery.message`
+        None and decodes nothing (Kafka sends the stored batches itself); `whole_batches` leases new records on
+        to the end of the stored batch that holds the last one, past `max_n` (Kafka's batch-optimized acquire).
+        `raw=True` (without `keep`, or with `raw_keep(properties)`, the exact check on a plain record's
+        properties) hands a new plain record over as its stored bytes (`Delivery.raw`), not decoded."""
         now = self.clock()
         state = self._state(group, topic, qid, init_mode)
         if pop_time is None:
@@ -144,7 +143,7 @@ class PopEngine:
         only when its message is wanted; with `raw_keep` a plain one is not); returns (offsets
         skipped, new next)."""
         skipped, position = [], state.next
-        limit = min(state.start + self.max_window, self.store.max_offset(topic, qid))
+        limit = min(state.start + self.max_window, queue_stable_end(self.store, topic, qid))
         decode = messages or keep is not None
         entry, message, present = -1, None, None  # the entry last decoded: position, message, offsets with records
         while want > 0 and position < limit:
@@ -355,10 +354,10 @@ class PopEngine:
     def has_available(self, group: str, topic: str, qid: int) -> bool:
         """Whether a pop could lease something now (new records in the window, or records back)."""
         state = self._states.get((group, topic, qid))
+        end = queue_stable_end(self.store, topic, qid)  # not past an open Kafka transaction
         if state is None:
-            return self.store.max_offset(topic, qid) > self.start_offset(group, topic, qid)
-        return (self.store.max_offset(topic, qid) > state.next and state.next < state.start + self.max_window) \
-            or bool(state.available(self.clock()))
+            return end > self.start_offset(group, topic, qid)
+        return (end > state.next and state.next < state.start + self.max_window) or bool(state.available(self.clock()))
 
     # ---- internals ------------------------------------------------------------------------
     def _state(self, group, topic, qid, init_mode) -> QueueState:
@@ -372,7 +371,7 @@ class PopEngine:
             elif init_mode == INIT_MIN or topic.startswith("%RETRY%"):
                 start = lo
             else:
-                start = self.store.max_offset(topic, qid)
+                start = queue_stable_end(self.store, topic, qid)
             start = max(start, lo)
             self.writes.append({"k": "init", "g": group, "t": topic, "q": qid, "s": start})
             state = self._states[key] = QueueState(start)

@@ -32,6 +32,8 @@ PROPERTY_TRANSACTION = "TRAN_MSG"
 PROPERTY_PRODUCER_GROUP = "PGROUP"
 PROPERTY_REAL_TOPIC = "REAL_TOPIC"
 PROPERTY_REAL_QID = "REAL_QID"
+# a Kafka transaction's half record (semantics.txn_layout): written by the gateway only, never a client's
+PROPERTY_KAFKA_TXN_FIRST, PROPERTY_KAFKA_TXN_PRODUCER = "KAFKA_TXN_FIRST", "KAFKA_TXN_PRODUCER"
 PROPERTY_SCHEDULE_OFFSET = "SCHEDULE_OFFSET"  # on a delivered copy: "<schedule queue>:<offset>"
 PROPERTY_REAL_TAGS_CODES = "REAL_TAGS_CODES"  # an inner batch's own tags codes while scheduled
 
@@ -161,6 +163,8 @@ def route(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) -> Me
 def to_half(msg: Message) -> Message:
     """A transactional half message: invisible in the half topic until commit (RocketMQ §4.6)."""
     props = dict(msg.properties)
+    props.pop(PROPERTY_KAFKA_TXN_FIRST, None)  # a client's: not a Kafka transaction's half record
+    props.pop(PROPERTY_KAFKA_TXN_PRODUCER, None)
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QID] = str(msg.queue_id)
     return dataclasses.replace(

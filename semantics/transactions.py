@@ -41,6 +41,7 @@ import trio
 
 from semantics.clock import WALL_CLOCK
 from semantics.flow_control import write_turn
+from semantics.txn_layout import TxnLayout, op_log
 from semantics.routing import (
     DEFAULT_LEVELS,
     HALF_TOPIC,
@@ -114,6 +115,8 @@ class Transactions:
         # Producer groups with a half still undecided when the store was opened: transactions left
         # open by the previous process (the Kafka coordinator fences those transactional ids).
         self.open_groups_at_start = self._undecided_groups()
+        self.layout = TxnLayout(store, self._save)  # Kafka transactions' records, markers, aborted index
+        self.layout.reopen(self.undecided_halves())
 
     def _undecided_groups(self) -> set[str]:
         return {half.properties.get(PROPERTY_PRODUCER_GROUP, "") for _hoff, half in self.undecided_halves()}
@@ -138,18 +141,11 @@ class Transactions:
             off += len(units)
 
     def _load_op_log(self, start: int) -> None:
-        s = self.store
-        off, end = max(start, s.min_offset(OP_TOPIC, 0)), s.max_offset(OP_TOPIC, 0)
-        while off < end:
-            res = s.read(OP_TOPIC, 0, off, 256)
-            for _qoff, op in res.entries:
-                outcome = op.properties.get(PROPERTY_OUTCOME, ROLLBACK)
-                for part in op.body.decode("ascii", "replace").split(","):
-                    if part.strip().isdigit() and int(part) >= self.cursor:
-                        self.outcomes.setdefault(int(part), outcome)
-            if res.next_offset <= off:
-                break
-            off = res.next_offset
+        for op in op_log(self.store, start):
+            outcome = op.properties.get(PROPERTY_OUTCOME, ROLLBACK)
+            for part in op.body.decode("ascii", "replace").split(","):
+                if part.strip().isdigit() and int(part) >= self.cursor:
+                    self.outcomes.setdefault(int(part), outcome)
 
     def outcome(self, half_offset: int) -> str | None:
         """commit / rollback / discard, or None while undecided."""
@@ -177,7 +173,7 @@ class Transactions:
         if not msgs:
             return result, None
         results = self.store.append_many(msgs)
-        self._decided(half, outcome)
+        self._decided(half, outcome, results)
         return result, results[-1]
 
     async def end_in_turn(self, flow, half_offset: int, commit: bool, producer_group: str | None = None,
@@ -193,7 +189,7 @@ class Transactions:
                 results = await append(msgs)
             finally:
                 self.in_flight.discard(half_offset)
-            self._decided(half, outcome)
+            self._decided(half, outcome, results)
             return result, results[-1]
 
     def _ending(self, half_offset: int, commit: bool, producer_group: str | None,
@@ -213,7 +209,10 @@ class Transactions:
             return EndResult.MISMATCH, None, None, None
         outcome = COMMIT if commit else ROLLBACK
         op = self._op(half, outcome)
-        msgs = [self.committed_message(half, now), op] if commit else [op]
+        if self.layout.owns(half):  # a Kafka transaction's records are in their partition: a marker ends it
+            msgs = self.layout.ending(half, commit, op, self.clock.now_ms() if now is None else now)
+        else:
+            msgs = [self.committed_message(half, now), op] if commit else [op]
         return (EndResult.COMMITTED if commit else EndResult.ROLLED_BACK), msgs, half, outcome
 
     def committed_message(self, half: StoredMessage, now: int | None = None) -> Message:
@@ -236,7 +235,9 @@ class Transactions:
                 msg, properties={**msg.properties, PROPERTY_START_DELIVER_TIME: str(now + 1)}), now, self.levels)
         return msg
 
-    def _decided(self, half: StoredMessage, outcome: str) -> None:
+    def _decided(self, half: StoredMessage, outcome: str, results=()) -> None:
+        if self.layout.owns(half) and results:
+            self.layout.ended(half, outcome == COMMIT, results[0].queue_offset)
         for off in range(half.queue_offset, half.queue_offset + half.batch_count):
             self.outcomes[off] = outcome
             self.check_times.pop(off, None)
@@ -292,9 +293,12 @@ class Transactions:
         log.warning("transaction half message %d (group %r) discarded after %d checks without an outcome",
                     half.queue_offset, half.properties.get(PROPERTY_PRODUCER_GROUP),
                     self.check_times.get(half.queue_offset, 0))
-        result = self.store.append(self._op(half, DISCARD))
-        self._decided(half, DISCARD)
-        return result
+        msgs = [self._op(half, DISCARD)]
+        if self.layout.owns(half):
+            msgs = self.layout.ending(half, False, msgs[0], self.clock.now_ms())
+        results = self.store.append_many(msgs)
+        self._decided(half, DISCARD, results)
+        return results[-1]
 
     def persist(self) -> None:
         """Hand the cache of the op log (outcomes at/above the cursor) and the check counts to the

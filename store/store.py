@@ -251,10 +251,10 @@ class Store:
             return cq.first_at_or_after(offset + 1, hi, lambda p, _s, _c: p != phys)
 
     def read(self, topic: str, queue_id: int, start: int, max_count: int = 32, max_bytes: int = 4 << 20,
-             tag_filter=None, raw: bool = False) -> ReadResult:
-        """Messages from logical offset `start`: at most `max_count` entries and about `max_bytes`
-        (always at least one entry). An inner batch is one entry, reported at its first offset.
-        `raw`: plain entries come back undecoded, for a reader that forwards them (CommitLog.entry)."""
+             tag_filter=None, raw: bool = False, end: int | None = None) -> ReadResult:
+        """Messages from logical offset `start` (below `end`, e.g. a last stable offset): at most `max_count`
+        entries and about `max_bytes` (always at least one). An inner batch is one entry, at its first
+        offset. `raw`: plain entries come back undecoded, for a forwarding reader (CommitLog.entry)."""
         cq = self.consume_queues.queues.get((topic, queue_id))
         if cq is None:
             return ReadResult([], 0, 0, 0)
@@ -263,14 +263,14 @@ class Store:
             return ReadResult([], lo, lo, hi)
         if start >= hi:
             return ReadResult([], hi, lo, hi)
-        entries, total, off, included = [], 0, start, -1
+        entries, total, off, included, stop_at = [], 0, start, -1, hi if end is None else min(hi, end)
         cl = self.commitlog
         cl_begin = cl.begin
         step = max(16, min(max_count, 1024))
         runs = cl.runs(raw)
-        while off < hi:
+        while off < stop_at:
             with self._lock:
-                units = cq.raw(off, step)
+                units = cq.raw(off, min(step, stop_at - off))
             if not units:
                 break
             stop = False

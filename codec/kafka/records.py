@@ -357,3 +357,16 @@ def build_batch(records, base_offset: int = 0, base_timestamp: int = 0, compress
                        base_sequence, n) + body
     head = struct.pack(">qiib", base_offset, len(tail) + 9, leader_epoch, 2)
     return head + struct.pack(">I", crc32c(tail)) + tail
+
+
+def control_batch(commit: bool, producer_id: int, producer_epoch: int, timestamp: int,
+                  coordinator_epoch: int = 0) -> bytes:
+    """A transaction marker as Kafka writes it: a transactional control batch of one record, key =
+    version 0 + type (0 abort, 1 commit), value = version 0 + the coordinator's epoch."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    data = bytearray(build_batch([(timestamp, key, value, [])], base_timestamp=timestamp, producer_id=producer_id,
+                                 producer_epoch=producer_epoch, transactional=True))
+    struct.pack_into(">h", data, ATTRS_AT, TRANSACTIONAL | CONTROL)
+    struct.pack_into(">I", data, CRC_AT, crc32c(bytes(data[ATTRS_AT:])))
+    return bytes(data)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import trio
 
 import interop.to_rocketmq as inner_batch
+from interop.txn_visibility import VISIBLE
 from codec.remoting.message import INNER_BATCH_FLAG
 from gateway import tier_reads
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s, status
@@ -31,7 +32,8 @@ def _pull(app, topic, qid, offset, max_n, subscription, local_id):
     if offset < lo or offset > hi:
         raise RpcError(Code.ILLEGAL_OFFSET, f"offset {offset} is outside [{lo}, {hi}] of {topic}:{qid}")
     tag_filter = None if getattr(subscription, "match_all", True) else subscription.matches_code
-    read = app.store.read(topic, qid, offset, max_count=max_n, tag_filter=tag_filter)
+    read = app.store.read(topic, qid, offset, max_count=max_n, tag_filter=tag_filter,
+                          end=VISIBLE.stable_end(topic, qid, hi))  # not past an open Kafka transaction
     out = []
     for first, m in read.entries:
         if m.sys_flag & INNER_BATCH_FLAG:

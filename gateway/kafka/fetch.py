@@ -29,6 +29,7 @@ from codec.kafka.schema import DecodeError, Spliced
 from codec.remoting import message as stored
 from codec.remoting.message import (BODY_AT, BODY_CRC_AT, BODY_LENGTH_AT, INNER_BATCH_FLAG as INNER_BATCH, INT32 as _I32,
                                     INT64 as _I64, QUEUE_OFFSET_AT, SYSFLAG_AT)
+from interop.txn_visibility import VISIBLE
 from gateway.kafka.registry import RequestContext, handler
 from gateway.ops.stats import stats_of
 from gateway.sendfile import FileRange, close_spliced
@@ -295,6 +296,7 @@ def _fetch_once(app, req, max_bytes: int, found: dict):
     responses = []
     total = 0
     failed = False
+    committed = req.get("isolation_level", 0) == 1  # read_committed: up to the last stable offset
     for t in req["topics"]:
         name = t["topic"]
         if name is None:
@@ -322,14 +324,19 @@ def _fetch_once(app, req, max_bytes: int, found: dict):
             low = app.store.min_offset(name, index)
             high = app.replication.readable_end(name, index, app.store.max_offset(name, index))
             offset = p["fetch_offset"]
-            entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": high,
+            stable = VISIBLE.stable_end(name, index, high)  # Kafka's last stable offset
+            entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": stable,
                      "log_start_offset": low, "records": b""}
+            end = stable if committed else high
+            if committed:  # the client drops these producers' records from each first offset on
+                entry["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
+                                                 for pid, first in VISIBLE.aborted_in(name, index, offset, end)]
             if offset < low or offset > high:
                 entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
                 failed = True
-            elif offset < high and total < max_bytes:
+            elif offset < end and total < max_bytes:
                 limit = min(p["partition_max_bytes"], max_bytes - total)
-                entry["records"] = read_batches(app, name, index, offset, high, limit, at_least_one=total == 0,
+                entry["records"] = read_batches(app, name, index, offset, end, limit, at_least_one=total == 0,
                                                 view=views.view_filter(cfg),
                                                 epoch_of=leader_epochs.batch_epochs(app, name, index))
                 total += len(entry["records"])

@@ -8,6 +8,7 @@ import gateway.kafka.diskless as diskless
 import gateway.kafka.errors as errors
 import gateway.kafka.offsets_topic as offsets_topic
 import gateway.kafka.topics as topics
+from interop.txn_visibility import VISIBLE
 from codec.kafka import apis, records
 from gateway import tier_reads
 from codec.remoting.message import BODY_AT, INNER_BATCH_FLAG, INT32, INT64, SYSFLAG_AT
@@ -150,6 +151,8 @@ async def list_offsets(ctx: RequestContext):
                     continue
             else:
                 offset, ts = await tier_reads.read(list_offset, app, cfg, name, index, p["timestamp"])
+                if p["timestamp"] == LATEST and ctx.request.get("isolation_level") == 1:  # read_committed
+                    offset = VISIBLE.stable_end(name, index, offset)  # the last stable offset
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": leader_epoch(app, name, index) if offset >= 0 else -1})
         out.append({"name": name, "partitions": parts})

@@ -23,11 +23,13 @@ from gateway.kafka.metadata import KAFKA_INTERNAL, is_internal
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import KafkaState, kafka_state
 from interop.inner_batch import EntryIndex, entry_message, index_info, split_by_routing, with_gaps
+from interop.txn_visibility import VISIBLE
 from semantics import routing, transactions, views
 from semantics.diskless import is_diskless
 from semantics.flow_control import ProduceFlow
 from semantics.replication import NotLeader
 from semantics.producer_state import DUPLICATE, FENCED, INVALID_TXN_STATE, OUT_OF_ORDER
+from semantics.txn_layout import half_record
 
 # Kafka's other internal topics (the gateway keeps their state elsewhere): Kafka answers a Produce to one
 # that does not exist yet UNKNOWN_TOPIC_OR_PARTITION, so the gateway does not auto-create them either.
@@ -117,8 +119,12 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
                 return _partition_error(index, code), end
             extra = {routing.PROPERTY_TRANSACTION: "true", routing.PROPERTY_PRODUCER_GROUP: txn.txn_id,
                      transactions.PROPERTY_IMMUNITY: str(-(-txn.timeout_ms // 1000))}
+        layout = txn is not None and st.cluster_txns is None and not entry.routing  # Kafka's layout
         try:
-            msgs = _batch_messages(app, topic, index, b, entry, pieces, extra, now, append_time)
+            if layout:
+                msgs = _in_partition(app, topic, index, b, entry, txn, now, append_time)
+            else:
+                msgs = _batch_messages(app, topic, index, b, entry, pieces, extra, now, append_time)
             results = await append(msgs)
         except store.StoreError as exc:
             code = errors.for_store_error(exc)
@@ -128,6 +134,8 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
         stored = results[-1]  # the entry in the partition itself: its offsets are the batch's
         if txn is not None:
             txns.stored(txn, (topic, index), [res.queue_offset for res in results[:-1]])
+            if layout:
+                VISIBLE.opened(topic, index, b.producer_id, stored.queue_offset)
         end = max([end] + [res.end_offset for res in results])
         if idempotent:
             st.producers.record(b.producer_id, b.producer_epoch, topic, index, b.base_sequence,
@@ -137,6 +145,18 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
     return {"index": index, "error_code": errors.NONE, "base_offset": base,
             "log_append_time_ms": now if append_time else -1,
             "log_start_offset": app.store.min_offset(topic, index)}, end
+
+
+def _in_partition(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, txn, now: int,
+                  append_time: bool) -> list:
+    """Kafka's transaction layout: the batch in its partition now, at the offsets the client computes;
+    the first batch of the transaction there also writes its half record (`semantics.txn_layout`),
+    first, naming the offset the batch gets (the partition's end: nothing appends between, a turn)."""
+    msgs = [entry_message(topic, index, b, entry, {}, now, append_time)]
+    if not VISIBLE.is_open(topic, index, b.producer_id):
+        first = app.store.max_offset(topic, index)
+        msgs.insert(0, half_record(topic, index, b.producer_id, b.producer_epoch, first, txn.txn_id, txn.timeout_ms))
+    return msgs
 
 
 def _batch_messages(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, pieces, extra: dict,

@@ -16,6 +16,7 @@ from codec.kafka import apis
 from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
+from semantics.routing import PROPERTY_PRODUCER_GROUP
 from semantics.producer_state import INVALID_TXN_STATE, ClusterUnavailable, reinit_verdict
 
 
@@ -59,12 +60,29 @@ async def init_transactional(app, txn_id: str, timeout_ms: int, expected: tuple[
         code, pid, epoch, _nothing = txns.init(txn_id, timeout_ms, expected)  # a retry, or fenced: no change
         return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
     ends = await txns.finish_in_turn(txn, commit=False) if txn is not None else []  # abort what is in progress
+    ends += await _abort_left_open(app, txn_id)
     code, pid, epoch, _nothing_left = txns.init(txn_id, timeout_ms, expected)
     kafka_state(app).diskless_txns.drop(txn_id)  # what it held for diskless partitions: aborted too
     kafka_state(app).diskless_txns.unmark(txn_id)
     await _durable(app, ends)
     await txns.persisted()  # the new epoch fences older producers after a restart too
     return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+async def _abort_left_open(app, txn_id: str) -> list:
+    """Abort the halves of `txn_id` that an earlier process left undecided (a kill -9 mid-transaction), as
+    Kafka's InitProducerId aborts the transaction in progress: its partitions' last stable offset moves
+    on now, not after the check-back's timeout."""
+    transactions = app.transactions
+    if txn_id not in transactions.open_groups_at_start:
+        return []
+    transactions.open_groups_at_start.discard(txn_id)
+    ends = []
+    for hoff, half in list(transactions.undecided_halves()):
+        if half.properties.get(PROPERTY_PRODUCER_GROUP) == txn_id:
+            _result, r = await transactions.end_in_turn(app.flow, hoff, False, producer_group=txn_id)
+            ends += [r] if r is not None else []
+    return ends
 
 
 async def _end_diskless(app, txn, commit: bool, offsets: list) -> int:

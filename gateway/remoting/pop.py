@@ -20,6 +20,7 @@ import struct
 import trio
 
 import interop.to_rocketmq as inner_batch
+from interop.txn_visibility import queue_stable_end
 import gateway.remoting.pop_assignment  # noqa: F401  (QUERY_ASSIGNMENT, SET_MESSAGE_REQUEST_MODE)
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_topic, real_topic, retry_mark
@@ -397,7 +398,8 @@ def peek_message(channel, req):
     for q in ([qid] if qid >= 0 else pop_queues(app, topic, list(range(cfg.read_queues)))):
         start = engine.start_offset(group, topic, q)
         rest += app.store.max_offset(topic, q) - start
-        for offset, m in app.store.read(topic, q, start, max_count=max_n - len(parts)).entries:
+        for offset, m in app.store.read(topic, q, start, max_count=max_n - len(parts),
+                                        end=queue_stable_end(app.store, topic, q)).entries:
             parts.append(m.raw)
     code = ResponseCode.SUCCESS if parts else ResponseCode.PULL_NOT_FOUND
     return _answer(req, code, 0, 0, rest, b"".join(parts))

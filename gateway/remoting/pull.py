@@ -10,6 +10,7 @@ import functools
 import trio
 
 import interop.to_rocketmq as inner_batch
+from interop.txn_visibility import VISIBLE
 from codec.remoting import PullSysFlag, RemotingCommand, RequestCode as RC, ResponseCode
 from gateway import tier_reads
 from gateway.ops.stats import stats_of
@@ -89,7 +90,8 @@ def pull_message(channel, req):
 
 def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> RemotingCommand:
     s = app.store
-    lo, hi = s.min_offset(topic, qid), app.replication.readable_end(topic, qid, s.max_offset(topic, qid))
+    lo, top = s.min_offset(topic, qid), app.replication.readable_end(topic, qid, s.max_offset(topic, qid))
+    hi = VISIBLE.stable_end(topic, qid, top)  # an open Kafka transaction holds readers back (mapping.md)
 
     def answer(code, next_offset, body=b""):
         return req.response(code, {"suggestWhichBrokerId": 0, "nextBeginOffset": next_offset,
@@ -99,9 +101,9 @@ def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> Remoting
         return answer(ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED, 0)
     if offset < lo:
         return answer(ResponseCode.PULL_OFFSET_MOVED, lo)
-    if offset > hi:
-        return answer(ResponseCode.PULL_OFFSET_MOVED, hi)
-    if offset == hi:
+    if offset > top:
+        return answer(ResponseCode.PULL_OFFSET_MOVED, top)
+    if offset >= hi:
         return answer(ResponseCode.PULL_NOT_FOUND, offset)
     # SQL92 cannot decide on the tags code: its filter runs on each entry's properties (the client
     # does not re-filter SQL92). Tag filters skip by hash in the ConsumeQueue, then check the exact
@@ -111,7 +113,7 @@ def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> Remoting
     matches = tags.matches if sql else (None if tag_filter is None else tags.matches_properties)
     # without a filter on properties the entries' bytes are forwarded as stored: no need to decode them
     result = s.read(topic, qid, offset, max_count=max_n, max_bytes=max_bytes, tag_filter=tag_filter,
-                    raw=matches is None)
+                    raw=matches is None, end=hi)
     parts = []
     for qoff, m in result.entries:
         if m.sys_flag & inner_batch.INNER_BATCH_FLAG:

@@ -120,10 +120,10 @@ class TieredStore(Store):
         return hi
 
     def read(self, topic: str, queue_id: int, start: int, max_count: int = 32, max_bytes: int = 4 << 20,
-             tag_filter=None, raw: bool = False) -> ReadResult:
+             tag_filter=None, raw: bool = False, end: int | None = None) -> ReadResult:
         local = self._remote_below(topic, queue_id, start)
         if local is None:
-            result = super().read(topic, queue_id, start, max_count, max_bytes, tag_filter, raw)
+            result = super().read(topic, queue_id, start, max_count, max_bytes, tag_filter, raw, end)
             low = self.min_offset(topic, queue_id)
             if low < result.min_offset:
                 if start < result.min_offset and start < low:
@@ -131,6 +131,7 @@ class TieredStore(Store):
                 result.min_offset = low
             return result
         entries, total, off, last = [], 0, start, None
+        local = local if end is None else min(local, end)
         while off < local and len(entries) < max_count:
             units = self.remote.units(topic, queue_id, off, min(256, local - off), local)
             if not units:

@@ -109,5 +109,5 @@ def test_metadata_does_not_wait_for_a_blocked_end_txn_write(gateway_factory):
     answered.append(("end txn again", again["error_code"]))  # the end is still being written: retry later
     ender.join(30)
     assert answered == [("metadata", 0), ("end txn again", CONCURRENT_TRANSACTIONS), ("end txn", 0)]
-    # the committed record (read_committed), after the offset its produce took (a gap: docs/mapping.md)
+    # read_committed latest: past the committed record (0) and its marker (1) (docs/mapping.md)
     assert _latest(RawClient(g.kafka_bootstrap, timeout=30), 1) == 2

@@ -1,0 +1,103 @@
+"""What of a Kafka transaction the readers of a queue may see (Kafka's transaction layout, docs/mapping.md
+"Transactions"): a transactional batch is in its partition from produce time on, so
+
+- the **last stable offset** of a queue is the first offset of its oldest open transaction (else the
+  log end): Kafka `read_committed` consumers and every RocketMQ reader read up to it;
+- a **marker** (control batch) takes one offset and is no message;
+- an **aborted** transaction's records stay in the log; the per-queue aborted index (Kafka's
+  `.txnindex`: producer id, first offset, marker offset) names them, Kafka clients drop them from
+  Fetch's `aborted_transactions`, RocketMQ readers never see them.
+
+One gateway process holds one store, so the table is this module's `VISIBLE` (filled by
+`semantics.txn_layout`), read where a stored entry becomes RocketMQ messages (`hidden`).
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+
+from codec.kafka import records
+from codec.remoting.message import INNER_BATCH_FLAG
+
+_ATTRS = struct.Struct(">h")
+_PID = struct.Struct(">q")
+
+
+class TxnVisibility:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.open: dict[tuple[str, int], dict[int, int]] = {}  # queue -> {producer id: first offset}
+        # queue -> producer id -> ([marker offsets], [first offsets]), in marker order
+        self.aborted: dict[tuple[str, int], dict[int, tuple[list, list]]] = {}
+
+    # ---- changes (semantics.txn_layout) ----
+    def opened(self, topic: str, qid: int, producer_id: int, first: int) -> None:
+        self.open.setdefault((topic, qid), {}).setdefault(producer_id, first)
+
+    def is_open(self, topic: str, qid: int, producer_id: int) -> bool:
+        return producer_id in self.open.get((topic, qid), ())
+
+    def ended(self, topic: str, qid: int, producer_id: int, marker: int, commit: bool) -> int | None:
+        """The transaction of `producer_id` on the queue ended with the marker at `marker`; its first
+        offset (None when it was not open here)."""
+        first = self.open.get((topic, qid), {}).pop(producer_id, None)
+        if not self.open.get((topic, qid), True):
+            del self.open[(topic, qid)]
+        if first is not None and not commit:
+            self.add_aborted(topic, qid, producer_id, first, marker)
+        return first
+
+    def add_aborted(self, topic: str, qid: int, producer_id: int, first: int, marker: int) -> None:
+        lasts, firsts = self.aborted.setdefault((topic, qid), {}).setdefault(producer_id, ([], []))
+        at = bisect.bisect(lasts, marker)
+        lasts.insert(at, marker)
+        firsts.insert(at, first)
+
+    def forget_topic(self, topic: str) -> None:
+        for table in (self.open, self.aborted):
+            for key in [k for k in table if k[0] == topic]:
+                del table[key]
+
+    # ---- reads ----
+    def stable_end(self, topic: str, qid: int, end: int) -> int:
+        """The last stable offset of a queue whose readable end is `end`."""
+        firsts = self.open.get((topic, qid))
+        return min(end, min(firsts.values())) if firsts else end
+
+    def is_aborted(self, topic: str, qid: int, producer_id: int, offset: int) -> bool:
+        lasts, firsts = self.aborted.get((topic, qid), {}).get(producer_id, ((), ()))
+        at = bisect.bisect_right(lasts, offset)  # the first of its transactions ending after `offset`
+        return at < len(lasts) and firsts[at] <= offset
+
+    def aborted_in(self, topic: str, qid: int, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions with records in [start, end), for
+        Fetch's `aborted_transactions` (the client drops those producers' records from each first on)."""
+        out = []
+        for pid, (lasts, firsts) in self.aborted.get((topic, qid), {}).items():
+            at = bisect.bisect_left(lasts, start)
+            out += [(pid, first) for first in firsts[at:] if first < end]
+        return sorted(out, key=lambda e: e[1])
+
+    def hidden(self, m) -> bool:
+        """Is stored entry `m` (an inner batch) no message for a RocketMQ reader: a marker, an aborted
+        transaction's batch, or a transactional batch above the last stable offset?"""
+        if not m.sys_flag & INNER_BATCH_FLAG or len(m.body) < records.HEADER_SIZE:
+            return False
+        attrs = _ATTRS.unpack_from(m.body, records.ATTRS_AT)[0]
+        if not attrs & records.TRANSACTIONAL:
+            return False
+        if attrs & records.CONTROL:
+            return True
+        pid = _PID.unpack_from(m.body, records.PRODUCER_ID_AT)[0]
+        return (m.queue_offset >= self.stable_end(m.topic, m.queue_id, m.queue_offset + 1)
+                or self.is_aborted(m.topic, m.queue_id, pid, m.queue_offset))
+
+
+VISIBLE = TxnVisibility()
+
+
+def queue_stable_end(store, topic: str, qid: int) -> int:
+    """The last stable offset of a queue of `store` (its end when no Kafka transaction is open there)."""
+    return VISIBLE.stable_end(topic, qid, store.max_offset(topic, qid))
