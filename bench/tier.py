@@ -65,6 +65,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--produce-only", action="store_true",
+                    help="only the interleaved produce rounds (skip the consume and request counts)")
     ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
     ap.add_argument("--repeat", type=int, default=3, help="--disk-loss: runs of each scenario")
     ap.add_argument("--cluster-records", type=int, default=10_000, help="--disk-loss: records in the cluster")
@@ -85,7 +87,7 @@ def main() -> None:
         for g, configs in ((plain, {}), (tiered, {"remote.storage.enable": "true", "local.retention.ms": "1000"})):
             admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
             admin.create_topics([NewTopic("t", 1, 1, config=configs)])["t"].result(30)
-        ratios, figures = [], {"plain": [], "tiered": []}
+        ratios, figures, loads = [], {"plain": [], "tiered": []}, []
         by_name = {"plain": plain, "tiered": tiered}
         pids = {"plain": plain.proc.pid, "tiered": tiered.proc.pid, "s3": s3.pids()[0]}
         cpu_s = {name: {k: [] for k in pids} for name in by_name}  # CPU seconds by process, per round
@@ -99,25 +101,35 @@ def main() -> None:
             for name in got:
                 figures[name].append(got[name])
             ratios.append(got["tiered"] / got["plain"])
-        total = args.records * args.rounds
-        time.sleep(3)  # the last sealed files committed
-        cold = consume(tiered.kafka_bootstrap, "t", total)
-        warm = consume(tiered.kafka_bootstrap, "t", total)
-        local = consume(plain.kafka_bootstrap, "t", total)
-        keys = s3.keys("bench-tier")
-        uploaded_gb = total * len(VALUE) / 1e9
-        puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
+            loads.append(round(os.getloadavg()[0], 2))
         verdict = rounds.compare(ratios, "higher", "tiered", "plain")
-        result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
-                  "ratio_min_max": [min(ratios), max(ratios)], "ratio_ci": [verdict.ci_low, verdict.ci_high],
-                  "ratio_ci_coverage": verdict.coverage, "verdict": verdict.verdict,
-                  "load_avg": os.getloadavg(),
-                  "consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
-                  "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
+        mb_per_round = args.records * len(VALUE) / 1e8  # CPU-s per 100 MB
+        result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios,
+                  "ratio_median": statistics.median(ratios), "ratio_min_max": [min(ratios), max(ratios)],
+                  "ratio_ci": [verdict.ci_low, verdict.ci_high], "ratio_ci_coverage": verdict.coverage,
+                  "verdict": verdict.verdict, "load_avg": os.getloadavg(), "load_1min_per_round": loads,
+                  "median_cpu_s_per_100mb": {f"{name}_round.{k}": round(statistics.median(v) / mb_per_round, 2)
+                                             for name in cpu_s for k, v in cpu_s[name].items()}}
+        if not args.produce_only:
+            result.update(_reads(args, s3, plain, tiered))
         print(json.dumps(result, indent=1))
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         with open(os.path.join(ROOT, "bench", "results", "tier.json"), "w") as f:
             json.dump(result, f, indent=1)
+
+
+def _reads(args, s3, plain, tiered) -> dict:
+    """Consume the whole tiered topic cold and warm, the plain one from disk; S3 requests per GB."""
+    total = args.records * args.rounds
+    time.sleep(3)  # the last sealed files committed
+    cold = consume(tiered.kafka_bootstrap, "t", total)
+    warm = consume(tiered.kafka_bootstrap, "t", total)
+    local = consume(plain.kafka_bootstrap, "t", total)
+    keys = s3.keys("bench-tier")
+    uploaded_gb = total * len(VALUE) / 1e9
+    puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
+    return {"consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
+            "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 deletion only after the commit, reads below the local start, remote retention, disk loss."""
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 
@@ -64,6 +65,37 @@ def test_upload_then_local_delete_then_read_from_remote(tmp_path):
     ts = st.get(units[0][0]).store_timestamp
     assert st.offset_for_timestamp("t", 0, ts) == 0
     assert [m.body for m in st.query_by_key("t", "k3")] == [b"t-3" * 4]  # its IndexFile is gone
+    st.close()
+
+
+def test_each_segment_put_carries_its_manifest_sha256_and_piece_hashes(tmp_path):
+    """One pass computes the object's sha256 (sent with the PUT, recorded in the manifest) and the
+    pieces' (what readers check)."""
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st)
+    Uploader(st).round()
+    refs = [r for m in st.remote.manifests.values() for r in m.segments]
+    assert refs
+    for r in refs:
+        data = objects.objects[r.key]
+        assert objects.checksums[r.key] == bytes.fromhex(r.sha256) == hashlib.sha256(data).digest()
+        assert r.chunks == tuple(hashlib.sha256(data[i:i + r.chunk]).hexdigest() for i in range(0, len(data), r.chunk))
+    st.close()
+
+
+def test_a_segment_damaged_on_its_way_up_is_refused_and_stays_local(tmp_path):
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st)
+    before = bodies(st)
+    objects.corrupt_puts_matching = "segments/"
+    with pytest.raises(ObjectStoreError):
+        Uploader(st).round()
+    assert st.remote.manifests == {} and st.delete_expired(FAR) == 0  # not committed: nothing deleted
+    objects.corrupt_puts_matching = None
+    assert Uploader(st).round() >= 2 and st.delete_expired(FAR) >= 2  # the retry commits
+    assert bodies(st) == before
     st.close()
 
 
