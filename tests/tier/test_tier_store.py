@@ -84,34 +84,30 @@ def test_each_segment_put_carries_its_manifest_sha256_and_piece_hashes(tmp_path)
     st.close()
 
 
-def test_a_segment_damaged_on_its_way_up_is_refused_and_stays_local(tmp_path):
+def _fails_then_catches_up(tmp_path, fault: str, value) -> None:
+    """While `fault` is set on the store a round fails and no local file goes; then the retry commits
+    and the files go, every record still read."""
     objects = MemStore()
     st = open_store(tmp_path / "a", objects)
     fill(st)
     before = bodies(st)
-    objects.corrupt_puts_matching = "segments/"
+    up = Uploader(st)
+    setattr(objects, fault, value)
     with pytest.raises(ObjectStoreError):
-        Uploader(st).round()
+        up.round()
     assert st.remote.manifests == {} and st.delete_expired(FAR) == 0  # not committed: nothing deleted
-    objects.corrupt_puts_matching = None
-    assert Uploader(st).round() >= 2 and st.delete_expired(FAR) >= 2  # the retry commits
+    setattr(objects, fault, type(value)())
+    assert up.round() >= 2 and st.delete_expired(FAR) >= 2
     assert bodies(st) == before
     st.close()
 
 
+def test_a_segment_damaged_on_its_way_up_is_refused_and_stays_local(tmp_path):
+    _fails_then_catches_up(tmp_path, "corrupt_puts_matching", "segments/")
+
+
 def test_store_down_nothing_deleted_then_catches_up(tmp_path):
-    objects = MemStore()
-    st = open_store(tmp_path / "a", objects)
-    fill(st)
-    up = Uploader(st)
-    objects.down = True
-    with pytest.raises(ObjectStoreError):
-        up.round()
-    assert st.delete_expired(FAR) == 0
-    objects.down = False
-    up.round()
-    assert st.delete_expired(FAR) >= 1
-    st.close()
+    _fails_then_catches_up(tmp_path, "down", True)
 
 
 def test_corrupt_segment_is_not_served_others_are(tmp_path):
