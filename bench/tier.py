@@ -65,6 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--file-size", default="1m", help="CommitLog file size of both gateways (one upload per file)")
     ap.add_argument("--produce-only", action="store_true",
                     help="only the interleaved produce rounds (skip the consume and request counts)")
     ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
@@ -76,7 +77,7 @@ def main() -> None:
         tier_disk_loss.main(args.repeat, args.records, args.cluster_records)
         return
     with bench_workdir("bench-tier-", "bench-tier") as (work, s3, gateways):
-        common = ["--commitlog-file-size", "1m"]
+        common = ["--commitlog-file-size", args.file_size]
         for name in ("plain", "tiered"):
             os.makedirs(os.path.join(work, name))
         plain = GatewayProcess(os.path.join(work, "plain", "data"), extra_args=common).start()
@@ -108,6 +109,7 @@ def main() -> None:
                   "ratio_median": statistics.median(ratios), "ratio_min_max": [min(ratios), max(ratios)],
                   "ratio_ci": [verdict.ci_low, verdict.ci_high], "ratio_ci_coverage": verdict.coverage,
                   "verdict": verdict.verdict, "load_avg": os.getloadavg(), "load_1min_per_round": loads,
+                  "file_size": args.file_size,
                   "median_cpu_s_per_100mb": {f"{name}_round.{k}": round(statistics.median(v) / mb_per_round, 2)
                                              for name in cpu_s for k, v in cpu_s[name].items()}}
         if not args.produce_only:
