@@ -4,7 +4,8 @@ A TieredStore in process (1 MiB CommitLog files, 64 KB entries as Kafka batches 
 one tiered queue) on a real SeaweedFS (bench/objstore_server.py): MB of entries appended and
 flushed, then one `Uploader.round()` uploads and commits every sealed file, timed by the thread's
 CPU time (the hashes, the copies, botocore and the socket sends all run on the calling thread);
-the S3 server's CPU over the same round from /proc. Repeated `repeat` times on fresh stores.
+the S3 server's CPU over the same round from /proc, and the upload rate (MiB/s, to compare with
+the PUT column of `python -m bench.objstore` run at the same time). Repeated `repeat` times on fresh stores.
 Far less noisy than the interleaved produce rounds on a shared machine: no other process's
 scheduling is in the figure (the S3 server's is, as its own line).
 """
@@ -48,13 +49,15 @@ def one_run(work: str, server, run: int, mb: int) -> dict:
         uploader = Uploader(store)
         uploader.round()  # the manifests listed and the topic table written: not part of the figure
         _fill(store, mb)
-        s3_before, began = _cpu_seconds(server.pids()[0]), time.thread_time()
+        s3_before, began, wall = _cpu_seconds(server.pids()[0]), time.thread_time(), time.monotonic()
         files = uploader.round()
-        cpu = time.thread_time() - began
+        cpu, wall = time.thread_time() - began, time.monotonic() - wall
         time.sleep(0.5)  # the server's last writes
         s3_cpu = _cpu_seconds(server.pids()[0]) - s3_before
         return {"files": files, "uploader_cpu_s_per_100mb": round(cpu * 100 / files, 3),
-                "s3_server_cpu_s_per_100mb": round(s3_cpu * 100 / files, 3), "load_1min": os.getloadavg()[0]}
+                "s3_server_cpu_s_per_100mb": round(s3_cpu * 100 / files, 3),
+                "upload_mib_s": round(files / wall, 1),  # one file after another, as the upload service does
+                "load_1min": os.getloadavg()[0]}
     finally:
         store.close()
         objects.close()
@@ -64,5 +67,5 @@ def main(repeat: int, mb: int) -> None:
     with bench_workdir("bench-tier-upload-", "bench-upload") as (work, server, _gateways):
         runs = [one_run(work, server, i, mb) for i in range(repeat)]
     result = {"runs": runs, **{f"median_{k}": statistics.median(r[k] for r in runs)
-                               for k in ("uploader_cpu_s_per_100mb", "s3_server_cpu_s_per_100mb")}}
+                               for k in ("uploader_cpu_s_per_100mb", "s3_server_cpu_s_per_100mb", "upload_mib_s")}}
     print(json.dumps(result, indent=1))
