@@ -1,7 +1,7 @@
 """The object store's own speed, the yardstick of the tier's upload and remote-read throughput:
 `python -m bench.objstore` starts SeaweedFS (bench/objstore_server.py) and PUTs then GETs 1, 4 and
-16 MiB objects through the S3 adapter (store/objstore/s3.py, as the tier does: Content-MD5 on every
-PUT), one request at a time and 4 at once. It also records the server's start time and memory.
+16 MiB objects through the S3 adapter (store/objstore/s3.py, as the tier does: x-amz-checksum-sha256 on
+every PUT), one request at a time and 4 at once. It also records the server's start time and memory.
 `--write-doc` puts the table into docs/tiered-storage.md (between its objstore-bench markers).
 
 Each (size, concurrency) cell moves --mib MiB each way (default 64), so the whole run takes well

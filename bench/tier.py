@@ -63,18 +63,29 @@ def consume(bootstrap: str, topic: str, n: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round")
+    ap.add_argument("--records", type=int, default=20_000, help="records produced per gateway per round (--upload-cost: 1000 per MB uploaded)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--file-size", default="1m", help="CommitLog file size of both gateways (one upload per file)")
+    ap.add_argument("--s3-nice", type=int, default=0,
+                    help="run the S3 server at this niceness (a stand-in for an object store on other machines)")
+    ap.add_argument("--produce-only", action="store_true",
+                    help="only the interleaved produce rounds (skip the consume and request counts)")
+    ap.add_argument("--upload-cost", action="store_true",
+                    help="the upload path's own CPU per 100 MB in process (bench/tier_upload.py) instead")
     ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
-    ap.add_argument("--repeat", type=int, default=3, help="--disk-loss: runs of each scenario")
+    ap.add_argument("--repeat", type=int, default=3, help="--disk-loss: runs of each scenario; --upload-cost: runs")
     ap.add_argument("--cluster-records", type=int, default=10_000, help="--disk-loss: records in the cluster")
     args = ap.parse_args()
+    if args.upload_cost:
+        from bench import tier_upload
+        tier_upload.main(args.repeat, args.records // 1000 or 100)
+        return
     if args.disk_loss:
         from bench import tier_disk_loss
         tier_disk_loss.main(args.repeat, args.records, args.cluster_records)
         return
     with bench_workdir("bench-tier-", "bench-tier") as (work, s3, gateways):
-        common = ["--commitlog-file-size", "1m"]
+        common = ["--commitlog-file-size", args.file_size]
         for name in ("plain", "tiered"):
             os.makedirs(os.path.join(work, name))
         plain = GatewayProcess(os.path.join(work, "plain", "data"), extra_args=common).start()
@@ -85,9 +96,13 @@ def main() -> None:
         for g, configs in ((plain, {}), (tiered, {"remote.storage.enable": "true", "local.retention.ms": "1000"})):
             admin = AdminClient({"bootstrap.servers": g.kafka_bootstrap})
             admin.create_topics([NewTopic("t", 1, 1, config=configs)])["t"].result(30)
-        ratios, figures = [], {"plain": [], "tiered": []}
+        ratios, figures, loads = [], {"plain": [], "tiered": []}, []
         by_name = {"plain": plain, "tiered": tiered}
         pids = {"plain": plain.proc.pid, "tiered": tiered.proc.pid, "s3": s3.pids()[0]}
+        if args.s3_nice:
+            for tid in os.listdir(f"/proc/{pids['s3']}/task"):  # Linux niceness is per thread; new ones inherit it
+                os.setpriority(os.PRIO_PROCESS, int(tid), args.s3_nice)
+        committed = []  # CommitLog files committed to the tier by the end of each round (uploads keeping up?)
         cpu_s = {name: {k: [] for k in pids} for name in by_name}  # CPU seconds by process, per round
         for r in range(args.rounds):
             got = {}
@@ -99,25 +114,37 @@ def main() -> None:
             for name in got:
                 figures[name].append(got[name])
             ratios.append(got["tiered"] / got["plain"])
-        total = args.records * args.rounds
-        time.sleep(3)  # the last sealed files committed
-        cold = consume(tiered.kafka_bootstrap, "t", total)
-        warm = consume(tiered.kafka_bootstrap, "t", total)
-        local = consume(plain.kafka_bootstrap, "t", total)
-        keys = s3.keys("bench-tier")
-        uploaded_gb = total * len(VALUE) / 1e9
-        puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
+            loads.append(round(os.getloadavg()[0], 2))
+            committed.append(sum(1 for k in s3.keys("bench-tier") if "/manifests/" in k))
         verdict = rounds.compare(ratios, "higher", "tiered", "plain")
-        result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios, "ratio_median": statistics.median(ratios),
-                  "ratio_min_max": [min(ratios), max(ratios)], "ratio_ci": [verdict.ci_low, verdict.ci_high],
-                  "ratio_ci_coverage": verdict.coverage, "verdict": verdict.verdict,
-                  "load_avg": os.getloadavg(),
-                  "consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
-                  "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
+        mb_per_round = args.records * len(VALUE) / 1e8  # CPU-s per 100 MB
+        result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios,
+                  "ratio_median": statistics.median(ratios), "ratio_min_max": [min(ratios), max(ratios)],
+                  "ratio_ci": [verdict.ci_low, verdict.ci_high], "ratio_ci_coverage": verdict.coverage,
+                  "verdict": verdict.verdict, "load_avg": os.getloadavg(), "load_1min_per_round": loads,
+                  "file_size": args.file_size, "s3_nice": args.s3_nice, "files_committed_after_round": committed,
+                  "median_cpu_s_per_100mb": {f"{name}_round.{k}": round(statistics.median(v) / mb_per_round, 2)
+                                             for name in cpu_s for k, v in cpu_s[name].items()}}
+        if not args.produce_only:
+            result.update(_reads(args, s3, plain, tiered))
         print(json.dumps(result, indent=1))
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         with open(os.path.join(ROOT, "bench", "results", "tier.json"), "w") as f:
             json.dump(result, f, indent=1)
+
+
+def _reads(args, s3, plain, tiered) -> dict:
+    """Consume the whole tiered topic cold and warm, the plain one from disk; S3 requests per GB."""
+    total = args.records * args.rounds
+    time.sleep(3)  # the last sealed files committed
+    cold = consume(tiered.kafka_bootstrap, "t", total)
+    warm = consume(tiered.kafka_bootstrap, "t", total)
+    local = consume(plain.kafka_bootstrap, "t", total)
+    keys = s3.keys("bench-tier")
+    uploaded_gb = total * len(VALUE) / 1e9
+    puts = sum(1 for k in keys if "/segments/" in k or "/manifests/" in k)
+    return {"consume_tier_cold_mb_s": cold, "consume_tier_warm_mb_s": warm, "consume_local_mb_s": local,
+            "puts_per_gb_uploaded": puts / uploaded_gb, "gets_per_gb_read_cold": puts / uploaded_gb}
 
 
 if __name__ == "__main__":

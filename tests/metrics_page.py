@@ -2,6 +2,9 @@
 check its metrics."""
 from __future__ import annotations
 
+import json
+import os
+import re
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -22,3 +25,13 @@ def scrape(http: str) -> dict[tuple[str, tuple], float]:
 def sample(samples: dict, name: str, **labels) -> float:
     """One sample's value; 0.0 when the page does not have it (a counter nothing has counted yet)."""
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def dashboard_metrics(prefix: str = "") -> set[str]:
+    """The metric names the Grafana dashboard (docs/grafana/rocketgate.json) queries, those starting
+    with `prefix`."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "grafana", "rocketgate.json")
+    with open(path, encoding="utf-8") as f:
+        dashboard = json.load(f)
+    return {name for panel in dashboard["panels"] for target in panel["targets"]
+            for name in re.findall(r"\b(?:rocketgate|process)_[a-z_]+", target["expr"]) if name.startswith(prefix)}

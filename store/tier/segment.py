@@ -46,9 +46,10 @@ class Built:
     keys: list  # (key hash, row)
 
     def payload(self) -> bytes:
+        """The object's bytes, in one copy: the parts are views of the file's bytes."""
         index = b"".join(INDEX_ENTRY.pack(*r) for r in self.rows)
         keys = b"".join(KEY_ENTRY.pack(*k) for k in sorted(self.keys))
-        return b"".join(self.parts) + index + keys + FOOTER.pack(len(self.rows), len(self.keys), MAGIC)
+        return b"".join([*self.parts, index, keys, FOOTER.pack(len(self.rows), len(self.keys), MAGIC)])
 
     @property
     def index_at(self) -> int:
@@ -77,6 +78,7 @@ def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str
     """The segments of one sealed file for the topics `tiered(topic)` accepts, by (topic, queue);
     the topics it refuses are added to `untiered`."""
     out: dict[tuple[str, int], Built] = {}
+    view = memoryview(data)  # entries are referenced, not copied, until the payload is joined
     for pos, size, msg in walk(data, file_start):
         if not tiered(msg.topic):
             untiered.add(msg.topic)
@@ -87,7 +89,7 @@ def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str
             seg = out[key] = Built(msg.topic, msg.queue_id, [], [], [])
         seg.keys += [(key_hash(k), len(seg.rows)) for k in set(M.index_keys(msg.topic, msg.properties or {}, msg.keys))]
         codes = msg.tags_codes or [M.tags_code_of(msg.properties) if msg.properties else 0]
-        seg.parts.append(data[pos:pos + size])
+        seg.parts.append(view[pos:pos + size])
         seg.rows.append((msg.queue_offset, max(1, msg.batch_count), file_start + pos, size, msg.store_timestamp,
                          codes[0]))
     return out
@@ -107,8 +109,16 @@ def chunk_size(file_size: int) -> int:
     return max(CHUNK_MIN, min(CHUNK_MAX, file_size // 16))
 
 
-def chunk_digests(payload: bytes, chunk: int) -> tuple:
-    return tuple(digest(payload[i:i + chunk]) for i in range(0, len(payload), chunk))
+def digests(payload: bytes, chunk: int) -> tuple[bytes, tuple]:
+    """(the object's sha256 digest, the hex sha256 of each `chunk`-sized piece) in one pass over the
+    bytes: each piece is hashed on its own and fed to the whole object's hash while it is in cache;
+    no piece is copied (hashlib reads memoryviews and releases the GIL on large buffers)."""
+    whole, pieces, view = hashlib.sha256(), [], memoryview(payload)
+    for i in range(0, len(view), chunk):
+        piece = view[i:i + chunk]
+        whole.update(piece)
+        pieces.append(hashlib.sha256(piece).hexdigest())
+    return whole.digest(), tuple(pieces)
 
 
 class SegmentIndex:

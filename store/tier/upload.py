@@ -17,6 +17,7 @@ from store.tier.manifest import OFFSETS_FILE, OFFSETS_KEY, TOPICS_KEY, Manifest,
     segment_key
 
 log = logging.getLogger("rocketgate.tier")
+_MAX_READ = 1 << 30  # Linux reads at most ~2 GiB per call
 
 
 def _flag(attributes: dict, name: str) -> bool:
@@ -72,15 +73,15 @@ def _read_file(store, start: int) -> bytes | None:
     if rng is None:
         return None
     fd = rng[0]
-    try:
+    try:  # one read of the whole file (a regular file answers it whole): no copy to join pieces
         parts, pos, size = [], 0, store.commitlog.file_size
         while pos < size:
-            chunk = os.pread(fd, min(size - pos, 8 << 20), pos)
+            chunk = os.pread(fd, min(size - pos, _MAX_READ), pos)
             if not chunk:
                 break
             parts.append(chunk)
             pos += len(chunk)
-        return b"".join(parts)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
     finally:
         os.close(fd)
 
@@ -102,13 +103,14 @@ def upload_file(store, start: int, bandwidth: Bandwidth) -> Manifest | None:
         payload = seg.payload()
         first, last = seg.rows[0], seg.rows[-1]
         key = segment_key(topic, qid, start, first[0])
-        bandwidth.take(len(payload))
-        store.objects.put(key, payload)
-        store.tier_stats.uploaded(topic, len(payload))
         chunk = segment.chunk_size(store.commitlog.file_size)
-        refs.append(SegmentRef(topic, qid, first[0], last[0] + last[1], key, len(payload), segment.digest(payload),
+        whole, pieces = segment.digests(payload, chunk)  # one pass; the server checks the body against `whole`
+        bandwidth.take(len(payload))
+        store.objects.put(key, payload, sha256=whole)
+        store.tier_stats.uploaded(topic, len(payload))
+        refs.append(SegmentRef(topic, qid, first[0], last[0] + last[1], key, len(payload), whole.hex(),
                                start, first[2], last[2] + last[3], first[4], last[4], seg.index_at, chunk,
-                               segment.chunk_digests(payload, chunk)))
+                               pieces))
     manifest = Manifest(start, store.commitlog.file_size, refs, sorted(t for t in untiered if t in store.topics))
     try:
         store.objects.put(manifest_key(start), manifest.encode(), if_absent=True)

@@ -99,6 +99,27 @@ def _start_and_produce(tmp_path, server, bucket):
         raise
 
 
+def _lose_disk_and_restart(gws, admin, lost: int, also=lambda: True) -> None:
+    """kill -9 the member, delete its data dir (and whatever `also` loses too: it must answer true),
+    wait for its lease to expire, start it again on the empty dir."""
+    gws[lost].kill9()
+    shutil.rmtree(gws[lost].data_dir)
+    assert also()
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws) - 1, 30, "its lease to expire")
+    gws[lost].start()
+
+
+def _leads_alone_and_serves_all(cluster, lost: int, values: list[bytes]) -> None:
+    """The restored member back in the in-sync set; the others killed, it leads and serves every record."""
+    wait_for(lambda: lost in _isr(cluster.bootstrap), 30, "the restored member back in the in-sync set")
+    for n, gw in cluster.gateways.items():
+        if n != lost:
+            gw.kill9()
+    alone = cluster.gateways[lost].kafka_bootstrap
+    wait_for(lambda: _leader(alone) == lost, 60, "the restored member to lead")
+    assert _consume(alone, N) == values
+
+
 def test_local_retention_frees_every_members_disk(tmp_path, seaweed_s3, s3_bucket):
     """Each member's pop journal of the topic (untiered, first written in CommitLog file 0) is carried
     forward (semantics.pop_carry) instead of pinning file 0 and so every later file:
@@ -123,20 +144,10 @@ def test_follower_that_lost_its_disk_serves_every_record(tmp_path, seaweed_s3, s
             wait_for(lambda n=n: len(_manifests(seaweed_s3, s3_bucket, n)) >= 3, 90, f"node{n}'s uploads")
         leader = _leader(cluster.bootstrap)
         lost = next(n for n in gws if n != leader)
-        gws[lost].kill9()
-        shutil.rmtree(gws[lost].data_dir)
-        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws) - 1, 30, "its lease to expire")
-        gws[lost].start()
+        _lose_disk_and_restart(gws, admin, lost)
         assert all(f >= 3 * FILE_SIZE for f in _local_files(gws[lost]))  # the CommitLog goes on after the tier
         wait_for(lambda: _queue_end(gws[lost]) == N, 60, "the untiered tail replicated from the leader")
-        wait_for(lambda: lost in _isr(cluster.bootstrap), 30, "the restored member back in the in-sync set")
-        # the others go: the restored member leads and serves the whole partition
-        for n in gws:
-            if n != lost:
-                gws[n].kill9()
-        alone = gws[lost].kafka_bootstrap
-        wait_for(lambda: _leader(alone) == lost, 60, "the restored member to lead")
-        assert _consume(alone, N) == values
+        _leads_alone_and_serves_all(cluster, lost, values)
     finally:
         cluster.stop()
 
@@ -165,20 +176,10 @@ def test_a_member_that_lost_disk_and_tier_copies_from_the_leaders_tier(tmp_path,
             wait_for(lambda gw=gw: len(_local_files(gw)) <= 2, 60, f"node{n}'s uploaded files deleted locally")
         leader = _leader(cluster.bootstrap)
         lost = next(n for n in gws if n != leader)
-        gws[lost].kill9()
-        shutil.rmtree(gws[lost].data_dir)
-        assert _wipe_tier(seaweed_s3, s3_bucket, lost) > 0
-        wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(gws) - 1, 30, "its lease to expire")
-        gws[lost].start()
+        _lose_disk_and_restart(gws, admin, lost, also=lambda: _wipe_tier(seaweed_s3, s3_bucket, lost) > 0)
         assert _local_files(gws[lost]) == [0]  # nothing restored: the copy starts at offset 0
         wait_for(lambda: _queue_end(gws[lost]) == N, 90, "every record replicated from the leader")
         assert sample(scrape(gws[leader].http), "rocketgate_tier_remote_read_bytes_total", topic=TOPIC) > 0
-        wait_for(lambda: lost in _isr(cluster.bootstrap), 30, "the restored member back in the in-sync set")
-        for n in gws:
-            if n != lost:
-                gws[n].kill9()
-        alone = gws[lost].kafka_bootstrap
-        wait_for(lambda: _leader(alone) == lost, 60, "the restored member to lead")
-        assert _consume(alone, N) == values
+        _leads_alone_and_serves_all(cluster, lost, values)
     finally:
         cluster.stop()

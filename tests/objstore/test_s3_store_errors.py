@@ -36,7 +36,8 @@ def test_conditional_put_sends_if_none_match_and_maps_412(stubbed):
     store, stub = stubbed
     stub.add_client_error("put_object", service_error_code="PreconditionFailed", http_status_code=412,
                           expected_params={"Bucket": "bucket", "Key": "pre/m", "Body": b"v",
-                                           "ContentMD5": "njZp0ZtnW9VwWP1GZCBdKg==", "IfNoneMatch": "*"})
+                                           "ChecksumSHA256": "TJRIXgwhrmxBzh3+e2v6zupato5AokdvUCCOUm9QYIA=",
+                                           "IfNoneMatch": "*"})
     with pytest.raises(PreconditionFailed):
         store.put("m", b"v", if_absent=True)
 

@@ -3,12 +3,14 @@
 loses is PreconditionFailed, an absent key is NotFound."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 
 import pytest
 
 from objstore_fixtures import object_store_on
-from store.objstore.api import NotFound, ObjectStore, PreconditionFailed
+from store.objstore.api import NotFound, ObjectStore, ObjectStoreError, PreconditionFailed
 
 
 def test_put_get_head_delete_round_trip(object_store):
@@ -83,3 +85,26 @@ def test_missing_key_and_missing_bucket_are_not_found(object_store, seaweed_s3):
     with pytest.raises(NotFound):
         list(gone.list())
     assert gone.head("x") is None
+
+
+def test_a_put_carries_one_sha256_and_the_server_checks_the_body_against_it(object_store):
+    """The body is hashed once, by the caller: x-amz-checksum-sha256, UNSIGNED-PAYLOAD also over
+    plain HTTP (no SigV4 payload hash), no Content-MD5; a body that does not match is refused."""
+    sent = []
+    object_store._client.meta.events.register("before-send.s3.PutObject",
+                                              lambda request, **_: sent.append(dict(request.headers)))
+    data = os.urandom(300_000)
+    digest = hashlib.sha256(data).digest()
+    object_store.put("ok", data, sha256=digest)
+    headers = {k.lower(): v for k, v in sent[-1].items()}
+    assert headers["x-amz-checksum-sha256"] == base64.b64encode(digest)
+    assert headers["x-amz-content-sha256"] == b"UNSIGNED-PAYLOAD"
+    assert "content-md5" not in headers
+    assert object_store.get("ok") == data
+    object_store.put("computed", b"small")  # no digest given: the adapter computes it
+    assert {k.lower(): v for k, v in sent[-1].items()}["x-amz-checksum-sha256"] == \
+        base64.b64encode(hashlib.sha256(b"small").digest())
+    with pytest.raises(ObjectStoreError) as refused:  # e.g. corrupted between hashing and sending
+        object_store.put("bad", data, sha256=hashlib.sha256(b"other").digest())
+    assert type(refused.value) is ObjectStoreError and "BadDigest" in str(refused.value)
+    assert object_store.head("bad") is None

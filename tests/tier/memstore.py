@@ -14,6 +14,8 @@ class MemStore:
         self.objects: dict[str, bytes] = {}
         self.down = False  # every call raises ObjectStoreError while set
         self.fail_puts_matching: str | None = None  # puts of keys containing this fail
+        self.corrupt_puts_matching: str | None = None  # bodies of these puts arrive with a byte flipped
+        self.checksums: dict[str, bytes | None] = {}  # key -> the sha256 its last put carried
         self.requests: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -23,10 +25,15 @@ class MemStore:
         if self.down:
             raise ObjectStoreError(f"{op}: store down (injected)")
 
-    def put(self, key: str, data: bytes, *, if_absent: bool = False) -> str:
+    def put(self, key: str, data: bytes, *, if_absent: bool = False, sha256: bytes | None = None) -> str:
         self._call("put")
         if self.fail_puts_matching and self.fail_puts_matching in key:
             raise ObjectStoreError(f"put {key}: failed (injected)")
+        if self.corrupt_puts_matching and self.corrupt_puts_matching in key and data:
+            data = bytes([data[0] ^ 1]) + bytes(data[1:])  # damaged on the way (the server gets this)
+        if sha256 is not None and hashlib.sha256(data).digest() != sha256:  # as S3's BadDigest
+            raise ObjectStoreError(f"put {key}: BadDigest (the body does not match its sha256)")
+        self.checksums[key] = sha256
         with self._lock:
             if if_absent and key in self.objects:
                 raise PreconditionFailed(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import metrics_page
 from tests.tier.test_tier_kafka import N, consume, create, produce
 from tests.tier.tier_gateway import TIERED, bucket_keys, list_offset, local_files, metrics, tier_gateway, wait_for, \
     wait_local_deleted
@@ -45,6 +46,7 @@ def test_corrupt_object_is_not_served_the_rest_is(gateway_factory, seaweed_s3, s
     assert seen[("rocketgate_tier_remote_bytes", (("topic", "a"),))] > 0
     assert seen[("rocketgate_tier_local_bytes", (("topic", "b"),))] > 0  # b's tail is in the open file
     assert ("rocketgate_tier_upload_lag_files", ()) in seen
+    assert metrics_page.dashboard_metrics("rocketgate_tier_") <= {name for name, _labels in seen}  # its tier panels
 
 
 def test_kill9_during_uploads_loses_nothing_serves_nothing_twice(gateway_factory, seaweed_s3, s3_bucket):

@@ -2,6 +2,7 @@
 deletion only after the commit, reads below the local start, remote retention, disk loss."""
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 
@@ -67,19 +68,46 @@ def test_upload_then_local_delete_then_read_from_remote(tmp_path):
     st.close()
 
 
-def test_store_down_nothing_deleted_then_catches_up(tmp_path):
+def test_each_segment_put_carries_its_manifest_sha256_and_piece_hashes(tmp_path):
+    """One pass computes the object's sha256 (sent with the PUT, recorded in the manifest) and the
+    pieces' (what readers check)."""
     objects = MemStore()
     st = open_store(tmp_path / "a", objects)
     fill(st)
+    Uploader(st).round()
+    refs = [r for m in st.remote.manifests.values() for r in m.segments]
+    assert refs
+    for r in refs:
+        data = objects.objects[r.key]
+        assert objects.checksums[r.key] == bytes.fromhex(r.sha256) == hashlib.sha256(data).digest()
+        assert r.chunks == tuple(hashlib.sha256(data[i:i + r.chunk]).hexdigest() for i in range(0, len(data), r.chunk))
+    st.close()
+
+
+def _fails_then_catches_up(tmp_path, fault: str, value) -> None:
+    """While `fault` is set on the store a round fails and no local file goes; then the retry commits
+    and the files go, every record still read."""
+    objects = MemStore()
+    st = open_store(tmp_path / "a", objects)
+    fill(st)
+    before = bodies(st)
     up = Uploader(st)
-    objects.down = True
+    setattr(objects, fault, value)
     with pytest.raises(ObjectStoreError):
         up.round()
-    assert st.delete_expired(FAR) == 0
-    objects.down = False
-    up.round()
-    assert st.delete_expired(FAR) >= 1
+    assert st.remote.manifests == {} and st.delete_expired(FAR) == 0  # not committed: nothing deleted
+    setattr(objects, fault, type(value)())
+    assert up.round() >= 2 and st.delete_expired(FAR) >= 2
+    assert bodies(st) == before
     st.close()
+
+
+def test_a_segment_damaged_on_its_way_up_is_refused_and_stays_local(tmp_path):
+    _fails_then_catches_up(tmp_path, "corrupt_puts_matching", "segments/")
+
+
+def test_store_down_nothing_deleted_then_catches_up(tmp_path):
+    _fails_then_catches_up(tmp_path, "down", True)
 
 
 def test_corrupt_segment_is_not_served_others_are(tmp_path):
