@@ -1,8 +1,8 @@
 """A message's trace on the console's msgId view. RocketMQ clients with message trace on write
 records (send, consume, commit/rollback) to a trace topic, keyed by the traced msgId: one index
 lookup per trace topic finds them (semantics.message_trace decodes them). A Kafka-produced message
-shows its producer (the batch's producer id, epoch and first sequence, the client's address, the
-time stored); any message, the groups whose committed offset of its queue is past it (the offset
+shows its producer (the batch's producer id, epoch and first sequence; the client.id and address
+that producer id was handed to; the time stored); any message, the groups whose committed offset of its queue is past it (the offset
 table, with when each offset was committed since this start). Every lookup is bounded."""
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def attach(app, rows: list[dict], trace_topic: str = "") -> list[dict]:
     topics = [TRACE_TOPIC] + ([trace_topic] if trace_topic and trace_topic != TRACE_TOPIC else [])
     for row in rows:
         row["trace"] = rocketmq_trace(app.store, row["uniq_key"] or row["msg_id"], topics)
-        row["produced"] = kafka_producer(app.store, row["msg_id"])
+        row["produced"] = kafka_producer(app, row["msg_id"])
         row["consumed"] = app.offsets.past(row["topic"], row["queue"], row["offset"])[:MAX_GROUPS]
     return rows
 
@@ -47,23 +47,25 @@ def rocketmq_trace(store, msg_id: str, trace_topics: list[str]) -> list[dict]:
     return message_trace.of_message(records, msg_id)
 
 
-def kafka_producer(store, offset_msg_id: str) -> dict | None:
-    """Who stored the Kafka batch an offsetMsgId names; None for a message not from a Kafka producer."""
+def kafka_producer(app, offset_msg_id: str) -> dict | None:
+    """Who stored the Kafka batch an offsetMsgId names (the client its producer id was handed to, if
+    this gateway handed it out since it started); None for a message not from a Kafka producer."""
     try:
         _host, _port, physical = parse_msg_id(offset_msg_id)
     except ValueError:
         return None
-    m = store.get(physical)
+    m = app.store.get(physical)
     if m is None or not m.sys_flag & INNER_BATCH_FLAG:
         return None
     try:
         batch = parse_batches(m.body)[0]
     except (DecodeError, struct.error, ValueError, IndexError):
         return None
-    host, port = m.born_host
+    kafka = getattr(app, "kafka", None)
+    client = kafka.producer_clients.get(batch.producer_id) if kafka is not None and batch.producer_id >= 0 else None
     return {"producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
             "base_sequence": batch.base_sequence, "transactional": bool(batch.attributes & TRANSACTIONAL),
-            "records": batch.record_count, "client_host": f"{host}:{port}", "stored_ms": m.store_timestamp}
+            "records": batch.record_count, "client": client, "stored_ms": m.store_timestamp}
 
 
 def section(row: dict) -> str:
@@ -83,8 +85,11 @@ def section(row: dict) -> str:
     if produced is not None:
         producer = "none (not idempotent)" if produced["producer_id"] < 0 else \
             f"{produced['producer_id']} epoch {produced['producer_epoch']} first sequence {produced['base_sequence']}"
+        client = produced["client"]
+        who = "" if client is None else f" · client.id {client['client_id'] or '(none)'} from {client['host']}" + \
+            (f" · transactional.id {client['transactional_id']}" if client["transactional_id"] else "")
         out.append(f"<p>Produced by Kafka producer id {esc(producer)}"
-                   f"{' (transactional)' if produced['transactional'] else ''} from {esc(produced['client_host'])}"
+                   f"{' (transactional)' if produced['transactional'] else ''}{esc(who)}"
                    f" · stored {esc(when(produced['stored_ms']))} · a batch of {esc(produced['records'])} records</p>")
     if row["consumed"]:
         out.append("<table><tr><th>consumed by group</th><th>committed offset</th><th>committed at</th></tr>")

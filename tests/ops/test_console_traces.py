@@ -3,7 +3,7 @@
 test_message_trace.py runs it) sends a committed transactional and a plain message and consumes
 both; each one's page shows the Pub, SubBefore and SubAfter records (group, client host, status) and
 the transactional one its EndTransaction (COMMIT_MESSAGE). Kafka side: an idempotent confluent-kafka
-producer's record shows its producer id and the group a confluent-kafka consumer committed past it.
+producer's record shows its producer id, client.id and address, and the group a confluent-kafka consumer committed past it.
 A trace message with a malformed body is shown around, never breaks the page."""
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def test_rocketmq_trace_of_a_plain_and_a_transactional_message(gw, browser):
     assert "trw-cg" in before and "consuming" in before, before
     assert "trw-cg" in after and "success" in after, after
     assert "trw-cg" in text.split("consumed by group")[1]  # its committed offset is past the message
+    browser.execute_script("document.querySelector('main h4').scrollIntoView()")
     chromium.shot(browser, "messages-trace")
     text = _message_page(browser, gw, r["tx"]["msg_id"], "trw-traced", "EndTransaction")
     types = [row.split(" ")[0] for row in _rows(text)]
@@ -70,7 +71,8 @@ def test_rocketmq_trace_of_a_plain_and_a_transactional_message(gw, browser):
 
 
 def test_kafka_producer_and_consuming_groups(gw, browser):
-    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap, "enable.idempotence": True})
+    p = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap, "enable.idempotence": True,
+                       "client.id": "kt-producer"})
     for i in range(3):
         p.produce("ktraced", value=b"k-%d" % i, partition=0)
     assert p.flush(20) == 0
@@ -93,6 +95,8 @@ def test_kafka_producer_and_consuming_groups(gw, browser):
     offset_id = re.search(r"msgId ([0-9A-F]{32})", browse)[1]  # the batch's offsetMsgId
     text = _message_page(browser, gw, offset_id, expected="Produced by")
     produced = ([line for line in text.splitlines() if line.startswith("Produced by")] or [text])[0]
-    assert "producer id none" not in produced and "epoch 0" in produced and "127.0.0.1" in produced, produced
+    assert "producer id none" not in produced and "epoch 0" in produced, produced
+    assert "client.id kt-producer from 127.0.0.1" in produced, produced
     assert "kt-group 2" in text, text  # the group, its committed offset
+    browser.execute_script("document.querySelector('main h4').scrollIntoView()")
     chromium.shot(browser, "messages-kafka-trace")
