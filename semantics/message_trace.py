@@ -40,7 +40,7 @@ def decode(body: bytes) -> list[dict]:
         if layout is None:
             continue
         if fields[0] == "Pub" and len(fields) == 13:  # an old client's Pub: no offsetMsgId before success
-            layout = layout[:12] + ("success",)
+            layout = layout[:11] + ("success",)
         record = {"type": fields[0]}
         for name, value in zip(layout, fields[1:]):
             parsed = _field(name, value)
