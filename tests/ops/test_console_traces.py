@@ -2,9 +2,11 @@
 4.9 remoting Java client with message trace on (compat.RocketTrace, as tests/remoting/
 test_message_trace.py runs it) sends a committed transactional and a plain message and consumes
 both; each one's page shows the Pub, SubBefore and SubAfter records (group, client host, status) and
-the transactional one its EndTransaction (COMMIT_MESSAGE). Kafka side: an idempotent confluent-kafka
-producer's record shows its producer id, client.id and address, and the group a confluent-kafka consumer committed past it.
-A trace message with a malformed body is shown around, never breaks the page."""
+the transactional one its EndTransaction (COMMIT_MESSAGE); the same with the 5.x remoting client
+writing to a customized trace topic, which the page is given. Trace messages with malformed bodies
+next to them never break the page. Kafka side: an idempotent confluent-kafka producer's record shows
+its producer id, client.id and address, and the group a confluent-kafka consumer committed past it;
+a transactional producer's record, its transactional.id."""
 from __future__ import annotations
 
 import re
@@ -45,29 +47,43 @@ def _rows(text: str) -> list[str]:
                                                                           "EndTransaction")]
 
 
-def test_rocketmq_trace_of_a_plain_and_a_transactional_message(gw, browser):
-    run = ScenarioRun("rocketmq49", "compat.RocketTrace", [gw.namesrv, "trw", "trace:default"], str(gw.work / "logs"))
-    r = run["trace"]
+def _trace_pages(browser, gw, module: str, prefix: str, trace_topic: str = "") -> None:
+    """The stock client `module` with message trace on sends and consumes a plain and a committed
+    transactional message (to `trace_topic`, or the default topic); their pages show the records."""
+    run = ScenarioRun(module, "compat.RocketTrace", [gw.namesrv, prefix, f"trace:{trace_topic or 'default'}"],
+                      str(gw.work / f"logs-{prefix}"))
+    r, shown_topic, topic = run["trace"], trace_topic or "RMQ_SYS_TRACE_TOPIC", f"{prefix}-traced"
     assert r["plain"]["types"] == ["Pub", "SubAfter", "SubBefore"], r  # the client itself found them
-    with Producer("junk-pg", gw.namesrv) as prod:  # a trace message no client wrote well: shown around
-        prod.send(Message("RMQ_SYS_TRACE_TOPIC", b"Pub\x01not-a-time\x02SubAfter\x01\xff\x02\x02",
-                          keys=r["plain"]["msg_id"]))
-        prod.send(Message("RMQ_SYS_TRACE_TOPIC", bytes(range(256)), keys=r["plain"]["msg_id"]))
-    text = _message_page(browser, gw, r["plain"]["msg_id"], "trw-traced", "SubAfter")
+    with Producer(f"{prefix}-junk-pg", gw.namesrv) as prod:  # trace messages no client wrote well: shown around
+        prod.send(Message(shown_topic, b"Pub\x01not-a-time\x02SubAfter\x01\xff\x02\x02", keys=r["plain"]["msg_id"]))
+        prod.send(Message(shown_topic, bytes(range(256)), keys=r["plain"]["msg_id"]))
+    if trace_topic:  # the default trace topic alone does not have them
+        assert "No RocketMQ trace records" in _message_page(browser, gw, r["plain"]["msg_id"], topic, "No RocketMQ")
+    query = f"{topic}&trace_topic={trace_topic}"
+    text = _message_page(browser, gw, r["plain"]["msg_id"], query, "SubAfter")
     rows = _rows(text)
     assert [row.split(" ")[0] for row in rows] == ["Pub", "SubBefore", "SubAfter"], text
     pub, before, after = rows
-    assert "trw-pg" in pub and "success" in pub and "127.0.0.1" in pub and "RMQ_SYS_TRACE_TOPIC" in pub, pub
-    assert "trw-cg" in before and "consuming" in before, before
-    assert "trw-cg" in after and "success" in after, after
-    assert "trw-cg" in text.split("consumed by group")[1]  # its committed offset is past the message
+    assert f"{prefix}-pg" in pub and "success" in pub and "127.0.0.1" in pub and shown_topic in pub, pub
+    assert f"{prefix}-cg" in before and "consuming" in before, before
+    assert f"{prefix}-cg" in after and "success" in after, after
+    assert f"{prefix}-cg" in text.split("consumed by group")[1]  # its committed offset is past the message
     browser.execute_script("document.querySelector('main h4').scrollIntoView()")
-    chromium.shot(browser, "messages-trace")
-    text = _message_page(browser, gw, r["tx"]["msg_id"], "trw-traced", "EndTransaction")
+    chromium.shot(browser, f"messages-trace-{module}")
+    text = _message_page(browser, gw, r["tx"]["msg_id"], query, "EndTransaction")
     types = [row.split(" ")[0] for row in _rows(text)]
     assert sorted(types) == ["EndTransaction", "Pub", "SubAfter", "SubBefore"], text
     end = [row for row in _rows(text) if row.startswith("EndTransaction")][0]
-    assert "trw-tx-pg" in end and "COMMIT_MESSAGE" in end, end
+    assert f"{prefix}-tx-pg" in end and "COMMIT_MESSAGE" in end, end
+
+
+def test_rocketmq_trace_of_a_plain_and_a_transactional_message(gw, browser):
+    _trace_pages(browser, gw, "rocketmq49", "trw")
+
+
+def test_rocketmq5_client_with_a_customized_trace_topic(gw, browser):
+    """The 5.x remoting client writing to its customizedTraceTopic (tests/long_tests.txt: one more JVM)."""
+    _trace_pages(browser, gw, "rocketmq5", "tr5w", "TraceTopicCustom")
 
 
 def test_kafka_producer_and_consuming_groups(gw, browser):
@@ -77,6 +93,12 @@ def test_kafka_producer_and_consuming_groups(gw, browser):
         p.produce("ktraced", value=b"k-%d" % i, partition=0)
     assert p.flush(20) == 0
     del p
+    tx = KafkaProducer({"bootstrap.servers": gw.kafka_bootstrap, "transactional.id": "kt-tx", "client.id": "kt-txp"})
+    tx.init_transactions(20)
+    tx.begin_transaction()
+    tx.produce("ktraced-tx", value=b"in-tx", partition=0)
+    tx.commit_transaction(20)
+    del tx
     c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "kt-group", "auto.offset.reset": "earliest",
                   "enable.auto.commit": False})
     try:
@@ -98,5 +120,10 @@ def test_kafka_producer_and_consuming_groups(gw, browser):
     assert "producer id none" not in produced and "epoch 0" in produced, produced
     assert "client.id kt-producer from 127.0.0.1" in produced, produced
     assert "kt-group 2" in text, text  # the group, its committed offset
+    browser.get(gw.base + "/messages?topic=ktraced-tx&queue=0&offset=0")
+    offset_id = re.search(r"msgId ([0-9A-F]{32})", chromium.main_text(browser, "in-tx"))[1]
+    text = _message_page(browser, gw, offset_id, expected="Produced by")
+    assert "(transactional) · client.id kt-txp from 127.0.0.1 · transactional.id kt-tx" in text, text
+    assert "No group has committed an offset past this message" in text, text
     browser.execute_script("document.querySelector('main h4').scrollIntoView()")
     chromium.shot(browser, "messages-kafka-trace")
