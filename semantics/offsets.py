@@ -28,6 +28,8 @@ class OffsetTable:
         self._offsets: dict[tuple[str, str], dict[int, int]] = {}  # (group, topic) -> qid -> offset
         self._meta: dict[tuple[str, str], dict[int, str]] = {}
         self._epochs: dict[tuple[str, str], dict[int, int]] = {}  # committed leader epochs other than -1
+        # wall ms of each offset's last change since this start (the console's "consumed when"; not persisted)
+        self._changed_ms: dict[tuple[str, str], dict[int, int]] = {}
         self._dirty = False
         # called (group, topic, queue id, offset or None when deleted) on every change: a cluster
         # member mirrors its commits to the others through etcd (gateway.cluster.offsets)
@@ -56,6 +58,7 @@ class OffsetTable:
                 table.setdefault((group, topic), {})[queue_id] = value
             else:
                 table.get((group, topic), {}).pop(queue_id, None)
+        self._changed_ms.setdefault((group, topic), {})[queue_id] = self.clock.now_ms()
         self._changed(group, topic, queue_id, int(offset))
 
     def _changed(self, group: str, topic: str, queue_id: int, offset: int | None) -> None:
@@ -77,7 +80,7 @@ class OffsetTable:
 
     def delete(self, group: str, topic: str, queue_id: int) -> None:
         """Forget one partition's committed offset (Kafka OffsetDelete)."""
-        for table in (self._offsets, self._meta, self._epochs):
+        for table in (self._offsets, self._meta, self._epochs, self._changed_ms):
             queues = table.get((group, topic))
             if queues is not None and queues.pop(queue_id, None) is not None and not queues:
                 del table[(group, topic)]
@@ -93,13 +96,20 @@ class OffsetTable:
             for q, off in queues.items():
                 yield group, topic, q, off
 
+    def past(self, topic: str, queue_id: int, offset: int) -> list[tuple[str, int, int | None]]:
+        """(group, committed offset, wall ms it was committed at or None if before this start) of every
+        group whose committed offset of the queue is past `offset`: the groups that consumed it."""
+        return sorted((group, queues[queue_id], self._changed_ms.get((group, t), {}).get(queue_id))
+                      for (group, t), queues in self._offsets.items()
+                      if t == topic and queues.get(queue_id, -1) > offset)
+
     def groups(self) -> list[str]:
         return sorted({g for g, _ in self._offsets})
 
     def delete_group(self, group: str) -> None:
         for topic, q in self.group_offsets(group) if self.observer is not None else ():
             self.observer(group, topic, q, None)
-        for table in (self._offsets, self._meta, self._epochs):
+        for table in (self._offsets, self._meta, self._epochs, self._changed_ms):
             for key in [k for k in table if k[0] == group]:
                 del table[key]
         self._dirty = True

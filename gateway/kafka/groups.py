@@ -7,6 +7,7 @@ offset table RocketMQ groups use too.
 from __future__ import annotations
 
 import re
+import time
 
 import gateway.cluster.routes as routes
 import gateway.diskless as diskless
@@ -318,6 +319,14 @@ async def offset_delete(ctx: RequestContext):
 
 @handler(apis.INIT_PRODUCER_ID)
 async def init_producer_id(ctx: RequestContext):
+    out = await _init_producer_id(ctx)
+    if out.get("error_code") == errors.NONE:
+        kafka_state(ctx.app).producer_clients.note(out["producer_id"], ctx.client_id, ctx.peer_host,
+                                                   ctx.request.get("transactional_id"), int(time.time() * 1000))
+    return out
+
+
+async def _init_producer_id(ctx: RequestContext):
     req = ctx.request
     await ctx.app.ownership.reserve_producer_ids()  # a cluster member's block from etcd
     if req.get("transactional_id"):

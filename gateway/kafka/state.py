@@ -15,6 +15,7 @@ from semantics.kafka_streams_groups import StreamsGroups
 from semantics.group_configs import GroupConfigs
 from semantics.share_groups import ShareGroups
 from semantics.share_partitions import SharePartitions
+from semantics.producer_clients import ProducerClients
 from semantics.producer_state import ProducerState, TransactionalProducers
 
 
@@ -66,6 +67,7 @@ class KafkaState:
         self.streams_groups = StreamsGroups(partition_count, regex_candidates, create_internal_topic,  # KIP-1071
                                             self.group_configs)
         self.producers = ProducerState(app.store, app.config_writer)
+        self.producer_clients = ProducerClients()  # producer id -> the client it was handed to (the console)
         self.txns = TransactionalProducers(app, self.producers)
         self.cluster_txns = None  # a cluster member's transactions over etcd (gateway.cluster.txns)
         transactions.register_checker(app, "kafka", self.txns.check)

@@ -1,6 +1,7 @@
 """The message browser: a queue from an offset; a search of a topic by store time, tag and property
 (bounded: at most SCAN messages read per search); by key (the IndexFile); by msgId (the offsetMsgId
-a RocketMQ client or the DLQ page shows, or a client msgId / UNIQ_KEY with its topic). Bodies framed
+a RocketMQ client or the DLQ page shows, or a client msgId / UNIQ_KEY with its topic), with the
+message's trace (gateway.ops.traces). Bodies framed
 with a schema id the registry knows are decoded by their schema (gateway.ops.decode)."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from starlette.routing import Route
 
 import gateway.ops.decode as decode
 import gateway.ops.messages as messages
+import gateway.ops.traces as traces
 from gateway import tier_reads
 from gateway.ops.console import BadInput, when
 from gateway.ops.html import esc, form, link, q
@@ -32,13 +34,16 @@ def routes(console) -> list[Route]:
                                    ("until", "until", p.get("until", "")), ("tag", "tag", p.get("tag", "")),
                                    ("property", "property (name=value)", p.get("property", ""))], "Search")
         body += form("/messages", [("topic", "topic", topic), ("key", "key", key)], "Find by key")
-        body += form("/messages", [("msg_id", "msgId", msg_id), ("topic", "topic (for a client msgId)", topic)],
+        trace_topic = p.get("trace_topic", "")
+        body += form("/messages", [("msg_id", "msgId", msg_id), ("topic", "topic (for a client msgId)", topic),
+                                   ("trace_topic", f"trace topic (besides {traces.TRACE_TOPIC})", trace_topic)],
                      "Find by msgId")
         decoder = functools.partial(decode.by_schema, app.schema_registry)
         searching = any(p.get(f) for f in ("since", "until", "tag", "property"))
         rows, note = None, ""
         if msg_id:
             rows = await tier_reads.read(_by_msg_id, app, msg_id, topic, decoder)
+            rows = await tier_reads.read(traces.attach, app, rows[:COUNT], trace_topic)
         elif topic and key:
             rows = await tier_reads.read(messages.by_key, app.store, topic, key, decode=decoder)
         elif topic and searching:
@@ -122,5 +127,5 @@ def message_list(rows: list[dict]) -> str:
                    f"<p>msgId {link('/messages?msg_id=' + q(r['msg_id']), r['msg_id'])} · born {esc(when(r['born_ms']))}"
                    f" · stored {esc(when(r['stored_ms']))} · {esc(r['body_size'])} bytes</p>"
                    f"<table><tr><th>property</th><th>value</th></tr>{props}</table>"
-                   f"<p>body ({esc(r['body_encoding'])}):</p><pre>{esc(r['body'])}</pre>")
+                   f"<p>body ({esc(r['body_encoding'])}):</p><pre>{esc(r['body'])}</pre>" + traces.section(r))
     return "".join(out)

@@ -53,6 +53,8 @@ def main() -> None:
                     app.store.append(Message(topic=f"topic-{t}", queue_id=0, body=b"x" * 100))
                 for g in range(args.groups):
                     app.offsets.commit(f"group-{g}", f"topic-{g % args.topics}", 0, 0)
+                first = app.store.read("topic-0", 0, 0, 1).entries[0][1]
+                pages = PAGES + [f"/messages?msg_id={first.msg_id}"]  # one message with its trace
                 app.stats.listeners_up = True
                 from gateway.ops.history import History
                 began = time.perf_counter()
@@ -60,7 +62,7 @@ def main() -> None:
                 print(f"{'one history sample':45s} {(time.perf_counter() - began) * 1000:8.1f} ms")
                 async with trio.open_nursery() as nursery:
                     await nursery.start(HttpService(app).run)
-                    for page in PAGES:
+                    for page in pages:
                         await trio.to_thread.run_sync(fetch, f"http://127.0.0.1:{port}{page}")  # warm-up
                         seconds, size = await trio.to_thread.run_sync(fetch, f"http://127.0.0.1:{port}{page}")
                         print(f"{page:45s} {seconds * 1000:8.1f} ms {size:>10,} bytes")

@@ -16,7 +16,7 @@ from gateway_process import GatewayProcess, free_port
 PAGES = ["/", "/topics", "/topics/fuzz", "/topics/nothing", "/groups", "/groups/fuzz-g", "/messages", "/dlq",
          "/dlq/fuzz-g", "/delay", "/transactions", "/schemas", "/cluster", "/grpc", "/security", "/login"]
 PARAMS = ["page", "topic", "queue", "offset", "start", "key", "msg_id", "tag", "property", "value", "since",
-          "until", "count", "sql"]
+          "until", "count", "sql", "trace_topic"]
 BAD = ["-1", "99999999999999999999999999", "1e9", "abc", "", " ", "%00", "\x00", "0x10", "１２", "NaN",
        "<script>", "' OR 1=1 --", "a" * 5000, "TAGS", "*", "||", "2026-13-45", "-9223372036854775809"]
 
