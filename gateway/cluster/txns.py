@@ -1,15 +1,14 @@
 """Kafka transactions in a cluster (docs/cluster.md, "Kafka transactions").
 
-A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.model.txn_key`), not in
-a gateway: {pid, epoch, timeout, state, started, partitions, offsets, previous, marker}. Every
-change is read-modify-compare-and-swap on the key's revision, and a request is answered only once
-etcd has its change, so whichever gateway coordinates the id next (the coordinator that was
-`kill -9`ed, a coordinator move) finds every partition added, every TxnOffsetCommit offset and every
-decided end. A partition leader checks a transactional batch against that state itself (adding the
-partition for transactions v2, verifying it for v1, as Kafka's leader asks its coordinator) and keeps
-the batch as a half in its own half topic; an end is written to etcd first (PrepareCommit /
-PrepareAbort, with the offsets and the partitions), then each partition's leader gets the outcome
-(CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
+A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.model.txn_key`), not in a gateway:
+{pid, epoch, timeout, state, started, partitions, offsets, previous, marker}. Every change is read-modify-
+compare-and-swap on the key's revision, and a request is answered only once etcd has its change, so whichever
+gateway coordinates the id next (the coordinator that was `kill -9`ed, a coordinator move) finds every
+partition added, every TxnOffsetCommit offset and every decided end. A partition leader checks a transactional
+batch against that state itself (adding the partition for transactions v2, verifying it for v1, as Kafka's
+leader asks its coordinator) and keeps the batch as a half in its own half topic; an end is written to etcd
+first (PrepareCommit / PrepareAbort, with the offsets and the partitions), then each partition's leader gets
+the outcome (CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
 is CompleteCommit / CompleteAbort. A Prepare state found by any later request is completed first.
 """
 from __future__ import annotations
@@ -31,6 +30,7 @@ from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
 from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
     INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
+from store.errors import StoreError
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -302,7 +302,10 @@ class ClusterTxns:
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
         if leader == self.node.node_id:
-            await self.markers(txn_id, pid, epoch, commit, tps)
+            try:  # a full disk here (StoreError): retried, as a remote leader's SYSTEM_ERROR is
+                await self.markers(txn_id, pid, epoch, commit, tps)
+            except StoreError:
+                return False
             return True
         member = self.node.view.members.get(leader)
         if member is None:
@@ -378,10 +381,10 @@ class ClusterTxns:
         if known is not None and known.epoch <= epoch:
             known.partitions -= wanted
         mine = [h for h in self.halves.get(pid, ()) if (h[0], h[1]) in wanted and h[3] <= epoch]
-        self.halves[pid] = [h for h in self.halves.get(pid, ()) if h not in mine]
         ends = []
-        for _topic, _partition, offset, half_epoch in mine:
-            _result, r = await self.app.transactions.end_in_turn(self.app.flow, offset, commit and half_epoch == epoch)
+        for half in mine:  # each forgotten only once ended: an end that fails (a full disk) is retried
+            _result, r = await self.app.transactions.end_in_turn(self.app.flow, half[2], commit and half[3] == epoch)
+            self.halves[pid] = [h for h in self.halves.get(pid, ()) if h != half]
             if r is not None:
                 ends.append(r)
         if ends:

@@ -156,3 +156,32 @@ def test_a_decided_end_goes_to_the_gateway_holding_the_halves():
         await txns.complete(TID, dict(etcd.state))
         assert ended == [(3, True)] and etcd.state["state"] == "CompleteCommit"  # before: sent to node 2
     trio.run(main)
+
+
+def test_an_end_that_failed_on_a_full_disk_is_done_by_the_retry():
+    """The end's append refused (StoreFull: the leader's disk is full, as in `make faults`
+    disk-full): the coordinator retries the end, and the retry must still find the halves. Before,
+    they were forgotten before the append, the retry ended nothing and answered success, and the
+    transaction checker later rolled the committed half back (a committed transaction lost)."""
+    from store.errors import StoreFull
+
+    async def main():
+        ended, refuse = [], [True]
+        txns = _txns(FakeEtcd(_ongoing()), ended)
+
+        async def end_in_turn(_flow, offset, commit):
+            if refuse and offset == 8:
+                refuse.clear()
+                raise StoreFull("disk full")
+            ended.append((offset, commit))
+            return None, None
+        txns.app.transactions.end_in_turn = end_in_turn
+        txns.halves[PID] = [(*TP, 7, 3), (*TP, 8, 3), (*TP, 9, 3)]
+        try:
+            await txns.markers(TID, PID, 3, True, [TP])
+        except StoreFull:
+            pass
+        await txns.markers(TID, PID, 3, True, [TP])  # the coordinator's retry
+        assert sorted(ended) == [(7, True), (8, True), (9, True)]  # before: 8 and 9 never ended
+        assert txns.halves[PID] == []
+    trio.run(main)
