@@ -4,7 +4,9 @@ so the batch is refused instead of being taken into a transaction that is alread
 next transaction's end of the same producer would have committed it: the torn transaction the anomaly
 checker's TV1 cluster run found, docs/transactions-checked.md). And an end commits only its own
 epoch's halves: a leftover of an older epoch is rolled back. And a restarted leader finds its halves
-of a decided end in the half topic. In process, etcd and the store faked."""
+of a decided end in the half topic, and a leader forgets a half only once its end is written (an end
+refused by a full disk or cut short by a closed connection is done by the retry). In process, etcd
+and the store faked."""
 from __future__ import annotations
 
 import types
@@ -184,4 +186,31 @@ def test_an_end_that_failed_on_a_full_disk_is_done_by_the_retry():
         await txns.markers(TID, PID, 3, True, [TP])  # the coordinator's retry
         assert sorted(ended) == [(7, True), (8, True), (9, True)]  # before: 8 and 9 never ended
         assert txns.halves[PID] == []
+    trio.run(main)
+
+
+def test_an_end_cut_short_by_the_coordinators_connection_is_done_by_the_retry():
+    """The coordinator's connection closes (it was killed, or its call timed out) while this leader
+    ends its halves: the remoting handler's task is cancelled between two ends. The next
+    coordinator's end must still find the halves not yet ended (before: forgotten, so the
+    transaction was left partly committed, then the rest rolled back: `make faults` kill, txn
+    aborted_read)."""
+    async def main():
+        ended, second_started = [], trio.Event()
+        txns = _txns(FakeEtcd(_ongoing()), ended)
+
+        async def end_in_turn(_flow, offset, commit):
+            if offset == 8 and not second_started.is_set():
+                second_started.set()
+                await trio.sleep_forever()  # cancelled here
+            ended.append((offset, commit))
+            return None, None
+        txns.app.transactions.end_in_turn = end_in_turn
+        txns.halves[PID] = [(*TP, 7, 3), (*TP, 8, 3), (*TP, 9, 3)]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(txns.markers, TID, PID, 3, True, [TP])
+            await second_started.wait()
+            nursery.cancel_scope.cancel()  # the connection's nursery, closed
+        await txns.markers(TID, PID, 3, True, [TP])
+        assert sorted(ended) == [(7, True), (8, True), (9, True)]  # before: 8 and 9 never ended
     trio.run(main)
