@@ -319,12 +319,15 @@ def _fetch_once(app, req, max_bytes: int, found: dict):
                 total += size
                 failed = failed or bad
                 continue
-            low = app.store.min_offset(name, index)
-            high = app.replication.readable_end(name, index, app.store.max_offset(name, index))
+            low, log_end = app.store.min_offset(name, index), app.store.max_offset(name, index)
+            high = app.replication.readable_end(name, index, log_end)
             offset = p["fetch_offset"]
             entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": high,
                      "log_start_offset": low, "records": b""}
-            if offset < low or offset > high:
+            # above the high watermark but not the log end: nothing yet, as Kafka (a new leader's high
+            # watermark may lag what its predecessor let consumers read; out of range, librdkafka
+            # reset them to the earliest offset: docs/faults.md, fourth stop)
+            if offset < low or offset > max(high, log_end):
                 entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
                 failed = True
             elif offset < high and total < max_bytes:
