@@ -24,13 +24,13 @@ from cluster.etcd import EtcdError
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport
 from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
 from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
     INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
-from store.errors import StoreError
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -71,6 +71,7 @@ class ClusterTxns:
         self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
+        self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
 
     async def _read(self, txn_id: str) -> tuple[dict | None, int]:
         try:
@@ -302,9 +303,9 @@ class ClusterTxns:
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
         if leader == self.node.node_id:
-            try:  # a full disk here (StoreError): retried, as a remote leader's SYSTEM_ERROR is
+            try:  # a full disk here, or records not yet replicated: retried, as a remote leader's SYSTEM_ERROR is
                 await self.markers(txn_id, pid, epoch, commit, tps)
-            except StoreError:
+            except END_RETRIED:
                 return False
             return True
         member = self.node.view.members.get(leader)
@@ -383,15 +384,13 @@ class ClusterTxns:
         mine = [h for h in self.halves.get(pid, ()) if (h[0], h[1]) in wanted and h[3] <= epoch]
         ends = []
         for half in mine:  # each forgotten only once ended: an end that fails (a full disk) is retried
-            _result, r = await self.app.transactions.end_in_turn(self.app.flow, half[2], commit and half[3] == epoch)
+            r = await self.unconfirmed.end(*half[:3], commit and half[3] == epoch)
             self.halves[pid] = [h for h in self.halves.get(pid, ()) if h != half]
             if r is not None:
                 ends.append(r)
         if ends:
             await self.app.durable(max(r.end_offset for r in ends))
-        for topic, partition in {(h[0], h[1]) for h in mine}:  # (a queue led elsewhere got them forwarded)
-            if self.node.owns(topic, partition) and self.app.replication.replicates(topic, partition):
-                await self.app.replicated(topic, partition, self.app.store.max_offset(topic, partition))
+        await self.unconfirmed.confirm(wanted)  # (a queue led elsewhere got its records forwarded)
 
     def _recover(self, txn_id: str, pid: int) -> None:
         """Once per (transactional id, producer) in this process: its undecided halves from the half

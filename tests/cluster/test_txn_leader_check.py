@@ -43,7 +43,7 @@ class FakeEtcd:
 
 
 def _txns(etcd: FakeEtcd, ended: list) -> ClusterTxns:
-    async def end_in_turn(_flow, offset, commit):
+    async def end_in_turn(_flow, offset, commit, **_):
         ended.append((offset, commit))
         return None, None
     app = types.SimpleNamespace(config=None, flow=None, transactions=types.SimpleNamespace(
@@ -171,7 +171,7 @@ def test_an_end_that_failed_on_a_full_disk_is_done_by_the_retry():
         ended, refuse = [], [True]
         txns = _txns(FakeEtcd(_ongoing()), ended)
 
-        async def end_in_turn(_flow, offset, commit):
+        async def end_in_turn(_flow, offset, commit, **_):
             if refuse and offset == 8:
                 refuse.clear()
                 raise StoreFull("disk full")
@@ -199,7 +199,7 @@ def test_an_end_cut_short_by_the_coordinators_connection_is_done_by_the_retry():
         ended, second_started = [], trio.Event()
         txns = _txns(FakeEtcd(_ongoing()), ended)
 
-        async def end_in_turn(_flow, offset, commit):
+        async def end_in_turn(_flow, offset, commit, **_):
             if offset == 8 and not second_started.is_set():
                 second_started.set()
                 await trio.sleep_forever()  # cancelled here
