@@ -229,8 +229,8 @@ class ClusterTxns:
                 return None, (code, pid, epoch)
             if tv2 and epoch >= MAX_EPOCH - 1 and fresh is None:
                 raise NotCompleted(f"{txn_id} changed meanwhile")
-            if not tv2 and s["state"] == "Complete" + outcome:  # v1: a retried end
-                return None, (NONE_ERR, pid, epoch)
+            if not tv2 and s["state"] != "Ongoing":  # v1, as Kafka: a retried end; else refused (a commit aborted)
+                return None, (NONE_ERR if s["state"] == "Complete" + outcome else INVALID_TXN_STATE, pid, epoch)
             if s["state"] != "Ongoing":
                 s.update(partitions=[], offsets=[])
             s.update(state="Prepare" + outcome, marker=[pid, epoch], offsets=s["offsets"] if commit else [])

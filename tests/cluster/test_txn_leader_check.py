@@ -214,3 +214,29 @@ def test_an_end_cut_short_by_the_coordinators_connection_is_done_by_the_retry():
         await txns.markers(TID, PID, 3, True, [TP])
         assert sorted(ended) == [(7, True), (8, True), (9, True)]  # before: 8 and 9 never ended
     trio.run(main)
+
+
+def test_a_retried_v1_commit_of_a_transaction_aborted_instead_is_refused():
+    """TV1: EndTxn(commit) after a partition's leader changed is aborted and answered
+    INVALID_TXN_STATE; when that answer is lost the client sends the commit again. Kafka answers a
+    commit in CompleteAbort INVALID_TXN_STATE; before, the retry was taken as a new (empty) commit and
+    answered NONE: an acknowledged commit whose records were rolled back (`make faults` long run,
+    transaction 4)."""
+    async def main():
+        ended, assignment = [], types.SimpleNamespace(leader=1, epoch=0)
+        txns = _txns(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended)
+
+        async def reserve():
+            return None
+        txns.node = types.SimpleNamespace(coordination=txns.coordination, node_id=1, assignment=lambda *_: assignment,
+                                          fenced=lambda: False, owns=lambda *_: True)
+        txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
+        assert await txns.add_partitions(TID, PID, 0, [TP], verify_only=False) == {TP: 0}
+        txns.halves[PID] = [(*TP, 3, 0)]
+        assignment.epoch = 1
+        assert (await txns.end(TID, PID, 0, True, tv2=False))[0] == INVALID_TXN_STATE  # aborted instead
+        assert txns.coordination.state["state"] == "CompleteAbort" and ended == [(3, False)]
+        assert (await txns.end(TID, PID, 0, True, tv2=False))[0] == INVALID_TXN_STATE  # before: NONE
+        assert txns.coordination.state["state"] == "CompleteAbort"
+        assert (await txns.end(TID, PID, 0, False, tv2=False))[0] == 0  # the client's abort: a retried end
+    trio.run(main)
