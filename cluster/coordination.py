@@ -94,12 +94,36 @@ class Coordination:
         kv = await self.etcd.get(model.offset_key(group, topic, queue_id))
         return None if kv is None else json.loads(kv.value)
 
-    async def write_offsets(self, changes: dict) -> None:
-        """Put (value dict) or delete (None) committed offsets, keyed (group, topic, queue id)."""
-        ops = [op_put(model.offset_key(*k), json.dumps(v).encode()) if v is not None
-               else op_delete(model.offset_key(*k)) for k, v in changes.items()]
-        for i in range(0, len(ops), MAX_TXN_OPS):
-            await self.etcd.txn([], ops[i:i + MAX_TXN_OPS])
+    async def write_offsets(self, changes: dict, expected=None) -> dict:
+        """Put (value dict) or delete (None) committed offsets, keyed (group, topic, queue id). With
+        `expected(key, etcd's value dict or None) -> bool` each key is written only over a value its
+        writer expects (read, then written on the condition that it is unchanged: compare-and-swap on
+        its mod revision): a key whose value it does not expect (another gateway committed meanwhile)
+        is left alone. Returns those keys with etcd's values."""
+        def op(k):
+            return (op_put(model.offset_key(*k), json.dumps(changes[k]).encode()) if changes[k] is not None
+                    else op_delete(model.offset_key(*k)))
+        conflicts: dict = {}
+        keys = list(changes)
+        for i in range(0, len(keys), MAX_TXN_OPS):
+            chunk = keys[i:i + MAX_TXN_OPS]
+            if expected is None:
+                await self.etcd.txn([], [op(k) for k in chunk])
+                continue
+            while chunk:  # again while a key changed between the read and the write
+                current = await self._offsets_now(chunk)
+                unexpected = [k for k in chunk if not expected(k, current[k][0])]
+                conflicts.update({k: current[k][0] for k in unexpected})
+                chunk = [k for k in chunk if k not in unexpected]
+                if not chunk or (await self.etcd.txn(
+                        [_unchanged(model.offset_key(*k), current[k][1]) for k in chunk], [op(k) for k in chunk]))[0]:
+                    break
+        return conflicts
+
+    async def _offsets_now(self, keys) -> dict:
+        """key -> (etcd's value dict or None, its mod revision or 0)."""
+        _, got = await self.etcd.txn([], [op_get(model.offset_key(*k)) for k in keys])
+        return {k: (json.loads(kvs[0].value), kvs[0].mod_revision) if kvs else (None, 0) for k, kvs in zip(keys, got)}
 
     # --- Kafka transactional ids (gateway.cluster.txns) ---
     async def read_txn(self, transactional_id: str) -> tuple[dict | None, int]:
@@ -198,3 +222,8 @@ class Coordination:
             ok, _ = await self.etcd.txn([cond], [op_put(key, json.dumps({"next": start + count}).encode())])
             if ok:
                 return range(start, start + count)
+
+
+def _unchanged(key: bytes, revision: int) -> dict:
+    """The key still as read: absent (revision 0), or not written since."""
+    return compare_version(key, 0) if revision == 0 else compare_mod_revision(key, revision)

@@ -177,9 +177,10 @@ class Transactions:
         return result, results[-1]
 
     async def end_in_turn(self, flow, half_offset: int, commit: bool, producer_group: str | None = None,
-                          commit_log_offset: int | None = None, now: int | None = None):
+                          commit_log_offset: int | None = None, now: int | None = None, appended=None):
         """`end` with its append through the send flow control (`flow`): off the event loop on a slow
-        disk; checked, appended and decided in one turn, so no other end of the half comes between."""
+        disk; checked, appended and decided in one turn, so no other end of the half comes between.
+        `appended` (a list) gets (message, append result) of each append (a commit: its record, then the op)."""
         async with write_turn(flow, self.store) as append:
             result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now)
             if not msgs:
@@ -190,6 +191,8 @@ class Transactions:
             finally:
                 self.in_flight.discard(half_offset)
             self._decided(half, outcome, results)
+            if appended is not None:
+                appended.extend(zip(msgs, results))
             return result, results[-1]
 
     def _ending(self, half_offset: int, commit: bool, producer_group: str | None,

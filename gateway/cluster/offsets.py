@@ -7,7 +7,10 @@ OffsetCommit is acknowledged only once etcd has it (`written`): a commit acknowl
 cut from etcd was lost when the group moved to another gateway (docs/faults.md, findings). A commit
 refused that way is withdrawn (`withdraw`): dropped from the queue to etcd and undone locally, back to
 etcd's value; kept, it would reach etcd once etcd is back and overwrite a newer commit made meanwhile
-on the group's new coordinator."""
+on the group's new coordinator. And every write is a compare-and-swap: a key is put only while etcd
+has a value this gateway last saw there or wrote itself, so a commit queued here (a oneway RocketMQ
+update, a transaction's offsets, one made while etcd was out of reach) never overwrites a commit
+another gateway made meanwhile: that one stays, and this gateway takes it (`_overridden`)."""
 from __future__ import annotations
 
 import logging
@@ -38,6 +41,8 @@ class OffsetMirror:
         self._queued = 0  # local changes so far
         self._written = 0  # of those, how many etcd has (every change up to it)
         self._progress = trio.Event()  # set when `_written` moves
+        self._tried: dict[tuple[str, str, int], list] = {}  # values of a key this gateway put (or tried to)
+        self._lost: dict[tuple[str, str, int], int] = {}  # key -> its newest change another gateway's overrode
 
     def install(self) -> None:
         self.offsets.observer = self._local_change
@@ -48,11 +53,12 @@ class OffsetMirror:
         """Wait until etcd has every local change made so far; False after `timeout` seconds, and
         then the changes of (group, topic, queue) `keys` (the refused commit's) are withdrawn."""
         target = self._queued
+        mine = {key: self._last_change.get(key, 0) for key in keys}
         with trio.move_on_after(timeout):
             while self._written < target:
                 await self._progress.wait()
-        if self._written >= target:
-            return True
+        if self._written >= target:  # False if another gateway's commit won (the table has that one now)
+            return not any(self._lost.get(key, 0) >= n > 0 for key, n in mine.items())
         self.withdraw(keys, target)
         return False
 
@@ -98,6 +104,19 @@ class OffsetMirror:
         else:
             self._confirmed[key] = value
 
+    def _expected(self, key, value) -> bool:
+        """May this gateway write `key` over etcd's `value`? Yes if it is the value it last saw in etcd
+        or one it wrote itself (its watch may not have brought it yet); else another gateway committed."""
+        return value == self._confirmed.get(key) or value in self._tried.get(key, ())
+
+    def _overridden(self, key, value: dict | None, change: int) -> None:
+        """Change number `change` of `key` not written: etcd has another gateway's `value`, kept."""
+        log.warning("cluster: offset %s not written to etcd: another gateway committed %s meanwhile", key, value)
+        self._confirm(key, value)
+        self._lost[key] = max(self._lost.get(key, 0), change)
+        if key not in self._pending:
+            self._apply(key, value)
+
     def _local_change(self, group: str, topic: str, qid: int, offset: int | None) -> None:
         if self._applying:
             return
@@ -132,8 +151,11 @@ class OffsetMirror:
             batch = self._inflight = self._pending  # `withdraw` may take keys out while it is written
             self._pending = {}
             upto = self._queued
+            changes = {key: self._last_change.get(key, 0) for key in batch}
+            for key, value in batch.items():
+                self._tried[key] = [*self._tried.get(key, ())[-3:], value]
             try:
-                await self.coordination.write_offsets(dict(batch))
+                overridden = await self.coordination.write_offsets(dict(batch), self._expected)
             except EtcdError as exc:
                 log.warning("cluster: offsets not written to etcd (%s); retrying", exc)
                 self._pending = {**batch, **self._pending}
@@ -142,7 +164,10 @@ class OffsetMirror:
                 await trio.sleep(RETRY_DELAY)
                 continue
             for key, value in batch.items():
-                self._confirm(key, value)
+                if key in overridden:
+                    self._overridden(key, overridden[key], changes[key])
+                else:
+                    self._confirm(key, value)
             self._inflight = {}
             self._written = upto
             self._progress.set()

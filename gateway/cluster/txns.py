@@ -1,15 +1,14 @@
 """Kafka transactions in a cluster (docs/cluster.md, "Kafka transactions").
 
-A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.model.txn_key`), not in
-a gateway: {pid, epoch, timeout, state, started, partitions, offsets, previous, marker}. Every
-change is read-modify-compare-and-swap on the key's revision, and a request is answered only once
-etcd has its change, so whichever gateway coordinates the id next (the coordinator that was
-`kill -9`ed, a coordinator move) finds every partition added, every TxnOffsetCommit offset and every
-decided end. A partition leader checks a transactional batch against that state itself (adding the
-partition for transactions v2, verifying it for v1, as Kafka's leader asks its coordinator) and keeps
-the batch as a half in its own half topic; an end is written to etcd first (PrepareCommit /
-PrepareAbort, with the offsets and the partitions), then each partition's leader gets the outcome
-(CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
+A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.model.txn_key`), not in a gateway:
+{pid, epoch, timeout, state, started, partitions, offsets, previous, marker}. Every change is read-modify-
+compare-and-swap on the key's revision, and a request is answered only once etcd has its change, so whichever
+gateway coordinates the id next (the coordinator that was `kill -9`ed, a coordinator move) finds every
+partition added, every TxnOffsetCommit offset and every decided end. A partition leader checks a transactional
+batch against that state itself (adding the partition for transactions v2, verifying it for v1, as Kafka's
+leader asks its coordinator) and keeps the batch as a half in its own half topic; an end is written to etcd
+first (PrepareCommit / PrepareAbort, with the offsets and the partitions), then each partition's leader gets
+the outcome (CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
 is CompleteCommit / CompleteAbort. A Prepare state found by any later request is completed first.
 """
 from __future__ import annotations
@@ -25,6 +24,7 @@ from cluster.etcd import EtcdError
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport
 from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
@@ -71,6 +71,7 @@ class ClusterTxns:
         self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
+        self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
 
     async def _read(self, txn_id: str) -> tuple[dict | None, int]:
         try:
@@ -228,8 +229,8 @@ class ClusterTxns:
                 return None, (code, pid, epoch)
             if tv2 and epoch >= MAX_EPOCH - 1 and fresh is None:
                 raise NotCompleted(f"{txn_id} changed meanwhile")
-            if not tv2 and s["state"] == "Complete" + outcome:  # v1: a retried end
-                return None, (NONE_ERR, pid, epoch)
+            if not tv2 and s["state"] != "Ongoing":  # v1, as Kafka: a retried end; else refused (a commit aborted)
+                return None, (NONE_ERR if s["state"] == "Complete" + outcome else INVALID_TXN_STATE, pid, epoch)
             if s["state"] != "Ongoing":
                 s.update(partitions=[], offsets=[])
             s.update(state="Prepare" + outcome, marker=[pid, epoch], offsets=s["offsets"] if commit else [])
@@ -302,7 +303,10 @@ class ClusterTxns:
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
         if leader == self.node.node_id:
-            await self.markers(txn_id, pid, epoch, commit, tps)
+            try:  # a full disk here, or records not yet replicated: retried, as a remote leader's SYSTEM_ERROR is
+                await self.markers(txn_id, pid, epoch, commit, tps)
+            except END_RETRIED:
+                return False
             return True
         member = self.node.view.members.get(leader)
         if member is None:
@@ -378,17 +382,15 @@ class ClusterTxns:
         if known is not None and known.epoch <= epoch:
             known.partitions -= wanted
         mine = [h for h in self.halves.get(pid, ()) if (h[0], h[1]) in wanted and h[3] <= epoch]
-        self.halves[pid] = [h for h in self.halves.get(pid, ()) if h not in mine]
         ends = []
-        for _topic, _partition, offset, half_epoch in mine:
-            _result, r = await self.app.transactions.end_in_turn(self.app.flow, offset, commit and half_epoch == epoch)
+        for half in mine:  # each forgotten only once ended: an end that fails (a full disk) is retried
+            r = await self.unconfirmed.end(*half[:3], commit and half[3] == epoch)
+            self.halves[pid] = [h for h in self.halves.get(pid, ()) if h != half]
             if r is not None:
                 ends.append(r)
         if ends:
             await self.app.durable(max(r.end_offset for r in ends))
-        for topic, partition in {(h[0], h[1]) for h in mine}:  # (a queue led elsewhere got them forwarded)
-            if self.node.owns(topic, partition) and self.app.replication.replicates(topic, partition):
-                await self.app.replicated(topic, partition, self.app.store.max_offset(topic, partition))
+        await self.unconfirmed.confirm(wanted)  # (a queue led elsewhere got its records forwarded)
 
     def _recover(self, txn_id: str, pid: int) -> None:
         """Once per (transactional id, producer) in this process: its undecided halves from the half

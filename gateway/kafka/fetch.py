@@ -321,8 +321,8 @@ def _fetch_once(app, req, max_bytes: int, found: dict):
                 total += size
                 failed = failed or bad
                 continue
-            low = app.store.min_offset(name, index)
-            high = app.replication.readable_end(name, index, app.store.max_offset(name, index))
+            low, log_end = app.store.min_offset(name, index), app.store.max_offset(name, index)
+            high = app.replication.readable_end(name, index, log_end)
             offset = p["fetch_offset"]
             stable = VISIBLE.stable_end(name, index, high)  # Kafka's last stable offset
             entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": stable,
@@ -331,7 +331,10 @@ def _fetch_once(app, req, max_bytes: int, found: dict):
             if committed:  # the client drops these producers' records from each first offset on
                 entry["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
                                                  for pid, first in VISIBLE.aborted_in(name, index, offset, end)]
-            if offset < low or offset > high:
+            # above the high watermark but not the log end: nothing yet, as Kafka (a new leader's high
+            # watermark may lag what its predecessor let consumers read; out of range, librdkafka
+            # reset them to the earliest offset: docs/faults.md, fourth stop)
+            if offset < low or offset > max(high, log_end):
                 entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
                 failed = True
             elif offset < end and total < max_bytes:

@@ -4,7 +4,9 @@ so the batch is refused instead of being taken into a transaction that is alread
 next transaction's end of the same producer would have committed it: the torn transaction the anomaly
 checker's TV1 cluster run found, docs/transactions-checked.md). And an end commits only its own
 epoch's halves: a leftover of an older epoch is rolled back. And a restarted leader finds its halves
-of a decided end in the half topic. In process, etcd and the store faked."""
+of a decided end in the half topic, and a leader forgets a half only once its end is written (an end
+refused by a full disk or cut short by a closed connection is done by the retry). In process, etcd
+and the store faked."""
 from __future__ import annotations
 
 import types
@@ -41,7 +43,7 @@ class FakeEtcd:
 
 
 def _txns(etcd: FakeEtcd, ended: list) -> ClusterTxns:
-    async def end_in_turn(_flow, offset, commit):
+    async def end_in_turn(_flow, offset, commit, **_):
         ended.append((offset, commit))
         return None, None
     app = types.SimpleNamespace(config=None, flow=None, transactions=types.SimpleNamespace(
@@ -155,4 +157,86 @@ def test_a_decided_end_goes_to_the_gateway_holding_the_halves():
         assignment.leader, assignment.epoch = 2, 1  # node 2 leads now; node 1 (this one) holds the half
         await txns.complete(TID, dict(etcd.state))
         assert ended == [(3, True)] and etcd.state["state"] == "CompleteCommit"  # before: sent to node 2
+    trio.run(main)
+
+
+def test_an_end_that_failed_on_a_full_disk_is_done_by_the_retry():
+    """The end's append refused (StoreFull: the leader's disk is full, as in `make faults`
+    disk-full): the coordinator retries the end, and the retry must still find the halves. Before,
+    they were forgotten before the append, the retry ended nothing and answered success, and the
+    transaction checker later rolled the committed half back (a committed transaction lost)."""
+    from store.errors import StoreFull
+
+    async def main():
+        ended, refuse = [], [True]
+        txns = _txns(FakeEtcd(_ongoing()), ended)
+
+        async def end_in_turn(_flow, offset, commit, **_):
+            if refuse and offset == 8:
+                refuse.clear()
+                raise StoreFull("disk full")
+            ended.append((offset, commit))
+            return None, None
+        txns.app.transactions.end_in_turn = end_in_turn
+        txns.halves[PID] = [(*TP, 7, 3), (*TP, 8, 3), (*TP, 9, 3)]
+        try:
+            await txns.markers(TID, PID, 3, True, [TP])
+        except StoreFull:
+            pass
+        await txns.markers(TID, PID, 3, True, [TP])  # the coordinator's retry
+        assert sorted(ended) == [(7, True), (8, True), (9, True)]  # before: 8 and 9 never ended
+        assert txns.halves[PID] == []
+    trio.run(main)
+
+
+def test_an_end_cut_short_by_the_coordinators_connection_is_done_by_the_retry():
+    """The coordinator's connection closes (it was killed, or its call timed out) while this leader
+    ends its halves: the remoting handler's task is cancelled between two ends. The next
+    coordinator's end must still find the halves not yet ended (before: forgotten, so the
+    transaction was left partly committed, then the rest rolled back: `make faults` kill, txn
+    aborted_read)."""
+    async def main():
+        ended, second_started = [], trio.Event()
+        txns = _txns(FakeEtcd(_ongoing()), ended)
+
+        async def end_in_turn(_flow, offset, commit, **_):
+            if offset == 8 and not second_started.is_set():
+                second_started.set()
+                await trio.sleep_forever()  # cancelled here
+            ended.append((offset, commit))
+            return None, None
+        txns.app.transactions.end_in_turn = end_in_turn
+        txns.halves[PID] = [(*TP, 7, 3), (*TP, 8, 3), (*TP, 9, 3)]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(txns.markers, TID, PID, 3, True, [TP])
+            await second_started.wait()
+            nursery.cancel_scope.cancel()  # the connection's nursery, closed
+        await txns.markers(TID, PID, 3, True, [TP])
+        assert sorted(ended) == [(7, True), (8, True), (9, True)]  # before: 8 and 9 never ended
+    trio.run(main)
+
+
+def test_a_retried_v1_commit_of_a_transaction_aborted_instead_is_refused():
+    """TV1: EndTxn(commit) after a partition's leader changed is aborted and answered
+    INVALID_TXN_STATE; when that answer is lost the client sends the commit again. Kafka answers a
+    commit in CompleteAbort INVALID_TXN_STATE; before, the retry was taken as a new (empty) commit and
+    answered NONE: an acknowledged commit whose records were rolled back (`make faults` long run,
+    transaction 4)."""
+    async def main():
+        ended, assignment = [], types.SimpleNamespace(leader=1, epoch=0)
+        txns = _txns(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended)
+
+        async def reserve():
+            return None
+        txns.node = types.SimpleNamespace(coordination=txns.coordination, node_id=1, assignment=lambda *_: assignment,
+                                          fenced=lambda: False, owns=lambda *_: True)
+        txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
+        assert await txns.add_partitions(TID, PID, 0, [TP], verify_only=False) == {TP: 0}
+        txns.halves[PID] = [(*TP, 3, 0)]
+        assignment.epoch = 1
+        assert (await txns.end(TID, PID, 0, True, tv2=False))[0] == INVALID_TXN_STATE  # aborted instead
+        assert txns.coordination.state["state"] == "CompleteAbort" and ended == [(3, False)]
+        assert (await txns.end(TID, PID, 0, True, tv2=False))[0] == INVALID_TXN_STATE  # before: NONE
+        assert txns.coordination.state["state"] == "CompleteAbort"
+        assert (await txns.end(TID, PID, 0, False, tv2=False))[0] == 0  # the client's abort: a retried end
     trio.run(main)

@@ -130,9 +130,13 @@ def check_txns(history: list[dict], read: tuple[list[dict], dict]) -> dict:
         elif not committed and seen and (op["type"] != "info" or len(seen) < len(op["values"])):
             aborted_read.append(txn)
     known = {v for op in outcome.values() for v in op["values"]}
+    where = {r["value"]: (r["partition"], r["offset"]) for r in final}
+    seen_of = {txn: {v: where.get(v) for v in outcome[txn]["values"]} for txn in set(lost + aborted_read)}
     counts = Counter(op["type"] for op in history)
     return {"ops": counts["invoke"], "ok": counts["ok"], "fail": counts["fail"], "info": counts["info"],
             "committed": sum(1 for op in outcome.values() if op["type"] == "ok" and op["f"] == "commit"),
             "aborted": sum(1 for op in outcome.values() if op["type"] == "ok" and op["f"] == "abort"),
             "read": len(final), "not_read_to_end": stuck, "lost": lost, "duplicated": duplicated, "aborted_read": aborted_read,
-            "unexpected": sorted(set(read) - known), "valid": not (lost or duplicated or aborted_read or set(read) - known)}
+            "unexpected": sorted(set(read) - known),
+            "anomalous_reads": {str(t): {str(v): at for v, at in vs.items()} for t, vs in seen_of.items()},
+            "valid": not (lost or duplicated or aborted_read or set(read) - known)}

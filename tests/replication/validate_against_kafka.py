@@ -97,6 +97,9 @@ def main() -> int:
             check("the high watermark stays below the acks=1 record", hw == 1, f"hw={hw}")
             values = [v for _, v in fetched_values(k, topic)]
             check("a consumer reads only below the high watermark", values == [b"warm"], str(values))
+            part = k.fetch(topic, 2)  # above the high watermark, at the log end: in range, nothing yet
+            check("a fetch between the high watermark and the log end is empty, not out of range",
+                  part["error_code"] == 0 and not part["records"], f"error {part['error_code']}")
             code, _ = k.produce(topic, batch([b"timed-out"]), timeout_ms=300)
             check("acks=all past the request's timeout answers REQUEST_TIMED_OUT", code == 7, str(code))
             began = time.monotonic()
