@@ -212,3 +212,32 @@ def test_a_kept_ongoing_state_never_lets_a_fenced_epoch_in():
         assert await txns.verify(TID, "t", 1, _batch(0), implicit_add=True) == INVALID_PRODUCER_EPOCH
         assert etcd.state["epoch"] == 1 and etcd.state["partitions"] == []
     trio.run(main)
+
+
+def test_an_end_goes_to_every_leader_at_once():
+    """Two other gateways lead the transaction's partitions: the end is sent to both at once (node
+    2 answers only once node 3 has its end too). Before: one after the other, so node 2 waited
+    and the end was not completed by MARKER_DEADLINE_S."""
+    from codec.remoting import ResponseCode
+    from trio.testing import MockClock
+
+    async def main():
+        etcd = FakeEtcd({**_ongoing(), "state": "PrepareCommit", "marker": [PID, 0], "partitions": [["t", 0], ["t", 1]],
+                         "epochs": {"t/0": [2, 0], "t/1": [3, 0]}})
+        txns = _txns(etcd, [])
+        node3_called, sent = trio.Event(), []
+
+        async def call(address, cmd):
+            sent.append(address)
+            if address == "n3":
+                node3_called.set()
+            else:
+                await node3_called.wait()
+            return types.SimpleNamespace(code=ResponseCode.SUCCESS)
+        members = {2: types.SimpleNamespace(remoting_addr="n2"), 3: types.SimpleNamespace(remoting_addr="n3")}
+        txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, view=types.SimpleNamespace(members=members),
+                                          assignment=lambda t, p: types.SimpleNamespace(leader=2 + p, epoch=0))
+        txns.transport = types.SimpleNamespace(call=call)
+        await txns.complete(TID, dict(etcd.state))
+        assert sorted(sent) == ["n2", "n3"] and etcd.state["state"] == "CompleteCommit"
+    trio.run(main, clock=MockClock(autojump_threshold=0))
