@@ -8,15 +8,12 @@ durable (and in the in-sync replicas where it leads). Signed with the inter-brok
 from __future__ import annotations
 
 import json
-import logging
 
 import trio
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport
-
-log = logging.getLogger("rocketgate.cluster")
 
 ANSWER_TIMEOUT_S = 10.0
 
@@ -52,15 +49,16 @@ def txn_markers(channel, req):
     return DEFERRED
 
 
-async def deliver_all(txns, by_leader: dict, txn_id: str, pid: int, epoch: int, commit: bool) -> list:
+
+async def deliver_all(by_leader: dict, deliver_to) -> list:
     """A coordinator's end to every leader in `by_leader` (leader -> partitions; -1: none to end) at
-    once, one round trip instead of one per leader: the partition lists taken. A local error is
-    raised as itself once every leader has answered."""
+    once, one round trip instead of one per leader (`deliver_to(leader, partitions) -> taken`): the
+    partition lists taken. A local error is raised as itself once every leader has answered."""
     took, errors = [], []
 
     async def one(leader, tps):
         try:
-            if leader == -1 or await _deliver_to(txns, leader, txn_id, pid, epoch, commit, tps):
+            if leader == -1 or await deliver_to(leader, tps):
                 took.append(tps)
         except Exception as exc:  # noqa: BLE001 - raised below, not inside the nursery's exception group
             errors.append(exc)
@@ -70,20 +68,3 @@ async def deliver_all(txns, by_leader: dict, txn_id: str, pid: int, epoch: int, 
     if errors:
         raise errors[0]
     return took
-
-
-async def _deliver_to(txns, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
-    if leader == txns.node.node_id:
-        await txns.markers(txn_id, pid, epoch, commit, tps)
-        return True
-    member = txns.node.view.members.get(leader)
-    if member is None:
-        return False
-    body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
-                       "partitions": [list(tp) for tp in tps]}).encode()
-    try:
-        resp = await txns.transport.call(member.remoting_addr, RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))
-    except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
-        log.info("cluster: transaction markers to node %d failed: %s", leader, exc)
-        return False
-    return resp.code == ResponseCode.SUCCESS

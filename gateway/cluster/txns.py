@@ -15,12 +15,15 @@ is CompleteCommit / CompleteAbort. A Prepare state found by any later request is
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
 import time
 
 import trio
 
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
+from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.cluster.txn_markers import MarkerTransport, deliver_all
 from gateway.cluster.txn_state import Seen, TxnStates
 from gateway.remoting.replica_client import outgoing
@@ -28,6 +31,8 @@ from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
 from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
     INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
+
+log = logging.getLogger("rocketgate.cluster")
 
 CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, TRANSACTION_ABORTABLE = 51, 15, 120
 MARKER_DEADLINE_S = 10.0  # an end not delivered to every leader by then: COORDINATOR_NOT_AVAILABLE, retried
@@ -280,12 +285,30 @@ class ClusterTxns:
                 for tp in left:  # (-1: deleted meanwhile, nothing to end)
                     held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
                     by_leader.setdefault(-1 if leader < 0 else held[0] if held[0] >= 0 else leader, []).append(tp)
-                for tps in await deliver_all(self, by_leader, txn_id, pid, epoch, commit):
+                for tps in await deliver_all(by_leader, lambda leader, tps: self._deliver_to(
+                        leader, txn_id, pid, epoch, commit, tps)):
                     left -= set(tps)
                 if left:
                     await trio.sleep(MARKER_RETRY_S)
         if left:
             raise NotCompleted(f"no leader took the end of {txn_id} for {sorted(left)}")
+
+    async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
+        if leader == self.node.node_id:
+            await self.markers(txn_id, pid, epoch, commit, tps)
+            return True
+        member = self.node.view.members.get(leader)
+        if member is None:
+            return False
+        body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
+                           "partitions": [list(tp) for tp in tps]}).encode()
+        try:
+            resp = await self.transport.call(member.remoting_addr,
+                                             RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
+            log.info("cluster: transaction markers to node %d failed: %s", leader, exc)
+            return False
+        return resp.code == ResponseCode.SUCCESS
 
     # ------------------------------------------------------------ partition leader side
     async def verify(self, txn_id: str | None, topic: str, partition: int, data, implicit_add: bool) -> int:
