@@ -17,6 +17,7 @@ from cluster.etcd import EtcdError
 from semantics.producer_state import ClusterUnavailable
 
 ETCD_TIMEOUT_S = 5.0
+KEPT_IDS = 10_000  # values kept at most (the least recently used goes first): memory stays bounded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +44,14 @@ class TxnStates:
 
     async def read(self, txn_id: str) -> Seen:
         state, revision = await self._etcd(self.coordination.read_txn(txn_id))
-        self.kept[txn_id] = (state, revision)
+        self._keep(txn_id, state, revision)
         return Seen(state, revision, True)
+
+    def _keep(self, txn_id: str, state: dict | None, revision: int) -> None:
+        self.kept.pop(txn_id, None)  # (re-inserted last: the dict's order is the order of use)
+        self.kept[txn_id] = (state, revision)
+        if len(self.kept) > KEPT_IDS:
+            del self.kept[next(iter(self.kept))]
 
     def last(self, txn_id: str) -> Seen | None:
         """The value last read or written here, if any (not proof of the key's value now)."""
@@ -64,7 +71,7 @@ class TxnStates:
         revision = await self._etcd(self.coordination.swap_txn(txn_id, seen.revision, new))
         if not revision:
             return None
-        self.kept[txn_id] = (new, revision)
+        self._keep(txn_id, new, revision)
         return result, Seen(new, revision, True)
 
     async def update(self, txn_id: str, change, seen: Seen | None = None):

@@ -241,3 +241,17 @@ def test_an_end_goes_to_every_leader_at_once():
         await txns.complete(TID, dict(etcd.state))
         assert sorted(sent) == ["n2", "n3"] and etcd.state["state"] == "CompleteCommit"
     trio.run(main, clock=MockClock(autojump_threshold=0))
+
+
+def test_the_kept_values_stay_bounded():
+    """One value kept per transactional id, at most KEPT_IDS: the least recently used goes first."""
+    from gateway.cluster import txn_state
+
+    async def main():
+        states = txn_state.TxnStates(FakeEtcd(_ongoing()))
+        for i in range(txn_state.KEPT_IDS + 5):
+            await states.read(f"id-{i}")
+        await states.read("id-5")  # used again: kept
+        await states.read("last")
+        assert len(states.kept) == txn_state.KEPT_IDS and "id-5" in states.kept and "id-6" not in states.kept
+    trio.run(main)
