@@ -98,18 +98,27 @@ def main(argv=None) -> int:
     p.add_argument("--slices", type=int, default=0, help="also N 1 s slices per system from one JVM")
     p.add_argument("--cluster", action="store_true",
                    help="the gateway as a 1-member cluster on its own etcd (transaction state in etcd)")
+    p.add_argument("--versus-tree", metavar="DIR", help="with --cluster: against a 1-member cluster running the "
+                   "gateway of the tree DIR (a `git archive` of an older commit), not Kafka")
     args = p.parse_args(argv)
-    results = report.Results("gateway", ("kafka",))
+    if args.versus_tree and not args.cluster:
+        p.error("--versus-tree compares two clusters: give --cluster too")
+    other = "before" if args.versus_tree else "kafka"
+    results = report.Results("gateway", (other,))
     rounds = Interleaver(results, args.rounds, lambda: False)
     load = [os.getloadavg()]
     began = time.time()
     p50, aborted = {}, {}
     with tempfile.TemporaryDirectory(prefix="bench-txn-tput-") as work:
-        systems = {"gateway": Gateway(os.path.join(work, "gw")), "kafka": KafkaBroker(os.path.join(work, "kafka"))}
-        etcd = None
+        systems = {"gateway": Gateway(os.path.join(work, "gw"))}
+        if not args.versus_tree:
+            systems["kafka"] = KafkaBroker(os.path.join(work, "kafka"))
+        etcd = etcd_before = None
         try:
             if args.cluster:
                 etcd, systems["gateway"] = member(work, "gw", ROOT)
+            if args.versus_tree:
+                etcd_before, systems["before"] = member(work, "before", os.path.abspath(args.versus_tree))
             for s in systems.values():
                 if not s.processes:
                     s.start()
@@ -136,8 +145,9 @@ def main(argv=None) -> int:
         finally:
             for s in systems.values():
                 s.stop()
-            if etcd is not None:
-                etcd.stop()
+            for e in (etcd, etcd_before):
+                if e is not None:
+                    e.stop()
     table = results.markdown()
     print(table)
     for scenario, by_system in p50.items():

@@ -138,12 +138,12 @@ class Coordination:
         kvs, _ = await self.etcd.get_prefix(model.TXNS)
         return {kv.key[len(model.TXNS):].decode(): json.loads(kv.value) for kv in kvs}
 
-    async def swap_txn(self, transactional_id: str, revision: int, state: dict) -> bool:
-        """Put the state if the key is still at `revision` (0: still absent); False if someone wrote first."""
+    async def swap_txn(self, transactional_id: str, revision: int, state: dict) -> int:
+        """Put the state if the key is still at `revision` (0: still absent): the key's new revision,
+        0 if someone wrote first."""
         key = model.txn_key(transactional_id)
         cond = compare_mod_revision(key, revision) if revision else compare_version(key, 0)
-        ok, _ = await self.etcd.txn([cond], [op_put(key, json.dumps(state).encode())])
-        return ok
+        return await self.etcd.txn_revision([cond], [op_put(key, json.dumps(state).encode())])
 
     # --- topics and queues ---
     async def create_topic(self, topic: str, record: TopicRecord, assignments: list[QueueAssignment]) -> bool:

@@ -172,6 +172,16 @@ class Etcd:
         """If every comparison holds run `success`, else `failure`: (succeeded, the ops' responses;
         a range op's response is a list of KeyValue)."""
         data = await self._call("/v3/kv/txn", {"compare": compare, "success": success, "failure": list(failure)})
+        return self._txn_answer(data)
+
+    async def txn_revision(self, compare: list[dict], success: list[dict]) -> int:
+        """`txn` without a failure branch: the store revision its writes made (a key put by it has that
+        mod revision), 0 if a comparison failed."""
+        data = await self._call("/v3/kv/txn", {"compare": compare, "success": success, "failure": []})
+        return int(data["header"]["revision"]) if data.get("succeeded", False) else 0
+
+    @staticmethod
+    def _txn_answer(data: dict) -> tuple[bool, list]:
         out = []
         for r in data.get("responses", []):
             rng = r.get("response_range")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import trio
+
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport
@@ -45,3 +47,24 @@ def txn_markers(channel, req):
         return req.response(ResponseCode.SUCCESS)
     channel.spawn(req, ended, after_effects=True)
     return DEFERRED
+
+
+
+async def deliver_all(by_leader: dict, deliver_to) -> list:
+    """A coordinator's end to every leader in `by_leader` (leader -> partitions; -1: none to end) at
+    once, one round trip instead of one per leader (`deliver_to(leader, partitions) -> taken`): the
+    partition lists taken. A local error is raised as itself once every leader has answered."""
+    took, errors = [], []
+
+    async def one(leader, tps):
+        try:
+            if leader == -1 or await deliver_to(leader, tps):
+                took.append(tps)
+        except Exception as exc:  # noqa: BLE001 - raised below, not inside the nursery's exception group
+            errors.append(exc)
+    async with trio.open_nursery() as nursery:
+        for leader, tps in by_leader.items():
+            nursery.start_soon(one, leader, tps)
+    if errors:
+        raise errors[0]
+    return took

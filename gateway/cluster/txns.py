@@ -20,12 +20,12 @@ import time
 
 import trio
 
-from cluster.etcd import EtcdError
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
-from gateway.cluster.txn_markers import MarkerTransport
+from gateway.cluster.txn_markers import MarkerTransport, deliver_all
+from gateway.cluster.txn_state import Seen, TxnStates
 from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
@@ -37,7 +37,6 @@ log = logging.getLogger("rocketgate.cluster")
 CONCURRENT_TRANSACTIONS, COORDINATOR_NOT_AVAILABLE, TRANSACTION_ABORTABLE = 51, 15, 120
 MARKER_DEADLINE_S = 10.0  # an end not delivered to every leader by then: COORDINATOR_NOT_AVAILABLE, retried
 MARKER_RETRY_S = 0.5
-ETCD_TIMEOUT_S = 5.0
 
 
 class NotCompleted(ClusterUnavailable):
@@ -66,6 +65,7 @@ class ClusterTxns:
         self.app = app
         self.node = node
         self.coordination = node.coordination
+        self.etcd_states = TxnStates(node.coordination)
         self.transport = MarkerTransport(*outgoing(app.config))
         self.verified: dict[int, Verified] = {}  # producer id -> its current transaction here
         self.halves: dict[int, list] = {}  # producer id -> [(topic, partition, half offset, epoch)]
@@ -73,39 +73,32 @@ class ClusterTxns:
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
         self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
 
-    async def _read(self, txn_id: str) -> tuple[dict | None, int]:
-        try:
-            with trio.fail_after(ETCD_TIMEOUT_S):
-                return await self.coordination.read_txn(txn_id)
-        except (EtcdError, trio.TooSlowError) as exc:
-            raise ClusterUnavailable(f"etcd: {exc}") from None
-
-    async def _update(self, txn_id: str, change):
-        """Run `change(state or None) -> (new state or None: no write, result)` until its
-        compare-and-swap lands; the result."""
-        try:
-            with trio.fail_after(ETCD_TIMEOUT_S):
-                while True:
-                    state, revision = await self.coordination.read_txn(txn_id)
-                    new, result = change(dict(state) if state else None)
-                    if new is None or await self.coordination.swap_txn(txn_id, revision, new):
-                        return result
-        except (EtcdError, trio.TooSlowError) as exc:
-            raise ClusterUnavailable(f"etcd: {exc}") from None
-
-    async def _settled(self, txn_id: str) -> dict | None:
+    async def _settled(self, txn_id: str, seen: Seen | None = None) -> Seen:
         """The state once no end is half done (a Prepare state is completed first) and a transaction
-        past its timeout is aborted (with the epoch bumped: its producer is fenced)."""
-        while True:
-            state, _ = await self._read(txn_id)
-            if state is None:
-                return None
+        past its timeout is aborted (with the epoch bumped: its producer is fenced). From `seen` (a
+        kept value) when given; one is acted on only once read fresh."""
+        seen = seen or await self.etcd_states.read(txn_id)
+        while (state := seen.state) is not None:
             if state["state"].startswith("Prepare"):
-                await self.complete(txn_id, state)
+                if seen.fresh:
+                    await self.complete(txn_id, state, seen.revision)
             elif state["state"] == "Ongoing" and _now() - state["started"] > state["timeout"]:
-                await self.abort(txn_id, fence=True)
+                if seen.fresh:
+                    await self.abort(txn_id, fence=True, seen=seen)
             else:
-                return state
+                return seen
+            seen = await self.etcd_states.read(txn_id)
+        return seen
+
+    async def _change_settled(self, txn_id: str, change):
+        """`change` (see TxnStates.attempt) on the settled state, from the value kept here when there
+        is one; settled again from a fresh read whenever the attempt must be redone."""
+        seen = self.etcd_states.last(txn_id)
+        while True:
+            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen))
+            if done is not None:
+                return done[0]
+            seen = None
 
     def _fresh_id(self, state: dict | None, limit: int) -> int | None:
         """A new producer id when the id is new or its epoch is at `limit` (else None: ids are not
@@ -136,25 +129,22 @@ class ClusterTxns:
 
     async def states(self, txn_ids=None) -> dict[str, dict]:
         """DescribeTransactions / ListTransactions: the ids' states in etcd (None: all)."""
-        try:
-            with trio.fail_after(ETCD_TIMEOUT_S):
-                return await self.coordination.txn_states(txn_ids)
-        except (EtcdError, trio.TooSlowError) as exc:
-            raise ClusterUnavailable(f"etcd: {exc}") from None
+        return await self.etcd_states.states(txn_ids)
 
     # ------------------------------------------------------------ coordinator requests
     async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
         or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360."""
         await self.app.ownership.reserve_producer_ids()
-        state = await self._settled(txn_id)
+        seen = await self._settled(txn_id)
+        state = seen.state
         verdict = None if state is None else reinit_verdict(expected, state["pid"], state["epoch"], state.get("last"))
         if verdict == PRODUCER_FENCED:
             return PRODUCER_FENCED, -1, -1
         if verdict == RETRIED:
             return NONE_ERR, state["pid"], state["epoch"]
         if state is not None and state["state"] == "Ongoing":
-            await self.abort(txn_id, fence=True)
+            seen = await self.abort(txn_id, fence=True, seen=seen)
         fresh = self._fresh_id(state, MAX_EPOCH - 3)  # (the abort above may have bumped it twice)
 
         def change(s):
@@ -170,33 +160,35 @@ class ClusterTxns:
                    "partitions": [], "offsets": [], "previous": None, "marker": None,
                    "last": None if s is None else [s["pid"], s["epoch"]]}
             return new, (NONE_ERR, pid, epoch)
-        return await self._update(txn_id, change)
+        return (await self.etcd_states.update(txn_id, change, seen))[0]
 
     async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool) -> dict:
         """AddPartitionsToTxn (or a partition leader's check of a batch): tp -> error code."""
-        await self._settled(txn_id)
+        return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only))[0]
 
+    async def _add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool):
+        """(tp -> error code, the transaction's timeout in ms or None)."""
         def change(s):
             code = self._check(s, pid, epoch)
+            timeout = None if s is None else s["timeout"]
             if code != NONE_ERR:
-                return None, dict.fromkeys(asked, code)
+                return None, (dict.fromkeys(asked, code), timeout)
             if s["state"].startswith("Prepare"):
-                return None, dict.fromkeys(asked, CONCURRENT_TRANSACTIONS)
+                return None, (dict.fromkeys(asked, CONCURRENT_TRANSACTIONS), timeout)
             have = {tuple(tp) for tp in s["partitions"]} if s["state"] == "Ongoing" else set()
             if verify_only:
-                return None, {tp: NONE_ERR if tp in have else TRANSACTION_ABORTABLE for tp in asked}
+                return None, ({tp: NONE_ERR if tp in have else TRANSACTION_ABORTABLE for tp in asked}, timeout)
             if set(asked) <= have:
-                return None, dict.fromkeys(asked, NONE_ERR)
+                return None, (dict.fromkeys(asked, NONE_ERR), timeout)
             self._begin(s)
             s["partitions"] = sorted(have | set(asked))
             # each partition's [leader, epoch] when it joined: its halves are that leader's (`_moved`, `_deliver`)
             s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_at(tp) for tp in set(asked) - have}}
-            return s, dict.fromkeys(asked, NONE_ERR)
-        return await self._update(txn_id, change)
+            return s, (dict.fromkeys(asked, NONE_ERR), timeout)
+        return await self._change_settled(txn_id, change)
 
     async def add_offsets(self, txn_id: str, pid: int, epoch: int, offsets: list | None) -> int:
         """AddOffsetsToTxn (offsets None) and TxnOffsetCommit (offsets to commit with the transaction)."""
-        await self._settled(txn_id)
 
         def change(s):
             code = self._check(s, pid, epoch)
@@ -207,13 +199,14 @@ class ClusterTxns:
             self._begin(s)
             s["offsets"] = s["offsets"] + [list(o) for o in offsets or ()]
             return s, NONE_ERR
-        return await self._update(txn_id, change)
+        return await self._change_settled(txn_id, change)
 
     async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool) -> tuple[int, int, int]:
         """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed."""
         outcome = "Commit" if commit else "Abort"
         await self.app.ownership.reserve_producer_ids()
-        state = await self._settled(txn_id)
+        seen = await self._settled(txn_id)
+        state = seen.state
         if state is not None and tuple(state.get("previous") or ()) == (pid, epoch) and tv2:
             if state["state"] == "Complete" + outcome:  # a retried v2 end whose answer was lost
                 return NONE_ERR, state["pid"], state["epoch"]
@@ -238,15 +231,14 @@ class ClusterTxns:
                 s["previous"] = [pid, epoch]
                 s["pid"], s["epoch"] = (fresh, 0) if epoch >= MAX_EPOCH - 1 else (pid, epoch + 1)
             return s, (NONE_ERR, s["pid"], s["epoch"])
-        result = await self._update(txn_id, change)
-        if result[0] == NONE_ERR:
-            state, _ = await self._read(txn_id)
-            if state["state"].startswith("Prepare"):
-                await self.complete(txn_id, state)
+        result, seen = await self.etcd_states.update(txn_id, change, seen)
+        if result[0] == NONE_ERR and seen.state["state"].startswith("Prepare"):
+            await self.complete(txn_id, seen.state, seen.revision)
         return result
 
-    async def abort(self, txn_id: str, fence: bool) -> None:
-        """Abort the transaction in progress (timed out, or a new InitProducerId), bumping the epoch."""
+    async def abort(self, txn_id: str, fence: bool, seen: Seen | None = None) -> Seen:
+        """Abort the transaction in progress (timed out, or a new InitProducerId), bumping the epoch;
+        the state after. `seen`: a fresh read to start from."""
         def change(s):
             if s is None or s["state"] != "Ongoing":
                 return None, None
@@ -255,13 +247,14 @@ class ClusterTxns:
                 s["epoch"] += 1
             s.update(state="PrepareAbort", marker=marker, offsets=[])
             return s, None
-        await self._update(txn_id, change)
-        state, _ = await self._read(txn_id)
-        if state is not None and state["state"] == "PrepareAbort":
-            await self.complete(txn_id, state)
+        _, seen = await self.etcd_states.update(txn_id, change, seen)
+        if seen.state is not None and seen.state["state"] == "PrepareAbort":
+            return await self.complete(txn_id, seen.state, seen.revision)
+        return seen
 
-    async def complete(self, txn_id: str, state: dict) -> None:
-        """Deliver a decided end to every partition's leader, commit its offsets, then Complete."""
+    async def complete(self, txn_id: str, state: dict, revision: int = 0) -> Seen:
+        """Deliver a decided end to every partition's leader, commit its offsets, then Complete; the
+        state after. `revision`: the key's when it held `state` (its Complete needs no read then)."""
         commit = state["state"] == "PrepareCommit"
         pid, epoch = state["marker"]
         await self._deliver(txn_id, pid, epoch, commit, [tuple(tp) for tp in state["partitions"]],
@@ -280,7 +273,7 @@ class ClusterTxns:
                 return None, None
             s.update(state=done, partitions=[], offsets=[])  # `started`: the last start (DescribeTransactions)
             return s, None
-        await self._update(txn_id, change)
+        return (await self.etcd_states.update(txn_id, change, Seen(state, revision, False) if revision else None))[1]
 
     async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
         """The gateway holding each partition's halves (its leader when it joined) ends them; one that
@@ -293,9 +286,9 @@ class ClusterTxns:
                 for tp in left:  # (-1: deleted meanwhile, nothing to end)
                     held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
                     by_leader.setdefault(-1 if leader < 0 else held[0] if held[0] >= 0 else leader, []).append(tp)
-                for leader, tps in by_leader.items():
-                    if leader == -1 or await self._deliver_to(leader, txn_id, pid, epoch, commit, tps):
-                        left -= set(tps)
+                for tps in await deliver_all(by_leader, lambda leader, tps: self._deliver_to(
+                        leader, txn_id, pid, epoch, commit, tps)):
+                    left -= set(tps)
                 if left:
                     await trio.sleep(MARKER_RETRY_S)
         if left:
@@ -345,19 +338,19 @@ class ClusterTxns:
                 return UNKNOWN_PRODUCER_ID
             markers_seen = self._markers_seen.get(pid, 0)
             try:
-                code = (await self.add_partitions(txn_id, pid, epoch, [tp], verify_only=not implicit_add))[tp]
-                state, _ = await self._read(txn_id)
+                codes, timeout = await self._add_partitions(txn_id, pid, epoch, [tp], verify_only=not implicit_add)
+                code = codes[tp]
             except ClusterUnavailable:
                 return COORDINATOR_NOT_AVAILABLE
             if self._markers_seen.get(pid, 0) != markers_seen:
                 continue  # an end reached this leader meanwhile: what was checked may be over, check again
             if code == TRANSACTION_ABORTABLE:
                 code = INVALID_TXN_STATE
-            if code != NONE_ERR or state is None:
+            if code != NONE_ERR or timeout is None:
                 return code or UNKNOWN_PRODUCER_ID
             known = self.verified.get(pid)
             if known is None or known.epoch != epoch or known.txn_id != txn_id:
-                known = self.verified[pid] = Verified(txn_id, pid, epoch, state["timeout"])
+                known = self.verified[pid] = Verified(txn_id, pid, epoch, timeout)
             known.partitions.add(tp)
             return NONE_ERR
 
@@ -417,7 +410,7 @@ class ClusterTxns:
         unknown to this process) is rolled back; one whose end is decided waits for its marker.
         False for groups that are not Kafka transactional ids."""
         try:
-            state, _ = await self._read(producer_group)
+            state = (await self.etcd_states.read(producer_group)).state
         except ClusterUnavailable:
             return True  # asked again at the next round
         if state is None:

@@ -48,6 +48,17 @@ def test_txn_compare_and_swap(etcd_server):
     run(etcd_server, fn)
 
 
+def test_txn_revision_is_the_mod_revision_of_what_it_put(etcd_server):
+    """The transactional ids' compare-and-swap keeps the revision it wrote (gateway/cluster/txn_state.py):
+    the next swap's condition is that the key is still at it."""
+    async def fn(c: Etcd):
+        rev = await c.txn_revision([compare_version(b"/r", 0)], [op_put(b"/r", b"1")])
+        assert rev > 0 and (await c.get(b"/r")).mod_revision == rev
+        assert await c.txn_revision([compare_version(b"/r", 0)], [op_put(b"/r", b"2")]) == 0
+        assert (await c.get(b"/r")).value == b"1"
+    run(etcd_server, fn)
+
+
 def test_lease_expires_and_revoke(etcd_server):
     async def fn(c: Etcd):
         lease = await c.lease_grant(2)
