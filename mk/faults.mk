@@ -12,6 +12,21 @@ faults-tools:
 
 SETUP_TARGETS += faults-tools
 
+# The linearizability checker of the metadata history (tests/faults/lincheck: porcupine from the Go
+# module proxy, pinned by its go.sum), built into a cache outside the clone under a name keyed by its
+# sources' hash (tests/faults/linearizable.py finds it so, and runs this target when it is missing).
+# Prints the binary's path.
+LINCHECK_CACHE ?= $(HOME)/.cache/rocketgate/lincheck
+LINCHECK_SRC := tests/faults/lincheck
+.PHONY: faults-lincheck
+faults-lincheck:
+	@command -v go >/dev/null || { apt-get update -q && apt-get install -y -q golang-go; }
+	@bin=$(LINCHECK_CACHE)/lincheck-$$(cat $(LINCHECK_SRC)/main.go $(LINCHECK_SRC)/go.mod $(LINCHECK_SRC)/go.sum \
+		| sha256sum | cut -c1-16); test -x $$bin || { mkdir -p $(LINCHECK_CACHE) && cd $(LINCHECK_SRC) \
+		&& GOFLAGS=-mod=mod go build -o $$bin.tmp . && mv $$bin.tmp $$bin; } && echo $$bin
+
+SETUP_TARGETS += faults-lincheck
+
 faults: setup
 	$(PY) tests/faults/run.py $(FAULTS_ARGS)
 

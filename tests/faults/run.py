@@ -25,6 +25,7 @@ from fsync_fault import heal as fsync_heal  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
 from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, JavaWorkload, compile_java, java_group,  # noqa: E402
                        java_queue, java_rocketmq, wait_for_start)
+from linearizable import MetadataWorkload  # noqa: E402
 from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
 from netns import PREFIX, SUBNET, Network, cleanup, require_root_and_netns  # noqa: E402
@@ -34,7 +35,8 @@ from txn import TXN_PARTITIONS, TXN_TOPIC, TxnWorkload, check_txns, read_committ
 from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
 
 TOPIC, PARTITIONS = "faults", 3
-WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "java-group848", "java-rocketmq")
+WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "java-group848", "java-rocketmq",
+             "linearizable")
 
 
 def parse(argv) -> argparse.Namespace:
@@ -102,7 +104,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
               "java-queue": lambda: java_queue(nodes.bootstrap, run_dir, t0, now),
               "java-group": lambda: java_group(nodes.bootstrap, run_dir, t0, now, "classic"),
               "java-group848": lambda: java_group(nodes.bootstrap, run_dir, t0, now, "consumer"),
-              "java-rocketmq": lambda: java_rocketmq(nodes.namesrv, run_dir, t0, now)}
+              "java-rocketmq": lambda: java_rocketmq(nodes.namesrv, run_dir, t0, now),
+              "linearizable": lambda: MetadataWorkload(nodes.kafka_addrs, TOPIC, now, run_dir)}
     return {n: makers[n]() for n in names}
 
 
@@ -112,6 +115,7 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
                 "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES)),
                 "java-queue": lambda w: check_queue(w, False),
+                "linearizable": lambda w: w.check(),
                 "java-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, JAVA_RMQ_TOPIC, JAVA_PARTITIONS))}
     for name in ("java-group", "java-group848"):
         checkers[name] = lambda w: check_commits(w.history, committed(nodes.bootstrap, JAVA_TOPIC, JAVA_PARTITIONS,
