@@ -34,6 +34,9 @@ class OffsetTable:
         self.observer = None
         # async (-> bool): has the cluster every change so far (etcd, gateway.cluster.offsets)?
         self.mirrored = None
+        # (group, topic, queue id) -> the cluster's (offset or None, metadata, leader epoch) while a
+        # change of this gateway's is still on its way there, else None (gateway.cluster.offsets)
+        self.settled = None
         doc = store.read_config(FILE, {}) or {}
         for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
                                     (doc.get("metadataTable") or {}, self._meta, str),
@@ -74,6 +77,17 @@ class OffsetTable:
     def leader_epoch(self, group: str, topic: str, queue_id: int) -> int:
         """The leader epoch a Kafka client committed with the offset (-1: none)."""
         return self._epochs.get((group, topic), {}).get(queue_id, -1)
+
+    def acknowledged(self, group: str, topic: str, queue_id: int) -> tuple[int | None, str, int]:
+        """(offset or None, metadata, leader epoch) as the last acknowledged commit left them: in a
+        cluster a commit still waiting for etcd is not shown, since it may be withdrawn (a reader
+        would have seen an offset the group never had); alone, the table."""
+        held = None if self.settled is None else self.settled(group, topic, queue_id)
+        if held is not None:
+            return held
+        offset = self.fetch(group, topic, queue_id)
+        return offset, self.metadata(group, topic, queue_id) if offset is not None else "", \
+            self.leader_epoch(group, topic, queue_id)
 
     def delete(self, group: str, topic: str, queue_id: int) -> None:
         """Forget one partition's committed offset (Kafka OffsetDelete)."""

@@ -7,7 +7,9 @@ OffsetCommit is acknowledged only once etcd has it (`written`): a commit acknowl
 cut from etcd was lost when the group moved to another gateway (docs/faults.md, findings). A commit
 refused that way is withdrawn (`withdraw`): dropped from the queue to etcd and undone locally, back to
 etcd's value; kept, it would reach etcd once etcd is back and overwrite a newer commit made meanwhile
-on the group's new coordinator."""
+on the group's new coordinator. Until etcd has a commit, Kafka's OffsetFetch answers etcd's value
+(`settled`): a reader never sees an offset that may yet be withdrawn (found by the fault harness's
+linearizability checker, docs/faults.md)."""
 from __future__ import annotations
 
 import logging
@@ -42,6 +44,7 @@ class OffsetMirror:
     def install(self) -> None:
         self.offsets.observer = self._local_change
         self.offsets.mirrored = self.written
+        self.offsets.settled = self.settled
         self.view.on_offset(self._remote_change)
 
     async def written(self, keys=(), timeout: float = COMMIT_TIMEOUT) -> bool:
@@ -55,6 +58,18 @@ class OffsetMirror:
             return True
         self.withdraw(keys, target)
         return False
+
+    def settled(self, group: str, topic: str, qid: int) -> tuple[int | None, str, int] | None:
+        """etcd's value of a key this gateway changed and etcd does not have yet (None otherwise):
+        what Kafka's OffsetFetch answers meanwhile, as Kafka's coordinator shows a commit only once
+        its __consumer_offsets write is done."""
+        key = (group, topic, qid)
+        if key not in self._pending and key not in self._inflight:
+            return None
+        value = self._confirmed.get(key)
+        if value is None:
+            return None, "", -1
+        return int(value["offset"]), value.get("metadata", ""), int(value.get("epoch", -1))
 
     def withdraw(self, keys, upto: int) -> None:
         """Changes of `keys` made up to change number `upto`, refused for want of etcd: not written

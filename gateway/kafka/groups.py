@@ -183,11 +183,9 @@ def _fetch_group_offsets(app, group: str, wanted, by_id=None) -> list[dict]:
             continue
         parts = []
         for qid in t["partition_indexes"]:
-            offset = app.offsets.fetch(group, t["name"], qid)
+            offset, metadata, epoch = app.offsets.acknowledged(group, t["name"], qid)
             parts.append({"partition_index": qid, "committed_offset": -1 if offset is None else offset,
-                          "committed_leader_epoch": app.offsets.leader_epoch(group, t["name"], qid),
-                          "metadata": app.offsets.metadata(group, t["name"], qid) if offset is not None else "",
-                          "error_code": errors.NONE})
+                          "committed_leader_epoch": epoch, "metadata": metadata, "error_code": errors.NONE})
         out.append({"name": t["name"], "topic_id": t.get("topic_id"), "partitions": parts})
     return out
 
