@@ -28,6 +28,13 @@ def test_a_topic_missing_after_its_create_was_acknowledged_is_not_linearizable()
     assert check_linearizable(stale)["illegal"] == ["topic/a"]
 
 
+def test_one_gateways_own_answers_may_show_a_topic_created_elsewhere_but_never_lose_it():
+    seen = [_op("topic/c@g2", "observe", 0, 1, client=2, result="missing"),
+            _op("topic/c@g2", "observe", 2, 3, client=2, result="exists")]
+    assert check_linearizable(seen)["valid"]
+    assert not check_linearizable(seen + [_op("topic/c@g2", "observe", 4, 5, client=2, result="missing")])["valid"]
+
+
 def test_an_unanswered_create_may_take_effect_late_or_never():
     create = _op("topic/b", "create", 0, None, client=0, result="unknown")
     assert check_linearizable([create, _op("topic/b", "exists", 2, 3, result="missing"),

@@ -3,7 +3,8 @@
 //
 //   - topic/<name>: an existence register. create -> created (legal only if absent) | exists (only if
 //     present) | unknown (no answer: it may take effect at any point after its call) | failed (refused,
-//     no effect); exists -> exists | missing (a Metadata answer).
+//     no effect); exists -> exists | missing (a Metadata answer). observe: the same answer checked
+//     against one gateway's own history (creates through others unseen): once shown, never missing.
 //   - leader/<topic>/<partition>: a versioned register of (leader epoch, leader) whose writes are the
 //     cluster's own elections, unseen by the client: a read may show a newer epoch (an election
 //     happened), never an older one than an earlier-linearized read, and one epoch has one leader
@@ -74,6 +75,12 @@ func step(s0, in, _ interface{}) (bool, interface{}) {
 		return true, s // failed: no effect
 	case "exists":
 		return s.Exists == (o.Result == "exists"), s
+	case "observe": // one gateway's own answers: another gateway's create may show up at any time
+		if o.Result == "exists" {
+			s.Exists = true
+			return true, s
+		}
+		return !s.Exists, s
 	case "leader":
 		if o.Epoch > s.Epoch {
 			s.Epoch, s.Leader = o.Epoch, o.Leader
