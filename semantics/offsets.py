@@ -37,6 +37,9 @@ class OffsetTable:
         # (group, topic, queue id) -> the cluster's (offset or None, metadata, leader epoch) while a
         # change of this gateway's is still on its way there, else None (gateway.cluster.offsets)
         self.settled = None
+        # async (keys -> bool): read (group, topic, queue id) `keys` from the cluster (etcd) into the
+        # table now; False when the cluster did not answer (gateway.cluster.offsets)
+        self.current = None
         doc = store.read_config(FILE, {}) or {}
         for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
                                     (doc.get("metadataTable") or {}, self._meta, str),
@@ -138,6 +141,12 @@ class OffsetTable:
         when that did not happen in time: the commit must not be acknowledged, and its changes of
         (group, topic, queue) `keys` are undone (back to the cluster's values). Alone: True."""
         return True if self.mirrored is None else await self.mirrored(keys)
+
+    async def wait_current(self, keys) -> bool:
+        """In a cluster: the table holds the cluster's values of `keys` as of now (not what a lagging
+        watch has brought so far), for an OffsetFetch to answer; False if the cluster did not answer
+        (the fetch must be refused). Alone: True."""
+        return True if self.current is None else await self.current(keys)
 
     def persist(self) -> None:
         """Submit (or write) the table if it changed since the last time."""

@@ -1,7 +1,10 @@
 """The quick sibling of test_cluster_offset_fetch_pending.py (in the long list): while a commit waits
 for etcd, the offset table answers etcd's value (what Kafka's OffsetFetch shows), and once the commit
-is withdrawn or written, the table's own. The mirror and the table only, no process."""
+is withdrawn or written, the table's own; before an OffsetFetch answers, the table is read again
+from etcd (a watch that lags behind must not answer). The mirror and the table only, no process."""
 from __future__ import annotations
+
+import trio
 
 from gateway.cluster.offsets import OffsetMirror
 from semantics.offsets import OffsetTable
@@ -41,3 +44,25 @@ def test_a_table_alone_answers_its_own_offsets():
     table.persist = lambda: None
     table.commit("g", "t", 0, 7, "m", 3)
     assert table.acknowledged("g", "t", 0) == (7, "m", 3)
+
+
+class _Etcd:
+    """What etcd holds now; the watch (the mirror's view) has not brought it yet."""
+
+    def __init__(self, values: dict):
+        self.values = values
+
+    async def read_offset(self, group, topic, qid):
+        return self.values.get((group, topic, qid))
+
+
+def test_offsets_are_read_from_etcd_before_an_offset_fetch_answers():
+    table, mirror = _mirrored()
+    mirror.view.changed("g", "t", 1, {"offset": 100})  # the watch so far
+    mirror.coordination = _Etcd({("g", "t", 1): {"offset": 267, "metadata": "", "epoch": 4}})
+    assert table.acknowledged("g", "t", 1) == (100, "", -1)  # what a gateway back from a partition had
+    assert trio.run(table.wait_current, [("g", "t", 1)])
+    assert table.acknowledged("g", "t", 1) == (267, "", 4)
+    table.commit("g", "t", 1, 300)  # this gateway's own commit on its way to etcd: kept, not shown
+    assert trio.run(table.wait_current, [("g", "t", 1)])
+    assert table.fetch("g", "t", 1) == 300 and table.acknowledged("g", "t", 1) == (267, "", 4)
