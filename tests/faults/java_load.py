@@ -44,16 +44,17 @@ class JavaWorkload:
         """The JVM's arguments: `args`, t0, the log's path, `more`."""
         self.label, self.now = label, now
         self.log_path = os.path.join(run_dir, f"{name}.jsonl")
-        self.cmd = [shutil.which("java"), "-Xmx256m", "-XX:+UseSerialGC", "-cp", classpath, main,
+        self.cmd = [shutil.which("java"), "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.apache.logging.log4j.level=WARN",
+                    "-cp", classpath, main,
                     *args, f"{t0:.6f}", self.log_path, *more]
-        self.stderr_path = os.path.join(run_dir, f"{name}.stderr")
+        self.stderr_path = os.path.join(run_dir, f"{name}.log")
         self.history: list[dict] = []
         self.fatal: str | None = None
         self.proc: subprocess.Popen | None = None
 
     def start(self, stop: threading.Event) -> threading.Thread:
         with open(self.stderr_path, "w") as err:
-            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
+            self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=err, stderr=err)  # the client's warnings
         thread = threading.Thread(target=self._until, args=(stop,), daemon=True)
         thread.start()
         return thread
