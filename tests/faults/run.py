@@ -82,16 +82,20 @@ def header(args, run_dir: str, elapsed: float) -> list[str]:
         f"`make faults FAULTS_ARGS=\"{rerun_args(args)}\"`."]
 
 
-def heal_everything(nodes: Nodes) -> None:
-    """Whatever the nemesis left (it may have failed part-way): links, clocks, disks, paused or dead nodes."""
+def heal_everything(nodes: Nodes) -> list[str]:
+    """Whatever the nemesis left (it may have failed part-way): links, clocks, disks, paused or dead
+    nodes. The gateways found dead (crashed: the nemesis restarts those it stops), with exit codes."""
     nodes.net.heal()
+    crashed = []
     for i in nodes.ids:
         nodes.set_clock(i, 0)
         fsync_heal(nodes.fsync_trigger(i))
         release(nodes.data_dir(i))
         nodes.signal(i, signal.SIGCONT)
         if not nodes.alive(i):
+            crashed.append(f"g{i} exited {nodes.procs[f'g{i}'].returncode} (see g{i}.log)")
             nodes.start_gateway(i)
+    return crashed
 
 
 def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: str) -> dict:
@@ -167,7 +171,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
         wait_for_start([w for w in loads.values() if isinstance(w, JavaWorkload)])  # the JVMs take seconds
         nemesis = Nemesis(nodes, plan, args.fault_s, args.heal_s, t0).start()
         nemesis.finished.wait()
-        heal_everything(nodes)
+        crashed = heal_everything(nodes)
         time.sleep(args.heal_s)
         stop.set()
         for t in threads:
@@ -184,7 +188,9 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
                                  "history": leaders.pop("history"), "result": leaders, "per_fault": False}
         with open(os.path.join(run_dir, "history.json"), "w") as f:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "workloads": workloads}, f)
-        return workloads, nemesis.events, None if nemesis.error is None else repr(nemesis.error)
+        errors = ([] if nemesis.error is None else [repr(nemesis.error)]) + \
+            ([f"gateways found dead after the schedule, restarted: {', '.join(crashed)}"] if crashed else [])
+        return workloads, nemesis.events, "; ".join(errors) or None
     finally:
         nodes.stop_all(keep_data=args.keep_data)
         if nemesis is not None:
