@@ -18,6 +18,7 @@ import trio
 
 from cluster.etcd import EtcdError
 from cluster.model import elect
+from gateway.flush import durability_lost
 from semantics.pop_carry import PopCarry
 from semantics.replication import StaleEpoch
 from semantics.replication.manager import FOLLOWER, LEADER
@@ -119,6 +120,8 @@ class ReplicaRoles:
                 self.manager.stop_replica(topic, qid)
         except StaleEpoch as exc:
             log.warning("cluster: assignment of %s/%d ignored: %s", topic, qid, exc)
+        except OSError as exc:  # the leader-epoch checkpoint not written (a full or failing disk): as a
+            durability_lost(exc)  # failed CommitLog flush, exit 3 (before: a traceback, exit 1; docs/faults.md)
 
     def _isr_changed(self, topic: str, qid: int, isr_addrs: list) -> None:
         """A leader's in-sync set of a queue or of its journal changed: have it written to etcd."""

@@ -2,7 +2,9 @@
 an in-sync write in the same epoch came after this gateway's view) is decided again from the view
 once the watch has brought etcd's set. Before, coordination's ValueError escaped the cluster
 service's nursery and ended the gateway: two of three gateways at once in the fault harness
-(docs/faults.md, "Java workloads and the linearizability checker"). The roles alone, no process."""
+(docs/faults.md, "Java workloads and the linearizability checker"). And a role change whose
+leader-epoch checkpoint cannot be written stops the gateway as a failed flush does. The roles alone,
+no process."""
 from __future__ import annotations
 
 import trio
@@ -50,3 +52,29 @@ def test_an_election_lost_to_an_in_sync_change_is_decided_again_not_fatal(monkey
             roles._elect_where_leader_left()
     trio.run(main)
     assert node.coordination.proposed == [2, 3]
+
+
+class _FullDisk:
+    roles: dict = {}
+
+    def become_leader(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")  # the leader-epoch checkpoint's write
+
+
+def test_a_role_change_that_cannot_write_its_epoch_stops_the_gateway_as_a_failed_flush(monkeypatch):
+    """Before: the OSError escaped the etcd watch's callback and ended the process with a traceback
+    (exit 1, seen under the fault harness's disk-full and fsync-error); now the exit of a failed
+    flush (gateway.flush.durability_lost: one CRITICAL line, exit 3)."""
+    stopped = []
+    monkeypatch.setattr(replicas, "durability_lost", stopped.append, raising=False)
+    node = _Node()
+    node.node_id = 2
+    node.view.members = {}
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            roles = ReplicaRoles(node, manager=_FullDisk(), nursery=nursery)
+            roles._addr = lambda r: f"10.0.0.{r}:9876"
+            roles._role("t", 0, 2, [1, 2, 3], [2, 3], 5)
+    trio.run(main)
+    assert [e.errno for e in stopped] == [28]

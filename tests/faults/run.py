@@ -22,6 +22,7 @@ from checker import check  # noqa: E402
 from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
+from gateway.flush import EXIT_DURABILITY_LOST  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
 from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, JavaWorkload, compile_java, java_group,  # noqa: E402
                        java_queue, java_rocketmq, wait_for_start)
@@ -82,9 +83,9 @@ def header(args, run_dir: str, elapsed: float) -> list[str]:
         f"`make faults FAULTS_ARGS=\"{rerun_args(args)}\"`."]
 
 
-def heal_everything(nodes: Nodes) -> list[str]:
+def heal_everything(nodes: Nodes) -> list[tuple[int, int]]:
     """Whatever the nemesis left (it may have failed part-way): links, clocks, disks, paused or dead
-    nodes. The gateways found dead (crashed: the nemesis restarts those it stops), with exit codes."""
+    nodes. (gateway, exit code) of those found dead (the nemesis restarts those it stops)."""
     nodes.net.heal()
     crashed = []
     for i in nodes.ids:
@@ -93,7 +94,7 @@ def heal_everything(nodes: Nodes) -> list[str]:
         release(nodes.data_dir(i))
         nodes.signal(i, signal.SIGCONT)
         if not nodes.alive(i):
-            crashed.append(f"g{i} exited {nodes.procs[f'g{i}'].returncode} (see g{i}.log)")
+            crashed.append((i, nodes.procs[f"g{i}"].returncode))
             nodes.start_gateway(i)
     return crashed
 
@@ -188,8 +189,12 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
                                  "history": leaders.pop("history"), "result": leaders, "per_fault": False}
         with open(os.path.join(run_dir, "history.json"), "w") as f:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "workloads": workloads}, f)
+        dead = [f"g{i} exited {code} (see g{i}.log)" for i, code in crashed if code != EXIT_DURABILITY_LOST]
         errors = ([] if nemesis.error is None else [repr(nemesis.error)]) + \
-            ([f"gateways found dead after the schedule, restarted: {', '.join(crashed)}"] if crashed else [])
+            ([f"gateways found dead after the schedule (crashed), restarted: {', '.join(dead)}"] if dead else [])
+        stopped = [f"g{i}" for i, code in crashed if code == EXIT_DURABILITY_LOST]
+        if stopped:  # a disk error stops a gateway (exit 3), as Kafka halts on a failed log dir: the contract
+            workloads["metadata"]["result"]["disk_stops"] = stopped
         return workloads, nemesis.events, "; ".join(errors) or None
     finally:
         nodes.stop_all(keep_data=args.keep_data)
@@ -212,6 +217,9 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
                      f"read committed; partitions not read to their end (position, end): {r['not_read_to_end'] or 'none'}.")
     r = workloads["metadata"]["result"]
+    if r.get("disk_stops"):
+        notes.append(f"Stopped on a disk error (exit 3, as Kafka halts on a failed log dir: docs/faults.md) and restarted at the end: "
+                     f"{', '.join(r['disk_stops'])}.")
     notes.append(f"metadata: the gateways agreed on every leader {r['converged_s']} s after the final heal."
                  if r["converged_s"] is not None else f"metadata: no agreement: {r['disagree'][:5]}.")
     return notes
