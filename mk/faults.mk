@@ -1,7 +1,8 @@
 # The fault harness (tests/faults, docs/faults.md): one etcd and three gateways in network namespaces
 # under a seeded nemesis (partitions, one-way drops, a lossy slow reordering link, pauses, kill -9, clock
 # jumps through libfaketime, a full disk on a tmpfs), workloads and checkers. Needs root, `ip`/`tc`
-# (iproute2), iptables, Debian's faketime and a C compiler (the fsync-error shim, tests/faults/fsync_fault.c). A few minutes; rewrites docs/faults.md.
+# (iproute2), iptables, Debian's faketime and a C compiler (the fsync-error shim, tests/faults/fsync_fault.c), a JDK
+# and the Maven jars (the Java workloads) and Go (the linearizability checker, below). A few minutes; rewrites docs/faults.md.
 # FAULTS_ARGS="--seed N --rounds R" reruns a schedule exactly.
 FAULTS_ARGS ?=
 .PHONY: faults faults-long faults-tools
