@@ -40,11 +40,11 @@ class JavaWorkload:
     """One JVM running a workload; `history` is filled from its log by finish()."""
 
     def __init__(self, label: str, name: str, classpath: str, main: str, args: list[str], run_dir: str, t0: float,
-                 now, more: tuple[str, ...] = ()) -> None:
-        """The JVM's arguments: `args`, t0, the log's path, `more`."""
+                 now, more: tuple[str, ...] = (), log_level: str = "WARN") -> None:
+        """The JVM's arguments: `args`, t0, the log's path, `more`; the client's log at `log_level`."""
         self.label, self.now = label, now
         self.log_path = os.path.join(run_dir, f"{name}.jsonl")
-        self.cmd = [shutil.which("java"), "-Xmx256m", "-XX:+UseSerialGC", "-Dorg.apache.logging.log4j.level=WARN",
+        self.cmd = [shutil.which("java"), "-Xmx256m", "-XX:+UseSerialGC", f"-Dorg.apache.logging.log4j.level={log_level}",
                     "-cp", classpath, main,
                     *args, f"{t0:.6f}", self.log_path, *more]
         self.stderr_path = os.path.join(run_dir, f"{name}.log")
@@ -94,7 +94,7 @@ def java_group(bootstrap: str, run_dir: str, t0: float, now, protocol: str) -> J
     w = JavaWorkload(f"consumer group (Java kafka-clients 4.3.1, {kind}), synchronous offset commits",
                      f"java-group-{protocol}", os.pathsep.join([compile_java(run_dir), KAFKA_JARS]),
                      "compat.FaultsKafka", ["group", bootstrap, JAVA_TOPIC, str(JAVA_PARTITIONS)],
-                     run_dir, t0, now, (protocol, GROUPS[protocol]))
+                     run_dir, t0, now, (protocol, GROUPS[protocol]), log_level="INFO")  # positions set and reset
     w.group = GROUPS[protocol]
     return w
 
