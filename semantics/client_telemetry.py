@@ -76,7 +76,7 @@ class ClientTelemetry:
                     "accepted_compression_types": [], "push_interval_ms": 0, "telemetry_max_bytes": 0,
                     "delta_temporality": False, "requested_metrics": []}
         self._instance(instance_id, client_id)
-        return {"error_code": 0, "client_instance_id": instance_id if assigned else bytes(16),
+        return {"error_code": 0, "client_instance_id": instance_id,  # as Kafka: the client's own, or the new one
                 "subscription_id": self.subscription_id, "accepted_compression_types": list(ACCEPTED_COMPRESSION),
                 "push_interval_ms": self.interval_ms, "telemetry_max_bytes": TELEMETRY_MAX_BYTES,
                 "delta_temporality": False, "requested_metrics": list(self.prefixes)}

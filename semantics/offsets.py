@@ -36,6 +36,12 @@ class OffsetTable:
         self.observer = None
         # async (-> bool): has the cluster every change so far (etcd, gateway.cluster.offsets)?
         self.mirrored = None
+        # (group, topic, queue id) -> the cluster's (offset or None, metadata, leader epoch) while a
+        # change of this gateway's is still on its way there, else None (gateway.cluster.offsets)
+        self.settled = None
+        # async (keys -> bool): read (group, topic, queue id) `keys` from the cluster (etcd) into the
+        # table now; False when the cluster did not answer (gateway.cluster.offsets)
+        self.current = None
         doc = store.read_config(FILE, {}) or {}
         for table, target, conv in ((doc.get("offsetTable") or {}, self._offsets, int),
                                     (doc.get("metadataTable") or {}, self._meta, str),
@@ -77,6 +83,17 @@ class OffsetTable:
     def leader_epoch(self, group: str, topic: str, queue_id: int) -> int:
         """The leader epoch a Kafka client committed with the offset (-1: none)."""
         return self._epochs.get((group, topic), {}).get(queue_id, -1)
+
+    def acknowledged(self, group: str, topic: str, queue_id: int) -> tuple[int | None, str, int]:
+        """(offset or None, metadata, leader epoch) as the last acknowledged commit left them: in a
+        cluster a commit still waiting for etcd is not shown, since it may be withdrawn (a reader
+        would have seen an offset the group never had); alone, the table."""
+        held = None if self.settled is None else self.settled(group, topic, queue_id)
+        if held is not None:
+            return held
+        offset = self.fetch(group, topic, queue_id)
+        return offset, self.metadata(group, topic, queue_id) if offset is not None else "", \
+            self.leader_epoch(group, topic, queue_id)
 
     def delete(self, group: str, topic: str, queue_id: int) -> None:
         """Forget one partition's committed offset (Kafka OffsetDelete)."""
@@ -134,6 +151,12 @@ class OffsetTable:
         when that did not happen in time: the commit must not be acknowledged, and its changes of
         (group, topic, queue) `keys` are undone (back to the cluster's values). Alone: True."""
         return True if self.mirrored is None else await self.mirrored(keys)
+
+    async def wait_current(self, keys) -> bool:
+        """In a cluster: the table holds the cluster's values of `keys` as of now (not what a lagging
+        watch has brought so far), for an OffsetFetch to answer; False if the cluster did not answer
+        (the fetch must be refused). Alone: True."""
+        return True if self.current is None else await self.current(keys)
 
     def persist(self) -> None:
         """Submit (or write) the table if it changed since the last time."""

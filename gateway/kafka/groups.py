@@ -184,13 +184,33 @@ def _fetch_group_offsets(app, group: str, wanted, by_id=None) -> list[dict]:
             continue
         parts = []
         for qid in t["partition_indexes"]:
-            offset = app.offsets.fetch(group, t["name"], qid)
+            offset, metadata, epoch = app.offsets.acknowledged(group, t["name"], qid)
             parts.append({"partition_index": qid, "committed_offset": -1 if offset is None else offset,
-                          "committed_leader_epoch": app.offsets.leader_epoch(group, t["name"], qid),
-                          "metadata": app.offsets.metadata(group, t["name"], qid) if offset is not None else "",
-                          "error_code": errors.NONE})
+                          "committed_leader_epoch": epoch, "metadata": metadata, "error_code": errors.NONE})
         out.append({"name": t["name"], "topic_id": t.get("topic_id"), "partitions": parts})
     return out
+
+
+def _wanted_keys(app, group: str, wanted, by_id=None) -> list[tuple[str, str, int]]:
+    """(group, topic, partition) of what an OffsetFetch asks for (None: every committed partition)."""
+    if wanted is None:
+        return [(group, t, q) for t, q in app.offsets.group_offsets(group)]
+    names = [(by_id(bytes(t["topic_id"])) if by_id is not None else t["name"], t["partition_indexes"]) for t in wanted]
+    return [(group, name, q) for name, qs in names if name is not None for q in qs]
+
+
+async def _current_offsets(app, group: str, wanted, by_id=None) -> tuple[int, list[dict]]:
+    """The group's offsets as the cluster has them now (etcd, not this gateway's watch, which may lag
+    behind commits made on the group's previous coordinator); COORDINATOR_NOT_AVAILABLE (retriable)
+    when etcd does not answer."""
+    current = await app.offsets.wait_current(_wanted_keys(app, group, wanted, by_id))
+    topics_out = _fetch_group_offsets(app, group, wanted, by_id)
+    if current:
+        return errors.NONE, topics_out
+    for t in topics_out:
+        for p in t["partitions"]:
+            p["error_code"] = errors.COORDINATOR_NOT_AVAILABLE
+    return errors.COORDINATOR_NOT_AVAILABLE, topics_out
 
 
 @handler(apis.OFFSET_FETCH)
@@ -200,13 +220,15 @@ async def offset_fetch(ctx: RequestContext):
         out = []
         by_id = app.store.topics.name_of_id if ctx.version >= 10 else None
         for g in req["groups"]:
-            code = errors.NONE
+            code, fetched = errors.NONE, []
             if g.get("member_id") is not None:  # v9: a KIP-848 member fetches with its epoch
-                code = consumer_groups(app).check_commit(g["group_id"], g["member_id"], g["member_epoch"])
-            out.append({"group_id": g["group_id"], "error_code": code or errors.NONE,
-                        "topics": _fetch_group_offsets(app, g["group_id"], g["topics"], by_id) if not code else []})
+                code = consumer_groups(app).check_commit(g["group_id"], g["member_id"], g["member_epoch"]) or errors.NONE
+            if not code:
+                code, fetched = await _current_offsets(app, g["group_id"], g["topics"], by_id)
+            out.append({"group_id": g["group_id"], "error_code": code, "topics": fetched if not code else []})
         return {"groups": out}
-    return {"error_code": errors.NONE, "topics": _fetch_group_offsets(app, req["group_id"], req["topics"])}
+    code, fetched = await _current_offsets(app, req["group_id"], req["topics"])
+    return {"error_code": code, "topics": fetched}
 
 
 @handler(apis.LIST_GROUPS)

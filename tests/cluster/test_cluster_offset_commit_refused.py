@@ -48,23 +48,36 @@ def _in_etcd(url: str) -> int | None:
     return trio.run(get)
 
 
-def test_a_refused_commit_never_overwrites_a_newer_one(tmp_path):
+def cluster_with_cuttable_etcd(tmp_path):
+    """Gateways 1 and 2 on a real etcd, gateway 1 through a TCP proxy a test cuts: (cluster, proxy),
+    both for the caller to stop. The lease outlives the cut: gateway 1 stays a member, its mirror
+    keeps what it queued."""
     require_etcd()
     etcd = start_etcd(tmp_path)
     proxy = TcpProxy(etcd.client_port, free_port()).start()
-    try:  # the lease outlives the cut: gateway 1 stays a member, its mirror keeps what it queued
+    try:
         cluster = start_cluster(tmp_path, [1, 2], lease_ttl=30, etcd=etcd,
                                 cluster_urls={1: f"etcd://127.0.0.1:{proxy.port}"})
     except BaseException:
         proxy.stop()
         raise
+    return cluster, proxy
+
+
+def create_topic(client: RawClient) -> None:
+    created = client.call(CREATE_TOPICS.key, 7, {"topics": [{
+        "name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
+        "timeout_ms": 10000, "validate_only": False})
+    assert created["topics"][0]["error_code"] == NONE
+
+
+def test_a_refused_commit_never_overwrites_a_newer_one(tmp_path):
+    cluster, proxy = cluster_with_cuttable_etcd(tmp_path)
+    etcd = cluster.etcd
     try:
         first = RawClient(cluster.gateways[1].kafka_bootstrap, timeout=60)
         second = RawClient(cluster.gateways[2].kafka_bootstrap, timeout=60)
-        created = second.call(CREATE_TOPICS.key, 7, {"topics": [{
-            "name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}],
-            "timeout_ms": 10000, "validate_only": False})
-        assert created["topics"][0]["error_code"] == NONE
+        create_topic(second)
         wait_for(lambda: _commit(first, 0, "probe") == NONE, what="the topic on gateway 1")
         assert _commit(first, 49) == NONE  # A, in etcd
         proxy.cut()

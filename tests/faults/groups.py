@@ -61,9 +61,9 @@ class GroupWorkload:
         self.consumer.close()
 
 
-def committed(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> dict[int, int]:
+def committed(bootstrap: str, topic: str, partitions: int, timeout: float = 60, group: str = GROUP) -> dict[int, int]:
     """The group's committed offsets now (retried while the coordinator moves)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     deadline = time.monotonic() + timeout
     try:
         while True:

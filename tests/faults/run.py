@@ -22,7 +22,11 @@ from checker import check  # noqa: E402
 from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
+from gateway.flush import EXIT_DURABILITY_LOST  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
+from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, JavaWorkload, compile_java, java_group,  # noqa: E402
+                       java_queue, java_rocketmq, wait_for_start)
+from linearizable import MetadataWorkload  # noqa: E402
 from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
 from netns import PREFIX, SUBNET, Network, cleanup, require_root_and_netns  # noqa: E402
@@ -32,7 +36,8 @@ from txn import TXN_PARTITIONS, TXN_TOPIC, TxnWorkload, check_txns, read_committ
 from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
 
 TOPIC, PARTITIONS = "faults", 3
-WORKLOADS = ("queue", "group", "txn", "rocketmq")
+WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "java-group848", "java-rocketmq",
+             "linearizable")
 
 
 def parse(argv) -> argparse.Namespace:
@@ -78,23 +83,34 @@ def header(args, run_dir: str, elapsed: float) -> list[str]:
         f"`make faults FAULTS_ARGS=\"{rerun_args(args)}\"`."]
 
 
-def heal_everything(nodes: Nodes) -> None:
-    """Whatever the nemesis left (it may have failed part-way): links, clocks, disks, paused or dead nodes."""
+def heal_everything(nodes: Nodes) -> list[tuple[int, int]]:
+    """Whatever the nemesis left (it may have failed part-way): links, clocks, disks, paused or dead
+    nodes. (gateway, exit code) of those found dead (the nemesis restarts those it stops)."""
     nodes.net.heal()
+    crashed = []
     for i in nodes.ids:
         nodes.set_clock(i, 0)
         fsync_heal(nodes.fsync_trigger(i))
         release(nodes.data_dir(i))
         nodes.signal(i, signal.SIGCONT)
         if not nodes.alive(i):
+            crashed.append((i, nodes.procs[f"g{i}"].returncode))
             nodes.start_gateway(i)
+    return crashed
 
 
-def start_loads(names: list[str], nodes: Nodes, now, seed: int) -> dict:
+def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: str) -> dict:
+    def now() -> float:
+        return time.monotonic() - t0
     makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now),
               "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now),
               "txn": lambda: TxnWorkload(nodes.bootstrap, now, seed),
-              "rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now)}
+              "rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now),
+              "java-queue": lambda: java_queue(nodes.bootstrap, run_dir, t0, now),
+              "java-group": lambda: java_group(nodes.bootstrap, run_dir, t0, now, "classic"),
+              "java-group848": lambda: java_group(nodes.bootstrap, run_dir, t0, now, "consumer"),
+              "java-rocketmq": lambda: java_rocketmq(nodes.namesrv, run_dir, t0, now),
+              "linearizable": lambda: MetadataWorkload(nodes.kafka_addrs, TOPIC, now, run_dir)}
     return {n: makers[n]() for n in names}
 
 
@@ -102,8 +118,18 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
     checkers = {"queue": lambda w: check_queue(w, plant_loss),
                 "group": lambda w: check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
-                "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES))}
-    return {n: {"label": w.label, "history": w.history, "result": checkers[n](w)} for n, w in loads.items()}
+                "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES)),
+                "java-queue": lambda w: check_queue(w, False),
+                "linearizable": lambda w: w.check(),
+                "java-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, JAVA_RMQ_TOPIC, JAVA_PARTITIONS))}
+    for name in ("java-group", "java-group848"):
+        checkers[name] = lambda w: check_commits(w.history, committed(nodes.bootstrap, JAVA_TOPIC, JAVA_PARTITIONS,
+                                                                      group=w.group))
+    checked = {n: {"label": w.label, "history": w.history, "result": checkers[n](w)} for n, w in loads.items()}
+    for n, w in loads.items():
+        if n.startswith("java-") and w.fatal:  # the JVM died or hung: its history ends early
+            checked[n]["result"].update(producer_fatal=w.fatal, valid=False)
+    return checked
 
 
 def explain_duplicates(workloads: dict, nodes: Nodes, run_dir: str) -> None:
@@ -134,15 +160,19 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
         nodes.start_etcd()
         for i in nodes.ids:
             nodes.start_gateway(i)
-        for topic, partitions in ((TOPIC, PARTITIONS), (TXN_TOPIC, TXN_PARTITIONS), (RMQ_TOPIC, RMQ_QUEUES)):
+        for topic, partitions in ((TOPIC, PARTITIONS), (TXN_TOPIC, TXN_PARTITIONS), (RMQ_TOPIC, RMQ_QUEUES),
+                                  (JAVA_TOPIC, JAVA_PARTITIONS), (JAVA_RMQ_TOPIC, JAVA_PARTITIONS)):
             create_topic(nodes.bootstrap, topic, partitions)
+        if "java-" in args.workloads:
+            compile_java(run_dir)
         t0 = time.monotonic()
-        loads = start_loads(args.workloads.split(","), nodes, lambda: time.monotonic() - t0, args.seed)
+        loads = start_loads(args.workloads.split(","), nodes, t0, args.seed, run_dir)
         stop = threading.Event()
         threads = [load.start(stop) for load in loads.values()]
+        wait_for_start([w for w in loads.values() if isinstance(w, JavaWorkload)])  # the JVMs take seconds
         nemesis = Nemesis(nodes, plan, args.fault_s, args.heal_s, t0).start()
         nemesis.finished.wait()
-        heal_everything(nodes)
+        crashed = heal_everything(nodes)
         time.sleep(args.heal_s)
         stop.set()
         for t in threads:
@@ -154,12 +184,18 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
                        "ops": {n: w.history for n, w in loads.items()}}, f)
         workloads = check_loads(loads, nodes, args.plant_loss)
         explain_duplicates(workloads, nodes, run_dir)
-        leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC])
+        leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC, JAVA_TOPIC, JAVA_RMQ_TOPIC])
         workloads["metadata"] = {"label": "metadata: every gateway's own Metadata answer, leaders after healing",
                                  "history": leaders.pop("history"), "result": leaders, "per_fault": False}
         with open(os.path.join(run_dir, "history.json"), "w") as f:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events, "workloads": workloads}, f)
-        return workloads, nemesis.events, None if nemesis.error is None else repr(nemesis.error)
+        dead = [f"g{i} exited {code} (see g{i}.log)" for i, code in crashed if code != EXIT_DURABILITY_LOST]
+        errors = ([] if nemesis.error is None else [repr(nemesis.error)]) + \
+            ([f"gateways found dead after the schedule (crashed), restarted: {', '.join(dead)}"] if dead else [])
+        stopped = [f"g{i}" for i, code in crashed if code == EXIT_DURABILITY_LOST]
+        if stopped:  # a disk error stops a gateway (exit 3), as Kafka halts on a failed log dir: the contract
+            workloads["metadata"]["result"]["disk_stops"] = stopped
+        return workloads, nemesis.events, "; ".join(errors) or None
     finally:
         nodes.stop_all(keep_data=args.keep_data)
         if nemesis is not None:
@@ -181,6 +217,9 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
                      f"read committed; partitions not read to their end (position, end): {r['not_read_to_end'] or 'none'}.")
     r = workloads["metadata"]["result"]
+    if r.get("disk_stops"):
+        notes.append(f"Stopped on a disk error (exit 3, as Kafka halts on a failed log dir: docs/faults.md) and restarted at the end: "
+                     f"{', '.join(r['disk_stops'])}.")
     notes.append(f"metadata: the gateways agreed on every leader {r['converged_s']} s after the final heal."
                  if r["converged_s"] is not None else f"metadata: no agreement: {r['disagree'][:5]}.")
     return notes

@@ -124,6 +124,21 @@ def test_push_errors_as_kafka(brokers, which):
         client.close()
 
 
+@pytest.mark.parametrize("which", ["kafka", "gateway"])
+def test_a_known_instance_id_is_answered_back(brokers, which):
+    """A client asks again with its instance id (after a push error, or through another broker: in a
+    cluster each gateway has its own telemetry state); the answer carries that id. Before, the gateway
+    answered a zero id and kafka-clients' I/O thread failed ("clientInstanceId is not valid", seen by
+    the fault harness's Java workloads)."""
+    client = RawClient(_bootstrap(brokers, which), timeout=30)
+    try:
+        mine = uuid.uuid4().bytes  # never seen by this broker
+        answer = client.call(71, 0, {"client_instance_id": mine})
+    finally:
+        client.close()
+    assert answer["error_code"] == 0 and answer["client_instance_id"] == mine
+
+
 def _scrape(gateway) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{gateway.http_port}/metrics", timeout=10) as resp:
         return resp.read().decode()
