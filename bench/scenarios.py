@@ -104,6 +104,16 @@ def java_produce(bootstrap: str, size: int, acks: str, records: int, timeout: fl
     """org.apache.kafka.tools.ProducerPerformance, count-bound (it has no duration option). Unbounded
     (`rate` -1) it measures throughput; its latencies then are queueing time, so percentiles are
     reported only for a fixed `rate`."""
+    summary = java_produce_summary(bootstrap, size, acks, records, timeout, partitions, rate)
+    if rate > 0:
+        return {"p50 ms": summary["p50 ms"], "p99 ms": summary["p99 ms"]}
+    return {"rec/s": summary["rec/s"], "MB/s": summary["MB/s"]}
+
+
+def java_produce_summary(bootstrap: str, size: int, acks: str, records: int, timeout: float,
+                         partitions: int = 4, rate: int = -1) -> dict:
+    """ProducerPerformance's final summary line (a new topic of `partitions`): rec/s, MB/s and the
+    avg/max/p50/p95/p99/p99.9 latencies in ms."""
     topic = new_topic("jp")
     create_topics(bootstrap, [topic], partitions)
     out = _java("kafka", "org.apache.kafka.tools.ProducerPerformance",
@@ -116,9 +126,8 @@ def java_produce(bootstrap: str, size: int, acks: str, records: int, timeout: fl
         pass
     if m is None:
         raise Unavailable(f"no summary: {_tail(out)}")
-    if rate > 0:
-        return {"p50 ms": float(m.group(6)), "p99 ms": float(m.group(8))}
-    return {"rec/s": float(m.group(2)), "MB/s": float(m.group(3))}
+    names = ("records", "rec/s", "MB/s", "avg ms", "max ms", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms")
+    return {name: float(value) for name, value in zip(names, m.groups())}
 
 
 def prefill(bootstrap: str, records: int, size: int, partitions: int = 4) -> str:

@@ -26,15 +26,30 @@ from gateway.process_tree import free_port
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start(shards: int, base: str) -> tuple[subprocess.Popen, str]:
+def start(shards: int, base: str, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     kafka = free_port()
     cmd = [sys.executable, "-m", "gateway", "--shards", str(shards), "--data-dir", os.path.join(base, f"s{shards}"),
            "--host", "127.0.0.1", "--kafka-port", str(kafka), "--remoting-port", str(free_port()),
-           "--log-level", "WARNING"]
+           "--log-level", "WARNING", *extra]
     log = open(os.path.join(base, f"s{shards}.log"), "ab")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     log.close()
     return proc, f"127.0.0.1:{kafka}"
+
+
+def stop_all(procs: list[subprocess.Popen], kafka, base: str) -> None:
+    """Kafka (when started), then every gateway tree (SIGTERM, killed after 30 s); `base` removed."""
+    if kafka is not None:
+        kafka.stop()
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def wait_brokers(bootstrap: str, count: int, timeout: float = 60) -> None:
@@ -96,6 +111,33 @@ def report(row: str, values: dict[str, list[dict]], base: str) -> None:
                   flush=True)
 
 
+def run_systems(counts: tuple[int, ...], with_kafka: bool, body, extra: tuple[str, ...] = ()) -> int:
+    """Start `--shards n` for each n of `counts` (and Kafka), side by side; `body(systems)` with
+    systems = name ("shards n", "kafka") -> (bootstrap, CPU sample of every process of the system)
+    (`extra`: arguments every gateway gets);
+    stop everything. 0, or 1 with a line when a run was unavailable."""
+    base = tempfile.mkdtemp(prefix="bench-shards-")
+    procs, kafka, systems = [], None, {}
+    try:
+        for n in counts:
+            proc, bootstrap = start(n, base, extra)
+            procs.append(proc)
+            systems[f"shards {n}"] = (bootstrap, lambda pid=proc.pid: tree_cpu(pid))
+        for n, (bootstrap, _) in zip(counts, systems.values()):
+            wait_brokers(bootstrap, n)
+        if with_kafka:
+            from bench.brokers import KafkaBroker
+            kafka = KafkaBroker(os.path.join(base, "kafka")).start()
+            systems["kafka"] = (kafka.bootstrap, kafka.cpu_sample)
+        body(systems)
+        return 0
+    except Unavailable as exc:
+        print(f"n/a: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        stop_all(procs, kafka, base)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.shards", description=__doc__)
     p.add_argument("--rounds", type=int, default=5)
@@ -104,20 +146,8 @@ def main(argv=None) -> int:
     p.add_argument("--rows", default="produce,consume")
     p.add_argument("--kafka", action="store_true", help="Apache Kafka (bench/jars) as a third system")
     args = p.parse_args(argv)
-    base = tempfile.mkdtemp(prefix="bench-shards-")
-    procs, kafka = [], None
-    systems = {}  # name -> (bootstrap, CPU sample of every process of the system)
-    try:
-        for n in (1, args.shards):
-            proc, bootstrap = start(n, base)
-            procs.append(proc)
-            systems[f"shards {n}"] = (bootstrap, lambda pid=proc.pid: tree_cpu(pid))
-        for n, (bootstrap, _) in zip((1, args.shards), systems.values()):
-            wait_brokers(bootstrap, n)
-        if args.kafka:
-            from bench.brokers import KafkaBroker
-            kafka = KafkaBroker(os.path.join(base, "kafka")).start()
-            systems["kafka"] = (kafka.bootstrap, kafka.cpu_sample)
+
+    def body(systems: dict) -> None:
         names = tuple(systems)
         rows = {"produce": lambda name: java_produce(systems[name][0], 1024, "all", args.records, 120)}
         if "consume" in args.rows:
@@ -135,22 +165,7 @@ def main(argv=None) -> int:
                     print(f"{row} round {i}: {name}: {values[name][-1]['rec/s']:,.0f} rec/s, "
                           f"{values[name][-1]['CPU s/M msgs']:.1f} CPU s per million", flush=True)
             report(row, values, "shards 1")
-        return 0
-    except Unavailable as exc:
-        print(f"n/a: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        if kafka is not None:
-            kafka.stop()
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        shutil.rmtree(base, ignore_errors=True)
+    return run_systems((1, args.shards), args.kafka, body)
 
 
 if __name__ == "__main__":
