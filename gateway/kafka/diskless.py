@@ -88,6 +88,10 @@ async def prepare_partition(app, topic: str, cfg, index: int, data, version: int
             if txn is None:
                 return _error(index, code)
             await st.diskless_txns.mark_open(txn)
+            try:  # durable before the produce is answered: a commit finds it whatever happens here
+                await st.diskless_txns.stage(txn, b, topic, index)
+            except ObjectStoreError as exc:
+                return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
             held.append((txn, b))
             b = diskless_txn.placeholder(b)
         if _idempotent(b):
