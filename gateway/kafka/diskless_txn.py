@@ -25,6 +25,7 @@ from codec.kafka.schema import DecodeError
 from interop.inner_batch import NOT_INDEXED, with_gaps
 import gateway.kafka.errors as errors
 from semantics.producer_state import INVALID_TXN_STATE
+from gateway.kafka.diskless_txn_cluster import BucketEnds, in_bucket
 from store.diskless import txn_staging
 from store.objstore.api import ObjectStoreError
 
@@ -54,7 +55,12 @@ class DisklessTxns:
         # transactional id -> [producer id, epoch, start ms] of a transaction holding diskless batches
         self.open: dict[str, list[int]] = dict(app.store.read_config(OPEN_CONFIG, {}) or {})
         self.discarding: set[str] = set()  # staging prefixes of ended transactions, deleted by `run`
+        self.bucket_ends = BucketEnds(app)  # in a cluster: ends applied from the bucket by any gateway
         self._submission = 0
+
+    def in_bucket(self, tp) -> bool:
+        """Is partition `tp` diskless: its transactional batches staged in the bucket, no halves?"""
+        return in_bucket(self.app, tp)
 
     def resume_left_open(self, txns) -> None:
         """(at start, blocking) A transaction that held diskless batches when the previous process
@@ -125,9 +131,8 @@ class DisklessTxns:
     async def stage(self, txn, b: records.Batch, topic: str, queue: int) -> None:
         """Before the placeholder of `b` is written: `b` in the bucket, under its first sequence (a
         retry PUTs the same object again). Raises ObjectStoreError."""
-        where = txn_staging.prefix(txn.txn_id, txn.producer_id, txn.epoch, txn.started_ms)
-        await trio.to_thread.run_sync(txn_staging.stage, self.app.diskless.index.store, where, topic, queue,
-                                      b.base_sequence, b.data)
+        await stage_at(self.app, txn_staging.prefix(txn.txn_id, txn.producer_id, txn.epoch, txn.started_ms),
+                       b, topic, queue)
 
     def unmark(self, txn_id: str) -> None:
         mark = self.open.pop(txn_id, None)
@@ -223,6 +228,12 @@ class DisklessTxns:
                 log.info("staged batches %s not deleted yet (object store: %s)", where, exc)
                 return
             self.discarding.discard(where)
+
+
+async def stage_at(app, where: str, b: records.Batch, topic: str, queue: int) -> None:
+    """PUT `b` under the staging prefix `where`, named by its first sequence. Raises ObjectStoreError."""
+    await trio.to_thread.run_sync(txn_staging.stage, app.diskless.index.store, where, topic, queue,
+                                  b.base_sequence, b.data)
 
 
 def placeholder(b: records.Batch) -> records.Batch:
