@@ -31,7 +31,7 @@ from store.objstore.api import ObjectStoreError
 
 log = logging.getLogger("rocketgate")
 
-OPEN_CONFIG = "kafkaDisklessOpenTxns"  # transactional.id -> [producer id, epoch, start ms] holding diskless batches
+OPEN_CONFIG = "kafkaDisklessOpenTxns"  # transactional.id -> [producer id, epoch, start ms, offsets] holding diskless batches
 TIMEOUT_CHECK_S = 1.0  # how often transactions holding diskless batches are checked against their timeout
 
 
@@ -71,10 +71,10 @@ class DisklessTxns:
             txn = txns.by_id.get(txn_id)
             if txn is None or (txn.producer_id, txn.epoch) != tuple(mark[:2]):
                 self.open.pop(txn_id)  # ended, or fenced since (its staged batches: discarded below)
-                if len(mark) == 3:
-                    self.discarding.add(txn_staging.prefix(txn_id, *mark))
+                if _where(txn_id, mark) is not None:
+                    self.discarding.add(_where(txn_id, mark))
                 continue
-            pieces = self._staged(txn_id, mark) if len(mark) == 3 else None
+            pieces = self._staged(txn_id, mark) if _where(txn_id, mark) is not None else None
             if pieces is None:
                 txn.epoch += 1
                 bumped = True
@@ -83,6 +83,7 @@ class DisklessTxns:
             txn.started_ms = txn.last_start_ms = mark[2]
             txn.state = "Ongoing"
             txn.partitions.update((p.topic, p.queue) for p in pieces)
+            txn.offsets = self._saved_offsets(txn_id, [tuple(o) for o in (mark[3] if len(mark) > 3 else ())])
             self.held[txn_id] = (self._key(txn), pieces)
         if bumped:
             txns._persist()
@@ -94,9 +95,9 @@ class DisklessTxns:
         diskless = self.app.diskless
         if diskless is None:
             return None
-        pid, epoch, _started = mark
+        pid, epoch = mark[:2]
         try:
-            staged = txn_staging.load(diskless.index.store, txn_staging.prefix(txn_id, *mark))
+            staged = txn_staging.load(diskless.index.store, _where(txn_id, mark))
             placed = {}
             for topic, queue, _seq, _data in staged:
                 if (topic, queue) not in placed and self.app.store.topics.get(topic) is not None:
@@ -121,12 +122,26 @@ class DisklessTxns:
         self._submission = self.app.config_writer.submit(OPEN_CONFIG, dict(self.open))
 
     async def mark_open(self, txn) -> None:
-        """Before a produce that holds a batch of `txn` is answered: its mark is on disk."""
+        """Before a produce that holds a batch of `txn` is answered: its mark is on disk, with the
+        transaction's TxnOffsetCommit offsets (kept in step from now on: `_saved_offsets`)."""
         mark = [txn.producer_id, txn.epoch, txn.started_ms]
-        if self.open.get(txn.txn_id) != mark:
-            self.open[txn.txn_id] = mark
+        if (self.open.get(txn.txn_id) or [])[:3] != mark:
+            self.open[txn.txn_id] = [*mark, [list(o) for o in txn.offsets]]
             self._persist()
+        if not isinstance(txn.offsets, SavedOffsets):
+            txn.offsets = self._saved_offsets(txn.txn_id, txn.offsets)
         await self.app.config_writer.written(OPEN_CONFIG, self._submission)
+
+    def _saved_offsets(self, txn_id: str, offsets) -> "SavedOffsets":
+        def save(now: list) -> None:
+            """(in the TxnOffsetCommit handler, which cannot wait) written in place, a small file, once
+            per TxnOffsetCommit; the writer's copy is submitted first, so nothing older lands after it."""
+            mark = self.open.get(txn_id)
+            if mark is not None and mark[3:] != [[list(o) for o in now]]:
+                self.open[txn_id] = [*mark[:3], [list(o) for o in now]]
+                self._persist()
+                self.app.store.write_config(OPEN_CONFIG, dict(self.open))
+        return SavedOffsets(offsets, save)
 
     async def stage(self, txn, b: records.Batch, topic: str, queue: int) -> None:
         """Before the placeholder of `b` is written: `b` in the bucket, under its first sequence (a
@@ -137,8 +152,8 @@ class DisklessTxns:
     def unmark(self, txn_id: str) -> None:
         mark = self.open.pop(txn_id, None)
         if mark is not None:
-            if len(mark) == 3:
-                self.discarding.add(txn_staging.prefix(txn_id, *mark))
+            if _where(txn_id, mark) is not None:
+                self.discarding.add(_where(txn_id, mark))
             self._persist()
 
     @staticmethod
@@ -190,11 +205,11 @@ class DisklessTxns:
                 failed.append(piece)
         pieces[:] = failed
         mark = self.open.get(txn.txn_id)
-        if failed or writer is None or mark is None or len(mark) != 3:
+        if failed or writer is None or mark is None or _where(txn.txn_id, mark) is None:
             return not failed
         try:
             await trio.to_thread.run_sync(txn_staging.discard, self.app.diskless.index.store,
-                                          txn_staging.prefix(txn.txn_id, *mark))
+                                          _where(txn.txn_id, mark))
         except ObjectStoreError:
             return False
         return True
@@ -228,6 +243,26 @@ class DisklessTxns:
                 log.info("staged batches %s not deleted yet (object store: %s)", where, exc)
                 return
             self.discarding.discard(where)
+
+
+class SavedOffsets(list):
+    """A transaction's TxnOffsetCommit offsets (`Txn.offsets`, appended by gateway/kafka/txn.py) that
+    are also written to its open mark as they are added (before the TxnOffsetCommit is answered), so
+    a transaction taken up after a restart commits them with its records."""
+
+    def __init__(self, items, save) -> None:
+        super().__init__(items)
+        self._save = save
+        save(self)
+
+    def append(self, item) -> None:
+        super().append(item)
+        self._save(self)
+
+
+def _where(txn_id: str, mark: list) -> str | None:
+    """The staging prefix of an open mark (None: a mark of an older version, no start time)."""
+    return txn_staging.prefix(txn_id, *mark[:3]) if len(mark) >= 3 else None
 
 
 async def stage_at(app, where: str, b: records.Batch, topic: str, queue: int) -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import sys
 import uuid
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from acked_records import read_committed
 from objstore_fixtures import object_store_on
+from test_diskless_transactions import committed
 from waiting import until
 
 FAST_WAL = ["--diskless-wal-max-ms", "20"]
@@ -32,9 +33,10 @@ def _open(bootstrap: str, topic: str, tid: str, prefix: str, n: int) -> Producer
     return p
 
 
-def kill9_with_open_transactions(bootstrap: str, restart, diskless: bool) -> list[str]:
-    """Two open transactions at a kill -9; after `restart()` one commits, one aborts, then the aborting
-    producer commits another. The values a read_committed consumer reads."""
+def kill9_with_open_transactions(bootstrap: str, restart, diskless: bool) -> tuple[list[str], int]:
+    """Two open transactions at a kill -9 (the committing one with a group offset too); after
+    `restart()` one commits, one aborts, then the aborting producer commits another. The values a
+    read_committed consumer reads, and the group's committed offset."""
     tag = uuid.uuid4().hex[:6]
     topic = f"dlstaged-{tag}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -42,16 +44,22 @@ def kill9_with_open_transactions(bootstrap: str, restart, diskless: bool) -> lis
     admin.create_topics([NewTopic(topic, 2, 1, config=configs)])[topic].result(15)
     committing = _open(bootstrap, topic, f"tid-c-{tag}", "c", 6)
     aborting = _open(bootstrap, topic, f"tid-a-{tag}", "a", 3)
+    group = f"g-{tag}"
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    meta = c.consumer_group_metadata()
+    c.close()
+    committing.send_offsets_to_transaction([TopicPartition(topic, 1, 5)], meta, 15)
     restart()
     committing.commit_transaction(30)
     aborting.abort_transaction(30)
     aborting.begin_transaction()
     aborting.produce(topic, value=b"after", partition=1)
     aborting.commit_transaction(30)
-    return sorted(v for _p, _o, v in read_committed(bootstrap, topic, 2, 7))
+    values = sorted(v for _p, _o, v in read_committed(bootstrap, topic, 2, 7))
+    return values, committed(bootstrap, group, TopicPartition(topic, 1))
 
 
-EXPECTED = sorted([f"c{i}" for i in range(6)] + ["after"])  # each once; nothing of the aborted one
+EXPECTED = sorted([f"c{i}" for i in range(6)] + ["after"]), 5  # each once; nothing of the aborted one
 
 
 def test_an_open_transaction_survives_a_kill9_of_its_gateway(seaweed_s3, s3_bucket, gateway_factory):
