@@ -49,3 +49,25 @@ def discard(store: ObjectStore, where: str) -> int:
     for k in keys:
         store.delete(k)
     return len(keys)
+
+
+# A transaction ends within Kafka's transaction.max.timeout.ms (15 min) of its start and its end is
+# applied seconds later (retried EndTxn); staged batches of a start this old belong to no live one.
+ABANDONED_AFTER_MS = 24 * 3600 * 1000
+
+
+def sweep(store: ObjectStore, now_ms: int, older_than_ms: int = ABANDONED_AFTER_MS) -> int:
+    """(the janitor) Delete staged batches of transactions that started more than `older_than_ms`
+    ago: those of an end no gateway applied (its deletion failed and the gateway stopped, a wiped
+    data dir, a cluster transaction past its timeout that no request ever aborted); how many."""
+    gone = 0
+    for info in store.list(STAGED):
+        parts = info.key[len(STAGED):].split("/")
+        try:
+            started = int(parts[1].rsplit(".", 1)[1])
+        except (IndexError, ValueError):
+            continue
+        if started < now_ms - older_than_ms:
+            store.delete(info.key)
+            gone += 1
+    return gone
