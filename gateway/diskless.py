@@ -15,6 +15,7 @@ from store.diskless.index import DisklessIndex
 from store.diskless import offsets as group_offsets
 from store.diskless.janitor import Janitor
 from store.diskless.janitor_lease import JanitorLease
+from store.diskless import txn_staging
 from store.objstore.api import ObjectStore, ObjectStoreError
 
 log = logging.getLogger("rocketgate")
@@ -120,6 +121,9 @@ class JanitorService:
         if not self.lease.hold():
             return
         before = dataclasses.asdict(self.janitor.stats)
+        swept = txn_staging.sweep(self.app.diskless.index.store, now_ms)  # abandoned transactions' batches
+        if swept:
+            log.info("diskless janitor: %d staged transactional batches of abandoned transactions deleted", swept)
         after = dataclasses.asdict(self.janitor.run_once(limits, now_ms))
         if after != before:
             log.info("diskless janitor (term %d): %s", self.lease.term,

@@ -124,8 +124,8 @@ class ClusterTxns:
 
     def _moved(self, state: dict) -> list:
         """Partitions whose leader changed since they joined (their halves were the old leader's)."""
-        epochs = state.get("epochs") or {}
-        return [tp for tp in state["partitions"] if epochs.get(_key(tp)) != self._leader_at(tp)]
+        epochs, in_bucket = state.get("epochs") or {}, self.app.kafka.diskless_txns.in_bucket  # (no halves there)
+        return [tp for tp in state["partitions"] if not in_bucket(tp) and epochs.get(_key(tp)) != self._leader_at(tp)]
 
     async def states(self, txn_ids=None) -> dict[str, dict]:
         """DescribeTransactions / ListTransactions: the ids' states in etcd (None: all)."""
@@ -257,8 +257,9 @@ class ClusterTxns:
         state after. `revision`: the key's when it held `state` (its Complete needs no read then)."""
         commit = state["state"] == "PrepareCommit"
         pid, epoch = state["marker"]
-        await self._deliver(txn_id, pid, epoch, commit, [tuple(tp) for tp in state["partitions"]],
-                            state.get("epochs") or {})
+        # diskless partitions: staged batches applied (or dropped) here, from the bucket; the rest's halves delivered
+        others = await self.app.kafka.diskless_txns.bucket_ends.end(txn_id, state, commit)
+        await self._deliver(txn_id, pid, epoch, commit, others, state.get("epochs") or {})
         for group, topic, partition, offset, metadata in state["offsets"] if commit else ():
             self.app.offsets.commit(group, topic, partition, offset, metadata)
         if commit and state["offsets"]:

@@ -10,6 +10,7 @@ import time
 import trio
 
 import gateway.kafka.diskless_txn as diskless_txn
+import gateway.kafka.diskless_txn_cluster as diskless_txn_cluster
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import records
@@ -17,7 +18,7 @@ from codec.kafka.schema import DecodeError
 from gateway.kafka.state import kafka_state
 from gateway.rate_log import RateLimitedWarning
 from semantics.diskless import is_diskless
-from semantics.producer_state import DUPLICATE, FENCED, OUT_OF_ORDER
+from semantics.producer_state import DUPLICATE, FENCED, INVALID_TXN_STATE, OUT_OF_ORDER
 from store.objstore.api import ObjectStoreError
 
 # a failed diskless Fetch (every retry of every consumer fails alike): one line per 30 s
@@ -42,9 +43,9 @@ def _error(index: int, code: int, message: str | None = None) -> dict:
             "log_start_offset": -1, "error_message": message}
 
 
-async def prepare_partition(app, topic: str, cfg, index: int, data, version: int = 12):
+async def prepare_partition(app, topic: str, cfg, index: int, data, version: int = 12, txn_id: str | None = None):
     """Validate one partition's batches and join the WAL buffer with the new ones: a `_Joined` to
-    `finish_partition`, or the partition's error answer (a dict)."""
+    `finish_partition`, or the partition's error answer (a dict). `txn_id`: the Produce's transactional id."""
     try:
         batches = records.parse_batches(data or b"")
     except DecodeError as exc:
@@ -83,11 +84,25 @@ async def prepare_partition(app, topic: str, cfg, index: int, data, version: int
             if verdict == FENCED:
                 return _error(index, errors.INVALID_PRODUCER_EPOCH)
         count = b.record_count  # (a transactional batch's placeholder has none: its sequences are b's)
-        if b.attributes & records.TRANSACTIONAL:  # held until EndTxn; a placeholder takes its offsets now
+        if b.attributes & records.TRANSACTIONAL and st.cluster_txns is not None:  # checked in etcd, staged
+            code, where = await diskless_txn_cluster.admit(st.cluster_txns, txn_id, b, topic, index, version >= 12)
+            if where is None:
+                return _error(index, errors.TRANSACTION_ABORTABLE if code == INVALID_TXN_STATE and version >= 11
+                              else code)
+            try:
+                await diskless_txn.stage_at(app, where, b, topic, index)
+            except ObjectStoreError as exc:
+                return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
+            b = diskless_txn.placeholder(b)
+        elif b.attributes & records.TRANSACTIONAL:  # held until EndTxn; a placeholder takes its offsets now
             code, txn = diskless_txn.admit(st, b, topic, index, version, int(time.time() * 1000))
             if txn is None:
                 return _error(index, code)
             await st.diskless_txns.mark_open(txn)
+            try:  # durable before the produce is answered: a commit finds it whatever happens here
+                await st.diskless_txns.stage(txn, b, topic, index)
+            except ObjectStoreError as exc:
+                return _error(index, errors.KAFKA_STORAGE_ERROR, f"object store: {exc}")
             held.append((txn, b))
             b = diskless_txn.placeholder(b)
         if _idempotent(b):
@@ -189,11 +204,11 @@ async def _producer_state(app, st, topic: str, index: int) -> None:
             st.producers.record(pid, epoch, topic, index, seq, count, entry.base + at)
 
 
-async def produce_partitions(app, writes: list, read_on=None, version: int = 12) -> None:
+async def produce_partitions(app, writes: list, read_on=None, version: int = 12, txn_id: str | None = None) -> None:
     """Each (response, topic, config, index, records) joins the WAL buffer, in order; then `read_on()`
     (the connection may read its next request: the order of appends is settled) and the answers,
     filled in place, once the WAL objects are in."""
-    joined = [(w[0], w[1], await prepare_partition(app, *w[1:], version)) for w in writes]
+    joined = [(w[0], w[1], await prepare_partition(app, *w[1:], version, txn_id)) for w in writes]
     if read_on is not None:
         read_on()
     for response, topic, j in joined:

@@ -1,29 +1,37 @@
 """Kafka transactions on diskless topics (docs/diskless.md, "Transactions"): the plain path's layout
-without its half topic. A transactional batch for a diskless partition puts an empty placeholder
-batch taking its offsets into the WAL (the gap a plain topic's half leaves; the produce answers its
-offset, idempotence checks its sequences) and the batch itself is held with the transaction, in
-memory; EndTxn commit appends the held batches through the WAL at the queues' ends (one WAL object,
-answered once their index entries are in), abort drops them. Nothing uncommitted ever reaches the
-index, so every isolation level sees committed records only and the last stable offset is the high
-watermark, as on a plain topic.
+without its half topic. A transactional batch for a diskless partition is staged in the bucket
+(`store.diskless.txn_staging`) and an empty placeholder batch taking its offsets goes into the WAL
+(the gap a plain topic's half leaves; the produce answers its offset, idempotence checks its
+sequences); the batch is also held with the transaction, in memory. EndTxn commit appends the held
+batches through the WAL at the queues' ends (one WAL object, answered once their index entries are
+in) and deletes the staged copies; abort drops them (the staged copies are deleted in the background).
+Nothing uncommitted ever reaches the index, so every isolation level sees committed records only
+and the last stable offset is the high watermark, as on a plain topic.
 
 A transaction holding diskless batches is marked open in a local config file before its first such
-produce is answered; a gateway that restarts with it marked fences its producer (epoch bump), so its
-EndTxn(commit) cannot answer "ok" for batches the restart lost (as the plain path does for halves)."""
+produce is answered; a gateway that restarts with it marked (kill -9) takes the transaction up
+again from its staged batches (those whose placeholder is in the index), so its EndTxn commits
+them; if they cannot be read, it fences the producer (epoch bump), as the plain path does for halves."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 
 import trio
 
 from codec.kafka import records
+from codec.kafka.schema import DecodeError
 from interop.inner_batch import NOT_INDEXED, with_gaps
 import gateway.kafka.errors as errors
 from semantics.producer_state import INVALID_TXN_STATE
+from gateway.kafka.diskless_txn_cluster import BucketEnds, in_bucket
+from store.diskless import txn_staging
 from store.objstore.api import ObjectStoreError
 
-OPEN_CONFIG = "kafkaDisklessOpenTxns"  # transactional.id -> [producer id, epoch] holding diskless batches
+log = logging.getLogger("rocketgate")
+
+OPEN_CONFIG = "kafkaDisklessOpenTxns"  # transactional.id -> [producer id, epoch, start ms, offsets] holding diskless batches
 TIMEOUT_CHECK_S = 1.0  # how often transactions holding diskless batches are checked against their timeout
 
 
@@ -39,41 +47,113 @@ class Held:
 
 class DisklessTxns:
     """The held batches of each transaction in progress, keyed by transactional.id, and the local
-    record of which of them are open (for fencing after a restart)."""
+    record of which of them are open (to take them up again after a restart)."""
 
     def __init__(self, app) -> None:
         self.app = app
         self.held: dict[str, tuple[tuple[int, int, int], list[Held]]] = {}
+        # transactional id -> [producer id, epoch, start ms] of a transaction holding diskless batches
         self.open: dict[str, list[int]] = dict(app.store.read_config(OPEN_CONFIG, {}) or {})
+        self.discarding: set[str] = set()  # staging prefixes of ended transactions, deleted by `run`
+        self.bucket_ends = BucketEnds(app)  # in a cluster: ends applied from the bucket by any gateway
         self._submission = 0
 
-    def fence_left_open(self, txns) -> None:
-        """(at start) A transaction that held diskless batches when the previous process stopped lost
-        them: bump its producer's epoch (it is fenced and must abort), as for plain halves."""
+    def in_bucket(self, tp) -> bool:
+        """Is partition `tp` diskless: its transactional batches staged in the bucket, no halves?"""
+        return in_bucket(self.app, tp)
+
+    def resume_left_open(self, txns) -> None:
+        """(at start, blocking) A transaction that held diskless batches when the previous process
+        stopped is taken up again from its staged batches: its EndTxn commits them. One whose staged
+        batches cannot be read (or an old mark) is fenced instead (epoch bump: it must abort)."""
         bumped = False
-        for txn_id, (pid, epoch) in self.open.items():
+        for txn_id, mark in list(self.open.items()):
             txn = txns.by_id.get(txn_id)
-            if txn is not None and (txn.producer_id, txn.epoch) == (pid, epoch):
+            if txn is None or (txn.producer_id, txn.epoch) != tuple(mark[:2]):
+                self.open.pop(txn_id)  # ended, or fenced since (its staged batches: discarded below)
+                if _where(txn_id, mark) is not None:
+                    self.discarding.add(_where(txn_id, mark))
+                continue
+            pieces = self._staged(txn_id, mark) if _where(txn_id, mark) is not None else None
+            if pieces is None:
                 txn.epoch += 1
                 bumped = True
+                self.open.pop(txn_id)
+                continue
+            txn.started_ms = txn.last_start_ms = mark[2]
+            txn.state = "Ongoing"
+            txn.partitions.update((p.topic, p.queue) for p in pieces)
+            txn.offsets = self._saved_offsets(txn_id, [tuple(o) for o in (mark[3] if len(mark) > 3 else ())])
+            self.held[txn_id] = (self._key(txn), pieces)
         if bumped:
             txns._persist()
-        if self.open:
-            self.open.clear()
-            self._persist()
+        self._persist()
+
+    def _staged(self, txn_id: str, mark: list[int]) -> list[Held] | None:
+        """(blocking) The staged batches of a transaction whose placeholder is in the index (a staged
+        batch whose placeholder never got in was answered with an error); None if the store failed."""
+        diskless = self.app.diskless
+        if diskless is None:
+            return None
+        pid, epoch = mark[:2]
+        try:
+            staged = txn_staging.load(diskless.index.store, _where(txn_id, mark))
+            placed = {}
+            for topic, queue, _seq, _data in staged:
+                if (topic, queue) not in placed and self.app.store.topics.get(topic) is not None:
+                    diskless.index.refresh(topic, queue)
+                    placed[(topic, queue)] = {(p[0], p[1], p[2]) for e in diskless.index.entries(topic, queue)
+                                              for p in e.producers}
+        except (ObjectStoreError, OSError, ValueError) as exc:
+            log.warning("diskless transaction %s not taken up (%s): its producer is fenced", txn_id, exc)
+            return None
+        pieces = []
+        for topic, queue, seq, data in staged:
+            if (pid, epoch, seq) not in placed.get((topic, queue), ()):
+                continue
+            try:
+                b = records.parse_batches(data)[0]
+            except (DecodeError, IndexError):
+                continue
+            pieces.append(Held(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp))
+        return pieces
 
     def _persist(self) -> None:
         self._submission = self.app.config_writer.submit(OPEN_CONFIG, dict(self.open))
 
     async def mark_open(self, txn) -> None:
-        """Before a produce that holds a batch of `txn` is answered: its mark is on disk."""
-        if self.open.get(txn.txn_id) != [txn.producer_id, txn.epoch]:
-            self.open[txn.txn_id] = [txn.producer_id, txn.epoch]
+        """Before a produce that holds a batch of `txn` is answered: its mark is on disk, with the
+        transaction's TxnOffsetCommit offsets (kept in step from now on: `_saved_offsets`)."""
+        mark = [txn.producer_id, txn.epoch, txn.started_ms]
+        if (self.open.get(txn.txn_id) or [])[:3] != mark:
+            self.open[txn.txn_id] = [*mark, [list(o) for o in txn.offsets]]
             self._persist()
+        if not isinstance(txn.offsets, SavedOffsets):
+            txn.offsets = self._saved_offsets(txn.txn_id, txn.offsets)
         await self.app.config_writer.written(OPEN_CONFIG, self._submission)
 
+    def _saved_offsets(self, txn_id: str, offsets) -> "SavedOffsets":
+        def save(now: list) -> None:
+            """(in the TxnOffsetCommit handler, which cannot wait) written in place, a small file, once
+            per TxnOffsetCommit; the writer's copy is submitted first, so nothing older lands after it."""
+            mark = self.open.get(txn_id)
+            if mark is not None and mark[3:] != [[list(o) for o in now]]:
+                self.open[txn_id] = [*mark[:3], [list(o) for o in now]]
+                self._persist()
+                self.app.store.write_config(OPEN_CONFIG, dict(self.open))
+        return SavedOffsets(offsets, save)
+
+    async def stage(self, txn, b: records.Batch, topic: str, queue: int) -> None:
+        """Before the placeholder of `b` is written: `b` in the bucket, under its first sequence (a
+        retry PUTs the same object again). Raises ObjectStoreError."""
+        await stage_at(self.app, txn_staging.prefix(txn.txn_id, txn.producer_id, txn.epoch, txn.started_ms),
+                       b, topic, queue)
+
     def unmark(self, txn_id: str) -> None:
-        if self.open.pop(txn_id, None) is not None:
+        mark = self.open.pop(txn_id, None)
+        if mark is not None:
+            if _where(txn_id, mark) is not None:
+                self.discarding.add(_where(txn_id, mark))
             self._persist()
 
     @staticmethod
@@ -105,12 +185,11 @@ class DisklessTxns:
 
     async def commit(self, txn) -> bool:
         """Append the held batches of `txn` through the WAL, in produce order (one WAL object); each
-        one appended leaves the held list, so a retried EndTxn appends only what failed. False when
-        the store failed some."""
+        one appended leaves the held list, so a retried EndTxn appends only what failed; then delete
+        the staged copies (before the end is answered: a restart must not take the transaction up
+        again). False when the store failed some."""
         pieces = self.pieces(txn)
-        if not pieces:
-            return True
-        writer = self.app.diskless.writer
+        writer = self.app.diskless.writer if self.app.diskless is not None else None
         arrivals = self.app.arrivals
 
         def notify(slot) -> None:
@@ -125,16 +204,25 @@ class DisklessTxns:
             except ObjectStoreError:
                 failed.append(piece)
         pieces[:] = failed
-        return not failed
-
+        mark = self.open.get(txn.txn_id)
+        if failed or writer is None or mark is None or _where(txn.txn_id, mark) is None:
+            return not failed
+        try:
+            await trio.to_thread.run_sync(txn_staging.discard, self.app.diskless.index.store,
+                                          _where(txn.txn_id, mark))
+        except ObjectStoreError:
+            return False
+        return True
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Background service: a transaction holding diskless batches has no half for the check-back
         service to find, so this aborts it once past its timeout (fencing its producer, as Kafka's
-        coordinator does) and lets go of what it held."""
+        coordinator does) and lets go of what it held; and it deletes ended transactions' staged
+        batches (a failed delete is tried again at the next round)."""
         task_status.started()
         while True:
             await trio.sleep(TIMEOUT_CHECK_S)
+            await self._discard_ended()
             if not self.held:
                 continue
             txns = self.app.kafka.txns
@@ -144,6 +232,43 @@ class DisklessTxns:
                 if txn is None or key != self._key(txn):  # aborted (by a timeout, an InitProducerId) or ended
                     self.drop(txn_id)
                     self.unmark(txn_id)
+
+    async def _discard_ended(self) -> None:
+        if self.app.diskless is None:
+            self.discarding.clear()
+        for where in list(self.discarding):
+            try:
+                await trio.to_thread.run_sync(txn_staging.discard, self.app.diskless.index.store, where)
+            except ObjectStoreError as exc:
+                log.info("staged batches %s not deleted yet (object store: %s)", where, exc)
+                return
+            self.discarding.discard(where)
+
+
+class SavedOffsets(list):
+    """A transaction's TxnOffsetCommit offsets (`Txn.offsets`, appended by gateway/kafka/txn.py) that
+    are also written to its open mark as they are added (before the TxnOffsetCommit is answered), so
+    a transaction taken up after a restart commits them with its records."""
+
+    def __init__(self, items, save) -> None:
+        super().__init__(items)
+        self._save = save
+        save(self)
+
+    def append(self, item) -> None:
+        super().append(item)
+        self._save(self)
+
+
+def _where(txn_id: str, mark: list) -> str | None:
+    """The staging prefix of an open mark (None: a mark of an older version, no start time)."""
+    return txn_staging.prefix(txn_id, *mark[:3]) if len(mark) >= 3 else None
+
+
+async def stage_at(app, where: str, b: records.Batch, topic: str, queue: int) -> None:
+    """PUT `b` under the staging prefix `where`, named by its first sequence. Raises ObjectStoreError."""
+    await trio.to_thread.run_sync(txn_staging.stage, app.diskless.index.store, where, topic, queue,
+                                  b.base_sequence, b.data)
 
 
 def placeholder(b: records.Batch) -> records.Batch:

@@ -265,7 +265,7 @@ async def produce(ctx: RequestContext):
     if wal_writes:  # the request's diskless partitions join the WAL buffer together, not one flush each;
         # an all-diskless request lets its connection read on once they joined (responses stay in order)
         await diskless.produce_partitions(app, wal_writes, None if end or replicated else read_on,
-                                          version)
+                                          version, req.get("transactional_id"))
     if acks == 0:
         return None
     if end:

@@ -72,7 +72,7 @@ class KafkaState:
         self.cluster_txns = None  # a cluster member's transactions over etcd (gateway.cluster.txns)
         transactions.register_checker(app, "kafka", self.txns.check)
         self.diskless_txns = DisklessTxns(app)  # transactions' batches for diskless partitions
-        self.diskless_txns.fence_left_open(self.txns)
+        self.diskless_txns.resume_left_open(self.txns)
         config = app.config
         self.telemetry = ClientTelemetry(  # KIP-714 client metrics
             [p for p in config.kafka_telemetry_metrics.split(",") if p], config.kafka_telemetry_interval_ms)

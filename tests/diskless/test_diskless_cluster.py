@@ -17,17 +17,27 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
 from clusters import NODES, require_etcd, start_cluster, wait_for  # noqa: E402
 
 
-def test_a_diskless_topic_across_three_gateways_with_one_killed(seaweed_s3, s3_bucket, tmp_path):
+def start_diskless_cluster(seaweed_s3, s3_bucket, tmp_path):
+    """Three gateways on etcd and one bucket (a short WAL bound)."""
     require_etcd()
-    cluster = start_cluster(tmp_path / "cluster", NODES, extra_args=[
+    return start_cluster(tmp_path / "cluster", NODES, extra_args=[
         *seaweed_s3.tier_args(s3_bucket), "--diskless-wal-max-ms", "20"])
+
+
+def create_diskless_topic(cluster, name: str, partitions: int):
+    """A diskless topic created through the cluster; its metadata once every partition is listed."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == len(NODES), what="every gateway a member")
+    admin.create_topics([NewTopic(name, partitions, 3, config={"diskless.enable": "true"})])[name].result(30)
+    return wait_for(lambda: (m := admin.list_topics(name, timeout=10)) and name in m.topics
+                    and len(m.topics[name].partitions) == partitions and m, what="the topic on every gateway")
+
+
+def test_a_diskless_topic_across_three_gateways_with_one_killed(seaweed_s3, s3_bucket, tmp_path):
+    cluster = start_diskless_cluster(seaweed_s3, s3_bucket, tmp_path)
     try:
         gws = cluster.gateways
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        futures = admin.create_topics([NewTopic("dlc", 6, 3, config={"diskless.enable": "true"})])
-        futures["dlc"].result(30)
-        md = wait_for(lambda: (m := admin.list_topics("dlc", timeout=10)) and "dlc" in m.topics
-                      and len(m.topics["dlc"].partitions) == 6 and m, what="the topic on every gateway")
+        md = create_diskless_topic(cluster, "dlc", 6)
         leaders = {p.leader for p in md.topics["dlc"].partitions.values()}
         assert len(leaders) > 1, leaders  # spread: produced through several gateways
         acked = produce_acked(cluster.bootstrap, "dlc", 300, prefix=b"a")

@@ -99,22 +99,6 @@ def _open_transaction(bootstrap: str, topic: str, tid: str, value: bytes, **conf
     return p
 
 
-def test_a_transaction_open_at_a_restart_is_fenced_not_committed_empty(seaweed_s3, s3_bucket, gateway_factory):
-    """Its held batches died with the process: its EndTxn(commit) must fail, not answer "committed"."""
-    g = gateway_factory(extra_args=seaweed_s3.tier_args(s3_bucket) + FAST_WAL)
-    p = _open_transaction(g.kafka_bootstrap, "open", "tid-open", b"lost")
-    g.kill9()
-    g.start()
-    with pytest.raises(KafkaException):
-        p.commit_transaction(15)
-    p2 = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": "tid-open", "linger.ms": 5})
-    p2.init_transactions(15)
-    p2.begin_transaction()
-    p2.produce("open", value=b"kept", partition=1)
-    p2.commit_transaction(15)
-    assert [v for _p, _o, v in read_committed(g.kafka_bootstrap, "open", 2, 1)] == ["kept"]
-
-
 def test_a_diskless_transaction_past_its_timeout_is_aborted_without_a_request(seaweed_s3, s3_bucket, gateway_factory):
     """No half for the check-back service: the diskless timeout check aborts it (state CompleteAbort,
     the epoch bumped) while its producer sends nothing; nothing of it is ever visible."""
