@@ -51,9 +51,17 @@ def _txns(etcd: FakeEtcd, ended: list) -> ClusterTxns:
         return None, None
     app = types.SimpleNamespace(config=None, flow=None, transactions=types.SimpleNamespace(
         end_in_turn=end_in_turn, cursor=0), store=types.SimpleNamespace(max_offset=lambda *_: 0),
-        replication=types.SimpleNamespace(replicates=lambda *_: False))
+        replication=types.SimpleNamespace(replicates=lambda *_: False), kafka=_plain_topics_only())
     node = types.SimpleNamespace(coordination=etcd, owns=lambda *_: True)
     return ClusterTxns(app, node)
+
+
+def _plain_topics_only(**kafka) -> types.SimpleNamespace:
+    """The Kafka state's diskless-transaction part for a cluster without diskless topics."""
+    async def end(_txn_id, state, _commit):
+        return [tuple(tp) for tp in state["partitions"]]
+    diskless_txns = types.SimpleNamespace(in_bucket=lambda _tp: False, bucket_ends=types.SimpleNamespace(end=end))
+    return types.SimpleNamespace(diskless_txns=diskless_txns, **kafka)
 
 
 def _ongoing() -> dict:
@@ -133,7 +141,7 @@ def test_a_commit_after_a_partitions_leader_changed_is_an_abort():
         txns.node = types.SimpleNamespace(coordination=txns.coordination, node_id=1, assignment=lambda *_: assignment,
                                           fenced=lambda: False, owns=lambda *_: True)
         txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
-        txns.app.kafka = types.SimpleNamespace(producers=types.SimpleNamespace(allocate=lambda: 5000))
+        txns.app.kafka = _plain_topics_only(producers=types.SimpleNamespace(allocate=lambda: 5000))
         assert await txns.add_partitions(TID, PID, 0, [TP], verify_only=False) == {TP: 0}
         txns.verified[PID] = Verified(TID, PID, 0, 60000, {TP})
         txns.halves[PID] = [(*TP, 3, 0)]
@@ -254,7 +262,7 @@ def _coordinating(etcd: FakeEtcd) -> ClusterTxns:
     txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, owns=lambda *_: True,
                                       assignment=lambda *_: types.SimpleNamespace(leader=1, epoch=0))
     txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
-    txns.app.kafka = types.SimpleNamespace(producers=types.SimpleNamespace(allocate=lambda: 5000))
+    txns.app.kafka = _plain_topics_only(producers=types.SimpleNamespace(allocate=lambda: 5000))
     return txns
 
 
