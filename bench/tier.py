@@ -1,13 +1,16 @@
 """`python -m bench.tier`: what the tier costs and gives, on a real SeaweedFS (bench/objstore_server.py).
 
 Two gateways side by side, one with `--tier-url` (its topic tiered, local.retention.ms=1000, so files
-are uploaded and deleted while it runs) and one without; 1 MiB CommitLog files. Rounds alternate
-which one is produced to first (librdkafka, 1 KB records); the figure is the tiered / plain ratio of
-produce MB/s per round (bar: >= 0.9). Then the tiered topic is read whole from offset 0, cold (every
-segment downloaded) and again warm (read cache), and the S3 requests per GB uploaded counted from
-the bucket (one PUT per segment and one per manifest). The CPU seconds each gateway and the S3
-server spent during each produce round are recorded too (uploads of a tiered round trail into the
-next plain one). Prints a summary, writes bench/results/tier.json.
+are uploaded and deleted while it runs) and one without; `--file-size` CommitLog files (1 MiB by
+default: two PUTs per MiB; the gateway's own default is 1 GiB). Rounds alternate which one is
+produced to first (librdkafka, 1 KB records); the figure is the tiered / plain ratio of produce MB/s
+per round (bar: >= 0.9), over the rounds in which files were committed to the tier while the tiered
+gateway was produced to (a round without uploads measures nothing: left out, their count printed;
+`--records` large enough that several files are sealed per round). Then the tiered topic is read
+whole from offset 0, cold (every segment downloaded) and again warm (read cache), and the S3
+requests per GB uploaded counted from the bucket (one PUT per segment and one per manifest). The
+CPU seconds each gateway and the S3 server spent during each produce round are recorded too
+(uploads of a tiered round trail into the next plain one). Prints a summary, writes bench/results/tier.json.
 """
 from __future__ import annotations
 
@@ -103,25 +106,35 @@ def main() -> None:
             for tid in os.listdir(f"/proc/{pids['s3']}/task"):  # Linux niceness is per thread; new ones inherit it
                 os.setpriority(os.PRIO_PROCESS, int(tid), args.s3_nice)
         committed = []  # CommitLog files committed to the tier by the end of each round (uploads keeping up?)
+        during = []  # files committed while the tiered gateway was produced to, per round (uploads running?)
         cpu_s = {name: {k: [] for k in pids} for name in by_name}  # CPU seconds by process, per round
         for r in range(args.rounds):
             got = {}
             for name in rounds.order(r, ("plain", "tiered")):
+                files_before = _files_committed(s3) if name == "tiered" else 0
                 before = {k: cpu_seconds(pid) for k, pid in pids.items()}
                 got[name] = produce(by_name[name].kafka_bootstrap, "t", args.records)
                 for k, pid in pids.items():
                     cpu_s[name][k].append(round(cpu_seconds(pid) - before[k], 2))
+                if name == "tiered":
+                    during.append(_files_committed(s3) - files_before)
             for name in got:
                 figures[name].append(got[name])
             ratios.append(got["tiered"] / got["plain"])
             loads.append(round(os.getloadavg()[0], 2))
-            committed.append(sum(1 for k in s3.keys("bench-tier") if "/manifests/" in k))
-        verdict = rounds.compare(ratios, "higher", "tiered", "plain")
+            committed.append(_files_committed(s3))
+        valid = [ratio for ratio, files in zip(ratios, during) if files > 0]
+        verdict = rounds.compare(valid, "higher", "tiered", "plain")
         mb_per_round = args.records * len(VALUE) / 1e8  # CPU-s per 100 MB
         result = {"produce_mb_s": figures, "cpu_s_during_round": cpu_s, "ratio_per_round": ratios,
-                  "ratio_median": statistics.median(ratios), "ratio_min_max": [min(ratios), max(ratios)],
-                  "ratio_ci": [verdict.ci_low, verdict.ci_high], "ratio_ci_coverage": verdict.coverage,
-                  "verdict": verdict.verdict, "load_avg": os.getloadavg(), "load_1min_per_round": loads,
+                  "files_committed_during_tiered_round": during,
+                  "rounds_with_uploads": len(valid), "rounds_without_uploads_left_out": len(ratios) - len(valid),
+                  "ratio_median": statistics.median(valid) if valid else None,
+                  "ratio_min_max": [min(valid), max(valid)] if valid else None,
+                  "ratio_ci": [verdict.ci_low, verdict.ci_high] if verdict else None,
+                  "ratio_ci_coverage": verdict.coverage if verdict else None,
+                  "verdict": verdict.verdict if verdict else "no round with uploads",
+                  "load_avg": os.getloadavg(), "load_1min_per_round": loads,
                   "file_size": args.file_size, "s3_nice": args.s3_nice, "files_committed_after_round": committed,
                   "median_cpu_s_per_100mb": {f"{name}_round.{k}": round(statistics.median(v) / mb_per_round, 2)
                                              for name in cpu_s for k, v in cpu_s[name].items()}}
@@ -131,6 +144,11 @@ def main() -> None:
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         with open(os.path.join(ROOT, "bench", "results", "tier.json"), "w") as f:
             json.dump(result, f, indent=1)
+
+
+def _files_committed(s3) -> int:
+    """CommitLog files committed to the tier so far: one manifest each."""
+    return sum(1 for k in s3.keys("bench-tier") if "/manifests/" in k)
 
 
 def _reads(args, s3, plain, tiered) -> dict:
