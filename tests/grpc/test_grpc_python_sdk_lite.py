@@ -109,7 +109,7 @@ def test_lite_simple_consumer_is_refused_as_rocketmq_55_refuses_it(target, clien
     """5.5.0's proxy ends the LITE_SIMPLE_CONSUMER's Telemetry stream ("Client type is not consumer"):
     no Settings, so the SDK's lite quota stays 0 and it refuses every subscribe_lite."""
     c = clients(LiteSimpleConsumer(LITE, config(target.endpoints), f"{LITE}-simple-g", await_duration=2))
-    assert not _settled(c, 5)
+    assert not _settled(c, 3)
     with pytest.raises(LiteSubscriptionQuotaExceededException):
         c.subscribe_lite("a")
 
