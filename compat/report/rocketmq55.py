@@ -18,7 +18,8 @@ from compat.report.suite import FAIL, PASS, SKIP, SuiteRun
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SUITE = "RocketMQ 5.4/5.5 features (Java SDK 5.2 gRPC, native remoting)"
 TESTS = ["tests/grpc/test_grpc_priority.py", "tests/grpc/test_grpc_lite.py", "tests/grpc/test_grpc_lite_bad_input.py",
-         "tests/grpc/test_grpc_lite_groups.py", "tests/pop/test_pop_priority.py", "tests/grpc/test_grpc_fifo_retry.py",
+         "tests/grpc/test_grpc_lite_groups.py", "tests/grpc/test_grpc_python_sdk_lite.py",
+         "tests/pop/test_pop_priority.py", "tests/grpc/test_grpc_fifo_retry.py",
          "tests/remoting/test_message_trace.py", "tests/remoting/test_remoting_lite.py",
          "tests/remoting/test_remoting_lite_admin.py", "tests/remoting/test_remoting_lite_ttl.py"]
 REFERENCE_ENV = {"GRPC_TARGET": "proxy", "REMOTING_TARGET": "rocketmq"}

@@ -101,6 +101,10 @@ async def _on_command(ctx, session, call, command) -> None:
     kind = command.WhichOneof("command")
     if kind == "settings":
         endpoints = endpoints_of(ctx, command.settings.access_point if command.settings.HasField("access_point") else None)
+        if command.settings.client_type == d.ClientType.LITE_SIMPLE_CONSUMER:
+            # as the 5.5.0 proxy, which serves lite topics to push consumers only (docs/mapping.md)
+            raise CallEnded(StatusCode.INTERNAL, "process client telemetryCommand failed. "
+                            "Client type is not consumer, type: LITE_SIMPLE_CONSUMER")
         refused = _unbound_lite_group(app, command.settings)
         if refused:  # as the 5.5 proxy: the stream ends, the SDK's start fails
             raise CallEnded(StatusCode.INVALID_ARGUMENT, refused)
