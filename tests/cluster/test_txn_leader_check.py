@@ -134,14 +134,7 @@ def test_a_commit_after_a_partitions_leader_changed_is_an_abort():
     commit that misses the old leader's records; the client's abort then gets the end's answer."""
     async def main():
         ended, assignment = [], types.SimpleNamespace(leader=1, epoch=0)
-        txns = _txns(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended)
-
-        async def reserve():
-            return None
-        txns.node = types.SimpleNamespace(coordination=txns.coordination, node_id=1, assignment=lambda *_: assignment,
-                                          fenced=lambda: False, owns=lambda *_: True)
-        txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
-        txns.app.kafka = _plain_topics_only(producers=types.SimpleNamespace(allocate=lambda: 5000))
+        txns = _coordinating(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended, assignment)
         assert await txns.add_partitions(TID, PID, 0, [TP], verify_only=False) == {TP: 0}
         txns.verified[PID] = Verified(TID, PID, 0, 60000, {TP})
         txns.halves[PID] = [(*TP, 3, 0)]
@@ -235,13 +228,7 @@ def test_a_retried_v1_commit_of_a_transaction_aborted_instead_is_refused():
     transaction 4)."""
     async def main():
         ended, assignment = [], types.SimpleNamespace(leader=1, epoch=0)
-        txns = _txns(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended)
-
-        async def reserve():
-            return None
-        txns.node = types.SimpleNamespace(coordination=txns.coordination, node_id=1, assignment=lambda *_: assignment,
-                                          fenced=lambda: False, owns=lambda *_: True)
-        txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
+        txns = _coordinating(FakeEtcd({**_ongoing(), "state": "Empty", "partitions": []}), ended, assignment)
         assert await txns.add_partitions(TID, PID, 0, [TP], verify_only=False) == {TP: 0}
         txns.halves[PID] = [(*TP, 3, 0)]
         assignment.epoch = 1
@@ -253,14 +240,16 @@ def test_a_retried_v1_commit_of_a_transaction_aborted_instead_is_refused():
     trio.run(main)
 
 
-def _coordinating(etcd: FakeEtcd) -> ClusterTxns:
-    """ClusterTxns as the coordinator and every partition's leader (node 1)."""
-    txns = _txns(etcd, [])
+def _coordinating(etcd: FakeEtcd, ended: list | None = None, assignment=None) -> ClusterTxns:
+    """ClusterTxns as the coordinator and every partition's leader (node 1; `assignment`: each
+    partition's leader and epoch, by default node 1 in epoch 0)."""
+    txns = _txns(etcd, [] if ended is None else ended)
+    assignment = assignment or types.SimpleNamespace(leader=1, epoch=0)
 
     async def reserve():
         return None
-    txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, owns=lambda *_: True,
-                                      assignment=lambda *_: types.SimpleNamespace(leader=1, epoch=0))
+    txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, owns=lambda *_: True, fenced=lambda: False,
+                                      assignment=lambda *_: assignment)
     txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
     txns.app.kafka = _plain_topics_only(producers=types.SimpleNamespace(allocate=lambda: 5000))
     return txns
