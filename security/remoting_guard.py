@@ -45,17 +45,21 @@ ADMIN_ALTER_CODES = frozenset((
     RC.SET_MESSAGE_REQUEST_MODE,
     # replication between gateways: a replica reads every entry of a queue, a role change is the cluster's
     # (CLUSTER_DELIVER is classed here too, but only the inter-broker credential passes: check())
-    RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.CLUSTER_DELIVER, RC.CLUSTER_TXN_MARKERS))
+    RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.CLUSTER_DELIVER, RC.CLUSTER_TXN_MARKERS,
+    RC.TRIGGER_LITE_DISPATCH))  # (5.5: an admin's push of a lite topic's messages to its subscribers)
 ADMIN_DESCRIBE_CODES = frozenset((
     RC.GET_ALL_TOPIC_CONFIG, RC.GET_TOPIC_CONFIG_LIST, RC.GET_TOPIC_CONFIG, RC.GET_TOPIC_STATS_INFO,
     RC.GET_CONSUME_STATS, RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, RC.GET_ALL_CONSUMER_OFFSET, RC.GET_CONSUMER_CONNECTION_LIST,
     RC.GET_PRODUCER_CONNECTION_LIST, RC.QUERY_TOPIC_CONSUME_BY_WHO, RC.QUERY_TOPICS_BY_CONSUMER,
     RC.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, RC.GET_BROKER_RUNTIME_INFO, RC.GET_BROKER_CONFIG,
     RC.GET_CONSUMER_RUNNING_INFO, RC.VIEW_MESSAGE_BY_ID, RC.GET_ALL_DELAY_OFFSET, RC.QUERY_BROKER_OFFSET,
-    RC.REPLICA_STATE))
+    RC.REPLICA_STATE,
+    # RocketMQ 5.5's lite topic admin queries (mqadmin getLiteTopicInfo and the like)
+    RC.GET_BROKER_LITE_INFO, RC.GET_PARENT_TOPIC_INFO, RC.GET_LITE_TOPIC_INFO, RC.GET_LITE_CLIENT_INFO,
+    RC.GET_LITE_GROUP_INFO))
 # POP (5.x): the consumer group and topic are header fields, as on a pull.
 _POP_HEADER_CODES = frozenset((RC.POP_MESSAGE, RC.ACK_MESSAGE, RC.PEEK_MESSAGE, RC.CHANGE_MESSAGE_INVISIBLETIME,
-                               RC.NOTIFICATION, RC.POLLING_INFO))
+                               RC.NOTIFICATION, RC.POLLING_INFO, RC.POP_LITE_MESSAGE))
 _LOOKUP_CODES = frozenset((RC.GET_MAX_OFFSET, RC.GET_MIN_OFFSET, RC.SEARCH_OFFSET_BY_TIMESTAMP,
                            RC.GET_EARLIEST_MSG_STORETIME))
 _TYPE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group", ResourceType.CLUSTER: "Cluster"}
@@ -128,6 +132,11 @@ def needs(req: RemotingCommand) -> list[Need]:
         out: list[Need] = []
         for ack in _objects(_json(req).get("acks")):
             out += _group(_str(ack.get("c")), Operation.READ) + _topic_or_group(_str(ack.get("t")), Operation.READ)
+        return out
+    if code == RC.LITE_SUBSCRIPTION_CTL:  # each entry subscribes a group's client to lite topics of a parent
+        out = []
+        for entry in _objects(_json(req).get("subscriptionSet")):
+            out += _group(_str(entry.get("group")), Operation.READ) + _topic_or_group(_str(entry.get("topic")), Operation.READ)
         return out
     if code == RC.QUERY_ASSIGNMENT:
         body = _json(req)

@@ -63,7 +63,7 @@ def test_every_handled_code_is_classified():
     for code in HANDLERS:
         if code in NAMESRV_CODES or code in ADMIN_ALTER_CODES or code in ADMIN_DESCRIBE_CODES:
             continue
-        if code in (RC.HEART_BEAT, RC.UNREGISTER_CLIENT, RC.BATCH_ACK_MESSAGE):
+        if code in (RC.HEART_BEAT, RC.UNREGISTER_CLIENT, RC.BATCH_ACK_MESSAGE, RC.LITE_SUBSCRIPTION_CTL):
             continue  # what they touch is in the body / optional
         req = RemotingCommand(code=code, ext_fields={"topic": "t", "b": "t", "consumerGroup": "g", "group": "g"},
                               body=b'{"consumerGroup":"g","mqSet":[]}')
@@ -100,6 +100,13 @@ def test_every_handled_code_is_classified():
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
     (RC.BATCH_ACK_MESSAGE, {}, b'{"acks":[{"c":"cg","t":"t","r":"0"}]}',
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
+    (RC.POP_LITE_MESSAGE, {"topic": "parent", "consumerGroup": "cg", "clientId": "c"}, b"",
+     [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "parent")]),
+    (RC.LITE_SUBSCRIPTION_CTL, {}, b'{"subscriptionSet":[{"clientId":"c","group":"cg","topic":"parent",'
+     b'"liteTopicSet":["a"],"action":"PARTIAL_ADD"}]}', [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "parent")]),
+    (RC.GET_LITE_TOPIC_INFO, {"parentTopic": "parent", "liteTopic": "a"}, b"",
+     [(Op.DESCRIBE, RT.CLUSTER, "kafka-cluster")]),
+    (RC.TRIGGER_LITE_DISPATCH, {}, b"", [(Op.ALTER, RT.CLUSTER, "kafka-cluster")]),
     (RC.QUERY_ASSIGNMENT, {}, b'{"topic":"t","consumerGroup":"cg"}',
      [(Op.READ, RT.GROUP, "cg"), (Op.READ, RT.TOPIC, "t")]),
     (RC.SET_MESSAGE_REQUEST_MODE, {}, b'{"topic":"t","consumerGroup":"cg"}',
