@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from interop.txn_visibility import VISIBLE
 from semantics.table_configs import settings
 from tables import catalog as cat
 from tables import faults
@@ -153,7 +154,7 @@ class TableWriter:
                 pos = max(first, lo)
                 while pos < end:
                     res = self.store.read(self.topic, q, pos, max_count=READ_CHUNK)
-                    entries += [(q, first, offset, msg, end) for offset, msg in res.entries]
+                    entries += [(q, first, offset, msg, end) for offset, msg in res.entries if not VISIBLE.hidden(msg)]
                     if res.next_offset <= pos:
                         break
                     pos = res.next_offset
@@ -188,6 +189,7 @@ class TableWriter:
                 continue
             lo = store.min_offset(topic, q)
             hi = self.readable_end(topic, q, store.max_offset(topic, q))  # replicated: the high watermark
+            hi = VISIBLE.stable_end(topic, q, hi)  # not past an open Kafka transaction (its records may yet abort)
             start = self.cursor.get(q, lo)
             if start > hi:  # the topic was deleted and created again: its offsets start over
                 log.warning("table topic %s/%d: offsets went back from %d to %d (topic re-created)",
@@ -201,7 +203,8 @@ class TableWriter:
             while pos < hi and budget > 0:
                 res = store.read(topic, q, pos, max_count=min(READ_CHUNK, budget))
                 for offset, msg in res.entries:
-                    entries.append((q, start, offset, msg))
+                    if not VISIBLE.hidden(msg):  # a transaction marker or an aborted Kafka transaction's batch
+                        entries.append((q, start, offset, msg))
                 if res.next_offset <= pos:
                     break
                 budget -= res.next_offset - pos
