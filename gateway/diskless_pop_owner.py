@@ -34,6 +34,7 @@ TTL_S = 5.0  # the owner's object unchanged this long (3+ looks): another gatewa
 FORWARDED = "rocketgate: forwarded to the diskless POP owner"  # the request's remark (outside any signature)
 ANSWER_SLACK_S = 10.0  # beyond a forwarded pop's own long-poll time
 WARN_EVERY_S = 30.0
+FIRST_LOOK_S = 10.0  # how long a start waits for the store to name the owner (then it serves here until known)
 
 
 class PopOwner:
@@ -56,26 +57,36 @@ class PopOwner:
         self._idle: dict[str, list[tuple]] = {}  # owner -> keys of its connections no call uses now
         self._warning = RateLimitedWarning(log, WARN_EVERY_S)
         self._down: tuple[str, float] | None = None  # (owner, when a forward to it failed)
+        self._held = False
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()  # not waiting for the store: a pop before the first look is served here
         if clustered(self.app):
+            task_status.started()
             return  # the cluster's routes already send each queue's POP to its leader: no lease
+        with trio.move_on_after(FIRST_LOOK_S):  # before the listeners open: a first route or POP knows the owner
+            while not await self._look():
+                await trio.sleep(INTERVAL_S / 4)
+        task_status.started()
         while True:
-            await self._look()
             await trio.sleep(INTERVAL_S)
+            await self._look()
 
-    async def _look(self) -> None:
+    async def _look(self) -> bool:
+        """Hold or follow the lease; False when the store could not be asked (the last view stays)."""
         try:
             held = await trio.to_thread.run_sync(self.lease.hold)
         except ObjectStoreError as exc:
             self._warning.warn("diskless POP lease not renewed (object store: %s)", exc)
-            return  # keep the last view: a store outage fails the pops' reads anyway
+            return False  # keep the last view: a store outage fails the pops' reads anyway
         holder = {} if held else self.lease.holder()
         owner = holder.get("remoting")
-        self.owner = owner if isinstance(owner, str) and owner != self.address else None
+        owner = owner if isinstance(owner, str) and owner != self.address else None
+        if (owner, held) != (self.owner, self._held):
+            log.info("diskless POP owner of the bucket: %s", "this gateway" if held else owner or "unknown")
+        self.owner, self._held = owner, held
         grpc = holder.get("grpc")
         self.owner_grpc = grpc if self.owner is not None and isinstance(grpc, str) and ":" in grpc else None
+        return True
 
     def remote(self, req: RemotingCommand) -> str | None:
         """The owner's address if `req` is to be forwarded there (never a request forwarded here)."""
