@@ -133,6 +133,22 @@ def offsets_of(store, parent: str, qid: int, name: str, expire_ms: int | None = 
     return None if found is None else (live_offsets(found[0], expire_ms, now_ms), found[1])
 
 
+EXPIRATION = "lite.topic.expiration"
+EXPIRATION_RANGE = (-1, 43200)  # minutes, as RocketMQ 5.5's topic attribute allows
+
+
+def expiration_problem(attributes: dict) -> str | None:
+    """Why `lite.topic.expiration` cannot be set so (RocketMQ 5.5's words: a Java long in -1..43200),
+    or None; checked on any topic, as 5.5 checks every topic's attributes."""
+    raw = attributes.get(EXPIRATION)
+    if raw is None:
+        return None
+    if re.fullmatch(r"[+-]?[0-9]+", raw) is None:  # what Java's Long.parseLong takes
+        return f'For input string: "{raw}"'
+    low, high = EXPIRATION_RANGE
+    return None if low <= int(raw) <= high else f"value is not in range({low}, {high})"
+
+
 def expire_after_ms(attributes, min_ttl_ms: int) -> int | None:
     """How long a lite topic of a parent with these attributes lives without a new message: its
     `lite.topic.expiration` (minutes; -1, the default, or 0: forever), at least the broker's

@@ -14,7 +14,7 @@ from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
 from gateway.kafka.configs import tiered
 from semantics.diskless import is_diskless
-from semantics import schema_validation, table_configs, tier_configs, topic_configs
+from semantics import lite, schema_validation, table_configs, tier_configs, topic_configs
 
 # Kafka's tiering topic configs, also RocketMQ topic attributes (UPDATE_AND_CREATE_TOPIC "+name=value")
 TIER_ATTRIBUTES = ("remote.storage.enable", "remote.log.delete.on.disable", "local.retention.ms",
@@ -51,6 +51,9 @@ def create_topic(channel, req):
         else:
             key, _, value = item.lstrip("+").partition("=")
             attributes[key] = value
+    why = lite.expiration_problem(attributes)
+    if why:  # RocketMQ 5.5 answers a topic attribute out of its range so
+        return req.response(ResponseCode.SYSTEM_ERROR, remark=why)
     why = _schema_attributes_problem(channel.app, attributes) or \
         tier_configs.problem(cfg.attributes if cfg is not None else {}, attributes) or \
         table_configs.switch_problem(cfg.attributes if cfg is not None else {}, attributes) or \
