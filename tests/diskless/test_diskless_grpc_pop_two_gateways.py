@@ -25,7 +25,13 @@ pytestmark = pytest.mark.timeout(400 if REAL else 120)
 N, UNACKED, INVISIBLE_S = 8, b"m3", 10  # 10 s: the least the SDK and the proxy accept
 
 
-def test_one_group_receives_a_diskless_topic_through_two_gateways_once(target):  # noqa: F811
+def owner_changes(tmp_path) -> list[str]:
+    """Each gateway's log lines naming the bucket's POP owner (to tell a failure's cause)."""
+    return [f"{log.name}: {line.strip()}" for log in sorted(tmp_path.rglob("gateway-*.log"))
+            for line in log.read_text(errors="replace").splitlines() if "POP owner" in line]
+
+
+def test_one_group_receives_a_diskless_topic_through_two_gateways_once(target, tmp_path):  # noqa: F811
     endpoints, _readers, _queues, receiver = target
     consumers = [SimpleConsumer(config(e), "gdl-normal-g", {"gdl-normal": FilterExpression("*")}, await_duration=1)
                  for e in (endpoints, receiver)]
@@ -53,4 +59,5 @@ def test_one_group_receives_a_diskless_topic_through_two_gateways_once(target): 
         for c in consumers:
             c.shutdown()
     assert sorted(got) == sorted(b"m%d" % i for i in range(N))
-    assert {body: attempts for body, attempts in got.items() if len(attempts) != 1} == {UNACKED: [1, 2]}
+    assert {body: attempts for body, attempts in got.items() if len(attempts) != 1} == {UNACKED: [1, 2]}, \
+        owner_changes(tmp_path)
