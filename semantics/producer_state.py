@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 import time
 
 from codec.kafka.records import MAX_TS_AT
 from codec.remoting.message import BODY_AT, INT64, QUEUE_OFFSET_AT, MessageFormatError, decode
 from interop.inner_batch import producer_fields
 from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
+from store.txn_id_journal import TxnIdJournal
 
 CONFIG_NAME = "kafkaProducerIds"
 ID_BLOCK = 1000  # producer ids reserved on disk per write
@@ -258,8 +260,9 @@ class TransactionalProducers:
         self.producers = producers
         self.by_id: dict[str, Txn] = {}
         self.by_pid: dict[int, Txn] = {}
-        self.submission = 0  # the writer's number of the newest submitted table (0: none)
-        for tid, rec in (app.store.read_config(TXN_CONFIG, {}) or {}).items():
+        self.submission = 0  # the writer's number of the newest change an answer must wait for (0: none)
+        self.journal = TxnIdJournal(os.path.join(app.store.path, "config"))  # the table on disk
+        for tid, rec in self.journal.table.items():
             self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000)),
                             last=tuple(rec["last"]) if rec.get("last") else None))
         # A transaction left open by the previous process lost its in-memory half list (and its
@@ -268,18 +271,21 @@ class TransactionalProducers:
         left_open = [t for g, t in self.by_id.items() if g in app.transactions.open_groups_at_start]
         for txn in left_open:
             txn.epoch += 1
-        if left_open:
-            self._persist()
+            self._persist(txn)
 
     def _index(self, txn: Txn) -> None:
         self.by_id[txn.txn_id] = txn
         self.by_pid[txn.producer_id] = txn
 
-    def _persist(self) -> None:
-        """Submit the (transactional id -> producer id, epoch) table to the off-loop writer."""
-        self.submission = self.app.config_writer.submit(
-            TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch, "timeout": t.timeout_ms, "last": t.last}
-                         for t in self.by_id.values()})
+    def _persist(self, txn: Txn) -> None:
+        """Journal `txn`'s (producer id, epoch, ...) (store.txn_id_journal: appended now, it survives a
+        kill -9); the off-loop writer fdatasyncs it, which an answer waits for in sync flush mode only
+        (or when the append failed and the writer retries it)."""
+        queued = self.journal.put(txn.txn_id, {"pid": txn.producer_id, "epoch": txn.epoch,
+                                               "timeout": txn.timeout_ms, "last": txn.last})
+        number = self.app.config_writer.submit(TXN_CONFIG, self.journal)
+        if queued or self.app.sync_flush:
+            self.submission = number
 
     async def persisted(self) -> None:
         """Wait until the table's newest change (an epoch bump that fences, a new producer id) and
@@ -311,7 +317,7 @@ class TransactionalProducers:
         txn.timeout_ms, txn.last = timeout_ms, last
         txn.state, txn.last_start_ms = "Empty", -1
         self._index(txn)
-        self._persist()
+        self._persist(txn)
         return NONE_ERR, txn.producer_id, txn.epoch, ends
 
     def lookup(self, txn_id: str, pid: int, epoch: int) -> tuple[int, Txn | None]:
@@ -367,7 +373,7 @@ class TransactionalProducers:
             self._index(txn)
         else:
             txn.epoch += 1
-        self._persist()
+        self._persist(txn)
 
     def finish(self, txn: Txn, commit: bool) -> list:
         """Commit or abort the transaction in progress; the AppendResults to wait durable for."""
@@ -433,7 +439,7 @@ class TransactionalProducers:
     async def expire(self, txn: Txn) -> None:
         """Fence the producer (epoch bump) first, then abort what it had in progress."""
         txn.epoch += 1
-        self._persist()
+        self._persist(txn)
         await self.finish_in_turn(txn, commit=False)
 
     async def expire_due(self, now_ms: int) -> None:
