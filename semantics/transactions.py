@@ -334,6 +334,7 @@ class Transactions:
                 except Exception:
                     log.exception("transaction checker failed for group %r", group)
         self.persist()
+        self.layout.trim()  # what retention moved the log start past
         return sent
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

@@ -72,8 +72,16 @@ class TxnLayout:
     def _replay_op_log(self, start: int) -> None:
         for op in op_log(self.store, start):
             self._add_aborted(op, op.properties.get(PROPERTY_ABORTED))
-        if self.store.max_offset(OP_TOPIC, 0) > start:
+        if not self.trim() and self.store.max_offset(OP_TOPIC, 0) > start:
             self.persist()
+
+    def trim(self) -> int:
+        """Drop the aborted-index entries wholly below their queue's log start (retention, DeleteRecords
+        moved it past their marker); persisted when any went. How many went."""
+        dropped = sum(VISIBLE.trim(topic, qid, self.store.min_offset(topic, qid)) for topic, qid in list(VISIBLE.aborted))
+        if dropped:
+            self.persist()
+        return dropped
 
     def _add_aborted(self, op, entry: str | None) -> None:
         """Add an abort's entry, if the half record its op message names is that transaction's."""
