@@ -226,8 +226,7 @@ def reinit_verdict(expected: tuple[int, int] | None, pid: int, epoch: int, last:
 
 
 class ClusterUnavailable(Exception):
-    """A cluster's transaction state (gateway.cluster.txns) cannot be read or changed now: the
-    client is told COORDINATOR_NOT_AVAILABLE and retries."""
+    """The cluster's transaction state (gateway.cluster.txns) is out of reach: COORDINATOR_NOT_AVAILABLE."""
 
 
 @dataclasses.dataclass
@@ -241,6 +240,7 @@ class Txn:
     halves: list = dataclasses.field(default_factory=list)  # half offsets, in produce order
     offsets: list = dataclasses.field(default_factory=list)  # (group, topic, partition, offset, metadata)
     partitions: set = dataclasses.field(default_factory=set)  # (topic, partition) added to the transaction
+    written: set = dataclasses.field(default_factory=set)  # those of `partitions` a batch was stored in
     state: str = "Empty"  # Kafka's TransactionState name (DescribeTransactions / ListTransactions)
     last_start_ms: int = -1  # start of the current or last transaction (-1 after InitProducerId)
     previous: tuple | None = None  # (producer id, epoch) before the last v2 end's bump (its retries)
@@ -278,9 +278,8 @@ class TransactionalProducers:
         self.by_pid[txn.producer_id] = txn
 
     def _persist(self, txn: Txn) -> None:
-        """Journal `txn`'s (producer id, epoch, ...) (store.txn_id_journal: appended now, it survives a
-        kill -9); the off-loop writer fdatasyncs it, which an answer waits for in sync flush mode only
-        (or when the append failed and the writer retries it)."""
+        """Journal `txn`'s record (store.txn_id_journal: appended now, it survives a kill -9); answers wait
+        for the writer's fdatasync of it in sync flush mode only (or when the append failed)."""
         queued = self.journal.put(txn.txn_id, {"pid": txn.producer_id, "epoch": txn.epoch,
                                                "timeout": txn.timeout_ms, "last": txn.last})
         number = self.app.config_writer.submit(TXN_CONFIG, self.journal)
@@ -288,8 +287,7 @@ class TransactionalProducers:
             self.submission = number
 
     async def persisted(self) -> None:
-        """Wait until the table's newest change (an epoch bump that fences, a new producer id) and
-        the producer ids handed out are on disk."""
+        """Wait until the table's newest change and the producer ids handed out are durable (`_persist`)."""
         await self.producers.reserved()
         if self.submission:
             await self.app.config_writer.written(TXN_CONFIG, self.submission)
@@ -352,9 +350,10 @@ class TransactionalProducers:
         return NONE_ERR, txn
 
     @staticmethod
-    def stored(txn: Txn, _partition: tuple, half_offsets: list) -> None:
-        """A batch of the transaction was stored as these halves."""
+    def stored(txn: Txn, partition: tuple, half_offsets: list) -> None:
+        """A batch of the transaction was stored in `partition`, with these halves."""
         txn.halves.extend(half_offsets)
+        txn.written.add(partition)
 
     def retried_end(self, txn_id: str, pid: int, epoch: int, commit: bool) -> Txn | None:
         """The transaction whose v2 end (epoch bumped to epoch + 1) this EndTxn repeats, or None."""
@@ -390,6 +389,7 @@ class TransactionalProducers:
         """`finish` with each half's end appended through the send flow control (`app.flow`), as a
         Produce is: off the event loop while the disk is slow. The transaction is closed before the
         first append (state PrepareCommit / PrepareAbort), so nothing joins or ends it meanwhile."""
+        empty = txn.partitions - txn.written  # (taken before _close clears both)
         halves, offsets = self._close(txn, commit)
         ends = []
         for half in halves:
@@ -397,6 +397,7 @@ class TransactionalProducers:
                                                                  producer_group=txn.txn_id)
             if r is not None:
                 ends.append(r)
+        ends += await self.app.transactions.mark_empty(self.app.flow, empty, txn.producer_id, txn.epoch, commit)
         self._completed(txn, commit, offsets)
         return ends
 
@@ -406,7 +407,7 @@ class TransactionalProducers:
         halves, offsets = txn.halves, (txn.offsets if commit else [])
         if txn.started_ms is not None:
             txn.state = "PrepareCommit" if commit else "PrepareAbort"
-        txn.started_ms, txn.halves, txn.offsets, txn.partitions = None, [], [], set()
+        txn.started_ms, txn.halves, txn.offsets, txn.partitions, txn.written = None, [], [], set(), set()
         return halves, offsets
 
     def _completed(self, txn: Txn, commit: bool, offsets: list) -> None:

@@ -143,7 +143,8 @@ class TxnIdJournal:
         try:
             table, version, folded = read_table(self._dir, cut=True)
         except ValueError as exc:  # the snapshot is not JSON: kept aside for a look, the journals replayed
-            log.error("transactional ids: %s is not JSON (%s): moved to %s.corrupt", self._snapshot, exc, self._snapshot)
+            log.error("transactional ids: %s is not JSON (%s): moved to %s.corrupt",
+                      self._snapshot, exc, self._snapshot)
             os.replace(self._snapshot, self._snapshot + ".corrupt")
             table, version, folded = read_table(self._dir, cut=True)
         if folded:
