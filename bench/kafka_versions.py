@@ -9,7 +9,10 @@ one request at a time on one connection, so every variant carries the same bytes
   FETCH_BYTES (256 KiB), at Fetch v12 (by name), v13 (by topic id) and v18 (Kafka 4.3's newest).
 Each round runs every variant once, in an order rotated round by round (bench.rounds.order for two);
 the gateway's CPU (/proc, every thread) around each run, divided by the payload bytes moved. Prints
-each round and, per newer version, the per-round ratio to the oldest: median, spread, verdict."""
+each round and, per newer version, the per-round ratio to the oldest: median, spread, verdict.
+
+`--versus-tree DIR`: instead, two gateways (the tree DIR, e.g. a `git archive` of an older commit, and
+this checkout) side by side: non-transactional Produce v9 and Fetch v12 on each, interleaved, CPU per GB."""
 from __future__ import annotations
 
 import argparse
@@ -132,7 +135,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.kafka_versions", description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--only", choices=["produce", "fetch"])
+    p.add_argument("--versus-tree", metavar="DIR", help="compare the gateway of the tree DIR with this one")
     args = p.parse_args(argv)
+    if args.versus_tree:
+        return versus_tree(args.versus_tree, args.rounds, args.only)
     load, values = [os.getloadavg()], {}
     print(f"load average at start: {load[0]}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-kafka-versions-") as work:
@@ -159,6 +165,42 @@ def main(argv=None) -> int:
     load.append(os.getloadavg())
     print(f"load average at the end: {load[-1]}", flush=True)
     save("kafka-versions", {"rounds": args.rounds, "load": load}, values)
+    return 0
+
+
+def versus_tree(tree: str, n_rounds: int, only: str | None = None) -> int:
+    """Produce v9 and Fetch v12 (no transactions) on the gateway of `tree` ("before") and of this
+    checkout ("now"), interleaved; CPU s/GB of each."""
+    load, values = [os.getloadavg()], {}
+    with tempfile.TemporaryDirectory(prefix="bench-kafka-versions-") as work:
+        gws = {"before": Gateway(os.path.join(work, "before"), tree=tree), "now": Gateway(os.path.join(work, "now"))}
+        try:
+            clients, tids = {}, {}
+            topic = f"versus-{int(time.time())}"
+            for name, gw in gws.items():
+                gw.start()
+                create_topics(gw.bootstrap, [topic], 1)
+                clients[name] = RawClient(gw.bootstrap, timeout=60)
+                tids[name] = topic_id(clients[name], topic)
+            now = int(time.time() * 1000)
+            batch = records.build_batch([(now, None, os.urandom(SIZE), []) for _ in range(RECORDS)], base_timestamp=now)
+            if only != "fetch":
+                values["produce"] = interleave("produce v9", {
+                    n: (gws[n], lambda n=n: produce(clients[n], topic, tids[n], 9, batch)) for n in gws}, n_rounds)
+            else:  # something to read
+                for n in gws:
+                    produce(clients[n], topic, tids[n], 9, batch, FETCH_RECORDS // RECORDS)
+            if only != "produce":
+                values["fetch"] = interleave("fetch v12", {
+                    n: (gws[n], lambda n=n: fetch(clients[n], topic, tids[n], 12, FETCH_RECORDS)) for n in gws}, n_rounds)
+            for client in clients.values():
+                client.close()
+        finally:
+            for gw in gws.values():
+                gw.stop()
+    load.append(os.getloadavg())
+    print(f"load average at start and end: {load}", flush=True)
+    save("kafka-versions-versus-tree", {"rounds": n_rounds, "load": load, "tree": os.path.abspath(tree)}, values)
     return 0
 
 

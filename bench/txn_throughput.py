@@ -96,28 +96,29 @@ def main(argv=None) -> int:
     p.add_argument("--producers", type=int, default=PRODUCERS)
     p.add_argument("--clients", default="4,3.9", help="comma-separated: 4 (TV2), 3.9 (TV1)")
     p.add_argument("--slices", type=int, default=0, help="also N 1 s slices per system from one JVM")
+    p.add_argument("--flush", choices=["async", "sync"], default="async", help="the gateways' --flush (not with --cluster)")
     p.add_argument("--cluster", action="store_true",
                    help="the gateway as a 1-member cluster on its own etcd (transaction state in etcd)")
-    p.add_argument("--versus-tree", metavar="DIR", help="with --cluster: against a 1-member cluster running the "
-                   "gateway of the tree DIR (a `git archive` of an older commit), not Kafka")
+    p.add_argument("--versus-tree", metavar="DIR", help="also the gateway of the tree DIR (a `git archive` of an "
+                   "older commit) as `before`; with --cluster: a 1-member cluster of it, instead of Kafka")
     args = p.parse_args(argv)
-    if args.versus_tree and not args.cluster:
-        p.error("--versus-tree compares two clusters: give --cluster too")
-    other = "before" if args.versus_tree else "kafka"
-    results = report.Results("gateway", (other,))
+    others = ("before",) if args.versus_tree and args.cluster else ("before", "kafka") if args.versus_tree else ("kafka",)
+    results = report.Results("gateway", others)
     rounds = Interleaver(results, args.rounds, lambda: False)
     load = [os.getloadavg()]
     began = time.time()
     p50, aborted = {}, {}
     with tempfile.TemporaryDirectory(prefix="bench-txn-tput-") as work:
-        systems = {"gateway": Gateway(os.path.join(work, "gw"))}
-        if not args.versus_tree:
+        systems = {"gateway": Gateway(os.path.join(work, "gw"), flush=args.flush)}
+        if args.versus_tree and not args.cluster:
+            systems["before"] = Gateway(os.path.join(work, "before"), flush=args.flush, tree=args.versus_tree)
+        if "kafka" in others:
             systems["kafka"] = KafkaBroker(os.path.join(work, "kafka"))
         etcd = etcd_before = None
         try:
             if args.cluster:
                 etcd, systems["gateway"] = member(work, "gw", ROOT)
-            if args.versus_tree:
+            if args.versus_tree and args.cluster:
                 etcd_before, systems["before"] = member(work, "before", os.path.abspath(args.versus_tree))
             for s in systems.values():
                 if not s.processes:

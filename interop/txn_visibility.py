@@ -55,6 +55,21 @@ class TxnVisibility:
         lasts.insert(at, marker)
         firsts.insert(at, first)
 
+    def trim(self, topic: str, qid: int, log_start: int) -> int:
+        """Drop the queue's aborted transactions that end (their marker) below `log_start`: their
+        records are gone with retention, as Kafka's .txnindex goes with its segment. How many went."""
+        by_pid = self.aborted.get((topic, qid), {})
+        dropped = 0
+        for pid, (lasts, firsts) in list(by_pid.items()):
+            at = bisect.bisect_left(lasts, log_start)
+            del lasts[:at], firsts[:at]
+            dropped += at
+            if not lasts:
+                del by_pid[pid]
+        if not by_pid:
+            self.aborted.pop((topic, qid), None)
+        return dropped
+
     def forget_topic(self, topic: str) -> None:
         for table in (self.open, self.aborted):
             for key in [k for k in table if k[0] == topic]:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 import time
 
 from codec.kafka.records import MAX_TS_AT
 from codec.remoting.message import BODY_AT, INT64, QUEUE_OFFSET_AT, MessageFormatError, decode
 from interop.inner_batch import producer_fields
 from semantics.routing import HALF_TOPIC, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC, SCHEDULE_TOPIC
+from store.txn_id_journal import TxnIdJournal
 
 CONFIG_NAME = "kafkaProducerIds"
 ID_BLOCK = 1000  # producer ids reserved on disk per write
@@ -224,8 +226,7 @@ def reinit_verdict(expected: tuple[int, int] | None, pid: int, epoch: int, last:
 
 
 class ClusterUnavailable(Exception):
-    """A cluster's transaction state (gateway.cluster.txns) cannot be read or changed now: the
-    client is told COORDINATOR_NOT_AVAILABLE and retries."""
+    """The cluster's transaction state (gateway.cluster.txns) is out of reach: COORDINATOR_NOT_AVAILABLE."""
 
 
 @dataclasses.dataclass
@@ -239,6 +240,7 @@ class Txn:
     halves: list = dataclasses.field(default_factory=list)  # half offsets, in produce order
     offsets: list = dataclasses.field(default_factory=list)  # (group, topic, partition, offset, metadata)
     partitions: set = dataclasses.field(default_factory=set)  # (topic, partition) added to the transaction
+    written: set = dataclasses.field(default_factory=set)  # those of `partitions` a batch was stored in
     state: str = "Empty"  # Kafka's TransactionState name (DescribeTransactions / ListTransactions)
     last_start_ms: int = -1  # start of the current or last transaction (-1 after InitProducerId)
     previous: tuple | None = None  # (producer id, epoch) before the last v2 end's bump (its retries)
@@ -258,8 +260,9 @@ class TransactionalProducers:
         self.producers = producers
         self.by_id: dict[str, Txn] = {}
         self.by_pid: dict[int, Txn] = {}
-        self.submission = 0  # the writer's number of the newest submitted table (0: none)
-        for tid, rec in (app.store.read_config(TXN_CONFIG, {}) or {}).items():
+        self.submission = 0  # the writer's number of the newest change an answer must wait for (0: none)
+        self.journal = TxnIdJournal(os.path.join(app.store.path, "config"))  # the table on disk
+        for tid, rec in self.journal.table.items():
             self._index(Txn(tid, int(rec["pid"]), int(rec["epoch"]), int(rec.get("timeout", 60_000)),
                             last=tuple(rec["last"]) if rec.get("last") else None))
         # A transaction left open by the previous process lost its in-memory half list (and its
@@ -268,22 +271,23 @@ class TransactionalProducers:
         left_open = [t for g, t in self.by_id.items() if g in app.transactions.open_groups_at_start]
         for txn in left_open:
             txn.epoch += 1
-        if left_open:
-            self._persist()
+            self._persist(txn)
 
     def _index(self, txn: Txn) -> None:
         self.by_id[txn.txn_id] = txn
         self.by_pid[txn.producer_id] = txn
 
-    def _persist(self) -> None:
-        """Submit the (transactional id -> producer id, epoch) table to the off-loop writer."""
-        self.submission = self.app.config_writer.submit(
-            TXN_CONFIG, {t.txn_id: {"pid": t.producer_id, "epoch": t.epoch, "timeout": t.timeout_ms, "last": t.last}
-                         for t in self.by_id.values()})
+    def _persist(self, txn: Txn) -> None:
+        """Journal `txn`'s record (store.txn_id_journal: appended now, it survives a kill -9); answers wait
+        for the writer's fdatasync of it in sync flush mode only (or when the append failed)."""
+        queued = self.journal.put(txn.txn_id, {"pid": txn.producer_id, "epoch": txn.epoch,
+                                               "timeout": txn.timeout_ms, "last": txn.last})
+        number = self.app.config_writer.submit(TXN_CONFIG, self.journal)
+        if queued or self.app.sync_flush:
+            self.submission = number
 
     async def persisted(self) -> None:
-        """Wait until the table's newest change (an epoch bump that fences, a new producer id) and
-        the producer ids handed out are on disk."""
+        """Wait until the table's newest change and the producer ids handed out are durable (`_persist`)."""
         await self.producers.reserved()
         if self.submission:
             await self.app.config_writer.written(TXN_CONFIG, self.submission)
@@ -311,7 +315,7 @@ class TransactionalProducers:
         txn.timeout_ms, txn.last = timeout_ms, last
         txn.state, txn.last_start_ms = "Empty", -1
         self._index(txn)
-        self._persist()
+        self._persist(txn)
         return NONE_ERR, txn.producer_id, txn.epoch, ends
 
     def lookup(self, txn_id: str, pid: int, epoch: int) -> tuple[int, Txn | None]:
@@ -346,9 +350,10 @@ class TransactionalProducers:
         return NONE_ERR, txn
 
     @staticmethod
-    def stored(txn: Txn, _partition: tuple, half_offsets: list) -> None:
-        """A batch of the transaction was stored as these halves."""
+    def stored(txn: Txn, partition: tuple, half_offsets: list) -> None:
+        """A batch of the transaction was stored in `partition`, with these halves."""
         txn.halves.extend(half_offsets)
+        txn.written.add(partition)
 
     def retried_end(self, txn_id: str, pid: int, epoch: int, commit: bool) -> Txn | None:
         """The transaction whose v2 end (epoch bumped to epoch + 1) this EndTxn repeats, or None."""
@@ -367,7 +372,7 @@ class TransactionalProducers:
             self._index(txn)
         else:
             txn.epoch += 1
-        self._persist()
+        self._persist(txn)
 
     def finish(self, txn: Txn, commit: bool) -> list:
         """Commit or abort the transaction in progress; the AppendResults to wait durable for."""
@@ -384,6 +389,7 @@ class TransactionalProducers:
         """`finish` with each half's end appended through the send flow control (`app.flow`), as a
         Produce is: off the event loop while the disk is slow. The transaction is closed before the
         first append (state PrepareCommit / PrepareAbort), so nothing joins or ends it meanwhile."""
+        empty = txn.partitions - txn.written  # (taken before _close clears both)
         halves, offsets = self._close(txn, commit)
         ends = []
         for half in halves:
@@ -391,6 +397,7 @@ class TransactionalProducers:
                                                                  producer_group=txn.txn_id)
             if r is not None:
                 ends.append(r)
+        ends += await self.app.transactions.mark_empty(self.app.flow, empty, txn.producer_id, txn.epoch, commit)
         self._completed(txn, commit, offsets)
         return ends
 
@@ -400,7 +407,7 @@ class TransactionalProducers:
         halves, offsets = txn.halves, (txn.offsets if commit else [])
         if txn.started_ms is not None:
             txn.state = "PrepareCommit" if commit else "PrepareAbort"
-        txn.started_ms, txn.halves, txn.offsets, txn.partitions = None, [], [], set()
+        txn.started_ms, txn.halves, txn.offsets, txn.partitions, txn.written = None, [], [], set(), set()
         return halves, offsets
 
     def _completed(self, txn: Txn, commit: bool, offsets: list) -> None:
@@ -433,7 +440,7 @@ class TransactionalProducers:
     async def expire(self, txn: Txn) -> None:
         """Fence the producer (epoch bump) first, then abort what it had in progress."""
         txn.epoch += 1
-        self._persist()
+        self._persist(txn)
         await self.finish_in_turn(txn, commit=False)
 
     async def expire_due(self, now_ms: int) -> None:

@@ -195,6 +195,16 @@ class Transactions:
                 appended.extend(zip(msgs, results))
             return result, results[-1]
 
+    async def mark_empty(self, flow, partitions, producer_id: int, epoch: int, commit: bool) -> list:
+        """Append the end markers of a Kafka transaction's partitions that got no record (one write,
+        through the send flow control); their AppendResults. A crash before it loses only markers:
+        no record waits for them."""
+        msgs = self.layout.empty_markers(partitions, producer_id, epoch, commit, self.clock.now_ms())
+        if not msgs:
+            return []
+        async with write_turn(flow, self.store) as append:
+            return await append(msgs)
+
     def _ending(self, half_offset: int, commit: bool, producer_group: str | None,
                 commit_log_offset: int | None, now: int | None):
         """(EndResult, messages to append or None, half, outcome) of an end."""
@@ -334,6 +344,7 @@ class Transactions:
                 except Exception:
                     log.exception("transaction checker failed for group %r", group)
         self.persist()
+        self.layout.trim()  # what retention moved the log start past
         return sent
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

@@ -15,6 +15,7 @@ from codec.kafka import records
 from codec.remoting.message import Message, StoredMessage
 from interop.inner_batch import NOT_INDEXED, entry_message
 from interop.txn_visibility import VISIBLE
+from semantics.diskless import is_diskless
 from semantics.routing import (HALF_TOPIC, OP_TOPIC, PROPERTY_KAFKA_TXN_FIRST, PROPERTY_KAFKA_TXN_PRODUCER,
                                PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC,
                                PROPERTY_TRANSACTION)
@@ -72,8 +73,17 @@ class TxnLayout:
     def _replay_op_log(self, start: int) -> None:
         for op in op_log(self.store, start):
             self._add_aborted(op, op.properties.get(PROPERTY_ABORTED))
-        if self.store.max_offset(OP_TOPIC, 0) > start:
+        if not self.trim() and self.store.max_offset(OP_TOPIC, 0) > start:
             self.persist()
+
+    def trim(self) -> int:
+        """Drop the aborted-index entries wholly below their queue's log start (retention, DeleteRecords
+        moved it past their marker); persisted when any went. How many went."""
+        dropped = sum(VISIBLE.trim(topic, qid, self.store.min_offset(topic, qid))
+                      for topic, qid in list(VISIBLE.aborted))
+        if dropped:
+            self.persist()
+        return dropped
 
     def _add_aborted(self, op, entry: str | None) -> None:
         """Add an abort's entry, if the half record its op message names is that transaction's."""
@@ -111,6 +121,18 @@ class TxnLayout:
             at = self.store.max_offset(topic, qid)
             op.properties[PROPERTY_ABORTED] = f"{topic},{qid},{pid},{VISIBLE.open.get((topic, qid), {}).get(pid, first)},{at}"
         return [entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False), op]
+
+    def empty_markers(self, partitions, producer_id: int, epoch: int, commit: bool, now: int) -> list[Message]:
+        """The markers of a transaction's partitions that got no record (AddPartitionsToTxn alone, or a
+        Produce v12 whose batch was refused after adding it): Kafka marks every partition of the
+        transaction. Partitions that do not exist (any more) or are diskless get none."""
+        marker = records.parse_batches(records.control_batch(commit, producer_id, epoch, now))[0]
+        out = []
+        for topic, qid in sorted(partitions):
+            cfg = self.store.topics.get(topic)
+            if cfg is not None and 0 <= qid < max(cfg.read_queues, cfg.write_queues) and not is_diskless(cfg):
+                out.append(entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False))
+        return out
 
     def ended(self, half: StoredMessage, commit: bool, marker_offset: int) -> None:
         f = _fields(half)

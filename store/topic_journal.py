@@ -57,9 +57,11 @@ def encode_record(record: dict) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(payload), payload)
 
 
-def decode_records(data: bytes) -> tuple[list[dict], int]:
+def decode_records(data: bytes, is_record=None) -> tuple[list[dict], int]:
     """The records of a journal's bytes, and the length of the good prefix: reading stops at the
-    first line that is torn (no newline), fails its CRC or is not a record."""
+    first line that is torn (no newline), fails its CRC or is not a record (`is_record`: a topic
+    record by default; store.txn_id_journal has its own)."""
+    is_record = is_record or _is_record
     payloads, ends = [], []
     pos = 0
     while pos < len(data):
@@ -77,7 +79,7 @@ def decode_records(data: bytes) -> tuple[list[dict], int]:
         pos = end + 1
     out: list[dict] = []
     for record in _parse_all(payloads):
-        if not _is_record(record):
+        if not is_record(record):
             break
         out.append(record)
     return out, ends[len(out) - 1] if out else 0

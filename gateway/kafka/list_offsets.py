@@ -182,4 +182,5 @@ async def delete_records(ctx: RequestContext):
                 entry["error_code"] = errors.OFFSET_OUT_OF_RANGE
             parts.append(entry)
         out.append({"name": name, "partitions": parts})
+    app.transactions.layout.trim()  # the aborted transactions now wholly below a log start
     return {"topics": out}

@@ -10,8 +10,9 @@ import trio
 
 import store
 from gateway.kafka.txn import init_transactional
-from semantics.producer_state import CONFIG_NAME, ID_BLOCK, TXN_CONFIG
+from semantics.producer_state import CONFIG_NAME, ID_BLOCK
 from store.topic_journal import TopicJournal, apply_record, decode_records
+from store.txn_id_journal import read_table
 from tests.gateway.test_app_inprocess import run_app
 
 
@@ -114,7 +115,7 @@ def test_init_transactional_answers_once_the_epoch_is_on_disk(tmp_path):
     async def body(app):
         first = await init_transactional(app, "tx-a", 60_000)
         second = await init_transactional(app, "tx-a", 60_000)
-        return first, second, _doc(tmp_path, TXN_CONFIG + ".json")
+        return first, second, read_table(str(tmp_path / "data" / "config"))[0]
 
     first, second, table = run_app(tmp_path, body)
     assert second["producer_id"] == first["producer_id"]
