@@ -33,7 +33,8 @@ def adopt(engine: PopEngine, data: bytes, known: Callable[[str], bool], now_ms: 
     """Merge a published in-flight state into `engine` (topics `known` here only): what the old
     owner finished is finished here, what it leased is leased here until the same deadline under the
     same pop time (its receipts stay valid), unless this engine holds a later lease of it. Logged ops
-    (as every change): a restart keeps them. How many leases still invisible it adopted."""
+    (as every change): a restart keeps them. An adopted lease counts one delivery here (the old
+    owner's count is not carried). How many leases still invisible it adopted."""
     adopted = 0
     for s in json.loads(data).get("states", ()):
         group, topic, qid = s["g"], s["t"], int(s["q"])
@@ -44,10 +45,10 @@ def adopt(engine: PopEngine, data: bytes, known: Callable[[str], bool], now_ms: 
         mine = {o for o, lease in state.leases.items() if lease.deadline > now_ms}  # leased here, live: kept
         by_delivery: dict[tuple[int, int], list[int]] = {}
         for offset, deadline, pop_time in s["leases"]:
-            ours = state.leases.get(offset)
+            ours, live = state.leases.get(offset), deadline > now_ms
+            deadline = deadline if live else 0  # past its time there: available again here
             if offset >= state.start and offset not in state.done and (ours is None or ours.deadline < deadline):
-                live = deadline > now_ms
-                by_delivery.setdefault((deadline if live else 0, pop_time), []).append(offset)
+                by_delivery.setdefault((deadline, pop_time), []).append(offset)
                 adopted += live
         for (deadline, pop_time), offsets in sorted(by_delivery.items()):
             engine._do(group, topic, qid, state, {"k": "pop", "r": offset_ranges(sorted(offsets)), "s": [],
