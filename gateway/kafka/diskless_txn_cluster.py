@@ -50,7 +50,7 @@ def in_bucket(app, tp) -> bool:
     return app.diskless is not None and is_diskless(app.store.topics.get(tp[0]))
 
 
-def placed_batches(app, where: str, pid: int, epoch: int) -> list[tuple[str, int, int, records.Batch]]:
+def _placed_batches(app, where: str, pid: int, epoch: int) -> list[tuple[str, int, int, records.Batch]]:
     """(blocking) (topic, queue, sequence, batch) of the staged batches under `where` whose
     placeholder is in their queue's index and that no entry appends yet (an end applied before a
     crash cut it short, or by another gateway, left its staged copy)."""
@@ -100,7 +100,7 @@ class BucketEnds:
         return others
 
     async def _append(self, where: str, pid: int, epoch: int) -> None:
-        batches = await trio.to_thread.run_sync(placed_batches, self.app, where, pid, epoch)
+        batches = await trio.to_thread.run_sync(_placed_batches, self.app, where, pid, epoch)
         writer, arrivals = self.app.diskless.writer, self.app.arrivals
         slots = [(seq, writer.enqueue(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp,
                                       applied=((pid, epoch, seq),)))
