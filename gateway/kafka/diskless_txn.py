@@ -58,6 +58,8 @@ class DisklessTxns:
         # transactional id -> [producer id, epoch, start ms] of a transaction holding diskless batches
         self.open: dict[str, list[int]] = dict(app.store.read_config(OPEN_CONFIG, {}) or {})
         self.discarding: set[str] = set()  # staging prefixes of ended transactions, deleted by `run`
+        # marked transactions that may have staged batches (not those of offsets only: nothing to delete)
+        self.staging: set[str] = set(self.open)
         self.bucket_ends = BucketEnds(app)  # in a cluster: ends applied from the bucket by any gateway
         self._submission = 0
 
@@ -146,15 +148,17 @@ class DisklessTxns:
     async def stage(self, txn, b: records.Batch, topic: str, queue: int) -> None:
         """Before the placeholder of `b` is written: `b` in the bucket, under its first sequence (a
         retry PUTs the same object again). Raises ObjectStoreError."""
+        self.staging.add(txn.txn_id)
         await stage_at(self.app, txn_staging.prefix(txn.txn_id, txn.producer_id, txn.epoch, txn.started_ms),
                        b, topic, queue)
 
     def unmark(self, txn_id: str) -> None:
         mark = self.open.pop(txn_id, None)
         if mark is not None:
-            if _where(txn_id, mark) is not None:
+            if _where(txn_id, mark) is not None and txn_id in self.staging:
                 self.discarding.add(_where(txn_id, mark))
             self._persist()
+        self.staging.discard(txn_id)
 
     @staticmethod
     def _key(txn) -> tuple[int, int, int]:
