@@ -12,7 +12,11 @@ instead (gateway.grpc.route: QueryRoute / QueryAssignment of a diskless topic na
 gRPC endpoint), so their ReceiveMessage, AckMessage and ChangeInvisibleDuration go there. In an etcd cluster none of this runs: the route and
 the queue id translation already send a queue's POP to its leader (gateway.cluster.remoting_queues).
 An owner that cannot be reached is not waited for: the request, and every POP and ack for the next
-TTL_S, is served here (at-least-once, as a broker fail-over is), and a warning is logged."""
+TTL_S, is served here (at-least-once, as a broker fail-over is), and a warning is logged.
+The owner publishes its diskless queues' in-flight POP state at each beat (`HANDOVER`, when it
+changed); a gateway that takes the lease, or serves here because the owner stopped answering, adopts
+it first (semantics.pop_handover): what was in flight at the old owner stays invisible until its time
+and its receipts still ack it."""
 from __future__ import annotations
 
 import logging
@@ -20,15 +24,18 @@ import logging
 import trio
 
 from codec.remoting import RemotingCommand
+from semantics import pop_handover
+from semantics.diskless import is_diskless
 from gateway.cluster.ownership import clustered
 from gateway.rate_log import RateLimitedWarning
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from store.diskless.janitor_lease import JanitorLease
-from store.objstore.api import ObjectStoreError
+from store.objstore.api import NotFound, ObjectStoreError
 
 log = logging.getLogger(__name__)
 
 PREFIX = "diskless/pop/"
+HANDOVER = "diskless/pop-inflight"  # the owner's in-flight POP state of diskless queues, rewritten when it changes
 INTERVAL_S = 1.0
 TTL_S = 5.0  # the owner's object unchanged this long (3+ looks): another gateway takes the lease
 FORWARDED = "rocketgate: forwarded to the diskless POP owner"  # the request's remark (outside any signature)
@@ -58,6 +65,8 @@ class PopOwner:
         self._warning = RateLimitedWarning(log, WARN_EVERY_S)
         self._down: tuple[str, float] | None = None  # (owner, when a forward to it failed)
         self._held = False
+        self._published = b""  # the in-flight state last written to HANDOVER by this owner
+        self._adopted_from: str | None = None  # the owner whose published state was adopted last
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         if clustered(self.app):
@@ -81,6 +90,12 @@ class PopOwner:
         holder = {} if held else self.lease.holder()
         owner = holder.get("remoting")
         owner = owner if isinstance(owner, str) and owner != self.address else None
+        if held and not self._held:
+            await self._adopt()  # before this gateway serves as the owner
+        if held:
+            await self._publish()
+        else:
+            self._published = b""
         if (owner, held) != (self.owner, self._held):
             log.info("diskless POP owner of the bucket: %s", "this gateway" if held else owner or "unknown")
         self.owner, self._held = owner, held
@@ -110,9 +125,43 @@ class PopOwner:
         except (OSError, trio.TooSlowError, ConnectionError) as exc:  # the transport dropped the connection
             self._down = (owner, trio.current_time())
             self._warning.warn("diskless POP owner %s unreachable (%s): serving the request here", owner, exc)
+            if self._adopted_from != owner:  # its in-flight state, before serving its queues here
+                self._adopted_from = owner
+                await self._adopt()
             return None
         self._idle.setdefault(owner, []).append(key)
         return resp
+
+    def _diskless(self, topic: str) -> bool:
+        return is_diskless(self.app.store.topics.get(topic))
+
+    async def _publish(self) -> None:
+        data = pop_handover.inflight(self.app.pop, self._diskless)
+        if data == self._published:
+            return
+        try:
+            await trio.to_thread.run_sync(self.app.diskless.index.store.put, HANDOVER, data)
+        except ObjectStoreError as exc:
+            self._warning.warn("diskless POP in-flight state not published (object store: %s)", exc)
+            return
+        self._published = data
+
+    async def _adopt(self) -> None:
+        """Take the last published in-flight state into this gateway's POP engine."""
+        try:
+            data = await trio.to_thread.run_sync(self.app.diskless.index.store.get, HANDOVER)
+        except NotFound:
+            return
+        except ObjectStoreError as exc:
+            self._warning.warn("diskless POP in-flight state not read (object store: %s): "
+                               "messages in flight at the old owner may come again at once", exc)
+            return
+        try:
+            adopted = pop_handover.adopt(self.app.pop, data, self._diskless, self.app.clock.now_ms())
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("diskless POP in-flight state unreadable (%s): not adopted", exc)
+            return
+        log.info("diskless POP: adopted %d message(s) in flight at the previous owner", adopted)
 
     def _connection_key(self, owner: str) -> tuple:
         idle = self._idle.get(owner, [])

@@ -36,6 +36,7 @@ class _Slot:
     count: int  # offsets they take
     max_ts: int
     producers: tuple  # (producer id, epoch, first sequence, count, offset delta in `run`)
+    applied: tuple = ()  # committed transactional batches it appends: (producer id, epoch, first sequence)
     done: trio.Event = dataclasses.field(default_factory=trio.Event)
     base: int = -1
     error: Exception | None = None
@@ -71,9 +72,10 @@ class DisklessWriter:
         return await self.result(self.enqueue(topic, queue, run, count, max_ts, producers))
 
     def enqueue(self, topic: str, queue: int, run: bytes, count: int, max_ts: int = -1, producers: tuple = (),
-                after: _Slot | None = None, on_done=None) -> _Slot:
-        """Join the open WAL buffer (no await: the caller's later produces come after this one)."""
-        slot = _Slot(topic, queue, run, count, max_ts, producers, after=after, on_done=on_done)
+                after: _Slot | None = None, on_done=None, applied: tuple = ()) -> _Slot:
+        """Join the open WAL buffer (no await: the caller's later produces come after this one).
+        `applied`: the committed transactional batches `run` appends (never appended twice: index.py)."""
+        slot = _Slot(topic, queue, run, count, max_ts, producers, applied, after=after, on_done=on_done)
         self._pending.append(slot)
         self._pending_bytes += len(run)
         if self._pending_bytes >= self.max_bytes:
@@ -155,7 +157,7 @@ class DisklessWriter:
             delta += s.count
         try:
             entry = self.index.commit(*queue_key, wal, pos, run, delta, max(s.max_ts for s in group),
-                                      tuple(producers))
+                                      tuple(producers), tuple(a for s in group for a in s.applied))
         except ObjectStoreError as exc:
             return exc
         self.stats.index_writes += 1

@@ -27,6 +27,7 @@ import gateway.kafka.errors as errors
 from semantics.producer_state import INVALID_TXN_STATE
 from gateway.kafka.diskless_txn_cluster import BucketEnds, in_bucket
 from store.diskless import txn_staging
+from store.diskless.index import applied_batches
 from store.objstore.api import ObjectStoreError
 
 log = logging.getLogger("rocketgate")
@@ -43,6 +44,8 @@ class Held:
     run: bytes
     count: int
     max_ts: int
+    ident: tuple = ()  # (producer id, epoch, first sequence): its commit's entry names it (never appended twice)
+    tried: bool = False  # a commit of it failed: the retry first looks whether it was appended after all
 
 
 class DisklessTxns:
@@ -55,6 +58,8 @@ class DisklessTxns:
         # transactional id -> [producer id, epoch, start ms] of a transaction holding diskless batches
         self.open: dict[str, list[int]] = dict(app.store.read_config(OPEN_CONFIG, {}) or {})
         self.discarding: set[str] = set()  # staging prefixes of ended transactions, deleted by `run`
+        # marked transactions that may have staged batches (not those of offsets only: nothing to delete)
+        self.staging: set[str] = set(self.open)
         self.bucket_ends = BucketEnds(app)  # in a cluster: ends applied from the bucket by any gateway
         self._submission = 0
 
@@ -83,7 +88,7 @@ class DisklessTxns:
             txn.started_ms = txn.last_start_ms = mark[2]
             txn.state = "Ongoing"
             txn.partitions.update((p.topic, p.queue) for p in pieces)
-            txn.offsets = self._saved_offsets(txn_id, [tuple(o) for o in (mark[3] if len(mark) > 3 else ())])
+            txn.offsets = [tuple(o) for o in (mark[3] if len(mark) > 3 else ())]
             self.held[txn_id] = (self._key(txn), pieces)
         if bumped:
             txns._persist()
@@ -98,24 +103,25 @@ class DisklessTxns:
         pid, epoch = mark[:2]
         try:
             staged = txn_staging.load(diskless.index.store, _where(txn_id, mark))
-            placed = {}
+            placed, applied = {}, set()
             for topic, queue, _seq, _data in staged:
                 if (topic, queue) not in placed and self.app.store.topics.get(topic) is not None:
                     diskless.index.refresh(topic, queue)
-                    placed[(topic, queue)] = {(p[0], p[1], p[2]) for e in diskless.index.entries(topic, queue)
-                                              for p in e.producers}
+                    entries = diskless.index.entries(topic, queue)
+                    placed[(topic, queue)] = {(p[0], p[1], p[2]) for e in entries for p in e.producers}
+                    applied |= applied_batches(entries)
         except (ObjectStoreError, OSError, ValueError) as exc:
             log.warning("diskless transaction %s not taken up (%s): its producer is fenced", txn_id, exc)
             return None
         pieces = []
         for topic, queue, seq, data in staged:
-            if (pid, epoch, seq) not in placed.get((topic, queue), ()):
-                continue
+            if (pid, epoch, seq) not in placed.get((topic, queue), ()) or (pid, epoch, seq) in applied:
+                continue  # its produce failed (never acknowledged), or a commit cut short appended it
             try:
                 b = records.parse_batches(data)[0]
             except (DecodeError, IndexError):
                 continue
-            pieces.append(Held(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp))
+            pieces.append(Held(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp, (pid, epoch, seq)))
         return pieces
 
     def _persist(self) -> None:
@@ -123,38 +129,36 @@ class DisklessTxns:
 
     async def mark_open(self, txn) -> None:
         """Before a produce that holds a batch of `txn` is answered: its mark is on disk, with the
-        transaction's TxnOffsetCommit offsets (kept in step from now on: `_saved_offsets`)."""
+        transaction's TxnOffsetCommit offsets (kept in step from now on: `offsets_added`)."""
         mark = [txn.producer_id, txn.epoch, txn.started_ms]
         if (self.open.get(txn.txn_id) or [])[:3] != mark:
             self.open[txn.txn_id] = [*mark, [list(o) for o in txn.offsets]]
             self._persist()
-        if not isinstance(txn.offsets, SavedOffsets):
-            txn.offsets = self._saved_offsets(txn.txn_id, txn.offsets)
         await self.app.config_writer.written(OPEN_CONFIG, self._submission)
 
-    def _saved_offsets(self, txn_id: str, offsets) -> "SavedOffsets":
-        def save(now: list) -> None:
-            """(in the TxnOffsetCommit handler, which cannot wait) written in place, a small file, once
-            per TxnOffsetCommit; the writer's copy is submitted first, so nothing older lands after it."""
-            mark = self.open.get(txn_id)
-            if mark is not None and mark[3:] != [[list(o) for o in now]]:
-                self.open[txn_id] = [*mark[:3], [list(o) for o in now]]
-                self._persist()
-                self.app.store.write_config(OPEN_CONFIG, dict(self.open))
-        return SavedOffsets(offsets, save)
+    async def offsets_added(self, txn) -> None:
+        """(TxnOffsetCommit, before it is answered; a gateway with diskless topics) the transaction's
+        offsets in its mark on disk, so a kill -9 before its first diskless produce (or with none:
+        offsets only) loses none: the restarted gateway takes the transaction up with them. A
+        transaction that also left plain halves open is fenced at start instead (producer_state)."""
+        self.open[txn.txn_id] = [txn.producer_id, txn.epoch, txn.started_ms, [list(o) for o in txn.offsets]]
+        self._persist()
+        await self.app.config_writer.written(OPEN_CONFIG, self._submission)
 
     async def stage(self, txn, b: records.Batch, topic: str, queue: int) -> None:
         """Before the placeholder of `b` is written: `b` in the bucket, under its first sequence (a
         retry PUTs the same object again). Raises ObjectStoreError."""
+        self.staging.add(txn.txn_id)
         await stage_at(self.app, txn_staging.prefix(txn.txn_id, txn.producer_id, txn.epoch, txn.started_ms),
                        b, topic, queue)
 
     def unmark(self, txn_id: str) -> None:
         mark = self.open.pop(txn_id, None)
         if mark is not None:
-            if _where(txn_id, mark) is not None:
+            if _where(txn_id, mark) is not None and txn_id in self.staging:
                 self.discarding.add(_where(txn_id, mark))
             self._persist()
+        self.staging.discard(txn_id)
 
     @staticmethod
     def _key(txn) -> tuple[int, int, int]:
@@ -169,7 +173,8 @@ class DisklessTxns:
         key, pieces = self.held.get(txn.txn_id, (None, []))
         if key != self._key(txn):
             pieces = []
-        pieces.append(Held(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp))
+        pieces.append(Held(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp,
+                           (b.producer_id, b.producer_epoch, b.base_sequence)))
         self.held[txn.txn_id] = (self._key(txn), pieces)
 
     def pieces(self, txn) -> list[Held]:
@@ -185,9 +190,10 @@ class DisklessTxns:
 
     async def commit(self, txn) -> bool:
         """Append the held batches of `txn` through the WAL, in produce order (one WAL object); each
-        one appended leaves the held list, so a retried EndTxn appends only what failed; then delete
-        the staged copies (before the end is answered: a restart must not take the transaction up
-        again). False when the store failed some."""
+        one appended leaves the held list, so a retried EndTxn appends only what failed (and what
+        failed is looked up in the index first: its entry may have been written all the same); then
+        delete the staged copies (before the end is answered: a restart must not take the transaction
+        up again; one that does skips what an entry appends already). False when the store failed some."""
         pieces = self.pieces(txn)
         writer = self.app.diskless.writer if self.app.diskless is not None else None
         arrivals = self.app.arrivals
@@ -196,12 +202,19 @@ class DisklessTxns:
             if slot.error is None:
                 arrivals.notify(slot.topic, slot.queue)
 
-        slots = [(p, writer.enqueue(p.topic, p.queue, p.run, p.count, p.max_ts, on_done=notify)) for p in pieces]
+        if any(p.tried for p in pieces):
+            try:
+                pieces[:] = await trio.to_thread.run_sync(self._not_applied, pieces)
+            except ObjectStoreError:
+                return False
+        slots = [(p, writer.enqueue(p.topic, p.queue, p.run, p.count, p.max_ts, on_done=notify,
+                                    applied=(p.ident,) if p.ident else ())) for p in pieces]
         failed = []
         for piece, slot in slots:
             try:
                 await writer.result(slot)
             except ObjectStoreError:
+                piece.tried = True
                 failed.append(piece)
         pieces[:] = failed
         mark = self.open.get(txn.txn_id)
@@ -213,6 +226,14 @@ class DisklessTxns:
         except ObjectStoreError:
             return False
         return True
+
+    def _not_applied(self, pieces: list[Held]) -> list[Held]:
+        """(blocking) Those of `pieces` no entry of their queue appends yet."""
+        index, applied = self.app.diskless.index, set()
+        for topic, queue in {(p.topic, p.queue) for p in pieces}:
+            index.refresh(topic, queue)
+            applied |= applied_batches(index.entries(topic, queue))
+        return [p for p in pieces if p.ident not in applied]
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Background service: a transaction holding diskless batches has no half for the check-back
@@ -243,21 +264,6 @@ class DisklessTxns:
                 log.info("staged batches %s not deleted yet (object store: %s)", where, exc)
                 return
             self.discarding.discard(where)
-
-
-class SavedOffsets(list):
-    """A transaction's TxnOffsetCommit offsets (`Txn.offsets`, appended by gateway/kafka/txn.py) that
-    are also written to its open mark as they are added (before the TxnOffsetCommit is answered), so
-    a transaction taken up after a restart commits them with its records."""
-
-    def __init__(self, items, save) -> None:
-        super().__init__(items)
-        self._save = save
-        save(self)
-
-    def append(self, item) -> None:
-        super().append(item)
-        self._save(self)
 
 
 def _where(txn_id: str, mark: list) -> str | None:

@@ -17,6 +17,7 @@ from codec.kafka.schema import DecodeError
 from semantics.diskless import is_diskless
 from semantics.producer_state import INVALID_TXN_STATE, UNKNOWN_PRODUCER_ID, ClusterUnavailable
 from store.diskless import txn_staging
+from store.diskless.index import applied_batches
 from store.objstore.api import ObjectStoreError
 
 log = logging.getLogger("rocketgate.cluster")
@@ -51,16 +52,19 @@ def in_bucket(app, tp) -> bool:
 
 def _placed_batches(app, where: str, pid: int, epoch: int) -> list[tuple[str, int, int, records.Batch]]:
     """(blocking) (topic, queue, sequence, batch) of the staged batches under `where` whose
-    placeholder is in their queue's index."""
+    placeholder is in their queue's index and that no entry appends yet (an end applied before a
+    crash cut it short, or by another gateway, left its staged copy)."""
     index = app.diskless.index
-    placed: dict[tuple[str, int], set] = {}
+    placed: dict[tuple[str, int], tuple[set, set]] = {}
     out = []
     for topic, queue, seq, data in txn_staging.load(index.store, where):
         if (topic, queue) not in placed:
             index.refresh(topic, queue)
-            placed[(topic, queue)] = {tuple(p[:3]) for e in index.entries(topic, queue) for p in e.producers}
-        if (pid, epoch, seq) not in placed[(topic, queue)]:
-            continue  # its produce failed: never acknowledged
+            entries = index.entries(topic, queue)
+            placed[(topic, queue)] = ({tuple(p[:3]) for e in entries for p in e.producers}, applied_batches(entries))
+        holds, applied = placed[(topic, queue)]
+        if (pid, epoch, seq) not in holds or (pid, epoch, seq) in applied:
+            continue  # its produce failed (never acknowledged), or it is appended already
         try:
             out.append((topic, queue, seq, records.parse_batches(data)[0]))
         except (DecodeError, IndexError):
@@ -98,13 +102,14 @@ class BucketEnds:
     async def _append(self, where: str, pid: int, epoch: int) -> None:
         batches = await trio.to_thread.run_sync(_placed_batches, self.app, where, pid, epoch)
         writer, arrivals = self.app.diskless.writer, self.app.arrivals
-        slots = [(seq, writer.enqueue(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp))
+        slots = [(seq, writer.enqueue(topic, queue, b.data, b.last_offset_delta + 1, b.max_timestamp,
+                                      applied=((pid, epoch, seq),)))
                  for topic, queue, seq, b in batches]
         failed = None
         for seq, slot in slots:  # each appended one goes: a retried end appends only the rest
             try:
                 await writer.result(slot)
-            except ObjectStoreError as exc:
+            except ObjectStoreError as exc:  # (AlreadyApplied: another gateway at once; the retry skips it)
                 failed = exc
                 continue
             arrivals.notify(slot.topic, slot.queue)

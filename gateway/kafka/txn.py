@@ -194,6 +194,8 @@ async def txn_offset_commit(ctx: RequestContext):
                                     p["committed_metadata"] or ""))
             parts.append({"partition_index": p["partition_index"], "error_code": code})
         out.append({"name": t["name"], "partitions": parts})
+    if txn is not None and txn.started_ms is not None and ctx.app.diskless is not None:  # durable first
+        await kafka_state(ctx.app).diskless_txns.offsets_added(txn)
     return {"topics": out}
 
 

@@ -41,6 +41,28 @@ def _taken_over(producers: tuple, entries: list[IndexEntry]) -> bool:
     return False
 
 
+class AlreadyApplied(ObjectStoreError):
+    """A committed transaction's batch is already in an entry: its end was applied before (a retry after
+    a crash between the append and the deletion of the staged copy) or by another gateway at once."""
+
+
+def applied_batches(entries: list[IndexEntry]) -> set[tuple]:
+    """(producer id, epoch, first sequence) of the transactional batches these entries appended."""
+    return {tuple(a) for e in entries for a in e.applied}
+
+
+def _applied_already(applied: tuple, entries: list[IndexEntry]) -> bool:
+    """Whether an entry already appends one of `applied`'s batches. Walks back from the newest entry to
+    the batch's placeholder (written at produce time, before any end): nothing older can hold it."""
+    for ident in applied:
+        for entry in reversed(entries):
+            if ident in entry.applied:
+                return True
+            if any(tuple(p[:3]) == ident for p in entry.producers):
+                break
+    return False
+
+
 class _Queue:
     def __init__(self) -> None:
         self.entries: list[IndexEntry] = []
@@ -255,10 +277,12 @@ class DisklessIndex:
             q.replace(entry)
 
     def commit(self, topic: str, queue: int, wal: str, pos: int, run: bytes, count: int,
-               max_ts: int = -1, producers: tuple = ()) -> IndexEntry:
+               max_ts: int = -1, producers: tuple = (), applied: tuple = ()) -> IndexEntry:
         """Give the batches at [pos, pos + len(run)) of `wal` the queue's next offsets: write the next
         entry with if_absent; after a lost race read the winner's entries and try the next slot.
-        ObjectStoreError when the store fails or the queue stays contended."""
+        ObjectStoreError when the store fails or the queue stays contended; AlreadyApplied when one of
+        the committed transactions' batches `applied` is in an entry already: every entry before the
+        slot won is known when it is checked, so two writers can never both append it."""
         q = self._queue(topic, queue)
         with q.lock:
             if not q.listed:
@@ -267,7 +291,9 @@ class DisklessIndex:
                 if producers and _taken_over(producers, q.entries):  # learned now or at an earlier refresh
                     raise AlreadyCommitted(f"diskless {topic}-{queue}: batch committed meanwhile by another "
                                            "gateway (this one was paused or lost the lead)")
-                entry = IndexEntry(q.next_seq, q.end, count, wal, pos, len(run), max_ts, producers)
+                if applied and _applied_already(applied, q.entries):
+                    raise AlreadyApplied(f"diskless {topic}-{queue}: a transaction's batch was appended already")
+                entry = IndexEntry(q.next_seq, q.end, count, wal, pos, len(run), max_ts, producers, applied)
                 try:
                     self.store.put(self.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
                 except PreconditionFailed:  # another writer took this slot: fenced, learn its entries

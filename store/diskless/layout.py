@@ -47,20 +47,27 @@ class IndexEntry:
     # idempotent producers' batches: [producer id, epoch, first sequence, count, offset - base], so
     # whoever writes the queue next rebuilds their state from the index (docs/diskless.md)
     producers: tuple = ()
+    # committed Kafka transactions' batches this entry appends: [producer id, epoch, first sequence],
+    # so an end applied twice (retried after a crash, two completers) never appends one again (index.py)
+    applied: tuple = ()
 
     @property
     def end(self) -> int:
         return self.base + self.count
 
     def encode(self) -> bytes:
-        return json.dumps(dataclasses.asdict(self), separators=(",", ":")).encode()
+        fields = dataclasses.asdict(self)
+        if not self.applied:
+            del fields["applied"]  # (most entries: no transaction's end)
+        return json.dumps(fields, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> "IndexEntry":
         try:
             fields = json.loads(data)
             entry = cls(**{f.name: fields[f.name] for f in dataclasses.fields(cls) if f.name in fields})
-            entry = dataclasses.replace(entry, producers=tuple(tuple(p) for p in entry.producers))
+            entry = dataclasses.replace(entry, producers=tuple(tuple(p) for p in entry.producers),
+                                        applied=tuple(tuple(a) for a in entry.applied))
             if not all(isinstance(v, int) for v in (entry.seq, entry.base, entry.count, entry.pos, entry.size)):
                 raise TypeError("offsets must be integers")
             return entry

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from store.objstore.api import ObjectStore
+from store.objstore.api import NotFound, ObjectStore
 
 STAGED = "diskless/txn/"
 SEQ_DIGITS = 10  # zero-padded: a queue's batches list in sequence order
@@ -35,11 +35,15 @@ def stage(store: ObjectStore, where: str, topic: str, queue: int, sequence: int,
 
 
 def load(store: ObjectStore, where: str) -> list[tuple[str, int, int, bytes]]:
-    """(topic, queue, sequence, batch bytes) of every batch staged under `where`, in key order."""
+    """(topic, queue, sequence, batch bytes) of every batch staged under `where`, in key order (one
+    deleted between the LIST and its GET, by another gateway applying the same end, is left out)."""
     out = []
     for info in sorted(store.list(where), key=lambda i: i.key):
         topic, queue, seq = info.key[len(where):].split("/")
-        out.append((urllib.parse.unquote(topic), int(queue), int(seq), store.get(info.key)))
+        try:
+            out.append((urllib.parse.unquote(topic), int(queue), int(seq), store.get(info.key)))
+        except NotFound:
+            continue
     return out
 
 

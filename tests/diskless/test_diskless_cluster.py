@@ -17,11 +17,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cluster"))
 from clusters import NODES, require_etcd, start_cluster, wait_for  # noqa: E402
 
 
-def start_diskless_cluster(seaweed_s3, s3_bucket, tmp_path):
-    """Three gateways on etcd and one bucket (a short WAL bound)."""
+def start_diskless_cluster(seaweed_s3, s3_bucket, tmp_path, endpoint: str | None = None):
+    """Three gateways on etcd and one bucket (a short WAL bound); `endpoint`: reach it there instead."""
     require_etcd()
-    return start_cluster(tmp_path / "cluster", NODES, extra_args=[
-        *seaweed_s3.tier_args(s3_bucket), "--diskless-wal-max-ms", "20"])
+    tier = seaweed_s3.tier_args(s3_bucket)
+    if endpoint is not None:
+        tier[tier.index("--tier-endpoint") + 1] = endpoint
+    return start_cluster(tmp_path / "cluster", NODES, extra_args=[*tier, "--diskless-wal-max-ms", "20"])
 
 
 def create_diskless_topic(cluster, name: str, partitions: int):

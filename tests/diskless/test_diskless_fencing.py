@@ -10,7 +10,7 @@ import pytest
 
 from objstore_fixtures import object_store_on
 from store.diskless import layout
-from store.diskless.index import DisklessIndex
+from store.diskless.index import AlreadyApplied, DisklessIndex
 from store.objstore.api import ObjectStoreError, PreconditionFailed
 
 RUN = b"x" * 10  # the bytes do not matter to the index
@@ -69,3 +69,31 @@ def test_a_damaged_index_entry_or_wal_range_is_an_error_not_a_crash(two_gateways
     a.refresh("t", 4)
     with pytest.raises(ObjectStoreError):
         a.read("t", 4, 0, 1000)
+
+
+def test_two_gateways_applying_one_transaction_end_append_its_batch_once(two_gateways):
+    """Two gateways completing the same decided commit at once (a paused coordinator and its
+    successor), or one retrying after a kill -9 between its append and the deletion of the staged
+    copy: the batch's entry names it (`applied`), and a writer that would append it again learns
+    that entry before it wins a slot, so it is appended once."""
+    a, b = two_gateways
+    batch = (7, 0, 0)  # producer id, epoch, first sequence
+    a.commit("t", 3, "wal-p", 0, b"", 2, producers=((*batch, 2, 0),))  # its placeholder, at produce time
+    a.refresh("t", 3)
+    b.refresh("t", 3)  # both completers know the queue up to the placeholder
+
+    def apply(index: DisklessIndex, wal: str):
+        try:
+            return index.commit("t", 3, wal, 0, RUN, 2, applied=(batch,))
+        except AlreadyApplied:
+            return None
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        done = [f.result() for f in [pool.submit(apply, a, "wal-a"), pool.submit(apply, b, "wal-b")]]
+    assert sum(e is not None for e in done) == 1  # one appended it; the other learned it was in
+    with pytest.raises(AlreadyApplied):  # a retry later, by either
+        b.commit("t", 3, "wal-c", 0, RUN, 2, applied=(batch,))
+    assert a.refresh("t", 3) == 4
+    stored = [layout.IndexEntry.decode(a.store.get(layout.index_key("t", 3, seq))) for seq in (0, 1)]
+    assert [e.applied for e in stored] == [(), (batch,)]
+    assert a.commit("t", 3, "wal-d", 0, RUN, 1).end == 5  # other writes go on

@@ -7,12 +7,14 @@ out. REMOTING_TARGET=rocketmq runs the same on RocketMQ 5.5 (one broker) with a 
 from __future__ import annotations
 
 import collections
+import json
 import time
 
 import pytest
 
 from client import ConsumeFrom, Message, Producer, SimpleConsumer
 from test_diskless_delay import REAL, target  # noqa: F401  (the fixture)
+from waiting import until
 
 pytestmark = pytest.mark.timeout(300 if REAL else 90)
 N, UNACKED = 12, {b"m0", b"m5"}
@@ -53,28 +55,78 @@ def _done(deliveries) -> bool:
     return len(deliveries) == N and all(len(deliveries[b]) >= 2 for b in UNACKED)
 
 
-def test_pop_goes_on_through_the_other_gateway_when_the_owner_is_gone(request, gateway_factory):
-    """The owner killed (kill -9): a POP through the other gateway is served there at once (its own
-    pop state, at-least-once, as after a broker fail-over), and that gateway takes the lease."""
+def _owner_and_other_with_three_messages(request, gateway_factory, topic: str):
+    """Two gateways on the test's bucket, the first the POP owner, and m0..m2 in a diskless `topic`."""
     if REAL:
         pytest.skip("a fail-over of the gateways' POP owner; one RocketMQ broker has none")
     from test_diskless_delay import Target, bucket_args
     args, _keys = bucket_args(request)
     a = gateway_factory(extra_args=args, name="a")  # first: it takes the POP lease
     b = gateway_factory(extra_args=args, name="b")
-    q = Target(a.namesrv, [a.namesrv, b.namesrv]).create("dl-pop3")
-    with Producer("dl-pop3-p", a.namesrv) as p:
+    q = Target(a.namesrv, [a.namesrv, b.namesrv]).create(topic)
+    with Producer(f"{topic}-p", a.namesrv) as p:
         for i in range(3):
-            p.send(Message("dl-pop3", b"m%d" % i), queue=q)
+            p.send(Message(topic, b"m%d" % i), queue=q)
+    return a, b
+
+
+def _receive_three(c, invisible_s: float) -> list:
+    got = []
+    for _ in range(10):
+        got += c.receive(max_messages=32, invisible_duration=invisible_s)
+        if len(got) >= 3:
+            break
+    return got
+
+
+def test_pop_goes_on_through_the_other_gateway_when_the_owner_is_gone(request, gateway_factory):
+    """The owner killed (kill -9): a POP through the other gateway is served there at once (its own
+    pop state, at-least-once, as after a broker fail-over), and that gateway takes the lease."""
+    a, b = _owner_and_other_with_three_messages(request, gateway_factory, "dl-pop3")
     a.kill9()
     with SimpleConsumer("dl-pop3-g", b.namesrv, subscriptions={"dl-pop3": "*"}, await_duration=1,
                         consume_from=ConsumeFrom.FIRST_OFFSET) as c:
-        got = []
-        for _ in range(10):
-            got += c.receive(max_messages=32, invisible_duration=30)
-            if len(got) >= 3:
-                break
+        got = _receive_three(c, 30)
         assert sorted(m.body for m in got) == [b"m0", b"m1", b"m2"]
         for m in got:
             c.ack(m)
     assert "diskless POP owner" in b.log() and "unreachable" in b.log()
+
+
+def _in_flight_published(request, topic: str, leases: int) -> bool:
+    """Whether the POP owner's published in-flight state (gateway.diskless_pop_owner) holds `leases`
+    leases of `topic`."""
+    from objstore_fixtures import object_store_on
+    store = object_store_on(request.getfixturevalue("seaweed_s3"), request.getfixturevalue("s3_bucket"), prefix="tier/")
+    try:
+        states = json.loads(store.get("diskless/pop-inflight"))["states"]
+    except Exception:  # not published yet
+        return False
+    finally:
+        store.close()
+    return sum(len(s["leases"]) for s in states if s["t"] == topic) == leases
+
+
+def test_a_new_owner_keeps_what_was_in_flight_at_the_old_one(request, gateway_factory):
+    """Three messages popped through the other gateway (so at the owner), one acked, then the owner
+    killed (kill -9): the two in flight stay invisible at the gateway that takes over (before: handed
+    out again at once, with the acked one), an old receipt acks one there, and the other comes back
+    once, after its invisible time, with reconsume count 1."""
+    a, b = _owner_and_other_with_three_messages(request, gateway_factory, "dl-pop4")
+    with SimpleConsumer("dl-pop4-g", b.namesrv, subscriptions={"dl-pop4": "*"}, await_duration=1,
+                        consume_from=ConsumeFrom.FIRST_OFFSET) as c:
+        got = _receive_three(c, 12)
+        by_body = {m.body: m for m in got}
+        assert sorted(by_body) == [b"m0", b"m1", b"m2"]
+        c.ack(by_body[b"m0"])
+        until(lambda: _in_flight_published(request, "dl-pop4", 2), 10, 0.2)  # (the owner's next beat)
+        a.kill9()
+        assert c.receive(max_messages=32, invisible_duration=12) == []  # served by b: still in flight
+        c.ack(by_body[b"m1"])  # the receipt a gave
+        again, deadline = [], time.monotonic() + 40
+        while time.monotonic() < deadline and not again:
+            again = c.receive(max_messages=32, invisible_duration=30)
+        assert [(m.body, m.reconsume_times) for m in again] == [(b"m2", 1)]
+        c.ack(again[0])
+        assert c.receive(max_messages=32, invisible_duration=30) == []
+    assert "adopted 2 message(s)" in b.log()
