@@ -1,6 +1,6 @@
 """The Java workloads (compat/java/src/kafkafaults): kafka-clients 4.3.1 (bench/jars/kafka) as an
 idempotent acks=all producer and as consumers in a classic and a KIP-848 group, and rocketmq-client
-(remoting, compat/java/rocketmq5) as a SYNC_MASTER producer. Each runs as its own JVM writing the
+(remoting, compat/java/rocketmq5) as a SYNC_MASTER producer and as a push consumer. Each runs as its own JVM writing the
 harness's history (invoke, then ok / fail / info) as JSON lines; closing its stdin ends it. Compiled
 with javac into the run dir at the start of a run, as bench/txn_check.py compiles its workload."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ SOURCES = os.path.join(CHECKOUT, "compat", "java", "src", "kafkafaults", "compat
 KAFKA_JARS = os.path.join(CHECKOUT, "bench", "jars", "kafka", "*")
 ROCKETMQ_CLASSPATH = os.path.join(CHECKOUT, "compat", "java", "rocketmq5", "target", "classpath.txt")
 JAVA_TOPIC, JAVA_RMQ_TOPIC, JAVA_PARTITIONS = "faults-java", "faults-java-rmq", 3
+JAVA_RMQ_GROUP = "faults-java-rmq-consumers"
 GROUPS = {"classic": "faults-java-classic", "consumer": "faults-java-848"}
 
 
@@ -51,6 +52,7 @@ class JavaWorkload:
         self.history: list[dict] = []
         self.fatal: str | None = None
         self.proc: subprocess.Popen | None = None
+        self.finish_timeout = 120.0  # the JVM's time to end once told to
 
     def start(self, stop: threading.Event) -> threading.Thread:
         with open(self.stderr_path, "w") as err:
@@ -63,9 +65,10 @@ class JavaWorkload:
         stop.wait()
         self.proc.stdin.close()
 
-    def finish(self, timeout: float = 120) -> None:
+    def finish(self, timeout: float | None = None) -> None:
         """Wait for the JVM (it closes its clients, answering what is outstanding), read its history;
         a send that never completed is info ("no answer")."""
+        timeout = self.finish_timeout if timeout is None else timeout
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -103,6 +106,15 @@ def java_rocketmq(namesrv: str, run_dir: str, t0: float, now) -> JavaWorkload:
     w = JavaWorkload("RocketMQ sync producer (Java rocketmq-client 5.3.3, remoting), SEND_OK = acknowledged, final read",
                      "java-rocketmq", os.pathsep.join([compile_java(run_dir), rocketmq_classpath()]),
                      "compat.FaultsRocket", [namesrv, JAVA_RMQ_TOPIC], run_dir, t0, now)
+    return w
+
+
+def java_rocketmq_consumer(namesrv: str, run_dir: str, t0: float, now) -> JavaWorkload:
+    """Reads what java_rocketmq writes; checked with checker.check_deliveries against the final read."""
+    w = JavaWorkload("RocketMQ push consumer (Java rocketmq-client 5.3.3, remoting, orderly), every stored message "
+                     "handed out", "java-rmq-consumer", os.pathsep.join([compile_java(run_dir), rocketmq_classpath()]),
+                     "compat.FaultsRocketConsumer", [namesrv, JAVA_RMQ_TOPIC, JAVA_RMQ_GROUP], run_dir, t0, now)
+    w.finish_timeout = 200.0  # it drains for up to 120 s after the stop
     return w
 
 
