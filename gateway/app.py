@@ -217,7 +217,8 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         config_writer=writer,
         offsets=offsets,
         delay_levels=levels,
-        delay=DelayScheduler(st, levels, clock=clock, durable=durability.durable, writer=writer, flow=flow),
+        delay=DelayScheduler(st, levels, clock=clock, durable=durability.durable, writer=writer, flow=flow,
+                             source=str(config.node_id) if config.cluster else None),
         transactions=Transactions(
             st, levels, timeout_ms=config.transaction_timeout_ms,
             check_interval_ms=config.transaction_check_interval_ms,

@@ -52,11 +52,11 @@ class DisklessRouter:
             return DISKLESS
         return HERE if self.inner is None else self.inner.target(topic, queue_id)
 
-    async def deliver(self, address: str, msgs: list) -> None:
-        if address == DISKLESS:
+    async def deliver(self, address: str, msgs: list, resent: bool = False) -> None:
+        if address == DISKLESS:  # a re-sent one may be written twice (at-least-once, as RocketMQ's)
             await append_messages(self.app, msgs)
         else:
-            await self.inner.deliver(address, msgs)
+            await self.inner.deliver(address, msgs, resent)
 
 
 def _leads(app, inner, topic: str, queue_id: int) -> bool:

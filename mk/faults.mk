@@ -2,7 +2,7 @@
 # under a seeded nemesis (partitions, one-way drops, a lossy slow reordering link, pauses, kill -9, clock
 # jumps through libfaketime, a full disk on a tmpfs), workloads and checkers. Needs root, `ip`/`tc`
 # (iproute2), iptables, Debian's faketime and a C compiler (the fsync-error shim, tests/faults/fsync_fault.c), a JDK
-# and the Maven jars (the Java workloads) and Go (the linearizability checker, below). A few minutes; rewrites docs/faults.md.
+# and the Maven jars (the Java workloads) and Go (the linearizability checker and the Go RocketMQ workload, below). A few minutes; rewrites docs/faults.md.
 # FAULTS_ARGS="--seed N --rounds R" reruns a schedule exactly.
 FAULTS_ARGS ?=
 .PHONY: faults faults-long faults-tools
@@ -13,20 +13,30 @@ faults-tools:
 
 SETUP_TARGETS += faults-tools
 
-# The linearizability checker of the metadata history (tests/faults/lincheck: porcupine from the Go
-# module proxy, pinned by its go.sum), built into a cache outside the clone under a name keyed by its
-# sources' hash (tests/faults/linearizable.py finds it so, and runs this target when it is missing).
-# Prints the binary's path.
+# The Go programs of the harness, each built from the Go module proxy (pinned by its go.sum) into a cache
+# outside the clone under a name keyed by its sources' hash (tests/faults/gobuild.py finds them so, and
+# runs their target when one is missing); each target prints the binary's path.
+# $(call faults-go,NAME,CACHE): tests/faults/NAME -> CACHE/NAME-<hash>
+define faults-go
+	@command -v go >/dev/null || { apt-get update -q && apt-get install -y -q golang-go; }
+	@bin=$(2)/$(1)-$$(cat tests/faults/$(1)/main.go tests/faults/$(1)/go.mod tests/faults/$(1)/go.sum \
+		| sha256sum | cut -c1-16); test -x $$bin || { mkdir -p $(2) && cd tests/faults/$(1) \
+		&& GOFLAGS=-mod=mod go build -o $$bin.tmp . && mv $$bin.tmp $$bin; } && echo $$bin
+endef
+
+# The linearizability checker of the metadata history (tests/faults/lincheck: porcupine).
 LINCHECK_CACHE ?= $(HOME)/.cache/rocketgate/lincheck
-LINCHECK_SRC := tests/faults/lincheck
 .PHONY: faults-lincheck
 faults-lincheck:
-	@command -v go >/dev/null || { apt-get update -q && apt-get install -y -q golang-go; }
-	@bin=$(LINCHECK_CACHE)/lincheck-$$(cat $(LINCHECK_SRC)/main.go $(LINCHECK_SRC)/go.mod $(LINCHECK_SRC)/go.sum \
-		| sha256sum | cut -c1-16); test -x $$bin || { mkdir -p $(LINCHECK_CACHE) && cd $(LINCHECK_SRC) \
-		&& GOFLAGS=-mod=mod go build -o $$bin.tmp . && mv $$bin.tmp $$bin; } && echo $$bin
+	$(call faults-go,lincheck,$(LINCHECK_CACHE))
 
-SETUP_TARGETS += faults-lincheck
+# The Go RocketMQ workload (tests/faults/rmqgo: apache/rocketmq-client-go v2, tests/faults/go_load.py).
+RMQGO_CACHE ?= $(HOME)/.cache/rocketgate/rmqgo
+.PHONY: faults-rmqgo
+faults-rmqgo:
+	$(call faults-go,rmqgo,$(RMQGO_CACHE))
+
+SETUP_TARGETS += faults-lincheck faults-rmqgo
 
 faults: setup
 	$(PY) tests/faults/run.py $(FAULTS_ARGS)

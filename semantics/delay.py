@@ -10,7 +10,7 @@ dispatched (the scheduler is a store dispatcher), so there is no periodic pollin
 Delivery rebuilds the message for REAL_TOPIC/REAL_QID (DELAY and __STARTDELIVERTIME removed,
 tags code from TAGS, REAL_TOPIC/REAL_QID kept as RocketMQ does) and appends it: the second write.
 The delivered copy carries `SCHEDULE_OFFSET=<queue>:<offset>`, naming the schedule entry it came
-from. That makes delivery idempotent across a crash:
+from (in a cluster also `SCHEDULE_SOURCE=<node id>`: whose schedule topic). That makes delivery idempotent across a crash:
 
 Progress goes to `config/delayOffset.json`: RocketMQ's `{"offsetTable": {"<level>": next offset}}`
 (the timer queue under level N+1: a low mark, every offset below it is delivered), plus `timerLoaded` and
@@ -42,11 +42,11 @@ import logging
 import trio
 
 from semantics.clock import WALL_CLOCK
-from semantics.delay_forward import FORWARD_RETRY_MS, HERE, LATER, Forward, Forwarder
+from semantics.delay_forward import FORWARD_RETRY_MS, HERE, LATER, Forward, Forwarder, delivery_key
 from semantics.flow_control import append_each, run_in_turn
 from semantics.routing import (
     DEFAULT_LEVELS,
-    PROPERTY_SCHEDULE_OFFSET,
+    PROPERTY_SCHEDULE_SOURCE,
     SCHEDULE_TOPIC,
     DelayLevels,
     ensure_topic,
@@ -74,8 +74,9 @@ class DelayScheduler:
     is saved), `writer` its off-loop ConfigWriter (None: progress is written in place)."""
 
     def __init__(self, store, levels: DelayLevels = DEFAULT_LEVELS, clock=WALL_CLOCK,
-                 durable=_not_waiting, writer=None, router=None, flow=None) -> None:
+                 durable=_not_waiting, writer=None, router=None, flow=None, source: str | None = None) -> None:
         self.store = store
+        self.source = source  # a cluster member's node id, named on every copy (SCHEDULE_SOURCE)
         self.router = router  # where due messages go in a cluster (semantics.delay_forward); None: all here
         self._fwd = Forwarder(clock)  # due messages for queues led elsewhere
         self.levels = levels
@@ -166,13 +167,19 @@ class DelayScheduler:
         if entry is None:
             log.warning("schedule queue %d offset %d: entry at %d unreadable, skipped", q, off, phys)
             return 1, None
-        msg = self.real_copy(entry, q)
+        msg = self._copy(entry, q)
         if msg is None:
             log.warning("schedule queue %d offset %d: no REAL_TOPIC, dropped", q, off)
         elif (msg.topic, msg.properties.get(UNIQ_KEY)) in self.recalled:
             log.info("schedule queue %d offset %d: recalled, dropped", q, off)
             msg = None
         return entry.batch_count, msg
+
+    def _copy(self, entry, q: int):
+        msg = self.real_copy(entry, q)
+        if msg is not None and self.source is not None:
+            msg.properties[PROPERTY_SCHEDULE_SOURCE] = self.source
+        return msg
 
     def _append(self, msgs: list) -> None:
         if msgs and self.flow is not None and not self.flow.appends_inline(self.store):
@@ -223,7 +230,7 @@ class DelayScheduler:
                         run = Forward(where, level=q, start=off)
                     elif run.address != where:
                         break
-                    run.add(msg)
+                    run.add(msg, self._fwd.resent(due))
                     run.end = off + span
                 off += span
                 count += 1
@@ -332,19 +339,20 @@ class DelayScheduler:
         """Count as delivered the due entries whose copy is already in their target queue
         (delivered before a crash, progress not yet persisted). Returns how many were found."""
         found = 0
-        markers: dict[tuple[str, int], set[str]] = {}
+        markers: dict[tuple[str, int], set[tuple]] = {}
+        self._fwd.started_ms = now  # forwards of what was due by now may repeat an earlier one
 
         def already_delivered(q: int, phys: int) -> tuple[bool, int]:
             entry = self.store.get(phys)
             if entry is None:
                 return False, 1
-            copy = self.real_copy(entry, q)
+            copy = self._copy(entry, q)
             if copy is None:
                 return False, entry.batch_count
             key = (copy.topic, copy.queue_id)
             if key not in markers:
                 markers[key] = self._markers_since(copy.topic, copy.queue_id, self.persisted_at - CLOCK_SLACK_MS)
-            return copy.properties[PROPERTY_SCHEDULE_OFFSET] in markers[key], entry.batch_count
+            return delivery_key(copy) in markers[key], entry.batch_count
 
         for q in range(self.levels.max_level):
             self._skip_expired(q)
@@ -371,17 +379,15 @@ class DelayScheduler:
             log.info("delay scheduler: %d deliveries made before the last stop were recognised", found)
         return found
 
-    def _markers_since(self, topic: str, qid: int, since_ms: int) -> set[str]:
+    def _markers_since(self, topic: str, qid: int, since_ms: int) -> set[tuple]:
         s = self.store
-        out: set[str] = set()
+        out: set[tuple] = set()
         off = s.offset_for_timestamp(topic, qid, max(0, since_ms))
         end = s.max_offset(topic, qid)
         while off < end:
             res = s.read(topic, qid, off, 256)
             for _qoff, m in res.entries:
-                marker = m.properties.get(PROPERTY_SCHEDULE_OFFSET)
-                if marker is not None:
-                    out.add(marker)
+                out.add(delivery_key(m))
             if res.next_offset <= off:
                 break
             off = res.next_offset

@@ -16,6 +16,7 @@ from semantics.routing import (
     PROPERTY_REAL_QID,
     PROPERTY_REAL_TOPIC,
     PROPERTY_SCHEDULE_OFFSET,
+    PROPERTY_SCHEDULE_SOURCE,
     PROPERTY_START_DELIVER_TIME,
     DelayLevels,
     ensure_topic,
@@ -32,7 +33,7 @@ PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 PROPERTY_UNIQ_KEY = "UNIQ_KEY"
 # Routing leftovers of an earlier trip that must not follow the message into a new topic.
 _TRANSIENT = (PROPERTY_DELAY, PROPERTY_START_DELIVER_TIME, PROPERTY_REAL_TOPIC, PROPERTY_REAL_QID,
-              PROPERTY_SCHEDULE_OFFSET)
+              PROPERTY_SCHEDULE_OFFSET, PROPERTY_SCHEDULE_SOURCE)
 
 
 def retry_topic(group: str) -> str:

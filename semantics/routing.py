@@ -35,6 +35,7 @@ PROPERTY_REAL_QID = "REAL_QID"
 # a Kafka transaction's half record (semantics.txn_layout): written by the gateway only, never a client's
 PROPERTY_KAFKA_TXN_FIRST, PROPERTY_KAFKA_TXN_PRODUCER = "KAFKA_TXN_FIRST", "KAFKA_TXN_PRODUCER"
 PROPERTY_SCHEDULE_OFFSET = "SCHEDULE_OFFSET"  # on a delivered copy: "<schedule queue>:<offset>"
+PROPERTY_SCHEDULE_SOURCE = "SCHEDULE_SOURCE"  # and, in a cluster, the node id whose schedule topic that is
 PROPERTY_REAL_TAGS_CODES = "REAL_TAGS_CODES"  # an inner batch's own tags codes while scheduled
 
 MAX_DELIVER_MS = (1 << 63) - 1

@@ -11,6 +11,10 @@ leader) or make the copy diverge (a follower's log is the leader's). So:
   (codec.remoting.message); the leader appends them in one write if it leads every target queue,
   and answers once they are durable (sync flush) and held by the in-sync replicas, else refuses
   the whole request with NO_PERMISSION (the sender tries again after re-reading its view).
+  A request the sender marks `resent` (ext field "resent": an earlier send of some of its messages
+  may have been taken, its answer lost) is de-duplicated: a message whose delivery (its sender's
+  node id, schedule entry and born time: semantics.delay_forward.delivery_key) is already in the
+  tail of its queue is not stored again; the answer waits for that copy as for a new one.
 - Security (docs/security.md, "Between gateways"): with `--inter-broker-credentials` every
   CLUSTER_DELIVER is signed with the cluster's inter-broker credential, the only one a leader
   under `--authorizer acl` accepts for it (security.inter_broker); with `--remoting-tls` the
@@ -22,7 +26,7 @@ from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting import message as M
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
-from semantics.delay_forward import HERE, LATER
+from semantics.delay_forward import HERE, LATER, delivery_key, held_copies
 from semantics.replication.contract import NotLeader
 from semantics.routing import to_message
 
@@ -57,9 +61,9 @@ class LeaderRouter:
         member = node.view.members.get(a.leader)
         return LATER if member is None else member.remoting_addr
 
-    async def deliver(self, address: str, msgs: list) -> None:
-        cmd = RemotingCommand(code=RC.CLUSTER_DELIVER, ext_fields={"count": str(len(msgs))},
-                              body=b"".join(M.encode(m) for m in msgs))
+    async def deliver(self, address: str, msgs: list, resent: bool = False) -> None:
+        fields = {"count": str(len(msgs)), **({"resent": "1"} if resent else {})}
+        cmd = RemotingCommand(code=RC.CLUSTER_DELIVER, ext_fields=fields, body=b"".join(M.encode(m) for m in msgs))
         resp = await self.transport.call(address, cmd)
         if resp.code != ResponseCode.SUCCESS:
             raise DeliveryRefused(resp.remark or f"code {resp.code}")
@@ -85,13 +89,21 @@ def cluster_deliver(channel, req):
         if app.store.topics.get(m.topic) is None or not app.ownership.owns(m.topic, m.queue_id):
             return req.response(ResponseCode.NO_PERMISSION,
                                 remark=f"not the leader of {m.topic} queue {m.queue_id} (or fenced)")
-    if not msgs:
+    held = held_copies(app.store, msgs) if (req.ext_fields or {}).get("resent") == "1" else {}
+    fresh = [m for m in msgs if delivery_key(m) not in held]
+    results = app.store.append_many(fresh) if fresh else []
+    ends: dict[tuple[str, int], int] = {}
+    durable_end = 0
+    copies = [(m.topic, m.queue_id, r.queue_offset + r.count, r.end_offset) for m, r in zip(fresh, results)]
+    copies += [(m.topic, m.queue_id, qoff + m.batch_count, m.physical_offset + m.size) for qoff, m in held.values()]
+    for topic, qid, end, phys_end in copies:
+        ends[(topic, qid)] = max(end, ends.get((topic, qid), 0))
+        durable_end = max(durable_end, phys_end)
+    if not copies:
         return req.response(ResponseCode.SUCCESS)
-    results = app.store.append_many(msgs)
-    ends = {(m.topic, m.queue_id): r.queue_offset + r.count for m, r in zip(msgs, results)}
 
     async def settled():
-        await app.durable(results[-1].end_offset)
+        await app.durable(durable_end)
         try:
             for (topic, qid), end in ends.items():
                 await app.replicated(topic, qid, end)

@@ -52,8 +52,11 @@ class SingleNode:
     async def reserve_producer_ids(self) -> None:
         return None
 
-    async def published(self, names) -> None:
-        return None
+    async def published(self, names, timeout: float = 5.0) -> list[str]:
+        return []
+
+    def creating(self, name: str) -> bool:
+        return False
 
 
 SINGLE_NODE = SingleNode()
@@ -123,7 +126,8 @@ class ClusterNode:
     def topic_created(self, cfg, replication_factor: int | None = None, members: list[int] | None = None) -> None:
         """A topic was created in the local store (any protocol); publish its placement unless it is
         a local topic or already in etcd. The view has it at once; etcd gets it in the background
-        (if another gateway created it first, the watch brings the winner's assignment)."""
+        (if another gateway created it first, the watch brings the winner's assignment). Until etcd
+        has it, it is `creating`: clients are not shown it (docs/cluster.md, "Topic creation")."""
         name = cfg.name
         if is_local_topic(name) or name in self.view.topics:
             return
@@ -163,21 +167,28 @@ class ClusterNode:
         self._spawn(self.coordination.add_queues, cfg.name, grown, new)
 
     async def _publish(self, name: str, record: TopicRecord, assignments: list) -> None:
-        try:
-            if not await self.coordination.create_topic(name, record, assignments):
-                log.info("cluster: topic %s was created elsewhere first; following its assignment", name)
-                await self.view.load()
-        finally:
-            self._publishing.pop(name, trio.Event()).set()
+        """Retried while etcd does not answer (`_retried`): `creating` until it has taken it."""
+        if not await self.coordination.create_topic(name, record, assignments):
+            log.info("cluster: topic %s was created elsewhere first; following its assignment", name)
+            await self.view.load()
+        self._publishing.pop(name, trio.Event()).set()
 
-    async def published(self, names, timeout: float = 5.0) -> None:
+    async def published(self, names, timeout: float = 5.0) -> list[str]:
         """Wait until these topics' creation here is in etcd (or lost to another gateway's), so a
-        client told "created" finds them on every gateway instead of auto-creating them elsewhere."""
+        client told "created" finds them on every gateway instead of auto-creating them elsewhere.
+        Returns those etcd does not have yet (still retried): not to be answered as created."""
         with trio.move_on_after(timeout):
             for name in names:
                 event = self._publishing.get(name)
                 if event is not None:
                     await event.wait()
+        return [name for name in names if self.creating(name)]
+
+    def creating(self, name: str) -> bool:
+        """Whether this gateway created the topic and etcd does not have it yet: then no client is
+        shown it (Metadata, routes, listings, produce), since etcd may never take it (a reload
+        from etcd would withdraw it) and a client told it exists must not see it vanish."""
+        return name in self._publishing
 
     def _spawn(self, fn, *args) -> None:
         """Run `fn(*args)` in the cluster service (kept until it starts), retried while etcd is

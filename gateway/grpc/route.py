@@ -136,7 +136,9 @@ def pulled_queue(app, topic: str, mq) -> int:
 
 @rpc("QueryRoute")
 async def query_route(ctx, req):
-    cfg = topic_config(ctx.app, req.topic.name)
+    cfg, name = topic_config(ctx.app, req.topic.name), req.topic.name
+    if await ctx.app.ownership.published([name]):  # a route only once etcd has the topic (ownership.creating)
+        raise RpcError(Code.TOPIC_NOT_FOUND, f"topic {name} is not in the cluster's etcd yet")
     queues = [d.MessageQueue(topic=req.topic, id=qid, permission=_permission(cfg.perm), broker=b,
                              accept_message_types=accepted_types(cfg))
               for b, count in brokers(ctx, req, cfg) for qid in range(count)]

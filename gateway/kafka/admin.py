@@ -77,7 +77,15 @@ async def create_topics(ctx: RequestContext):
         if entry["error_code"]:
             entry.update(num_partitions=-1, replication_factor=-1)
         out.append(entry)
-    await app.ownership.published([e["name"] for e in out])  # a cluster's other gateways know them now
+    # a cluster's other gateways know them now; one etcd has not taken yet is not answered as created
+    wait_ms = req.get("timeout_ms") or 0
+    unpublished = await app.ownership.published([e["name"] for e in out if not e["error_code"]],
+                                                min(wait_ms, 5000) / 1000 if wait_ms > 0 else 5.0)
+    for entry in out:
+        if entry["name"] in unpublished:
+            entry.update(error_code=errors.REQUEST_TIMED_OUT, num_partitions=-1, replication_factor=-1,
+                         error_message="not in the cluster's etcd yet (still tried: it may be created later)")
+            entry.pop("configs", None)
     return {"topics": out}
 
 

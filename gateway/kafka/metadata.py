@@ -72,8 +72,9 @@ def topic_metadata(name: str, cfg, error: int, app=None) -> dict:
 
 
 def visible_names(app) -> list[str]:
-    """Every topic a listing shows, sorted: the store's and the offsets topic."""
-    return sorted({*app.store.topics.names(), OFFSETS_TOPIC})
+    """Every topic a listing shows, sorted: the store's (but those a cluster member is still writing
+    to etcd) and the offsets topic."""
+    return sorted({*(n for n in app.store.topics.names() if not app.ownership.creating(n)), OFFSETS_TOPIC})
 
 
 @handler(apis.METADATA)

@@ -67,14 +67,18 @@ def create(app, name: str, partitions: int, configs: dict | None = None, topic_i
 
 
 def lookup(app, name: str, auto_create: bool):
-    """(TopicConfig or None, error code) for a topic a client names, auto-creating when allowed."""
+    """(TopicConfig or None, error code) for a topic a client names, auto-creating when allowed. A
+    topic a cluster member is still writing to etcd is not there yet (ownership.creating): being
+    created (auto-creation) it answers LEADER_NOT_AVAILABLE, as Kafka does for a topic it creates."""
     cfg = existing(app, name)
+    if cfg is None and legal_name(name) and auto_create and app.config.auto_create_topics:
+        cfg = create(app, name, app.config.default_partitions)
+    if cfg is not None and app.ownership.creating(name):
+        return None, errors.LEADER_NOT_AVAILABLE if auto_create else errors.UNKNOWN_TOPIC_OR_PARTITION
     if cfg is not None:
         return cfg, errors.NONE
     if not legal_name(name):
         return None, errors.INVALID_TOPIC_EXCEPTION
-    if auto_create and app.config.auto_create_topics:
-        return create(app, name, app.config.default_partitions), errors.NONE
     return None, errors.UNKNOWN_TOPIC_OR_PARTITION
 
 

@@ -71,6 +71,14 @@ def create_topic(channel, req):
         return DEFERRED
     if cfg is None:
         topics.create(name, read_queues=read_q, write_queues=write_q, perm=perm, attributes=attributes)
+        if channel.app.ownership.creating(name):  # answered once etcd has it (ownership.creating)
+            async def once_published():
+                if await channel.app.ownership.published([name]):
+                    return req.response(ResponseCode.SYSTEM_ERROR, remark=f"topic {name} is not in the cluster's "
+                                        "etcd yet (still tried: it may be created later)")
+                return req.response()
+            channel.spawn(req, once_published)
+            return DEFERRED
     else:
         cfg.read_queues, cfg.write_queues, cfg.perm, cfg.attributes = read_q, write_q, perm, attributes
         topics.update(cfg)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gateway.cluster.routes as routes
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps
-from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, TBW102, ensure_topic, handles
+from gateway.remoting.common import BROKER_NAME, CLUSTER_NAME, DEFERRED, TBW102, ensure_topic, handles
 
 
 def broker_data(channel) -> dict:
@@ -18,6 +18,17 @@ def route_info(channel, req):
     topic = req.get_str("topic")
     app = channel.app
     cfg = ensure_topic(app, topic) if topic else None
+    if cfg is not None and app.ownership.creating(topic):  # shown once etcd has it (ownership.creating)
+        async def once_published():
+            unpublished = await app.ownership.published([topic])
+            return _route(channel, req, topic, None if unpublished else cfg)
+        channel.spawn(req, once_published)
+        return DEFERRED
+    return _route(channel, req, topic, cfg)
+
+
+def _route(channel, req, topic: str, cfg):
+    app = channel.app
     if cfg is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST,
                             remark=f"No topic route info in name server for the topic: {topic}")
@@ -40,7 +51,9 @@ def cluster_info(channel, req):
 
 @handles(RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, RC.GET_TOPICS_BY_CLUSTER, RC.GET_TOPIC_NAME_LIST)
 def topic_list(channel, req):
-    return req.response(body=dumps({"topicList": sorted(channel.app.store.topics.names())}))
+    app = channel.app
+    names = [n for n in app.store.topics.names() if not app.ownership.creating(n)]
+    return req.response(body=dumps({"topicList": sorted(names)}))
 
 
 @handles(RC.GET_SYSTEM_TOPIC_LIST_FROM_NS)

@@ -9,8 +9,8 @@ import threading
 
 
 class TcpProxy:
-    def __init__(self, target_port: int, listen_port: int) -> None:
-        self.target_port, self.port = target_port, listen_port
+    def __init__(self, target_port: int, listen_port: int, host: str = "127.0.0.1") -> None:
+        self.target_port, self.port, self.host = target_port, listen_port, host
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -18,7 +18,7 @@ class TcpProxy:
     def start(self) -> "TcpProxy":
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener.bind((self.host, self.port))
         listener.listen(64)
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import os
 
+from confluent_kafka.admin import AdminClient
+
 from clusters import require_etcd, start_cluster, wait_for
 from gateway_process import GatewayProcess
-from raw_kafka import RawClient
+from raw_kafka import RawClient, remoting_call
 
-from codec.kafka.apis import METADATA
+from codec.kafka.apis import CREATE_TOPICS, METADATA
+from codec.remoting import RequestCode, ResponseCode
+from gateway.kafka.errors import LEADER_NOT_AVAILABLE, REQUEST_TIMED_OUT, UNKNOWN_TOPIC_OR_PARTITION
 
 TOPIC = "OutageK"
 
@@ -37,3 +41,35 @@ def test_a_topic_created_while_etcd_is_away_is_published_once_it_is_back(tmp_pat
         assert first.proc.poll() is None, "the gateway exited during the etcd outage"
     finally:
         cluster.stop()
+
+
+def test_a_topic_etcd_has_not_taken_is_neither_answered_created_nor_shown(tmp_path):
+    """docs/faults.md, "Open A" of the Java runs (finding 5): the creating gateway showed the topic
+    before etcd had it, and a reload from etcd withdrew it again. Now CreateTopics answers
+    REQUEST_TIMED_OUT (it may still be created: the write is retried) and no read shows the topic
+    (Metadata by name or listed, a RocketMQ route or topic list) until etcd has it."""
+    require_etcd()
+    cluster = start_cluster(tmp_path, nodes=[1], lease_ttl=30)  # the lease outlives the outage
+    try:
+        g = cluster.gateways[1]
+        cluster.etcd.stop()
+        resp = RawClient(g.kafka_bootstrap, timeout=30).call(CREATE_TOPICS.key, 4, {
+            "topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                        "configs": []}], "timeout_ms": 1000, "validate_only": False})
+        assert resp["topics"][0]["error_code"] == REQUEST_TIMED_OUT
+        assert _topic_error(g.kafka_bootstrap, create=False) == UNKNOWN_TOPIC_OR_PARTITION
+        assert _topic_error(g.kafka_bootstrap, create=True) == LEADER_NOT_AVAILABLE
+        assert TOPIC not in _listed(g.kafka_bootstrap) and "__consumer_offsets" in _listed(g.kafka_bootstrap)
+        route = remoting_call(g.remoting_port, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
+        assert route.code == ResponseCode.TOPIC_NOT_EXIST
+        listed = remoting_call(g.remoting_port, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {})
+        assert TOPIC not in listed["topicList"]
+        cluster.etcd.start()
+        wait_for(lambda: _topic_error(g.kafka_bootstrap, create=False) == 0, what="the topic once etcd has it")
+        assert TOPIC in _listed(g.kafka_bootstrap)
+    finally:
+        cluster.stop()
+
+
+def _listed(bootstrap: str) -> list[str]:
+    return list(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=20).topics)

@@ -13,7 +13,7 @@ import trio
 import store
 from codec.remoting.message import Message
 from semantics.delay import DelayScheduler
-from semantics.delay_forward import FORWARD_RETRY_MS, HERE
+from semantics.delay_forward import FORWARD_RETRY_MS, HERE, held_copies
 from semantics.routing import SCHEDULE_TOPIC, DelayLevels, route
 from semantics.transactions import EndResult, Transactions
 
@@ -27,13 +27,15 @@ class FakeRouter:
         self.taken: list[Message] = []
         self.refuse = False
         self.asked = 0
+        self.resent: list[bool] = []  # each request's flag
 
     def target(self, topic: str, queue_id: int) -> str:
         return LEADER_B if (topic, queue_id) == ("T", 1) else HERE
 
-    async def deliver(self, address: str, msgs: list) -> None:
+    async def deliver(self, address: str, msgs: list, resent: bool = False) -> None:
         assert address == LEADER_B
         self.asked += 1
+        self.resent.append(resent)
         if self.refuse:
             raise ConnectionError("leader unreachable")
         self.taken += msgs
@@ -89,6 +91,7 @@ def test_due_messages_for_a_queue_led_elsewhere_go_to_its_leader_once_acknowledg
     count, _ = d.deliver_due(NOW + 1000 + 2 * FORWARD_RETRY_MS)
     assert count == 2 and trio.run(d.forward) == 2
     assert sorted(m.body for m in router.taken) == [b"level", b"timer"]
+    assert router.resent == [False, True, True]  # after a failed send the leader is told to look first
     assert all(m.topic == "T" and m.queue_id == 1 and "DELAY" not in m.properties for m in router.taken)
     doc = d.snapshot()
     assert doc["offsetTable"]["1"] == 2 and doc["timerNext"] is None
@@ -110,6 +113,7 @@ def test_a_crash_before_the_leader_answers_delivers_again(st, tmp_path):
         assert d2.recover(NOW + 2000) == 0
         assert d2.deliver_due(NOW + 2000)[0] == 1 and trio.run(d2.forward) == 1
         assert [m.body for m in router.taken] == [b"level"]
+        assert router.resent == [True]  # due before the restart: perhaps taken before it
     finally:
         st2.close()
 
@@ -119,9 +123,9 @@ def test_a_timer_unit_in_flight_stays_pending_in_the_saved_progress(st):
     seen = {}
 
     class SlowRouter(FakeRouter):
-        async def deliver(self, address, msgs):
+        async def deliver(self, address, msgs, resent=False):
             seen["doc"] = d.snapshot()  # e.g. a recall persisting while the forward waits
-            await super().deliver(address, msgs)
+            await super().deliver(address, msgs, resent)
 
     router = SlowRouter()
     d = DelayScheduler(st, LEVELS, router=router)
@@ -144,3 +148,24 @@ def test_a_commit_for_a_queue_led_elsewhere_goes_through_the_scheduler(st):
     [m] = router.taken
     assert m.body == b"tx" and m.sys_flag & 0xC == 0x8 and m.prepared_transaction_offset == r.physical_offset
     assert "__STARTDELIVERTIME" not in m.properties and local(st, 1) == []
+
+
+def test_a_leader_finds_the_copies_of_a_resent_forward_by_their_sender(st):
+    """`held_copies`: what CLUSTER_DELIVER looks up for a re-sent forward (gateway.cluster.delivery)."""
+    send(st, 1, b"timer", __STARTDELIVERTIME=str(NOW + 500))
+    router = FakeRouter()
+    d = DelayScheduler(st, LEVELS, router=router, source="7")
+    d.deliver_due(NOW + 1000)
+    trio.run(d.forward)
+    [copy] = router.taken
+    assert copy.properties["SCHEDULE_SOURCE"] == "7"
+    st.append(Message(topic="T", queue_id=1, body=b"other"))
+    assert held_copies(st, [copy]) == {}  # not stored yet
+    stored = st.append(copy)
+    st.append(Message(topic="T", queue_id=1, body=b"later"))
+    [(qoff, found)] = held_copies(st, [copy]).values()
+    assert qoff == stored.queue_offset and found.body == b"timer"
+    other_gateway = Message(topic="T", queue_id=1, body=b"timer", born_timestamp=copy.born_timestamp,
+                            properties={**copy.properties, "SCHEDULE_SOURCE": "8"})
+    assert held_copies(st, [other_gateway]) == {}  # the same schedule entry of another gateway
+    assert held_copies(st, [copy], max_scan=1) == {}  # only the last entries are looked through

@@ -1,6 +1,7 @@
 """The queue checker over a producer history and a final read, Jepsen style: every value the
 producer was told `ok` is read back (lost), no value is read twice (duplicated), and within a
-partition the acknowledged values are read in the order they were sent (reordered)."""
+partition the acknowledged values are read in the order they were sent (reordered). And the
+consumer checker (`check_deliveries`): what a consumer was handed against the final read."""
 from __future__ import annotations
 
 from collections import Counter
@@ -33,3 +34,24 @@ def check(history: list[dict], final_read: list[dict]) -> dict:
             "read": len(final_read), "lost": lost, "duplicated": duplicated, "reordered": reordered,
             "unexpected": unexpected,
             "valid": not (lost or duplicated or reordered or unexpected)}
+
+
+def check_deliveries(deliveries: list[dict], final_read: list[dict], sent: set | None = None) -> dict:
+    """deliveries: {"type": "ok", "f": "receive", "value", "offset"} per message a consumer was handed;
+    final_read as for `check`; sent: the values the producer tried (None: not known). Anomalies:
+    *unreceived* (in the final log, never handed out: at-least-once broken, e.g. a committed offset
+    past what was consumed), *phantom* (handed out, not in the final log: a read of a write that was
+    lost later), *moved* (handed out at another queue offset than the final log has it: a read of a
+    log that diverged), *unexpected* (never sent). Deliveries of one value more than once are
+    RocketMQ's at-least-once (counted, *redelivered*, not an anomaly)."""
+    got = [d for d in deliveries if d.get("f") == "receive"]
+    where = {r["value"]: r["offset"] for r in final_read}
+    counts = Counter(d["value"] for d in got)
+    unexpected = sorted(v for v in counts if sent is not None and v not in sent)
+    phantom = sorted(v for v in counts if v not in where and v not in unexpected)
+    moved = sorted({d["value"] for d in got if d["value"] in where and d["offset"] != where[d["value"]]})
+    unreceived = sorted(set(where) - set(counts))
+    return {"ops": len(got), "ok": len(got), "fail": 0, "info": 0, "read": len(final_read),
+            "received": len(counts), "redelivered": sum(n - 1 for n in counts.values()),
+            "unreceived": unreceived, "phantom": phantom, "moved": moved, "unexpected": unexpected,
+            "valid": not (unreceived or phantom or moved or unexpected)}

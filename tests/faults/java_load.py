@@ -1,6 +1,6 @@
 """The Java workloads (compat/java/src/kafkafaults): kafka-clients 4.3.1 (bench/jars/kafka) as an
 idempotent acks=all producer and as consumers in a classic and a KIP-848 group, and rocketmq-client
-(remoting, compat/java/rocketmq5) as a SYNC_MASTER producer. Each runs as its own JVM writing the
+(remoting, compat/java/rocketmq5) as a SYNC_MASTER producer and as a push consumer. Each runs as its own JVM writing the
 harness's history (invoke, then ok / fail / info) as JSON lines; closing its stdin ends it. Compiled
 with javac into the run dir at the start of a run, as bench/txn_check.py compiles its workload."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ SOURCES = os.path.join(CHECKOUT, "compat", "java", "src", "kafkafaults", "compat
 KAFKA_JARS = os.path.join(CHECKOUT, "bench", "jars", "kafka", "*")
 ROCKETMQ_CLASSPATH = os.path.join(CHECKOUT, "compat", "java", "rocketmq5", "target", "classpath.txt")
 JAVA_TOPIC, JAVA_RMQ_TOPIC, JAVA_PARTITIONS = "faults-java", "faults-java-rmq", 3
+JAVA_RMQ_GROUP = "faults-java-rmq-consumers"
 GROUPS = {"classic": "faults-java-classic", "consumer": "faults-java-848"}
 
 
@@ -36,21 +37,21 @@ def compile_java(run_dir: str) -> str:
     return classes
 
 
-class JavaWorkload:
-    """One JVM running a workload; `history` is filled from its log by finish()."""
+class ProcessWorkload:
+    """One client process running a workload (a JVM, or a Go program: go_load.py) that writes the
+    history as JSON lines and ends when its stdin closes; `history` is filled from its log by finish()."""
 
-    def __init__(self, label: str, name: str, classpath: str, main: str, args: list[str], run_dir: str, t0: float,
-                 now, more: tuple[str, ...] = (), log_level: str = "WARN") -> None:
-        """The JVM's arguments: `args`, t0, the log's path, `more`; the client's log at `log_level`."""
+    def __init__(self, label: str, name: str, command: list[str], run_dir: str, t0: float, now,
+                 more: tuple[str, ...] = ()) -> None:
+        """The process: `command`, t0, the log's path, `more`."""
         self.label, self.now = label, now
         self.log_path = os.path.join(run_dir, f"{name}.jsonl")
-        self.cmd = [shutil.which("java"), "-Xmx256m", "-XX:+UseSerialGC", f"-Dorg.apache.logging.log4j.level={log_level}",
-                    "-cp", classpath, main,
-                    *args, f"{t0:.6f}", self.log_path, *more]
+        self.cmd = [*command, f"{t0:.6f}", self.log_path, *more]
         self.stderr_path = os.path.join(run_dir, f"{name}.log")
         self.history: list[dict] = []
         self.fatal: str | None = None
         self.proc: subprocess.Popen | None = None
+        self.finish_timeout = 120.0  # its time to end once told to
 
     def start(self, stop: threading.Event) -> threading.Thread:
         with open(self.stderr_path, "w") as err:
@@ -63,22 +64,34 @@ class JavaWorkload:
         stop.wait()
         self.proc.stdin.close()
 
-    def finish(self, timeout: float = 120) -> None:
-        """Wait for the JVM (it closes its clients, answering what is outstanding), read its history;
+    def finish(self, timeout: float | None = None) -> None:
+        """Wait for the process (it closes its clients, answering what is outstanding), read its history;
         a send that never completed is info ("no answer")."""
+        timeout = self.finish_timeout if timeout is None else timeout
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            self.fatal = f"the JVM did not end in {timeout:.0f} s (killed)"
+            self.fatal = f"the process did not end in {timeout:.0f} s (killed)"
         if self.proc.returncode not in (0, None) and not self.fatal:
-            self.fatal = f"the JVM exited {self.proc.returncode} (see {self.stderr_path})"
+            self.fatal = f"the process exited {self.proc.returncode} (see {self.stderr_path})"
         with open(self.log_path) as f:
             self.history = [json.loads(line) for line in f if line.strip().endswith("}")]
         done = {op["value"] for op in self.history if op["type"] != "invoke"}
         for op in [op for op in self.history if op["type"] == "invoke" and op["value"] not in done]:
             self.history.append({**op, "type": "info", "time": self.now(), "error": "no answer"})
+
+
+class JavaWorkload(ProcessWorkload):
+    """One JVM running a workload."""
+
+    def __init__(self, label: str, name: str, classpath: str, main: str, args: list[str], run_dir: str, t0: float,
+                 now, more: tuple[str, ...] = (), log_level: str = "WARN") -> None:
+        """The JVM's arguments: `args`, t0, the log's path, `more`; the client's log at `log_level`."""
+        super().__init__(label, name, [shutil.which("java"), "-Xmx256m", "-XX:+UseSerialGC",
+                                       f"-Dorg.apache.logging.log4j.level={log_level}", "-cp", classpath, main, *args],
+                         run_dir, t0, now, more)
 
 
 def java_queue(bootstrap: str, run_dir: str, t0: float, now) -> JavaWorkload:
@@ -106,8 +119,17 @@ def java_rocketmq(namesrv: str, run_dir: str, t0: float, now) -> JavaWorkload:
     return w
 
 
-def wait_for_start(workloads: list[JavaWorkload], timeout: float = 60) -> None:
-    """Until each JVM has logged its first operation (a JVM takes seconds to start on a busy machine)."""
+def java_rocketmq_consumer(namesrv: str, run_dir: str, t0: float, now) -> JavaWorkload:
+    """Reads what java_rocketmq writes; checked with checker.check_deliveries against the final read."""
+    w = JavaWorkload("RocketMQ push consumer (Java rocketmq-client 5.3.3, remoting, orderly), every stored message "
+                     "handed out", "java-rmq-consumer", os.pathsep.join([compile_java(run_dir), rocketmq_classpath()]),
+                     "compat.FaultsRocketConsumer", [namesrv, JAVA_RMQ_TOPIC, JAVA_RMQ_GROUP], run_dir, t0, now)
+    w.finish_timeout = 200.0  # it drains for up to 120 s after the stop
+    return w
+
+
+def wait_for_start(workloads: list[ProcessWorkload], timeout: float = 60) -> None:
+    """Until each client process has logged its first operation (a JVM takes seconds to start on a busy machine)."""
     deadline = time.monotonic() + timeout
     for w in workloads:
         while time.monotonic() < deadline and not (os.path.exists(w.log_path) and os.path.getsize(w.log_path)):

@@ -13,7 +13,6 @@ A request with no answer is left open (it may take effect at any later point); a
 answer is dropped (it says nothing)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -22,11 +21,9 @@ import threading
 import time
 
 sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+from gobuild import go_binary  # noqa: E402
 from kafka_raw import RawClient  # noqa: E402
 
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LINCHECK_SRC = os.path.join(CHECKOUT, "tests", "faults", "lincheck")
-LINCHECK_CACHE = os.environ.get("LINCHECK_CACHE", os.path.expanduser("~/.cache/rocketgate/lincheck"))
 METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, CREATE_TOPICS = 3, 8, 9, 10, 19
 TOPIC_EXISTS, UNKNOWN_TOPIC = 36, 3
 NOT_COORDINATOR = {14, 15, 16}  # load in progress, not available, not coordinator: the commit was not applied
@@ -36,15 +33,7 @@ CREATE_EVERY, MAX_TOPICS = 3, 100  # a topic every 3 s, at most 100 (each is a r
 
 def lincheck_binary() -> str:
     """The checker built from these sources (by the make target, which names it by their hash)."""
-    digest = hashlib.sha256()
-    for name in ("main.go", "go.mod", "go.sum"):
-        with open(os.path.join(LINCHECK_SRC, name), "rb") as f:
-            digest.update(f.read())
-    path = os.path.join(LINCHECK_CACHE, f"lincheck-{digest.hexdigest()[:16]}")
-    if not os.access(path, os.X_OK):
-        subprocess.run(["make", "-s", "faults-lincheck", f"LINCHECK_CACHE={LINCHECK_CACHE}"], cwd=CHECKOUT,
-                       check=True, capture_output=True, timeout=600)
-    return path
+    return go_binary("lincheck", "LINCHECK_CACHE")
 
 
 def check_linearizable(ops: list[dict], timeout_s: float = 10, visualize: str | None = None) -> dict:

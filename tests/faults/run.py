@@ -1,7 +1,7 @@
 """`make faults`: the fault harness (docs/faults.md). One etcd and three gateways, each in its own
 network namespace; a seeded nemesis (nemesis.py: partitions, one-way drops, a bad link, pauses,
 kill -9, clock jumps, a full disk, fsync errors) while the workloads run (an idempotent Kafka producer, a consumer
-group, a transactional producer, a RocketMQ producer); after healing, each workload's checker reads
+group, a transactional producer, RocketMQ producers (native, Java, Go) and a RocketMQ consumer); after healing, each workload's checker reads
 back and judges its history, and the metadata checker asks every gateway who leads what.
 Rerun a seed exactly: `make faults FAULTS_ARGS="--seed N"`. Exit 1 on an anomaly, 2 if refused."""
 from __future__ import annotations
@@ -18,14 +18,15 @@ CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 
 import report  # noqa: E402
-from checker import check  # noqa: E402
+from checker import check, check_deliveries  # noqa: E402
 from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
 from gateway.flush import EXIT_DURABILITY_LOST  # noqa: E402
 from groups import GroupWorkload, check_commits, committed  # noqa: E402
-from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, JavaWorkload, compile_java, java_group,  # noqa: E402
-                       java_queue, java_rocketmq, wait_for_start)
+from go_load import GO_RMQ_QUEUES, GO_RMQ_TOPIC, go_rocketmq, rmqgo_binary  # noqa: E402
+from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, ProcessWorkload, compile_java,  # noqa: E402
+                       java_group, java_queue, java_rocketmq, java_rocketmq_consumer, wait_for_start)
 from linearizable import MetadataWorkload  # noqa: E402
 from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
@@ -37,7 +38,7 @@ from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
 
 TOPIC, PARTITIONS = "faults", 3
 WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "java-group848", "java-rocketmq",
-             "linearizable")
+             "java-rmq-consumer", "go-rocketmq", "linearizable")
 
 
 def parse(argv) -> argparse.Namespace:
@@ -110,6 +111,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
               "java-group": lambda: java_group(nodes.bootstrap, run_dir, t0, now, "classic"),
               "java-group848": lambda: java_group(nodes.bootstrap, run_dir, t0, now, "consumer"),
               "java-rocketmq": lambda: java_rocketmq(nodes.namesrv, run_dir, t0, now),
+              "java-rmq-consumer": lambda: java_rocketmq_consumer(nodes.namesrv, run_dir, t0, now),
+              "go-rocketmq": lambda: go_rocketmq(nodes.namesrv, run_dir, t0, now),
               "linearizable": lambda: MetadataWorkload(nodes.kafka_addrs, TOPIC, now, run_dir)}
     return {n: makers[n]() for n in names}
 
@@ -121,13 +124,20 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
                 "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES)),
                 "java-queue": lambda w: check_queue(w, False),
                 "linearizable": lambda w: w.check(),
-                "java-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, JAVA_RMQ_TOPIC, JAVA_PARTITIONS))}
+                "java-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, JAVA_RMQ_TOPIC, JAVA_PARTITIONS)),
+                "go-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, GO_RMQ_TOPIC, GO_RMQ_QUEUES)),
+                # what the consumer was handed against the final read (and what java-rocketmq tried, when it ran)
+                "java-rmq-consumer": lambda w: check_deliveries(
+                    w.history, read_all(nodes.bootstrap, JAVA_RMQ_TOPIC, JAVA_PARTITIONS),
+                    {op["value"] for op in loads["java-rocketmq"].history} if "java-rocketmq" in loads else None)}
     for name in ("java-group", "java-group848"):
         checkers[name] = lambda w: check_commits(w.history, committed(nodes.bootstrap, JAVA_TOPIC, JAVA_PARTITIONS,
                                                                       group=w.group))
     checked = {n: {"label": w.label, "history": w.history, "result": checkers[n](w)} for n, w in loads.items()}
+    if "java-rmq-consumer" in checked:  # deliveries, not operations with an outcome: no per-fault rows
+        checked["java-rmq-consumer"]["per_fault"] = False
     for n, w in loads.items():
-        if n.startswith("java-") and w.fatal:  # the JVM died or hung: its history ends early
+        if isinstance(w, ProcessWorkload) and w.fatal:  # the process died or hung: its history ends early
             checked[n]["result"].update(producer_fatal=w.fatal, valid=False)
     return checked
 
@@ -165,11 +175,14 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             create_topic(nodes.bootstrap, topic, partitions)
         if "java-" in args.workloads:
             compile_java(run_dir)
+        if "go-rocketmq" in args.workloads:
+            create_topic(nodes.bootstrap, GO_RMQ_TOPIC, GO_RMQ_QUEUES)
+            rmqgo_binary()
         t0 = time.monotonic()
         loads = start_loads(args.workloads.split(","), nodes, t0, args.seed, run_dir)
         stop = threading.Event()
         threads = [load.start(stop) for load in loads.values()]
-        wait_for_start([w for w in loads.values() if isinstance(w, JavaWorkload)])  # the JVMs take seconds
+        wait_for_start([w for w in loads.values() if isinstance(w, ProcessWorkload)])  # the JVMs take seconds
         nemesis = Nemesis(nodes, plan, args.fault_s, args.heal_s, t0).start()
         nemesis.finished.wait()
         crashed = heal_everything(nodes)

@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from checker import check  # noqa: E402
+from checker import check, check_deliveries  # noqa: E402
 from duplicates import classify, reclassify  # noqa: E402
 
 
@@ -77,3 +77,23 @@ def test_client_resends_leave_the_duplicates_and_the_verdict():
     assert not result["valid"]
     reclassify(result, [{"value": 2, "class": "client_resend"}])
     assert result["valid"] and result["client_resent"] == [2]
+
+
+def _handed(*deliveries):
+    """deliveries: (value, queue offset) in the order a consumer was handed them."""
+    return [{"type": "ok", "f": "receive", "value": v, "offset": o} for v, o in deliveries]
+
+
+def test_a_consumer_handed_every_stored_message_is_valid_even_twice():
+    result = check_deliveries(_handed((1, 0), (2, 1), (2, 1)), _read((1, 0), (2, 0)), sent={1, 2})
+    assert result["valid"] and result["redelivered"] == 1 and result["received"] == 2
+
+
+def test_a_consumer_that_missed_saw_a_lost_write_or_a_diverged_log_fails():
+    final = _read((1, 0), (2, 0), (3, 0))  # offsets 0, 1, 2 of partition 0
+    result = check_deliveries(_handed((1, 0), (2, 2), (9, 1), (7, 3)), final, sent={1, 2, 3, 9})
+    assert not result["valid"]
+    assert result["unreceived"] == [3]  # stored, never handed out
+    assert result["moved"] == [2]  # handed out at offset 2, the log has it at 1
+    assert result["phantom"] == [9]  # handed out, not in the log at the end
+    assert result["unexpected"] == [7]  # never sent
