@@ -9,7 +9,8 @@ batch against that state itself (adding the partition for transactions v2, verif
 leader asks its coordinator) and keeps the batch as a half in its own half topic; an end is written to etcd
 first (PrepareCommit / PrepareAbort, with the offsets and the partitions), then each partition's leader gets
 the outcome (CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
-is CompleteCommit / CompleteAbort. A Prepare state found by any later request is completed first.
+is CompleteCommit / CompleteAbort. EndTxn is answered once the Prepare is in etcd (and a commit's offsets in
+the offset table); the rest runs in the background (txn_completion), and a later request waits for it.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import trio
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.cluster.txn_completion import Completions
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport, deliver_all
 from gateway.cluster.txn_state import Seen, TxnStates
@@ -72,6 +74,7 @@ class ClusterTxns:
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
         self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
+        self.completions = Completions(self, app)  # decided ends completed after EndTxn's answer
 
     async def _settled(self, txn_id: str, seen: Seen | None = None) -> Seen:
         """The state once no end is half done (a Prepare state is completed first) and a transaction
@@ -80,8 +83,12 @@ class ClusterTxns:
         seen = seen or await self.etcd_states.read(txn_id)
         while (state := seen.state) is not None:
             if state["state"].startswith("Prepare"):
-                if seen.fresh:
-                    await self.complete(txn_id, state, seen.revision)
+                if seen.fresh or txn_id in self.completions.running:  # (Kafka: CONCURRENT_TRANSACTIONS till then)
+                    await self.completions.settle(txn_id, seen, MARKER_DEADLINE_S)
+                    kept = self.etcd_states.last(txn_id)  # (the Complete written here: no read needed)
+                    if kept is not None and kept.revision > seen.revision:
+                        seen = kept
+                        continue
             elif state["state"] == "Ongoing" and _now() - state["started"] > state["timeout"]:
                 if seen.fresh:
                     await self.abort(txn_id, fence=True, seen=seen)
@@ -233,7 +240,11 @@ class ClusterTxns:
             return s, (NONE_ERR, s["pid"], s["epoch"])
         result, seen = await self.etcd_states.update(txn_id, change, seen)
         if result[0] == NONE_ERR and seen.state["state"].startswith("Prepare"):
-            await self.complete(txn_id, seen.state, seen.revision)
+            # answered now, as Kafka once its Prepare is logged; markers and Complete in the background
+            if not self.completions.start(txn_id, seen):
+                await self.complete(txn_id, seen.state, seen.revision)
+            elif seen.state["offsets"]:  # in the offset table before the answer (no UNSTABLE_OFFSET_COMMIT here)
+                await self.completions.commit_offsets(seen.state["offsets"])
         return result
 
     async def abort(self, txn_id: str, fence: bool, seen: Seen | None = None) -> Seen:
@@ -249,7 +260,8 @@ class ClusterTxns:
             return s, None
         _, seen = await self.etcd_states.update(txn_id, change, seen)
         if seen.state is not None and seen.state["state"] == "PrepareAbort":
-            return await self.complete(txn_id, seen.state, seen.revision)
+            await self.completions.complete_here(txn_id, seen, MARKER_DEADLINE_S)
+            return await self.etcd_states.read(txn_id)
         return seen
 
     async def complete(self, txn_id: str, state: dict, revision: int = 0) -> Seen:
@@ -260,13 +272,8 @@ class ClusterTxns:
         # diskless partitions: staged batches applied (or dropped) here, from the bucket; the rest's halves delivered
         others = await self.app.kafka.diskless_txns.bucket_ends.end(txn_id, state, commit)
         await self._deliver(txn_id, pid, epoch, commit, others, state.get("epochs") or {})
-        for group, topic, partition, offset, metadata in state["offsets"] if commit else ():
-            self.app.offsets.commit(group, topic, partition, offset, metadata)
         if commit and state["offsets"]:
-            self.app.offsets.persist()
-            await self.app.offsets.wait_durable()
-            if not await self.app.offsets.wait_mirrored():
-                raise NotCompleted("offsets not in etcd")
+            await self.completions.commit_offsets(state["offsets"])
         done = "Complete" + ("Commit" if commit else "Abort")
 
         def change(s):
