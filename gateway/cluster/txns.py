@@ -310,7 +310,7 @@ class ClusterTxns:
                 return False
             return True
         member = self.node.view.members.get(leader)
-        if member is None:
+        if member is None or self.node.fenced():  # (fenced: another gateway may complete the end now)
             return False
         body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
                            "partitions": [list(tp) for tp in tps]}).encode()
