@@ -32,12 +32,34 @@ def is_prepare(state: dict | None) -> bool:
     return state is not None and state["state"].startswith("Prepare")
 
 
+def completed(state: dict) -> dict:
+    """A Prepare state once its end is delivered everywhere: CompleteCommit / CompleteAbort."""
+    return {**state, "state": "Complete" + state["state"][len("Prepare"):], "partitions": [], "offsets": []}
+
+
+class _Completion:
+    """One end being completed here: the Prepare's revision (0: none to hand over), `delivered` set
+    once its markers and offsets are done, `takers` the requests waiting for that to start the next
+    transaction over the Prepare (`handed_over`: the Complete is theirs to replace), `done` set once
+    the task stopped."""
+
+    def __init__(self, revision: int) -> None:
+        self.revision, self.delivered, self.done = revision, trio.Event(), trio.Event()
+        self.takers, self.handed_over = 0, False
+
+    def hand_over(self) -> bool:
+        """Delivered: True when a waiting request's write is to replace the Complete."""
+        self.handed_over = self.takers > 0 and self.revision > 0
+        self.delivered.set()
+        return self.handed_over
+
+
 class Completions:
     """The completions running on this gateway, one per transactional id."""
 
     def __init__(self, txns, app) -> None:
         self.txns, self.app = txns, app
-        self.running: dict[str, trio.Event] = {}  # transactional id -> set once its completion stopped
+        self.running: dict[str, _Completion] = {}  # transactional id -> its completion running here
         self._sweep_wanted = trio.Event()
 
     def _background(self) -> trio.Nursery | None:
@@ -57,9 +79,30 @@ class Completions:
         nursery = self._background()
         if nursery is None:
             return False
-        self.running[txn_id] = trio.Event()
+        self.running[txn_id] = _Completion(seen.revision)
         nursery.start_soon(self._run, txn_id, seen)
         return True
+
+    async def delivered(self, txn_id: str, seen, deadline_s: float) -> Seen | None:
+        """For a change that starts a transaction (its compare-and-swap proves the key unchanged):
+        once the completion running here of the Prepare `seen` has delivered the end, that Prepare
+        taken as completed (not fresh; at its revision), so the next transaction's first write also
+        replaces the Complete this completion is about to write, one etcd write less on the
+        producer's path. None when no completion here is at that revision."""
+        running = self.running.get(txn_id)
+        if running is None or not running.revision or running.revision != seen.revision:
+            return None
+        running.takers += 1
+        try:
+            with trio.move_on_after(deadline_s) as waited:
+                await running.delivered.wait()
+        finally:
+            running.takers -= 1
+        if running.handed_over:
+            return Seen(completed(seen.state), seen.revision, False)
+        if waited.cancelled_caught:
+            raise ClusterUnavailable(f"the end of {txn_id} is not delivered yet")
+        return None
 
     async def commit_offsets(self, offsets: list) -> None:
         """A decided commit's TxnOffsetCommit offsets into the offset table, durable and in etcd."""
@@ -69,6 +112,17 @@ class Completions:
         await self.app.offsets.wait_durable()
         if not await self.app.offsets.wait_mirrored():
             raise ClusterUnavailable("offsets not in etcd")
+
+    async def settled(self, txn_id: str, seen, begins: bool, deadline_s: float) -> Seen | None:
+        """For `ClusterTxns._settled`, which met the Prepare state `seen`: the state to go on from once
+        its end is completed (the Complete written here, or the Prepare taken as completed when
+        `begins`: `delivered`), None when the key must be read again."""
+        after = await self.delivered(txn_id, seen, deadline_s) if begins else None
+        if after is None:
+            await self.settle(txn_id, seen, deadline_s)
+            after = self.txns.etcd_states.last(txn_id)
+            after = after if after is not None and after.revision > seen.revision else None
+        return after
 
     async def settle(self, txn_id: str, seen, deadline_s: float) -> None:
         """Return once the Prepare state `seen` was completed or left (the caller reads the key
@@ -83,10 +137,10 @@ class Completions:
         if not self.start(txn_id, seen):
             await self.txns.complete(txn_id, seen.state, seen.revision)
             return
-        done = self.running.get(txn_id)
+        running = self.running.get(txn_id)
         with trio.move_on_after(deadline_s):
-            if done is not None:
-                await done.wait()
+            if running is not None:
+                await running.done.wait()
             return
         raise ClusterUnavailable(f"the end of {txn_id} is not completed yet")
 
@@ -103,10 +157,11 @@ class Completions:
         await self.txns.complete(txn_id, seen.state, seen.revision)
 
     async def _run(self, txn_id: str, seen) -> None:
+        running = self.running[txn_id]
         try:
             while True:
                 try:
-                    await self.txns.complete(txn_id, seen.state, seen.revision)
+                    await self.txns.complete(txn_id, seen.state, seen.revision, running.hand_over)
                     return
                 except Exception as exc:  # noqa: BLE001 - retried: must not end the cluster service
                     log.info("cluster: completing the end of %s failed (%s); retrying", txn_id, exc)
@@ -119,9 +174,13 @@ class Completions:
                     continue
                 if not is_prepare(now.state) or now.state.get("marker") != seen.state.get("marker"):
                     return
+                if now.revision != running.revision:  # (not the Prepare the takers wait for: none handed over)
+                    running.revision = 0
                 seen = now
         finally:
-            self.running.pop(txn_id).set()
+            del self.running[txn_id]
+            running.delivered.set()
+            running.done.set()
 
     async def sweep(self) -> None:
         """Forever: after each change of the live members, complete the Prepare states of the ids

@@ -24,7 +24,7 @@ import trio
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
-from gateway.cluster.txn_completion import Completions
+from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport, deliver_all
 from gateway.cluster.txn_state import Seen, TxnStates
@@ -76,18 +76,18 @@ class ClusterTxns:
         self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
         self.completions = Completions(self, app)  # decided ends completed after EndTxn's answer
 
-    async def _settled(self, txn_id: str, seen: Seen | None = None) -> Seen:
+    async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False) -> Seen:
         """The state once no end is half done (a Prepare state is completed first) and a transaction
         past its timeout is aborted (with the epoch bumped: its producer is fenced). From `seen` (a
-        kept value) when given; one is acted on only once read fresh."""
+        kept value) when given; one is acted on only once read fresh. `begins`: for a change that may
+        start a transaction (`Completions.settled`)."""
         seen = seen or await self.etcd_states.read(txn_id)
         while (state := seen.state) is not None:
             if state["state"].startswith("Prepare"):
                 if seen.fresh or txn_id in self.completions.running:  # (Kafka: CONCURRENT_TRANSACTIONS till then)
-                    await self.completions.settle(txn_id, seen, MARKER_DEADLINE_S)
-                    kept = self.etcd_states.last(txn_id)  # (the Complete written here: no read needed)
-                    if kept is not None and kept.revision > seen.revision:
-                        seen = kept
+                    after = await self.completions.settled(txn_id, seen, begins, MARKER_DEADLINE_S)
+                    if after is not None:
+                        seen = after
                         continue
             elif state["state"] == "Ongoing" and _now() - state["started"] > state["timeout"]:
                 if seen.fresh:
@@ -102,7 +102,7 @@ class ClusterTxns:
         is one; settled again from a fresh read whenever the attempt must be redone."""
         seen = self.etcd_states.last(txn_id)
         while True:
-            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen))
+            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen, begins=True))
             if done is not None:
                 return done[0]
             seen = None
@@ -264,9 +264,9 @@ class ClusterTxns:
             return await self.etcd_states.read(txn_id)
         return seen
 
-    async def complete(self, txn_id: str, state: dict, revision: int = 0) -> Seen:
-        """Deliver a decided end to every partition's leader, commit its offsets, then Complete; the
-        state after. `revision`: the key's when it held `state` (its Complete needs no read then)."""
+    async def complete(self, txn_id: str, state: dict, revision: int = 0, hand_over=None) -> Seen:
+        """Deliver a decided end to every leader, commit its offsets, then Complete (unless `hand_over()`: the
+        next transaction's write replaces it); the state after. `revision`: the key's when it held `state`."""
         commit = state["state"] == "PrepareCommit"
         pid, epoch = state["marker"]
         # diskless partitions: staged batches applied (or dropped) here, from the bucket; the rest's halves delivered
@@ -274,13 +274,13 @@ class ClusterTxns:
         await self._deliver(txn_id, pid, epoch, commit, others, state.get("epochs") or {})
         if commit and state["offsets"]:
             await self.completions.commit_offsets(state["offsets"])
-        done = "Complete" + ("Commit" if commit else "Abort")
+        if hand_over is not None and hand_over():
+            return Seen(state, revision, False)
 
-        def change(s):
+        def change(s):  # (`started` kept: the last start, for DescribeTransactions)
             if s is None or s["state"] != state["state"] or s.get("marker") != state["marker"]:
                 return None, None
-            s.update(state=done, partitions=[], offsets=[])  # `started`: the last start (DescribeTransactions)
-            return s, None
+            return completed(s), None
         return (await self.etcd_states.update(txn_id, change, Seen(state, revision, False) if revision else None))[1]
 
     async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:

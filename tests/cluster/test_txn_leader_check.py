@@ -411,3 +411,34 @@ def test_an_end_is_answered_once_decided_and_the_next_transaction_waits_for_its_
 
 async def _append(out: list, call) -> None:
     out.append(await call)
+
+
+def test_the_next_transaction_replaces_a_delivered_end_s_complete():
+    """Once the end running here is delivered to every leader, the producer's next transaction starts
+    from its Prepare as if completed: one compare-and-swap replaces the Prepare, and the Complete the
+    completion was about to write is not needed (one etcd write less per transaction on the producer's
+    path). Before: PrepareCommit, CompleteCommit, then Ongoing."""
+    from trio.testing import MockClock
+
+    async def main():
+        etcd = FakeEtcd({**_ongoing(), "partitions": [["t", 0]], "epochs": {"t/0": [2, 0]}})
+        written, sent = [], []
+        swap = etcd.swap_txn
+
+        async def recording_swap(tid, revision, state):
+            revision = await swap(tid, revision, state)
+            if revision:
+                written.append(state["state"])
+            return revision
+
+        async def call(address, _cmd):
+            sent.append(address)
+        etcd.swap_txn = recording_swap
+        async with trio.open_nursery() as nursery:
+            txns = _remote_leaders(etcd, call, nursery=nursery)
+            assert await txns.end(TID, PID, 0, True, tv2=True) == (0, PID, 1)
+            assert await txns.add_partitions(TID, PID, 1, [("t", 1)], False) == {("t", 1): 0}
+            await trio.sleep(1)
+        assert sent == ["n2"] and written == ["PrepareCommit", "Ongoing"]
+        assert etcd.state["state"] == "Ongoing" and etcd.state["partitions"] == [("t", 1)]
+    trio.run(main, clock=MockClock(autojump_threshold=0))
