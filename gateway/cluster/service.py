@@ -116,6 +116,8 @@ class ClusterService:
                 await nursery.start(mirror.run)
                 ReplicaRoles(node, self.app.replication, nursery, pop=self.app.pop).install()
                 await nursery.start(node.view.run)
+                if getattr(self.app, "kafka", None) is not None:  # decided ends a lost coordinator left
+                    nursery.start_soon(self.app.kafka.cluster_txns.completions.sweep)
                 nursery.start_soon(lambda: node.coordination.keep_alive(
                     node.lease, ttl, on_lost=self._rejoin, on_renewed=self._renewed))
                 nursery.start_soon(self._report_fencing)

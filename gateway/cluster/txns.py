@@ -9,7 +9,8 @@ batch against that state itself (adding the partition for transactions v2, verif
 leader asks its coordinator) and keeps the batch as a half in its own half topic; an end is written to etcd
 first (PrepareCommit / PrepareAbort, with the offsets and the partitions), then each partition's leader gets
 the outcome (CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
-is CompleteCommit / CompleteAbort. A Prepare state found by any later request is completed first.
+is CompleteCommit / CompleteAbort. EndTxn is answered once the Prepare is in etcd (and a commit's offsets in
+the offset table); the rest runs in the background (txn_completion), and a later request waits for it.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import trio
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
+from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport, deliver_all
 from gateway.cluster.txn_state import Seen, TxnStates
@@ -72,16 +74,21 @@ class ClusterTxns:
         self._recovered: set[tuple[str, int]] = set()  # (transactional id, producer id) read from the half topic
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
         self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
+        self.completions = Completions(self, app)  # decided ends completed after EndTxn's answer
 
-    async def _settled(self, txn_id: str, seen: Seen | None = None) -> Seen:
+    async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False) -> Seen:
         """The state once no end is half done (a Prepare state is completed first) and a transaction
         past its timeout is aborted (with the epoch bumped: its producer is fenced). From `seen` (a
-        kept value) when given; one is acted on only once read fresh."""
+        kept value) when given; one is acted on only once read fresh. `begins`: for a change that may
+        start a transaction (`Completions.settled`)."""
         seen = seen or await self.etcd_states.read(txn_id)
         while (state := seen.state) is not None:
             if state["state"].startswith("Prepare"):
-                if seen.fresh:
-                    await self.complete(txn_id, state, seen.revision)
+                if seen.fresh or txn_id in self.completions.running:  # (Kafka: CONCURRENT_TRANSACTIONS till then)
+                    after = await self.completions.settled(txn_id, seen, begins, MARKER_DEADLINE_S)
+                    if after is not None:
+                        seen = after
+                        continue
             elif state["state"] == "Ongoing" and _now() - state["started"] > state["timeout"]:
                 if seen.fresh:
                     await self.abort(txn_id, fence=True, seen=seen)
@@ -95,7 +102,7 @@ class ClusterTxns:
         is one; settled again from a fresh read whenever the attempt must be redone."""
         seen = self.etcd_states.last(txn_id)
         while True:
-            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen))
+            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen, begins=True))
             if done is not None:
                 return done[0]
             seen = None
@@ -233,7 +240,11 @@ class ClusterTxns:
             return s, (NONE_ERR, s["pid"], s["epoch"])
         result, seen = await self.etcd_states.update(txn_id, change, seen)
         if result[0] == NONE_ERR and seen.state["state"].startswith("Prepare"):
-            await self.complete(txn_id, seen.state, seen.revision)
+            # answered now, as Kafka once its Prepare is logged; markers and Complete in the background
+            if not self.completions.start(txn_id, seen):
+                await self.complete(txn_id, seen.state, seen.revision)
+            elif seen.state["offsets"]:  # in the offset table before the answer (no UNSTABLE_OFFSET_COMMIT here)
+                await self.completions.commit_offsets(seen.state["offsets"])
         return result
 
     async def abort(self, txn_id: str, fence: bool, seen: Seen | None = None) -> Seen:
@@ -249,31 +260,27 @@ class ClusterTxns:
             return s, None
         _, seen = await self.etcd_states.update(txn_id, change, seen)
         if seen.state is not None and seen.state["state"] == "PrepareAbort":
-            return await self.complete(txn_id, seen.state, seen.revision)
+            await self.completions.complete_here(txn_id, seen, MARKER_DEADLINE_S)
+            return await self.etcd_states.read(txn_id)
         return seen
 
-    async def complete(self, txn_id: str, state: dict, revision: int = 0) -> Seen:
-        """Deliver a decided end to every partition's leader, commit its offsets, then Complete; the
-        state after. `revision`: the key's when it held `state` (its Complete needs no read then)."""
+    async def complete(self, txn_id: str, state: dict, revision: int = 0, hand_over=None) -> Seen:
+        """Deliver a decided end to every leader, commit its offsets, then Complete (unless `hand_over()`: the
+        next transaction's write replaces it); the state after. `revision`: the key's when it held `state`."""
         commit = state["state"] == "PrepareCommit"
         pid, epoch = state["marker"]
         # diskless partitions: staged batches applied (or dropped) here, from the bucket; the rest's halves delivered
         others = await self.app.kafka.diskless_txns.bucket_ends.end(txn_id, state, commit)
         await self._deliver(txn_id, pid, epoch, commit, others, state.get("epochs") or {})
-        for group, topic, partition, offset, metadata in state["offsets"] if commit else ():
-            self.app.offsets.commit(group, topic, partition, offset, metadata)
         if commit and state["offsets"]:
-            self.app.offsets.persist()
-            await self.app.offsets.wait_durable()
-            if not await self.app.offsets.wait_mirrored():
-                raise NotCompleted("offsets not in etcd")
-        done = "Complete" + ("Commit" if commit else "Abort")
+            await self.completions.commit_offsets(state["offsets"])
+        if hand_over is not None and hand_over():
+            return Seen(state, revision, False)
 
-        def change(s):
+        def change(s):  # (`started` kept: the last start, for DescribeTransactions)
             if s is None or s["state"] != state["state"] or s.get("marker") != state["marker"]:
                 return None, None
-            s.update(state=done, partitions=[], offsets=[])  # `started`: the last start (DescribeTransactions)
-            return s, None
+            return completed(s), None
         return (await self.etcd_states.update(txn_id, change, Seen(state, revision, False) if revision else None))[1]
 
     async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
@@ -303,7 +310,7 @@ class ClusterTxns:
                 return False
             return True
         member = self.node.view.members.get(leader)
-        if member is None:
+        if member is None or self.node.fenced():  # (fenced: another gateway may complete the end now)
             return False
         body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
                            "partitions": [list(tp) for tp in tps]}).encode()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from cluster.model import coordinator_of, place
-from clusters import NODES, require_etcd, start_cluster
+from clusters import NODES, require_etcd, start_cluster, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kafka"))  # the Java check of tests/kafka
 from kafka_java import KAFKA_JARS, compile_against_kafka  # noqa: E402
@@ -138,11 +139,60 @@ def test_transactions_v2_requests_across_gateways(cluster):
     end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                    "committed": True})
     assert (end["error_code"], end["producer_id"], end["producer_epoch"]) == (0, pid, epoch + 1)
-    assert produce(0, b"late", epoch, 1) in (47, 90)  # before: UNKNOWN_PRODUCER_ID (59) for every batch
+    # EndTxn answers once the Prepare is in etcd, as Kafka: the late write is fenced once the end has
+    # reached the leaders (read first); before the marker it would join the ended transaction, as on Kafka
     assert sorted(_read_committed(_bootstrap, 2, topic)) == ["v2-0", "v2-1"]
+    assert produce(0, b"late", epoch, 1) in (47, 90)  # before: UNKNOWN_PRODUCER_ID (59) for every batch
     for asked in range(2):  # KIP-360 re-init with the id and epoch the end gave, then its retry: one bump
         reinit = gateways[leaders[0]].call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
                                                    "producer_id": pid, "producer_epoch": epoch + 1})
         assert (reinit["error_code"], reinit["producer_id"], reinit["producer_epoch"]) == (0, pid, epoch + 2), asked
+    for client in gateways.values():
+        client.close()
+
+
+def test_an_end_is_answered_once_decided_and_completed_after(cluster):
+    """EndTxn is answered once etcd has the PrepareCommit, as Kafka answers once its Prepare is logged,
+    while a partition's leader is stopped (its marker cannot be delivered yet); the coordinator
+    completes the end once that leader is back, and the producer's next transaction goes on from it.
+    Before: the answer waited for every leader's marker and the Complete (here: no answer while stopped)."""
+    topic = "txn-early"
+    bootstrap, tid = spread_topic(cluster, topic, "early")
+    leaders = [a.leader for a in place(topic, 2, list(NODES), 1)]
+    gateways = {n: RawClient(g.kafka_bootstrap, timeout=5) for n, g in cluster.gateways.items()}
+    coordinator = gateways[coordinator_of(tid, list(NODES))]
+    init = coordinator.call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
+                                    "producer_id": -1, "producer_epoch": -1})
+    pid, epoch = init["producer_id"], init["producer_epoch"]
+
+    def produce(partition: int, value: bytes, e: int) -> int:
+        batch = records.build_batch([(0, None, value, [])], producer_id=pid, producer_epoch=e, base_sequence=0,
+                                    transactional=True)
+        body = {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
+        answer = gateways[leaders[partition]].call(0, 12, body)
+        return answer["responses"][0]["partition_responses"][0]["error_code"]
+
+    def state() -> str:
+        answer = coordinator.call(65, 0, {"transactional_ids": [tid]})
+        return answer["transaction_states"][0]["transaction_state"]
+    assert [produce(p, f"first-{p}".encode(), epoch) for p in (0, 1)] == [0, 0]
+    stopped = cluster.gateways[leaders[1]].proc.pid
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                       "committed": True})
+        decided = state()
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+    assert (end["error_code"], end["producer_id"], end["producer_epoch"]) == (0, pid, epoch + 1)
+    assert decided == "PrepareCommit"  # answered before the stopped leader had its marker
+    assert produce(0, b"second-0", epoch + 1) == 0  # the next transaction: waits for the end's completion
+    assert state() == "Ongoing"
+    end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch + 1,
+                                   "committed": True})
+    assert end["error_code"] == 0
+    wait_for(lambda: state() == "CompleteCommit", what="the second end completed")
+    assert sorted(_read_committed(bootstrap, 3, topic)) == ["first-0", "first-1", "second-0"]
     for client in gateways.values():
         client.close()

@@ -317,7 +317,8 @@ def test_an_end_goes_to_every_leader_at_once():
             return types.SimpleNamespace(code=ResponseCode.SUCCESS)
         members = {2: types.SimpleNamespace(remoting_addr="n2"), 3: types.SimpleNamespace(remoting_addr="n3")}
         txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, view=types.SimpleNamespace(members=members),
-                                          assignment=lambda t, p: types.SimpleNamespace(leader=2 + p, epoch=0))
+                                          assignment=lambda t, p: types.SimpleNamespace(leader=2 + p, epoch=0),
+                                          fenced=lambda: False)
         txns.transport = types.SimpleNamespace(call=call)
         await txns.complete(TID, dict(etcd.state))
         assert sorted(sent) == ["n2", "n3"] and etcd.state["state"] == "CompleteCommit"
@@ -336,3 +337,4 @@ def test_the_kept_values_stay_bounded():
         await states.read("last")
         assert len(states.kept) == txn_state.KEPT_IDS and "id-5" in states.kept and "id-6" not in states.kept
     trio.run(main)
+
