@@ -26,3 +26,13 @@ def cpu_used(before: dict[int, int], after: dict[int, int]) -> float:
     """CPU seconds between two samples of thread_cpu_ns, thread by thread: a thread born in between
     counts in full; one that ended in between is missed (its use since the first sample is lost)."""
     return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of a process onto `cpus` (Linux affinity is per thread; threads started later
+    inherit their creator's, so pinning the existing ones pins the process from now on)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, FileNotFoundError):
+            pass  # the thread ended meanwhile

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.brokers import ROOT
-from bench import rounds
+from bench import procstat, rounds
 from bench.objstore_server import bench_workdir
 from tests.gateway_process import GatewayProcess
 
@@ -71,17 +71,30 @@ def main() -> None:
     ap.add_argument("--file-size", default="1m", help="CommitLog file size of both gateways (one upload per file)")
     ap.add_argument("--s3-nice", type=int, default=0,
                     help="run the S3 server at this niceness (a stand-in for an object store on other machines)")
+    ap.add_argument("--pin", action="store_true",
+                    help="the S3 server on the last CPU, both gateways and the producer on the others "
+                         "(the object store's CPU then not taken from produce)")
     ap.add_argument("--produce-only", action="store_true",
                     help="only the interleaved produce rounds (skip the consume and request counts)")
     ap.add_argument("--upload-cost", action="store_true",
                     help="the upload path's own CPU per 100 MB in process (bench/tier_upload.py) instead")
     ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
+    ap.add_argument("--slow-store", action="store_true",
+                    help="produce p50/p99 with the object store slow vs not instead (bench/tier_slow.py)")
+    ap.add_argument("--delay-ms", type=float, default=100, help="--slow-store: delay of each chunk, each way")
+    ap.add_argument("--rate", type=float, default=1 << 20, help="--slow-store: upload bytes/s through the slow link")
+    ap.add_argument("--rate-records", type=int, default=3000, help="--slow-store: records/s produced (1 KB)")
+    ap.add_argument("--seconds", type=float, default=5, help="--slow-store: seconds produced per gateway per round")
     ap.add_argument("--repeat", type=int, default=3, help="--disk-loss: runs of each scenario; --upload-cost: runs")
     ap.add_argument("--cluster-records", type=int, default=10_000, help="--disk-loss: records in the cluster")
     args = ap.parse_args()
     if args.upload_cost:
         from bench import tier_upload
         tier_upload.main(args.repeat, args.records // 1000 or 100)
+        return
+    if args.slow_store:
+        from bench import tier_slow
+        tier_slow.main(args)
         return
     if args.disk_loss:
         from bench import tier_disk_loss
@@ -105,6 +118,8 @@ def main() -> None:
         if args.s3_nice:
             for tid in os.listdir(f"/proc/{pids['s3']}/task"):  # Linux niceness is per thread; new ones inherit it
                 os.setpriority(os.PRIO_PROCESS, int(tid), args.s3_nice)
+        if args.pin:
+            _pin(pids)
         committed = []  # CommitLog files committed to the tier by the end of each round (uploads keeping up?)
         during = []  # files committed while the tiered gateway was produced to, per round (uploads running?)
         cpu_s = {name: {k: [] for k in pids} for name in by_name}  # CPU seconds by process, per round
@@ -123,6 +138,8 @@ def main() -> None:
             ratios.append(got["tiered"] / got["plain"])
             loads.append(round(os.getloadavg()[0], 2))
             committed.append(_files_committed(s3))
+            print(f"round {r}: tiered {got['tiered']:.1f} plain {got['plain']:.1f} MB/s, ratio {ratios[-1]:.3f}, "
+                  f"files during {during[-1]}, load {loads[-1]}", flush=True)
         valid = [ratio for ratio, files in zip(ratios, during) if files > 0]
         verdict = rounds.compare(valid, "higher", "tiered", "plain")
         mb_per_round = args.records * len(VALUE) / 1e8  # CPU-s per 100 MB
@@ -135,7 +152,7 @@ def main() -> None:
                   "ratio_ci_coverage": verdict.coverage if verdict else None,
                   "verdict": verdict.verdict if verdict else "no round with uploads",
                   "load_avg": os.getloadavg(), "load_1min_per_round": loads,
-                  "file_size": args.file_size, "s3_nice": args.s3_nice, "files_committed_after_round": committed,
+                  "file_size": args.file_size, "s3_nice": args.s3_nice, "pinned": args.pin, "files_committed_after_round": committed,
                   "median_cpu_s_per_100mb": {f"{name}_round.{k}": round(statistics.median(v) / mb_per_round, 2)
                                              for name in cpu_s for k, v in cpu_s[name].items()}}
         if not args.produce_only:
@@ -144,6 +161,16 @@ def main() -> None:
         os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
         with open(os.path.join(ROOT, "bench", "results", "tier.json"), "w") as f:
             json.dump(result, f, indent=1)
+
+
+def _pin(pids: dict) -> None:
+    """The S3 server alone on the last CPU; the gateways and this process (the producer's threads are
+    started later from it) on the rest, the same in both halves of every round."""
+    cpus = sorted(os.sched_getaffinity(0))
+    store, rest = {cpus[-1]}, set(cpus[:-1])
+    for name, pid in pids.items():
+        procstat.pin(pid, store if name == "s3" else rest)
+    procstat.pin(os.getpid(), rest)
 
 
 def _files_committed(s3) -> int:

@@ -11,7 +11,8 @@ import trio
 
 from store.tier.cache import collecting_misses
 
-ROUNDS = 8  # reads of one request at most: each waits for the downloads the one before found pending
+ROUNDS = 8  # reads in a row that found only the downloads the read before found: then what it could read
+SCAN_BUDGET_S = 30.0  # past ROUNDS reads, how long a read that keeps finding new pieces pending goes on
 
 
 def attempt(fn, *args, **kwargs):
@@ -38,10 +39,19 @@ async def settle(downloads, deadline: float = math.inf) -> None:
 
 async def read(fn, *args, deadline: float = math.inf, **kwargs):
     """fn(*args, **kwargs) once the tier segments it needs are in the read cache (or failed, or the
-    deadline came: then what it could read)."""
-    for _ in range(ROUNDS - 1):
+    deadline came: then what it could read). A read that found new pieces pending has moved on (a
+    search by time scans the tier a few pieces a read, and gave up after ROUNDS reads half way
+    before): it is read again while each read finds new ones, up to SCAN_BUDGET_S; ROUNDS reads in
+    a row that found nothing new give up as before."""
+    seen: set = set()  # every download found pending (kept, so none is mistaken for a new one)
+    stalled, rounds, began = 0, 0, trio.current_time()
+    while True:
         result, misses = attempt(fn, *args, **kwargs)
+        rounds += 1
         if not misses or trio.current_time() >= deadline:
             return result
+        stalled = 0 if any(m not in seen for m in misses) else stalled + 1
+        seen.update(misses)
+        if stalled >= ROUNDS - 1 or (rounds >= ROUNDS and trio.current_time() - began > SCAN_BUDGET_S):
+            return fn(*args, **kwargs)
         await settle(misses, deadline)
-    return fn(*args, **kwargs)

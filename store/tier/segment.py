@@ -57,7 +57,8 @@ class Built:
 
 
 def walk(data: bytes, file_start: int):
-    """Every entry of a sealed CommitLog file: (position, size, StoredMessage); stops at the blank
+    """Every entry of a sealed CommitLog file: (position, size, StoredMessage without its body: the
+    callers need the header and properties, and the body is most of the bytes); stops at the blank
     marker or at the first byte that is not an entry (the rest of a file that was never filled)."""
     pos = 0
     while pos + 8 <= len(data):
@@ -65,7 +66,7 @@ def walk(data: bytes, file_start: int):
         if magic != M.MAGIC_V1 or size < M.FIXED_SIZE or pos + size > len(data):
             return
         try:
-            msg = M.decode(data, pos)
+            msg = M.decode(_without_body(data, pos, size))
         except M.MessageFormatError:
             return
         if msg.physical_offset != file_start + pos:
@@ -74,13 +75,30 @@ def walk(data: bytes, file_start: int):
         pos += size
 
 
+def _without_body(data: bytes, pos: int, size: int) -> bytes:
+    """The entry at `pos` with an empty body (its sizes adjusted): decoding it copies the header and
+    properties only, where the whole entry was copied twice (the body and the raw entry)."""
+    (body_len,) = M.INT32.unpack_from(data, pos + M.HEADER_SIZE - 4)
+    if body_len < 0 or M.HEADER_SIZE + body_len > size:
+        return data[pos:pos + size]  # decode says what is wrong with it
+    head = bytearray(data[pos:pos + M.HEADER_SIZE])
+    tail = data[pos + M.HEADER_SIZE + body_len:pos + size]
+    M.INT32.pack_into(head, 0, M.HEADER_SIZE + len(tail))
+    M.INT32.pack_into(head, M.HEADER_SIZE - 4, 0)
+    return bytes(head) + tail
+
+
 def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str, int], Built]:
     """The segments of one sealed file for the topics `tiered(topic)` accepts, by (topic, queue);
     the topics it refuses are added to `untiered`."""
     out: dict[tuple[str, int], Built] = {}
     view = memoryview(data)  # entries are referenced, not copied, until the payload is joined
+    accepted: dict[str, bool] = {}  # tiered(topic) once per topic and file, not per entry
     for pos, size, msg in walk(data, file_start):
-        if not tiered(msg.topic):
+        ok = accepted.get(msg.topic)
+        if ok is None:
+            ok = accepted[msg.topic] = tiered(msg.topic)
+        if not ok:
             untiered.add(msg.topic)
             continue
         key = (msg.topic, msg.queue_id)

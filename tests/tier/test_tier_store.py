@@ -299,3 +299,21 @@ def test_consumer_offsets_come_back_after_a_disk_loss(tmp_path):
     fresh = open_store(tmp_path / "b", objects)  # the disk is gone; the tier's copy is read back
     assert fresh.read_config("consumerOffset.json") == table
     fresh.close()
+
+
+def test_a_file_is_walked_without_copying_bodies(tmp_path):
+    """The upload's walk of a sealed file gives each entry's header and properties (what the segment
+    index and key section need) with an empty body: decoding copied every body and entry twice."""
+    from store.tier import segment
+    from store.tier.upload import _read_file
+    st = open_store(tmp_path / "a", MemStore())
+    fill(st, n=40)
+    start = st.commitlog.starts[0]
+    walked = list(segment.walk(_read_file(st, start), start))
+    assert walked and [m.body for _p, _s, m in walked] == [b""] * len(walked)
+    first = st.get(start)
+    pos, size, msg = walked[0]
+    assert (pos, size) == (0, first.size)
+    assert (msg.topic, msg.queue_offset, msg.physical_offset, msg.store_timestamp, msg.properties) == \
+        (first.topic, first.queue_offset, first.physical_offset, first.store_timestamp, first.properties)
+    st.close()
