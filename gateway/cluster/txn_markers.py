@@ -68,3 +68,19 @@ async def deliver_all(by_leader: dict, deliver_to) -> list:
     if errors:
         raise errors[0]
     return took
+
+
+async def deliver_round(left: set, targets, taken: set, deliver_to) -> set:
+    """One round of a coordinator's end: each partition in `left` to every gateway `targets(tp)` names
+    that has not taken it yet (`taken`: (gateway, partition) pairs, added to). The partitions still owed
+    an end somewhere."""
+    by_gateway: dict[int, list] = {}
+    for tp in left:
+        for gateway in targets(tp):
+            if (gateway, tp) not in taken:
+                by_gateway.setdefault(gateway, []).append(tp)
+    took = await deliver_all(by_gateway, deliver_to)
+    for gateway, tps in by_gateway.items():
+        if any(t is tps for t in took):
+            taken.update((gateway, tp) for tp in tps)
+    return {tp for tp in left if any((gateway, tp) not in taken for gateway in targets(tp))}

@@ -24,7 +24,7 @@ from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TR
 from codec.kafka.schema import DecodeError
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
-from gateway.cluster.txn_markers import MarkerTransport, deliver_all
+from gateway.cluster.txn_markers import MarkerTransport, deliver_round
 from gateway.cluster.txn_state import Seen, TxnStates
 from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
@@ -278,22 +278,29 @@ class ClusterTxns:
 
     async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
         """The gateway holding each partition's halves (its leader when it joined) ends them; one that
-        no longer leads it forwards a commit to the leader as a due message. Retried until
-        MARKER_DEADLINE_S (the holder down: Kafka's markers wait for an offline partition too)."""
-        left = set(partitions)
+        no longer leads it forwards a commit to the leader as a due message; an abort goes to the
+        partition's leader too (`_end_targets`). Retried until MARKER_DEADLINE_S (the holder down:
+        Kafka's markers wait for an offline partition too)."""
+        left, taken = set(partitions), set()
         with trio.move_on_after(MARKER_DEADLINE_S):
             while left:
-                by_leader: dict[int, list] = {}
-                for tp in left:  # (-1: deleted meanwhile, nothing to end)
-                    held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
-                    by_leader.setdefault(-1 if leader < 0 else held[0] if held[0] >= 0 else leader, []).append(tp)
-                for tps in await deliver_all(by_leader, lambda leader, tps: self._deliver_to(
-                        leader, txn_id, pid, epoch, commit, tps)):
-                    left -= set(tps)
+                left = await deliver_round(
+                    left, lambda tp: self._end_targets(tp, holders, commit), taken,
+                    lambda leader, tps: self._deliver_to(leader, txn_id, pid, epoch, commit, tps))
                 if left:
                     await trio.sleep(MARKER_RETRY_S)
         if left:
             raise NotCompleted(f"no leader took the end of {txn_id} for {sorted(left)}")
+
+    def _end_targets(self, tp, holders: dict, commit: bool) -> set[int]:
+        """Where an end of `tp` goes (-1: deleted, nothing to end): the holder of its halves; an abort also
+        to its leader now, which took the producer's batches after the partition moved there: left
+        undecided, the next commit of the same epoch there (transactions v1) would commit them. (A commit
+        after a move is an abort: `_moved`.)"""
+        held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
+        if leader < 0:
+            return {-1}
+        return {held[0] if held[0] >= 0 else leader} | (set() if commit else {leader})
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
         if leader == self.node.node_id:
