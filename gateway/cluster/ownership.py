@@ -18,6 +18,7 @@ import trio
 from cluster import model
 from cluster.etcd import EtcdError
 from cluster.model import Member, QueueAssignment, TopicRecord
+from semantics.producer_state import ClusterUnavailable
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -200,9 +201,13 @@ class ClusterNode:
 
     # --- producer ids ---
     async def reserve_producer_ids(self) -> None:
-        """Make sure `next_producer_id` has an id at hand (a block from etcd when out)."""
+        """Make sure `next_producer_id` has an id at hand (a block from etcd when out; ClusterUnavailable
+        while etcd cannot be reached: the request is answered with a retriable error)."""
         if not self._producer_ids:
-            block = await self.coordination.allocate_producer_ids(PRODUCER_ID_BLOCK)
+            try:
+                block = await self.coordination.allocate_producer_ids(PRODUCER_ID_BLOCK)
+            except EtcdError as exc:
+                raise ClusterUnavailable(f"no producer id block: etcd: {exc}") from None
             self._producer_ids = list(reversed(block))
 
     def next_producer_id(self) -> int:

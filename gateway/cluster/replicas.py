@@ -145,6 +145,8 @@ class ReplicaRoles:
                 if a is None or first is None or a.leader != self.node.node_id or a.epoch != first.epoch:
                     return  # no longer led here in that epoch: the role change decides
                 ids = self._in_sync_ids(topic, qid, wanted)
+                for name in (topic, journal_topic(topic)):  # electable once written: acks=all waits for them
+                    self.manager.isr_pending(name, qid, a.epoch, [addr for addr in map(self._addr, ids) if addr])
                 written = await self._write("in-sync set", self.node.coordination.update_isr, topic, qid, ids,
                                             a.epoch)
                 if written is None:

@@ -8,12 +8,15 @@ durable (and in the in-sync replicas where it leads). Signed with the inter-brok
 from __future__ import annotations
 
 import json
+import logging
 
 import trio
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport
+
+log = logging.getLogger(__name__)
 
 ANSWER_TIMEOUT_S = 10.0
 
@@ -68,3 +71,31 @@ async def deliver_all(by_leader: dict, deliver_to) -> list:
     if errors:
         raise errors[0]
     return took
+
+
+async def deliver_round(left: set, targets, taken: set, deliver_to) -> set:
+    """One round of a coordinator's end: each partition in `left` to every gateway `targets(tp)` names
+    that has not taken it yet (`taken`: (gateway, partition) pairs, added to). The partitions still owed
+    an end somewhere."""
+    by_gateway: dict[int, list] = {}
+    for tp in left:
+        for gateway in targets(tp):
+            if (gateway, tp) not in taken:
+                by_gateway.setdefault(gateway, []).append(tp)
+    took = await deliver_all(by_gateway, deliver_to)
+    for gateway, tps in by_gateway.items():
+        if any(t is tps for t in took):
+            taken.update((gateway, tp) for tp in tps)
+    return {tp for tp in left if any((gateway, tp) not in taken for gateway in targets(tp))}
+
+
+async def send_markers(transport, address: str, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
+    """Whether the gateway at `address` (node `leader`) wrote the end of `tps` (a CLUSTER_TXN_MARKERS)."""
+    body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
+                       "partitions": [list(tp) for tp in tps]}).encode()
+    try:
+        resp = await transport.call(address, RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))
+    except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
+        log.info("cluster: transaction markers to node %d failed: %s", leader, exc)
+        return False
+    return resp.code == ResponseCode.SUCCESS

@@ -15,7 +15,6 @@ the offset table); the rest runs in the background (txn_completion), and a later
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import time
 
@@ -23,10 +22,9 @@ import trio
 
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
-from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
-from gateway.cluster.txn_markers import MarkerTransport, deliver_all
+from gateway.cluster.txn_markers import MarkerTransport, deliver_round, send_markers
 from gateway.cluster.txn_state import Seen, TxnStates
 from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
@@ -285,22 +283,29 @@ class ClusterTxns:
 
     async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
         """The gateway holding each partition's halves (its leader when it joined) ends them; one that
-        no longer leads it forwards a commit to the leader as a due message. Retried until
-        MARKER_DEADLINE_S (the holder down: Kafka's markers wait for an offline partition too)."""
-        left = set(partitions)
+        no longer leads it forwards a commit to the leader as a due message; an abort goes to the
+        partition's leader too (`_end_targets`). Retried until MARKER_DEADLINE_S (the holder down:
+        Kafka's markers wait for an offline partition too)."""
+        left, taken = set(partitions), set()
         with trio.move_on_after(MARKER_DEADLINE_S):
             while left:
-                by_leader: dict[int, list] = {}
-                for tp in left:  # (-1: deleted meanwhile, nothing to end)
-                    held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
-                    by_leader.setdefault(-1 if leader < 0 else held[0] if held[0] >= 0 else leader, []).append(tp)
-                for tps in await deliver_all(by_leader, lambda leader, tps: self._deliver_to(
-                        leader, txn_id, pid, epoch, commit, tps)):
-                    left -= set(tps)
+                left = await deliver_round(
+                    left, lambda tp: self._end_targets(tp, holders, commit), taken,
+                    lambda leader, tps: self._deliver_to(leader, txn_id, pid, epoch, commit, tps))
                 if left:
                     await trio.sleep(MARKER_RETRY_S)
         if left:
             raise NotCompleted(f"no leader took the end of {txn_id} for {sorted(left)}")
+
+    def _end_targets(self, tp, holders: dict, commit: bool) -> set[int]:
+        """Where an end of `tp` goes (-1: deleted, nothing to end): the holder of its halves; an abort also
+        to its leader now, which took the producer's batches after the partition moved there: left
+        undecided, the next commit of the same epoch there (transactions v1) would commit them. (A commit
+        after a move is an abort: `_moved`.)"""
+        held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
+        if leader < 0:
+            return {-1}
+        return {held[0] if held[0] >= 0 else leader} | (set() if commit else {leader})
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
         if leader == self.node.node_id:
@@ -312,15 +317,7 @@ class ClusterTxns:
         member = self.node.view.members.get(leader)
         if member is None or self.node.fenced():  # (fenced: another gateway may complete the end now)
             return False
-        body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
-                           "partitions": [list(tp) for tp in tps]}).encode()
-        try:
-            resp = await self.transport.call(member.remoting_addr,
-                                             RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))
-        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
-            log.info("cluster: transaction markers to node %d failed: %s", leader, exc)
-            return False
-        return resp.code == ResponseCode.SUCCESS
+        return await send_markers(self.transport, member.remoting_addr, leader, txn_id, pid, epoch, commit, tps)
 
     # ------------------------------------------------------------ partition leader side
     async def verify(self, txn_id: str | None, topic: str, partition: int, data, implicit_add: bool) -> int:

@@ -23,7 +23,7 @@ from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
 from gateway.kafka.streams_groups import streams_groups
 from gateway.kafka.txn import init_transactional
-from semantics.producer_state import PRODUCER_FENCED
+from semantics.producer_state import PRODUCER_FENCED, ClusterUnavailable
 
 MAX_EPOCH = 32767
 TRANSACTION_MAX_TIMEOUT_MS = 900_000  # Kafka's transaction.max.timeout.ms default
@@ -350,7 +350,11 @@ async def init_producer_id(ctx: RequestContext):
 
 async def _init_producer_id(ctx: RequestContext):
     req = ctx.request
-    await ctx.app.ownership.reserve_producer_ids()  # a cluster member's block from etcd
+    try:
+        await ctx.app.ownership.reserve_producer_ids()  # a cluster member's block from etcd
+    except ClusterUnavailable:  # as Kafka while its next block is not there: retried by the client
+        code = errors.COORDINATOR_NOT_AVAILABLE if req.get("transactional_id") else errors.COORDINATOR_LOAD_IN_PROGRESS
+        return {"error_code": code, "producer_id": -1, "producer_epoch": -1}
     if req.get("transactional_id"):
         if not 0 < req["transaction_timeout_ms"] <= TRANSACTION_MAX_TIMEOUT_MS:
             return {"error_code": errors.INVALID_TRANSACTION_TIMEOUT}

@@ -45,6 +45,7 @@ class QueueRole:
     fenced: bool = False  # a leader told of a newer epoch: refuses writes until reassigned
     generation: int = 0  # bumped on every role change: a follower task of an older one stops
     progress: trio.Event = dataclasses.field(default_factory=trio.Event)  # set when the HW may have moved
+    pending_isr: set = dataclasses.field(default_factory=set)  # followers of a set being written to etcd
 
 
 class ReplicaManager:
@@ -207,13 +208,13 @@ class ReplicaManager:
 
     def _advance(self, topic: str, queue_id: int, r: QueueRole) -> int:
         """Move the leader's high watermark to the lowest log end among the in-sync replicas: those
-        of the local set and of the set etcd accepted (KIP-497's "maximal" set: a shrink counts only
-        once etcd holds it, since a new leader is elected from etcd's set). A fenced node never
-        moves it."""
+        of the local set, of the set etcd accepted and of a set being written to it (KIP-497's
+        "maximal" set: a shrink counts only once etcd holds it, and an expansion from the moment it
+        is sent, since a new leader is elected from etcd's set). A fenced node never moves it."""
         if self.node_fenced():
             return r.high_watermark
         hw = self.store.max_offset(topic, queue_id)
-        for replica in r.isr | r.accepted_isr:
+        for replica in r.isr | r.accepted_isr | r.pending_isr:
             hw = min(hw, r.followers[replica].fetched)
         if hw > r.high_watermark:
             r.high_watermark = hw
@@ -251,8 +252,16 @@ class ReplicaManager:
         r = self.roles.get((topic, queue_id))
         if r is None or r.role != LEADER or r.epoch != epoch:
             return
-        r.accepted_isr = {a for a in isr if a in r.followers}
+        r.accepted_isr, r.pending_isr = {a for a in isr if a in r.followers}, set()
         self._advance(topic, queue_id, r)
+
+    def isr_pending(self, topic: str, queue_id: int, epoch: int, isr: list[NodeAddress]) -> None:
+        """`isr` is on its way to etcd (or its write failed and may have landed): its followers count
+        for the high watermark until a later set is accepted (seed 2612: a set written before its
+        follower fell behind landed after, and that follower was elected without the records)."""
+        r = self.roles.get((topic, queue_id))
+        if r is not None and r.role == LEADER and r.epoch == epoch:
+            r.pending_isr = {a for a in isr if a in r.followers}
 
     # ------------------------------------------------------------------ the service
 

@@ -164,6 +164,30 @@ def test_a_decided_end_goes_to_the_gateway_holding_the_halves():
     trio.run(main)
 
 
+def test_an_abort_goes_to_the_partitions_new_leader_too():
+    """The partition moved during the transaction and the producer wrote to its new leader, which kept
+    those batches as its own halves: an abort goes to the holder and to the new leader (before: the
+    holder only, and under transactions v1, whose abort keeps the epoch, the producer's next commit on
+    that leader committed the aborted batches: `make faults` seed 4501, transaction 197). A commit
+    still goes to the holder alone (a commit after a move is an abort)."""
+    async def main():
+        sent, assignment = [], types.SimpleNamespace(leader=2, epoch=1)  # node 2 leads now; node 1 held it
+        for outcome in ("Abort", "Commit"):
+            etcd = FakeEtcd({**_ongoing(), "state": "Prepare" + outcome, "marker": [PID, 0],
+                             "epochs": {"t/0": [1, 0]}})
+            txns = _txns(etcd, [])
+            txns.node = types.SimpleNamespace(coordination=etcd, node_id=3, assignment=lambda *_: assignment)
+
+            async def deliver_to(leader, _tid, _pid, _epoch, commit, tps):
+                sent.append((leader, commit, tps))
+                return True
+            txns._deliver_to = deliver_to
+            await txns.complete(TID, dict(etcd.state))
+            assert etcd.state["state"] == "Complete" + outcome
+        assert sorted(sent) == [(1, False, [TP]), (1, True, [TP]), (2, False, [TP])]  # before: no (2, False)
+    trio.run(main)
+
+
 def test_an_end_that_failed_on_a_full_disk_is_done_by_the_retry():
     """The end's append refused (StoreFull: the leader's disk is full, as in `make faults`
     disk-full): the coordinator retries the end, and the retry must still find the halves. Before,

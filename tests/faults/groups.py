@@ -1,6 +1,9 @@
 """The consumer-group workload: a librdkafka consumer in group `faults-group` reads the queue topic
-and commits its positions synchronously every `every_s`, each commit logged as invoke then ok / fail /
-info with the offsets it carried. Checker: once healed, the group's committed offset of every
+and commits its positions every `every_s`, waiting for each commit's answer (up to COMMIT_WAIT_S,
+polling meanwhile), each commit logged as invoke then ok / fail / info with the offsets it carried.
+Not librdkafka's synchronous commit: it has no timeout, and once a commit waited past
+max.poll.interval.ms the consumer left its group and the commit never returned (seed 2612's long
+run hung there after its schedule). Checker: once healed, the group's committed offset of every
 partition is at least the highest one an acknowledged commit carried (a committed offset is never
 lost or moved back), and acknowledged commits of one partition never go backwards in time."""
 from __future__ import annotations
@@ -11,17 +14,20 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 GROUP = "faults-group"
+COMMIT_WAIT_S = 30.0  # then the commit is indeterminate (info)
 
 
 class GroupWorkload:
-    label = "consumer group (librdkafka, classic), synchronous offset commits"
+    label = "consumer group (librdkafka, classic), offset commits each waited for (30 s)"
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, now, every_s: float = 0.5) -> None:
         self.bootstrap, self.topic, self.partitions, self.now, self.every_s = bootstrap, topic, partitions, now, every_s
         self.history: list[dict] = []
+        self.sent, self.answers = 0, []  # commits sent; their answers, in order (librdkafka answers in order)
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                                  "topic.metadata.refresh.interval.ms": 1000})
+                                  "topic.metadata.refresh.interval.ms": 1000,
+                                  "on_commit": lambda err, tps: self.answers.append((err, tps))})
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self._run, args=(stop,), daemon=True)
@@ -47,15 +53,27 @@ class GroupWorkload:
         value = len(self.history)
         offsets = {tp.partition: tp.offset for tp in positions}
         self.history.append({"type": "invoke", "f": "commit", "value": value, "offsets": offsets, "time": self.now()})
+        self.history.append({**self._committed(positions), "f": "commit", "value": value, "offsets": offsets,
+                             "time": self.now()})
+
+    def _committed(self, positions: list) -> dict:
+        """Commit `positions` and wait for its answer: ok, fail (refused), or info (no answer in time)."""
         try:
-            answered = self.consumer.commit(offsets=positions, asynchronous=False)
-            bad = [tp for tp in answered if tp.error is not None]
-            op = {"type": "fail", "error": str(bad[0].error)} if bad else {"type": "ok"}
+            self.consumer.commit(offsets=positions, asynchronous=True)
         except KafkaException as e:
-            err = e.args[0]
-            indeterminate = err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT)
-            op = {"type": "info" if indeterminate else "fail", "error": str(err)}
-        self.history.append({**op, "f": "commit", "value": value, "offsets": offsets, "time": self.now()})
+            return {"type": "fail", "error": str(e.args[0])}
+        self.sent += 1
+        deadline = time.monotonic() + COMMIT_WAIT_S
+        while len(self.answers) < self.sent and time.monotonic() < deadline:
+            self.consumer.poll(0.1)  # serves the answer (and keeps the consumer in its group)
+        if len(self.answers) < self.sent:
+            return {"type": "info", "error": f"no answer in {COMMIT_WAIT_S:g} s"}
+        err, answered = self.answers[self.sent - 1]
+        bad = [tp.error for tp in answered or () if tp.error is not None] + ([err] if err is not None else [])
+        if not bad:
+            return {"type": "ok"}
+        indeterminate = bad[0].code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT)
+        return {"type": "info" if indeterminate else "fail", "error": str(bad[0])}
 
     def finish(self) -> None:
         self.consumer.close()

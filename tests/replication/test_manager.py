@@ -143,3 +143,23 @@ def test_epochs_fence(setup):
     m.become_follower("t", 0, 3, "b:1")
     assert _fetch(m, 0, epoch=3) == NOT_LEADER
     assert m.epochs.entries("t", 0) == [(2, 0)]
+
+
+def test_a_set_being_written_counts_for_the_high_watermark(setup):
+    """The in-sync set being written to etcd may be elected from as soon as it lands: while it is on
+    its way, acks=all waits for its followers too, even one that falls behind meanwhile (make faults
+    seed 2612: the set [a, b] was written, b fell behind, a acknowledged on its own against etcd's
+    older set [a], then [a, b] landed and b was elected without the records)."""
+    s, m, clock, changes = setup
+    m.become_leader("t", 0, 1, ["b:1"])
+    m.isr_accepted("t", 0, 1, ["a:1"])  # etcd holds [a] (b was left out while not a member)
+    _append(s, 2)
+    assert _fetch(m, 2, "b:1") == NONE and m.readable_end("t", 0, 2) == 2  # b in this leader's own set
+    m.isr_pending("t", 0, 1, ["a:1", "b:1"])  # ... and [a, b] is on its way to etcd
+    clock.now += LAG_MS / 1000 + 0.1
+    _append(s, 3)
+    m.shrink_isr()  # b fell behind before the write landed
+    assert changes[-1] == ["a:1"]
+    assert m.readable_end("t", 0, 5) == 2  # before: 5, acknowledged on a alone
+    m.isr_accepted("t", 0, 1, ["a:1"])  # the shrink written after it
+    assert m.readable_end("t", 0, 5) == 5
