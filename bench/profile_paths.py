@@ -144,13 +144,22 @@ def table(total: int, top: list[tuple[str, int]]) -> str:
     return "\n".join(lines)
 
 
-def _once_more(fn, *args) -> tuple[int, float]:
-    """A run, tried a second time if it fails (a client that timed out on this loaded machine)."""
-    try:
-        return fn(*args)
-    except (sc.Unavailable, RuntimeError) as exc:
-        print(f"retrying once: {str(exc)[-300:]}", flush=True)
-        return fn(*args)
+def _spread(values: list[float], digits: int = 1) -> str:
+    """median (min–max), or n/a."""
+    if not values:
+        return "n/a"
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+
+def _once_more(fn, *args) -> tuple[int, float] | None:
+    """A run, tried a second time if it fails (a client that timed out on this loaded machine);
+    None when both tries failed (the run is left out, and said so)."""
+    for attempt in ("retrying once", "left out"):
+        try:
+            return fn(*args)
+        except (sc.Unavailable, RuntimeError) as exc:
+            print(f"{attempt}: {str(exc)[-300:]}", flush=True)
+    return None
 
 
 class _GrpcGateway(Gateway):
@@ -184,7 +193,10 @@ def main(argv=None) -> None:
                 os.makedirs(args.profile, exist_ok=True)
                 for name, g in gateways.items():
                     raw = os.path.join(work, f"{load}-{name}.raw")
-                    count, _ = _once_more(fn, g, n, work, raw)
+                    done = _once_more(fn, g, n, work, raw)
+                    if done is None or not os.path.exists(raw):
+                        continue
+                    count = done[0]
                     total, top = own_time(raw)
                     with open(os.path.join(args.profile, f"{load}-{name}.txt"), "w") as f:
                         f.write(f"# {load}, gateway of {name}: {count} messages, {total} samples "
@@ -193,19 +205,22 @@ def main(argv=None) -> None:
                     print(f"profile {load} {name}: {count} messages, {total} samples", flush=True)
             if not args.rounds:
                 continue
-            per_msg: dict[str, list[float]] = {name: [] for name in gateways}
+            per_msg: dict[str, dict[int, float]] = {name: {} for name in gateways}  # round -> CPU µs/msg
             for i in range(args.rounds):
                 for name in rounds.order(i, tuple(gateways)):
-                    count, cpu = _once_more(fn, gateways[name], n, work, None)
-                    per_msg[name].append(cpu * 1e6 / count)
+                    done = _once_more(fn, gateways[name], n, work, None)
+                    if done is None:
+                        continue
+                    count, cpu = done
+                    per_msg[name][i] = cpu * 1e6 / count
                     print(f"{load} round {i + 1} {name}: {cpu * 1e6 / count:.1f} CPU µs/msg ({count} messages, "
                           f"load {os.getloadavg()[0]:.1f})", flush=True)
-            summary = {name: f"{statistics.median(v):.1f} ({min(v):.1f}–{max(v):.1f})" for name, v in per_msg.items()}
+            summary = {name: _spread(list(v.values())) for name, v in per_msg.items()}
             line = f"{load}: CPU µs/msg median (min–max): " + ", ".join(f"{k} {v}" for k, v in summary.items())
-            if len(names) > 1:
-                ratios = [b / a for a, b in zip(per_msg[names[0]], per_msg[names[-1]])]
-                line += (f"; {names[-1]}/{names[0]} per round {statistics.median(ratios):.2f} "
-                         f"({min(ratios):.2f}–{max(ratios):.2f})")
+            if len(names) > 1:  # the rounds both finished
+                first, last = per_msg[names[0]], per_msg[names[-1]]
+                ratios = [last[i] / first[i] for i in first if i in last]
+                line += f"; {names[-1]}/{names[0]} per round {_spread(ratios, 2)}"
             print(line, flush=True)
     finally:
         for g in gateways.values():
