@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import socket
 import struct
+import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -146,7 +147,8 @@ def body_crc(body) -> int:
 _BASE31 = b"0123456789abcdefghijklmnopqrstu"
 _LOW_DIGIT = bytes(_BASE31[u % 31] for u in range(128)) + bytes(128)
 _HIGH_DIGIT = bytes(_BASE31[u // 31] for u in range(128)) + bytes(128)
-_BASE31_MAX = 4000  # below int()'s limit on decimal-like digit strings (sys.get_int_max_str_digits)
+# int() of a digit string this long stays within its limit (sys.get_int_max_str_digits: 4300 by default)
+_BASE31_MAX = min(4000, sys.get_int_max_str_digits() or 4000)
 
 
 def java_hash(s: str) -> int:
