@@ -28,6 +28,7 @@ import argparse
 import collections
 import contextlib
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -225,6 +226,7 @@ def main(argv=None) -> None:
     finally:
         for g in gateways.values():
             g.stop()
+        shutil.rmtree(work, ignore_errors=True)  # the stores (GBs); the profiles are in --profile
 
 
 if __name__ == "__main__":
