@@ -140,11 +140,14 @@ class IndexFile:
         return out
 
     def flush(self) -> None:
-        """msync, then drop the pages from this process's mapping: they stay in the page cache, and
-        the process's memory does not grow with the index (a fault brings a page back)."""
+        """Write the mapping's dirty pages (fdatasync of the file: on Linux a shared mapping's writes
+        are the file's page cache, so this is msync's MS_SYNC; unlike mmap.flush it releases the GIL,
+        so the event loop keeps running while the index is written back), then drop the pages from
+        this process's mapping: they stay in the page cache, and the process's memory does not grow
+        with the index (a fault brings a page back)."""
         if self.dirty:
             self.dirty = False
-            self.mm.flush()
+            os.fdatasync(self.fd)
             if hasattr(mmap, "MADV_DONTNEED"):
                 self.mm.madvise(mmap.MADV_DONTNEED)
 

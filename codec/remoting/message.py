@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import socket
 import struct
+import sys
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -140,16 +141,32 @@ def body_crc(body) -> int:
     return _crc32(body) & 0x7FFFFFFF
 
 
+# String.hashCode of ASCII text in C: the sum of unit * 31**k is the text read as a base-31 number
+# whose digits may exceed 30; each unit splits into 31 * q + r (q <= 4, r <= 30), so the hash is
+# int(r digits, 31) + 31 * int(q digits, 31), mod 2**32. bytes.translate writes the digit strings.
+_BASE31 = b"0123456789abcdefghijklmnopqrstu"
+_LOW_DIGIT = bytes(_BASE31[u % 31] for u in range(128)) + bytes(128)
+_HIGH_DIGIT = bytes(_BASE31[u // 31] for u in range(128)) + bytes(128)
+# int() of a digit string this long stays within its limit (sys.get_int_max_str_digits: 4300 by default)
+_BASE31_MAX = min(4000, sys.get_int_max_str_digits() or 4000)
+
+
 def java_hash(s: str) -> int:
-    """Java String.hashCode as a signed 32-bit int (over UTF-16 code units)."""
-    if s.isascii():
+    """Java String.hashCode as a signed 32-bit int (over UTF-16 code units). Every message's
+    UNIQ_KEY and KEYS are hashed for the IndexFile: ASCII keys take the base-31 reading above
+    (~6x faster than a Python loop per character), others the loop."""
+    if s.isascii() and 0 < len(s) <= _BASE31_MAX:
         units = s.encode()
+        h = (int(units.translate(_LOW_DIGIT), 31) + 31 * int(units.translate(_HIGH_DIGIT), 31)) & 0xFFFFFFFF
     else:
-        raw = s.encode("utf-16-be")
-        units = struct.unpack(f">{len(raw) // 2}H", raw)
-    h = 0
-    for u in units:
-        h = (31 * h + u) & 0xFFFFFFFF
+        if s.isascii():
+            units = s.encode()
+        else:
+            raw = s.encode("utf-16-be")
+            units = struct.unpack(f">{len(raw) // 2}H", raw)
+        h = 0
+        for u in units:
+            h = (31 * h + u) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
 

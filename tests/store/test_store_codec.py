@@ -1,4 +1,5 @@
 """Round trips of the stored-message layout (codec.remoting.message), with hypothesis."""
+import random
 import zlib
 
 import pytest
@@ -74,6 +75,30 @@ def test_java_hash_codes():
     assert M.tag_hash("polygenelubricants") == -2147483648
     assert M.tag_hash("😀") == 1772899
     assert M.tag_hash("") == 0
+
+
+def _java_hash_loop(s: str) -> int:
+    """String.hashCode exactly as Java writes it: h = 31 * h + unit over the UTF-16 units."""
+    raw = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(raw), 2):
+        h = (31 * h + int.from_bytes(raw[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def test_java_hash_matches_the_loop_on_every_length_and_character():
+    """The base-31 reading of ASCII keys (and the loop it falls back to) against Java's loop: every
+    ASCII code, index keys' shapes, and lengths on either side of the fast path's bound."""
+    rng = random.Random(25)
+    texts = [chr(c) * n for c in range(128) for n in (1, 2, 7)]
+    texts += ["TopicTest#7F00000100012A9F1A2B3C4D5E6F0000", "%RETRY%g#KEY 1", "\x00\x7f" * 30]
+    for n in (1, 30, 31, 32, 400, 3999, 4000, 4001, 9000):
+        texts.append("".join(chr(rng.randrange(128)) for _ in range(n)))
+    texts += ["".join(chr(rng.choice((rng.randrange(128), rng.randrange(0x80, 0x10FFFF)))) for _ in range(40))
+              for _ in range(50)]
+    texts = [t for t in texts if not any(0xD800 <= ord(c) < 0xE000 for c in t)]  # no lone surrogates
+    for t in texts:
+        assert M.java_hash(t) == _java_hash_loop(t), t[:40]
 
 
 def test_decode_rejects_garbage():

@@ -207,3 +207,24 @@ def test_a_lite_message_without_keys_is_indexed_under_its_lite_topic(tmp_path):
     r = s.append(Message("P", 0, b"lite", {"__LITE_TOPIC": "L1"}))
     assert s.index.lookup("P#L1", 0, r.store_timestamp + 1000, 10) == [r.physical_offset]
     s.close()
+
+
+def test_index_flush_writes_back_with_fdatasync_and_the_entries_stay_readable(tmp_path, monkeypatch):
+    """IndexFile.flush goes through os.fdatasync of the file (it releases the GIL; CPython's
+    mmap.flush does not, and stopped the event loop while the index was written back), and what
+    was indexed is there after the flush and after reopening."""
+    import os
+    from store import indexfile
+    synced = []
+    real = os.fdatasync
+    monkeypatch.setattr(indexfile.os, "fdatasync", lambda fd: (synced.append(fd), real(fd)))
+    path = str(tmp_path / "index")
+    f = indexfile.IndexFile(path, 64, 256, create=True)
+    f.put("T#KEY1", 4096, 1_700_000_000_000)
+    f.flush()
+    assert synced == [f.fd]
+    assert f.lookup("T#KEY1", 0, 2_000_000_000_000, 10) == [4096]
+    f.close()
+    again = indexfile.IndexFile(path, 64, 256, create=False)
+    assert again.lookup("T#KEY1", 0, 2_000_000_000_000, 10) == [4096]
+    again.close()
