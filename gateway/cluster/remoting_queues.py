@@ -87,6 +87,18 @@ def local_queue_id(app, topic: str, queue_id: int) -> int:
     return led.index(queue_id) if led and queue_id in led else queue_id
 
 
+def stats_queues(app, topic: str, count: int) -> list[tuple[int, tuple[str, str, int]]]:
+    """(cluster queue id, the (topic, brokerName, queueId) a client knows it by) of the queues this
+    broker reports in topic and consume stats: as a RocketMQ broker, only its own, under its broker
+    name (a tool merges the brokers' tables by that key). One process: every queue, as numbered; in a
+    cluster, the queues this gateway leads, by broker-local id (a local topic's keep their ids)."""
+    name = own_broker_name(app)
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    if led is None:
+        return [(q, (topic, name, q)) for q in range(count)]
+    return [(q, (topic, name, local)) for local, q in enumerate(led)]
+
+
 def own_broker_name(app) -> str:
     """This gateway's RocketMQ broker name: broker-<node id> in a cluster (its BrokerData in routes)."""
     return getattr(getattr(app, "ownership", None), "broker_name", None) or BROKER_NAME
