@@ -73,13 +73,31 @@ def check(config: GatewayConfig) -> None:
         raise ShardsError("--shards with --listener is not supported yet (docs/shards.md)")
 
 
-def shard_ports(config: GatewayConfig, index: int) -> dict[str, int]:
+class PortPicker:
+    """Free ports for the other shards and the private etcd, each handed out once and never one of
+    the configured ports: those are shard 0's, not bound yet when the supervisor picks, so the OS
+    may offer one of them (or one port twice in a row); two listeners on one port would crash-loop
+    the later shard."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.host = config.host
+        self.taken = {getattr(config, field) for field in _PORT_FLAGS} - {None}
+
+    def __call__(self, host: str | None = None) -> int:
+        while True:
+            port = free_port(host or self.host)
+            if port not in self.taken:
+                self.taken.add(port)
+                return port
+
+
+def shard_ports(config: GatewayConfig, index: int, pick: PortPicker) -> dict[str, int]:
     """Shard 0: the configured ports; another shard: a free port for each port the configuration opens."""
     ports = {}
     for field in _PORT_FLAGS:
         port = getattr(config, field)
         if port is not None:
-            ports[field] = port if index == 0 else free_port(config.host)
+            ports[field] = port if index == 0 else pick()
     return ports
 
 
@@ -176,9 +194,11 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     if moved:
         print(f"shards: moved the one-process store of {config.data_dir} into shard-0 ({len(moved)} entries); "
               f"its topics stay on shard 0, new ones spread over every shard", flush=True)
+    pick = PortPicker(config)
     etcd = None
     if config.cluster is None:  # a private etcd; with --cluster the shards join that one
-        etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), free_port(), free_port(), preexec_fn=die_with_parent)
+        etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), pick("127.0.0.1"), pick("127.0.0.1"),
+                          preexec_fn=die_with_parent)
     cores = sorted(os.sched_getaffinity(0))
     shards: list[Shard] = []
     try:
@@ -187,7 +207,7 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
             with open(os.path.join(config.data_dir, ETCD_URL_FILE), "w") as f:
                 f.write(etcd.url + "\n")
         etcd_url = etcd.url if etcd is not None else config.cluster
-        ports = [shard_ports(config, index) for index in range(config.shards)]
+        ports = [shard_ports(config, index, pick) for index in range(config.shards)]
         peers = metrics_peers(config, ports)
         for index in range(config.shards):
             shards.append(Shard(index, shard_node_id(config, index),
