@@ -60,3 +60,14 @@ def store_dirs(data_dir: str) -> list[str]:
     from gateway.shard_data import shard_dirs
 
     return [os.path.join(data_dir, d) for d in shard_dirs(data_dir)] or [data_dir]
+
+
+def broker_names() -> list[str]:
+    """The RocketMQ broker names the route lists; the first is the bootstrap's (shard 0's)."""
+    return [f"broker-{n}" for n in broker_ids()] if TEST_SHARDS > 1 else ["broker-a"]
+
+
+def one_queue_each() -> int:
+    """Queues for a topic whose queue 0 every broker, the bootstrap's included, has: one per broker
+    (the cluster places a topic's queues round-robin over its members)."""
+    return len(broker_ids())

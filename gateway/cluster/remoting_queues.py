@@ -20,6 +20,7 @@ from gateway.remoting.common import BROKER_NAME, ensure_topic
 _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
 _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
 # gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
+_JAVA_INT_MAX = 2**31 - 1
 _CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
 
 
@@ -44,6 +45,8 @@ def translate(app, req):
         index = int(local)
     except ValueError:
         return None  # the handler reports it
+    if str(index) != str(local) or index > _JAVA_INT_MAX:
+        return None  # " 5", "5_0", past 2^31 - 1: Python reads them, a Java header does not; the handler refuses them
     if req.code in _SENDS and topic not in app.store.topics:
         ensure_topic(app, topic)  # placed across the cluster now, so the send lands on a led queue
     led = led_queues(app.ownership, topic)
