@@ -10,7 +10,9 @@ A one-process gateway's data dir is moved into shard-0 first (gateway.shard_data
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from gateway.shard_data import ShardDataError, move_into_shard_0
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 HEALTHY_AFTER_S = 60.0  # a shard that ran this long starts again without waiting
+INTER_BROKER_FILE = "inter-broker.json"  # in DATA_DIR: the private cluster's inter-broker credential
 ETCD_URL_FILE = "etcd-url"  # in DATA_DIR while the private etcd runs: `rocketgate cluster ... --data-dir DATA_DIR`
 _PORT_FLAGS = {"kafka_port": "--kafka-port", "remoting_port": "--remoting-port", "grpc_port": "--grpc-port",
                "http_port": "--http-port", "schema_registry_port": "--schema-registry-port"}
@@ -140,6 +143,25 @@ def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dic
     return cmd
 
 
+def private_inter_broker(config: GatewayConfig) -> list[str]:
+    """With --authorizer acl, the private etcd and no --inter-broker-credentials: the flag naming a
+    credential made once for this data dir (a random secret, DATA_DIR/inter-broker.json, mode 0600).
+    The shards are a cluster, which with ACLs needs one to sign their forwards (docs/security.md);
+    the user configured one gateway, not a cluster, so the supervisor provides it. Else no flag."""
+    if config.cluster is not None or config.authorizer != "acl" or config.inter_broker is not None:
+        return []
+    path = os.path.join(config.data_dir, INTER_BROKER_FILE)
+    if not os.path.exists(path):
+        staging = path + ".tmp"
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"accessKey": "rg-shards", "secretKey": secrets.token_urlsafe(32)}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(staging, path)
+    return ["--inter-broker-credentials", path]
+
+
 def release_member(etcd_url: str, node_id: int) -> None:
     """Revoke a dead shard's etcd lease, so its restart registers at once instead of waiting for the
     lease to expire (--cluster-lease-ttl). Safe: the supervisor has reaped the process that held it."""
@@ -207,6 +229,7 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
             with open(os.path.join(config.data_dir, ETCD_URL_FILE), "w") as f:
                 f.write(etcd.url + "\n")
         etcd_url = etcd.url if etcd is not None else config.cluster
+        argv = [*argv, *private_inter_broker(config)]
         ports = [shard_ports(config, index, pick) for index in range(config.shards)]
         peers = metrics_peers(config, ports)
         for index in range(config.shards):

@@ -18,3 +18,22 @@ def test_the_other_shards_never_get_a_configured_port_or_one_port_twice(monkeypa
     assert ports[0] == {"kafka_port": 40001, "remoting_port": 40002, "http_port": 40003}
     assert etcd == [40010, 40011]
     assert ports[1] == {"kafka_port": 40012, "remoting_port": 40013, "http_port": 40014}
+
+
+def test_acl_shards_get_an_inter_broker_credential_made_for_their_data_dir(tmp_path):
+    """`--shards N --authorizer acl` (one gateway to the user, a cluster inside) needs the credential a
+    cluster with ACLs signs its forwards with; before, every shard exited 2 ("--authorizer acl in a
+    cluster needs --inter-broker-credentials") and the supervisor restarted them forever."""
+    from security.inter_broker import load
+
+    data = str(tmp_path)
+    config = parse_args(["--data-dir", data, "--authorizer", "acl"])
+    flag = shards.private_inter_broker(config)
+    assert flag == ["--inter-broker-credentials", str(tmp_path / shards.INTER_BROKER_FILE)]
+    assert (tmp_path / shards.INTER_BROKER_FILE).stat().st_mode & 0o777 == 0o600
+    first = load(flag[1])
+    assert first.secret_key and shards.private_inter_broker(config) == flag and load(flag[1]) == first  # kept
+    parse_args(["--data-dir", data, "--authorizer", "acl", "--cluster", "etcd://127.0.0.1:1", *flag])  # accepted
+    assert shards.private_inter_broker(parse_args(["--data-dir", data])) == []  # no ACLs: not needed
+    assert shards.private_inter_broker(parse_args(["--data-dir", data, "--authorizer", "acl", "--cluster",
+                                                   "etcd://127.0.0.1:1", "--node-id", "1", *flag])) == []
