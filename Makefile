@@ -39,12 +39,16 @@ include $(wildcard mk/*.mk)
 setup:
 	+@$(call run_steps,python-packages $(SETUP_TARGETS))
 
+# One gateway shard per usable core (`--shards auto`, docs/shards.md): the bootstrap ports stay 9092 and
+# 9876 (shard 0's), the other shards' ports come from Metadata and the route data. The shards' supervisor
+# runs a private etcd for their membership, so etcd is installed as a step (cluster-etcd, mk/cluster.mk).
 # The schema registry (Confluent's REST API, docs/schema-registry.md) on 8081, as Confluent's own default;
 # the dashboard, /metrics and health checks (docs/admin.md) on 8080. ARGS: any more gateway flags
-# (`make run ARGS="--grpc-port 8181"`); a flag given again in ARGS wins.
+# (`make run ARGS="--grpc-port 8181"`, `make run ARGS="--shards 1"` for one process); a flag given again
+# in ARGS wins.
 run:
-	+@$(call run_steps,python-packages native)
-	$(PY) -m gateway --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
+	+@$(call run_steps,python-packages native cluster-etcd)
+	$(PY) -m gateway --shards auto --data-dir ./data --schema-registry-port 8081 --http-port 8080 $(ARGS)
 
 # The long cases listed in tests/long_tests.txt run in `make test-long` (mk/long.mk), not here.
 test: setup

@@ -15,7 +15,7 @@ from store.lock import LOCK_FILE
 
 SHARD_PREFIX = "shard-"
 STAGING = "shard-0.migrating"
-SUPERVISOR_ENTRIES = frozenset({LOCK_FILE, "etcd", "shards.log"})
+SUPERVISOR_ENTRIES = frozenset({LOCK_FILE, "etcd", "shards.log", "etcd-url", "inter-broker.json"})
 _STORE_MARKERS = ("commitlog", "config")  # what a one-process gateway's store always has at its top
 
 

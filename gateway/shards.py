@@ -10,7 +10,9 @@ A one-process gateway's data dir is moved into shard-0 first (gateway.shard_data
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from gateway.shard_data import ShardDataError, move_into_shard_0
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 HEALTHY_AFTER_S = 60.0  # a shard that ran this long starts again without waiting
+INTER_BROKER_FILE = "inter-broker.json"  # in DATA_DIR: the private cluster's inter-broker credential
 ETCD_URL_FILE = "etcd-url"  # in DATA_DIR while the private etcd runs: `rocketgate cluster ... --data-dir DATA_DIR`
 _PORT_FLAGS = {"kafka_port": "--kafka-port", "remoting_port": "--remoting-port", "grpc_port": "--grpc-port",
                "http_port": "--http-port", "schema_registry_port": "--schema-registry-port"}
@@ -73,13 +76,31 @@ def check(config: GatewayConfig) -> None:
         raise ShardsError("--shards with --listener is not supported yet (docs/shards.md)")
 
 
-def shard_ports(config: GatewayConfig, index: int) -> dict[str, int]:
+class PortPicker:
+    """Free ports for the other shards and the private etcd, each handed out once and never one of
+    the configured ports: those are shard 0's, not bound yet when the supervisor picks, so the OS
+    may offer one of them (or one port twice in a row); two listeners on one port would crash-loop
+    the later shard."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.host = config.host
+        self.taken = {getattr(config, field) for field in _PORT_FLAGS} - {None}
+
+    def __call__(self, host: str | None = None) -> int:
+        while True:
+            port = free_port(host or self.host)
+            if port not in self.taken:
+                self.taken.add(port)
+                return port
+
+
+def shard_ports(config: GatewayConfig, index: int, pick: PortPicker) -> dict[str, int]:
     """Shard 0: the configured ports; another shard: a free port for each port the configuration opens."""
     ports = {}
     for field in _PORT_FLAGS:
         port = getattr(config, field)
         if port is not None:
-            ports[field] = port if index == 0 else free_port(config.host)
+            ports[field] = port if index == 0 else pick()
     return ports
 
 
@@ -120,6 +141,25 @@ def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dic
     if index == 0 and peers:
         cmd += ["--shard-metrics", ",".join(peers)]
     return cmd
+
+
+def private_inter_broker(config: GatewayConfig) -> list[str]:
+    """With --authorizer acl, the private etcd and no --inter-broker-credentials: the flag naming a
+    credential made once for this data dir (a random secret, DATA_DIR/inter-broker.json, mode 0600).
+    The shards are a cluster, which with ACLs needs one to sign their forwards (docs/security.md);
+    the user configured one gateway, not a cluster, so the supervisor provides it. Else no flag."""
+    if config.cluster is not None or config.authorizer != "acl" or config.inter_broker is not None:
+        return []
+    path = os.path.join(config.data_dir, INTER_BROKER_FILE)
+    if not os.path.exists(path):
+        staging = path + ".tmp"
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"accessKey": "rg-shards", "secretKey": secrets.token_urlsafe(32)}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(staging, path)
+    return ["--inter-broker-credentials", path]
 
 
 def release_member(etcd_url: str, node_id: int) -> None:
@@ -176,9 +216,11 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
     if moved:
         print(f"shards: moved the one-process store of {config.data_dir} into shard-0 ({len(moved)} entries); "
               f"its topics stay on shard 0, new ones spread over every shard", flush=True)
+    pick = PortPicker(config)
     etcd = None
     if config.cluster is None:  # a private etcd; with --cluster the shards join that one
-        etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), free_port(), free_port(), preexec_fn=die_with_parent)
+        etcd = EtcdServer(os.path.join(config.data_dir, "etcd"), pick("127.0.0.1"), pick("127.0.0.1"),
+                          preexec_fn=die_with_parent)
     cores = sorted(os.sched_getaffinity(0))
     shards: list[Shard] = []
     try:
@@ -187,7 +229,8 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
             with open(os.path.join(config.data_dir, ETCD_URL_FILE), "w") as f:
                 f.write(etcd.url + "\n")
         etcd_url = etcd.url if etcd is not None else config.cluster
-        ports = [shard_ports(config, index) for index in range(config.shards)]
+        argv = [*argv, *private_inter_broker(config)]
+        ports = [shard_ports(config, index, pick) for index in range(config.shards)]
         peers = metrics_peers(config, ports)
         for index in range(config.shards):
             shards.append(Shard(index, shard_node_id(config, index),

@@ -23,8 +23,14 @@ def scrape(http: str) -> dict[tuple[str, tuple], float]:
 
 
 def sample(samples: dict, name: str, **labels) -> float:
-    """One sample's value; 0.0 when the page does not have it (a counter nothing has counted yet)."""
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    """One sample's value; 0.0 when the page does not have it (a counter nothing has counted yet).
+    On shard 0 of `--shards N` (make test-shards) every sample carries a `shard` label: the sum over
+    the shards, unless a `shard` is asked for (docs/metrics.md)."""
+    wanted = tuple(sorted(labels.items()))
+    if (name, wanted) in samples or "shard" in labels:
+        return samples.get((name, wanted), 0.0)
+    return sum(value for (n, got), value in samples.items()
+               if n == name and any(k == "shard" for k, _ in got) and tuple(kv for kv in got if kv[0] != "shard") == wanted)
 
 
 def dashboard_metrics(prefix: str = "") -> set[str]:

@@ -20,6 +20,7 @@ from gateway.remoting.common import BROKER_NAME, ensure_topic
 _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
 _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
 # gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
+_JAVA_INT_MAX = 2**31 - 1
 _CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
 
 
@@ -44,6 +45,8 @@ def translate(app, req):
         index = int(local)
     except ValueError:
         return None  # the handler reports it
+    if str(index) != str(local) or index > _JAVA_INT_MAX:
+        return None  # " 5", "5_0", past 2^31 - 1: Python reads them, a Java header does not; the handler refuses them
     if req.code in _SENDS and topic not in app.store.topics:
         ensure_topic(app, topic)  # placed across the cluster now, so the send lands on a led queue
     led = led_queues(app.ownership, topic)
@@ -85,6 +88,18 @@ def local_queue_id(app, topic: str, queue_id: int) -> int:
     queueId, startOffsetInfo, msgOffsetInfo, which the client's receipts then carry back)."""
     led = led_queues(app.ownership, topic) if clustered(app) else None
     return led.index(queue_id) if led and queue_id in led else queue_id
+
+
+def stats_queues(app, topic: str, count: int) -> list[tuple[int, tuple[str, str, int]]]:
+    """(cluster queue id, the (topic, brokerName, queueId) a client knows it by) of the queues this
+    broker reports in topic and consume stats: as a RocketMQ broker, only its own, under its broker
+    name (a tool merges the brokers' tables by that key). One process: every queue, as numbered; in a
+    cluster, the queues this gateway leads, by broker-local id (a local topic's keep their ids)."""
+    name = own_broker_name(app)
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    if led is None:
+        return [(q, (topic, name, q)) for q in range(count)]
+    return [(q, (topic, name, local)) for local, q in enumerate(led)]
 
 
 def own_broker_name(app) -> str:

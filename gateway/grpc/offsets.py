@@ -75,21 +75,23 @@ async def pull_message(ctx, req, send):
 
 @rpc("UpdateOffset")
 async def update_offset(ctx, req):
+    group = _group(req)  # the group first, as the proxy checks it: before the queue's broker (a cluster)
     topic, qid = _queue(ctx.app, req.message_queue)
     if req.offset < 0:
         raise RpcError(Code.ILLEGAL_OFFSET, f"offset {req.offset} is negative")
-    ctx.app.offsets.commit(_group(req), topic, qid, req.offset)
+    ctx.app.offsets.commit(group, topic, qid, req.offset)
     if ctx.app.sync_flush:
         await ctx.app.offsets.wait_durable()
-    if not await ctx.app.offsets.wait_mirrored([(_group(req), topic, qid)]):  # a cluster: etcd lacks it (undone)
+    if not await ctx.app.offsets.wait_mirrored([(group, topic, qid)]):  # a cluster: etcd lacks it (undone)
         raise RpcError(Code.INTERNAL_SERVER_ERROR, "offset not written to the cluster (etcd)")
     return s.UpdateOffsetResponse(status=ok())
 
 
 @rpc("GetOffset")
 async def get_offset(ctx, req):
+    group = _group(req)
     topic, qid = _queue(ctx.app, req.message_queue)
-    offset = ctx.app.offsets.fetch(_group(req), topic, qid)
+    offset = ctx.app.offsets.fetch(group, topic, qid)
     if offset is None:
         raise RpcError(Code.OFFSET_NOT_FOUND, f"group {req.group.name} has no offset for {topic}:{qid}")
     return s.GetOffsetResponse(status=ok(), offset=offset)

@@ -8,8 +8,8 @@ from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, Re
 from codec.remoting.bodies import dumps, dumps_mq_map
 import gateway.diskless as diskless
 import gateway.diskless_topics as diskless_topics
-from gateway.cluster.remoting_queues import own_broker_name
-from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, mq_key, registry
+from gateway.cluster.remoting_queues import own_broker_name, stats_queues
+from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, registry
 from gateway.remoting.headers import optional_int
 from interop.damaged import DAMAGED
 from gateway.kafka.configs import tiered
@@ -154,9 +154,9 @@ def topic_stats(channel, req):
     if cfg is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{name}] not exist")
     table = {}
-    for qid in range(max(cfg.read_queues, cfg.write_queues)):
+    for qid, key in stats_queues(channel.app, name, max(cfg.read_queues, cfg.write_queues)):
         hi = s.max_offset(name, qid)
-        table[mq_key(name, qid)] = {"lastUpdateTimestamp": _store_time(s, name, qid, hi - 1),
+        table[key] = {"lastUpdateTimestamp": _store_time(s, name, qid, hi - 1),
                                    "maxOffset": hi, "minOffset": s.min_offset(name, qid)}
     return req.response(body=('{"offsetTable":' + dumps_mq_map(table) + "}").encode())
 
@@ -189,11 +189,11 @@ def consume_stats(channel, req):
         if only and name != only:
             continue
         cfg = app.store.topics.get(name)
-        for qid in range(cfg.read_queues):
+        for qid, key in stats_queues(app, name, cfg.read_queues):
             offset = committed.get((name, qid), 0)
             # pullOffset (5.x tools: Inflight = pullOffset - consumerOffset): pulls are not tracked, so
             # the committed offset stands for it and Inflight shows 0 rather than a negative number.
-            table[mq_key(name, qid)] = {"brokerOffset": app.store.max_offset(name, qid), "consumerOffset": offset,
+            table[key] = {"brokerOffset": app.store.max_offset(name, qid), "consumerOffset": offset,
                                        "pullOffset": offset,
                                        "lastTimestamp": _store_time(app.store, name, qid, offset - 1)}
     body = '{"consumeTps":0.0,"offsetTable":' + dumps_mq_map(table) + "}"

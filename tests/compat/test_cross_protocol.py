@@ -6,6 +6,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from compat.harness import run_on_gateway
 from compat.jvm import ROCKETMQ_CLIENTS
+from shard_aware import rocketmq_queue
 
 # The module's JVM run (its fixture) bounds each scenario's waits; it counts against the first test.
 pytestmark = pytest.mark.timeout(900)
@@ -43,6 +44,7 @@ def test_rocketmq_producer_to_kafka_consumer(cross):
     c = Consumer({"bootstrap.servers": cross.gw.kafka_bootstrap, "group.id": "x-kafka", "enable.auto.commit": False})
     try:
         md = c.list_topics("x-r2k", timeout=10).topics["x-r2k"]
+        leaders = {p: m.leader for p, m in md.partitions.items()}
         c.assign([TopicPartition("x-r2k", p, 0) for p in md.partitions])
         got = []
         for _ in range(100):
@@ -60,4 +62,5 @@ def test_rocketmq_producer_to_kafka_consumer(cross):
         assert m.key() == f"ck-{i}".encode(), (m.key(), headers)
         for h in [("TAGS", b"TagX"), ("KEYS", f"ck-{i}".encode()), ("prop", f"val-{i}".encode())]:
             assert h in headers, (h, headers)
-        assert (m.partition(), m.offset()) in {(s["queue"], s["offset"]) for s in sent}, (m.partition(), m.offset(), sent)
+        queue = rocketmq_queue(leaders, m.partition())  # the partition's (broker, broker-local queue)
+        assert (*queue, m.offset()) in {(s["broker"], s["queue"], s["offset"]) for s in sent}, (queue, m.offset(), sent)

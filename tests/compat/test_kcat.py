@@ -7,6 +7,7 @@ import pytest
 from compat.checks import CODECS
 from compat.harness import failure_context, module_gateway  # noqa: F401 (fixture gw)
 from compat.tools import kcat, kcat_json_lines
+from shard_aware import broker_ids
 
 MESSAGES = [f"k{i}:v{i}" for i in range(5)]
 
@@ -32,12 +33,13 @@ def test_produce_consume_keys_headers(gw, codec):
 def test_metadata_list(gw):
     ok(gw, ["-P", "-t", "kcat-meta", "-p", "0", "-K:"], input=b"a:b\n")
     md = json.loads(ok(gw, ["-L", "-J"]))
-    assert [b["id"] for b in md["brokers"]] == [0], md["brokers"]
-    assert md["brokers"][0]["name"] == gw.kafka_bootstrap, md["brokers"]
+    brokers = sorted(md["brokers"], key=lambda b: b["id"])
+    assert [b["id"] for b in brokers] == broker_ids(), brokers  # node 0, or shards 1..N (make test-shards)
+    assert brokers[0]["name"] == gw.kafka_bootstrap, brokers  # the bootstrap port is the first broker's
     topics = {t["topic"]: t for t in md["topics"]}
     assert "kcat-meta" in topics, sorted(topics)
     parts = topics["kcat-meta"]["partitions"]
-    assert parts and all(p["leader"] == 0 for p in parts), parts
+    assert parts and all(p["leader"] in broker_ids() for p in parts), parts
 
 
 def test_balanced_consumer_group_commits_and_resumes(gw):

@@ -5,6 +5,7 @@ so nothing is installed; the "ok" case on a step really done here (the native he
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 
 from gateway_process import ROOT
@@ -26,8 +27,11 @@ def setup_targets() -> list[str]:
 def test_run_prints_each_step():
     subprocess.run(["make", "-s", "native"], cwd=ROOT, check=True, capture_output=True, timeout=120)
     steps, out = dry_run("run")
-    assert [(i, n, name) for i, n, name, _ in steps] == [(1, 2, "python-packages"), (2, 2, "native")], out
+    assert [(i, n, name) for i, n, name, _ in steps] == [
+        (1, 3, "python-packages"), (2, 3, "native"), (3, 3, "cluster-etcd")], out
     assert steps[1][3] == "ok", out  # built just above: nothing left to do
+    if shutil.which("etcd"):
+        assert steps[2][3] == "ok", out  # installed: the step has nothing to run
     assert "-m gateway" in out  # then the gateway itself (only shown: a dry run)
 
 

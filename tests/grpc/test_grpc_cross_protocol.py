@@ -80,13 +80,21 @@ def test_kafka_producer_to_grpc_consumer(gw):
 
 def test_pull_consumer_calls_and_the_one_offset_table(gw):
     send_grpc(gw, "x-pull", 3)
-    channel = grpc.insecure_channel(gw.endpoints)
-    stub = sg.MessagingServiceStub(channel)
+    topic, group = d.Resource(name="x-pull"), d.Resource(name="x-pull-g")
+    channels = {"(bootstrap)": grpc.insecure_channel(gw.endpoints)}
+
+    def stub_of(broker):  # each queue at its broker's endpoint, as the route names it (one, or each shard)
+        address = broker.endpoints.addresses[0]
+        channel = channels.get(broker.name) or grpc.insecure_channel(f"{address.host}:{address.port}")
+        channels[broker.name] = channel
+        return sg.MessagingServiceStub(channel)
+
     try:
-        topic, group = d.Resource(name="x-pull"), d.Resource(name="x-pull-g")
+        route = sg.MessagingServiceStub(channels["(bootstrap)"]).QueryRoute(s.QueryRouteRequest(topic=topic), timeout=10)
+        queues = {(q.broker.name, q.id): q for q in route.message_queues}
         bodies = []
-        for qid in range(4):
-            mq = d.MessageQueue(topic=topic, id=qid)
+        for q in queues.values():
+            stub, mq = stub_of(q.broker), d.MessageQueue(topic=topic, id=q.id, broker=q.broker)
             end = stub.QueryOffset(s.QueryOffsetRequest(message_queue=mq, query_offset_policy=d.QueryOffsetPolicy.END),
                                    timeout=5)
             if end.offset == 0:
@@ -99,11 +107,11 @@ def test_pull_consumer_calls_and_the_one_offset_table(gw):
                                      timeout=5).status.code == d.Code.OK
             assert stub.GetOffset(s.GetOffsetRequest(group=group, message_queue=mq), timeout=5).offset == end.offset
         assert sorted(bodies) == [b"g0", b"g1", b"g2"]
-        missing = stub.GetOffset(s.GetOffsetRequest(group=d.Resource(name="x-none"),
-                                                    message_queue=d.MessageQueue(topic=topic, id=0)), timeout=5)
+        missing = stub.GetOffset(s.GetOffsetRequest(group=d.Resource(name="x-none"), message_queue=mq), timeout=5)
         assert missing.status.code == d.Code.OFFSET_NOT_FOUND
     finally:
-        channel.close()
+        for channel in channels.values():
+            channel.close()
     # The committed offsets are the group's offsets for Kafka too.
     c = Consumer({"bootstrap.servers": gw.kafka_bootstrap, "group.id": "x-pull-g", "enable.auto.commit": False})
     from confluent_kafka import TopicPartition

@@ -65,8 +65,11 @@ def test_nothing_is_stored_for_refused_groups_and_kafka_admin_clients_list_the_r
                                                 message_queue=d.MessageQueue(topic=d.Resource(name="NamesG"), id=0),
                                                 offset=0), timeout=10, metadata=MD)
     good = d.Resource(name="good_group-1")
+    route = stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name="NamesG")), timeout=10, metadata=MD)
+    # a queue of this endpoint's broker, named as the route names it (one process, or a shard of several)
+    mq = next(q for q in route.message_queues if any(a.port == gw.grpc_port for a in q.broker.endpoints.addresses))
     answer = stub.UpdateOffset(s.UpdateOffsetRequest(group=good, message_queue=d.MessageQueue(
-        topic=d.Resource(name="NamesG"), id=0), offset=0), timeout=10, metadata=MD)
+        topic=d.Resource(name="NamesG"), id=mq.id, broker=mq.broker), offset=0), timeout=10, metadata=MD)
     assert answer.status.code == d.Code.OK
     admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
     listed = admin.list_consumer_groups(request_timeout=20).result()

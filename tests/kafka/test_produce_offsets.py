@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from gateway_process import GatewayProcess
 from kafka_target import REFERENCE
+from shard_aware import broker_address, partition_leaders, rocketmq_queue
 
 from compat.jvm import JAVA_DIR, JVM_FLAGS, KAFKA_CLIENTS, classpath
 
@@ -208,7 +209,7 @@ def test_rocketmq_consumer_of_the_same_queue(bootstrap):
     c.start()
     got = []
     try:
-        q = MessageQueue(topic, "broker-a", 0)
+        q = MessageQueue(topic, *rocketmq_queue(partition_leaders(bootstrap.kafka_bootstrap, topic), 0))
         c.assign([q])
         deadline = time.monotonic() + 60
         while len(got) < len(batch) and time.monotonic() < deadline:
@@ -293,8 +294,9 @@ def test_rocketmq_pop_consumer_of_the_same_queue(bootstrap):
     assert all(o >= reported[batch[0][0]] + len(batch) for v, o in got if v in delayed)
     from codec.remoting import RequestCode
     from remoting.wire import Peer
-    resp = Peer(bootstrap.namesrv).call(RequestCode.QUERY_CONSUMER_OFFSET,
-                                        {"consumerGroup": group, "topic": topic, "queueId": 0})
+    broker, queue = rocketmq_queue(partition_leaders(bootstrap.kafka_bootstrap, topic), 0)
+    resp = Peer(broker_address(bootstrap.namesrv, topic, broker)).call(
+        RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": queue})
     assert int(resp.ext_fields["offset"]) == max(o for _v, o in got) + 1  # no gap left leased
 
 

@@ -3,6 +3,7 @@ beyond it is answered SYSTEM_BUSY at once with RocketMQ's overload remark, the c
 others go on, and a send already stored that waits for its sync flush is never refused."""
 from codec.remoting import RequestCode as RC, ResponseCode as R
 from gateway.remoting.connection import OVERLOAD
+from shard_aware import one_queue_each
 from test_server import pull_fields, send_fields
 from wire import Peer
 
@@ -10,7 +11,10 @@ from wire import Peer
 def test_long_polls_beyond_the_cap_get_system_busy(gateway_factory):
     g = gateway_factory(flush="sync", extra_args=["--remoting-max-parked-requests", "2"])
     p = Peer(g.namesrv)
-    assert p.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "CapT"}).code == R.SUCCESS  # auto-created
+    n = 4 * one_queue_each()  # queues 0-3 here: 4 in one process, 4 on each shard under make test-shards
+    assert p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "CapT", "readQueueNums": n, "writeQueueNums": n,
+                                               "perm": 6}).code == R.SUCCESS
+    assert p.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "CapT"}).code == R.SUCCESS
     parked = [p.send(RC.PULL_MESSAGE, pull_fields("CapT", q, 0, suspend=20000)) for q in (0, 1)]
     busy = p.call(RC.PULL_MESSAGE, pull_fields("CapT", 2, 0, suspend=20000))
     assert (busy.code, busy.remark) == (R.SYSTEM_BUSY, OVERLOAD)

@@ -10,6 +10,7 @@ import pytest
 from codec.remoting import JSON, ROCKETMQ, RemotingCommand, RequestCode as RC, ResponseCode as R, encode
 from codec.remoting.bodies import BatchItem, encode_batch
 from codec.remoting.message import decode, properties_to_string, tag_hash
+from shard_aware import broker_names, one_queue_each
 from wire import Peer
 
 
@@ -43,15 +44,15 @@ def test_route_for_topics_tbw102_and_retry(gateway, stype):
         resp = p.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
         assert resp.code == 0 and resp.is_response and resp.version >= 232
         route = json.loads(resp.body)  # standard JSON: quoted map keys
-        assert route["brokerDatas"][0]["brokerAddrs"] == {"0": gateway.namesrv}
-        assert route["brokerDatas"][0]["brokerName"] == "broker-a"
+        brokers = {b["brokerName"]: b["brokerAddrs"] for b in route["brokerDatas"]}
+        assert set(brokers) <= set(broker_names()) and brokers[broker_names()[0]] == {"0": gateway.namesrv}
         qd = route["queueDatas"][0]
         assert qd["perm"] & 6 == 6 and qd["readQueueNums"] >= 1
         if topic.startswith("%RETRY%"):
             assert qd["readQueueNums"] == qd["writeQueueNums"] == 1
     cluster = p.json_call(RC.GET_BROKER_CLUSTER_INFO)
-    assert cluster["clusterAddrTable"] == {"DefaultCluster": ["broker-a"]}
-    assert cluster["brokerAddrTable"]["broker-a"]["brokerAddrs"]["0"] == gateway.namesrv
+    assert {k: sorted(v) for k, v in cluster["clusterAddrTable"].items()} == {"DefaultCluster": broker_names()}
+    assert cluster["brokerAddrTable"][broker_names()[0]]["brokerAddrs"]["0"] == gateway.namesrv
 
 
 def test_auto_create_disabled(gateway_factory):
@@ -62,7 +63,8 @@ def test_auto_create_disabled(gateway_factory):
     assert resp.code == R.TOPIC_NOT_EXIST and resp.remark
     assert p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "Made", "readQueueNums": 2, "writeQueueNums": 2,
                                                "perm": 6}).code == 0
-    assert json.loads(p.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "Made"}).body)["queueDatas"][0]["readQueueNums"] == 2
+    queues = json.loads(p.call(RC.GET_ROUTEINFO_BY_TOPIC, {"topic": "Made"}).body)["queueDatas"]
+    assert sum(q["readQueueNums"] for q in queues) == 2  # one broker's, or spread over the shards
 
 
 def test_unknown_code_oneway_and_opaque(gateway):
@@ -142,15 +144,15 @@ def test_batch_send_and_tag_filtered_pull(gateway):
     p = Peer(gateway.namesrv)
     items = [BatchItem(0, b"m%d" % i, properties_to_string({"TAGS": "A" if i % 2 else "B", "UNIQ_KEY": f"U{i}"}))
              for i in range(6)]
-    resp = p.call(RC.SEND_BATCH_MESSAGE, send_fields("BatchT", 2, {"WAIT": "true"}, m="true"), encode_batch(items))
+    resp = p.call(RC.SEND_BATCH_MESSAGE, send_fields("BatchT", 1, {"WAIT": "true"}, m="true"), encode_batch(items))
     assert resp.code == 0 and len(resp.ext_fields["msgId"].split(",")) == 6
-    pulled = p.call(RC.PULL_MESSAGE, pull_fields("BatchT", 2, 0, sub="A"))
+    pulled = p.call(RC.PULL_MESSAGE, pull_fields("BatchT", 1, 0, sub="A"))
     msgs = decode_all(pulled.body)
     assert [m.body for m in msgs] == [b"m1", b"m3", b"m5"]
     assert all(m.properties["WAIT"] == "true" and m.properties["CLUSTER"] for m in msgs)
     assert pulled.ext_fields["nextBeginOffset"] == "6"
     # Offsets only hold B's units from 5 on: nothing matches → retry immediately, offset moves on.
-    none = p.call(RC.PULL_MESSAGE, pull_fields("BatchT", 2, 4, sub="C || D"))
+    none = p.call(RC.PULL_MESSAGE, pull_fields("BatchT", 1, 4, sub="C || D"))
     assert none.code == R.PULL_RETRY_IMMEDIATELY and none.ext_fields["nextBeginOffset"] == "6"
     assert tag_hash("TagA") == 2598919
 
@@ -230,7 +232,7 @@ def test_heartbeat_consumer_list_locks_unregister(gateway):
     note = a.receive()
     assert note.code == RC.NOTIFY_CONSUMER_IDS_CHANGED and note.is_oneway and not note.is_response
     assert a.json_call(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "hg"})["consumerIdList"] == ["cA", "cB"]
-    mqs = [{"brokerName": "broker-a", "queueId": q, "topic": "HbT"} for q in range(2)]
+    mqs = [{"brokerName": broker_names()[0], "queueId": q, "topic": "HbT"} for q in range(2)]
     lock = lambda peer, cid, sets: peer.json_call(RC.LOCK_BATCH_MQ, body=json.dumps(
         {"clientId": cid, "consumerGroup": "hg", "mqSet": sets}).encode())["lockOKMQSet"]
     assert sorted(m["queueId"] for m in lock(a, "cA", mqs)) == [0, 1]
@@ -278,15 +280,15 @@ def test_sync_flush_send(gateway_factory):
 
 def test_admin_topic_calls(gateway):
     p = Peer(gateway.namesrv, ROCKETMQ)
-    assert p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "AdmT", "readQueueNums": 3, "writeQueueNums": 3,
+    assert p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "AdmT", "readQueueNums": 4, "writeQueueNums": 4,
                                                "perm": 6, "topicFilterType": "SINGLE_TAG"}).code == 0
     assert "AdmT" in p.json_call(RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)["topicList"]
     table = p.json_call(RC.GET_ALL_TOPIC_CONFIG)["topicConfigTable"]
-    assert table["AdmT"]["readQueueNums"] == 3 and table["AdmT"]["perm"] == 6
-    p.call(RC.SEND_MESSAGE_V2, send_fields("AdmT", 2), b"x")
+    assert table["AdmT"]["readQueueNums"] == 4 and table["AdmT"]["perm"] == 6
+    p.call(RC.SEND_MESSAGE_V2, send_fields("AdmT", 1), b"x")  # each shard of 2 leads 2 of the 4 queues
     stats = p.call(RC.GET_TOPIC_STATS_INFO, {"topic": "AdmT"})
-    assert b'{"brokerName":"broker-a","queueId":2,"topic":"AdmT"}:{' in stats.body
-    p.call(RC.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "ag", "topic": "AdmT", "queueId": 2, "commitOffset": 1})
+    assert b'{"brokerName":"%s","queueId":1,"topic":"AdmT"}:{' % broker_names()[0].encode() in stats.body
+    p.call(RC.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "ag", "topic": "AdmT", "queueId": 1, "commitOffset": 1})
     cs = p.call(RC.GET_CONSUME_STATS, {"consumerGroup": "ag"})
     assert cs.code == 0 and b'"brokerOffset":1,"consumerOffset":1' in cs.body
     assert p.call(RC.DELETE_TOPIC_IN_BROKER, {"topic": "AdmT"}).code == 0
@@ -307,7 +309,8 @@ def test_pipelined_sends_in_one_write_each_get_their_answer(gateway):
     """Sends arriving in one read are appended together; an oversized one among them is refused
     alone, and a pull pipelined behind them sees every stored one (SQL92-filtered)."""
     p = Peer(gateway.namesrv)
-    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PipeT", "readQueueNums": 1, "writeQueueNums": 1})
+    n = one_queue_each()  # one process: 1; under shards the bootstrap shard gets one too
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "PipeT", "readQueueNums": n, "writeQueueNums": n})
     frames, opaques = [], []
     for i in range(20):
         body = b"x" * (5 * 1024 * 1024) if i == 7 else b"m%d" % i
@@ -352,6 +355,7 @@ def test_malformed_sql92_refused_by_check_client_config_heartbeat_and_pull(gatew
     assert p.call(RC.HEART_BEAT, body=json.dumps(hb).encode()).code == R.SUCCESS
     assert json.loads(p.call(RC.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "sg"}).body) == {"consumerIdList": ["c1"]}
     assert p.call(RC.GET_MAX_OFFSET, {"topic": "%RETRY%sg", "queueId": 0}).code == R.SUCCESS  # created
-    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "SqlT", "readQueueNums": 1, "writeQueueNums": 1})
+    n = one_queue_each()
+    p.call(RC.UPDATE_AND_CREATE_TOPIC, {"topic": "SqlT", "readQueueNums": n, "writeQueueNums": n})
     resp = p.call(RC.PULL_MESSAGE, {**pull_fields("SqlT", 0, 0, sub="a IN ()"), "expressionType": "SQL92"})
     assert resp.code == R.SUBSCRIPTION_PARSE_FAILED

@@ -5,14 +5,16 @@ import time
 import pytest
 
 import store
-from client import Admin, Message, MessageQueue, Producer
+from client import Admin, Message, Producer
 from semantics_fixtures import wait_for
+from shard_aware import store_dirs
 
 TOPIC = "DelayE2E"
 
 
 def delivered(admin):
-    return sum(admin.max_offset(MessageQueue(TOPIC, "broker-a", q)) for q in range(4))
+    """Messages in TOPIC's queues, on every broker of its route (one process, or each shard)."""
+    return sum(stats["maxOffset"] for stats in admin.topic_stats(TOPIC).values())
 
 
 @pytest.mark.timeout(180)
@@ -46,21 +48,22 @@ def test_delayed_messages_survive_kill9_exactly_once(gateway):
         admin.shutdown()
     finally:
         g.stop()
-    s = store.open(g.data_dir)
-    try:
-        got = {}
-        for q in range(4):
-            for _off, m in s.read(TOPIC, q, 0, 1000).entries:
-                got.setdefault(m.properties["UNIQ_KEY"], []).append(m)
-        assert sorted(got) == sorted(sent)
-        for uniq, copies in got.items():
-            assert len(copies) == 1, f"{uniq} delivered {len(copies)} times"
-            msg, sent_at = sent[uniq]
-            copy = copies[0]
-            assert "DELAY" not in copy.properties and copy.properties["REAL_TOPIC"] == TOPIC
-            if msg.delay_level:
-                assert copy.store_timestamp >= sent_at + (1000 if msg.delay_level == 1 else 5000)
-            else:
-                assert copy.store_timestamp >= int(msg.properties["__STARTDELIVERTIME"])
-    finally:
-        s.close()
+    got = {}
+    for path in store_dirs(g.data_dir):  # each shard's store holds the queues it leads
+        s = store.open(path)
+        try:
+            for q in range(4):
+                for _off, m in s.read(TOPIC, q, 0, 1000).entries:
+                    got.setdefault(m.properties["UNIQ_KEY"], []).append(m)
+        finally:
+            s.close()
+    assert sorted(got) == sorted(sent)
+    for uniq, copies in got.items():
+        assert len(copies) == 1, f"{uniq} delivered {len(copies)} times"
+        msg, sent_at = sent[uniq]
+        copy = copies[0]
+        assert "DELAY" not in copy.properties and copy.properties["REAL_TOPIC"] == TOPIC
+        if msg.delay_level:
+            assert copy.store_timestamp >= sent_at + (1000 if msg.delay_level == 1 else 5000)
+        else:
+            assert copy.store_timestamp >= int(msg.properties["__STARTDELIVERTIME"])

@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from client import ConsumeFrom, LitePullConsumer, MessageQueue
 from semantics_fixtures import confluent_group_read, native_lite_read
+from shard_aware import partition_leaders, rocketmq_queue
 
 PER_PARTITION = 10
 HALF = 5
@@ -47,7 +48,8 @@ def test_native_commit_then_kafka_continues_after_kill9(gateway_factory):
     g = gateway_factory(flush="sync")
     topic, group = f"shared-n2k-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     _fill(g.kafka_bootstrap, topic)
-    queues = [MessageQueue(topic, "broker-a", p) for p in range(2)]
+    leaders = partition_leaders(g.kafka_bootstrap, topic)  # partitions 0 and 1 as RocketMQ names them
+    queues = [MessageQueue(topic, *rocketmq_queue(leaders, p)) for p in range(2)]
     c = LitePullConsumer(group, g.namesrv, auto_commit=False, consume_from=ConsumeFrom.FIRST_OFFSET)
     c.start()
     try:

@@ -117,6 +117,26 @@ def test_native_client_sends_and_pulls_through_the_bootstrap_name_server(sharded
     assert sorted(got) == [b"n%02d" % i for i in range(20)]
 
 
+def test_topic_and_consume_stats_name_each_shards_own_queues(sharded):
+    """GET_TOPIC_STATS_INFO and GET_CONSUME_STATS (mqadmin topicStatus / consumerProgress) answer, on
+    each shard, only the queues it leads under its own broker name and broker-local ids, as each
+    broker of a RocketMQ cluster does; before, every shard answered every queue as broker-a, so the
+    merged table kept only one shard's figures."""
+    from client import Admin
+    topic, group = "sharded-native", "sharded-native-cg"  # what the test above sent and pulled
+    with NativeProducer("sharded-stats-pg", sharded.namesrv) as producer:
+        route = {(q.broker_name, q.queue_id) for q in producer.queues(topic)}
+    admin = Admin(sharded.namesrv).start()
+    try:
+        stats = admin.topic_stats(topic)
+        progress = admin.consumer_progress(group, topic)
+    finally:
+        admin.shutdown()
+    assert {(q.broker_name, q.queue_id) for q in stats} == route
+    assert sum(v["maxOffset"] for v in stats.values()) == 20
+    assert {(q.broker_name, q.queue_id) for q in progress} == route
+
+
 def test_a_killed_shard_is_started_again_with_its_acknowledged_records(sharded):
     before = shard_pids(sharded.data_dir)
     assert sorted(before) == [0, 1]

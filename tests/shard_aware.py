@@ -1,0 +1,73 @@
+"""What a test sees of the gateway's brokers, whether it is one process or, under `make test-shards`
+(ROCKETGATE_TEST_SHARDS=N), `--shards N`: one process is Kafka node 0 and RocketMQ broker `broker-a`
+with queue ids equal to partitions; shards are nodes 1..N named `broker-<node>`, each numbering the
+queues it leads from 0 in partition order (docs/cluster.md "RocketMQ queue ids"). Expectations read
+from Metadata through these instead of constants."""
+from __future__ import annotations
+
+from gateway_process import TEST_SHARDS
+
+
+def broker_ids() -> list[int]:
+    """The Kafka node ids Metadata lists."""
+    return list(range(1, TEST_SHARDS + 1)) if TEST_SHARDS > 1 else [0]
+
+
+def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
+    """Kafka partition -> leader node id, from Metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic]
+    return {p: m.leader for p, m in md.partitions.items()}
+
+
+def rocketmq_queue(leaders: dict[int, int], partition: int) -> tuple[str, int]:
+    """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by."""
+    if TEST_SHARDS == 1:
+        return "broker-a", partition
+    leader = leaders[partition]
+    led = sorted(p for p, node in leaders.items() if node == leader)
+    return f"broker-{leader}", led.index(partition)
+
+
+def kafka_partition(leaders: dict[int, int], broker: str, queue: int) -> int:
+    """The Kafka partition of a RocketMQ (brokerName, broker-local queue id)."""
+    if TEST_SHARDS == 1:
+        return queue
+    node = int(broker.removeprefix("broker-"))
+    return sorted(p for p, leader in leaders.items() if leader == node)[queue]
+
+
+def broker_address(namesrv: str, topic: str, broker: str) -> str:
+    """The master address of `broker` in `topic`'s route, as the name server at `namesrv` answers it."""
+    from codec.remoting import RequestCode
+    from codec.remoting.bodies import loads
+    from remoting.wire import Peer
+
+    peer = Peer(namesrv)
+    try:
+        route = loads(peer.call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).body)
+    finally:
+        peer.close()
+    (data,) = [b for b in route["brokerDatas"] if b["brokerName"] == broker]
+    return data["brokerAddrs"].get(0) or data["brokerAddrs"]["0"]
+
+
+def store_dirs(data_dir: str) -> list[str]:
+    """The store directories of a gateway's data dir: the dir itself, or each shard's `shard-<i>`."""
+    import os
+
+    from gateway.shard_data import shard_dirs
+
+    return [os.path.join(data_dir, d) for d in shard_dirs(data_dir)] or [data_dir]
+
+
+def broker_names() -> list[str]:
+    """The RocketMQ broker names the route lists; the first is the bootstrap's (shard 0's)."""
+    return [f"broker-{n}" for n in broker_ids()] if TEST_SHARDS > 1 else ["broker-a"]
+
+
+def one_queue_each() -> int:
+    """Queues for a topic whose queue 0 every broker, the bootstrap's included, has: one per broker
+    (the cluster places a topic's queues round-robin over its members)."""
+    return len(broker_ids())
