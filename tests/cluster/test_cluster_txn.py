@@ -115,40 +115,55 @@ def test_a_transaction_across_three_gateways(cluster):
     assert [tp.offset for tp in committed] == [7, 9]
 
 
+class RawTxn:
+    """One transactional id's raw TV2 requests in a cluster, each to the gateway a client sends it to:
+    InitProducerId at the coordinator, Produce v12 at the partition's leader."""
+
+    def __init__(self, cluster, topic: str, name: str, timeout: float) -> None:
+        self.topic = topic
+        self.bootstrap, self.tid = spread_topic(cluster, topic, name)
+        self.leaders = [a.leader for a in place(topic, 2, list(NODES), 1)]
+        self.gateways = {n: RawClient(g.kafka_bootstrap, timeout=timeout) for n, g in cluster.gateways.items()}
+        self.coordinator = self.gateways[coordinator_of(self.tid, list(NODES))]
+        init = self.coordinator.call(22, 5, {"transactional_id": self.tid, "transaction_timeout_ms": 60000,
+                                             "producer_id": -1, "producer_epoch": -1})
+        self.pid, self.epoch = init["producer_id"], init["producer_epoch"]
+
+    def produce(self, partition: int, value: bytes, epoch: int, seq: int = 0) -> int:
+        batch = records.build_batch([(0, None, value, [])], producer_id=self.pid, producer_epoch=epoch,
+                                    base_sequence=seq, transactional=True)
+        body = {"transactional_id": self.tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
+            {"name": self.topic, "partition_data": [{"index": partition, "records": batch}]}]}
+        answer = self.gateways[self.leaders[partition]].call(0, 12, body)
+        return answer["responses"][0]["partition_responses"][0]["error_code"]
+
+    def end(self, epoch: int, commit: bool = True) -> dict:
+        return self.coordinator.call(26, 5, {"transactional_id": self.tid, "producer_id": self.pid,
+                                             "producer_epoch": epoch, "committed": commit})
+
+    def close(self) -> None:
+        for client in self.gateways.values():
+            client.close()
+
+
 def test_transactions_v2_requests_across_gateways(cluster):
     """The TV2 requests themselves, each to the gateway a client sends it to: InitProducerId and EndTxn
     v5 at the coordinator, Produce v12 (adding its partition) at each partition's leader; the end's
     epoch bump fences a late write of the ended transaction at the leaders."""
-    topic = "txn-raw"
-    _bootstrap, tid = spread_topic(cluster, topic, "raw")
-    leaders = [a.leader for a in place(topic, 2, list(NODES), 1)]
-    gateways = {n: RawClient(g.kafka_bootstrap, timeout=30) for n, g in cluster.gateways.items()}
-    coordinator = gateways[coordinator_of(tid, list(NODES))]
-    init = coordinator.call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
-                                    "producer_id": -1, "producer_epoch": -1})
-    pid, epoch = init["producer_id"], init["producer_epoch"]
-
-    def produce(partition: int, value: bytes, e: int, seq: int) -> int:
-        batch = records.build_batch([(0, None, value, [])], producer_id=pid, producer_epoch=e, base_sequence=seq,
-                                    transactional=True)
-        body = {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
-            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
-        answer = gateways[leaders[partition]].call(0, 12, body)
-        return answer["responses"][0]["partition_responses"][0]["error_code"]
-    assert [produce(p, f"v2-{p}".encode(), epoch, 0) for p in (0, 1)] == [0, 0]
-    end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
-                                   "committed": True})
+    txn = RawTxn(cluster, "txn-raw", "raw", timeout=30)
+    pid, epoch = txn.pid, txn.epoch
+    assert [txn.produce(p, f"v2-{p}".encode(), epoch) for p in (0, 1)] == [0, 0]
+    end = txn.end(epoch)
     assert (end["error_code"], end["producer_id"], end["producer_epoch"]) == (0, pid, epoch + 1)
     # EndTxn answers once the Prepare is in etcd, as Kafka: the late write is fenced once the end has
     # reached the leaders (read first); before the marker it would join the ended transaction, as on Kafka
-    assert sorted(_read_committed(_bootstrap, 2, topic)) == ["v2-0", "v2-1"]
-    assert produce(0, b"late", epoch, 1) in (47, 90)  # before: UNKNOWN_PRODUCER_ID (59) for every batch
+    assert sorted(_read_committed(txn.bootstrap, 2, txn.topic)) == ["v2-0", "v2-1"]
+    assert txn.produce(0, b"late", epoch, 1) in (47, 90)  # before: UNKNOWN_PRODUCER_ID (59) for every batch
     for asked in range(2):  # KIP-360 re-init with the id and epoch the end gave, then its retry: one bump
-        reinit = gateways[leaders[0]].call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
-                                                   "producer_id": pid, "producer_epoch": epoch + 1})
+        reinit = txn.gateways[txn.leaders[0]].call(22, 5, {"transactional_id": txn.tid, "transaction_timeout_ms": 60000,
+                                                           "producer_id": pid, "producer_epoch": epoch + 1})
         assert (reinit["error_code"], reinit["producer_id"], reinit["producer_epoch"]) == (0, pid, epoch + 2), asked
-    for client in gateways.values():
-        client.close()
+    txn.close()
 
 
 def test_an_end_is_answered_once_decided_and_completed_after(cluster):
@@ -156,43 +171,25 @@ def test_an_end_is_answered_once_decided_and_completed_after(cluster):
     while a partition's leader is stopped (its marker cannot be delivered yet); the coordinator
     completes the end once that leader is back, and the producer's next transaction goes on from it.
     Before: the answer waited for every leader's marker and the Complete (here: no answer while stopped)."""
-    topic = "txn-early"
-    bootstrap, tid = spread_topic(cluster, topic, "early")
-    leaders = [a.leader for a in place(topic, 2, list(NODES), 1)]
-    gateways = {n: RawClient(g.kafka_bootstrap, timeout=5) for n, g in cluster.gateways.items()}
-    coordinator = gateways[coordinator_of(tid, list(NODES))]
-    init = coordinator.call(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
-                                    "producer_id": -1, "producer_epoch": -1})
-    pid, epoch = init["producer_id"], init["producer_epoch"]
-
-    def produce(partition: int, value: bytes, e: int) -> int:
-        batch = records.build_batch([(0, None, value, [])], producer_id=pid, producer_epoch=e, base_sequence=0,
-                                    transactional=True)
-        body = {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
-            {"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
-        answer = gateways[leaders[partition]].call(0, 12, body)
-        return answer["responses"][0]["partition_responses"][0]["error_code"]
+    txn = RawTxn(cluster, "txn-early", "early", timeout=5)
+    pid, epoch = txn.pid, txn.epoch
 
     def state() -> str:
-        answer = coordinator.call(65, 0, {"transactional_ids": [tid]})
+        answer = txn.coordinator.call(65, 0, {"transactional_ids": [txn.tid]})
         return answer["transaction_states"][0]["transaction_state"]
-    assert [produce(p, f"first-{p}".encode(), epoch) for p in (0, 1)] == [0, 0]
-    stopped = cluster.gateways[leaders[1]].proc.pid
+    assert [txn.produce(p, f"first-{p}".encode(), epoch) for p in (0, 1)] == [0, 0]
+    stopped = cluster.gateways[txn.leaders[1]].proc.pid
     os.kill(stopped, signal.SIGSTOP)
     try:
-        end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
-                                       "committed": True})
+        end = txn.end(epoch)
         decided = state()
     finally:
         os.kill(stopped, signal.SIGCONT)
     assert (end["error_code"], end["producer_id"], end["producer_epoch"]) == (0, pid, epoch + 1)
     assert decided == "PrepareCommit"  # answered before the stopped leader had its marker
-    assert produce(0, b"second-0", epoch + 1) == 0  # the next transaction: waits for the end's completion
+    assert txn.produce(0, b"second-0", epoch + 1) == 0  # the next transaction: waits for the end's completion
     assert state() == "Ongoing"
-    end = coordinator.call(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch + 1,
-                                   "committed": True})
-    assert end["error_code"] == 0
+    assert txn.end(epoch + 1)["error_code"] == 0
     wait_for(lambda: state() == "CompleteCommit", what="the second end completed")
-    assert sorted(_read_committed(bootstrap, 3, topic)) == ["first-0", "first-1", "second-0"]
-    for client in gateways.values():
-        client.close()
+    assert sorted(_read_committed(txn.bootstrap, 3, txn.topic)) == ["first-0", "first-1", "second-0"]
+    txn.close()
