@@ -118,7 +118,9 @@ class PopOwner:
         beats stalled: load, a pause), look again, so an owner that lost the lease meanwhile (another
         gateway takes it after TTL_S without a beat) learns it before it serves from its own state."""
         if self._held and trio.current_time() - self._looked_at >= FRESH_S:
-            await self._look()
+            async with self._looking:  # a look already under way (the beat's, another request's) counts
+                if self._held and trio.current_time() - self._looked_at >= FRESH_S:
+                    await self._look_now()
 
     async def serves_here(self) -> bool:
         """Whether a gRPC receive of a diskless queue is served here: at the owner, or while no owner
