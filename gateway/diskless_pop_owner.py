@@ -29,19 +29,20 @@ from semantics.diskless import is_diskless
 from gateway.cluster.ownership import clustered
 from gateway.rate_log import RateLimitedWarning
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
-from store.diskless.janitor_lease import JanitorLease
+from store.diskless.janitor_lease import JanitorLease, term_key
 from store.objstore.api import NotFound, ObjectStoreError
 
 log = logging.getLogger(__name__)
 
 PREFIX = "diskless/pop/"
-HANDOVER = "diskless/pop-inflight"  # the owner's in-flight POP state of diskless queues, rewritten when it changes
+HANDOVER = "diskless/pop-inflight/"  # + the owner's term: its in-flight POP state of diskless queues, rewritten when it changes
 INTERVAL_S = 1.0
 TTL_S = 5.0  # the owner's object unchanged this long (3+ looks): another gateway takes the lease
 FORWARDED = "rocketgate: forwarded to the diskless POP owner"  # the request's remark (outside any signature)
 ANSWER_SLACK_S = 10.0  # beyond a forwarded pop's own long-poll time
 WARN_EVERY_S = 30.0
 FIRST_LOOK_S = 10.0  # how long a start waits for the store to name the owner (then it serves here until known)
+FRESH_S = 2.0  # an owner whose last look began longer ago looks again before it serves (well under TTL_S)
 
 
 class PopOwner:
@@ -66,6 +67,9 @@ class PopOwner:
         self._down: tuple[str, float] | None = None  # (owner, when a forward to it failed)
         self._held = False
         self._published = b""  # the in-flight state last written to HANDOVER by this owner
+        self._pruned_term = -1  # the term whose publish deleted the older terms' states
+        self._looked_at = float("-inf")  # when the last look that reached the store began
+        self._looking = trio.Lock()  # one look at a time (the beat and a request's freshness check)
         self._adopted_from: str | None = None  # the owner whose published state was adopted last
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -82,11 +86,17 @@ class PopOwner:
 
     async def _look(self) -> bool:
         """Hold or follow the lease; False when the store could not be asked (the last view stays)."""
+        async with self._looking:
+            return await self._look_now()
+
+    async def _look_now(self) -> bool:
+        began = trio.current_time()
         try:
             held = await trio.to_thread.run_sync(self.lease.hold)
         except ObjectStoreError as exc:
             self._warning.warn("diskless POP lease not renewed (object store: %s)", exc)
             return False  # keep the last view: a store outage fails the pops' reads anyway
+        self._looked_at = began
         holder = {} if held else self.lease.holder()
         owner = holder.get("remoting")
         owner = owner if isinstance(owner, str) and owner != self.address else None
@@ -103,6 +113,24 @@ class PopOwner:
         self.owner_grpc = grpc if self.owner is not None and isinstance(grpc, str) and ":" in grpc else None
         return True
 
+    async def fresh(self) -> None:
+        """Before serving as the owner: if this gateway's last look began FRESH_S ago or more (its
+        beats stalled: load, a pause), look again, so an owner that lost the lease meanwhile (another
+        gateway takes it after TTL_S without a beat) learns it before it serves from its own state."""
+        if self._held and trio.current_time() - self._looked_at >= FRESH_S:
+            async with self._looking:  # a look already under way (the beat's, another request's) counts
+                if self._held and trio.current_time() - self._looked_at >= FRESH_S:
+                    await self._look_now()
+
+    async def serves_here(self) -> bool:
+        """Whether a gRPC receive of a diskless queue is served here: at the owner, or while no owner
+        is known; a gateway that knows another owner does not serve from its own pop state (a route
+        the SDK fetched before an owner change: it finds the owner at its next route refresh)."""
+        if clustered(self.app):
+            return True
+        await self.fresh()
+        return self.owner is None
+
     def remote(self, req: RemotingCommand) -> str | None:
         """The owner's address if `req` is to be forwarded there (never a request forwarded here)."""
         if self.owner is None or req.remark == FORWARDED or clustered(self.app):
@@ -114,6 +142,7 @@ class PopOwner:
     async def forward(self, req: RemotingCommand, timeout_s: float) -> RemotingCommand | None:
         """The owner's answer to a copy of `req`; None when this gateway serves it itself (it owns
         the lease, or the owner could not be reached)."""
+        await self.fresh()
         owner = self.remote(req)
         if owner is None:
             return None
@@ -136,20 +165,44 @@ class PopOwner:
         return is_diskless(self.app.store.topics.get(topic))
 
     async def _publish(self) -> None:
+        """Write the in-flight state under this owner's term: a paused old owner that publishes after
+        losing the lease writes under its own, older term, which no later owner reads."""
         data = pop_handover.inflight(self.app.pop, self._diskless)
-        if data == self._published:
+        term, store = self.lease.term, self.app.diskless.index.store
+        if data == self._published or term < 0:
             return
         try:
-            await trio.to_thread.run_sync(self.app.diskless.index.store.put, HANDOVER, data)
+            await trio.to_thread.run_sync(store.put, term_key(term, HANDOVER), data)
+            self._published = data
+            if self._pruned_term != term:  # the older terms' states were adopted before serving
+                await trio.to_thread.run_sync(self._prune, term)
+                self._pruned_term = term
         except ObjectStoreError as exc:
             self._warning.warn("diskless POP in-flight state not published (object store: %s)", exc)
-            return
-        self._published = data
+
+    def _terms(self) -> list[int]:
+        """(worker thread) The terms with a published in-flight state, ascending."""
+        n = len(HANDOVER)
+        return sorted(int(i.key[n:]) for i in self.app.diskless.index.store.list(HANDOVER) if i.key[n:].isdigit())
+
+    def _prune(self, term: int) -> None:
+        for old in self._terms():
+            if old < term:
+                self.app.diskless.index.store.delete(term_key(old, HANDOVER))
+
+    def _last_published(self) -> bytes:
+        """(worker thread) The newest in-flight state published under a term below this gateway's
+        (any term when it holds none); NotFound when there is none."""
+        mine = self.lease.term
+        terms = [t for t in self._terms() if mine < 0 or t < mine]
+        if not terms:
+            raise NotFound(HANDOVER)
+        return self.app.diskless.index.store.get(term_key(terms[-1], HANDOVER))
 
     async def _adopt(self) -> None:
         """Take the last published in-flight state into this gateway's POP engine."""
         try:
-            data = await trio.to_thread.run_sync(self.app.diskless.index.store.get, HANDOVER)
+            data = await trio.to_thread.run_sync(self._last_published)
         except NotFound:
             return
         except ObjectStoreError as exc:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import heapq
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from typing import Callable
 
 import trio
@@ -25,8 +24,10 @@ from interop.inner_batch import is_gap, present_offsets
 from interop.txn_visibility import queue_stable_end
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog, offset_ranges
+from semantics import pop_inflight
 from semantics.pop_raw import KEEP_ALL, raw_entry, raw_properties, span
 from semantics.pop_state import QueueState
+from semantics.pop_types import Acquired, Delivery, Receipt  # noqa: F401  (the engine's API)
 from semantics.pop_writes import PopLogWrites
 
 INIT_MIN, INIT_MAX = 0, 1  # RocketMQ ConsumeInitMode: start at the first or at the next message
@@ -34,32 +35,6 @@ DEFAULT_MAX_WINDOW = 10_000  # offsets between a queue's first unfinished and ne
 DEFAULT_MAX_DELIVERIES = 17  # RocketMQ: first delivery + 16 reconsumes, then the DLQ
 SNAPSHOT_EVERY = 10_000  # ops between snapshots (bounds the replay at start)
 SNAPSHOT_AFTER_MS = 600_000  # and at most this long after an op (well before retention drops log files)
-
-
-@dataclass(frozen=True)
-class Receipt:
-    group: str
-    topic: str
-    queue_id: int
-    offset: int
-    pop_time: int
-
-
-@dataclass
-class Delivery:
-    offset: int
-    message: object  # store.StoredMessage (for an inner batch: the whole entry); None when raw is set
-    count: int  # 1 on the first delivery
-    raw: bytes | None = None  # the stored entry's bytes, not decoded (acquire(raw=True))
-
-
-@dataclass
-class Acquired:
-    pop_time: int
-    deadline: int
-    deliveries: list[Delivery] = field(default_factory=list)
-    rest: int = 0  # records left in the queue (not delivered, or available again)
-    end_offset: int = 0  # CommitLog end of the logged op (0: nothing logged)
 
 
 class PopEngine:
@@ -329,6 +304,29 @@ class PopEngine:
             self._last_pop_time = max([self._last_pop_time, *(lease.pop_time for lease in state.leases.values())])
             if deadline := state.next_deadline(0):
                 self._arm(deadline, topic, qid)
+
+    # ---- hand-over (semantics.pop_inflight) ----------------------------------------------
+    def export_inflight(self, keep: Callable[[str], bool]) -> list[dict]:
+        """The state of every (group, topic, queue) of the topics `keep` accepts, as plain data."""
+        return [{"g": g, "t": t, "q": q, **pop_inflight.export_state(state)}
+                for (g, t, q), state in sorted(self._states.items()) if keep(t)]
+
+    def import_inflight(self, exported: list[dict], keep: Callable[[str], bool], now_ms: int) -> int:
+        """Merge another engine's `export_inflight` (topics `keep` accepts) through logged ops, so a
+        restart keeps it. How many leases still invisible it took."""
+        adopted = 0
+        for s in exported:
+            group, topic, qid = s["g"], s["t"], int(s["q"])
+            if keep(topic):
+                state = self._state(group, topic, qid, INIT_MIN)
+                ops, n = pop_inflight.merge_ops(state, s, now_ms)
+                adopted += n
+                for op in ops:
+                    self._do(group, topic, qid, state, op)
+                    if op.get("d"):
+                        self._arm(op["d"], topic, qid)
+                    self._last_pop_time = max(self._last_pop_time, op.get("p", 0))  # no later receipt collides
+        return adopted
 
     # ---- views (read only: the console's and the admin commands') -------------------------
     def groups(self) -> set[str]:

@@ -43,8 +43,9 @@ class QueueState:
         if kind == "pop":
             leased = False
             for offset in op_offsets(op):
-                lease = self.leases.get(offset)
-                self.leases[offset] = Lease((lease.count if lease else 0) + 1, op["d"], op["p"])
+                count = self.leases[offset].count if offset in self.leases else 0
+                count = max(count, op["c"]) if "c" in op else count + 1  # "c": carried from another engine
+                self.leases[offset] = Lease(count, op["d"], op["p"])
                 leased = True
             if leased:
                 self._earliest = min(self._earliest, op["d"])

@@ -191,6 +191,13 @@ def scheduled_at(app, props: dict) -> int:
 async def receive_message(ctx, req, send):
     receive = _Receive(ctx, req)
     diskless = diskless_pop.diskless_sources(ctx.app, receive.sources)  # loaded before each try
+    owner = ctx.app.pop_remoting.owner
+    if diskless and owner is not None and not await owner.serves_here():
+        # another gateway owns POP of the bucket: its state, not this one's, says what is in flight
+        # (a route fetched before an owner change; the SDK's next route refresh names the owner)
+        await trio.sleep(max(0.0, min(receive.poll_s, ctx.call.deadline - DEADLINE_MARGIN - trio.current_time())))
+        await send(s.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message")))
+        return
     await _load(ctx.app, receive.group, diskless)
     messages = receive.once()
     if not messages and receive.poll_s > 0:

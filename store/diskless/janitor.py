@@ -28,6 +28,7 @@ from store.diskless.layout import IndexEntry
 from store.objstore.api import NotFound, ObjectStoreError
 
 SEGMENT_BYTES = 8 << 20  # a compacted per-queue object holds up to this much
+SETTLE_S = 2 * layout.COMMIT_DEADLINE_S  # an entry naming a segment this long is settled (see `referenced`)
 
 
 @dataclasses.dataclass
@@ -39,15 +40,19 @@ class JanitorStats:
 
 
 class Janitor:
-    def __init__(self, index: DisklessIndex, grace_s: float = 300.0, segment_bytes: int = SEGMENT_BYTES) -> None:
+    def __init__(self, index: DisklessIndex, grace_s: float = 300.0, segment_bytes: int = SEGMENT_BYTES,
+                 settle_s: float = SETTLE_S) -> None:
         self.index = index
         self.grace_s = grace_s
+        self.settle_s = settle_s
         self.segment_bytes = segment_bytes
         self.stats = JanitorStats()
         self._unreferenced_since: dict[str, float] = {}
         self._once_referenced: set[str] = set()  # objects an entry was seen naming (present ones)
         self._tombstones_empty_since: dict[str, float] = {}
-        self._entry_wals: dict[str, tuple[str, str]] = {}  # index key -> (ETag, the object it names) as last read
+        self._entry_wals: dict[str, tuple[str, str, float]] = {}  # index key -> (ETag, object named, since when)
+        self._settled: dict[str, dict[int, str]] = {}  # index prefix -> {seq: segment} of its settled front run
+        self._first: dict[str, int] = {}  # index prefix -> its first entry's seq, as retention last saw it
 
     def run_once(self, limits: dict[str, tuple[int, int]], now_ms: int, compact: bool = True) -> JanitorStats:
         """One pass over every diskless queue of the bucket: retention by `limits` (topic ->
@@ -77,8 +82,12 @@ class Janitor:
                 keep += 1
         prefix = self.index.index_prefix(topic, queue)
         first_kept = entries[keep].seq if entries else 0
-        below = sorted(s for s in (layout.seq_of(i.key) for i in self.index.store.list(prefix))
-                       if s is not None and s < first_kept)  # with any left behind by a racing rewrite
+        head = [layout.seq_of(i.key) for i in self.index.store.list(prefix, limit=1)]  # one request: the first key
+        below = []
+        if head and (head[0] is None or head[0] < first_kept):  # entries to delete, or one left by a racing rewrite
+            below = sorted(s for s in (layout.seq_of(i.key) for i in self.index.store.list(prefix))
+                           if s is not None and s < first_kept)
+        self._first[prefix] = max(first_kept, head[0] or 0) if head else first_kept
         self.index.drop_front(topic, queue, first_kept)
         for seq in below:  # oldest first: a crash leaves an unbroken run
             self.index.store.delete(self.index.index_key(topic, queue, seq))
@@ -110,13 +119,20 @@ class Janitor:
         self.stats.segments_written += 1
         pos = 0
         for entry, part in zip(run, parts):
+            pos += len(part)
+            entry_key = self.index.index_key(topic, queue, entry.seq)
+            try:  # as it is now: another janitor may have moved it, or retention deleted it
+                current = IndexEntry.decode(self.index.store.get(entry_key))
+            except NotFound:
+                continue  # never recreated below the log start
+            if current.wal != entry.wal:
+                continue  # moved by another janitor: a settled entry is never rewritten (`referenced`)
             if time.monotonic() - put_at > layout.COMMIT_DEADLINE_S:
                 return  # the rest stays where it is; the segment's unreferenced tail is collected
-            moved = dataclasses.replace(entry, wal=key, pos=pos)
-            self.index.store.put(self.index.index_key(topic, queue, entry.seq), moved.encode())
+            moved = dataclasses.replace(entry, wal=key, pos=pos - len(part))
+            self.index.store.put(entry_key, moved.encode())
             self.index.replace(topic, queue, moved)
             self.stats.entries_compacted += 1
-            pos += len(part)
 
     def purge_deleted(self) -> None:
         """Delete the index entries of each deleted incarnation (`layout.DELETED` tombstones); the
@@ -150,28 +166,45 @@ class Janitor:
             pass
 
     def referenced(self, queues: list[tuple[str, int]]) -> set[str]:
-        """The objects the store's entries name now, from a fresh listing of every queue's entries:
-        this gateway's memory of an entry that another gateway's compaction rewrote still names the
-        old object, and trusting it would delete the segment the entry moved to. An entry is read
-        again only when its ETag changed since this janitor last read it (a rewrite changes its
-        bytes, so its ETag), so a pass costs one LIST per queue (per 1000 entries) plus one GET per
-        new or rewritten entry, not one GET per entry."""
-        out, listed = set(), {}
+        """The objects the store's entries name now. Only what can still change is listed: an entry
+        naming a segment is never rewritten (compaction moves only WAL-held entries, and checks each
+        one just before its rewrite), only deleted from the front by retention, so once seen naming
+        the same segment for `settle_s` (longer than a compaction may take to rewrite after its
+        segment PUT: a rewrite racing the one seen has landed by then) it is settled, remembered,
+        and each pass lists only the entries after the queue's settled front run (S3 StartAfter),
+        the front being where retention last found the first entry. Those are listed from the store,
+        not trusted from memory: another gateway's compaction may have rewritten them; an entry is
+        read again only when its ETag changed (a rewrite changes its bytes)."""
+        out, listed, now = set(), {}, time.monotonic()
         for topic, queue in queues:
-            for info in self.index.store.list(self.index.index_prefix(topic, queue)):
-                if layout.seq_of(info.key) is None:
+            prefix = self.index.index_prefix(topic, queue)
+            first = self._first.get(prefix, 0)
+            settled = {seq: wal for seq, wal in self._settled.get(prefix, {}).items() if seq >= first}
+            mark = max(settled) + 1 if settled else None  # the next seq to settle
+            after = self.index.index_key(topic, queue, mark - 1) if mark is not None else ""
+            for info in self.index.store.list(prefix, start_after=after):
+                seq = layout.seq_of(info.key)
+                if seq is None:
                     continue
                 known = self._entry_wals.get(info.key)
                 if known is not None and info.etag and known[0] == info.etag:
-                    wal = known[1]
+                    wal, since = known[1], known[2]
                 else:
                     try:
-                        wal = IndexEntry.decode(self.index.store.get(info.key)).wal
+                        wal, since = IndexEntry.decode(self.index.store.get(info.key)).wal, now
                     except NotFound:  # retention deleted it meanwhile
                         continue
-                listed[info.key] = (info.etag, wal)
                 out.add(wal)
+                mark = seq if mark is None else mark
+                if seq == mark and info.etag and not wal.startswith(layout.WAL) and now - since >= self.settle_s:
+                    settled[seq], mark = wal, seq + 1
+                else:
+                    listed[info.key] = (info.etag, wal, since)
+            self._settled[prefix] = settled
+            out.update(settled.values())
         self._entry_wals = listed  # entries no longer listed are forgotten
+        prefixes = {self.index.index_prefix(t, q) for t, q in queues}
+        self._settled = {p: s for p, s in self._settled.items() if p in prefixes}  # deleted topics forgotten
         return out
 
     def collect(self, referenced: set[str]) -> None:

@@ -65,8 +65,9 @@ class ObjectStore(Protocol):
     def head(self, key: str) -> ObjectInfo | None:
         """Size and etag, or None when absent."""
 
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        """Every key under `prefix`, in key order."""
+    def list(self, prefix: str = "", start_after: str = "", limit: int | None = None) -> Iterator[ObjectInfo]:
+        """Every key under `prefix`, in key order; only those after `start_after` (S3 StartAfter,
+        so the keys before it are not even listed), at most `limit` of them."""
 
     def delete(self, key: str) -> None:
         """Remove the key; deleting an absent key is not an error."""

@@ -102,10 +102,14 @@ class S3ObjectStore:
             return None
         return ObjectInfo(key, answer["ContentLength"], _etag(answer.get("ETag", "")))
 
-    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+    def list(self, prefix: str = "", start_after: str = "", limit: int | None = None) -> Iterator[ObjectInfo]:
         full = self.location.key(prefix)
         skip = len(self.location.prefix)
-        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.location.bucket, Prefix=full)
+        where = {"StartAfter": self.location.key(start_after)} if start_after else {}
+        if limit is not None:  # S3 answers at most `limit` keys in one page: one request
+            where["PaginationConfig"] = {"MaxItems": limit, "PageSize": min(limit, 1000)}
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.location.bucket, Prefix=full,
+                                                                       **where)
         with _errors(self, "list", prefix):
             for page in pages:
                 for item in page.get("Contents", ()):

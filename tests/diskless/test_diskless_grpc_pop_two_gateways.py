@@ -2,7 +2,10 @@
 Python gRPC SDK (SimpleConsumer: ReceiveMessage / AckMessage = POP): every message is received once
 across both consumers, and one left unacknowledged comes back once: the route of a diskless topic
 names the bucket's POP owner (gateway.diskless_pop_owner), so both consumers' receives share its
-pop state; before, each gateway handed every message out. GRPC_TARGET=proxy runs the same on
+pop state; before, each gateway handed every message out. If the gateways' logs show a real
+take-over of the POP lease during the test (the owner's beats stalled 5 s under load: the stop 38
+CI failure, reproduced in test_diskless_grpc_pop_takeover.py), only the documented contract is
+asserted: at least once, never a message handed out fresh twice. GRPC_TARGET=proxy runs the same on
 RocketMQ 5.5's proxy with a plain topic."""
 from __future__ import annotations
 
@@ -59,5 +62,10 @@ def test_one_group_receives_a_diskless_topic_through_two_gateways_once(target, t
         for c in consumers:
             c.shutdown()
     assert sorted(got) == sorted(b"m%d" % i for i in range(N))
-    assert {body: attempts for body, attempts in got.items() if len(attempts) != 1} == {UNACKED: [1, 2]}, \
-        owner_changes(tmp_path)
+    changes = owner_changes(tmp_path)
+    if sum("this gateway" in line for line in changes) > 1:  # a real take-over (the owner's beats stalled 5 s):
+        # the documented contract there is at least once for what was in flight (an ack the old owner
+        # took may come back at the new one), never one message handed out fresh by both
+        assert all(attempts == list(range(1, len(attempts) + 1)) for attempts in got.values()), (got, changes)
+        return
+    assert {body: attempts for body, attempts in got.items() if len(attempts) != 1} == {UNACKED: [1, 2]}, changes

@@ -94,12 +94,13 @@ def test_pop_goes_on_through_the_other_gateway_when_the_owner_is_gone(request, g
 
 
 def _in_flight_published(request, topic: str, leases: int) -> bool:
-    """Whether the POP owner's published in-flight state (gateway.diskless_pop_owner) holds `leases`
+    """Whether the POP owner's newest published in-flight state (gateway.diskless_pop_owner) holds `leases`
     leases of `topic`."""
     from objstore_fixtures import object_store_on
     store = object_store_on(request.getfixturevalue("seaweed_s3"), request.getfixturevalue("s3_bucket"), prefix="tier/")
     try:
-        states = json.loads(store.get("diskless/pop-inflight"))["states"]
+        newest = max(i.key for i in store.list("diskless/pop-inflight/"))  # under the owner's lease term
+        states = json.loads(store.get(newest))["states"]
     except Exception:  # not published yet
         return False
     finally:

@@ -45,3 +45,28 @@ def test_a_new_owner_adopts_what_was_in_flight(tmp_path):
     finally:
         s_old.close()
         s_new.close()
+
+
+def test_delivery_counts_carry_over_so_max_deliveries_still_dead_letters(tmp_path):
+    """m0 was delivered three times at the old owner; with max deliveries 4 the new owner delivers it
+    once more (count 4), then dead-letters it (before: the count restarted at 1, so it came back
+    four more times)."""
+    clock = Clock()
+    s_old, old = _engine(tmp_path / "old", clock)
+    s_new, new = _engine(tmp_path / "new", clock)
+    try:
+        for attempt in range(3):
+            clock.now += 1_000 if attempt else 0  # the last lease ran out: m0 is available again
+            got = old.acquire(G, T, 0, 1, 1_000, max_deliveries=4)
+            assert [(d.offset, d.count) for d in got.deliveries] == [(0, attempt + 1)]
+        assert pop_handover.adopt(new, pop_handover.inflight(old, lambda t: t == T), lambda t: t == T, clock()) == 1
+        clock.now += 1_000
+        dead = []
+        again = new.acquire(G, T, 0, 1, 1_000, max_deliveries=4, dead_letter=lambda g, m, o: dead.append(o))
+        assert [(d.offset, d.count) for d in again.deliveries] == [(0, 4)]
+        clock.now += 1_000
+        new.acquire(G, T, 0, 1, 1_000, max_deliveries=4, dead_letter=lambda g, m, o: dead.append(o))
+        assert dead == [0]
+    finally:
+        s_old.close()
+        s_new.close()

@@ -53,10 +53,10 @@ class MemStore:
         data = self.objects.get(key)
         return None if data is None else ObjectInfo(key, len(data), hashlib.md5(data).hexdigest())
 
-    def list(self, prefix: str = ""):
+    def list(self, prefix: str = "", start_after: str = "", limit: int | None = None):
         self._call("list")
         with self._lock:
-            keys = sorted(k for k in self.objects if k.startswith(prefix))
+            keys = sorted(k for k in self.objects if k.startswith(prefix) and k > start_after)[:limit]
         for k in keys:
             yield ObjectInfo(k, len(self.objects[k]), hashlib.md5(self.objects[k]).hexdigest())
 
