@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import threading
 
+from crc32c import crc32c as crc32c_of
+
 from store.objstore.api import NotFound, ObjectInfo, ObjectStoreError, PreconditionFailed
 
 
@@ -15,7 +17,7 @@ class MemStore:
         self.down = False  # every call raises ObjectStoreError while set
         self.fail_puts_matching: str | None = None  # puts of keys containing this fail
         self.corrupt_puts_matching: str | None = None  # bodies of these puts arrive with a byte flipped
-        self.checksums: dict[str, bytes | None] = {}  # key -> the sha256 its last put carried
+        self.checksums: dict[str, bytes | int | None] = {}  # key -> the sha256 (or crc32c) its last put carried
         self.requests: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -25,15 +27,19 @@ class MemStore:
         if self.down:
             raise ObjectStoreError(f"{op}: store down (injected)")
 
-    def put(self, key: str, data: bytes, *, if_absent: bool = False, sha256: bytes | None = None) -> str:
+    def put(self, key: str, data, *, if_absent: bool = False, sha256: bytes | None = None,
+            crc32c: int | None = None) -> str:
         self._call("put")
+        data = data.getvalue() if hasattr(data, "getvalue") else data
         if self.fail_puts_matching and self.fail_puts_matching in key:
             raise ObjectStoreError(f"put {key}: failed (injected)")
         if self.corrupt_puts_matching and self.corrupt_puts_matching in key and data:
             data = bytes([data[0] ^ 1]) + bytes(data[1:])  # damaged on the way (the server gets this)
         if sha256 is not None and hashlib.sha256(data).digest() != sha256:  # as S3's BadDigest
             raise ObjectStoreError(f"put {key}: BadDigest (the body does not match its sha256)")
-        self.checksums[key] = sha256
+        if crc32c is not None and crc32c_of(data) != crc32c:
+            raise ObjectStoreError(f"put {key}: BadDigest (the body does not match its crc32c)")
+        self.checksums[key] = sha256 if crc32c is None else crc32c
         with self._lock:
             if if_absent and key in self.objects:
                 raise PreconditionFailed(key)
