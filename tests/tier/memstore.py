@@ -4,6 +4,7 @@ let a test corrupt or drop objects."""
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 
 from crc32c import crc32c as crc32c_of
@@ -19,6 +20,7 @@ class MemStore:
         self.corrupt_puts_matching: str | None = None  # bodies of these puts arrive with a byte flipped
         self.checksums: dict[str, bytes | int | None] = {}  # key -> the sha256 (or crc32c) its last put carried
         self.requests: dict[str, int] = {}
+        self.gets: list[str] = []  # the key of every get, in order
         self._lock = threading.Lock()
 
     def _call(self, op: str) -> None:
@@ -49,6 +51,7 @@ class MemStore:
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         self._call("get")
         with self._lock:
+            self.gets.append(key)
             if key not in self.objects:
                 raise NotFound(key)
             data = self.objects[key]
@@ -70,3 +73,18 @@ class MemStore:
         self._call("delete")
         with self._lock:
             self.objects.pop(key, None)
+
+    def manifests_as_version_1(self) -> None:
+        """Rewrite every manifest as the code before CRC32C wrote it: SHA-256 of objects and pieces,
+        no record time bounds."""
+        for key in [k for k in self.objects if k.startswith("manifests/")]:
+            doc = json.loads(self.objects[key])
+            doc["version"] = 1
+            for seg in doc["segments"]:
+                data = self.objects[seg["key"]]
+                seg["sha256"] = hashlib.sha256(data).hexdigest()
+                seg["chunks"] = [hashlib.sha256(data[i:i + seg["chunk"]]).hexdigest()
+                                 for i in range(0, len(data), seg["chunk"])]
+                for name in ("checksum", "crc32c", "min_record_ts", "max_record_ts"):
+                    del seg[name]
+            self.objects[key] = json.dumps(doc).encode()

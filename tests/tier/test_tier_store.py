@@ -88,26 +88,12 @@ def test_each_segment_put_carries_its_manifest_crc32c_and_piece_checksums(tmp_pa
     st.close()
 
 
-def as_version_1(objects: MemStore) -> None:
-    """Rewrite every manifest as the code before CRC32C wrote it: SHA-256 of objects and pieces."""
-    for key in [k for k in objects.objects if k.startswith("manifests/")]:
-        doc = json.loads(objects.objects[key])
-        doc["version"] = 1
-        for seg in doc["segments"]:
-            data = objects.objects[seg["key"]]
-            seg["sha256"] = hashlib.sha256(data).hexdigest()
-            seg["chunks"] = [hashlib.sha256(data[i:i + seg["chunk"]]).hexdigest() for i in range(0, len(data), seg["chunk"])]
-            for name in ("checksum", "crc32c", "min_record_ts", "max_record_ts"):
-                del seg[name]
-        objects.objects[key] = json.dumps(doc).encode()
-
-
 def test_version_1_manifests_still_read_and_their_sha256_still_checked(tmp_path):
     objects, st = two_topics_tiered(tmp_path)
     before = bodies(st)
     ts = st.get(st.units("t", 0, 30, 1)[0][0]).store_timestamp
     st.close()
-    as_version_1(objects)
+    objects.manifests_as_version_1()
     st = open_store(tmp_path / "b", objects)  # an empty data dir: restored from the version 1 manifests
     refs = st.remote.live("t", 0)
     assert refs and all(r.checksum == "sha256" and r.max_record_ts == -1 for r in refs)
