@@ -4,6 +4,8 @@ kill it there. Requests are forwarded unchanged (same Host header: SigV4 signatu
 while `refusing(method, path)` is true a request is answered 503 (S3 "SlowDown", retriable) instead.
 
     with RefusingProxy(server.endpoint) as proxy:  proxy.endpoint, proxy.refuse = fn, proxy.refused
+
+It also counts: `proxy.seen` lists (method, path) of every request it received, in order.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class RefusingProxy:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.refuse = lambda method, path: False
         self.refused: list[tuple[str, str]] = []
+        self.seen: list[tuple[str, str]] = []
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -36,6 +39,7 @@ class RefusingProxy:
 
             def _any(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy.seen.append((self.command, self.path))
                 if proxy.refuse(self.command, self.path):
                     proxy.refused.append((self.command, self.path))
                     self._answer(503, [("Content-Type", "application/xml")], _SLOW_DOWN)

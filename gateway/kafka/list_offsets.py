@@ -52,14 +52,17 @@ def offset_for_time(app, cfg, topic: str, partition: int, ts: int) -> tuple[int,
     """(offset, timestamp) of the first record (by offset) whose timestamp is >= ts, or (-1, -1), as
     Kafka's time index answers. A record's CreateTime leads its store time by at most
     message.timestamp.after.max.ms, so no record stored before ts minus that can match: the batch
-    headers are read from there (decoding only a batch whose max timestamp reaches ts)."""
+    headers are read from there (decoding only a batch whose max timestamp reaches ts). Below the
+    local start the tier's manifests narrow it to the one segment whose records reach ts."""
     try:
         lead = int((cfg.attributes or {}).get("message.timestamp.after.max.ms", DEFAULT_AFTER_MAX_MS))
     except ValueError:
         lead = DEFAULT_AFTER_MAX_MS
     s = app.store
     low, high = s.min_offset(topic, partition), s.max_offset(topic, partition)
-    start = max(s.offset_for_timestamp(topic, partition, max(ts - lead, 0)), low)
+    tiered = getattr(s, "record_time_start", None)  # the tier's manifests hold each segment's record times
+    start = tiered(topic, partition, ts, lead) if tiered is not None else None
+    start = max(s.offset_for_timestamp(topic, partition, max(ts - lead, 0)) if start is None else start, low)
     for n, (first, phys, size) in enumerate(entry_units(s, topic, partition, start, high)):
         if n >= TIME_SCAN_LIMIT:
             break

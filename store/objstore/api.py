@@ -53,11 +53,14 @@ class TierLocation:
 class ObjectStore(Protocol):
     """One bucket (and prefix) of an object store. Keys are relative to the prefix."""
 
-    def put(self, key: str, data: bytes, *, if_absent: bool = False, sha256: bytes | None = None) -> str:
-        """Write `data` whole; return its etag. With `if_absent`, raise PreconditionFailed when the key
-        exists (S3 `If-None-Match: *`), the atomic commit manifests and index entries rely on.
-        `sha256`: the data's digest when the caller has it already (the server checks the data
-        against it; None: computed here); a mismatch is an ObjectStoreError, nothing is stored."""
+    def put(self, key: str, data, *, if_absent: bool = False, sha256: bytes | None = None,
+            crc32c: int | None = None) -> str:
+        """Write `data` (bytes, or a seekable file-like with len(): store.tier.payload.Parts) whole;
+        return its etag. With `if_absent`, raise PreconditionFailed when the key exists (S3
+        `If-None-Match: *`), the atomic commit manifests and index entries rely on. `crc32c` or
+        `sha256`: the data's checksum when the caller has it already (the server checks the data
+        against it; neither: its sha256 computed here); a mismatch is an ObjectStoreError, nothing
+        is stored."""
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes [start, end) of the object (end None: to its end); NotFound when absent."""

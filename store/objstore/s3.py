@@ -4,9 +4,10 @@ One botocore client per store: it is thread-safe, so the callers' worker threads
 share its connection pool. Every call is bounded: connect and read timeouts and a few retries with
 backoff (botocore's "standard" mode: 5xx, throttling, dropped connections); what still fails becomes one
 of the contract's three errors, so the tier decides retry or give up without knowing the server.
-Each PUT carries the body's SHA-256 as `x-amz-checksum-sha256` (the server refuses a body that does
-not match: BadDigest) and is signed with UNSIGNED-PAYLOAD, so the body is hashed once, by the caller
-who needs the digest anyway (the tier's manifests), not again for Content-MD5 and SigV4's payload
+Each PUT carries the body's CRC32C as `x-amz-checksum-crc32c` when the caller gives it (the tier's
+segments), else its SHA-256 as `x-amz-checksum-sha256` (the server refuses a body that does not
+match either: BadDigest), and is signed with UNSIGNED-PAYLOAD, so the body is checksummed once, by
+the caller who needs the checksum anyway (the tier's manifests), not again for Content-MD5 and SigV4's payload
 hash (which botocore computes over plain HTTP). The CRC trailers (aws-chunked) are never sent: not
 every S3-compatible server takes them."""
 from __future__ import annotations
@@ -71,11 +72,15 @@ class S3ObjectStore:
     def _where(self, key: str) -> dict:
         return {"Bucket": self.location.bucket, "Key": self.location.key(key)}
 
-    def put(self, key: str, data: bytes, *, if_absent: bool = False, sha256: bytes | None = None) -> str:
-        checksum = base64.b64encode(sha256 or hashlib.sha256(data).digest()).decode()
+    def put(self, key: str, data, *, if_absent: bool = False, sha256: bytes | None = None,
+            crc32c: int | None = None) -> str:
         extra = {"IfNoneMatch": "*"} if if_absent else {}
+        if crc32c is not None:
+            extra["ChecksumCRC32C"] = base64.b64encode(crc32c.to_bytes(4, "big")).decode()
+        else:
+            extra["ChecksumSHA256"] = base64.b64encode(sha256 or hashlib.sha256(data).digest()).decode()
         with _errors(self, "put", key):
-            answer = self._client.put_object(Body=data, ChecksumSHA256=checksum, **self._where(key), **extra)
+            answer = self._client.put_object(Body=data, **self._where(key), **extra)
         return _etag(answer.get("ETag", ""))
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:

@@ -1,7 +1,8 @@
 """The bounded on-disk read cache of segment pieces: a reader downloads only the pieces (chunks) of a
-segment object it needs, with a ranged GET, and each is checked against the sha256 its manifest lists
-before it is kept or served (an object uploaded before chunks were recorded is one piece: the whole
-object and its sha256). Files are named by their sha256, evicted least recently used beyond
+segment object it needs, with a ranged GET, and each is checked against the checksum its manifest
+lists (CRC32C, or SHA-256 in version 1 manifests) before it is kept or served (an object uploaded
+before chunks were recorded is one piece: the whole object and its sha256). Files are named by the
+piece's SHA-256, or by object, piece and CRC32C (store.tier.manifest.SegmentRef.ident), evicted least recently used beyond
 `max_bytes`. A piece that fails the check is not served (SegmentError): its entries read as holes
 for FAILURE_KEPT seconds, then it is fetched again.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
+import hashlib
 import logging
 import os
 import threading
@@ -21,7 +23,7 @@ import time
 
 from store.objstore.api import NotFound, ObjectStoreError
 from store.tier.manifest import SegmentRef
-from store.tier.segment import SegmentError, SegmentIndex, digest
+from store.tier.segment import SegmentError, SegmentIndex, checksum
 
 log = logging.getLogger("rocketgate.tier")
 INDEXES_KEPT = 256
@@ -81,9 +83,9 @@ class SegmentCache:
         self.max_bytes = max_bytes
         self.stats = stats
         self._lock = threading.Lock()
-        self._files: collections.OrderedDict[str, int] = collections.OrderedDict()  # piece sha256 -> size
-        self._indexes: collections.OrderedDict[str, SegmentIndex] = collections.OrderedDict()  # by object sha256
-        self._inflight: dict[str, Download] = {}  # by piece sha256; a failed one stays: its error answers a while
+        self._files: collections.OrderedDict[str, int] = collections.OrderedDict()  # piece name -> size
+        self._indexes: collections.OrderedDict[str, SegmentIndex] = collections.OrderedDict()  # by ref.ident
+        self._inflight: dict[str, Download] = {}  # by piece name; a failed one stays: its error answers a while
         self._damaged: dict[str, float] = {}  # object key -> when a piece of it was found damaged or missing
         os.makedirs(directory, exist_ok=True)
         for name in sorted(os.listdir(directory), key=lambda n: os.path.getmtime(os.path.join(directory, n))):
@@ -100,16 +102,16 @@ class SegmentCache:
         move on past it), then it is tried again. With `read_wait` (a caller on a thread of its
         own: tools, tests) it waits that long first."""
         with self._lock:
-            index = self._indexes.get(ref.sha256)
+            index = self._indexes.get(ref.ident)
             if index is not None:
-                self._indexes.move_to_end(ref.sha256)
+                self._indexes.move_to_end(ref.ident)
                 return index
         chunk, digests, index_at = layout(ref)
         first = index_at // chunk
         tail = self._span(ref, first, len(digests) - 1, record_miss)
         index = SegmentIndex(tail[index_at - first * chunk:], index_at)
         with self._lock:
-            self._indexes[ref.sha256] = index
+            self._indexes[ref.ident] = index
             while len(self._indexes) > INDEXES_KEPT:
                 self._indexes.popitem(last=False)
         return index
@@ -217,6 +219,7 @@ class SegmentCache:
     def _download(self, ref: SegmentRef, lo: int, hi: int, flight: Download) -> None:
         """Pieces lo..hi with one ranged GET; each checked, kept if good."""
         chunk, digests, _ = layout(ref)
+        sums = ref.chunks or (ref.sha256,)
         kept: list[str] = []
         try:
             start = lo * chunk
@@ -225,7 +228,7 @@ class SegmentCache:
             bad = []
             for k in range(lo, hi + 1):
                 piece = data[(k - lo) * chunk:(k - lo + 1) * chunk]
-                if len(piece) != min(chunk, ref.size - k * chunk) or digest(piece) != digests[k]:
+                if len(piece) != min(chunk, ref.size - k * chunk) or checksum(ref.checksum, piece) != sums[k]:
                     bad.append(k)
                     continue
                 path = os.path.join(self.dir, digests[k])
@@ -274,9 +277,21 @@ class SegmentCache:
             return sum(self._files.values())
 
 
+_NAMES: dict[str, tuple] = {}  # ref.ident -> its pieces' file names (CRC32C refs)
+
+
 def layout(ref: SegmentRef) -> tuple[int, tuple, int]:
-    """(piece size, the pieces' sha256, where the index starts) of a segment object; one uploaded
-    before pieces were recorded is one piece, read whole."""
-    if ref.chunks:
+    """(piece size, the pieces' cache file names, where the index starts) of a segment object; one
+    uploaded before pieces were recorded is one piece, read whole. A SHA-256 piece is named by its
+    digest; a CRC32C one (32 bits: not unique) by its object, place and CRC."""
+    if not ref.chunks:
+        return max(ref.size, 1), (ref.sha256,), 0
+    if ref.checksum == "sha256":
         return ref.chunk, ref.chunks, ref.index_at
-    return max(ref.size, 1), (ref.sha256,), 0
+    names = _NAMES.get(ref.ident)
+    if names is None:
+        if len(_NAMES) > 65536:
+            _NAMES.clear()
+        stem = hashlib.sha256(ref.ident.encode()).hexdigest()[:32]
+        names = _NAMES[ref.ident] = tuple(f"{stem}-{k}-{c}" for k, c in enumerate(ref.chunks))
+    return ref.chunk, names, ref.index_at

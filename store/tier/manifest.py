@@ -20,7 +20,8 @@ STARTS = "starts/"
 TOPICS_KEY = "meta/topics.json"
 OFFSETS_FILE = "consumerOffset.json"  # the store config file of consumer offsets (semantics.offsets)
 OFFSETS_KEY = "meta/" + OFFSETS_FILE
-VERSION = 1
+VERSION = 2  # 2: segments checked by CRC32C ("checksum"), record time bounds ("min_record_ts")
+READABLE_VERSIONS = (1, 2)  # version 1: SHA-256 (the "sha256" fields), no record time bounds
 
 
 def segment_key(topic: str, queue_id: int, file_start: int, first: int) -> str:
@@ -48,15 +49,24 @@ class SegmentRef:
     end: int  # one past the last queue offset
     key: str
     size: int
-    sha256: str
+    sha256: str  # the object's SHA-256 (checksum "sha256"); "" when checked by CRC32C
     file_start: int
     first_phys: int
     end_phys: int  # one past the last entry's CommitLog bytes
     first_ts: int
     last_ts: int
     index_at: int = 0  # where the index starts in the object (0: not recorded, read the object whole)
-    chunk: int = 0  # the size of the checked pieces `chunks` lists the sha256 of (0: none)
+    chunk: int = 0  # the size of the checked pieces `chunks` lists the checksums of (0: none)
     chunks: tuple = ()
+    checksum: str = "sha256"  # what `chunks` (and `crc32c` / `sha256`) hold: "crc32c" since version 2
+    crc32c: str = ""  # the object's CRC32C (hex), sent with its PUT (the server checks the body)
+    min_record_ts: int = -1  # the smallest and largest record timestamp (Kafka's CreateTime or
+    max_record_ts: int = -1  # LogAppendTime, a RocketMQ message's born time); -1: not recorded
+
+    @property
+    def ident(self) -> str:
+        """Names this object's bytes (the read cache's key): its whole checksum."""
+        return self.sha256 if self.checksum == "sha256" else f"{self.crc32c}-{self.key}"
 
 
 @dataclass
@@ -74,7 +84,7 @@ class Manifest:
     @classmethod
     def decode(cls, data: bytes) -> "Manifest":
         doc = json.loads(data)
-        if doc.get("version") != VERSION:
+        if doc.get("version") not in READABLE_VERSIONS:
             raise ValueError(f"manifest version {doc.get('version')!r} unknown")
         return cls(int(doc["fileStart"]), int(doc["fileSize"]),
                    [SegmentRef(**{**s, "chunks": tuple(s.get("chunks") or ())}) for s in doc["segments"]],

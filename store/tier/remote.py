@@ -259,6 +259,19 @@ class RemoteLog:
                     return max(r[0], low or 0)
         return None
 
+    def first_reaching(self, topic: str, queue_id: int, ts_ms: int) -> int | None:
+        """The first offset of the first live segment whose records may reach `ts_ms` (a record
+        timestamp >= it) by the manifests' `max_record_ts`, so a search by record time reads that
+        segment only; the remote end when none does; None when a segment without the bound (a
+        version 1 manifest) comes first: the tier cannot tell without reading it."""
+        refs = self.live(topic, queue_id)
+        for ref in refs:
+            if ref.max_record_ts < 0:
+                return None
+            if ref.max_record_ts >= ts_ms:
+                return ref.first
+        return refs[-1].end if refs else None
+
     def query_by_key(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int, below: int) -> list:
         """Messages of `topic` with key `key` stored in [begin_ms, end_ms) at CommitLog offsets below
         `below` (what is no longer local), newest first, from the segments whose time range overlaps:

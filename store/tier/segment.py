@@ -10,8 +10,9 @@ order, so an entry's place in the object is the sum of the sizes before it. The 
 (crc32 of "topic#key", row) sorted, for each key the IndexFile would hold (KEYS tokens, UNIQ_KEY,
 an inner batch's keys), so a query by key reads only the entries whose key hash matches.
 
-The manifest records the object's sha256 and, per CHUNK-sized piece, the piece's sha256: a reader
-downloads only the pieces it needs (a ranged GET) and checks each (store.tier.cache)."""
+The manifest records the object's checksum and, per CHUNK-sized piece, the piece's: a reader
+downloads only the pieces it needs (a ranged GET) and checks each (store.tier.cache). Segments are
+checked by CRC32C since manifest version 2 (store.tier.payload), by SHA-256 before."""
 from __future__ import annotations
 
 import bisect
@@ -20,7 +21,9 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from codec.kafka import records
 from codec.remoting import message as M
+from store.tier.payload import Parts, crc32c_hex
 
 INDEX_ENTRY = struct.Struct(">qiqiqi")  # queue offset, count, CommitLog offset, size, store timestamp, tags code
 KEY_ENTRY = struct.Struct(">Ii")  # crc32 of "topic#key", row
@@ -30,6 +33,8 @@ FOOTER = struct.Struct(">ii4s")
 MAGIC = b"RGT2"
 CHUNK_MIN, CHUNK_MAX = 16 << 10, 1 << 20
 _SIZE_MAGIC = struct.Struct(">iI")
+_ATTRS = struct.Struct(">h")
+_TIMES = struct.Struct(">qq")  # a Kafka batch's baseTimestamp, maxTimestamp
 
 
 class SegmentError(ValueError):
@@ -41,19 +46,22 @@ class Built:
     """A segment being built from one file: its entries and index rows."""
     topic: str
     queue_id: int
-    parts: list
+    spans: list  # [start, end) of the file's bytes holding the entries; adjacent entries share one
     rows: list
     keys: list  # (key hash, row)
+    min_record_ts: int = -1
+    max_record_ts: int = -1
 
-    def payload(self) -> bytes:
-        """The object's bytes, in one copy: the parts are views of the file's bytes."""
+    def payload(self, data) -> Parts:
+        """The object's bytes, not copied: views of the file's bytes `data`, then index and footer."""
+        view = memoryview(data)
         index = b"".join(INDEX_ENTRY.pack(*r) for r in self.rows)
         keys = b"".join(KEY_ENTRY.pack(*k) for k in sorted(self.keys))
-        return b"".join([*self.parts, index, keys, FOOTER.pack(len(self.rows), len(self.keys), MAGIC)])
+        return Parts([*(view[s:e] for s, e in self.spans), index + keys + FOOTER.pack(len(self.rows), len(self.keys), MAGIC)])
 
     @property
     def index_at(self) -> int:
-        return sum(len(p) for p in self.parts)
+        return sum(e - s for s, e in self.spans)
 
 
 def walk(data: bytes, file_start: int):
@@ -92,7 +100,6 @@ def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str
     """The segments of one sealed file for the topics `tiered(topic)` accepts, by (topic, queue);
     the topics it refuses are added to `untiered`."""
     out: dict[tuple[str, int], Built] = {}
-    view = memoryview(data)  # entries are referenced, not copied, until the payload is joined
     accepted: dict[str, bool] = {}  # tiered(topic) once per topic and file, not per entry
     for pos, size, msg in walk(data, file_start):
         ok = accepted.get(msg.topic)
@@ -106,15 +113,37 @@ def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str
         if seg is None:
             seg = out[key] = Built(msg.topic, msg.queue_id, [], [], [])
         seg.keys += [(key_hash(k), len(seg.rows)) for k in set(M.index_keys(msg.topic, msg.properties or {}, msg.keys))]
+        lo, hi = record_time_bounds(data, pos, msg)
+        seg.min_record_ts = lo if seg.min_record_ts < 0 else min(seg.min_record_ts, lo)
+        seg.max_record_ts = max(seg.max_record_ts, hi)
         codes = msg.tags_codes or [M.tags_code_of(msg.properties) if msg.properties else 0]
-        seg.parts.append(view[pos:pos + size])
+        if seg.spans and seg.spans[-1][1] == pos:
+            seg.spans[-1][1] = pos + size
+        else:
+            seg.spans.append([pos, pos + size])
         seg.rows.append((msg.queue_offset, max(1, msg.batch_count), file_start + pos, size, msg.store_timestamp,
                          codes[0]))
     return out
 
 
-def digest(payload: bytes) -> str:
-    return hashlib.sha256(payload).hexdigest()
+def record_time_bounds(data, pos: int, msg) -> tuple[int, int]:
+    """(low, high) record timestamps of the entry at `pos`, from its batch header alone: an inner
+    batch's first and max timestamp (LogAppendTime: max for both), a native message's born time.
+    `high` is the largest (what ListOffsets by time asks), `low` the first record's (a Kafka batch's
+    records need not be in time order)."""
+    if not msg.sys_flag & M.INNER_BATCH_FLAG:
+        return msg.born_timestamp, msg.born_timestamp
+    at = pos + M.HEADER_SIZE
+    if M.INT32.unpack_from(data, at - 4)[0] < records.HEADER_SIZE:  # the body's length
+        return msg.store_timestamp, msg.store_timestamp  # no batch header (a reader says what is wrong)
+    (attrs,) = _ATTRS.unpack_from(data, at + records.ATTRS_AT)
+    base, top = _TIMES.unpack_from(data, at + records.MAX_TS_AT - 8)
+    return (top if attrs & records.TIMESTAMP_LOG_APPEND else base), top
+
+
+def checksum(kind: str, piece) -> str:
+    """The hex checksum of `kind` ("crc32c" | "sha256": objects of version 1 manifests) of `piece`."""
+    return crc32c_hex(piece) if kind == "crc32c" else hashlib.sha256(piece).hexdigest()
 
 
 def key_hash(index_key: str) -> int:
@@ -125,18 +154,6 @@ def key_hash(index_key: str) -> int:
 def chunk_size(file_size: int) -> int:
     """The checked pieces of the segments of files of this size: 1/16 of a file, 16 KiB to 1 MiB."""
     return max(CHUNK_MIN, min(CHUNK_MAX, file_size // 16))
-
-
-def digests(payload: bytes, chunk: int) -> tuple[bytes, tuple]:
-    """(the object's sha256 digest, the hex sha256 of each `chunk`-sized piece) in one pass over the
-    bytes: each piece is hashed on its own and fed to the whole object's hash while it is in cache;
-    no piece is copied (hashlib reads memoryviews and releases the GIL on large buffers)."""
-    whole, pieces, view = hashlib.sha256(), [], memoryview(payload)
-    for i in range(0, len(view), chunk):
-        piece = view[i:i + chunk]
-        whole.update(piece)
-        pieces.append(hashlib.sha256(piece).hexdigest())
-    return whole.digest(), tuple(pieces)
 
 
 class SegmentIndex:

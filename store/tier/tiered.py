@@ -162,6 +162,21 @@ class TieredStore(Store):
                 return found
         return super().offset_for_timestamp(topic, queue_id, ts_ms)
 
+    def record_time_start(self, topic: str, queue_id: int, ts_ms: int, lead_ms: int) -> int | None:
+        """Where a search for the first record whose timestamp is >= ts_ms (ListOffsets by time) starts
+        reading, when the tier can tell: the first remote segment whose records reach ts_ms by its
+        manifest (only that segment is read), or, none reaching it, the local part's start for
+        ts_ms - lead_ms (a record's time leads its store time by at most that). None: no remote
+        part below the local start, or a segment without record times first (the caller searches
+        by store time, as before)."""
+        local = self._remote_below(topic, queue_id, self.remote.start(topic, queue_id) or 0)
+        if local is None:
+            return None
+        found = self.remote.first_reaching(topic, queue_id, ts_ms)
+        if found is None or found < local:
+            return found
+        return max(found, super().offset_for_timestamp(topic, queue_id, max(ts_ms - lead_ms, 0)))
+
     def query_by_key(self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int | None = None):
         """The local IndexFiles' answers, then the tier's (store.tier.remote.RemoteLog.query_by_key)."""
         end_ms = int(time.time() * 1000) + 1000 if end_ms is None else end_ms

@@ -13,6 +13,7 @@ import time
 from store.objstore.api import PreconditionFailed
 from store.store import LOG_STARTS
 from store.tier import segment
+from store.tier.payload import crc32c_sums
 from store.tier.manifest import OFFSETS_FILE, OFFSETS_KEY, TOPICS_KEY, Manifest, SegmentRef, manifest_key, \
     segment_key
 
@@ -99,18 +100,18 @@ def upload_file(store, start: int, bandwidth: Bandwidth) -> Manifest | None:
     untiered: set = set()
     built = segment.build(data, start, tiered, untiered)
     refs = []
+    chunk = segment.chunk_size(store.commitlog.file_size)
     for (topic, qid), seg in sorted(built.items()):
-        payload = seg.payload()
+        payload = seg.payload(data)
         first, last = seg.rows[0], seg.rows[-1]
         key = segment_key(topic, qid, start, first[0])
-        chunk = segment.chunk_size(store.commitlog.file_size)
-        whole, pieces = segment.digests(payload, chunk)  # one pass; the server checks the body against `whole`
+        whole, pieces = crc32c_sums(payload, chunk)  # one pass; the server checks the body against `whole`
         bandwidth.take(len(payload))
-        store.objects.put(key, payload, sha256=whole)
+        store.objects.put(key, payload, crc32c=whole)
         store.tier_stats.uploaded(topic, len(payload))
-        refs.append(SegmentRef(topic, qid, first[0], last[0] + last[1], key, len(payload), whole.hex(),
-                               start, first[2], last[2] + last[3], first[4], last[4], seg.index_at, chunk,
-                               pieces))
+        refs.append(SegmentRef(topic, qid, first[0], last[0] + last[1], key, len(payload), "", start, first[2],
+                               last[2] + last[3], first[4], last[4], seg.index_at, chunk, pieces, "crc32c",
+                               f"{whole:08x}", seg.min_record_ts, seg.max_record_ts))
     manifest = Manifest(start, store.commitlog.file_size, refs, sorted(t for t in untiered if t in store.topics))
     try:
         store.objects.put(manifest_key(start), manifest.encode(), if_absent=True)

@@ -8,9 +8,11 @@ import hashlib
 import os
 
 import pytest
+from crc32c import crc32c
 
 from objstore_fixtures import object_store_on
 from store.objstore.api import NotFound, ObjectStore, ObjectStoreError, PreconditionFailed
+from store.tier.payload import Parts
 
 
 def test_put_get_head_delete_round_trip(object_store):
@@ -106,5 +108,25 @@ def test_a_put_carries_one_sha256_and_the_server_checks_the_body_against_it(obje
         base64.b64encode(hashlib.sha256(b"small").digest())
     with pytest.raises(ObjectStoreError) as refused:  # e.g. corrupted between hashing and sending
         object_store.put("bad", data, sha256=hashlib.sha256(b"other").digest())
+    assert type(refused.value) is ObjectStoreError and "BadDigest" in str(refused.value)
+    assert object_store.head("bad") is None
+
+
+def test_a_put_of_views_carries_its_crc32c_and_the_server_checks_the_body_against_it(object_store):
+    """The tier's segments: a body of views of the file's bytes (never joined), x-amz-checksum-crc32c
+    the server verifies; a body that does not match its CRC32C is refused (BadDigest), not stored."""
+    sent = []
+    object_store._client.meta.events.register("before-send.s3.PutObject",
+                                              lambda request, **_: sent.append(dict(request.headers)))
+    data = os.urandom(300_000)
+    whole = crc32c(data)
+    object_store.put("views", Parts([data[:100_000], memoryview(data)[100_000:]]), crc32c=whole)
+    headers = {k.lower(): v for k, v in sent[-1].items()}
+    assert headers["x-amz-checksum-crc32c"] == base64.b64encode(whole.to_bytes(4, "big"))
+    assert "x-amz-checksum-sha256" not in headers and headers["x-amz-content-sha256"] == b"UNSIGNED-PAYLOAD"
+    assert object_store.get("views") == data
+    damaged = bytes([data[0] ^ 1]) + data[1:]  # e.g. a byte flipped between checksumming and sending
+    with pytest.raises(ObjectStoreError) as refused:
+        object_store.put("bad", Parts([damaged]), crc32c=whole)
     assert type(refused.value) is ObjectStoreError and "BadDigest" in str(refused.value)
     assert object_store.head("bad") is None

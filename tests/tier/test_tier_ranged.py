@@ -4,8 +4,10 @@ is served, and a query by key reads only the entries the segment's key section n
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 from codec.remoting.message import Message
+from gateway.kafka.list_offsets import offset_for_time
 from store.api import StoreConfig
 from store.tier.segment import chunk_size
 from store.tier.tiered import TieredStore
@@ -108,3 +110,40 @@ def test_a_reader_never_skips_an_entry_whose_piece_is_on_its_way(tmp_path):
             time.sleep(0.02)
     assert got == bodies_of(local)
     st.close()
+
+
+def test_a_search_by_record_time_reads_the_segment_holding_it_also_from_old_manifests(tmp_path):
+    """ListOffsets by time (gateway.kafka.list_offsets.offset_for_time) on records whose times lie two
+    hours before they were stored: the manifests' record time bounds send it to the one segment that
+    holds the time; from version 1 manifests (no bounds) it still answers the same, reading from the
+    first segment an hour before (by store time) on, as before."""
+    base = int(time.time() * 1000) - 2 * 3600_000
+    objects = MemStore()
+    st = tiered_store(tmp_path / "a", objects)
+    st.topics.create("t", 1, 1, attributes={"remote.storage.enable": "true", "local.retention.ms": "0"})
+    for i, body in enumerate(bodies_of(4 * N)):
+        st.append(Message("t", 0, body, born_timestamp=base + i * 1000))
+    st.flush()
+    Uploader(st).round()
+    st.delete_expired(FAR)
+    refs = st.remote.live("t", 0)
+    target = next(r for r in refs if r.first > 0).first + 5
+    holding = [r.key for r in refs if r.first <= target < r.end]
+    assert len(refs) >= 3 and target < st.local_min_offset("t", 0)
+    assert refs[0].min_record_ts == base and refs[0].max_record_ts == base + (refs[0].end - 1) * 1000
+    app, cfg = SimpleNamespace(store=st), SimpleNamespace(attributes={})
+
+    def search(store) -> tuple[tuple[int, int], set]:
+        app.store, before = store, len(objects.gets)
+        return offset_for_time(app, cfg, "t", 0, base + target * 1000), set(objects.gets[before:])
+
+    found, read = search(st)
+    assert found == (target, base + target * 1000)
+    assert read <= {*holding, refs[refs.index(next(r for r in refs if r.key in holding)) + 1].key} and holding[0] in read
+    st.close()
+    objects.manifests_as_version_1()
+    old = tiered_store(tmp_path / "b", objects)  # restored from the version 1 manifests
+    found, read = search(old)
+    assert found == (target, base + target * 1000)
+    assert refs[0].key in read  # no bounds: read from the first segment on
+    old.close()

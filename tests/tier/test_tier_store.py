@@ -3,10 +3,12 @@ deletion only after the commit, reads below the local start, remote retention, d
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 
 import pytest
+from crc32c import crc32c
 
 from codec.remoting.message import Message
 from store.api import StoreConfig
@@ -68,8 +70,8 @@ def test_upload_then_local_delete_then_read_from_remote(tmp_path):
     st.close()
 
 
-def test_each_segment_put_carries_its_manifest_sha256_and_piece_hashes(tmp_path):
-    """One pass computes the object's sha256 (sent with the PUT, recorded in the manifest) and the
+def test_each_segment_put_carries_its_manifest_crc32c_and_piece_checksums(tmp_path):
+    """One pass computes the object's CRC32C (sent with the PUT, recorded in the manifest) and the
     pieces' (what readers check)."""
     objects = MemStore()
     st = open_store(tmp_path / "a", objects)
@@ -79,8 +81,30 @@ def test_each_segment_put_carries_its_manifest_sha256_and_piece_hashes(tmp_path)
     assert refs
     for r in refs:
         data = objects.objects[r.key]
-        assert objects.checksums[r.key] == bytes.fromhex(r.sha256) == hashlib.sha256(data).digest()
-        assert r.chunks == tuple(hashlib.sha256(data[i:i + r.chunk]).hexdigest() for i in range(0, len(data), r.chunk))
+        assert r.checksum == "crc32c" and r.sha256 == ""
+        assert objects.checksums[r.key] == int(r.crc32c, 16) == crc32c(data)
+        assert r.chunks == tuple(f"{crc32c(data[i:i + r.chunk]):08x}" for i in range(0, len(data), r.chunk))
+    assert all(json.loads(objects.objects[k])["version"] == 2 for k in objects.objects if k.startswith("manifests/"))
+    st.close()
+
+
+def test_version_1_manifests_still_read_and_their_sha256_still_checked(tmp_path):
+    objects, st = two_topics_tiered(tmp_path)
+    before = bodies(st)
+    ts = st.get(st.units("t", 0, 30, 1)[0][0]).store_timestamp
+    st.close()
+    objects.manifests_as_version_1()
+    st = open_store(tmp_path / "b", objects)  # an empty data dir: restored from the version 1 manifests
+    refs = st.remote.live("t", 0)
+    assert refs and all(r.checksum == "sha256" and r.max_record_ts == -1 for r in refs)
+    assert bodies(st) == before
+    assert st.offset_for_timestamp("t", 0, ts) <= 30
+    st.close()
+    key = refs[0].key
+    objects.objects[key] = bytes([objects.objects[key][0] ^ 1]) + objects.objects[key][1:]
+    st = open_store(tmp_path / "c", objects)
+    assert bodies(st)[:1] != before[:1]  # the damaged piece's entries are not served
+    assert st.tier_stats.errors.get("checksum")
     st.close()
 
 
