@@ -142,6 +142,24 @@ def lock_queue_id(app, topic: str, broker: str, queue_id: int) -> int | None:
     return led[queue_id] if queue_id < len(led) else None
 
 
+def mapping_detail(app, topic: str) -> dict | None:
+    """This gateway's TopicQueueMappingDetail of a cluster topic (GET_TOPIC_CONFIG's `mappingDetail`,
+    as a RocketMQ 5 broker answers for a static topic): each cluster queue id it leads, hosted as
+    its broker-local id, so a RocketMQ 5 tool maps this broker's consume stats (broker-local ids,
+    `stats_queues`) to the queues a client knows (mqadmin consumerProgress:
+    MQAdminUtils.convertPhysicalConsumeStats). None for a local topic or one it leads no queue of."""
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    if not led:
+        return None
+    name, node = own_broker_name(app), app.ownership
+    return {"topic": topic, "scope": "__global__", "totalQueues": len(node.view.queues_of(topic)), "bname": name,
+            "epoch": max(node.assignment(topic, q).epoch for q in led), "dirty": False,
+            "currIdMap": {str(q): local for local, q in enumerate(led)},
+            "hostedQueues": {str(q): [{"gen": 0, "queueId": local, "bname": name, "logicOffset": 0, "startOffset": 0,
+                                       "endOffset": -1, "timeOfStart": -1, "timeOfEnd": -1}]
+                             for local, q in enumerate(led)}}
+
+
 def own_broker_name(app) -> str:
     """This gateway's RocketMQ broker name: broker-<node id> in a cluster (its BrokerData in routes)."""
     return getattr(getattr(app, "ownership", None), "broker_name", None) or BROKER_NAME

@@ -79,12 +79,13 @@ def rocketmq_route(app, topic: str, cfg) -> dict:
 def queue_mapping(topic: str, total: int, led: dict[int, dict[int, int]]) -> dict:
     """RocketMQ's static-topic mapping (RIP-21 TopicQueueMappingInfo per broker, global scope): the
     cluster queue ids each gateway leads. A RocketMQ 5 Java client then numbers the topic's queues
-    as the cluster does, under one mock broker name (`__syslo__global__`), and sends each request to
+    as the cluster does, under one mock broker name (`__syslo__global__`; `currIdMap` maps each to
+    its broker-local id, which only tools read), and sends each request to
     the queue's leader (MQClientInstance.topicRouteData2EndpointsForStaticTopic), so a queue id keeps
     its meaning when leaders move. Clients that ignore it use the broker-local queueDatas."""
     return {broker_name(n): {"topic": topic, "scope": "__global__", "totalQueues": total, "bname": broker_name(n),
                              "epoch": max(queues.values()), "dirty": False,
-                             "currIdMap": {str(q): q for q in sorted(queues)}}
+                             "currIdMap": {str(q): local for local, q in enumerate(sorted(queues))}}
             for n, queues in sorted(led.items())}
 
 

@@ -297,6 +297,8 @@ def test_rocketmq_route_maps_cluster_queue_ids_and_they_survive_a_move(three):
             for b, m in route["topicQueueMappingByBroker"].items()} == {
         f"broker-{n}": (f"broker-{n}", "__global__", 6, ps) for n, ps in led.items()}
     holder, q = next((n, ps[-1]) for n, ps in led.items() if ps[-1] >= len(ps))  # an id that is no rank there
+    detail = remoting_call(gws[holder].remoting_port, 351, {"topic": "mapped"})["mappingDetail"]  # GET_TOPIC_CONFIG
+    assert detail["hostedQueues"][str(q)][0]["queueId"] == len(led[holder]) - 1  # for tools: its broker-local id
     send = RemotingCommand(10, {"producerGroup": "pg", "topic": "mapped", "queueId": str(q), "sysFlag": "0",
                                 "bornTimestamp": "0", "flag": "0", "properties": "", "bname": f"broker-{holder}"},
                            b"to-queue-%d" % q, version=JAVA_5_3_3)

@@ -7,7 +7,9 @@ Queue p holds 3 * (p + 1) messages before the move, so a broker-local id that no
 queue than before (queue 0 moved in at rank 0) keeps the old queue's larger offset in the client:
 with rank-numbered ids the consumer skipped the messages sent after the move to that queue. With
 the route's static-topic mapping the client numbers queues as the cluster does (mock broker
-`__syslo__global__`) and follows each queue to its new leader."""
+`__syslo__global__`) and follows each queue to its new leader. Then Java 5 mqadmin consumerProgress
+shows the group's offsets by those queues (it maps the brokers' stats with GET_TOPIC_CONFIG's
+mappingDetail; without it, it found no consumer)."""
 from __future__ import annotations
 
 import json
@@ -20,6 +22,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import require_etcd, start_cluster, wait_for
+from compat.jvm import run_admin_batch
 from faults.java_load import compile_java, rocketmq_classpath
 
 pytestmark = pytest.mark.timeout(300)
@@ -100,3 +103,7 @@ def test_java_orderly_consumer_misses_nothing_when_a_leader_moves(cluster, tmp_p
         missing = sorted(set(sent) - consumer.received())
         consumer.close()
     assert not missing, f"{len(missing)} stored messages never consumed: {missing}"
+    namesrv = next(g.namesrv for n, g in gws.items() if n != moved)
+    progress = run_admin_batch([[["consumerProgress", "-n", namesrv, "-g", GROUP]]], str(tmp_path))[0]["output"]
+    rows = [line.split() for line in progress.splitlines() if line.startswith(TOPIC + " ")]
+    assert sorted((r[1], int(r[2])) for r in rows) == [("__syslo__global__", q) for q in range(QUEUES)], progress
