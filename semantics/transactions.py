@@ -166,10 +166,11 @@ class Transactions:
                        properties={"TAGS": REMOVE_TAG, PROPERTY_OUTCOME: outcome})
 
     def end(self, half_offset: int, commit: bool, producer_group: str | None = None,
-            commit_log_offset: int | None = None, now: int | None = None):
+            commit_log_offset: int | None = None, now: int | None = None, *, uniq: str | None = None):
         """Decide a half message. Returns (EndResult, AppendResult | None); in sync flush mode
-        await app.durable(result.end_offset) before acknowledging."""
-        result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now)
+        await app.durable(result.end_offset) before acknowledging. `uniq`: the half must be that
+        message (its UNIQ_KEY), for an end that may have reached another broker than the half's."""
+        result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now, uniq)
         if not msgs:
             return result, None
         results = self.store.append_many(msgs)
@@ -177,12 +178,14 @@ class Transactions:
         return result, results[-1]
 
     async def end_in_turn(self, flow, half_offset: int, commit: bool, producer_group: str | None = None,
-                          commit_log_offset: int | None = None, now: int | None = None, appended=None):
+                          commit_log_offset: int | None = None, now: int | None = None, appended=None, *,
+                          uniq: str | None = None):
         """`end` with its append through the send flow control (`flow`): off the event loop on a slow
         disk; checked, appended and decided in one turn, so no other end of the half comes between.
         `appended` (a list) gets (message, append result) of each append (a commit: its record, then the op)."""
         async with write_turn(flow, self.store) as append:
-            result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now)
+            result, msgs, half, outcome = self._ending(half_offset, commit, producer_group, commit_log_offset, now,
+                                                       uniq)
             if not msgs:
                 return result, None
             self.in_flight.add(half_offset)  # a concurrent `end` or discard (on the loop) sees it decided
@@ -206,10 +209,12 @@ class Transactions:
             return await append(msgs)
 
     def _ending(self, half_offset: int, commit: bool, producer_group: str | None,
-                commit_log_offset: int | None, now: int | None):
+                commit_log_offset: int | None, now: int | None, uniq: str | None = None):
         """(EndResult, messages to append or None, half, outcome) of an end."""
         if half_offset < 0 or half_offset >= self.store.max_offset(HALF_TOPIC, 0):
             return EndResult.NOT_FOUND, None, None, None
+        if uniq is not None and getattr(self.half(half_offset), "properties", {}).get("UNIQ_KEY") != uniq:
+            return EndResult.MISMATCH, None, None, None  # another message: checked before "already decided"
         if self.outcome(half_offset) is not None or half_offset in self.in_flight:
             return EndResult.ALREADY_DECIDED, None, None, None
         half = self.half(half_offset)

@@ -8,7 +8,12 @@ keep their ids. A send to a local id beyond what this gateway leads (a stale rou
 topic's route a producer uses before its topic exists: the topic is created first) goes to one of
 the queues it leads, as a send to any queue of the broker would; a gateway that leads none of the
 topic's queues refuses it with NO_PERMISSION, which the producer retries on another broker; so
-does a fenced gateway (its lease may have expired: `ClusterNode.fenced`) for every assigned topic."""
+does a fenced gateway (its lease may have expired: `ClusterNode.fenced`) for every assigned topic.
+
+A RocketMQ 5 Java client reads the route's `topicQueueMappingByBroker` (static topics, RIP-21) and
+numbers a cluster topic's queues once, as the cluster does: (mock broker `__syslo__global__`, the
+cluster queue id), each sent to the gateway the mapping names (the leader). Those ids keep their
+meaning when leaders move, so they are not translated (`names_cluster_ids`)."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
@@ -22,6 +27,18 @@ _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
 # gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
 _JAVA_INT_MAX = 2**31 - 1
 _CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
+# TopicQueueMappingUtils.getMockBrokerName(MixAll.METADATA_SCOPE_GLOBAL): the broker name of a static topic's queues
+MOCK_BROKER = "__syslo__global__"
+_JAVA_V5 = 413  # MQVersion.Version.V5_0_0.ordinal(): Java clients from 5.0 read topicQueueMappingByBroker
+
+
+def names_cluster_ids(req) -> bool:
+    """Whether the request's queue id is the cluster's (a RocketMQ 5 Java client that read the route's
+    queue mapping): its `bname` is the mock broker (pull, offsets, max/min offset), or it is a Java 5
+    send, which names the real broker the mapping sent it to (DefaultMQProducerImpl.sendKernelImpl)."""
+    if req.ext_fields.get("bname") == MOCK_BROKER:
+        return True
+    return req.code in _SENDS and req.language == "JAVA" and req.version >= _JAVA_V5
 
 
 def led_queues(node, topic: str) -> list[int] | None:
@@ -56,6 +73,15 @@ def translate(app, req):
         return req.response(ResponseCode.NO_PERMISSION,
                             remark=f"broker-{app.ownership.node_id} is fenced (its cluster lease may have "
                                    f"expired); send to another broker")
+    if names_cluster_ids(req):
+        if index in led:
+            return None  # the cluster's id, led here
+        if req.code in _SENDS and led:  # a stale mapping, or a Java producer's first route (from TBW102)
+            fields[qid_field] = str(led[index % len(led)])
+            return None
+        return req.response(ResponseCode.NO_PERMISSION,
+                            remark=f"broker-{app.ownership.node_id} does not lead queue {index} of {topic}; "
+                                   f"refresh the route")
     if req.code in _SENDS and led and index >= len(led):
         index %= len(led)
     if index >= len(led):
@@ -68,7 +94,7 @@ def translate(app, req):
 
 def restore(app, req, resp) -> None:
     """A send's answer names the broker-local queue id the client asked for."""
-    if req.code not in _SENDS or resp is None or "queueId" not in resp.ext_fields:
+    if req.code not in _SENDS or resp is None or "queueId" not in resp.ext_fields or names_cluster_ids(req):
         return
     topic = req.ext_fields.get(_COMPACT.get(req.code, ("topic",))[0])
     led = led_queues(app.ownership, topic) if topic else None
@@ -100,6 +126,38 @@ def stats_queues(app, topic: str, count: int) -> list[tuple[int, tuple[str, str,
     if led is None:
         return [(q, (topic, name, q)) for q in range(count)]
     return [(q, (topic, name, local)) for local, q in enumerate(led)]
+
+
+def lock_queue_id(app, topic: str, broker: str, queue_id: int) -> int | None:
+    """The cluster queue id a lock body's MessageQueue names here (the mock broker: the cluster's id
+    already; this broker: its broker-local id), None when it names another broker or a queue this
+    gateway does not lead. Locks are held by cluster id, so both numberings lock the same queue."""
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    if broker == MOCK_BROKER:
+        return queue_id if led and queue_id in led else None
+    if broker != own_broker_name(app):
+        return None
+    if led is None:
+        return queue_id
+    return led[queue_id] if queue_id < len(led) else None
+
+
+def mapping_detail(app, topic: str) -> dict | None:
+    """This gateway's TopicQueueMappingDetail of a cluster topic (GET_TOPIC_CONFIG's `mappingDetail`,
+    as a RocketMQ 5 broker answers for a static topic): each cluster queue id it leads, hosted as
+    its broker-local id, so a RocketMQ 5 tool maps this broker's consume stats (broker-local ids,
+    `stats_queues`) to the queues a client knows (mqadmin consumerProgress:
+    MQAdminUtils.convertPhysicalConsumeStats). None for a local topic or one it leads no queue of."""
+    led = led_queues(app.ownership, topic) if clustered(app) else None
+    if not led:
+        return None
+    name, node = own_broker_name(app), app.ownership
+    return {"topic": topic, "scope": "__global__", "totalQueues": len(node.view.queues_of(topic)), "bname": name,
+            "epoch": max(node.assignment(topic, q).epoch for q in led), "dirty": False,
+            "currIdMap": {str(q): local for local, q in enumerate(led)},
+            "hostedQueues": {str(q): [{"gen": 0, "queueId": local, "bname": name, "logicOffset": 0, "startOffset": 0,
+                                       "endOffset": -1, "timeOfStart": -1, "timeOfEnd": -1}]
+                             for local, q in enumerate(led)}}
 
 
 def own_broker_name(app) -> str:

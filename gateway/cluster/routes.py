@@ -55,20 +55,38 @@ def broker_data(member: Member) -> dict:
 def rocketmq_route(app, topic: str, cfg) -> dict:
     """The topic's route: every live gateway's BrokerData; QueueData per broker leading queues of
     it, with as many queues as it leads (RocketMQ numbers a broker's queues from 0: a member's
-    queue ids are its rank among the topic's queues it leads, see `local_queue_id`)."""
+    queue ids are its rank among the topic's queues it leads, see `local_queue_id`). A cluster
+    topic's route also maps each cluster queue id to its leader (`queue_mapping`)."""
     node = app.ownership
     live = node.live()
+    led = {}  # node id -> {cluster queue id: leader epoch}
     if not node.assigned(topic):  # a local topic: every gateway has all its queues
         leaders = {n: max(cfg.read_queues, cfg.write_queues) for n in live}
     else:
-        leaders = {}
-        for a in node.view.queues_of(topic):
+        for q, a in enumerate(node.view.queues_of(topic)):
             if a is not None and a.leader in live:
-                leaders[a.leader] = leaders.get(a.leader, 0) + 1
+                led.setdefault(a.leader, {})[q] = a.epoch
+        leaders = {n: len(queues) for n, queues in led.items()}
     queue_datas = [{"brokerName": broker_name(n), "perm": cfg.perm, "readQueueNums": count, "writeQueueNums": count,
                     "topicSysFlag": 0} for n, count in sorted(leaders.items())]
-    return {"brokerDatas": [broker_data(m) for _, m in sorted(live.items())], "filterServerTable": {},
-            "queueDatas": queue_datas}
+    route = {"brokerDatas": [broker_data(m) for _, m in sorted(live.items())], "filterServerTable": {},
+             "queueDatas": queue_datas}
+    if led:
+        route["topicQueueMappingByBroker"] = queue_mapping(topic, len(node.view.queues_of(topic)), led)
+    return route
+
+
+def queue_mapping(topic: str, total: int, led: dict[int, dict[int, int]]) -> dict:
+    """RocketMQ's static-topic mapping (RIP-21 TopicQueueMappingInfo per broker, global scope): the
+    cluster queue ids each gateway leads. A RocketMQ 5 Java client then numbers the topic's queues
+    as the cluster does, under one mock broker name (`__syslo__global__`; `currIdMap` maps each to
+    its broker-local id, which only tools read), and sends each request to
+    the queue's leader (MQClientInstance.topicRouteData2EndpointsForStaticTopic), so a queue id keeps
+    its meaning when leaders move. Clients that ignore it use the broker-local queueDatas."""
+    return {broker_name(n): {"topic": topic, "scope": "__global__", "totalQueues": total, "bname": broker_name(n),
+                             "epoch": max(queues.values()), "dirty": False,
+                             "currIdMap": {str(q): local for local, q in enumerate(sorted(queues))}}
+            for n, queues in sorted(led.items())}
 
 
 def cluster_info(app) -> dict:

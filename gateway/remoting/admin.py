@@ -8,6 +8,7 @@ from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, Re
 from codec.remoting.bodies import dumps, dumps_mq_map
 import gateway.diskless as diskless
 import gateway.diskless_topics as diskless_topics
+from gateway.cluster import remoting_queues
 from gateway.cluster.remoting_queues import own_broker_name, stats_queues
 from gateway.remoting.common import CLUSTER_NAME, DEFERRED, group_error, handles, legal_topic, registry
 from gateway.remoting.headers import optional_int
@@ -124,7 +125,8 @@ def topic_config(channel, req):
     cfg = channel.app.store.topics.get(req.get_str("topic") or "")
     if cfg is None:
         return req.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"No topic in this broker. topic: {req.get_str('topic')}")
-    return req.response(body=dumps({"topicConfig": topic_config_json(cfg)}))
+    detail = remoting_queues.mapping_detail(channel.app, cfg.name)  # a cluster topic: its queue mapping
+    return req.response(body=dumps({"topicConfig": topic_config_json(cfg), **({"mappingDetail": detail} if detail else {})}))
 
 
 @handles(RC.DELETE_TOPIC_IN_BROKER)

@@ -11,7 +11,8 @@ import json
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps
-from gateway.remoting.common import BROKER_NAME, ensure_topic, handles, legal_group, registry
+from gateway.cluster import remoting_queues
+from gateway.remoting.common import ensure_topic, handles, legal_group, registry
 from gateway.remoting.headers import INT_MAX, RequestError, optional_str, required_str
 from semantics import retry
 from semantics.sql92 import FilterSyntaxError, subscription_filter
@@ -141,31 +142,33 @@ def check_client_config(channel, req):
     return req.response()
 
 
-def _lock_body(req, what: str, broker: str) -> tuple[str, str, list[tuple[str, int]]]:
-    """A LockBatchRequestBody / UnlockBatchRequestBody: group, client id, and this broker's queues."""
+def _lock_body(req, what: str, app) -> tuple[str, str, dict[tuple[str, int], dict]]:
+    """A LockBatchRequestBody / UnlockBatchRequestBody: group, client id, and this broker's queues:
+    (topic, cluster queue id) -> the MessageQueue as the client named it (its brokerName: this broker
+    with a broker-local id, or a static topic's mock broker with the cluster's id; remoting_queues)."""
     body = _json_body(req, what)
     group, client_id = _text(body, "consumerGroup", what, True), _text(body, "clientId", what, True)
-    mqs = []
+    mqs = {}
     for mq in _objects(body.get("mqSet"), f"{what} mqSet"):
         topic, qid = _text(mq, "topic", what, True), mq.get("queueId")
         if type(qid) is not int or not 0 <= qid <= INT_MAX:
             raise RequestError(ResponseCode.SYSTEM_ERROR, f"bad {what}: queueId {qid!r} is illegal")
-        if mq.get("brokerName", broker) == broker:
-            mqs.append((topic, qid))
+        broker = mq.get("brokerName", remoting_queues.own_broker_name(app))
+        cluster_qid = remoting_queues.lock_queue_id(app, topic, broker, qid)
+        if cluster_qid is not None:
+            mqs[(topic, cluster_qid)] = {"brokerName": broker, "queueId": qid, "topic": topic}
     return group, client_id, mqs
 
 
 @handles(RC.LOCK_BATCH_MQ)
 def lock_batch(channel, req):
-    broker = channel.app.ownership.broker_name or BROKER_NAME  # broker-<node id> in a cluster
-    group, client_id, mqs = _lock_body(req, "lock", broker)
-    granted = registry(channel.app).lock(group, client_id, mqs)
-    mqs = [{"brokerName": broker, "queueId": q, "topic": t} for t, q in granted]
-    return req.response(body=dumps({"lockOKMQSet": mqs}))
+    group, client_id, mqs = _lock_body(req, "lock", channel.app)
+    granted = registry(channel.app).lock(group, client_id, list(mqs))
+    return req.response(body=dumps({"lockOKMQSet": [mqs[key] for key in granted]}))
 
 
 @handles(RC.UNLOCK_BATCH_MQ)
 def unlock_batch(channel, req):
-    group, client_id, mqs = _lock_body(req, "unlock", channel.app.ownership.broker_name or BROKER_NAME)
-    registry(channel.app).unlock(group, client_id, mqs)
+    group, client_id, mqs = _lock_body(req, "unlock", channel.app)
+    registry(channel.app).unlock(group, client_id, list(mqs))
     return req.response()

@@ -7,6 +7,7 @@ tests/compat; here the point is the spreading over brokers.)"""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 import time
@@ -18,8 +19,9 @@ from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic as KpNewTopic
 
 from clusters import NODES, require_etcd, start_cluster, wait_for
-from codec.remoting.message import properties_to_string
-from raw_kafka import KafkaRaw, batch, remoting_call
+from codec.remoting.message import parse_msg_id, properties_to_string
+from codec.remoting import RemotingCommand
+from raw_kafka import KafkaRaw, batch, remoting_call, send_command
 from gateway_process import free_port
 
 
@@ -275,6 +277,74 @@ def test_admin_reassign_moves_a_partition_and_fences_the_old_leader(three):
         finally:
             raw.close()
     assert main(["cluster", "reassign", "--etcd", etcd.url, "moving", "0", "--replicas", "7"]) == 1  # not live
+
+
+MOCK, JAVA_5_3_3 = "__syslo__global__", 479  # a static topic's broker name; MQVersion.Version.V5_3_3.ordinal()
+
+
+def test_rocketmq_route_maps_cluster_queue_ids_and_they_survive_a_move(three):
+    """The route maps each cluster queue id to its leader (RIP-21 static topic; shape as RocketMQ 5.5
+    answers for `mqadmin updateStaticTopic`). A RocketMQ 5 Java client then names the cluster's ids:
+    a send lands in that queue, offsets and locks under the mock broker mean it too, and still do at
+    the queue's new leader. Before, ids were ranks among a gateway's queues (issue 26, seed 5102)."""
+    etcd, gws = three
+    from gateway.admin.cli import main
+    admin = AdminClient({"bootstrap.servers": bootstrap(gws)})
+    admin.create_topics([NewTopic("mapped", 6, 1)])["mapped"].result(10)
+    led = wait_for(lambda: (x := led_by(gws, "mapped")) and -1 not in x and sum(map(len, x.values())) == 6 and x)
+    route = remoting_call(gws[1].remoting_port, 105, {"topic": "mapped"})
+    assert {b: (m["bname"], m["scope"], m["totalQueues"], sorted(map(int, m["currIdMap"])))
+            for b, m in route["topicQueueMappingByBroker"].items()} == {
+        f"broker-{n}": (f"broker-{n}", "__global__", 6, ps) for n, ps in led.items()}
+    holder, q = next((n, ps[-1]) for n, ps in led.items() if ps[-1] >= len(ps))  # an id that is no rank there
+    detail = remoting_call(gws[holder].remoting_port, 351, {"topic": "mapped"})["mappingDetail"]  # GET_TOPIC_CONFIG
+    assert detail["hostedQueues"][str(q)][0]["queueId"] == len(led[holder]) - 1  # for tools: its broker-local id
+    send = RemotingCommand(10, {"producerGroup": "pg", "topic": "mapped", "queueId": str(q), "sysFlag": "0",
+                                "bornTimestamp": "0", "flag": "0", "properties": "", "bname": f"broker-{holder}"},
+                           b"to-queue-%d" % q, version=JAVA_5_3_3)
+    assert send_command(gws[holder].remoting_port, send).ext_fields["queueId"] == str(q)
+    raw = KafkaRaw("127.0.0.1", gws[holder].kafka_port)
+    assert [v for _, v in raw.fetched_values("mapped", q)] == [b"to-queue-%d" % q]
+    raw.close()
+    mq = {"topic": "mapped", "brokerName": MOCK, "queueId": q}
+    lock = json.dumps({"consumerGroup": "mg", "clientId": "c1", "mqSet": [mq]}).encode()
+    assert remoting_call(gws[holder].remoting_port, 41, {}, lock) == {"lockOKMQSet": [mq]}  # LOCK_BATCH_MQ
+    fields = {"consumerGroup": "mg", "topic": "mapped", "queueId": str(q), "bname": MOCK}
+    assert remoting_call(gws[holder].remoting_port, 15, {**fields, "commitOffset": "1"}).code == 0
+    other = next(n for n in NODES if n != holder)
+    assert remoting_call(gws[other].remoting_port, 14, fields).code == 16  # not its queue: NO_PERMISSION
+    assert main(["cluster", "reassign", "--etcd", etcd.url, "mapped", str(q), "--replicas", f"{other},{holder}"]) == 0
+    wait_for(lambda: q in led_by(gws, "mapped").get(other, []) and str(q) in remoting_call(
+        gws[other].remoting_port, 105, {"topic": "mapped"})["topicQueueMappingByBroker"][f"broker-{other}"]["currIdMap"],
+        what="the queue's new leader in the route")
+    assert wait_for(lambda: remoting_call(gws[other].remoting_port, 14, fields).ext_fields.get("offset") == "1",
+                    what="the offset at the new leader")
+
+
+def test_a_java_5_end_at_another_gateway_decides_the_half_where_it_is(three):
+    """A RocketMQ 5 Java producer ends a static topic's transaction at its name server, any gateway
+    (gateway.cluster.end_forward): it is passed on to the gateway holding the half, which decides it
+    only if it is the same message. Before, the end was lost and the check-back decided 30 s later."""
+    _, gws = three
+    admin = AdminClient({"bootstrap.servers": bootstrap(gws)})
+    admin.create_topics([NewTopic("txmoved", 1, 1)])["txmoved"].result(10)
+    holder = next(iter(wait_for(lambda: (x := led_by(gws, "txmoved")) and -1 not in x and x)))
+    props = properties_to_string({"TRAN_MSG": "true", "PGROUP": "tpg", "UNIQ_KEY": "uniq-tx-1"})
+    half = send_command(gws[holder].remoting_port, RemotingCommand(10, {
+        "producerGroup": "tpg", "topic": "txmoved", "queueId": "0", "sysFlag": "4", "bornTimestamp": "0",
+        "flag": "0", "properties": props, "bname": f"broker-{holder}"}, b"ended-elsewhere", version=JAVA_5_3_3))
+    assert half.code == 0, half.remark
+    end = {"producerGroup": "tpg", "tranStateTableOffset": half.ext_fields["queueOffset"], "commitOrRollback": "8",
+           "commitLogOffset": str(parse_msg_id(half.ext_fields["msgId"])[2]), "fromTransactionCheck": "false",
+           "msgId": "uniq-tx-1", "transactionId": "uniq-tx-1", "topic": "txmoved"}  # no bname: the name server's
+    elsewhere = gws[next(n for n in NODES if n != holder)].remoting_port
+    assert send_command(elsewhere, RemotingCommand(37, {**end, "msgId": "another"}, version=JAVA_5_3_3)).code == 1
+    assert send_command(elsewhere, RemotingCommand(37, end, version=JAVA_5_3_3)).code == 0  # END_TRANSACTION
+    raw = KafkaRaw("127.0.0.1", gws[holder].kafka_port)
+    try:
+        assert [v for _, v in raw.fetched_values("txmoved", 0)] == [b"ended-elsewhere"]
+    finally:
+        raw.close()
 
 
 def test_grown_and_deleted_topics_follow_on_every_gateway(three):
