@@ -44,7 +44,8 @@ def side(request, tmp_path):
         nodes = kraft_nodes(java_classpath("kafka"), str(tmp_path / "kafka"), 3, {
             "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 1000,
             "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 1,
-            "offsets.topic.replication.factor": 3, "min.insync.replicas": 1})
+            "offsets.topic.replication.factor": 3, "min.insync.replicas": 1,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
         try:
             start_kraft(nodes)
             yield Side(nodes, lambda n: n.kafka_bootstrap, lambda n: n.kill9())
@@ -192,3 +193,19 @@ def _rocketmq_sees_only(side: Side, topic: str, expected: list) -> None:
                 c.ack(m)
         popped += [(m.queue_offset, m.body.decode()) for m in c.receive(max_messages=32, invisible_duration=60)]
     assert sorted(popped) == expected
+
+
+def test_a_transaction_past_its_timeout_is_aborted_by_the_coordinator(side):
+    """The producer goes silent with its transaction open: the coordinator aborts it once past
+    transaction.timeout.ms (a marker: the last stable offset moves on, its records stay hidden)."""
+    topic, _leader = _topic(side)
+    p = Producer({"bootstrap.servers": side.bootstrap, "transactional.id": f"ctl-{uuid.uuid4().hex[:8]}",
+                  "linger.ms": 0, "transaction.timeout.ms": 2000})
+    p.init_transactions(60)
+    _transaction(p, topic, ["t0", "t1"], None)  # open: 0-1, then nothing more from this producer
+    plain = Producer({"bootstrap.servers": side.bootstrap, "acks": "all"})
+    plain.produce(topic, value=b"p0", partition=0)  # 2
+    assert plain.flush(30) == 0
+    wait_for(lambda: _latest(side.bootstrap, topic, IsolationLevel.READ_COMMITTED) == 4, 60,
+             what="the timed-out transaction aborted (its marker at 3)")
+    assert _read(side.bootstrap, topic, "read_committed", 1)[0] == [(2, "p0")]
