@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import time
 
+import trio
+
 from codec.kafka import records
 from gateway.cluster.ownership import is_local_topic
 from interop.inner_batch import NOT_INDEXED, entry_message
@@ -50,20 +52,42 @@ def _leads(app, node, topic: str, qid: int) -> bool:
 
 
 async def write_markers(app, node, pid: int, epoch: int, commit: bool, partitions) -> None:
-    """The end of producer `pid`'s transaction on each of `partitions`, which this gateway must lead
-    (else NotLeader: the coordinator sends it to the current leader): its marker appended where the
-    transaction is open, then every in-sync replica holding the queue up to its end."""
+    """The end of producer `pid`'s transaction of `epoch` on each of `partitions`, which this gateway must
+    lead (else NotLeader: the coordinator sends it to the current leader): its marker appended where
+    that transaction is open, then every in-sync replica holding the queue up to its end."""
     for topic, qid in sorted({tuple(tp) for tp in partitions}):
         cfg = app.store.topics.get(topic)
         if cfg is None or not 0 <= qid < max(cfg.read_queues, cfg.write_queues):
             continue  # deleted meanwhile: its records went with it
         if not _leads(app, node, topic, qid):
             raise NotLeader(f"{topic}/{qid}: not the leader here")
-        if VISIBLE.is_open(topic, qid, pid):
-            now = int(time.time() * 1000)
-            marker = records.parse_batches(records.control_batch(commit, pid, epoch, now))[0]
-            msg = entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False)
-            [result] = await run_in_turn(app.flow, app.store, app.store.append_many, [msg])
-            VISIBLE.appended(topic, qid, result.queue_offset, msg)  # (a racing retry's second marker ends nothing)
-            await app.durable(result.end_offset)
+        async with _lock(topic, qid):  # one check-and-append at a time: a racing retry appends nothing
+            if _open_in(app.store, topic, qid, pid, epoch):
+                now = int(time.time() * 1000)
+                marker = records.parse_batches(records.control_batch(commit, pid, epoch, now))[0]
+                msg = entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False)
+                [result] = await run_in_turn(app.flow, app.store, app.store.append_many, [msg])
+                VISIBLE.appended(topic, qid, result.queue_offset, msg)
+                await app.durable(result.end_offset)
         await app.replicated(topic, qid, app.store.max_offset(topic, qid))
+
+
+_LOCKS: dict[tuple[str, int], trio.Lock] = {}
+
+
+def _lock(topic: str, qid: int) -> trio.Lock:
+    return _LOCKS.setdefault((topic, qid), trio.Lock())
+
+
+def _open_in(store, topic: str, qid: int, pid: int, epoch: int) -> bool:
+    """Is a transaction of `pid` open on the queue that an end of `epoch` ends? Not one a later epoch
+    opened (a stale end arriving after the producer's next transaction began, as Kafka's leader
+    refuses a marker older than the producer's epoch)."""
+    first = VISIBLE.open.get((topic, qid), {}).get(pid)
+    if first is None:
+        return False
+    entries = store.read(topic, qid, first, 1).entries
+    body = entries[0][1].body if entries else b""
+    if len(body) < records.HEADER_SIZE:
+        return True
+    return records.PRODUCER_FIELDS.unpack_from(body, records.PRODUCER_ID_AT)[1] <= epoch
