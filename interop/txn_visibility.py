@@ -170,7 +170,7 @@ def _control_commit(body) -> bool | None:
         [batch] = records.parse_batches(bytes(body))
         [record] = records.decode_records(batch.records_bytes(), batch.record_count)
         version, kind = _CONTROL_KEY.unpack_from(record.key or b"")
-    except (ValueError, struct.error, DecodeError):
+    except (ValueError, IndexError, struct.error, DecodeError):  # not a well-formed control record
         return None
     return {0: False, 1: True}.get(kind) if version == 0 else None
 
