@@ -70,7 +70,7 @@ def _faults(system, faults: list[str], stop: threading.Event, log: list) -> None
 
 
 def run(target: str, clients: str, faults: list[str], work: str, victim: str = "coordinator",
-        layout: str = "halves") -> dict:
+        layout: str = "kafka") -> dict:
     classes = compile_workload(clients, os.path.join(work, "classes"))
     if target == "cluster":
         system = TxnCluster(os.path.join(work, "cluster"), TOPIC, PARTITIONS, victim, layout)
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
     p.add_argument("--faults", default="pause,kill9,fence", help="comma-separated: pause, kill9, fence; or none")
     p.add_argument("--victim", choices=["coordinator", "leader"], default="coordinator",
                    help="--target cluster: the faults hit wl-0's coordinator, or the gateway leading every partition")
-    p.add_argument("--cluster-txn-layout", choices=["halves", "kafka"], default="halves",
+    p.add_argument("--cluster-txn-layout", choices=["halves", "kafka"], default="kafka",
                    help="--target cluster: the gateways' --cluster-txn-layout (docs/cluster-txn-layout.md)")
     p.add_argument("--json", help="append the result as one JSON line to this file")
     p.add_argument("--matrix", action="store_true", help="run gateway and kafka with both clients")
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="txn-check-") as work:
         result = run(ns.target, ns.clients, faults, work, ns.victim, ns.cluster_txn_layout)
     name = _name(ns.target, ns.clients, ns.faults) + (", faults at a partition leader" if ns.victim == "leader" else "")
-    name += ", Kafka's layout" if ns.target == "cluster" and ns.cluster_txn_layout == "kafka" else ""
+    name += ", halves layout" if ns.target == "cluster" and ns.cluster_txn_layout == "halves" else ""
     print(txn_anomalies.HEADER)
     print(txn_anomalies.summary_row(name, result))
     print(f"  faults injected: {', '.join(result['faults']) or 'none'}")

@@ -31,7 +31,7 @@ class TxnCluster:
     name = "cluster"
 
     def __init__(self, workdir: str, topic: str, partitions: int, victim: str = "coordinator",
-                 layout: str = "halves") -> None:
+                 layout: str = "kafka") -> None:
         self.workdir, self.topic, self.partitions, self.layout = workdir, topic, partitions, layout
         self.cluster = None
         coordinator = coordinator_of(WATCHED_ID, list(NODES))
