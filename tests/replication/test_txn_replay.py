@@ -56,3 +56,21 @@ def test_a_restart_replays_the_log_to_the_state_its_appends_derived(tmp_path):
     finally:
         s.close()
         VISIBLE.reset()
+
+
+def test_an_end_of_an_older_epoch_ends_not_the_producers_next_transaction(tmp_path):
+    """A stale end (of the transaction before, transactions v2 bumped the epoch since) reaching the
+    leader after the producer's next transaction began appends no marker there (`txn_layout._open_in`)."""
+    from gateway.cluster.txn_layout import _open_in
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        b = records.parse_batches(records.build_batch([(0, b"k", b"v", [])], producer_id=7, producer_epoch=3,
+                                                      base_sequence=0, transactional=True))[0]
+        m = entry_message("t", 0, b, index_info(b), {}, 1000, False)
+        VISIBLE.appended("t", 0, s.append(m).queue_offset, m)
+        assert not _open_in(s, "t", 0, 7, 2)  # the end of epoch 2's transaction: not this one
+        assert _open_in(s, "t", 0, 7, 3) and not _open_in(s, "t", 0, 8, 3)
+    finally:
+        s.close()
+        VISIBLE.reset()
