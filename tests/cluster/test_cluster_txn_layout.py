@@ -23,8 +23,8 @@ SIDES = ["gateway", "kafka"] if REFERENCE else ["gateway"]
 
 
 class Side:
-    def __init__(self, nodes: dict, bootstrap_of, kill) -> None:
-        self.nodes, self.bootstrap_of, self.kill = nodes, bootstrap_of, kill
+    def __init__(self, nodes: dict, bootstrap_of, kill, start_all) -> None:
+        self.nodes, self.bootstrap_of, self.kill, self.start_all = nodes, bootstrap_of, kill, start_all
         self.alive = set(nodes)
 
     @property
@@ -48,7 +48,7 @@ def side(request, tmp_path):
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
         try:
             start_kraft(nodes)
-            yield Side(nodes, lambda n: n.kafka_bootstrap, lambda n: n.kill9())
+            yield Side(nodes, lambda n: n.kafka_bootstrap, lambda n: n.kill9(), lambda: start_kraft(nodes))
         finally:
             for node in nodes.values():
                 node.stop()
@@ -56,9 +56,26 @@ def side(request, tmp_path):
     require_etcd()
     cluster = start_cluster(tmp_path, NODES, extra_args=["--cluster-txn-layout", "kafka"])
     try:
-        yield Side(cluster.gateways, lambda g: g.kafka_bootstrap, lambda g: g.kill9())
+        yield Side(cluster.gateways, lambda g: g.kafka_bootstrap, lambda g: g.kill9(),
+                   lambda: _start_when_let_go(cluster.gateways.values()))
     finally:
         cluster.stop()
+
+
+def _start_when_let_go(gateways) -> None:
+    """Start `kill -9`ed gateways again once etcd let their node ids go (their 3 s leases expired)."""
+    for g in gateways:
+        wait_for(lambda: _started(g), 30, what="the node id free again")
+
+
+def _started(g) -> bool:
+    try:
+        g.start()
+        return True
+    except RuntimeError as exc:  # "node id N is held by a live gateway": its lease has not expired yet
+        assert "held by a live gateway" in str(exc), exc
+        time.sleep(0.5)
+        return False
 
 
 def _topic(side: Side) -> tuple[str, int]:
@@ -209,3 +226,25 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_coordinator(side):
     wait_for(lambda: _latest(side.bootstrap, topic, IsolationLevel.READ_COMMITTED) == 4, 60,
              what="the timed-out transaction aborted (its marker at 3)")
     assert _read(side.bootstrap, topic, "read_committed", 1)[0] == [(2, "p0")]
+
+
+def test_a_restart_of_every_node_keeps_an_open_transaction_and_its_abort(side):
+    """Every node `kill -9`ed and started again: each replays its log (a gateway: the whole of each
+    replicated queue), so the leader holds the last stable offset at the open transaction until its
+    abort arrives, and the aborted index survives too."""
+    topic, _leader = _topic(side)
+    p = _producer(side)
+    _transaction(p, topic, ["a0"], False)  # 0, abort marker 1
+    _transaction(p, topic, ["t0", "t1"], None)  # open: 2-3
+    plain = Producer({"bootstrap.servers": side.bootstrap, "acks": "all"})
+    plain.produce(topic, value=b"p0", partition=0)  # 4
+    assert plain.flush(30) == 0
+    for n in list(side.alive):
+        side.kill9(n)
+    side.alive = set(side.nodes)
+    side.start_all()
+    assert _latest(side.bootstrap, topic, IsolationLevel.READ_UNCOMMITTED) == 5
+    assert _latest(side.bootstrap, topic, IsolationLevel.READ_COMMITTED) == 2
+    p.abort_transaction(60)  # marker 5
+    got, position = _read(side.bootstrap, topic, "read_committed", 1)
+    assert got == [(4, "p0")] and position == 6
