@@ -36,12 +36,12 @@ class Side:
         self.kill(self.nodes[n])
 
 
-@pytest.fixture(params=SIDES)
-def side(request, tmp_path):
-    if request.param == "kafka":
+def _sides(kind: str, base):
+    """The three nodes of `kind` under `base`, yielded as a Side and stopped after."""
+    if kind == "kafka":
         from bench.brokers import java_classpath
         from clusters import kraft_nodes, start_kraft
-        nodes = kraft_nodes(java_classpath("kafka"), str(tmp_path / "kafka"), 3, {
+        nodes = kraft_nodes(java_classpath("kafka"), str(base / "kafka"), 3, {
             "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 1000,
             "transaction.state.log.replication.factor": 3, "transaction.state.log.min.isr": 1,
             "offsets.topic.replication.factor": 3, "min.insync.replicas": 1,
@@ -54,12 +54,24 @@ def side(request, tmp_path):
                 node.stop()
         return
     require_etcd()
-    cluster = start_cluster(tmp_path, NODES, extra_args=["--cluster-txn-layout", "kafka"])
+    cluster = start_cluster(base, NODES, extra_args=["--cluster-txn-layout", "kafka"])
     try:
         yield Side(cluster.gateways, lambda g: g.kafka_bootstrap, lambda g: g.kill9(),
                    lambda: _start_when_let_go(cluster.gateways.values()))
     finally:
         cluster.stop()
+
+
+@pytest.fixture(params=SIDES)
+def side(request, tmp_path):
+    """Three nodes of their own (a test that kills them)."""
+    yield from _sides(request.param, tmp_path)
+
+
+@pytest.fixture(scope="module", params=SIDES)
+def shared(request, tmp_path_factory):
+    """Three nodes the tests that kill none share (one start less)."""
+    yield from _sides(request.param, tmp_path_factory.mktemp("shared"))
 
 
 def _start_when_let_go(gateways) -> None:
@@ -145,7 +157,8 @@ def _latest(bootstrap: str, topic: str, isolation) -> int:
     return wait_for(answer, 60, what="a ListOffsets answer")[0]
 
 
-def test_markers_take_offsets_through_a_cluster(side):
+def test_markers_take_offsets_through_a_cluster(shared):
+    side = shared
     topic, _leader = _topic(side)
     p = _producer(side)
     _transaction(p, topic, ["c0", "c1", "c2"], True)  # 0-2, commit marker 3
@@ -212,9 +225,10 @@ def _rocketmq_sees_only(side: Side, topic: str, expected: list) -> None:
     assert sorted(popped) == expected
 
 
-def test_a_transaction_past_its_timeout_is_aborted_by_the_coordinator(side):
+def test_a_transaction_past_its_timeout_is_aborted_by_the_coordinator(shared):
     """The producer goes silent with its transaction open: the coordinator aborts it once past
     transaction.timeout.ms (a marker: the last stable offset moves on, its records stay hidden)."""
+    side = shared
     topic, _leader = _topic(side)
     p = Producer({"bootstrap.servers": side.bootstrap, "transactional.id": f"ctl-{uuid.uuid4().hex[:8]}",
                   "linger.ms": 0, "transaction.timeout.ms": 2000})
