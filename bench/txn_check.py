@@ -69,10 +69,11 @@ def _faults(system, faults: list[str], stop: threading.Event, log: list) -> None
             log.append("kill -9 + restart")
 
 
-def run(target: str, clients: str, faults: list[str], work: str, victim: str = "coordinator") -> dict:
+def run(target: str, clients: str, faults: list[str], work: str, victim: str = "coordinator",
+        layout: str = "kafka") -> dict:
     classes = compile_workload(clients, os.path.join(work, "classes"))
     if target == "cluster":
-        system = TxnCluster(os.path.join(work, "cluster"), TOPIC, PARTITIONS, victim)
+        system = TxnCluster(os.path.join(work, "cluster"), TOPIC, PARTITIONS, victim, layout)
     else:
         system = KafkaBroker(os.path.join(work, "kafka")) if target == "kafka" else Gateway(os.path.join(work, "gw"))
     system.start()
@@ -227,6 +228,8 @@ def main(argv=None) -> int:
     p.add_argument("--faults", default="pause,kill9,fence", help="comma-separated: pause, kill9, fence; or none")
     p.add_argument("--victim", choices=["coordinator", "leader"], default="coordinator",
                    help="--target cluster: the faults hit wl-0's coordinator, or the gateway leading every partition")
+    p.add_argument("--cluster-txn-layout", choices=["halves", "kafka"], default="kafka",
+                   help="--target cluster: the gateways' --cluster-txn-layout (docs/cluster-txn-layout.md)")
     p.add_argument("--json", help="append the result as one JSON line to this file")
     p.add_argument("--matrix", action="store_true", help="run gateway and kafka with both clients")
     p.add_argument("--cluster-matrix", action="store_true", help="run the 3-gateway cluster with both clients")
@@ -243,8 +246,9 @@ def main(argv=None) -> int:
             (write_report if ns.matrix else write_cluster_report)(ns.report, rows)
         return 1 if any(r[c] for _n, r in rows for c in txn_anomalies.CLASSES) else 0
     with tempfile.TemporaryDirectory(prefix="txn-check-") as work:
-        result = run(ns.target, ns.clients, faults, work, ns.victim)
+        result = run(ns.target, ns.clients, faults, work, ns.victim, ns.cluster_txn_layout)
     name = _name(ns.target, ns.clients, ns.faults) + (", faults at a partition leader" if ns.victim == "leader" else "")
+    name += ", halves layout" if ns.target == "cluster" and ns.cluster_txn_layout == "halves" else ""
     print(txn_anomalies.HEADER)
     print(txn_anomalies.summary_row(name, result))
     print(f"  faults injected: {', '.join(result['faults']) or 'none'}")

@@ -30,8 +30,9 @@ WATCHED_ID = "wl-0"
 class TxnCluster:
     name = "cluster"
 
-    def __init__(self, workdir: str, topic: str, partitions: int, victim: str = "coordinator") -> None:
-        self.workdir, self.topic, self.partitions = workdir, topic, partitions
+    def __init__(self, workdir: str, topic: str, partitions: int, victim: str = "coordinator",
+                 layout: str = "kafka") -> None:
+        self.workdir, self.topic, self.partitions, self.layout = workdir, topic, partitions, layout
         self.cluster = None
         coordinator = coordinator_of(WATCHED_ID, list(NODES))
         # "leader": the faults hit a gateway leading every partition instead (not wl-0's coordinator)
@@ -47,7 +48,8 @@ class TxnCluster:
             time.sleep(LEASE_TTL + 2)
             self.cluster.gateways[self.victim].start()
             return self
-        self.cluster = start_cluster(self.workdir, NODES, lease_ttl=LEASE_TTL)
+        self.cluster = start_cluster(self.workdir, NODES, lease_ttl=LEASE_TTL,
+                                     extra_args=["--cluster-txn-layout", self.layout])
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_topics([NewTopic(self.topic, self.partitions, 2)])[self.topic].result(30)
         others = [n for n in NODES if n != self.victim]

@@ -96,6 +96,7 @@ class GatewayConfig:
     node_id: int = 0
     default_replication_factor: int = 1  # of RocketMQ-created and auto-created topics
     cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
+    cluster_txn_layout: str = "kafka"  # Kafka transactions in a cluster: Kafka's layout; "halves": the earlier one
     shard_metrics: tuple[str, ...] = ()  # shard 0 of --shards: the other shards' HTTP host:port, in order
     # Tiered storage (docs/tiered-storage.md): the S3-compatible object store; None: no tier.
     tier_url: str | None = None  # s3://BUCKET/PREFIX
@@ -350,6 +351,9 @@ def build_parser() -> _Parser:
                    help="replicas of an auto-created topic in a cluster")
     p.add_argument("--cluster-lease-ttl", type=_int_between(2, 3600, "lease TTL (2-3600 s)"),
                    default=d.cluster_lease_ttl, help=argparse.SUPPRESS)
+    p.add_argument("--cluster-txn-layout", choices=("halves", "kafka"), default=d.cluster_txn_layout,
+                   help="a cluster's Kafka transactions: Kafka's layout (default: records at produce time, "
+                   "markers, last stable offset; docs/cluster-txn-layout.md) or the earlier halves until the end")
     p.add_argument("--shard-metrics", type=lambda text: tuple(a for a in text.split(",") if a),
                    default=d.shard_metrics, help=argparse.SUPPRESS)  # set by gateway.shards for shard 0
     p.add_argument("--tier-url", type=_tier_url, default=None, metavar="s3://BUCKET/PREFIX",

@@ -14,13 +14,17 @@ One gateway process holds one store, so the table is this module's `VISIBLE` (fi
 from __future__ import annotations
 
 import bisect
+import collections
 import struct
 
 from codec.kafka import records
+from codec.kafka.schema import DecodeError
 from codec.remoting.message import INNER_BATCH_FLAG
 
 _ATTRS = struct.Struct(">h")
 _PID = struct.Struct(">q")
+_CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version, type (0 abort, 1 commit)
+RECENT_ENDS = 4096  # per queue: ends kept so a truncation across a commit marker reopens its transaction
 
 
 class TxnVisibility:
@@ -31,6 +35,8 @@ class TxnVisibility:
         self.open: dict[tuple[str, int], dict[int, int]] = {}  # queue -> {producer id: first offset}
         # queue -> producer id -> ([marker offsets], [first offsets]), in marker order
         self.aborted: dict[tuple[str, int], dict[int, tuple[list, list]]] = {}
+        # queue -> the latest ends derived from the log, (marker, producer id, first offset), oldest first
+        self.recent: dict[tuple[str, int], collections.deque] = {}
 
     # ---- changes (semantics.txn_layout) ----
     def opened(self, topic: str, qid: int, producer_id: int, first: int) -> None:
@@ -70,8 +76,56 @@ class TxnVisibility:
             self.aborted.pop((topic, qid), None)
         return dropped
 
-    def forget_topic(self, topic: str) -> None:
+    # ---- derived from the log (a cluster's replicas: docs/cluster-txn-layout.md) ----
+    def appended(self, topic: str, qid: int, offset: int, m) -> None:
+        """Stored entry `m` was appended to the queue at `offset`: a transactional data batch opens its
+        producer's transaction there (if none is open), a marker ends it. From the batch header only."""
+        if not m.sys_flag & INNER_BATCH_FLAG or len(m.body) < records.HEADER_SIZE:
+            return
+        attrs = _ATTRS.unpack_from(m.body, records.ATTRS_AT)[0]
+        if not attrs & records.TRANSACTIONAL:
+            return
+        pid = _PID.unpack_from(m.body, records.PRODUCER_ID_AT)[0]
+        if not attrs & records.CONTROL:
+            self.opened(topic, qid, pid, offset)
+            return
+        commit = _control_commit(m.body)
+        if commit is None:
+            return
+        first = self.ended(topic, qid, pid, offset, commit)
+        if first is not None:
+            ends = self.recent.setdefault((topic, qid), collections.deque(maxlen=RECENT_ENDS))
+            ends.append((offset, pid, first))
+
+    def truncate(self, topic: str, qid: int, offset: int) -> None:
+        """The queue was cut back to end at `offset` (a follower's diverged suffix): what was derived
+        from the cut entries is undone; a transaction whose marker was cut is open again."""
+        key = (topic, qid)
+        opened = self.open.get(key, {})
+        for pid in [p for p, first in opened.items() if first >= offset]:
+            del opened[pid]
+        for pid, (lasts, firsts) in list(self.aborted.get(key, {}).items()):
+            at = bisect.bisect_left(lasts, offset)
+            del lasts[at:], firsts[at:]
+            if not lasts:
+                del self.aborted[key][pid]
+        ends = self.recent.get(key, collections.deque())
+        while ends and ends[-1][0] >= offset:
+            _marker, pid, first = ends.pop()
+            if first < offset:
+                opened[pid] = first
         for table in (self.open, self.aborted):
+            if not table.get(key, True):
+                del table[key]
+        if opened and key not in self.open:
+            self.open[key] = opened
+
+    def forget_queue(self, topic: str, qid: int) -> None:
+        for table in (self.open, self.aborted, self.recent):
+            table.pop((topic, qid), None)
+
+    def forget_topic(self, topic: str) -> None:
+        for table in (self.open, self.aborted, self.recent):
             for key in [k for k in table if k[0] == topic]:
                 del table[key]
 
@@ -108,6 +162,17 @@ class TxnVisibility:
         pid = _PID.unpack_from(m.body, records.PRODUCER_ID_AT)[0]
         return (m.queue_offset >= self.stable_end(m.topic, m.queue_id, m.queue_offset + 1)
                 or self.is_aborted(m.topic, m.queue_id, pid, m.queue_offset))
+
+
+def _control_commit(body) -> bool | None:
+    """True for a commit marker, False for an abort, None for a control batch that is neither."""
+    try:
+        [batch] = records.parse_batches(bytes(body))
+        [record] = records.decode_records(batch.records_bytes(), batch.record_count)
+        version, kind = _CONTROL_KEY.unpack_from(record.key or b"")
+    except (ValueError, IndexError, struct.error, DecodeError):  # not a well-formed control record
+        return None
+    return {0: False, 1: True}.get(kind) if version == 0 else None
 
 
 VISIBLE = TxnVisibility()

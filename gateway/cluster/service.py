@@ -20,6 +20,7 @@ from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
+from gateway.cluster import txn_layout
 from gateway.cluster.txns import ClusterTxns
 from semantics.replication.pop_journal import journal_topic
 from store.config import legacy_topic_id, parse_topic_id
@@ -97,6 +98,8 @@ class ClusterService:
         if getattr(self.app, "kafka", None) is not None:  # Kafka transactions over etcd (gateway.cluster.txns)
             self.app.kafka.cluster_txns = ClusterTxns(self.app, node)
             self.app.transactions.checkers["kafka"] = self.app.kafka.cluster_txns.check
+            if txn_layout.enabled(self.app):  # every replica derives the transaction state from its log
+                txn_layout.install(self.app)
         try:
             async with trio.open_nursery() as nursery:
                 node.nursery = nursery

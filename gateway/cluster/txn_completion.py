@@ -15,6 +15,8 @@ after answering)."""
 from __future__ import annotations
 
 import logging
+import math
+import time
 
 import trio
 
@@ -25,6 +27,7 @@ log = logging.getLogger("rocketgate.cluster")
 
 FOREIGN_WAIT_S = 3.0  # a Prepare another gateway completes, waited for this long before completing it here
 RETRY_S = 0.5  # between tries of a completion that failed (a leader down, etcd unreachable)
+OVERDUE_SWEEP_S = 1.0  # Kafka's layout: how often the coordinator looks for transactions past their timeout
 SWEEP_DELAY_S = 0.5  # after a change of the live members, before looking for Prepare states
 
 
@@ -61,6 +64,7 @@ class Completions:
         self.txns, self.app = txns, app
         self.running: dict[str, _Completion] = {}  # transactional id -> its completion running here
         self._sweep_wanted = trio.Event()
+        self._aborting: set[str] = set()  # ids whose overdue transaction is being aborted here
 
     def _background(self) -> trio.Nursery | None:
         """The cluster service's nursery (None before it runs, and for a node without one: in-process
@@ -188,8 +192,10 @@ class Completions:
         start too: ends a `kill -9` left undelivered."""
         self.txns.node.view.on_members(lambda _members: self._sweep_wanted.set())
         self._sweep_wanted.set()
+        every = OVERDUE_SWEEP_S if getattr(self.txns, "layout", False) else math.inf
         while True:
-            await self._sweep_wanted.wait()
+            with trio.move_on_after(every):
+                await self._sweep_wanted.wait()
             await trio.sleep(SWEEP_DELAY_S)
             self._sweep_wanted = trio.Event()
             try:
@@ -201,3 +207,26 @@ class Completions:
                 if is_prepare(state) and txn_id not in self.running and self.coordinated_here(txn_id):
                     log.info("cluster: completing the decided end of %s (%s)", txn_id, state["state"])
                     self.start(txn_id, Seen(state, 0, True))  # (revision 0: read before the Complete)
+                elif every < math.inf and _overdue(state) and txn_id not in self._aborting \
+                        and self.coordinated_here(txn_id):
+                    self._aborting.add(txn_id)
+                    self._background().start_soon(self._abort_overdue, txn_id)
+
+    async def _abort_overdue(self, txn_id: str) -> None:
+        """Kafka's layout in a cluster: a transaction Ongoing past its timeout holds its partitions'
+        last stable offset, and no half comes up for check-back, so the coordinator aborts it (its
+        producer fenced), as Kafka's coordinator does (docs/cluster-txn-layout.md)."""
+        try:
+            seen = await self.txns.etcd_states.read(txn_id)
+            if _overdue(seen.state):
+                log.info("cluster: aborting %s, past its transaction timeout", txn_id)
+                await self.txns.abort(txn_id, fence=True, seen=seen)
+        except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+            log.info("cluster: aborting the overdue %s failed (%s)", txn_id, exc)
+        finally:
+            self._aborting.discard(txn_id)
+
+
+def _overdue(state: dict | None) -> bool:
+    return state is not None and state["state"] == "Ongoing" and \
+        time.time() * 1000 - (state.get("started") or 0) > state["timeout"]

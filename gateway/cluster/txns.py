@@ -5,12 +5,11 @@ A transactional id's coordinator state lives in etcd (`txns/<id>`, `cluster.mode
 compare-and-swap on the key's revision, and a request is answered only once etcd has its change, so whichever
 gateway coordinates the id next (the coordinator that was `kill -9`ed, a coordinator move) finds every
 partition added, every TxnOffsetCommit offset and every decided end. A partition leader checks a transactional
-batch against that state itself (adding the partition for transactions v2, verifying it for v1, as Kafka's
-leader asks its coordinator) and keeps the batch as a half in its own half topic; an end is written to etcd
-first (PrepareCommit / PrepareAbort, with the offsets and the partitions), then each partition's leader gets
-the outcome (CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table (etcd), then the state
-is CompleteCommit / CompleteAbort. EndTxn is answered once the Prepare is in etcd (and a commit's offsets in
-the offset table); the rest runs in the background (txn_completion), and a later request waits for it.
+batch against that state itself (v2 adds the partition, v1 verifies it) and keeps it as a half in its own half
+topic (or, `txn_layout`, in the partition); an end goes to etcd first (PrepareCommit / PrepareAbort), then
+each partition's leader gets it (CLUSTER_TXN_MARKERS, or locally), then the offsets go to the offset table,
+then CompleteCommit / CompleteAbort. EndTxn is answered once the Prepare is in etcd (and a commit's offsets
+in the offset table); the rest runs in the background (txn_completion), and a later request waits for it.
 """
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ import trio
 
 from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
+from gateway.cluster import txn_layout
 from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport, deliver_round, send_markers
@@ -58,8 +58,7 @@ class Verified:
 
 
 class ClusterTxns:
-    """The coordinator side (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit,
-    EndTxn over etcd) and the partition-leader side (verified producers, their halves, markers)."""
+    """The coordinator side (the transaction requests over etcd) and the partition-leader side."""
 
     def __init__(self, app, node) -> None:
         self.app = app
@@ -73,6 +72,7 @@ class ClusterTxns:
         self._markers_seen: dict[int, int] = {}  # producer id -> ends received (a check racing one is redone)
         self.unconfirmed = UnconfirmedCommits(app, node)  # commits appended here, not yet known replicated
         self.completions = Completions(self, app)  # decided ends completed after EndTxn's answer
+        self.layout = txn_layout.enabled(app)  # Kafka's layout: records in the partition, markers (txn_layout)
 
     async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False) -> Seen:
         """The state once no end is half done (a Prepare state is completed first) and a transaction
@@ -130,6 +130,8 @@ class ClusterTxns:
     def _moved(self, state: dict) -> list:
         """Partitions whose leader changed since they joined (their halves were the old leader's)."""
         epochs, in_bucket = state.get("epochs") or {}, self.app.kafka.diskless_txns.in_bucket  # (no halves there)
+        if self.layout:  # the records are replicated with the partition: a new leader commits them too
+            return []
         return [tp for tp in state["partitions"] if not in_bucket(tp) and epochs.get(_key(tp)) != self._leader_at(tp)]
 
     async def states(self, txn_ids=None) -> dict[str, dict]:
@@ -299,12 +301,11 @@ class ClusterTxns:
 
     def _end_targets(self, tp, holders: dict, commit: bool) -> set[int]:
         """Where an end of `tp` goes (-1: deleted, nothing to end): the holder of its halves; an abort also
-        to its leader now, which took the producer's batches after the partition moved there: left
-        undecided, the next commit of the same epoch there (transactions v1) would commit them. (A commit
-        after a move is an abort: `_moved`.)"""
+        to its leader now, which took the producer's batches after the partition moved there (left
+        undecided, a later v1 commit of the same epoch there would commit them; a commit after a move is an abort)."""
         held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
-        if leader < 0:
-            return {-1}
+        if leader < 0 or self.layout:  # Kafka's layout: the current leader appends the marker
+            return {leader}
         return {held[0] if held[0] >= 0 else leader} | (set() if commit else {leader})
 
     async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
@@ -389,6 +390,8 @@ class ClusterTxns:
         if ends:
             await self.app.durable(max(r.end_offset for r in ends))
         await self.unconfirmed.confirm(wanted)  # (a queue led elsewhere got its records forwarded)
+        if self.layout:
+            await txn_layout.write_markers(self.app, self.node, pid, epoch, commit, wanted)
 
     def _recover(self, txn_id: str, pid: int) -> None:
         """Once per (transactional id, producer) in this process: its undecided halves from the half

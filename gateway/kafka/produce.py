@@ -119,10 +119,11 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
                 return _partition_error(index, code), end
             extra = {routing.PROPERTY_TRANSACTION: "true", routing.PROPERTY_PRODUCER_GROUP: txn.txn_id,
                      transactions.PROPERTY_IMMUNITY: str(-(-txn.timeout_ms // 1000))}
-        layout = txn is not None and st.cluster_txns is None and not entry.routing  # Kafka's layout
+        # Kafka's layout (one gateway; a cluster with --cluster-txn-layout kafka: gateway.cluster.txn_layout)
+        layout = txn is not None and not entry.routing and (st.cluster_txns is None or st.cluster_txns.layout)
         try:
             if layout:
-                msgs = _in_partition(app, topic, index, b, entry, txn, now, append_time)
+                msgs = _in_partition(app, topic, index, b, entry, txn, now, append_time, st.cluster_txns is None)
             else:
                 msgs = _batch_messages(app, topic, index, b, entry, pieces, extra, now, append_time)
             results = await append(msgs)
@@ -148,12 +149,13 @@ async def produce_partition(app, st: KafkaState, topic: str, cfg, index: int, da
 
 
 def _in_partition(app, topic: str, index: int, b: records.Batch, entry: EntryIndex, txn, now: int,
-                  append_time: bool) -> list:
+                  append_time: bool, with_half: bool) -> list:
     """Kafka's transaction layout: the batch in its partition now, at the offsets the client computes;
-    the first batch of the transaction there also writes its half record (`semantics.txn_layout`),
-    first, naming the offset the batch gets (the partition's end: nothing appends between, a turn)."""
+    on one gateway (`with_half`) the first batch of the transaction there also writes its half record
+    (`semantics.txn_layout`), first, naming the offset the batch gets (the partition's end: nothing
+    appends between, a turn). A cluster's coordinator times the transaction out instead."""
     msgs = [entry_message(topic, index, b, entry, {}, now, append_time)]
-    if not VISIBLE.is_open(topic, index, b.producer_id):
+    if with_half and not VISIBLE.is_open(topic, index, b.producer_id):
         first = app.store.max_offset(topic, index)
         msgs.insert(0, half_record(topic, index, b.producer_id, b.producer_epoch, first, txn.txn_id, txn.timeout_ms))
     return msgs

@@ -96,6 +96,8 @@ class Follower:
             log.warning("%s/%d: truncating the diverged suffix [%d, %d)", topic, queue_id, offset,
                         store.max_offset(topic, queue_id))
             store.truncate_queue(topic, queue_id, offset)
+            if self.manager.derive is not None:
+                self.manager.derive.truncate(topic, queue_id, offset)
         self.manager.epochs.truncate_from_end(topic, queue_id, offset)
 
     async def _fetch_once(self, topic: str, queue_id: int, r, generation: int) -> None:
@@ -110,6 +112,8 @@ class Follower:
                 log.warning("%s/%d: the leader's log starts at %d, past our end %d: starting there", topic,
                             queue_id, answer.log_start, offset)
                 start_queue_at(store, topic, queue_id, answer.log_start)
+                if m.derive is not None:
+                    m.derive.forget_queue(topic, queue_id)
             else:
                 self._truncate(topic, queue_id, answer.log_end)
             return
@@ -120,6 +124,9 @@ class Follower:
             return
         if answer.entries:
             store.append_replicated(topic, queue_id, offset, answer.entries)
+            if m.derive is not None:  # from each entry's header, as the leader derived it (same offsets)
+                for e in answer.entries:
+                    m.derive.appended(topic, queue_id, e.queue_offset, e)
         end = store.max_offset(topic, queue_id)
         m.epochs.replace(topic, queue_id, [tuple(p) for p in answer.epochs], end)
         hw = min(answer.high_watermark, end)

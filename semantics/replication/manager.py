@@ -62,6 +62,9 @@ class ReplicaManager:
         self.node_fenced = lambda: False  # the cluster layer's: this node's lease may have expired
         self.roles: dict[tuple[str, int], QueueRole] = {}
         self.follower = None  # semantics.replication.follower.Follower, set by the App
+        # what derives state from a queue's entries (appended / truncate / forget_queue: Kafka's transaction
+        # layout in a cluster, docs/cluster-txn-layout.md); None: nothing does
+        self.derive = None
 
     # ------------------------------------------------------------------ role changes (the cluster layer)
 

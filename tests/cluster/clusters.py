@@ -75,6 +75,7 @@ class KraftNode(GatewayProcess):
         self.node_id, self.kafka_port, self.cmd, self.data_dir = node_id, kafka_port, cmd, workdir
         self.log_path = os.path.join(workdir, "out.log")
         self.proc: subprocess.Popen | None = None
+        self.signalled: subprocess.Popen | None = None  # (GatewayProcess.terminate's)
 
     def launch(self) -> "KraftNode":
         """Run it without waiting: a KRaft node opens its listener only once a quorum of voters is up."""

@@ -1,0 +1,93 @@
+"""Kafka's transaction layout in a cluster (`--cluster-txn-layout kafka`; docs/cluster-txn-layout.md).
+
+A transactional batch goes into its partition at produce time, as on one gateway, and is replicated
+with it. Every replica derives the queue's open transactions and aborted index from the entries
+appended to it (`interop.txn_visibility.VISIBLE.appended`: the leader from its produce path and its
+marker writes, a follower from each fetched entry; a truncation undoes what it cut), so a promoted
+follower already knows them. The end's marker is appended by the partition's *current* leader and
+acknowledged once its in-sync replicas hold it (Kafka's WriteTxnMarkers, acks=all); a marker for a
+producer with no open transaction there (a retried end) appends nothing.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import trio
+
+from codec.kafka import records
+from gateway.cluster.ownership import is_local_topic
+from interop.inner_batch import NOT_INDEXED, entry_message
+from interop.txn_visibility import VISIBLE
+from semantics.flow_control import run_in_turn
+from semantics.replication.contract import NotLeader
+
+log = logging.getLogger("rocketgate.cluster")
+
+
+def enabled(app) -> bool:
+    return getattr(app.config, "cluster_txn_layout", "halves") == "kafka"
+
+
+def install(app) -> None:
+    """Every replica derives the state from what it appends; at start, from each queue's log."""
+    app.replication.derive = VISIBLE
+    queues = replay(app.store)
+    log.info("cluster: Kafka transaction state replayed from %d queues' logs", queues)
+
+
+def replay(store) -> int:
+    """Derive every replicated queue's transaction state from its whole log (a restart; no snapshot
+    yet: each queue from its start). How many queues were read."""
+    keys = sorted(k for k in list(store.consume_queues.queues) if not is_local_topic(k[0]))
+    for topic, qid in keys:
+        VISIBLE.forget_queue(topic, qid)
+        for offset, m in store.iterate(topic, qid):
+            VISIBLE.appended(topic, qid, offset, m)
+    return len(keys)
+
+
+def _leads(app, node, topic: str, qid: int) -> bool:
+    return node.owns(topic, qid) and not app.replication.write_refusal(topic, qid)
+
+
+async def write_markers(app, node, pid: int, epoch: int, commit: bool, partitions) -> None:
+    """The end of producer `pid`'s transaction of `epoch` on each of `partitions`, which this gateway must
+    lead (else NotLeader: the coordinator sends it to the current leader): its marker appended where
+    that transaction is open, then every in-sync replica holding the queue up to its end."""
+    for topic, qid in sorted({tuple(tp) for tp in partitions}):
+        cfg = app.store.topics.get(topic)
+        if cfg is None or not 0 <= qid < max(cfg.read_queues, cfg.write_queues):
+            continue  # deleted meanwhile: its records went with it
+        if not _leads(app, node, topic, qid):
+            raise NotLeader(f"{topic}/{qid}: not the leader here")
+        async with _lock(topic, qid):  # one check-and-append at a time: a racing retry appends nothing
+            if _open_in(app.store, topic, qid, pid, epoch):
+                now = int(time.time() * 1000)
+                marker = records.parse_batches(records.control_batch(commit, pid, epoch, now))[0]
+                msg = entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False)
+                [result] = await run_in_turn(app.flow, app.store, app.store.append_many, [msg])
+                VISIBLE.appended(topic, qid, result.queue_offset, msg)
+                await app.durable(result.end_offset)
+        await app.replicated(topic, qid, app.store.max_offset(topic, qid))
+
+
+_LOCKS: dict[tuple[str, int], trio.Lock] = {}
+
+
+def _lock(topic: str, qid: int) -> trio.Lock:
+    return _LOCKS.setdefault((topic, qid), trio.Lock())
+
+
+def _open_in(store, topic: str, qid: int, pid: int, epoch: int) -> bool:
+    """Is a transaction of `pid` open on the queue that an end of `epoch` ends? Not one a later epoch
+    opened (a stale end arriving after the producer's next transaction began, as Kafka's leader
+    refuses a marker older than the producer's epoch)."""
+    first = VISIBLE.open.get((topic, qid), {}).get(pid)
+    if first is None:
+        return False
+    entries = store.read(topic, qid, first, 1).entries
+    body = entries[0][1].body if entries else b""
+    if len(body) < records.HEADER_SIZE:
+        return True
+    return records.PRODUCER_FIELDS.unpack_from(body, records.PRODUCER_ID_AT)[1] <= epoch
