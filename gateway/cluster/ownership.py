@@ -67,11 +67,13 @@ WHOLE_TYPES = ("LITE", "PRIORITY")
 
 
 def led_whole(attributes) -> bool:
-    """Whether a topic's queues all go to one leader, the gateway that creates it: a LITE topic (a
-    lite topic's queue is a hash over all the parent's queues, and its subscriptions pop there) and
-    a PRIORITY topic (a POP reads its queues highest first, one order across them). Spread over
-    gateways, a lite topic sent to one would be popped at another and priorities would be ordered
-    per gateway only; led by one, both behave as on one gateway."""
+    """Whether a topic's queues all go to one leader, the live member with the lowest node id (under
+    `--shards`, shard 0: the bootstrap ports' shard, whose gRPC endpoint also takes the SDKs' lite
+    subscriptions): a LITE topic (a lite topic's queue is a hash over all the parent's queues, and
+    its subscriptions pop there) and a PRIORITY topic (a POP reads its queues highest first, one
+    order across them). Spread over gateways, a lite topic sent to one would be popped at another
+    and priorities would be ordered per gateway only; led by one, both behave as on one gateway.
+    Not the creating gateway: `mqadmin updateTopic -c` creates on every broker at once."""
     return (attributes or {}).get("message.type") in WHOLE_TYPES
 
 
@@ -147,8 +149,9 @@ class ClusterNode:
         queues = max(cfg.read_queues, cfg.write_queues)
         rf = replication_factor or self._requested_rf.pop(name, None) or self.default_replication_factor
         record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}), str(uuid.UUID(bytes=cfg.topic_id)))
-        leader = self.node_id if led_whole(cfg.attributes) else None
-        assignments = model.place(name, queues, members or self.view.live() or [self.node_id], rf, leader)
+        candidates = members or self.view.live() or [self.node_id]
+        leader = min(candidates) if led_whole(cfg.attributes) else None
+        assignments = model.place(name, queues, candidates, rf, leader)
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
             self.view.set_queue(name, q, a)  # this gateway takes its roles now, as the others will

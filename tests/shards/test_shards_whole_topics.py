@@ -1,6 +1,6 @@
 """LITE and PRIORITY topics under `--shards 2` behave as on one process (real processes, raw
 remoting frames as RocketMQ 5.5's proxy sends them): a topic whose semantics span all its queues is
-led whole by the shard it is created through (gateway.cluster.ownership.led_whole), so its route
+led whole by shard 0, the bootstrap ports' (gateway.cluster.ownership.led_whole), so its route
 names one broker with every queue; a POP reads the priorities highest first across all of them, and
 a lite topic's messages sent through that shard are popped there in send order. Spread over both
 shards (as before), half the priority queues and most lite topics' queues were another shard's."""
@@ -54,7 +54,7 @@ def test_priority_topic_popped_highest_first_across_all_its_queues(sharded):
                 break
             got += [m.body.decode() for m in decode_all(resp.body)]
         assert got == ["p3-0", "p3-1", "p2-0", "p2-1", "p1-0", "p1-1", "p0-0", "p0-1"]
-        assert _queue_brokers(p, "prio") == {"broker-1": 4}  # the shard it was created through
+        assert _queue_brokers(p, "prio") == {"broker-1": 4}  # shard 0 (node 1): every queue
     finally:
         p.close()
 
