@@ -48,12 +48,20 @@ def _sent_to_each_broker(gw: Sharded, access_key: str, secret: str) -> bool:
         return False
 
 
-def test_one_set_of_users_and_acls_for_every_shard(secured):
-    admin = Admin(secured.namesrv, access_key="AK-root", secret_key="SK-root").start()
+def _created(gw: Sharded) -> bool:
+    """Whether root created the topic (on every broker: both must know root, and be listening)."""
+    admin = Admin(gw.namesrv, access_key="AK-root", secret_key="SK-root").start()
     try:
         admin.create_topic(TOPIC, 2)  # one queue led by each shard
+        return True
+    except Exception:  # noqa: BLE001 - a shard in Metadata may not listen yet; an unknown key is refused
+        return False
     finally:
         admin.shutdown()
+
+
+def test_one_set_of_users_and_acls_for_every_shard(secured):
+    assert wait_for(lambda: _created(secured), 30, "root's topic on both shards")
     assert wait_for(lambda: _sent_to_each_broker(secured, "AK-root", "SK-root"), 30, "root's sends on both shards")
     shard_1 = os.path.join(secured.data_dir, "shard-1")  # a live change: shard 1 holds its dir
     _security(shard_1, "access-key", "set", "AK-bob", "--secret", "SK-bob", "--user", "bob")
