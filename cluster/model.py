@@ -127,18 +127,22 @@ def _hash(*parts) -> int:
     return int.from_bytes(hashlib.sha256("\0".join(map(str, parts)).encode()).digest()[:8], "big")
 
 
-def place(topic: str, queues: int, members: list[int], replication_factor: int) -> list[QueueAssignment]:
+def place(topic: str, queues: int, members: list[int], replication_factor: int,
+          leader: int | None = None) -> list[QueueAssignment]:
     """Assignments for a new topic: leaders round-robin over the live members (starting at a
     member picked by the topic's hash, so small topics do not all land on the first node), each
-    queue's replicas the next members in order. `replication_factor` is capped by the member count."""
+    queue's replicas the next members in order. `replication_factor` is capped by the member count.
+    With `leader` (a live member) every queue is led by it: a topic whose semantics span all its
+    queues (a lite topic's queue is a hash over all of them, priority is an order across them)."""
     nodes = sorted(members)
     if not nodes:
         raise ValueError("no live member to place queues on")
     rf = max(1, min(replication_factor, len(nodes)))
-    start = _hash(topic) % len(nodes)
+    whole = leader in nodes
+    start = nodes.index(leader) if whole else _hash(topic) % len(nodes)
     out = []
     for q in range(queues):
-        first = (start + q) % len(nodes)
+        first = start if whole else (start + q) % len(nodes)
         replicas = tuple(nodes[(first + r) % len(nodes)] for r in range(rf))
         out.append(QueueAssignment(replicas[0], replicas, replicas, 0))
     return out

@@ -98,6 +98,7 @@ class GatewayConfig:
     cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
     cluster_txn_layout: str = "kafka"  # Kafka transactions in a cluster: Kafka's layout; "halves": the earlier one
     shard_metrics: tuple[str, ...] = ()  # shard 0 of --shards: the other shards' HTTP host:port, in order
+    shared_security: bool = False  # a shard of --shards: users and ACLs mirrored through etcd
     # Tiered storage (docs/tiered-storage.md): the S3-compatible object store; None: no tier.
     tier_url: str | None = None  # s3://BUCKET/PREFIX
     tier_endpoint: str | None = None  # None: AWS's own endpoint
@@ -356,6 +357,7 @@ def build_parser() -> _Parser:
                    "markers, last stable offset; docs/cluster-txn-layout.md) or the earlier halves until the end")
     p.add_argument("--shard-metrics", type=lambda text: tuple(a for a in text.split(",") if a),
                    default=d.shard_metrics, help=argparse.SUPPRESS)  # set by gateway.shards for shard 0
+    p.add_argument("--shared-security", action="store_true", help=argparse.SUPPRESS)  # set by gateway.shards
     p.add_argument("--tier-url", type=_tier_url, default=None, metavar="s3://BUCKET/PREFIX",
                    help="tier sealed store files to this S3 bucket and prefix (docs/tiered-storage.md)")
     p.add_argument("--tier-endpoint", default=None, metavar="URL",

@@ -23,6 +23,7 @@ import trio
 from cluster.etcd import Etcd, EtcdError
 from cluster.etcd_server import EtcdServer
 from cluster.model import member_key
+from gateway.cluster import shared_security
 from gateway.config import GatewayConfig
 from gateway.data_dir import DataDirError, take
 from gateway.process_tree import Stop, die_with_parent, free_port, stop_all
@@ -135,7 +136,8 @@ def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dic
     cmd = [sys.executable, "-m", "gateway", *without_shards(argv),
            "--data-dir", os.path.join(config.data_dir, f"shard-{index}"),
            "--node-id", str(shard_node_id(config, index)),
-           "--cluster", cluster_url, "--advertised-host", config.advertised_host or config.host]
+           "--cluster", cluster_url, "--advertised-host", config.advertised_host or config.host,
+           "--shared-security"]
     for field, port in ports.items():
         cmd += [_PORT_FLAGS[field], str(port)]
     if index == 0 and peers:
@@ -178,6 +180,16 @@ def release_member(etcd_url: str, node_id: int) -> None:
     except (EtcdError, OSError) as exc:
         print(f"shards: could not release node {node_id}'s lease ({exc}); it expires by itself",
               file=sys.stderr, flush=True)
+
+
+def seed_security(etcd_url: str, data_dir: str) -> None:
+    """Shard 0's users and ACLs into etcd unless it has some: the one set every shard takes
+    (gateway.cluster.shared_security). A failure leaves it to the shards (each publishes its own
+    files where etcd has none)."""
+    try:
+        shared_security.seed_sync(etcd_url, os.path.join(data_dir, "shard-0", "config"))
+    except (EtcdError, OSError) as exc:
+        print(f"shards: could not seed the shared users and ACLs ({exc})", file=sys.stderr, flush=True)
 
 
 def _restart_dead(shards: list[Shard], now: float, etcd_url: str) -> None:
@@ -230,6 +242,7 @@ def main(config: GatewayConfig, argv: list[str]) -> int:
                 f.write(etcd.url + "\n")
         etcd_url = etcd.url if etcd is not None else config.cluster
         argv = [*argv, *private_inter_broker(config)]
+        seed_security(etcd_url, config.data_dir)
         ports = [shard_ports(config, index, pick) for index in range(config.shards)]
         peers = metrics_peers(config, ports)
         for index in range(config.shards):

@@ -63,6 +63,20 @@ class SingleNode:
 SINGLE_NODE = SingleNode()
 
 
+WHOLE_TYPES = ("LITE", "PRIORITY")
+
+
+def led_whole(attributes) -> bool:
+    """Whether a topic's queues all go to one leader, the live member with the lowest node id (under
+    `--shards`, shard 0: the bootstrap ports' shard, whose gRPC endpoint also takes the SDKs' lite
+    subscriptions): a LITE topic (a lite topic's queue is a hash over all the parent's queues, and
+    its subscriptions pop there) and a PRIORITY topic (a POP reads its queues highest first, one
+    order across them). Spread over gateways, a lite topic sent to one would be popped at another
+    and priorities would be ordered per gateway only; led by one, both behave as on one gateway.
+    Not the creating gateway: `mqadmin updateTopic -c` creates on every broker at once."""
+    return (attributes or {}).get("message.type") in WHOLE_TYPES
+
+
 def clustered(app) -> bool:
     """Whether `app` is a cluster member (an app made without an ownership, as some tests build, is not)."""
     return getattr(getattr(app, "ownership", SINGLE_NODE), "clustered", False)
@@ -135,7 +149,9 @@ class ClusterNode:
         queues = max(cfg.read_queues, cfg.write_queues)
         rf = replication_factor or self._requested_rf.pop(name, None) or self.default_replication_factor
         record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}), str(uuid.UUID(bytes=cfg.topic_id)))
-        assignments = model.place(name, queues, members or self.view.live() or [self.node_id], rf)
+        candidates = members or self.view.live() or [self.node_id]
+        leader = min(candidates) if led_whole(cfg.attributes) else None
+        assignments = model.place(name, queues, candidates, rf, leader)
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
             self.view.set_queue(name, q, a)  # this gateway takes its roles now, as the others will
@@ -159,7 +175,8 @@ class ClusterNode:
             return
         first = self.view.queues.get((cfg.name, 0))
         rf = len(first.replicas) if first is not None else self.default_replication_factor
-        placed = model.place(cfg.name, queues, self.view.live() or [self.node_id], rf)
+        leader = first.leader if first is not None and led_whole(cfg.attributes) else None
+        placed = model.place(cfg.name, queues, self.view.live() or [self.node_id], rf, leader)
         new = {q: placed[q] for q in range(record.queues, queues)}
         grown = dataclasses.replace(record, queues=queues)
         self.view.topics[cfg.name] = grown

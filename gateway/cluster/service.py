@@ -21,6 +21,7 @@ from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
 from gateway.cluster import txn_layout
+from gateway.cluster.shared_security import SharedSecurity
 from gateway.cluster.txns import ClusterTxns
 from semantics.replication.pop_journal import journal_topic
 from store.config import legacy_topic_id, parse_topic_id
@@ -106,6 +107,9 @@ class ClusterService:
                 for fn, args in node.pending:
                     nursery.start_soon(fn, *args)
                 node.pending.clear()
+                if self.app.config.shared_security and self.app.authentication is not None:  # one set of users
+                    config_dir = os.path.join(self.app.store.path, "config")
+                    await nursery.start(SharedSecurity(node.coordination.etcd, config_dir, self.app.authentication).run)
                 node.view.on_topic(self._make_local)
                 for name, record in list(node.view.topics.items()):
                     self._make_local(name, record)

@@ -51,8 +51,13 @@ def _prepare(ctx, msgs):
         sp = m.system_properties
         qid = sp.queue_id if sp.queue_id >= 0 else random.randrange(cfg.write_queues)
         stored = to_store(m, qid % cfg.write_queues if led is None else led[qid % len(led)], born)
-        # a lite topic's queue of the parent, a priority's queue (RIP-83, RIP-80)
-        out.append(priority.place(lite.place(stored, cfg.write_queues), cfg.write_queues) if led is None else stored)
+        # a lite topic's queue of the parent, a priority's queue (RIP-83, RIP-80); in a cluster such a
+        # topic is led whole by one gateway (ownership.led_whole), so that queue is one of this one's
+        chosen = stored.queue_id
+        placed = priority.place(lite.place(stored, cfg.write_queues), cfg.write_queues)
+        if led is not None and placed.queue_id not in led:  # a topic made another type after it was placed
+            placed.queue_id = chosen
+        out.append(placed)
         check_type(cfg, message_type(out[-1].properties))
     try:
         return [routing.route(m, now, app.delay_levels) for m in out]

@@ -108,6 +108,8 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
             header_props.update(BROKER_PROPERTIES)
             one = store.Message(topic=topic, queue_id=qid, body=req.body, properties=header_props, **base)
             msgs = [priority.place(lite.place(one, cfg.write_queues), cfg.write_queues)]  # RIP-83, RIP-80 queues
+            if not app.ownership.owns(topic, msgs[0].queue_id):  # a topic made another type after it was placed
+                msgs[0].queue_id = qid  # (in a cluster a LITE or PRIORITY topic is led whole: ownership.led_whole)
             if msgs[0].queue_id != qid:
                 qid = msgs[0].queue_id
                 if app.replication.write_refusal(topic, qid):

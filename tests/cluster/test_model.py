@@ -22,6 +22,13 @@ def test_place_caps_replication_and_needs_a_member():
         place("t", 1, [], 1)
 
 
+def test_place_with_a_leader_gives_it_every_queue_and_the_replicas_to_the_next_members():
+    """A LITE or PRIORITY topic (gateway.cluster.ownership.led_whole) is led whole by one member."""
+    out = place("lite-parent", 4, [3, 1, 2], 2, leader=2)
+    assert [(a.leader, a.replicas) for a in out] == [(2, (2, 3))] * 4
+    assert [a.leader for a in place("t", 4, [1, 2], 1, leader=9)] != [9] * 4  # not a live member: spread
+
+
 def test_coordinator_is_stable_and_moves_only_the_leavers_keys():
     keys = [f"group-{i}" for i in range(300)]
     before = {k: coordinator_of(k, [1, 2, 3]) for k in keys}

@@ -35,7 +35,9 @@ from kafka import TopicPartition as KTopicPartition
 
 from client import (Admin, ConsumeFrom, ConsumeStatus, Message, MessageQueue, Producer,
                     PushConsumer)
+from gateway_process import TEST_SHARDS
 from semantics_fixtures import confluent_group_read, native_lite_read, poll_settled, wait_for
+from shard_aware import partition_leaders, rocketmq_queue
 
 
 def _name(prefix: str) -> str:
@@ -56,10 +58,13 @@ def _kafka_produce(g, topic: str, values_by_partition: dict[int, list[str]]) -> 
 
 
 def _native_produce(g, topic: str, values_by_queue: dict[int, list[str]]) -> None:
+    """Each list to its queue, named as RocketMQ names it (under --shards, the broker leading it)."""
+    leaders = partition_leaders(g.kafka_bootstrap, topic) if TEST_SHARDS > 1 else {}
     with Producer(_name("pg"), g.namesrv) as p:
         for q, values in values_by_queue.items():
+            broker, local = rocketmq_queue(leaders, q)
             for v in values:
-                p.send(Message(topic, v.encode(), tags="T"), queue=MessageQueue(topic, "broker-a", q))
+                p.send(Message(topic, v.encode(), tags="T"), queue=MessageQueue(topic, broker, local))
 
 
 def _values(prefix: str, parts: int, start: int, stop: int) -> dict[int, list[str]]:

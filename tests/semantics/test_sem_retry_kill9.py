@@ -11,7 +11,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from client import Admin, ConsumeFrom, ConsumeStatus, Message, MessageQueue, Producer, PushConsumer
+from gateway_process import TEST_SHARDS
 from semantics_fixtures import wait_for
+from shard_aware import partition_leaders, rocketmq_queue
 
 
 @pytest.mark.timeout(120)
@@ -38,7 +40,9 @@ def test_retry_chain_continues_after_kill9_then_dead_letter(gateway_factory):
     with Producer("pg-retry-k9", g.namesrv) as p:
         sent = p.send(Message(topic, b"poison", tags="T"))
     # The first failure is sent back: it waits at delay level 3 (queue 2 of the schedule topic).
-    scheduled = MessageQueue("SCHEDULE_TOPIC_XXXX", "broker-a", 2)
+    # (Under --shards, in the schedule topic of the shard leading the topic's queue: broker-<node>.)
+    owner, _ = rocketmq_queue(partition_leaders(g.kafka_bootstrap, topic) if TEST_SHARDS > 1 else {}, 0)
+    scheduled = MessageQueue("SCHEDULE_TOPIC_XXXX", owner, 2)
     assert wait_for(lambda: admin.max_offset(scheduled) >= 1, 30)
     c.shutdown()
     admin.shutdown()

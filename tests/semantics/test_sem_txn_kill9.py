@@ -22,6 +22,7 @@ from client import (Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue,
 from gateway_process import ROOT
 from semantics.routing import HALF_TOPIC, OP_TOPIC
 from semantics_fixtures import wait_for
+from shard_aware import broker_names
 
 TX_ARGS = ["--transaction-timeout-ms", "1000", "--transaction-check-interval-ms", "300",
            "--transaction-check-max", "100"]
@@ -33,7 +34,11 @@ def _name(prefix: str) -> str:
 
 
 def _queues(topic: str, n: int = QUEUES) -> list[MessageQueue]:
-    return [MessageQueue(topic, "broker-a", q) for q in range(n)]
+    """The topic's queues as RocketMQ names them: broker-a's n, or under --shards each broker's own
+    (the cluster places them round-robin: broker-local ids from 0, tests/shard_aware.py)."""
+    names = broker_names()
+    assert n % len(names) == 0, "a queue count every broker gets the same share of"
+    return [MessageQueue(topic, b, q) for b in names for q in range(n // len(names))]
 
 
 def _stored(admin: Admin, topic: str) -> int:
@@ -42,7 +47,8 @@ def _stored(admin: Admin, topic: str) -> int:
 
 
 def _system_max(admin: Admin, topic: str) -> int:
-    return admin.max_offset(MessageQueue(topic, "broker-a", 0))
+    """A system topic's (half, op) end, added over the brokers: under --shards each shard keeps its own."""
+    return sum(admin.max_offset(MessageQueue(topic, b, 0)) for b in broker_names())
 
 
 def _read_all(namesrv: str, topic: str, want: int, timeout: float = 15.0, linger: float = 1.5):
