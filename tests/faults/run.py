@@ -44,7 +44,8 @@ WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "j
 def parse(argv) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000)
-    p.add_argument("--rounds", type=int, default=9, help="faults in the schedule (classes in turn)")
+    p.add_argument("--rounds", type=int, default=50,
+                   help="faults in the schedule (classes in turn; 50 = every class 5 times, issue 26's bounded run)")
     p.add_argument("--fault-s", type=float, default=8.0, help="how long a partition holds")
     p.add_argument("--heal-s", type=float, default=10.0, help="time to recover after each fault")
     p.add_argument("--ttl", type=int, default=3, help="the gateways' lease TTL")
