@@ -24,6 +24,10 @@ class GroupWorkload:
         self.bootstrap, self.topic, self.partitions, self.now, self.every_s = bootstrap, topic, partitions, now, every_s
         self.history: list[dict] = []
         self.sent, self.answers = 0, []  # commits sent; their answers, in order (librdkafka answers in order)
+        # why a commit tick sent nothing: no partition assigned / assigned but none consumed yet / position() raised
+        self.idle = {"unassigned": 0, "unconsumed": 0, "position_error": 0}
+        self.poll_errors: dict[str, int] = {}  # errors poll() handed back, by text
+        self.fatal: str | None = None  # an exception that ended the thread (its history ends there)
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
                                   "topic.metadata.refresh.interval.ms": 1000,
@@ -35,20 +39,32 @@ class GroupWorkload:
         return thread
 
     def _run(self, stop: threading.Event) -> None:
-        self.consumer.subscribe([self.topic])
-        next_commit = time.monotonic() + self.every_s
-        while not stop.is_set():
-            self.consumer.poll(0.1)
-            if time.monotonic() >= next_commit:
-                next_commit = time.monotonic() + self.every_s
-                self._commit()
+        try:
+            self.consumer.subscribe([self.topic])
+            next_commit = time.monotonic() + self.every_s
+            while not stop.is_set():
+                self._poll()
+                if time.monotonic() >= next_commit:
+                    next_commit = time.monotonic() + self.every_s
+                    self._commit()
+        except Exception as e:  # noqa: BLE001 - kept and reported, not lost with the thread
+            self.fatal = f"{self.now():.1f} s: {e!r}"
+
+    def _poll(self) -> None:
+        msg = self.consumer.poll(0.1)
+        if msg is not None and msg.error() is not None:
+            text = str(msg.error())
+            self.poll_errors[text] = self.poll_errors.get(text, 0) + 1
 
     def _commit(self) -> None:
         try:
-            positions = [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
+            assigned = self.consumer.assignment()
+            positions = [tp for tp in self.consumer.position(assigned) if tp.offset >= 0]
         except KafkaException:
+            self.idle["position_error"] += 1
             return
         if not positions:
+            self.idle["unconsumed" if assigned else "unassigned"] += 1
             return
         value = len(self.history)
         offsets = {tp.partition: tp.offset for tp in positions}
@@ -65,7 +81,7 @@ class GroupWorkload:
         self.sent += 1
         deadline = time.monotonic() + COMMIT_WAIT_S
         while len(self.answers) < self.sent and time.monotonic() < deadline:
-            self.consumer.poll(0.1)  # serves the answer (and keeps the consumer in its group)
+            self._poll()  # serves the answer (and keeps the consumer in its group)
         if len(self.answers) < self.sent:
             return {"type": "info", "error": f"no answer in {COMMIT_WAIT_S:g} s"}
         err, answered = self.answers[self.sent - 1]
@@ -74,6 +90,11 @@ class GroupWorkload:
             return {"type": "ok"}
         indeterminate = bad[0].code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT)
         return {"type": "info" if indeterminate else "fail", "error": str(bad[0])}
+
+    def diagnostics(self) -> dict:
+        """Why the history is short, when it is: the ticks that sent no commit, poll's errors, a thread's end."""
+        return {"idle_ticks": dict(self.idle), "poll_errors": dict(sorted(self.poll_errors.items())[:10]),
+                "producer_fatal": self.fatal}
 
     def finish(self) -> None:
         self.consumer.close()

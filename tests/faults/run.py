@@ -120,7 +120,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
 
 def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
     checkers = {"queue": lambda w: check_queue(w, plant_loss),
-                "group": lambda w: check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
+                "group": lambda w: {**check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
+                                   **w.diagnostics()},
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
                 "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES)),
                 "java-queue": lambda w: check_queue(w, False),
@@ -138,7 +139,7 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
     if "java-rmq-consumer" in checked:  # deliveries, not operations with an outcome: no per-fault rows
         checked["java-rmq-consumer"]["per_fault"] = False
     for n, w in loads.items():
-        if isinstance(w, ProcessWorkload) and w.fatal:  # the process died or hung: its history ends early
+        if isinstance(w, (ProcessWorkload, GroupWorkload)) and w.fatal:  # it died or hung: its history ends early
             checked[n]["result"].update(producer_fatal=w.fatal, valid=False)
     return checked
 
@@ -226,6 +227,10 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
         r = workloads["queue"]["result"]
         notes.append(f"queue: values read twice, by cause (duplicates.json): {r['duplicated_by']}; re-sent by the "
                      f"client under a new producer epoch (not a gateway anomaly): {len(r['client_resent'])}.")
+    if "group" in workloads:
+        r = workloads["group"]["result"]
+        notes.append(f"group: commit ticks that sent nothing, by reason: {r['idle_ticks']}; poll errors: "
+                     f"{r['poll_errors'] or 'none'}.")
     if "txn" in workloads:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
