@@ -15,6 +15,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 GROUP = "faults-group"
 COMMIT_WAIT_S = 30.0  # then the commit is indeterminate (info)
+# No partition assigned for this long (past any fault and its heal): the consumer is replaced by a new one.
+# librdkafka 2.16 can stay out of its group for good once the coordinator's broker left Metadata (it
+# "decommissions" such brokers; librdkafka issue 5511): seed 2612's long runs lost the group that way.
+STUCK_S = 60.0
 
 
 class GroupWorkload:
@@ -23,15 +27,30 @@ class GroupWorkload:
     def __init__(self, bootstrap: str, topic: str, partitions: int, now, every_s: float = 0.5) -> None:
         self.bootstrap, self.topic, self.partitions, self.now, self.every_s = bootstrap, topic, partitions, now, every_s
         self.history: list[dict] = []
-        self.sent, self.answers = 0, []  # commits sent; their answers, in order (librdkafka answers in order)
+        self.replaced: list[float] = []  # when a consumer out of its group for STUCK_S was replaced
         # why a commit tick sent nothing: no partition assigned / assigned but none consumed yet / position() raised
         self.idle = {"unassigned": 0, "unconsumed": 0, "position_error": 0}
         self.poll_errors: dict[str, int] = {}  # errors poll() handed back, by text
         self.fatal: str | None = None  # an exception that ended the thread (its history ends there)
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+        self._new_consumer()
+
+    def _new_consumer(self) -> None:
+        """A consumer with its own answer list: commits it sent; their answers, in order (librdkafka
+        answers in order), so a replaced consumer's late answers never shift the new one's."""
+        answers: list = []
+        self.sent, self.answers, self.assigned_at = 0, answers, time.monotonic()
+        self.consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
                                   "topic.metadata.refresh.interval.ms": 1000,
-                                  "on_commit": lambda err, tps: self.answers.append((err, tps))})
+                                  "on_commit": lambda err, tps: answers.append((err, tps))})
+
+    def _replace_stuck(self) -> None:
+        """Out of the group for STUCK_S: close the consumer in the background (its LeaveGroup may never
+        be sent) and join with a new one, as an application would restart it."""
+        threading.Thread(target=self.consumer.close, daemon=True).start()
+        self._new_consumer()
+        self.consumer.subscribe([self.topic])
+        self.replaced.append(round(self.now(), 1))
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self._run, args=(stop,), daemon=True)
@@ -63,6 +82,10 @@ class GroupWorkload:
         except KafkaException:
             self.idle["position_error"] += 1
             return
+        if assigned:
+            self.assigned_at = time.monotonic()
+        elif time.monotonic() - self.assigned_at > STUCK_S:
+            self._replace_stuck()
         if not positions:
             self.idle["unconsumed" if assigned else "unassigned"] += 1
             return
@@ -94,7 +117,7 @@ class GroupWorkload:
     def diagnostics(self) -> dict:
         """Why the history is short, when it is: the ticks that sent no commit, poll's errors, a thread's end."""
         return {"idle_ticks": dict(self.idle), "poll_errors": dict(sorted(self.poll_errors.items())[:10]),
-                "producer_fatal": self.fatal}
+                "replaced_at": self.replaced, "producer_fatal": self.fatal}
 
     def finish(self) -> None:
         self.consumer.close()

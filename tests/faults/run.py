@@ -23,7 +23,7 @@ from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
 from gateway.flush import EXIT_DURABILITY_LOST  # noqa: E402
-from groups import GroupWorkload, check_commits, committed  # noqa: E402
+from groups import STUCK_S, GroupWorkload, check_commits, committed  # noqa: E402
 from go_load import GO_RMQ_QUEUES, GO_RMQ_TOPIC, go_rocketmq, rmqgo_binary  # noqa: E402
 from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, ProcessWorkload, compile_java,  # noqa: E402
                        java_group, java_queue, java_rocketmq, java_rocketmq_consumer, wait_for_start)
@@ -230,7 +230,8 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
     if "group" in workloads:
         r = workloads["group"]["result"]
         notes.append(f"group: commit ticks that sent nothing, by reason: {r['idle_ticks']}; poll errors: "
-                     f"{r['poll_errors'] or 'none'}.")
+                     f"{r['poll_errors'] or 'none'}; consumers replaced after {STUCK_S:g} s out of the group, at "
+                     f"(s): {r['replaced_at'] or 'none'}.")
     if "txn" in workloads:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "

@@ -8,6 +8,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
+import groups  # noqa: E402
 from groups import GroupWorkload  # noqa: E402
 
 
@@ -36,7 +37,8 @@ class StandIn:
         pass
 
 
-def _run(consumer, ticks: int) -> GroupWorkload:
+def _run(consumer, ticks: int, until=None) -> GroupWorkload:
+    """Run the workload's loop on `consumer` for `ticks` commit ticks (or until `until(w)`)."""
     w = GroupWorkload("127.0.0.1:1", "t", 3, lambda: 0.0, every_s=0.0)
     w.consumer.close()
     w.consumer = consumer
@@ -45,7 +47,7 @@ def _run(consumer, ticks: int) -> GroupWorkload:
 
     def counted() -> None:
         original()
-        if sum(w.idle.values()) >= ticks:
+        if sum(w.idle.values()) >= ticks or (until is not None and until(w)):
             stop.set()
     w._commit = counted
     w._run(stop)
@@ -60,3 +62,18 @@ def test_ticks_without_a_commit_are_counted_by_reason():
 def test_an_exception_that_ends_the_thread_is_kept():
     w = _run(StandIn([], fail_after=2), 100)
     assert "consumer closed" in w.diagnostics()["producer_fatal"] and w.history == []
+
+
+def test_a_consumer_out_of_its_group_too_long_is_replaced(monkeypatch):
+    """The stuck librdkafka consumer of seed 2612 (out of its group for the rest of the run) is
+    replaced by a new one with its own answer list; one briefly unassigned is kept."""
+    monkeypatch.setattr(groups, "STUCK_S", 0.0)
+    stuck = StandIn([])
+    w = _run(stuck, 10_000, until=lambda w: w.replaced)
+    try:
+        assert w.replaced and w.consumer is not stuck and w.sent == 0 and w.answers == []
+    finally:
+        w.consumer.close()
+    monkeypatch.setattr(groups, "STUCK_S", 3600.0)
+    w = _run(StandIn([]), 3)
+    assert not w.replaced and isinstance(w.consumer, StandIn)
