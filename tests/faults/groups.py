@@ -8,6 +8,7 @@ partition is at least the highest one an acknowledged commit carried (a committe
 lost or moved back), and acknowledged commits of one partition never go backwards in time."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -24,8 +25,17 @@ STUCK_S = 60.0
 class GroupWorkload:
     label = "consumer group (librdkafka, classic), offset commits each waited for (30 s)"
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, now, every_s: float = 0.5) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, now, every_s: float = 0.5,
+                 log_path: str | None = None) -> None:
         self.bootstrap, self.topic, self.partitions, self.now, self.every_s = bootstrap, topic, partitions, now, every_s
+        self.logger = None  # librdkafka's group debug log (debug=cgrp) to `log_path`: what its group state did
+        if log_path:
+            self.logger = logging.getLogger(f"faults.group.{id(self)}")
+            self.logger.propagate = False
+            handler = logging.FileHandler(log_path)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            self.logger.addHandler(handler)
+            self.logger.setLevel(logging.DEBUG)
         self.history: list[dict] = []
         self.replaced: list[float] = []  # when a consumer out of its group for STUCK_S was replaced
         # why a commit tick sent nothing: no partition assigned / assigned but none consumed yet / position() raised
@@ -39,10 +49,12 @@ class GroupWorkload:
         answers in order), so a replaced consumer's late answers never shift the new one's."""
         answers: list = []
         self.sent, self.answers, self.assigned_at = 0, answers, time.monotonic()
-        self.consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
-                                  "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                                  "topic.metadata.refresh.interval.ms": 1000,
-                                  "on_commit": lambda err, tps: answers.append((err, tps))})
+        conf = {"bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "session.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 1000,
+                "on_commit": lambda err, tps: answers.append((err, tps))}
+        if self.logger is not None:
+            conf.update(debug="cgrp", logger=self.logger)
+        self.consumer = Consumer(conf)
 
     def _replace_stuck(self) -> None:
         """Out of the group for STUCK_S: close the consumer in the background (its LeaveGroup may never

@@ -105,7 +105,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
     def now() -> float:
         return time.monotonic() - t0
     makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now),
-              "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now),
+              "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now,
+                                             log_path=os.path.join(run_dir, "group-rdkafka.log")),
               "txn": lambda: TxnWorkload(nodes.bootstrap, now, seed),
               "rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now),
               "java-queue": lambda: java_queue(nodes.bootstrap, run_dir, t0, now),
