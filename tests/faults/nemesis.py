@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import signal
+import subprocess
 import threading
 import time
 
@@ -75,6 +76,8 @@ class Nemesis:
                 self.events.append(event)
                 time.sleep(self.heal_s)
         except BaseException as e:  # reported by the runner; the cluster is healed there too
+            if isinstance(e, subprocess.CalledProcessError):  # what the command said, in the report
+                e = RuntimeError(f"{' '.join(map(str, e.cmd))} exited {e.returncode}: {(e.stderr or '').strip()}")
             self.error = e
         self.finished.set()
         self._released.wait()

@@ -197,6 +197,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             load.finish()
         with open(os.path.join(run_dir, "history.json"), "w") as f:  # kept even if a final read fails
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
+                       "nemesis_error": None if nemesis.error is None else repr(nemesis.error),
                        "ops": {n: w.history for n, w in loads.items()}}, f)
         workloads = check_loads(loads, nodes, args.plant_loss)
         explain_duplicates(workloads, nodes, run_dir)
