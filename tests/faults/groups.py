@@ -42,6 +42,7 @@ class GroupWorkload:
         self.idle = {"unassigned": 0, "unconsumed": 0, "position_error": 0}
         self.poll_errors: dict[str, int] = {}  # errors poll() handed back, by text
         self.fatal: str | None = None  # an exception that ended the thread (its history ends there)
+        self.unclosed: str | None = None  # set when finish() left a consumer that would not close
         self._new_consumer()
 
     def _new_consumer(self) -> None:
@@ -129,10 +130,16 @@ class GroupWorkload:
     def diagnostics(self) -> dict:
         """Why the history is short, when it is: the ticks that sent no commit, poll's errors, a thread's end."""
         return {"idle_ticks": dict(self.idle), "poll_errors": dict(sorted(self.poll_errors.items())[:10]),
-                "replaced_at": self.replaced, "producer_fatal": self.fatal}
+                "replaced_at": self.replaced, "unclosed": self.unclosed, "producer_fatal": self.fatal}
 
-    def finish(self) -> None:
-        self.consumer.close()
+    def finish(self, timeout: float = 30.0) -> None:
+        """Close the consumer, waiting at most `timeout`: librdkafka's close waits for its group to end,
+        and a consumer stuck out of its group never ends it (seed 2612's run hung here for good)."""
+        closing = threading.Thread(target=self.consumer.close, daemon=True)
+        closing.start()
+        closing.join(timeout)
+        if closing.is_alive():
+            self.unclosed = f"the consumer did not close in {timeout:g} s (left behind)"
 
 
 def committed(bootstrap: str, topic: str, partitions: int, timeout: float = 60, group: str = GROUP) -> dict[int, int]:

@@ -233,7 +233,7 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
         r = workloads["group"]["result"]
         notes.append(f"group: commit ticks that sent nothing, by reason: {r['idle_ticks']}; poll errors: "
                      f"{r['poll_errors'] or 'none'}; consumers replaced after {STUCK_S:g} s out of the group, at "
-                     f"(s): {r['replaced_at'] or 'none'}.")
+                     f"(s): {r['replaced_at'] or 'none'}" + (f"; {r['unclosed']}" if r.get("unclosed") else "") + ".")
     if "txn" in workloads:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "

@@ -34,7 +34,8 @@ class StandIn:
         return [type("TP", (), {"partition": p, "offset": -1001})() for p in partitions]
 
     def close(self):
-        pass
+        if self.fail_after == -1:  # a close that never returns (a consumer stuck out of its group)
+            threading.Event().wait()
 
 
 def _run(consumer, ticks: int, until=None) -> GroupWorkload:
@@ -77,3 +78,11 @@ def test_a_consumer_out_of_its_group_too_long_is_replaced(monkeypatch):
     monkeypatch.setattr(groups, "STUCK_S", 3600.0)
     w = _run(StandIn([]), 3)
     assert not w.replaced and isinstance(w.consumer, StandIn)
+
+
+def test_a_close_that_never_returns_does_not_hang_the_run():
+    w = GroupWorkload("127.0.0.1:1", "t", 3, lambda: 0.0)
+    w.consumer.close()
+    w.consumer = StandIn([], fail_after=-1)
+    w.finish(timeout=0.2)
+    assert "did not close" in w.diagnostics()["unclosed"]
