@@ -16,7 +16,13 @@ def kafka_broker(member: Member) -> dict:
 
 
 def kafka_brokers(app) -> list[dict]:
-    return [kafka_broker(m) for _, m in sorted(app.ownership.live().items())]
+    """The live members, and always this gateway: with its lease lapsed (etcd away) the live set is
+    empty, and an empty broker list made librdkafka (2.10+) drop every broker it knew, the group
+    coordinator this gateway names in FindCoordinator included, so a consumer stayed out of its
+    group for good (docs/faults.md, sixth stop). A Kafka broker always lists itself too."""
+    members = dict(app.ownership.live())
+    members.setdefault(app.ownership.node_id, app.ownership.member)
+    return [kafka_broker(m) for _, m in sorted(members.items())]
 
 
 def controller_id(app) -> int:

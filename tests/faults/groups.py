@@ -8,6 +8,7 @@ partition is at least the highest one an acknowledged commit carried (a committe
 lost or moved back), and acknowledged commits of one partition never go backwards in time."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -15,19 +16,54 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 GROUP = "faults-group"
 COMMIT_WAIT_S = 30.0  # then the commit is indeterminate (info)
+# No partition assigned for this long (past any fault and its heal): the consumer is replaced by a new one.
+# librdkafka 2.16 can stay out of its group for good once the coordinator's broker left Metadata (it
+# "decommissions" such brokers; librdkafka issue 5511): seed 2612's long runs lost the group that way.
+STUCK_S = 60.0
 
 
 class GroupWorkload:
     label = "consumer group (librdkafka, classic), offset commits each waited for (30 s)"
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, now, every_s: float = 0.5) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, now, every_s: float = 0.5,
+                 log_path: str | None = None) -> None:
         self.bootstrap, self.topic, self.partitions, self.now, self.every_s = bootstrap, topic, partitions, now, every_s
+        self.logger = None  # librdkafka's group debug log (debug=cgrp) to `log_path`: what its group state did
+        if log_path:
+            self.logger = logging.getLogger(f"faults.group.{id(self)}")
+            self.logger.propagate = False
+            handler = logging.FileHandler(log_path)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            self.logger.addHandler(handler)
+            self.logger.setLevel(logging.DEBUG)
         self.history: list[dict] = []
-        self.sent, self.answers = 0, []  # commits sent; their answers, in order (librdkafka answers in order)
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
-                                  "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                                  "topic.metadata.refresh.interval.ms": 1000,
-                                  "on_commit": lambda err, tps: self.answers.append((err, tps))})
+        self.replaced: list[float] = []  # when a consumer out of its group for STUCK_S was replaced
+        # why a commit tick sent nothing: no partition assigned / assigned but none consumed yet / position() raised
+        self.idle = {"unassigned": 0, "unconsumed": 0, "position_error": 0}
+        self.poll_errors: dict[str, int] = {}  # errors poll() handed back, by text
+        self.fatal: str | None = None  # an exception that ended the thread (its history ends there)
+        self.unclosed: str | None = None  # set when finish() left a consumer that would not close
+        self._new_consumer()
+
+    def _new_consumer(self) -> None:
+        """A consumer with its own answer list: commits it sent; their answers, in order (librdkafka
+        answers in order), so a replaced consumer's late answers never shift the new one's."""
+        answers: list = []
+        self.sent, self.answers, self.assigned_at = 0, answers, time.monotonic()
+        conf = {"bootstrap.servers": self.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "session.timeout.ms": 10000, "topic.metadata.refresh.interval.ms": 1000,
+                "on_commit": lambda err, tps: answers.append((err, tps))}
+        if self.logger is not None:
+            conf.update(debug="cgrp", logger=self.logger)
+        self.consumer = Consumer(conf)
+
+    def _replace_stuck(self) -> None:
+        """Out of the group for STUCK_S: close the consumer in the background (its LeaveGroup may never
+        be sent) and join with a new one, as an application would restart it."""
+        threading.Thread(target=self.consumer.close, daemon=True).start()
+        self._new_consumer()
+        self.consumer.subscribe([self.topic])
+        self.replaced.append(round(self.now(), 1))
 
     def start(self, stop: threading.Event) -> threading.Thread:
         thread = threading.Thread(target=self._run, args=(stop,), daemon=True)
@@ -35,20 +71,36 @@ class GroupWorkload:
         return thread
 
     def _run(self, stop: threading.Event) -> None:
-        self.consumer.subscribe([self.topic])
-        next_commit = time.monotonic() + self.every_s
-        while not stop.is_set():
-            self.consumer.poll(0.1)
-            if time.monotonic() >= next_commit:
-                next_commit = time.monotonic() + self.every_s
-                self._commit()
+        try:
+            self.consumer.subscribe([self.topic])
+            next_commit = time.monotonic() + self.every_s
+            while not stop.is_set():
+                self._poll()
+                if time.monotonic() >= next_commit:
+                    next_commit = time.monotonic() + self.every_s
+                    self._commit()
+        except Exception as e:  # noqa: BLE001 - kept and reported, not lost with the thread
+            self.fatal = f"{self.now():.1f} s: {e!r}"
+
+    def _poll(self) -> None:
+        msg = self.consumer.poll(0.1)
+        if msg is not None and msg.error() is not None:
+            text = str(msg.error())
+            self.poll_errors[text] = self.poll_errors.get(text, 0) + 1
 
     def _commit(self) -> None:
         try:
-            positions = [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
+            assigned = self.consumer.assignment()
+            positions = [tp for tp in self.consumer.position(assigned) if tp.offset >= 0]
         except KafkaException:
+            self.idle["position_error"] += 1
             return
+        if assigned:
+            self.assigned_at = time.monotonic()
+        elif time.monotonic() - self.assigned_at > STUCK_S:
+            self._replace_stuck()
         if not positions:
+            self.idle["unconsumed" if assigned else "unassigned"] += 1
             return
         value = len(self.history)
         offsets = {tp.partition: tp.offset for tp in positions}
@@ -65,7 +117,7 @@ class GroupWorkload:
         self.sent += 1
         deadline = time.monotonic() + COMMIT_WAIT_S
         while len(self.answers) < self.sent and time.monotonic() < deadline:
-            self.consumer.poll(0.1)  # serves the answer (and keeps the consumer in its group)
+            self._poll()  # serves the answer (and keeps the consumer in its group)
         if len(self.answers) < self.sent:
             return {"type": "info", "error": f"no answer in {COMMIT_WAIT_S:g} s"}
         err, answered = self.answers[self.sent - 1]
@@ -75,8 +127,19 @@ class GroupWorkload:
         indeterminate = bad[0].code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError._TRANSPORT)
         return {"type": "info" if indeterminate else "fail", "error": str(bad[0])}
 
-    def finish(self) -> None:
-        self.consumer.close()
+    def diagnostics(self) -> dict:
+        """Why the history is short, when it is: the ticks that sent no commit, poll's errors, a thread's end."""
+        return {"idle_ticks": dict(self.idle), "poll_errors": dict(sorted(self.poll_errors.items())[:10]),
+                "replaced_at": self.replaced, "unclosed": self.unclosed, "producer_fatal": self.fatal}
+
+    def finish(self, timeout: float = 30.0) -> None:
+        """Close the consumer, waiting at most `timeout`: librdkafka's close waits for its group to end,
+        and a consumer stuck out of its group never ends it (seed 2612's run hung here for good)."""
+        closing = threading.Thread(target=self.consumer.close, daemon=True)
+        closing.start()
+        closing.join(timeout)
+        if closing.is_alive():
+            self.unclosed = f"the consumer did not close in {timeout:g} s (left behind)"
 
 
 def committed(bootstrap: str, topic: str, partitions: int, timeout: float = 60, group: str = GROUP) -> dict[int, int]:

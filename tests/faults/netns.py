@@ -92,6 +92,10 @@ class Network:
         return ["ip", "netns", "exec", self.ns(node)]
 
     def _in(self, node: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        """`cmd` in `node`'s namespace. iptables waits for the xtables lock (`-w`), a file every
+        namespace shares: a second harness (or anything else) holding it failed a rule, or a heal's flush."""
+        if cmd[0] == IPTABLES:
+            cmd = (IPTABLES, "-w", "30", *cmd[1:])
         return subprocess.run([*self.exec_prefix(node), *cmd], check=check, capture_output=True, text=True)
 
     def block(self, a: str, b: str) -> None:

@@ -23,7 +23,7 @@ from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
 from gateway.flush import EXIT_DURABILITY_LOST  # noqa: E402
-from groups import GroupWorkload, check_commits, committed  # noqa: E402
+from groups import STUCK_S, GroupWorkload, check_commits, committed  # noqa: E402
 from go_load import GO_RMQ_QUEUES, GO_RMQ_TOPIC, go_rocketmq, rmqgo_binary  # noqa: E402
 from java_load import (JAVA_PARTITIONS, JAVA_RMQ_TOPIC, JAVA_TOPIC, ProcessWorkload, compile_java,  # noqa: E402
                        java_group, java_queue, java_rocketmq, java_rocketmq_consumer, wait_for_start)
@@ -44,7 +44,8 @@ WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "j
 def parse(argv) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--seed", type=int, default=int(time.time()) % 100000)
-    p.add_argument("--rounds", type=int, default=9, help="faults in the schedule (classes in turn)")
+    p.add_argument("--rounds", type=int, default=50,
+                   help="faults in the schedule (classes in turn; 50 = every class 5 times, issue 26's bounded run)")
     p.add_argument("--fault-s", type=float, default=8.0, help="how long a partition holds")
     p.add_argument("--heal-s", type=float, default=10.0, help="time to recover after each fault")
     p.add_argument("--ttl", type=int, default=3, help="the gateways' lease TTL")
@@ -104,7 +105,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
     def now() -> float:
         return time.monotonic() - t0
     makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now),
-              "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now),
+              "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now,
+                                             log_path=os.path.join(run_dir, "group-rdkafka.log")),
               "txn": lambda: TxnWorkload(nodes.bootstrap, now, seed),
               "rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now),
               "java-queue": lambda: java_queue(nodes.bootstrap, run_dir, t0, now),
@@ -119,7 +121,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
 
 def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
     checkers = {"queue": lambda w: check_queue(w, plant_loss),
-                "group": lambda w: check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
+                "group": lambda w: {**check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
+                                   **w.diagnostics()},
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
                 "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES)),
                 "java-queue": lambda w: check_queue(w, False),
@@ -137,7 +140,7 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
     if "java-rmq-consumer" in checked:  # deliveries, not operations with an outcome: no per-fault rows
         checked["java-rmq-consumer"]["per_fault"] = False
     for n, w in loads.items():
-        if isinstance(w, ProcessWorkload) and w.fatal:  # the process died or hung: its history ends early
+        if isinstance(w, (ProcessWorkload, GroupWorkload)) and w.fatal:  # it died or hung: its history ends early
             checked[n]["result"].update(producer_fatal=w.fatal, valid=False)
     return checked
 
@@ -194,6 +197,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             load.finish()
         with open(os.path.join(run_dir, "history.json"), "w") as f:  # kept even if a final read fails
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
+                       "nemesis_error": None if nemesis.error is None else repr(nemesis.error),
                        "ops": {n: w.history for n, w in loads.items()}}, f)
         workloads = check_loads(loads, nodes, args.plant_loss)
         explain_duplicates(workloads, nodes, run_dir)
@@ -225,6 +229,11 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
         r = workloads["queue"]["result"]
         notes.append(f"queue: values read twice, by cause (duplicates.json): {r['duplicated_by']}; re-sent by the "
                      f"client under a new producer epoch (not a gateway anomaly): {len(r['client_resent'])}.")
+    if "group" in workloads:
+        r = workloads["group"]["result"]
+        notes.append(f"group: commit ticks that sent nothing, by reason: {r['idle_ticks']}; poll errors: "
+                     f"{r['poll_errors'] or 'none'}; consumers replaced after {STUCK_S:g} s out of the group, at "
+                     f"(s): {r['replaced_at'] or 'none'}" + (f"; {r['unclosed']}" if r.get("unclosed") else "") + ".")
     if "txn" in workloads:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
