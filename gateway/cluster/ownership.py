@@ -19,6 +19,7 @@ from cluster import model
 from cluster.etcd import EtcdError
 from cluster.model import Member, QueueAssignment, TopicRecord
 from semantics.producer_state import ClusterUnavailable
+from semantics.views import ATTR_SOURCE
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -135,12 +136,21 @@ class ClusterNode:
         queues = max(cfg.read_queues, cfg.write_queues)
         rf = replication_factor or self._requested_rf.pop(name, None) or self.default_replication_factor
         record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}), str(uuid.UUID(bytes=cfg.topic_id)))
-        assignments = model.place(name, queues, members or self.view.live() or [self.node_id], rf)
+        assignments = (self._base_placement(cfg, queues)
+                       or model.place(name, queues, members or self.view.live() or [self.node_id], rf))
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
             self.view.set_queue(name, q, a)  # this gateway takes its roles now, as the others will
         self._publishing[name] = trio.Event()
         self._spawn(self._publish, name, record, assignments)
+
+    def _base_placement(self, cfg, queues: int) -> list[QueueAssignment] | None:
+        """A filtered view's queues go where its base's are (semantics.views): a view queue's units
+        point into the CommitLog of the gateway that stores the base queue, so only that one can
+        fill and serve it. None for an ordinary topic."""
+        base = (cfg.attributes or {}).get(ATTR_SOURCE)
+        placed = [self.view.queues.get((base, q)) for q in range(queues)] if base else []
+        return placed if placed and None not in placed else None
 
     def topic_deleted(self, name: str) -> None:
         """A topic was deleted from the local store: delete it cluster-wide (the others follow the watch)."""

@@ -22,6 +22,7 @@ from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
 from gateway.cluster.txns import ClusterTxns
 from semantics.replication.pop_journal import journal_topic
+from semantics.views import definition
 from store.config import legacy_topic_id, parse_topic_id
 
 log = logging.getLogger("rocketgate.cluster")
@@ -183,6 +184,8 @@ class ClusterService:
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes, topic_id=_agreed_id(name, record))
+            if definition(topics.get(name)) is not None:
+                self.app.views.refresh()  # a filtered view: maintained and backfilled from the base queues here
         elif max(cfg.read_queues, cfg.write_queues) != record.queues or cfg.topic_id != _agreed_id(name, record):
             # grown elsewhere, or auto-created here while another gateway's creation (and id) won
             cfg.read_queues = cfg.write_queues = record.queues

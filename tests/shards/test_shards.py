@@ -137,6 +137,33 @@ def test_topic_and_consume_stats_name_each_shards_own_queues(sharded):
     assert {(q.broker_name, q.queue_id) for q in progress} == route
 
 
+def test_a_filtered_view_of_a_topic_of_both_shards_holds_every_match(sharded):
+    """A filtered view (CreateTopics with filter.* configs) of a topic led by both shards: its
+    queues are placed where the base's are and the shard that did not create it maintains it too,
+    so it holds every matching record, those stored before (backfill) and after. Before, the view's
+    queues were placed on their own (a view queue led by a shard that stores no base queue of it
+    stays empty) and only the creating shard filled its view queues."""
+    base, view = "sharded-tagged", "sharded-tagged-a"
+    assert set(create_topic(sharded, base).values()) == {1, 2}
+
+    def send(prefix: str, count: int) -> None:
+        producer = Producer({"bootstrap.servers": sharded.kafka_bootstrap, "acks": "all"})
+        for i in range(count):
+            producer.produce(base, b"%s%02d" % (prefix.encode(), i), partition=i % PARTITIONS,
+                             headers=[("TAGS", b"A" if i % 2 == 0 else b"B")])
+        assert producer.flush(30) == 0
+
+    send("before", 16)
+    admin = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap})
+    admin.create_topics([NewTopic(view, PARTITIONS, 1, config={"filter.source.topic": base,
+                                                               "filter.tag.expression": "A"})])[view].result(20)
+    wait_for(lambda: len(admin.list_topics(view, timeout=5).topics[view].partitions) == PARTITIONS,
+             what="the view's partitions")
+    send("after", 16)
+    expected = sorted(b"%s%02d" % (p, i) for p in (b"before", b"after") for i in range(0, 16, 2))
+    assert sorted(read_topic(sharded.kafka_bootstrap, view)) == expected
+
+
 def test_a_killed_shard_is_started_again_with_its_acknowledged_records(sharded):
     before = shard_pids(sharded.data_dir)
     assert sorted(before) == [0, 1]
