@@ -53,9 +53,12 @@ def broker_data(member: Member) -> dict:
 
 
 def rocketmq_route(app, topic: str, cfg) -> dict:
-    """The topic's route: every live gateway's BrokerData; QueueData per broker leading queues of
-    it, with as many queues as it leads (RocketMQ numbers a broker's queues from 0: a member's
-    queue ids are its rank among the topic's queues it leads, see `local_queue_id`)."""
+    """The topic's route: QueueData per broker leading queues of it, with as many queues as it
+    leads (RocketMQ numbers a broker's queues from 0: a member's queue ids are its rank among the
+    topic's queues it leads, see `local_queue_id`), and the BrokerData of those brokers only, as
+    RocketMQ's name server answers (RouteInfoManager.pickupTopicRouteData): tools take every
+    BrokerData to have the topic's QueueData (mqadmin's resetOffsetByTimeOld failed with a
+    NullPointerException on a topic of one shard's queues)."""
     node = app.ownership
     live = node.live()
     if not node.assigned(topic):  # a local topic: every gateway has all its queues
@@ -67,7 +70,7 @@ def rocketmq_route(app, topic: str, cfg) -> dict:
                 leaders[a.leader] = leaders.get(a.leader, 0) + 1
     queue_datas = [{"brokerName": broker_name(n), "perm": cfg.perm, "readQueueNums": count, "writeQueueNums": count,
                     "topicSysFlag": 0} for n, count in sorted(leaders.items())]
-    return {"brokerDatas": [broker_data(m) for _, m in sorted(live.items())], "filterServerTable": {},
+    return {"brokerDatas": [broker_data(m) for n, m in sorted(live.items()) if n in leaders], "filterServerTable": {},
             "queueDatas": queue_datas}
 
 

@@ -137,6 +137,27 @@ def test_topic_and_consume_stats_name_each_shards_own_queues(sharded):
     assert {(q.broker_name, q.queue_id) for q in progress} == route
 
 
+def test_route_of_a_topic_of_one_shard_lists_that_broker_only(sharded):
+    """A topic whose one queue one shard leads: the name server's route has that broker's BrokerData
+    and QueueData only, as RocketMQ's name server answers; before, every shard's BrokerData was
+    listed and mqadmin's resetOffsetByTimeOld hit a NullPointerException on the broker without
+    QueueData (tests/compat/test_kafka_reset_offsets.py with --shards 2)."""
+    from codec.remoting import RequestCode
+    from remoting.wire import Peer
+
+    topic = "sharded-one-queue"
+    admin = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
+    peer = Peer(sharded.namesrv)
+    try:
+        route = wait_for(lambda: (r := peer.json_call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+                         .get("queueDatas") and r, what="the topic's route")
+    finally:
+        peer.close()
+    assert len(route["queueDatas"]) == 1
+    assert [b["brokerName"] for b in route["brokerDatas"]] == [route["queueDatas"][0]["brokerName"]]
+
+
 def test_a_filtered_view_of_a_topic_of_both_shards_holds_every_match(sharded):
     """A filtered view (CreateTopics with filter.* configs) of a topic led by both shards: its
     queues are placed where the base's are and the shard that did not create it maintains it too,
