@@ -161,6 +161,21 @@ class ClusterNode:
             del self.view.queues[key]
         self._spawn(self.coordination.delete_topic, name)
 
+    def topic_updated(self, cfg) -> None:
+        """A topic's configs or perm changed here (Kafka AlterConfigs, RocketMQ topic update): put
+        them in its record, which every gateway follows (`ClusterService._make_local`), so the
+        leaders of its queues apply them and every gateway describes them. A change of the queue
+        count is `topic_grown`'s."""
+        record = self.view.topics.get(cfg.name)
+        if record is None or max(cfg.read_queues, cfg.write_queues) != record.queues:
+            return
+        attributes = dict(cfg.attributes or {})
+        if record.attributes == attributes and record.perm == cfg.perm:
+            return  # unchanged, or this gateway following the record
+        changed = dataclasses.replace(record, perm=cfg.perm, attributes=attributes)
+        self.view.topics[cfg.name] = changed
+        self._spawn(self.coordination.add_queues, cfg.name, changed, {})
+
     def topic_grown(self, cfg) -> None:
         """A topic got more queues here (CreatePartitions, RocketMQ topic update): place the new ones."""
         record = self.view.topics.get(cfg.name)

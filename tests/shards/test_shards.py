@@ -158,6 +158,37 @@ def test_route_of_a_topic_of_one_shard_lists_that_broker_only(sharded):
     assert [b["brokerName"] for b in route["brokerDatas"]] == [route["queueDatas"][0]["brokerName"]]
 
 
+def test_a_topic_config_altered_at_one_shard_is_every_shards(sharded):
+    """IncrementalAlterConfigs of a topic answered by one shard: every shard describes the new
+    value (each leads queues of the topic and applies its retention). Before, the change stayed in
+    the store of the shard that took it (tests/kafka/test_kafka_admin_cli.py with --shards 2 never
+    saw it described)."""
+    import sys
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+    from kafka_raw import RawClient
+
+    topic = "sharded-configured"
+    assert set(create_topic(sharded, topic).values()) == {1, 2}
+    brokers = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap}).list_topics(timeout=10).brokers
+    port = {b.id: b.port for b in brokers.values()}
+    alter = AdminClient({"bootstrap.servers": f"127.0.0.1:{port[2]}"})  # the shard that is not the bootstrap
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "12345", incremental_operation=AlterConfigOpType.SET)])
+    alter.incremental_alter_configs([resource])[resource].result(20)
+
+    def described(node: int) -> str | None:
+        raw = RawClient(f"127.0.0.1:{port[node]}")
+        try:
+            resp = raw.call(32, 1, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                   "configuration_keys": ["retention.ms"]}],
+                                    "include_synonyms": False})
+        finally:
+            raw.close()
+        return {c["name"]: c["value"] for c in resp["results"][0]["configs"]}.get("retention.ms")
+    wait_for(lambda: described(1) == described(2) == "12345", what="retention.ms=12345 on both shards")
+
+
 def test_a_filtered_view_of_a_topic_of_both_shards_holds_every_match(sharded):
     """A filtered view (CreateTopics with filter.* configs) of a topic led by both shards: its
     queues are placed where the base's are and the shard that did not create it maintains it too,
