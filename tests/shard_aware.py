@@ -21,6 +21,16 @@ def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p: m.leader for p, m in md.partitions.items()}
 
 
+def leader_address(bootstrap: str, topic: str, partition: int) -> str:
+    """host:port of the broker leading `partition` of `topic` (the bootstrap's own with one process):
+    a raw request about a partition goes to its leader, as a Kafka client sends it."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    broker = md.brokers[md.topics[topic].partitions[partition].leader]
+    return f"{broker.host}:{broker.port}"
+
+
 def rocketmq_queue(leaders: dict[int, int], partition: int) -> tuple[str, int]:
     """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by."""
     if TEST_SHARDS == 1:

@@ -92,3 +92,19 @@ def test_rocketmq_send_and_pull_at_the_wrong_shard_are_refused(sharded):
     finally:
         owner.close()
         other.close()
+
+
+def test_describe_producers_at_the_wrong_shard_is_not_leader(sharded):
+    """DescribeProducers (61) of a partition another shard leads: NOT_LEADER_OR_FOLLOWER, as Kafka
+    answers off the leader; before, an empty success ("no active producers"), a wrong read."""
+    leaders = create_topic(sharded, "wrong-p")
+    ports = kafka_ports(sharded)
+    owner = leaders[0]
+    other = next(b for b in ports if b != owner)
+    body = {"topics": [{"name": "wrong-p", "partition_indexes": [0]}]}
+    for node, code in ((owner, 0), (other, NOT_LEADER_OR_FOLLOWER)):
+        raw = KafkaRaw("127.0.0.1", ports[node])
+        try:
+            assert raw.call(61, 0, body)["topics"][0]["partitions"][0]["error_code"] == code, node
+        finally:
+            raw.close()
