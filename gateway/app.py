@@ -241,6 +241,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created
         st.topics.on_deleted = ownership.topic_deleted
+        st.topics.on_updated = ownership.topic_updated
         app.kafka.producers.id_source = ownership.next_producer_id
     else:  # a deleted topic's open and aborted transactions (Kafka's layout: one gateway) go with it
         st.topics.on_deleted = app.transactions.layout.forget_topic

@@ -206,6 +206,7 @@ class TopicTable:
         self.submission = 0  # the writer's number of the newest submitted change (0: none)
         self.on_create = None  # called with each new TopicConfig (a cluster member publishes it)
         self.on_deleted = None  # called with each deleted topic's name (likewise)
+        self.on_updated = None  # called with each changed TopicConfig (likewise: configs, perm)
         self._topics: dict[str, TopicConfig] = {}
         self._by_id: dict[bytes, str] = {}  # topic id -> name
         self._id_of: dict[str, bytes] = {}  # name -> the id _by_id has it under
@@ -250,6 +251,8 @@ class TopicTable:
         self._topics[cfg.name] = cfg
         self._index_id(cfg)
         self._persist(cfg.name)
+        if self.on_updated is not None:
+            self.on_updated(cfg)
 
     def delete(self, name: str) -> None:
         self._forget_id(name)

@@ -21,6 +21,41 @@ def partition_leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {p: m.leader for p, m in md.partitions.items()}
 
 
+def leader_address(bootstrap: str, topic: str, partition: int) -> str:
+    """host:port of the broker leading `partition` of `topic` (the bootstrap's own with one process):
+    a raw request about a partition goes to its leader, as a Kafka client sends it."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10)
+    broker = md.brokers[md.topics[topic].partitions[partition].leader]
+    return f"{broker.host}:{broker.port}"
+
+
+def raw_leader(bootstrap: str, topic: str, partition: int = 0, timeout: float = 30.0) -> str:
+    """host:port of the leader of `partition`, the topic auto-created by this Metadata request when
+    missing and waited for until it has a leader (a cluster shows a new topic once etcd has it)."""
+    import time
+
+    from kafka_raw import RawClient
+
+    client = RawClient(bootstrap, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            md = client.call(3, 12, {"topics": [{"name": topic, "topic_id": bytes(16)}],
+                                     "allow_auto_topic_creation": True,
+                                     "include_topic_authorized_operations": False})
+            parts = {p["partition_index"]: p for p in md["topics"][0]["partitions"]}
+            leader = parts[partition]["leader_id"] if partition in parts else -1
+            if leader >= 0:
+                broker = next(b for b in md["brokers"] if b["node_id"] == leader)
+                return f"{broker['host']}:{broker['port']}"
+            assert time.monotonic() < deadline, f"no leader for {topic}/{partition}: {md['topics'][0]}"
+            time.sleep(0.1)
+    finally:
+        client.close()
+
+
 def rocketmq_queue(leaders: dict[int, int], partition: int) -> tuple[str, int]:
     """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by."""
     if TEST_SHARDS == 1:

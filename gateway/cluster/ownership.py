@@ -19,6 +19,7 @@ from cluster import model
 from cluster.etcd import EtcdError
 from cluster.model import Member, QueueAssignment, TopicRecord
 from semantics.producer_state import ClusterUnavailable
+from semantics.views import ATTR_SOURCE
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -151,12 +152,20 @@ class ClusterNode:
         record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}), str(uuid.UUID(bytes=cfg.topic_id)))
         candidates = members or self.view.live() or [self.node_id]
         leader = min(candidates) if led_whole(cfg.attributes) else None
-        assignments = model.place(name, queues, candidates, rf, leader)
+        assignments = self._base_placement(cfg, queues) or model.place(name, queues, candidates, rf, leader)
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
             self.view.set_queue(name, q, a)  # this gateway takes its roles now, as the others will
         self._publishing[name] = trio.Event()
         self._spawn(self._publish, name, record, assignments)
+
+    def _base_placement(self, cfg, queues: int) -> list[QueueAssignment] | None:
+        """A filtered view's queues go where its base's are (semantics.views): a view queue's units
+        point into the CommitLog of the gateway that stores the base queue, so only that one can
+        fill and serve it. None for an ordinary topic."""
+        base = (cfg.attributes or {}).get(ATTR_SOURCE)
+        placed = [self.view.queues.get((base, q)) for q in range(queues)] if base else []
+        return placed if placed and None not in placed else None
 
     def topic_deleted(self, name: str) -> None:
         """A topic was deleted from the local store: delete it cluster-wide (the others follow the watch)."""
@@ -166,6 +175,21 @@ class ClusterNode:
         for key in [k for k in self.view.queues if k[0] == name]:
             del self.view.queues[key]
         self._spawn(self.coordination.delete_topic, name)
+
+    def topic_updated(self, cfg) -> None:
+        """A topic's configs or perm changed here (Kafka AlterConfigs, RocketMQ topic update): put
+        them in its record, which every gateway follows (`ClusterService._make_local`), so the
+        leaders of its queues apply them and every gateway describes them. A change of the queue
+        count is `topic_grown`'s."""
+        record = self.view.topics.get(cfg.name)
+        if record is None or max(cfg.read_queues, cfg.write_queues) != record.queues:
+            return
+        attributes = dict(cfg.attributes or {})
+        if record.attributes == attributes and record.perm == cfg.perm:
+            return  # unchanged, or this gateway following the record
+        changed = dataclasses.replace(record, perm=cfg.perm, attributes=attributes)
+        self.view.topics[cfg.name] = changed
+        self._spawn(self.coordination.add_queues, cfg.name, changed, {})
 
     def topic_grown(self, cfg) -> None:
         """A topic got more queues here (CreatePartitions, RocketMQ topic update): place the new ones."""

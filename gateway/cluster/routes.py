@@ -59,10 +59,13 @@ def broker_data(member: Member) -> dict:
 
 
 def rocketmq_route(app, topic: str, cfg) -> dict:
-    """The topic's route: every live gateway's BrokerData; QueueData per broker leading queues of
-    it, with as many queues as it leads (RocketMQ numbers a broker's queues from 0: a member's
-    queue ids are its rank among the topic's queues it leads, see `local_queue_id`). A cluster
-    topic's route also maps each cluster queue id to its leader (`queue_mapping`)."""
+    """The topic's route: QueueData per broker leading queues of it, with as many queues as it
+    leads (RocketMQ numbers a broker's queues from 0: a member's queue ids are its rank among the
+    topic's queues it leads, see `local_queue_id`), and the BrokerData of those brokers only, as
+    RocketMQ's name server answers (RouteInfoManager.pickupTopicRouteData): tools take every
+    BrokerData to have the topic's QueueData (mqadmin's resetOffsetByTimeOld failed with a
+    NullPointerException on a topic of one shard's queues). A cluster topic's route also maps each
+    cluster queue id to its leader (`queue_mapping`)."""
     node = app.ownership
     live = node.live()
     led = {}  # node id -> {cluster queue id: leader epoch}
@@ -75,7 +78,7 @@ def rocketmq_route(app, topic: str, cfg) -> dict:
         leaders = {n: len(queues) for n, queues in led.items()}
     queue_datas = [{"brokerName": broker_name(n), "perm": cfg.perm, "readQueueNums": count, "writeQueueNums": count,
                     "topicSysFlag": 0} for n, count in sorted(leaders.items())]
-    route = {"brokerDatas": [broker_data(m) for _, m in sorted(live.items())], "filterServerTable": {},
+    route = {"brokerDatas": [broker_data(m) for n, m in sorted(live.items()) if n in leaders], "filterServerTable": {},
              "queueDatas": queue_datas}
     if led:
         route["topicQueueMappingByBroker"] = queue_mapping(topic, len(node.view.queues_of(topic)), led)

@@ -24,6 +24,7 @@ from gateway.cluster import txn_layout
 from gateway.cluster.shared_security import SharedSecurity
 from gateway.cluster.txns import ClusterTxns
 from semantics.replication.pop_journal import journal_topic
+from semantics.views import definition
 from store.config import legacy_topic_id, parse_topic_id
 
 log = logging.getLogger("rocketgate.cluster")
@@ -180,7 +181,7 @@ class ClusterService:
     def _make_local(self, name: str, record) -> None:
         """A topic of the cluster exists in this gateway's store too (its queues' files are only
         written by their owners); the cluster's queue count (grown, or another gateway's creation that
-        won over this one's) and a deletion are followed."""
+        won over this one's), its configs and perm (`ClusterNode.topic_updated`) and a deletion are followed."""
         topics = self.app.store.topics
         cfg = topics.get(name)
         if record is None:  # deleted in the cluster, with its pop journal
@@ -190,10 +191,14 @@ class ClusterService:
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes, topic_id=_agreed_id(name, record))
-        elif max(cfg.read_queues, cfg.write_queues) != record.queues or cfg.topic_id != _agreed_id(name, record):
-            # grown elsewhere, or auto-created here while another gateway's creation (and id) won
+            if definition(topics.get(name)) is not None:
+                self.app.views.refresh()  # a filtered view: maintained and backfilled from the base queues here
+        elif (max(cfg.read_queues, cfg.write_queues) != record.queues or cfg.topic_id != _agreed_id(name, record)
+              or (cfg.attributes or {}) != record.attributes or cfg.perm != record.perm):
+            # grown or configured elsewhere, or auto-created here while another gateway's creation (and id) won
             cfg.read_queues = cfg.write_queues = record.queues
             cfg.topic_id = _agreed_id(name, record)
+            cfg.attributes, cfg.perm = dict(record.attributes), record.perm
             topics.update(cfg)
 
     def _publish_unassigned(self) -> set[str]:

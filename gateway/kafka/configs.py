@@ -58,13 +58,13 @@ def _broker_entries(app) -> list[tc.Entry]:
     (STATIC_BROKER_CONFIG), then Kafka's defaults the gateway follows (DEFAULT_CONFIG)."""
     c = app.config
     values = [("auto.create.topics.enable", str(c.auto_create_topics).lower(), tc.BOOLEAN),
-              ("broker.id", str(NODE_ID), tc.INT),
+              ("broker.id", str(_node_id(app)), tc.INT),
               ("default.replication.factor", "1", tc.INT),
               ("log.dirs", c.data_dir, tc.LIST),
               ("log.retention.hours", "72", tc.INT),
               ("log.segment.bytes", str(c.commitlog_file_size), tc.INT),
               ("message.max.bytes", str(c.max_message_bytes), tc.INT),
-              ("node.id", str(NODE_ID), tc.INT),
+              ("node.id", str(_node_id(app)), tc.INT),
               ("num.partitions", str(c.default_partitions), tc.INT),
               ("offsets.topic.replication.factor", "1", SHORT),
               ("process.roles", "broker,controller", tc.LIST),
@@ -107,10 +107,15 @@ def _group_entries(app, group: str) -> list[tc.Entry]:
                   key=lambda e: e.name)
 
 
-def _broker_name_problem(name: str) -> str | None:
-    if name in ("", str(NODE_ID)):
+def _node_id(app) -> int:
+    """This broker's id: 0 alone, its node id as a cluster member (each shard is a broker)."""
+    return app.ownership.node_id if app.ownership.clustered else NODE_ID
+
+
+def _broker_name_problem(app, name: str) -> str | None:
+    if name in ("", str(_node_id(app))):
         return None
-    return f"Unexpected broker id, expected {NODE_ID} or empty string, but received {name}"
+    return f"Unexpected broker id, expected {_node_id(app)} or empty string, but received {name}"
 
 
 def _describe_entry(e: tc.Entry, synonyms: bool) -> dict:
@@ -130,7 +135,7 @@ def _describe_resource(app, rtype: int, name: str) -> tuple[int, str | None, lis
             return errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.", []
         return errors.NONE, None, topic_entries(app, cfg)
     if rtype == RESOURCE_BROKER:
-        why = _broker_name_problem(name)
+        why = _broker_name_problem(app, name)
         if why:
             return errors.INVALID_REQUEST, why, []
         # The cluster-wide default resource ("") lists dynamic defaults only, and there are none.
@@ -203,7 +208,7 @@ def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: 
     if rtype == RESOURCE_TOPIC:
         return _alter_topic(app, name, ops, replace, validate_only)
     if rtype == RESOURCE_BROKER:
-        why = _broker_name_problem(name)
+        why = _broker_name_problem(app, name)
         if why:
             return errors.INVALID_REQUEST, why
         names = sorted({n for n, op, _ in ops if op != DELETE})  # nothing is set dynamically: deleting is a no-op

@@ -43,6 +43,10 @@ async def describe_producers(ctx: RequestContext):
                 parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
                               "active_producers": []})
                 continue
+            if not app.ownership.owns(name, index):  # Kafka: only the leader knows its producers
+                parts.append({"partition_index": index, "error_code": errors.NOT_LEADER_OR_FOLLOWER,
+                              "active_producers": []})
+                continue
             parts.append({"partition_index": index, "error_code": errors.NONE,
                           "active_producers": active_producers(app, name, index, now)})
         out.append({"name": name, "partitions": parts})

@@ -336,6 +336,10 @@ async def offset_delete(ctx: RequestContext):
         out.append({"name": t["name"], "partitions": parts})
     app.offsets.persist()
     await mirror(app, group, deleted)  # tombstones, as Kafka writes for deleted offsets
+    # answered once the deletion is durable like a commit: in a cluster, once etcd has it (before,
+    # an OffsetFetch right after still answered etcd's old offset)
+    if deleted and not await app.offsets.wait_mirrored([(group, t, p) for t, p, *_ in deleted]):
+        return {"error_code": errors.COORDINATOR_NOT_AVAILABLE, "topics": []}
     return {"error_code": errors.NONE, "topics": out}
 
 

@@ -25,7 +25,8 @@ import trio
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps_mq_map, loads
 from gateway import tier_reads
-from gateway.remoting.common import BROKER_NAME, DEFERRED, handles, registry
+from gateway.cluster.remoting_queues import stats_queues
+from gateway.remoting.common import DEFERRED, handles, registry
 from semantics import backtrack
 
 log = logging.getLogger("rocketgate.remoting")
@@ -41,9 +42,17 @@ def _kafka_members(app, group: str) -> int:
     return len(app.kafka.coordinator.describe(group)["members"])
 
 
-def reset_body(topic: str, plan: dict[int, int]) -> bytes:
+def own_queues(app, topic: str, plan: dict[int, int]) -> dict[int, tuple[str, str, int]]:
+    """The plan's queues this broker answers for, by the MessageQueue a client knows each by: in a
+    cluster (shards) only the queues this gateway leads, under its broker name and broker-local ids,
+    as each RocketMQ broker resets its own (mqadmin asks every broker of the route). A queue led by
+    another gateway is left to it: its store is not here, so its offset by time is not either."""
+    return {qid: key for qid, key in stats_queues(app, topic, max(plan, default=-1) + 1) if qid in plan}
+
+
+def reset_body(plan: dict[int, int], queues: dict[int, tuple[str, str, int]]) -> bytes:
     """ResetOffsetBody: {"offsetTable": {MessageQueue: offset}} (object keys, fastjson style)."""
-    table = {(topic, BROKER_NAME, qid): off for qid, off in sorted(plan.items())}
+    table = {queues[qid]: off for qid, off in sorted(plan.items())}
     return ('{"offsetTable":' + dumps_mq_map(table) + "}").encode()
 
 
@@ -90,8 +99,10 @@ def _reset_offset(channel, req):
     if not members:
         return req.response(ResponseCode.CONSUMER_NOT_ONLINE, remark=(
             f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}"))
+    queues = own_queues(app, topic, plan)
+    plan = {qid: off for qid, off in plan.items() if qid in queues}
     backtrack.apply_plan(app.offsets, group, topic, plan)
-    body = reset_body(topic, plan)
+    body = reset_body(plan, queues)
     fields = {"topic": topic, "group": group, "timestamp": str(timestamp), "isForce": str(force).lower()}
     for entry in members:
         entry.channel.send_oneway(RemotingCommand(code=RC.RESET_CONSUMER_CLIENT_OFFSET, flag=2,

@@ -9,6 +9,7 @@ from compat import checks
 from compat.harness import run_on_gateway
 from compat.jvm import KAFKA_CLIENTS
 from compat.scenarios import KAFKA_SCENARIOS
+from shard_aware import broker_ids
 
 # The module's JVM run (its fixture) bounds each scenario's waits; it counts against the first test.
 pytestmark = pytest.mark.timeout(900)
@@ -48,7 +49,7 @@ def test_offsets_for_times(java_kafka):
 
 
 def test_admin_topics_partitions_configs(java_kafka):
-    checks.kafka_admin(java_kafka["admin"])
+    checks.kafka_admin(java_kafka["admin"], len(broker_ids()))
 
 
 def test_record_too_large(java_kafka):

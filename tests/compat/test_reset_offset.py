@@ -14,6 +14,7 @@ from client import Admin, ConsumeFrom, ConsumeStatus, Message, Producer, PushCon
 from compat.harness import failure_context, run_on_gateway
 from compat.jvm import ROCKETMQ_CLIENTS
 from compat.tools import mqadmin
+from shard_aware import broker_names
 import waiting
 
 pytestmark = pytest.mark.timeout(900)
@@ -97,14 +98,16 @@ def ok(env, r):
 
 
 def offsets_table(out):
-    """The '#brokerName #queueId #offset' rows printed by resetOffsetByTime: {queue: offset}."""
+    """The '#brokerName #queueId #offset' rows printed by resetOffsetByTime: {(broker, queue): offset}
+    (every broker of the route answers for its own queues: one, or each shard)."""
     rows = [line.split() for line in out.splitlines()]
-    return {int(r[1]): int(r[2]) for r in rows if len(r) == 3 and r[0] == "broker-a"}
+    return {(r[0], int(r[1])): int(r[2]) for r in rows if len(r) == 3 and r[0] in broker_names()}
 
 
 def consumer_offsets(gw, group):
     with Admin(gw.namesrv) as a:
-        return {mq.queue_id: row["consumerOffset"] for mq, row in a.consumer_progress(group, TOPIC).items()}
+        return {(mq.broker_name, mq.queue_id): row["consumerOffset"]
+                for mq, row in a.consumer_progress(group, TOPIC).items()}
 
 
 def new_bodies():

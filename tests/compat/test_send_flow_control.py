@@ -18,6 +18,7 @@ import pytest
 from compat.harness import failure_context, run_on_gateway, start_gateway
 from compat.jvm import ROCKETMQ_CLIENTS, ScenarioRun
 from compat.tools import kafka_tool
+from shard_aware import one_queue_each
 
 pytestmark = pytest.mark.timeout(600)
 ATTEMPTS = {"4.9": 1, "5": 3}  # per refused send: 4.9 gives up at once, 5.3 after 1 + 2 retries
@@ -45,29 +46,36 @@ def test_send_that_waited_too_long_is_refused(tmp_path, version):
 
 @pytest.mark.parametrize("version", ["4.9", "5"])
 def test_store_held_too_long_refuses_sends_for_a_while(tmp_path, version):
-    """A Kafka record's write is held (the stalled-disk seam): every RocketMQ send meanwhile is
-    refused with PC_SYNCHRONIZED; once the test releases the store, the held record is acknowledged
-    and sends go through again. Used to be timed (300 ms writes, 200 ms pauses): under load no send
-    was refused."""
+    """A Kafka record's write is held (the stalled-disk seam) on every broker (one, or each shard:
+    a broker's flow control is its own, and the seam holds every shard's writes): every RocketMQ
+    send meanwhile is refused with PC_SYNCHRONIZED; once the test releases the store, the held
+    records are acknowledged and sends go through again. Used to be timed (300 ms writes, 200 ms
+    pauses): under load no send was refused."""
     from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
 
     hold = str(tmp_path / "hold-store-writes")
     gw = start_gateway(tmp_path, ["--store-write-hold-file", hold, "--os-page-cache-busy-timeout-ms", "1",
                                   "--wait-time-mills-in-send-queue", "60000"])  # a loaded machine: no queue refusals
+    brokers = one_queue_each()
+    admin = AdminClient({"bootstrap.servers": gw.kafka_bootstrap})
+    admin.create_topics([NewTopic("fc-held", brokers, 1)])["fc-held"].result(30)
     held = Producer({"bootstrap.servers": gw.kafka_bootstrap, "message.timeout.ms": 300000})
     delivered = []
     try:
-        held.produce("fc-held", b"held", on_delivery=lambda err, _m: delivered.append(err))
-        held.flush(30)  # the topic exists and the record is stored: the seam is armed after it
-        assert delivered == [None], delivered
+        for p in range(brokers):
+            held.produce("fc-held", b"held", partition=p, on_delivery=lambda err, _m: delivered.append(err))
+        held.flush(30)  # the topic exists and the records are stored: the seam is armed after them
+        assert delivered == [None] * brokers, delivered
         open(hold, "w").close()
-        held.produce("fc-held", b"held-2", on_delivery=lambda err, _m: delivered.append(err))
-        _wait_for_log(gw, "store write held while", held)
+        for p in range(brokers):
+            held.produce("fc-held", b"held-2", partition=p, on_delivery=lambda err, _m: delivered.append(err))
+        _wait_for_log(gw, "store write held while", held, count=brokers)
         log_dir = str(tmp_path / "logs")
         args = lambda n: [gw.namesrv, "fc", f"busy_send:fc-topic:{n}:0"]  # noqa: E731
         refused = ScenarioRun(ROCKETMQ_CLIENTS[version], "compat.RocketCompat", args(3), log_dir)["busy_send"]
         os.unlink(hold)
-        assert held.flush(60) == 0 and delivered == [None, None], delivered  # acknowledged once released
+        assert held.flush(60) == 0 and delivered == [None] * 2 * brokers, delivered  # acknowledged once released
         taken = ScenarioRun(ROCKETMQ_CLIENTS[version], "compat.RocketCompat", args(2), log_dir)["busy_send"]
     finally:
         if os.path.exists(hold):
@@ -81,9 +89,9 @@ def test_store_held_too_long_refuses_sends_for_a_while(tmp_path, version):
     assert [o["ok"] for o in taken["outcomes"]] == [True, True], (taken, ctx)  # for a while, not forever
 
 
-def _wait_for_log(gw, text: str, producer, timeout: float = 60.0) -> None:
+def _wait_for_log(gw, text: str, producer, timeout: float = 60.0, count: int = 1) -> None:
     deadline = time.monotonic() + timeout
-    while text not in gw.log():
+    while gw.log().count(text) < count:
         assert time.monotonic() < deadline, f"no {text!r} in the gateway log" + failure_context(gw)
         producer.poll(0.05)
 

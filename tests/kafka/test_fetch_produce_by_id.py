@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from kafka_raw import RawClient
 from kafka_target import eventually, target  # noqa: F401 (fixture)
 
 from codec.kafka import records
@@ -28,6 +29,19 @@ def _create(client, name: str) -> bytes:
         assert md["error_code"] == NONE and md["partitions"][0]["leader_id"] >= 0
     eventually(known)
     return bytes(t["topic_id"])
+
+
+def _at_leader(client, name: str):
+    """A client connected to the leader of `name`'s partition 0: `client` itself on one process,
+    else one to the shard that leads it (the others answer NOT_LEADER_OR_FOLLOWER, as Kafka)."""
+    md = client.call(METADATA, 12, {"topics": [{"name": name, "topic_id": bytes(16)}],
+                                    "allow_auto_topic_creation": False})
+    leader = md["topics"][0]["partitions"][0]["leader_id"]
+    broker = next(b for b in md["brokers"] if b["node_id"] == leader)
+    if (broker["host"], broker["port"]) == client.sock.getpeername()[:2]:
+        return client
+    client.close()
+    return RawClient(f"{broker['host']}:{broker['port']}", timeout=60)
 
 
 def _batch(values: list[bytes]) -> bytes:
@@ -64,6 +78,7 @@ def test_produce_v13_and_fetch_v13_to_v18_by_topic_id(target):
     c = target.raw()
     name = f"byid-{uuid.uuid4().hex[:8]}"
     tid = _create(c, name)
+    c = _at_leader(c, name)
     t, p = _produce(c, 13, {"topic_id": tid}, [b"a", b"b"])
     assert bytes(t["topic_id"]) == tid and (p["error_code"], p["base_offset"]) == (NONE, 0)
     for version in range(13, 19):
@@ -80,6 +95,7 @@ def test_produce_v10_to_v12_by_name(target, version):
     c = target.raw()
     name = f"byname-{uuid.uuid4().hex[:8]}"
     _create(c, name)
+    c = _at_leader(c, name)
     t, p = _produce(c, version, {"name": name}, [b"x"])
     assert t["name"] == name and (p["error_code"], p["base_offset"]) == (NONE, 0)
     assert p.get("current_leader") in (None, {"leader_id": -1, "leader_epoch": -1})  # only on a leader error
@@ -96,10 +112,12 @@ def test_unknown_and_deleted_topic_ids(target):
 
     name = f"gone-{uuid.uuid4().hex[:8]}"
     old = _create(c, name)
+    c = _at_leader(c, name)
     _produce(c, 13, {"topic_id": old}, [b"first life"])
     assert c.call(DELETE_TOPICS, 6, {"topics": [{"name": name, "topic_id": bytes(16)}],
                                      "timeout_ms": 10000})["responses"][0]["error_code"] == NONE
     new = eventually(lambda: _create(c, name))
+    c = _at_leader(c, name)  # the new topic may be led by another shard
     assert new != old
     assert _fetch(c, 18, {"topic_id": old})[1]["error_code"] == UNKNOWN_TOPIC_ID
     assert _produce(c, 13, {"topic_id": old}, [b"stale"])[1]["error_code"] == UNKNOWN_TOPIC_ID

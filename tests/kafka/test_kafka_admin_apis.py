@@ -12,7 +12,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from gateway_process import GatewayProcess
+from kafka_raw import RawClient
 from kafka_target import REFERENCE, Target, eventually, gateway_only
+from shard_aware import leader_address
 
 from compat.jvm import run_tool
 from compat.tools import table
@@ -142,7 +144,7 @@ def test_idle_producer_expires(tmp_path):
         p = Producer({"bootstrap.servers": target.bootstrap, "enable.idempotence": True, "linger.ms": 0})
         p.produce(topic, value=b"v", partition=0)
         p.flush(10)
-        c = target.raw()
+        c = RawClient(leader_address(target.bootstrap, topic, 0), timeout=60)  # only the leader knows
         body = {"topics": [{"name": topic, "partition_indexes": [0]}]}
         assert len(c.call(DESCRIBE_PRODUCERS, 0, body)["topics"][0]["partitions"][0]["active_producers"]) == 1
         time.sleep(EXPIRATION_MS / 1000 + 0.5)

@@ -13,8 +13,9 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import InvalidTimestampError, MessageSizeTooLargeError
-from kafka_raw import produce_body
+from kafka_raw import RawClient, produce_body
 from kafka_target import admin, eventually, new_topic, target  # noqa: F401 (fixtures)
+from shard_aware import raw_leader
 
 from codec.kafka import records
 
@@ -48,7 +49,7 @@ def offsets_topic(target, admin):
 
 
 def _produce(target, topic: str, stamps: list[int], version: int = 9) -> dict:
-    c = target.raw()
+    c = RawClient(raw_leader(target.bootstrap, topic), timeout=60)  # partition 0's leader (one, or its shard)
     batch = records.build_batch([(ts, b"k", b"v", []) for ts in stamps], base_timestamp=stamps[0])
 
     def answered() -> dict:  # once a new topic's leader is known (Kafka: NOT_LEADER_OR_FOLLOWER until then)
@@ -130,7 +131,7 @@ def test_log_append_time_topic_takes_any_create_time(target, admin):
 
 def test_list_offsets_leader_epoch(target, admin):
     topic = _topic(admin)
-    c = target.raw()
+    c = RawClient(raw_leader(target.bootstrap, topic), timeout=60)
 
     def answer(ts: int) -> tuple[int, int]:
         body = {"replica_id": -1, "isolation_level": 0,

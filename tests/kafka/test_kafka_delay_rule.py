@@ -18,7 +18,9 @@ from kafka_raw import RawClient
 
 from codec.kafka import records
 from codec.remoting import RequestCode as RC
+from gateway_process import TEST_SHARDS
 from remoting.wire import Peer
+from shard_aware import broker_address, partition_leaders, raw_leader, rocketmq_queue
 
 PRODUCE, INVALID_RECORD = 0, 87
 DAY_MS = 86_400_000
@@ -32,7 +34,7 @@ def _produce_raw(gw, topic: str, rows: list, compression: int = records.NONE) ->
     now = _ms()
     batch = records.build_batch([(now, None, value, headers) for value, headers in rows], base_timestamp=now,
                                 compression=compression)
-    c = RawClient(gw.kafka_bootstrap, timeout=30)
+    c = RawClient(raw_leader(gw.kafka_bootstrap, topic), timeout=30)  # the first call creates the topic
     try:
         body = {"acks": -1, "timeout_ms": 5000, "topic_data": [
             {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
@@ -42,13 +44,15 @@ def _produce_raw(gw, topic: str, rows: list, compression: int = records.NONE) ->
 
 
 def _stored(gw, topic: str) -> dict:
-    """Entries in the topic's queue 0 and in each schedule queue (nothing stored means all zero)."""
-    p = Peer(gw.namesrv)
+    """Entries in the topic's queue 0 and in each schedule queue (nothing stored means all zero), at
+    the broker storing partition 0 (one process, or the shard leading it: schedule queues are its own)."""
+    broker, queue = rocketmq_queue(partition_leaders(gw.kafka_bootstrap, topic), 0)
+    p = Peer(gw.namesrv if TEST_SHARDS == 1 else broker_address(gw.namesrv, topic, broker))
     try:
         def top(t, q):
             resp = p.call(RC.GET_MAX_OFFSET, {"topic": t, "queueId": q})
             return int(resp.ext_fields["offset"]) if resp.code == 0 else 0
-        return {"topic": top(topic, 0), "scheduled": sum(top("SCHEDULE_TOPIC_XXXX", q) for q in range(19))}
+        return {"topic": top(topic, queue), "scheduled": sum(top("SCHEDULE_TOPIC_XXXX", q) for q in range(19))}
     finally:
         p.close()
 

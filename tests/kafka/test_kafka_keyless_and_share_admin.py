@@ -14,7 +14,9 @@ import time
 import uuid
 
 import pytest
+from kafka_raw import RawClient
 from kafka_target import admin, eventually, new_topic, target  # noqa: F401 (fixtures)
+from shard_aware import raw_leader
 
 from codec.kafka import records
 
@@ -30,7 +32,7 @@ def _topic(admin, configs: dict | None = None) -> str:
 def _produce(target, topic: str, keys: list[bytes | None]) -> dict:
     now = int(time.time() * 1000)
     batch = records.build_batch([(now, k, b"v", []) for k in keys], base_timestamp=now)
-    c = target.raw()
+    c = RawClient(raw_leader(target.bootstrap, topic), timeout=60)  # partition 0's leader (one, or its shard)
 
     def answered() -> dict:
         body = {"acks": -1, "timeout_ms": 5000, "topic_data": [

@@ -137,6 +137,85 @@ def test_topic_and_consume_stats_name_each_shards_own_queues(sharded):
     assert {(q.broker_name, q.queue_id) for q in progress} == route
 
 
+def test_route_of_a_topic_of_one_shard_lists_that_broker_only(sharded):
+    """A topic whose one queue one shard leads: the name server's route has that broker's BrokerData
+    and QueueData only, as RocketMQ's name server answers; before, every shard's BrokerData was
+    listed and mqadmin's resetOffsetByTimeOld hit a NullPointerException on the broker without
+    QueueData (tests/compat/test_kafka_reset_offsets.py with --shards 2)."""
+    from codec.remoting import RequestCode
+    from remoting.wire import Peer
+
+    topic = "sharded-one-queue"
+    admin = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(20)
+    peer = Peer(sharded.namesrv)
+    try:
+        route = wait_for(lambda: (r := peer.json_call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+                         .get("queueDatas") and r, what="the topic's route")
+    finally:
+        peer.close()
+    assert len(route["queueDatas"]) == 1
+    assert [b["brokerName"] for b in route["brokerDatas"]] == [route["queueDatas"][0]["brokerName"]]
+
+
+def test_a_topic_config_altered_at_one_shard_is_every_shards(sharded):
+    """IncrementalAlterConfigs of a topic answered by one shard: every shard describes the new
+    value (each leads queues of the topic and applies its retention). Before, the change stayed in
+    the store of the shard that took it (tests/kafka/test_kafka_admin_cli.py with --shards 2 never
+    saw it described)."""
+    import sys
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+    from kafka_raw import RawClient
+
+    topic = "sharded-configured"
+    assert set(create_topic(sharded, topic).values()) == {1, 2}
+    brokers = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap}).list_topics(timeout=10).brokers
+    port = {b.id: b.port for b in brokers.values()}
+    alter = AdminClient({"bootstrap.servers": f"127.0.0.1:{port[2]}"})  # the shard that is not the bootstrap
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "12345", incremental_operation=AlterConfigOpType.SET)])
+    alter.incremental_alter_configs([resource])[resource].result(20)
+
+    def described(node: int) -> str | None:
+        raw = RawClient(f"127.0.0.1:{port[node]}")
+        try:
+            resp = raw.call(32, 1, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                   "configuration_keys": ["retention.ms"]}],
+                                    "include_synonyms": False})
+        finally:
+            raw.close()
+        return {c["name"]: c["value"] for c in resp["results"][0]["configs"]}.get("retention.ms")
+    wait_for(lambda: described(1) == described(2) == "12345", what="retention.ms=12345 on both shards")
+
+
+def test_a_filtered_view_of_a_topic_of_both_shards_holds_every_match(sharded):
+    """A filtered view (CreateTopics with filter.* configs) of a topic led by both shards: its
+    queues are placed where the base's are and the shard that did not create it maintains it too,
+    so it holds every matching record, those stored before (backfill) and after. Before, the view's
+    queues were placed on their own (a view queue led by a shard that stores no base queue of it
+    stays empty) and only the creating shard filled its view queues."""
+    base, view = "sharded-tagged", "sharded-tagged-a"
+    assert set(create_topic(sharded, base).values()) == {1, 2}
+
+    def send(prefix: str, count: int) -> None:
+        producer = Producer({"bootstrap.servers": sharded.kafka_bootstrap, "acks": "all"})
+        for i in range(count):
+            producer.produce(base, b"%s%02d" % (prefix.encode(), i), partition=i % PARTITIONS,
+                             headers=[("TAGS", b"A" if i % 2 == 0 else b"B")])
+        assert producer.flush(30) == 0
+
+    send("before", 16)
+    admin = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap})
+    admin.create_topics([NewTopic(view, PARTITIONS, 1, config={"filter.source.topic": base,
+                                                               "filter.tag.expression": "A"})])[view].result(20)
+    wait_for(lambda: len(admin.list_topics(view, timeout=5).topics[view].partitions) == PARTITIONS,
+             what="the view's partitions")
+    send("after", 16)
+    expected = sorted(b"%s%02d" % (p, i) for p in (b"before", b"after") for i in range(0, 16, 2))
+    assert sorted(read_topic(sharded.kafka_bootstrap, view)) == expected
+
+
 def test_a_killed_shard_is_started_again_with_its_acknowledged_records(sharded):
     before = shard_pids(sharded.data_dir)
     assert sorted(before) == [0, 1]

@@ -92,3 +92,40 @@ def test_rocketmq_send_and_pull_at_the_wrong_shard_are_refused(sharded):
     finally:
         owner.close()
         other.close()
+
+
+def test_describe_producers_at_the_wrong_shard_is_not_leader(sharded):
+    """DescribeProducers (61) of a partition another shard leads: NOT_LEADER_OR_FOLLOWER, as Kafka
+    answers off the leader; before, an empty success ("no active producers"), a wrong read."""
+    leaders = create_topic(sharded, "wrong-p")
+    ports = kafka_ports(sharded)
+    owner = leaders[0]
+    other = next(b for b in ports if b != owner)
+    body = {"topics": [{"name": "wrong-p", "partition_indexes": [0]}]}
+    for node, code in ((owner, 0), (other, NOT_LEADER_OR_FOLLOWER)):
+        raw = KafkaRaw("127.0.0.1", ports[node])
+        try:
+            assert raw.call(61, 0, body)["topics"][0]["partitions"][0]["error_code"] == code, node
+        finally:
+            raw.close()
+
+
+def test_each_shard_describes_its_own_broker_configs(sharded):
+    """DescribeConfigs of a BROKER resource: each shard answers for its own node id (what a Kafka
+    admin client sends to that broker) and refuses another's, as a Kafka broker; before, every
+    shard took only broker 0, which no shard is, and refused its own id."""
+    ports = kafka_ports(sharded)
+    for node, port in ports.items():
+        raw = KafkaRaw("127.0.0.1", port)
+        try:
+            for asked in ports:
+                resp = raw.call(32, 1, {"resources": [{"resource_type": 4, "resource_name": str(asked),
+                                                       "configuration_keys": ["broker.id"]}],
+                                        "include_synonyms": False})["results"][0]
+                if asked == node:
+                    assert resp["error_code"] == 0, resp
+                    assert {c["name"]: c["value"] for c in resp["configs"]} == {"broker.id": str(node)}
+                else:
+                    assert resp["error_code"] == 42, resp  # INVALID_REQUEST: "Unexpected broker id"
+        finally:
+            raw.close()

@@ -139,7 +139,7 @@ public final class RocketCompat {
             if (!isSystemProperty(e.getKey())) user.put(e.getKey(), e.getValue());
         }
         return Out.map("body", body(m), "tags", m.getTags(), "keys", m.getKeys(), "queue", m.getQueueId(),
-                "offset", m.getQueueOffset(), "msg_id", m.getMsgId(), "born", m.getBornTimestamp(),
+                "broker", m.getBrokerName(), "offset", m.getQueueOffset(), "msg_id", m.getMsgId(), "born", m.getBornTimestamp(),
                 "reconsume", m.getReconsumeTimes(), "props", user);
     }
 
@@ -421,7 +421,8 @@ public final class RocketCompat {
             long settleUntil = Long.MAX_VALUE;
             while (System.currentTimeMillis() < Math.min(deadline, settleUntil)) {
                 for (MessageExt m : c.poll(200)) {
-                    if (positions.add(m.getQueueId() + ":" + m.getQueueOffset())) got.add(received(m));
+                    // a position is (broker, queue, offset): each broker (a gateway's shard) numbers its queues from 0
+                    if (positions.add(m.getBrokerName() + ":" + m.getQueueId() + ":" + m.getQueueOffset())) got.add(received(m));
                 }
                 if (got.isEmpty() && System.currentTimeMillis() > reseekAt) {
                     seekAllToBegin(c, mqs);
