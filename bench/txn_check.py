@@ -168,6 +168,10 @@ Faults at the gateway leading every partition instead (`--target cluster --victi
 workload and faults, one seed each, 2026-12-07, Kafka layout): TV2 359 committed / 106 aborted / 22
 unknown, TV1 363 / 105 / 19, no anomaly of any class (G0 aside).
 
+With markers for record-less partitions (the same day, after the runs above, same faults): at `wl-0`'s
+coordinator TV2 378 / 108 / 1, TV1 372 / 108 / 7; at the partition leader TV2 361 / 110 / 16, TV1
+364 / 107 / 16; no anomaly of any class (G0 aside).
+
 Found so far in the cluster: the first cluster run with TV1 clients (2026-12-07, halves layout) showed
 1 lost write and 1 torn transaction (`p0-24`, fenced by the second instance: one of its two values was
 read). A partition leader checked a batch against etcd while the abort of its transaction reached it,
