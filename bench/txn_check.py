@@ -155,25 +155,36 @@ replication factor 2 and its partitions are led by the two gateways that do not 
 the faults hit `wl-0`'s transaction coordinator: SIGSTOP past its lease (the others take its
 transactional ids over, it comes back fenced and registers again), then `kill -9` and a restart on its
 data once its lease has expired, while a second instance of `wl-0` fences the first. The transaction
-coordinator's state is in etcd (docs/cluster.md, "Kafka transactions").
+coordinator's state is in etcd (docs/cluster.md, "Kafka transactions"). The gateways run the default
+`--cluster-txn-layout kafka` (docs/cluster-txn-layout.md): records at produce-time offsets in the
+replicated partition, markers appended by the partition's current leader (acks=all), every replica
+deriving the open transactions and the aborted index from its log.
 
 """
 
 
 CLUSTER_TAIL = """
-Found so far in the cluster: the first cluster run with TV1 clients (2026-12-07) showed 1 lost write and
-1 torn transaction (`p0-24`, fenced by the second instance: one of its two values was read). A
-partition leader checked a batch against etcd while the abort of its transaction reached it, kept the
-stale check and took the batch as a half of a transaction already over; the next transaction of the
-same producer id (same epoch under TV1) then committed it. Fixed: a check that an end overtook is
-redone, and an end commits only halves of its own epoch (tests/cluster/test_txn_leader_check.py).
-The faults above never hit a partition leader. A partition leader's halves are not replicated
-(docs/cluster.md, "Kafka transactions"): a commit whose partition changed leader during the
-transaction is turned into an abort, and an end decided before a leader change goes to the gateway
-holding the halves, which forwards the committed records to the new leader (that gateway's disk lost:
-the transaction never completes). Runs with the same faults at the gateway leading every partition
-(`--target cluster --victim leader`, 2026-12-07, 487 transactions each): TV2 360 committed / 105
-aborted / 22 unknown, TV1 352 / 108 / 27, no anomaly (G0 aside); one seed, so no guarantee.
+Faults at the gateway leading every partition instead (`--target cluster --victim leader`, same
+workload and faults, one seed each, 2026-12-07, Kafka layout): TV2 359 committed / 106 aborted / 22
+unknown, TV1 363 / 105 / 19, no anomaly of any class (G0 aside).
+
+With markers for record-less partitions (the same day, after the runs above, same faults): at `wl-0`'s
+coordinator TV2 378 / 108 / 1, TV1 372 / 108 / 7; at the partition leader TV2 361 / 110 / 16, TV1
+364 / 107 / 16; no anomaly of any class (G0 aside).
+
+Found so far in the cluster: the first cluster run with TV1 clients (2026-12-07, halves layout) showed
+1 lost write and 1 torn transaction (`p0-24`, fenced by the second instance: one of its two values was
+read). A partition leader checked a batch against etcd while the abort of its transaction reached it,
+kept the stale check and took the batch as a half of a transaction already over; the next transaction
+of the same producer id (same epoch under TV1) then committed it. Fixed: a check that an end overtook
+is redone, and an end commits only halves of its own epoch (tests/cluster/test_txn_leader_check.py).
+With the Kafka layout, one run (TV2, faults at the partition leader, before the leader's epoch guard
+on markers) showed 1 lost write and 1 torn transaction of one unknown transaction; the likely cause, a
+stale abort of the producer's previous transaction reaching the leader after its next one began, is
+what the guard refuses (docs/cluster-txn-layout.md, "Left"); no run since showed it. Under TV1 the
+producer keeps one epoch across transactions, so the guard cannot tell a stale marker from a current
+one, and the cluster has no coordinator-epoch fencing of old markers (Kafka has): a TV1 anomaly of
+that kind stays possible, though none was seen. One seed per run, so a zero is evidence, not proof.
 """
 
 

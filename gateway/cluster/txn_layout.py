@@ -6,7 +6,8 @@ appended to it (`interop.txn_visibility.VISIBLE.appended`: the leader from its p
 marker writes, a follower from each fetched entry; a truncation undoes what it cut), so a promoted
 follower already knows them. The end's marker is appended by the partition's *current* leader and
 acknowledged once its in-sync replicas hold it (Kafka's WriteTxnMarkers, acks=all); a marker for a
-producer with no open transaction there (a retried end) appends nothing.
+producer with no open transaction there gets one only when it is a partition of the transaction that
+got no record (Kafka marks every partition of a transaction), once per end.
 """
 from __future__ import annotations
 
@@ -62,21 +63,35 @@ async def write_markers(app, node, pid: int, epoch: int, commit: bool, partition
         if not _leads(app, node, topic, qid):
             raise NotLeader(f"{topic}/{qid}: not the leader here")
         async with _lock(topic, qid):  # one check-and-append at a time: a racing retry appends nothing
-            if _open_in(app.store, topic, qid, pid, epoch):
+            if _marker_due(app.store, topic, qid, pid, epoch):
                 now = int(time.time() * 1000)
                 marker = records.parse_batches(records.control_batch(commit, pid, epoch, now))[0]
                 msg = entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False)
                 [result] = await run_in_turn(app.flow, app.store, app.store.append_many, [msg])
                 VISIBLE.appended(topic, qid, result.queue_offset, msg)
+                _MARKED.setdefault((topic, qid), {})[pid] = epoch
                 await app.durable(result.end_offset)
         await app.replicated(topic, qid, app.store.max_offset(topic, qid))
 
 
 _LOCKS: dict[tuple[str, int], trio.Lock] = {}
+# queue -> {producer id: epoch of the last marker this gateway appended there}: a retried end of a
+# partition that got no record finds no open transaction, and must not append a second marker
+_MARKED: dict[tuple[str, int], dict[int, int]] = {}
 
 
 def _lock(topic: str, qid: int) -> trio.Lock:
     return _LOCKS.setdefault((topic, qid), trio.Lock())
+
+
+def _marker_due(store, topic: str, qid: int, pid: int, epoch: int) -> bool:
+    """Does the end of `pid`'s transaction of `epoch` append a marker on the queue? Where that
+    transaction is open; where none of `pid` is open (a partition added without a record), unless this
+    gateway already marked the queue for `pid` at this epoch or a later one (a retried or stale end).
+    Transactions v1 keep one epoch, so a second record-less v1 transaction here gets no marker."""
+    if VISIBLE.is_open(topic, qid, pid):
+        return _open_in(store, topic, qid, pid, epoch)
+    return _MARKED.get((topic, qid), {}).get(pid, -1) < epoch
 
 
 def _open_in(store, topic: str, qid: int, pid: int, epoch: int) -> bool:

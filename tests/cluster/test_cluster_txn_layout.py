@@ -4,7 +4,8 @@ partition, each end writes a marker taking one offset, read_committed consumers 
 and move past markers, and every replica derives the open transactions and the aborted index from its
 log, so after the partition leader is `kill -9`ed the promoted follower holds its last stable offset at
 the open transaction until the end arrives, and serves the aborted records to no reader (Kafka
-read_committed, RocketMQ pull and POP). Each case runs first against three Apache Kafka 4.3.1 KRaft
+read_committed, RocketMQ pull and POP); a partition added to a transaction without a record gets the
+end's marker too (as Kafka marks every partition of a transaction). Each case runs first against three Apache Kafka 4.3.1 KRaft
 nodes (CLUSTER_REFERENCE=1, as tests/cluster/reference_sides.py)."""
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from cluster.model import coordinator_of
 from clusters import NODES, require_etcd, start_cluster, wait_for
+from raw_kafka import KafkaRaw
 from reference_sides import REFERENCE
 
 SIDES = ["gateway", "kafka"] if REFERENCE else ["gateway"]
@@ -262,3 +264,70 @@ def test_a_restart_of_every_node_keeps_an_open_transaction_and_its_abort(side):
     p.abort_transaction(60)  # marker 5
     got, position = _read(side.bootstrap, topic, "read_committed", 1)
     assert got == [(4, "p0")] and position == 6
+
+
+FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 10, 22, 24, 26
+
+
+def _coordinator(bootstrap: str, tid: str) -> KafkaRaw:
+    """A raw connection to `tid`'s transaction coordinator."""
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    probe = KafkaRaw(host, int(port))
+    try:
+        def found():
+            c = probe.call(FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [tid]})["coordinators"][0]
+            return c if c["error_code"] == 0 else None
+        c = wait_for(found, 60, what="the transaction coordinator")
+    finally:
+        probe.close()
+    return KafkaRaw(c["host"], c["port"])
+
+
+def _call_ok(client: KafkaRaw, api: int, version: int, body: dict, codes) -> dict:
+    """The call, retried while it answers a retriable error (a coordinator or leader still loading)."""
+    deadline = time.monotonic() + 60
+    while True:
+        out = client.call(api, version, body)
+        if codes(out) == 0 or time.monotonic() > deadline:
+            assert codes(out) == 0, out
+            return out
+        time.sleep(0.5)
+
+
+def _end_empty(client: KafkaRaw, tid: str, pid: int, epoch: int, topic: str, commit: bool, end_version: int) -> dict:
+    """A transaction that adds partition 0 of `topic`, writes nothing there, and ends."""
+    _call_ok(client, ADD_PARTITIONS_TO_TXN, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                                "topics": [{"name": topic, "partitions": [0]}]},
+             lambda out: out["results"][0]["results"][0]["partition_error_code"])
+    return _call_ok(client, END_TXN, end_version, {"transactional_id": tid, "producer_id": pid,
+                                                  "producer_epoch": epoch, "committed": commit},
+                    lambda out: out["error_code"])
+
+
+def _marked(bootstrap: str, topic: str, want: int) -> None:
+    """Both isolation levels' latest offset reach `want` (Kafka writes its markers after answering EndTxn)."""
+    wait_for(lambda: [_latest(bootstrap, topic, iso) for iso in
+                      (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)] == [want, want],
+             30, what=f"latest offset {want} at both isolation levels")
+
+
+@pytest.mark.parametrize("end_version", [4, 5])  # EndTxn v5: transactions v2 (each end bumps the epoch)
+def test_a_partition_added_without_records_gets_the_end_marker_in_a_cluster(shared, end_version):
+    """A partition added to a transaction without a record of it (AddPartitionsToTxn, then the end) gets
+    the end's marker, as Kafka writes WriteTxnMarkers to every partition of a transaction (one gateway:
+    tests/kafka/test_txn_empty_partition.py); a transactions v2 producer's next transaction its own."""
+    topic, _leader = _topic(shared)
+    tid = f"empty-{uuid.uuid4().hex[:8]}"
+    client = _coordinator(shared.bootstrap, tid)
+    try:
+        init = _call_ok(client, INIT_PRODUCER_ID, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000,
+                                                      "producer_id": -1, "producer_epoch": -1},
+                        lambda out: out["error_code"])
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        ended = _end_empty(client, tid, pid, epoch, topic, True, end_version)
+        _marked(shared.bootstrap, topic, 1)
+        if end_version == 5:  # the next transaction (the epoch the end answered) gets a marker of its own
+            _end_empty(client, tid, pid, ended["producer_epoch"], topic, False, end_version)
+            _marked(shared.bootstrap, topic, 2)
+    finally:
+        client.close()
