@@ -14,7 +14,8 @@ import dataclasses
 import trio
 
 from cluster.etcd import EtcdError
-from semantics.producer_state import ClusterUnavailable
+from semantics.producer_state import INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, NONE_ERR, UNKNOWN_PRODUCER_ID, \
+    ClusterUnavailable
 
 ETCD_TIMEOUT_S = 5.0
 KEPT_IDS = 10_000  # values kept at most (the least recently used goes first): memory stays bounded
@@ -81,3 +82,27 @@ class TxnStates:
             if done is not None:
                 return done
             seen = None
+
+
+def producer_check(state: dict | None, pid: int, epoch: int) -> int:
+    """Whether a request of producer (`pid`, `epoch`) may act on the id's `state`."""
+    if state is None:
+        return UNKNOWN_PRODUCER_ID
+    if state["pid"] != pid or state["epoch"] != epoch:
+        return INVALID_PRODUCER_EPOCH
+    return NONE_ERR
+
+
+def late_end(first: dict | None, now: dict, outcome: str) -> int | None:
+    """A v1 EndTxn names no transaction, only a producer id and epoch, which all the producer's
+    transactions share: it is for the transaction its first read of the key found. If another one
+    is Ongoing now, that one ended meanwhile and this end is a late copy of its end (a request that
+    waited in a gateway, e.g. for the Prepare's completion, while the client's retry was answered
+    elsewhere and the client began the next transaction): it must not end the next one (seed 2615's
+    txn 261, committed by a late copy of txn 256's commit before one of its records was written).
+    The answer for it (none: not a late copy); Kafka's transactions v2 fence it by the epoch instead."""
+    if now["state"] != "Ongoing" or (first is not None and first["state"] == "Ongoing"
+                                     and first.get("started") == now.get("started")):
+        return None
+    over = first is not None and first["state"] in ("Prepare" + outcome, "Complete" + outcome)
+    return NONE_ERR if over and first.get("marker") == [now["pid"], now["epoch"]] else INVALID_TXN_STATE

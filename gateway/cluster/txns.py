@@ -25,11 +25,11 @@ from gateway.cluster import txn_layout
 from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport, deliver_round, send_markers
-from gateway.cluster.txn_state import Seen, TxnStates
+from gateway.cluster.txn_state import Seen, TxnStates, late_end, producer_check
 from gateway.remoting.replica_client import outgoing
 from interop.inner_batch import INNER_BATCH_FLAG
 from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
-from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, INVALID_PRODUCER_EPOCH, \
+from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, \
     INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
 
 log = logging.getLogger("rocketgate.cluster")
@@ -110,13 +110,7 @@ class ClusterTxns:
         spent on requests that keep theirs). The caller has reserved ids (`reserve_producer_ids`)."""
         return self.app.kafka.producers.allocate() if state is None or state["epoch"] >= limit else None
 
-    @staticmethod
-    def _check(state: dict | None, pid: int, epoch: int) -> int:
-        if state is None:
-            return UNKNOWN_PRODUCER_ID
-        if state["pid"] != pid or state["epoch"] != epoch:
-            return INVALID_PRODUCER_EPOCH
-        return NONE_ERR
+    _check = staticmethod(producer_check)
 
     @staticmethod
     def _begin(state: dict) -> None:
@@ -208,18 +202,21 @@ class ClusterTxns:
             return s, NONE_ERR
         return await self._change_settled(txn_id, change)
 
-    async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool) -> tuple[int, int, int]:
-        """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed."""
+    async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool,
+                  first: Seen | None = None) -> tuple[int, int, int]:
+        """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed.
+        `first`: the key's state at the request's first read (v1: the transaction it is for, `late_end`)."""
         outcome = "Commit" if commit else "Abort"
+        first = first or await self.etcd_states.read(txn_id)
         await self.app.ownership.reserve_producer_ids()
-        seen = await self._settled(txn_id)
+        seen = await self._settled(txn_id, first)
         state = seen.state
         if state is not None and tuple(state.get("previous") or ()) == (pid, epoch) and tv2:
             if state["state"] == "Complete" + outcome:  # a retried v2 end whose answer was lost
                 return NONE_ERR, state["pid"], state["epoch"]
         if commit and state is not None and state["state"] == "Ongoing" and self._check(state, pid, epoch) == NONE_ERR \
                 and self._moved(state):  # aborted instead, and the client told so: nothing committed is lost
-            code, pid, epoch = await self.end(txn_id, pid, epoch, False, tv2)
+            code, pid, epoch = await self.end(txn_id, pid, epoch, False, tv2, first)
             return (TRANSACTION_ABORTABLE if tv2 else INVALID_TXN_STATE) if code == NONE_ERR else code, pid, epoch
         fresh = self._fresh_id(state, MAX_EPOCH - 1) if tv2 else None
 
@@ -229,6 +226,8 @@ class ClusterTxns:
                 return None, (code, pid, epoch)
             if tv2 and epoch >= MAX_EPOCH - 1 and fresh is None:
                 raise NotCompleted(f"{txn_id} changed meanwhile")
+            if not tv2 and (late := late_end(first.state, s, outcome)) is not None:
+                return None, (late, pid, epoch)
             if not tv2 and s["state"] != "Ongoing":  # v1, as Kafka: a retried end; else refused (a commit aborted)
                 return None, (NONE_ERR if s["state"] == "Complete" + outcome else INVALID_TXN_STATE, pid, epoch)
             if s["state"] != "Ongoing":
