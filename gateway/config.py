@@ -96,7 +96,7 @@ class GatewayConfig:
     node_id: int = 0
     default_replication_factor: int = 1  # of RocketMQ-created and auto-created topics
     cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
-    cluster_txn_layout: str = "halves"  # Kafka transactions in a cluster: "kafka" gives Kafka's layout (opt-in: docs/cluster-txn-layout.md, "Why not the default")
+    cluster_txn_layout: str = "kafka"  # Kafka transactions in a cluster: Kafka's layout; "halves": the earlier one
     shard_metrics: tuple[str, ...] = ()  # shard 0 of --shards: the other shards' HTTP host:port, in order
     shared_security: bool = False  # a shard of --shards: users and ACLs mirrored through etcd
     # Tiered storage (docs/tiered-storage.md): the S3-compatible object store; None: no tier.
@@ -353,8 +353,8 @@ def build_parser() -> _Parser:
     p.add_argument("--cluster-lease-ttl", type=_int_between(2, 3600, "lease TTL (2-3600 s)"),
                    default=d.cluster_lease_ttl, help=argparse.SUPPRESS)
     p.add_argument("--cluster-txn-layout", choices=("halves", "kafka"), default=d.cluster_txn_layout,
-                   help="a cluster's Kafka transactions: Kafka's layout (records at produce time, markers, last "
-                   "stable offset; docs/cluster-txn-layout.md) or the halves until the end (default)")
+                   help="a cluster's Kafka transactions: Kafka's layout (default: records at produce time, "
+                   "markers, last stable offset; docs/cluster-txn-layout.md) or the earlier halves until the end")
     p.add_argument("--shard-metrics", type=lambda text: tuple(a for a in text.split(",") if a),
                    default=d.shard_metrics, help=argparse.SUPPRESS)  # set by gateway.shards for shard 0
     p.add_argument("--shared-security", action="store_true", help=argparse.SUPPRESS)  # set by gateway.shards
