@@ -61,12 +61,15 @@ class LeaderRouter:
         member = node.view.members.get(a.leader)
         return LATER if member is None else member.remoting_addr
 
-    async def deliver(self, address: str, msgs: list, resent: bool = False) -> None:
+    async def deliver(self, address: str, msgs: list, resent: bool = False) -> list[int]:
+        """The queue offsets the leader stored `msgs` at (-1 each from a leader that does not say)."""
         fields = {"count": str(len(msgs)), **({"resent": "1"} if resent else {})}
         cmd = RemotingCommand(code=RC.CLUSTER_DELIVER, ext_fields=fields, body=b"".join(M.encode(m) for m in msgs))
         resp = await self.transport.call(address, cmd)
         if resp.code != ResponseCode.SUCCESS:
             raise DeliveryRefused(resp.remark or f"code {resp.code}")
+        offsets = (resp.ext_fields or {}).get("queueOffsets", "")
+        return [int(o) for o in offsets.split(",")] if offsets else [-1] * len(msgs)
 
 
 def leads(node, topic: str, queue_id: int) -> bool:
@@ -92,6 +95,9 @@ def cluster_deliver(channel, req):
     held = held_copies(app.store, msgs) if (req.ext_fields or {}).get("resent") == "1" else {}
     fresh = [m for m in msgs if delivery_key(m) not in held]
     results = app.store.append_many(fresh) if fresh else []
+    taken = iter(results)  # each message's queue offset, in the request's order (a forwarded gRPC send answers them)
+    offsets = ",".join(str(held[delivery_key(m)][0] if delivery_key(m) in held else next(taken).queue_offset)
+                       for m in msgs)
     ends: dict[tuple[str, int], int] = {}
     durable_end = 0
     copies = [(m.topic, m.queue_id, r.queue_offset + r.count, r.end_offset) for m, r in zip(fresh, results)]
@@ -100,7 +106,7 @@ def cluster_deliver(channel, req):
         ends[(topic, qid)] = max(end, ends.get((topic, qid), 0))
         durable_end = max(durable_end, phys_end)
     if not copies:
-        return req.response(ResponseCode.SUCCESS)
+        return req.response(ResponseCode.SUCCESS, {"queueOffsets": offsets})
 
     async def settled():
         await app.durable(durable_end)
@@ -109,6 +115,6 @@ def cluster_deliver(channel, req):
                 await app.replicated(topic, qid, end)
         except NotLeader as exc:  # stored here, but not known to be replicated: the sender retries
             return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
-        return req.response(ResponseCode.SUCCESS)
+        return req.response(ResponseCode.SUCCESS, {"queueOffsets": offsets})
     channel.spawn(req, settled, after_effects=True)
     return DEFERRED

@@ -97,6 +97,7 @@ class ClusterNode:
         self.view = view
         self.default_replication_factor = default_replication_factor
         self.nursery: trio.Nursery | None = None  # set by the cluster service
+        self.router = None  # where messages for queues led elsewhere go (gateway.cluster.delivery), by the service
         self.lease = 0  # this member's etcd lease (gateway.cluster.service)
         self.lease_deadline = math.inf  # time.monotonic() after which the lease may have expired
         self.clock = time.monotonic  # never the wall clock: a jump of it must not fence (or unfence)

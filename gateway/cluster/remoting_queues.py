@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
 from gateway.cluster import routes
+from gateway.cluster.routes import MOCK_BROKER, led_queues
 from gateway.cluster.ownership import clustered
 from gateway.remoting.common import BROKER_NAME, ensure_topic
 
@@ -27,8 +28,6 @@ _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
 # gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
 _JAVA_INT_MAX = 2**31 - 1
 _CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
-# TopicQueueMappingUtils.getMockBrokerName(MixAll.METADATA_SCOPE_GLOBAL): the broker name of a static topic's queues
-MOCK_BROKER = "__syslo__global__"
 _JAVA_V5 = 413  # MQVersion.Version.V5_0_0.ordinal(): Java clients from 5.0 read topicQueueMappingByBroker
 
 
@@ -39,13 +38,6 @@ def names_cluster_ids(req) -> bool:
     if req.ext_fields.get("bname") == MOCK_BROKER:
         return True
     return req.code in _SENDS and req.language == "JAVA" and req.version >= _JAVA_V5
-
-
-def led_queues(node, topic: str) -> list[int] | None:
-    """The cluster queue ids of `topic` this gateway leads, in order; None for a local topic."""
-    if not node.assigned(topic):
-        return None
-    return [q for q, a in enumerate(node.view.queues_of(topic)) if a is not None and a.leader == node.node_id]
 
 
 def translate(app, req):

@@ -8,6 +8,15 @@ from cluster.model import Member
 NONE, LEADER_NOT_AVAILABLE = 0, 5
 BROKER_NAME = "broker-{}"  # one RocketMQ broker name per gateway: broker-<node id>
 CLUSTER_NAME = "DefaultCluster"
+# TopicQueueMappingUtils.getMockBrokerName(MixAll.METADATA_SCOPE_GLOBAL): the broker name of a static topic's queues
+MOCK_BROKER = "__syslo__global__"
+
+
+def led_queues(node, topic: str) -> list[int] | None:
+    """The cluster queue ids of `topic` this gateway leads, in order; None for a local topic."""
+    if not node.assigned(topic):
+        return None
+    return [q for q, a in enumerate(node.view.queues_of(topic)) if a is not None and a.leader == node.node_id]
 
 
 def kafka_broker(member: Member) -> dict:

@@ -96,7 +96,8 @@ class ClusterService:
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         node, ttl = self.node, self.app.config.cluster_lease_ttl
         # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
-        route_due_messages(self.app, LeaderRouter(node, self.app.config), functools.partial(leads, node))
+        node.router = LeaderRouter(node, self.app.config)  # also forwards gRPC sends (gateway.grpc.forward)
+        route_due_messages(self.app, node.router, functools.partial(leads, node))
         if getattr(self.app, "kafka", None) is not None:  # Kafka transactions over etcd (gateway.cluster.txns)
             self.app.kafka.cluster_txns = ClusterTxns(self.app, node)
             self.app.transactions.checkers["kafka"] = self.app.kafka.cluster_txns.check

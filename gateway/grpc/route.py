@@ -1,9 +1,13 @@
 """QueryRoute, Heartbeat, QueryAssignment, NotifyClientTermination: where a topic's queues are
 and which queues a consumer group pops (every queue of a broker, as one assignment of queue -1).
 One gateway: all on it, one broker "broker-a" whose endpoints are the ones the client used. In a
-cluster (--cluster), as the NameServer route (gateway.cluster.routes): one broker per live gateway
-leading queues of the topic (broker-<node id>, at the gRPC endpoint it registered), each with
-broker-local queue ids 0..n-1 for the n queues it leads; a gateway without --grpc-port is left out.
+cluster (--cluster), a cluster topic's route lists each of its queues p, in order, as queue p of
+its own broker `queue-<p>` at the gRPC endpoint of the gateway leading it now (`logic_queues`):
+the name and id a client keys the queue by never change when leaders move (docs/cluster.md,
+"RocketMQ 5 gRPC"). Local topics and QueryAssignment follow the NameServer route
+(gateway.cluster.routes): one broker per live gateway leading queues of the topic (broker-<node id>,
+at the gRPC endpoint it registered), with broker-local queue ids; a gateway without --grpc-port is
+left out.
 Gateways sharing a diskless bucket without a cluster: a diskless topic's broker is at the bucket's
 POP owner's endpoint (`pop_owner_endpoints`)."""
 from __future__ import annotations
@@ -13,9 +17,11 @@ import ipaddress
 from gateway.cluster import routes
 from gateway.cluster.ownership import clustered
 from gateway.grpc.common import Code, RpcError, d, ok, rpc, s
+from gateway.cluster.routes import MOCK_BROKER
 from gateway.remoting.common import BROKER_NAME, client_group_error, ensure_topic, legal_topic
 from semantics.diskless import is_diskless
 
+LOGIC_BROKER = "queue-"  # + the cluster queue id: a cluster topic's queue's broker name in gRPC routes
 ACCEPTED_TYPES = [d.MessageType.NORMAL, d.MessageType.FIFO, d.MessageType.DELAY, d.MessageType.TRANSACTION]
 TYPED = {"NORMAL", "FIFO", "DELAY", "TRANSACTION", "PRIORITY", "LITE"}
 
@@ -84,6 +90,39 @@ def brokers(ctx, req, cfg) -> list[tuple[object, int]]:
     return out
 
 
+def _member_endpoints(member):
+    return d.Endpoints(scheme=_scheme(member.host), addresses=[d.Address(host=member.host, port=member.grpc_port)])
+
+
+def logic_queues(ctx, req, topic: str) -> list[tuple[object, int]]:
+    """(Broker, queue id) of every queue p of a cluster topic, in order: broker `queue-<p>`, id p,
+    at its leader's gRPC endpoint, or at this gateway's while it has no live leader with one (the
+    queue stays listed, so a producer's hash over the route's queues keeps its meaning; this
+    gateway then refuses or forwards what it cannot serve)."""
+    node = ctx.app.ownership
+    live, here = node.live(), endpoints(ctx, req.endpoints if req.HasField("endpoints") else None)
+    out = []
+    for p, a in enumerate(node.view.queues_of(topic)):
+        leader = live.get(a.leader) if a is not None else None
+        address = _member_endpoints(leader) if leader is not None and leader.grpc_port else here
+        out.append((d.Broker(name=f"{LOGIC_BROKER}{p}", id=0, endpoints=address), p))
+    return out
+
+
+def logic_queue_id(mq) -> int | None:
+    """The cluster queue id a request's MessageQueue names by a logic broker: `queue-<p>` with id p,
+    or the remoting side's mock broker `__syslo__global__` with id p; None for another name. A
+    `queue-<p>` with another id than p is BAD_REQUEST."""
+    name = mq.broker.name
+    if name == MOCK_BROKER:
+        return mq.id
+    if not name.startswith(LOGIC_BROKER) or not name[len(LOGIC_BROKER):].isdigit():
+        return None
+    if int(name[len(LOGIC_BROKER):]) != mq.id:
+        raise RpcError(Code.BAD_REQUEST, f"broker {name!r} has queue {name[len(LOGIC_BROKER):]}, not {mq.id}")
+    return mq.id
+
+
 def pop_owner_endpoints(app, cfg):
     """A diskless topic's endpoints on a gateway (no cluster) that does not own POP of the bucket:
     the owner's (gateway.diskless_pop_owner), so that one group's receives through several gateways
@@ -115,14 +154,26 @@ def served_queues(app, topic: str) -> list[int] | None:
 
 def pulled_queue(app, topic: str, mq) -> int:
     """The cluster queue id a PullMessage / UpdateOffset / GetOffset / QueryOffset means: in a
-    cluster its (broker, broker-local queue id) of the route, as the remoting side translates
-    (gateway.cluster.remoting_queues); unchanged for one gateway or a local topic. A broker the
-    cluster does not know answers BAD_REQUEST (the proxy's INVALID_BROKER_NAME); another live
-    gateway's broker, or no queue led here (or fenced), FORBIDDEN: nothing is forwarded, so the
-    client must ask that broker's endpoint of its (refreshed) route."""
+    cluster, queue p of broker `queue-<p>` (the route's, `logic_queues`) is queue p, served by its
+    leader only: at another gateway FORBIDDEN, so the client asks the endpoint of its refreshed
+    route, under the same name and id. Unchanged for one gateway or a local topic. Routes before
+    `logic_queues` named (broker-<node id>, broker-local id), still read as the remoting side
+    translates them (gateway.cluster.remoting_queues). A broker the cluster does not know answers
+    BAD_REQUEST (the proxy's INVALID_BROKER_NAME); another live gateway's broker, or no queue led
+    here (or fenced), FORBIDDEN: nothing is forwarded."""
     if not clustered(app) or not app.ownership.assigned(topic):
         return mq.id
     node, name = app.ownership, mq.broker.name
+    logic = logic_queue_id(mq)
+    if logic is not None:
+        total = len(node.view.queues_of(topic))
+        if not 0 <= logic < total:
+            raise RpcError(Code.BAD_REQUEST, f"{topic} has {total} queues, not queue {logic}")
+        if not node.owns(topic, logic):
+            a = node.assignment(topic, logic)
+            raise RpcError(Code.FORBIDDEN, f"queue {logic} of {topic} is not led by {node.broker_name} now "
+                                           f"(its leader: node {a.leader if a else -1}); refresh the route")
+        return logic
     if name != node.broker_name:
         if name in {routes.broker_name(n) for n in node.live()}:
             raise RpcError(Code.FORBIDDEN, f"{name}'s queues are served at its own endpoint, "
@@ -139,9 +190,12 @@ async def query_route(ctx, req):
     cfg, name = topic_config(ctx.app, req.topic.name), req.topic.name
     if await ctx.app.ownership.published([name]):  # a route only once etcd has the topic (ownership.creating)
         raise RpcError(Code.TOPIC_NOT_FOUND, f"topic {name} is not in the cluster's etcd yet")
+    if clustered(ctx.app) and ctx.app.ownership.assigned(name):
+        listed = logic_queues(ctx, req, name)
+    else:
+        listed = [(b, qid) for b, count in brokers(ctx, req, cfg) for qid in range(count)]
     queues = [d.MessageQueue(topic=req.topic, id=qid, permission=_permission(cfg.perm), broker=b,
-                             accept_message_types=accepted_types(cfg))
-              for b, count in brokers(ctx, req, cfg) for qid in range(count)]
+                             accept_message_types=accepted_types(cfg)) for b, qid in listed]
     return s.QueryRouteResponse(status=ok(), message_queues=queues)
 
 

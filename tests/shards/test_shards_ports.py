@@ -21,6 +21,9 @@ from test_shards import create_topic, produce
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grpc"))
 from grpc_sdk import config, message, receive_all  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster"))
+from grpc_queue_clients import query_route  # noqa: E402
+
 TOPIC, GRPC_TOPIC, RECORDS = "sharded-metered", "sharded-grpc", 120
 
 
@@ -74,8 +77,10 @@ def test_a_grpc_client_of_shard_0_reaches_the_queues_of_every_shard(sharded):
     try:
         bodies = [b"g%03d" % i for i in range(40)]
         receipts = [producer.send(message(GRPC_TOPIC, body)) for body in bodies]
-        brokers = collections.Counter(str(r.message_queue).split(".")[0] for r in receipts)
-        assert sorted(brokers) == ["broker-1", "broker-2"], brokers
+        # every queue by its own name (docs/cluster.md, "RocketMQ 5 gRPC"), at both shards' endpoints
+        queues = collections.Counter(str(r.message_queue).split(".")[0] for r in receipts)
+        assert sorted(queues) == [f"queue-{q}" for q in range(len(queues))] and len(queues) >= 2, queues
+        assert len({q.broker.endpoints.addresses[0].port for q in query_route(endpoint, GRPC_TOPIC)}) == 2
         got = receive_all(consumer, len(bodies), timeout=60)
         assert sorted(m.body for m in got) == bodies
     finally:
