@@ -1,0 +1,159 @@
+"""Snapshots of a cluster replica's derived Kafka transaction state (gateway.cluster.txn_snapshots,
+docs/cluster-txn-layout.md "Snapshots"): a start restores each queue's snapshot and replays only the
+entries after it, to the state a whole replay derives; a torn, foreign or stale snapshot (a log cut
+below it and grown again) is ignored, never trusted."""
+from __future__ import annotations
+
+import os
+
+import trio
+
+import store
+from codec.kafka import records
+from gateway.cluster import txn_snapshots
+from gateway.cluster.txn_layout import replay
+from gateway.cluster.txn_snapshots import Derived, Snapshots
+from interop.inner_batch import NOT_INDEXED, entry_message, index_info
+from interop.txn_visibility import VISIBLE
+
+
+def _open(path) -> store.Store:
+    return store.open(str(path), store.StoreConfig(commitlog_file_size=1 << 20, index_slots=1000,
+                                                   index_entries=4000))
+
+
+def _data(pid: int | None, value: bytes = b"v"):
+    b = records.parse_batches(records.build_batch(
+        [(0, b"k", value, [])], producer_id=-1 if pid is None else pid, producer_epoch=0 if pid is not None else -1,
+        base_sequence=0 if pid is not None else -1, transactional=pid is not None))[0]
+    return entry_message("t", 0, b, index_info(b), {}, 1000, False)
+
+
+def _marker(pid: int, commit: bool):
+    b = records.parse_batches(records.control_batch(commit, pid, 0, 1000))[0]
+    return entry_message("t", 0, b, NOT_INDEXED, {}, 1000, False)
+
+
+def _append(s, msgs) -> None:
+    for m in msgs:
+        r = s.append(m)
+        VISIBLE.appended("t", 0, r.queue_offset, m)
+
+
+def _state():
+    return VISIBLE.queue_state("t", 0)
+
+
+class Quiet:
+    offloaded = 0
+
+
+def _snapshot(s) -> Snapshots:
+    snaps = Snapshots(s)
+    assert trio.run(snaps.take_due, Quiet(), 0.0) == 1
+    return snaps
+
+
+FIRST = [_data(7), _data(8), _data(None), _marker(7, False), _data(9), _marker(8, True)]  # offsets 0..5
+AFTER = [_data(7), _data(None), _marker(9, False), _data(10)]  # 6..9
+
+
+def test_a_start_restores_the_snapshot_and_replays_only_the_entries_after_it(tmp_path):
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, FIRST)
+        _snapshot(s)
+        _append(s, AFTER)
+        derived = _state()
+        assert derived["open"] == [[7, 6], [10, 9]] and derived["aborted"] == [[7, 0, 3], [9, 4, 8]]
+        VISIBLE.reset()
+        assert replay(s, Snapshots(s)) == (1, len(AFTER))  # the snapshot at 6, then 6..9 only
+        assert _state() == derived
+        VISIBLE.reset()
+        assert replay(s) == (1, len(FIRST) + len(AFTER))  # no snapshots: the whole log, the same state
+        assert _state() == derived
+    finally:
+        s.close()
+        VISIBLE.reset()
+
+
+def test_a_torn_or_foreign_snapshot_is_ignored(tmp_path):
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, FIRST)
+        snaps = _snapshot(s)
+        derived = _state()
+        path = snaps.path("t", 0)
+        good = open(path, "rb").read()
+        flipped = good.replace(b'"open":[[9,4]]', b'"open":[[9,5]]')
+        assert flipped != good
+        for bad in [good[:-3], flipped, good.replace(b"snapshot 1 ", b"snapshot 2 ", 1), b"", b"\x00" * 40]:
+            with open(path, "wb") as f:
+                f.write(bad)
+            VISIBLE.reset()
+            assert replay(s, Snapshots(s)) == (1, len(FIRST))  # the whole log again
+            assert _state() == derived
+        os.unlink(path)
+        with open(path + ".tmp", "wb") as f:  # a kill -9 while it was written: only the temporary file
+            f.write(good[: len(good) // 2])
+        VISIBLE.reset()
+        assert replay(s, Snapshots(s)) == (1, len(FIRST)) and _state() == derived
+    finally:
+        s.close()
+        VISIBLE.reset()
+
+
+def test_a_snapshot_past_a_cut_is_never_trusted(tmp_path):
+    """A follower cut its log below the snapshot and fetched other entries past it: the snapshot (taken
+    at 6) names the old entry at 5; a crash before the cut deleted it must not let it in."""
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, FIRST)
+        snaps = _snapshot(s)
+        saved = open(snaps.path("t", 0), "rb").read()
+        Derived(VISIBLE, snaps).truncate("t", 0, 4)  # the hook deletes the snapshot at once...
+        assert not os.path.exists(snaps.path("t", 0))
+        s.truncate_queue("t", 0, 4)
+        _append(s, [_marker(8, False), _data(None), _data(None)])  # the new leader aborted 8: 4..6
+        derived = _state()
+        assert derived["aborted"] == [[7, 0, 3], [8, 1, 4]] and derived["open"] == []
+        with open(snaps.path("t", 0), "wb") as f:  # ...and had it survived, it is refused all the same
+            f.write(saved)
+        VISIBLE.reset()
+        assert replay(s, Snapshots(s)) == (1, 7)
+        assert _state() == derived
+        s.truncate_queue("t", 0, 3)  # cut below and not grown back: taken outside the log
+        VISIBLE.reset()
+        assert Snapshots(s).load("t", 0) is None
+    finally:
+        s.close()
+        VISIBLE.reset()
+
+
+def test_snapshots_are_taken_when_due_and_not_while_an_append_is_half_applied(tmp_path, monkeypatch):
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    monkeypatch.setattr(txn_snapshots, "EVERY_ENTRIES", 4)
+    try:
+        _append(s, FIRST)
+        snaps = Snapshots(s)
+
+        class Busy:
+            offloaded = 1
+        assert trio.run(snaps.take_due, Busy(), 0.0) == 0  # an append on the worker thread: not now
+        assert trio.run(snaps.take_due, Quiet(), 0.0) == 1
+        assert trio.run(snaps.take_due, Quiet(), 1.0) == 0  # nothing new
+        _append(s, AFTER[:2])
+        assert trio.run(snaps.take_due, Quiet(), 2.0) == 0  # 2 offsets: not yet
+        assert trio.run(snaps.take_due, Quiet(), 2.0 + txn_snapshots.MAX_AGE_S) == 1  # old enough
+        _append(s, AFTER[2:])
+        assert trio.run(snaps.take_due, Quiet(), 3.0 + txn_snapshots.MAX_AGE_S) == 0
+        _append(s, [_data(None), _data(None)])
+        assert trio.run(snaps.take_due, Quiet(), 4.0 + txn_snapshots.MAX_AGE_S) == 1  # 4 offsets on
+        assert snaps.taken[("t", 0)][0] == 12
+    finally:
+        s.close()
+        VISIBLE.reset()
