@@ -33,12 +33,12 @@ def enabled(app) -> bool:
 def install(app) -> txn_snapshots.Snapshots:
     """Every replica derives the state from what it appends; at start, from each queue's snapshot and
     the log after it (the whole log where there is no snapshot to trust). The snapshots, for `keep`."""
-    snapshots = txn_snapshots.Snapshots(app.store)
+    snapshots = txn_snapshots.Snapshots(app.store, app.config.cluster_txn_snapshot_s)
     app.replication.derive = txn_snapshots.Derived(VISIBLE, snapshots)
     began = time.monotonic()
     queues, replayed = replay(app.store, snapshots)
-    log.info("cluster: Kafka transaction state of %d queues restored (%d entries replayed) in %.2f s",
-             queues, replayed, time.monotonic() - began)
+    log.info("cluster: Kafka transaction state of %d queues restored (%d from snapshots, %d entries replayed) "
+             "in %.2f s", queues, len(snapshots.taken), replayed, time.monotonic() - began)
     return snapshots
 
 

@@ -43,8 +43,8 @@ FORMAT = 1
 MAGIC = b"rocketgate-txn-snapshot"
 DIR = "txnsnap"
 EVERY_ENTRIES = 50_000  # a queue's snapshot once it grew this many offsets past its last one...
-MAX_AGE_S = 60.0  # ...or once its last one is this old and it grew at all
-CHECK_S = 5.0  # how often the queues are looked at
+MAX_AGE_S = 60.0  # ...or once its last one is this old and it grew at all (--cluster-txn-snapshot-s)
+CHECK_S = 5.0  # how often the queues are looked at (at most)
 
 
 def encode(topic: str, qid: int, offset: int, fingerprint: list, state: dict) -> bytes:
@@ -96,8 +96,8 @@ def _fsync_dir(path: str) -> None:
 class Snapshots:
     """The snapshot files of one store's replicated queues, and when each was last written."""
 
-    def __init__(self, store) -> None:
-        self.store = store
+    def __init__(self, store, max_age_s: float = MAX_AGE_S) -> None:
+        self.store, self.max_age_s = store, max_age_s
         self.dir = os.path.join(store.path, DIR)
         self.taken: dict[tuple[str, int], tuple[int, float]] = {}  # queue -> (offset, monotonic time)
 
@@ -173,7 +173,7 @@ class Snapshots:
         offset, at = self.taken.get((topic, qid), (None, 0.0))
         if offset is None:
             return end > self.store.min_offset(topic, qid)
-        return end != offset and (abs(end - offset) >= EVERY_ENTRIES or now - at >= MAX_AGE_S)
+        return end != offset and (abs(end - offset) >= EVERY_ENTRIES or now - at >= self.max_age_s)
 
     async def take_due(self, flow, now: float) -> int:
         """A snapshot of every replicated queue that is due one (while no append is half-applied, see
@@ -225,11 +225,11 @@ class Derived:
         self.visible.forget_queue(topic, qid)
 
 
-async def keep(app, snapshots: Snapshots, every_s: float = CHECK_S) -> None:
-    """Write the due snapshots every `every_s` (a member's background task)."""
+async def keep(app, snapshots: Snapshots) -> None:
+    """Write the due snapshots (a member's background task), and bound txn_layout's marks."""
     from gateway.cluster.txn_layout import forget_old_marks  # (txn_layout imports this module)
     while True:
-        await trio.sleep(every_s)
+        await trio.sleep(min(CHECK_S, snapshots.max_age_s))
         forget_old_marks()
         try:
             await snapshots.take_due(app.flow, time.monotonic())

@@ -157,3 +157,45 @@ def test_snapshots_are_taken_when_due_and_not_while_an_append_is_half_applied(tm
     finally:
         s.close()
         VISIBLE.reset()
+
+
+def test_a_log_start_past_a_transactions_first_offset_survives_a_restart(tmp_path):
+    """tests/replication/test_txn_replay.py's log start past two transactions' first records, after a
+    restart: the snapshot (taken before the cut, at 7) is past the log start and holds the true first
+    offsets, so the LSO and the aborted index are Kafka's still (a whole replay from the log start 4
+    would start 8's transaction at 6 and know no first offset of 7's)."""
+    from interop.txn_visibility import queue_stable_end
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, [_data(7), _data(None), _data(7), _data(8), _marker(7, False), _data(None), _data(8)])
+        _snapshot(s)
+        s.delete_records("t", 0, 4)
+        VISIBLE.reset()
+        assert replay(s, Snapshots(s)) == (1, 0)
+        assert queue_stable_end(s, "t", 0) == 4 and VISIBLE.aborted_in("t", 0, 4, 7) == [(7, 0)]
+        assert VISIBLE.is_aborted("t", 0, 7, 2) and not VISIBLE.is_aborted("t", 0, 8, 6)
+    finally:
+        s.close()
+        VISIBLE.reset()
+
+
+def test_marks_of_record_less_ends_are_bounded():
+    """`txn_layout._MARKED` (one entry per producer a record-less end marked here) forgets a producer
+    once a transaction of it is open on the queue, or after MARK_KEPT_S; a retried end is refused
+    meanwhile, and a stale one still after a newer transaction opened (`_open_in`)."""
+    from gateway.cluster import txn_layout
+    VISIBLE.reset()
+    txn_layout._MARKED.clear()
+    try:
+        txn_layout._MARKED[("t", 0)] = {7: (3, 100.0), 8: (1, 100.0), 9: (2, 900.0)}
+        assert not txn_layout._marker_due(None, "t", 0, 7, 3)  # a retried end of epoch 3
+        assert txn_layout._marker_due(None, "t", 0, 7, 4)  # the next (transactions v2) transaction's end
+        VISIBLE.opened("t", 0, 8, 5)  # 8's next transaction has records here
+        assert txn_layout.forget_old_marks(200.0) == 1  # 8's mark went; 7 and 9 are recent
+        assert txn_layout._MARKED == {("t", 0): {7: (3, 100.0), 9: (2, 900.0)}}
+        assert txn_layout.forget_old_marks(100.0 + txn_layout.MARK_KEPT_S + 1) == 1  # 7's is old
+        assert txn_layout.forget_old_marks(900.0 + txn_layout.MARK_KEPT_S + 1) == 1 and not txn_layout._MARKED
+    finally:
+        txn_layout._MARKED.clear()
+        VISIBLE.reset()
