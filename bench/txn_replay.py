@@ -49,11 +49,10 @@ def build(path: str, entries: int) -> store.Store:
     """A store whose queue TOPIC/0 holds `entries` entries, each appended as a replica derives it."""
     s = store.open(path, store.StoreConfig(commitlog_file_size=256 << 20, index_slots=1000, index_entries=4000))
     value = b"x" * 100
-    block = []  # 10 entries: 4 plain, 5 transactional of one producer, its marker
     made = 0
     while made < entries:
         chunk = []
-        for _ in range(100):
+        for _ in range(100):  # blocks of 10 entries: 4 plain, 5 transactional of one producer, its marker
             pid = 1000 + (made // 10) % PRODUCERS
             block = [_message(None, value) for _ in range(4)] + [_message(pid, value) for _ in range(5)]
             block.append(_marker(pid, (made // 10) % 3 != 0))
@@ -96,7 +95,8 @@ def main() -> None:
     def run(name: str) -> float:
         path = end_snaps.path(TOPIC, 0)
         if name == "whole":
-            os.unlink(path)
+            if os.path.exists(path):
+                os.unlink(path)
         else:
             with open(path, "wb") as f:
                 f.write(tail_file if name == "snapshot+tail" else end_file)

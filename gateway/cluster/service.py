@@ -128,7 +128,7 @@ class ClusterService:
                 if getattr(self.app, "kafka", None) is not None:  # decided ends a lost coordinator left
                     nursery.start_soon(self.app.kafka.cluster_txns.completions.sweep)
                 if snapshots is not None:  # the derived transaction state's snapshots (txn_snapshots)
-                    nursery.start_soon(txn_snapshots.keep, self.app, snapshots)
+                    nursery.start_soon(txn_snapshots.keep, self.app, snapshots, txn_layout.forget_old_marks)
                 nursery.start_soon(lambda: node.coordination.keep_alive(
                     node.lease, ttl, on_lost=self._rejoin, on_renewed=self._renewed))
                 nursery.start_soon(self._report_fencing)

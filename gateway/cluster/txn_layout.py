@@ -35,6 +35,14 @@ def install(app) -> txn_snapshots.Snapshots:
     the log after it (the whole log where there is no snapshot to trust). The snapshots, for `keep`."""
     snapshots = txn_snapshots.Snapshots(app.store, app.config.cluster_txn_snapshot_s)
     app.replication.derive = txn_snapshots.Derived(VISIBLE, snapshots)
+    deleted = app.store.topics.on_deleted
+
+    def forget(topic: str) -> None:  # a topic created again under the name starts with nothing open
+        VISIBLE.forget_topic(topic)
+        snapshots.drop_topic(topic)
+        if deleted is not None:
+            deleted(topic)
+    app.store.topics.on_deleted = forget
     began = time.monotonic()
     queues, replayed = replay(app.store, snapshots)
     log.info("cluster: Kafka transaction state of %d queues restored (%d from snapshots, %d entries replayed) "

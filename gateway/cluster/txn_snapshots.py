@@ -36,6 +36,7 @@ import trio
 
 from gateway.cluster.ownership import is_local_topic
 from interop.txn_visibility import VISIBLE
+from store.config import atomic_write
 
 log = logging.getLogger("rocketgate.cluster")
 
@@ -83,14 +84,6 @@ def fingerprint(store, topic: str, qid: int, offset: int) -> list | None:
         return [phys, size, zlib.crc32(store.read_entry(phys, size))]
     except Exception:  # noqa: BLE001 - gone with retention, quarantined, a closed file: no fingerprint
         return None
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Snapshots:
@@ -151,14 +144,7 @@ class Snapshots:
     def write(self, topic: str, qid: int, data: bytes) -> None:
         """Write a snapshot durably: a temporary file, fsync, rename over the last one, fsync the folder."""
         os.makedirs(self.dir, exist_ok=True)
-        path = self.path(topic, qid)
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(self.dir)
+        atomic_write(self.path(topic, qid), data)
 
     def drop(self, topic: str, qid: int) -> None:
         """The queue's snapshot no longer describes its log (a cut): deleted."""
@@ -167,6 +153,22 @@ class Snapshots:
             os.unlink(self.path(topic, qid))
         except FileNotFoundError:
             pass
+
+    def drop_topic(self, topic: str) -> None:
+        """A deleted topic's snapshots go with it."""
+        for key in [k for k in self.taken if k[0] == topic]:
+            del self.taken[key]
+        prefix = urllib.parse.quote(topic, safe="") + "."
+        try:
+            names = os.listdir(self.dir)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name.startswith(prefix) and name.endswith(".snap") and name[len(prefix):-5].isdigit():
+                try:
+                    os.unlink(os.path.join(self.dir, name))
+                except FileNotFoundError:
+                    pass
 
     def due(self, topic: str, qid: int, now: float) -> bool:
         end = self.store.max_offset(topic, qid)
@@ -225,12 +227,12 @@ class Derived:
         self.visible.forget_queue(topic, qid)
 
 
-async def keep(app, snapshots: Snapshots) -> None:
-    """Write the due snapshots (a member's background task), and bound txn_layout's marks."""
-    from gateway.cluster.txn_layout import forget_old_marks  # (txn_layout imports this module)
+async def keep(app, snapshots: Snapshots, each_round=None) -> None:
+    """Write the due snapshots (a member's background task); `each_round()` too (txn_layout's marks)."""
     while True:
         await trio.sleep(min(CHECK_S, snapshots.max_age_s))
-        forget_old_marks()
+        if each_round is not None:
+            each_round()
         try:
             await snapshots.take_due(app.flow, time.monotonic())
         except Exception:  # noqa: BLE001 - a bug here must not end the member: the start replays more

@@ -128,6 +128,10 @@ def test_a_snapshot_past_a_cut_is_never_trusted(tmp_path):
         s.truncate_queue("t", 0, 3)  # cut below and not grown back: taken outside the log
         VISIBLE.reset()
         assert Snapshots(s).load("t", 0) is None
+        for name in ["t.1.snap", "t.x.0.snap"]:  # a deleted topic's snapshots go, not another's
+            open(os.path.join(snaps.dir, name), "wb").close()
+        snaps.drop_topic("t")
+        assert sorted(os.listdir(snaps.dir)) == ["t.x.0.snap"]
     finally:
         s.close()
         VISIBLE.reset()
