@@ -203,3 +203,28 @@ def test_marks_of_record_less_ends_are_bounded():
     finally:
         txn_layout._MARKED.clear()
         VISIBLE.reset()
+
+
+def test_install_restores_and_a_deleted_topic_takes_its_state_and_snapshots(tmp_path):
+    """`txn_layout.install` (a member's start) restores from the snapshot; deleting the topic then
+    forgets its open transactions and deletes its snapshots, so a topic created again under the name
+    holds no last stable offset of the old one (a cluster kept it before)."""
+    from types import SimpleNamespace
+
+    from gateway.cluster.txn_layout import install
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, FIRST)
+        _snapshot(s)
+        VISIBLE.reset()
+        app = SimpleNamespace(store=s, replication=SimpleNamespace(derive=None),
+                              config=SimpleNamespace(cluster_txn_snapshot_s=60.0))
+        snaps = install(app)
+        assert snaps.taken[("t", 0)][0] == 6 and isinstance(app.replication.derive, Derived)
+        assert VISIBLE.stable_end("t", 0, 6) == 4
+        s.topics.delete("t")
+        assert VISIBLE.stable_end("t", 0, 6) == 6 and not os.path.exists(snaps.path("t", 0))
+    finally:
+        s.close()
+        VISIBLE.reset()
