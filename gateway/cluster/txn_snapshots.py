@@ -128,7 +128,8 @@ class Snapshots:
             return "of another queue"
         if not self.store.min_offset(topic, qid) < offset <= self.store.max_offset(topic, qid):
             return f"taken at {offset}, outside the log now"
-        if doc.get("fingerprint") != fingerprint(self.store, topic, qid, offset):
+        now = fingerprint(self.store, topic, qid, offset)
+        if now is None or doc.get("fingerprint") != now:
             return f"the entry before {offset} is another one now (the log was cut and grew again)"
         return None
 
