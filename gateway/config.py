@@ -97,6 +97,7 @@ class GatewayConfig:
     default_replication_factor: int = 1  # of RocketMQ-created and auto-created topics
     cluster_lease_ttl: int = 10  # seconds a dead gateway stays a member
     cluster_txn_layout: str = "kafka"  # Kafka transactions in a cluster: Kafka's layout; "halves": the earlier one
+    cluster_txn_snapshot_s: float = 60.0  # Kafka's layout: a queue's state snapshot at most this long after it grew
     shard_metrics: tuple[str, ...] = ()  # shard 0 of --shards: the other shards' HTTP host:port, in order
     shared_security: bool = False  # a shard of --shards: users and ACLs mirrored through etcd
     # Tiered storage (docs/tiered-storage.md): the S3-compatible object store; None: no tier.
@@ -355,6 +356,10 @@ def build_parser() -> _Parser:
     p.add_argument("--cluster-txn-layout", choices=("halves", "kafka"), default=d.cluster_txn_layout,
                    help="a cluster's Kafka transactions: Kafka's layout (default: records at produce time, "
                    "markers, last stable offset; docs/cluster-txn-layout.md) or the earlier halves until the end")
+    p.add_argument("--cluster-txn-snapshot-s", type=float, default=d.cluster_txn_snapshot_s,
+                   help="Kafka's layout: snapshot each replicated queue's transaction state at most this many "
+                   "seconds after it grew, or every 50 000 offsets, so a start replays only what came after "
+                   "(docs/cluster-txn-layout.md)")
     p.add_argument("--shard-metrics", type=lambda text: tuple(a for a in text.split(",") if a),
                    default=d.shard_metrics, help=argparse.SUPPRESS)  # set by gateway.shards for shard 0
     p.add_argument("--shared-security", action="store_true", help=argparse.SUPPRESS)  # set by gateway.shards

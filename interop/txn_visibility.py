@@ -120,6 +120,29 @@ class TxnVisibility:
         if opened and key not in self.open:
             self.open[key] = opened
 
+    def queue_state(self, topic: str, qid: int) -> dict:
+        """What is derived for one queue, as plain lists (a snapshot, gateway.cluster.txn_snapshots)."""
+        key = (topic, qid)
+        return {"open": sorted([pid, first] for pid, first in self.open.get(key, {}).items()),
+                "aborted": sorted([pid, first, last] for pid, (lasts, firsts) in self.aborted.get(key, {}).items()
+                                  for first, last in zip(firsts, lasts)),
+                "recent": [list(end) for end in self.recent.get(key, ())]}
+
+    def restore_queue(self, topic: str, qid: int, state: dict) -> None:
+        """The queue's state is `state` (a `queue_state`); ValueError/TypeError if it is malformed."""
+        self.forget_queue(topic, qid)
+        try:
+            for pid, first in state["open"]:
+                self.opened(topic, qid, int(pid), int(first))
+            for pid, first, last in state["aborted"]:
+                self.add_aborted(topic, qid, int(pid), int(first), int(last))
+            ends = [(int(marker), int(pid), int(first)) for marker, pid, first in state["recent"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            self.forget_queue(topic, qid)
+            raise ValueError(f"bad transaction state: {exc}") from None
+        if ends:
+            self.recent[(topic, qid)] = collections.deque(ends, maxlen=RECENT_ENDS)
+
     def forget_queue(self, topic: str, qid: int) -> None:
         for table in (self.open, self.aborted, self.recent):
             table.pop((topic, qid), None)
@@ -130,10 +153,12 @@ class TxnVisibility:
                 del table[key]
 
     # ---- reads ----
-    def stable_end(self, topic: str, qid: int, end: int) -> int:
-        """The last stable offset of a queue whose readable end is `end`."""
+    def stable_end(self, topic: str, qid: int, end: int, start: int = 0) -> int:
+        """The last stable offset of a queue whose readable end is `end` and log start `start`: never
+        below the log start, as Kafka's first unstable offset (an open transaction whose first records
+        went with retention or DeleteRecords holds readers at the log start, not below it)."""
         firsts = self.open.get((topic, qid))
-        return min(end, min(firsts.values())) if firsts else end
+        return min(end, max(start, min(firsts.values()))) if firsts else end
 
     def is_aborted(self, topic: str, qid: int, producer_id: int, offset: int) -> bool:
         lasts, firsts = self.aborted.get((topic, qid), {}).get(producer_id, ((), ()))
@@ -180,4 +205,4 @@ VISIBLE = TxnVisibility()
 
 def queue_stable_end(store, topic: str, qid: int) -> int:
     """The last stable offset of a queue of `store` (its end when no Kafka transaction is open there)."""
-    return VISIBLE.stable_end(topic, qid, store.max_offset(topic, qid))
+    return VISIBLE.stable_end(topic, qid, store.max_offset(topic, qid), store.min_offset(topic, qid))

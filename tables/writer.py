@@ -189,7 +189,7 @@ class TableWriter:
                 continue
             lo = store.min_offset(topic, q)
             hi = self.readable_end(topic, q, store.max_offset(topic, q))  # replicated: the high watermark
-            hi = VISIBLE.stable_end(topic, q, hi)  # not past an open Kafka transaction (its records may yet abort)
+            hi = VISIBLE.stable_end(topic, q, hi, lo)  # not past an open Kafka transaction (its records may yet abort)
             start = self.cursor.get(q, lo)
             if start > hi:  # the topic was deleted and created again: its offsets start over
                 log.warning("table topic %s/%d: offsets went back from %d to %d (topic re-created)",

@@ -20,7 +20,7 @@ from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
 from gateway.cluster.replicas import ReplicaRoles
-from gateway.cluster import txn_layout
+from gateway.cluster import txn_layout, txn_snapshots
 from gateway.cluster.shared_security import SharedSecurity
 from gateway.cluster.txns import ClusterTxns
 from semantics.replication.pop_journal import journal_topic
@@ -98,11 +98,12 @@ class ClusterService:
         # due delayed and committed messages go to their queue's current leader (gateway.cluster.delivery)
         node.router = LeaderRouter(node, self.app.config)  # also forwards gRPC sends (gateway.grpc.forward)
         route_due_messages(self.app, node.router, functools.partial(leads, node))
+        snapshots = None
         if getattr(self.app, "kafka", None) is not None:  # Kafka transactions over etcd (gateway.cluster.txns)
             self.app.kafka.cluster_txns = ClusterTxns(self.app, node)
             self.app.transactions.checkers["kafka"] = self.app.kafka.cluster_txns.check
             if txn_layout.enabled(self.app):  # every replica derives the transaction state from its log
-                txn_layout.install(self.app)
+                snapshots = txn_layout.install(self.app)
         try:
             async with trio.open_nursery() as nursery:
                 node.nursery = nursery
@@ -127,6 +128,8 @@ class ClusterService:
                 await nursery.start(node.view.run)
                 if getattr(self.app, "kafka", None) is not None:  # decided ends a lost coordinator left
                     nursery.start_soon(self.app.kafka.cluster_txns.completions.sweep)
+                if snapshots is not None:  # the derived transaction state's snapshots (txn_snapshots)
+                    nursery.start_soon(txn_snapshots.keep, self.app, snapshots, txn_layout.forget_old_marks)
                 nursery.start_soon(lambda: node.coordination.keep_alive(
                     node.lease, ttl, on_lost=self._rejoin, on_renewed=self._renewed))
                 nursery.start_soon(self._report_fencing)

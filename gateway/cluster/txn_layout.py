@@ -17,7 +17,7 @@ import time
 import trio
 
 from codec.kafka import records
-from gateway.cluster.ownership import is_local_topic
+from gateway.cluster import txn_snapshots
 from interop.inner_batch import NOT_INDEXED, entry_message
 from interop.txn_visibility import VISIBLE
 from semantics.flow_control import run_in_turn
@@ -30,22 +30,38 @@ def enabled(app) -> bool:
     return getattr(app.config, "cluster_txn_layout", "halves") == "kafka"
 
 
-def install(app) -> None:
-    """Every replica derives the state from what it appends; at start, from each queue's log."""
-    app.replication.derive = VISIBLE
-    queues = replay(app.store)
-    log.info("cluster: Kafka transaction state replayed from %d queues' logs", queues)
+def install(app) -> txn_snapshots.Snapshots:
+    """Every replica derives the state from what it appends; at start, from each queue's snapshot and
+    the log after it (the whole log where there is no snapshot to trust). The snapshots, for `keep`."""
+    snapshots = txn_snapshots.Snapshots(app.store, app.config.cluster_txn_snapshot_s)
+    app.replication.derive = txn_snapshots.Derived(VISIBLE, snapshots)
+    deleted = app.store.topics.on_deleted
+
+    def forget(topic: str) -> None:  # a topic created again under the name starts with nothing open
+        VISIBLE.forget_topic(topic)
+        snapshots.drop_topic(topic)
+        if deleted is not None:
+            deleted(topic)
+    app.store.topics.on_deleted = forget
+    began = time.monotonic()
+    queues, replayed = replay(app.store, snapshots)
+    log.info("cluster: Kafka transaction state of %d queues restored (%d from snapshots, %d entries replayed) "
+             "in %.2f s", queues, len(snapshots.taken), replayed, time.monotonic() - began)
+    return snapshots
 
 
-def replay(store) -> int:
-    """Derive every replicated queue's transaction state from its whole log (a restart; no snapshot
-    yet: each queue from its start). How many queues were read."""
-    keys = sorted(k for k in list(store.consume_queues.queues) if not is_local_topic(k[0]))
+def replay(store, snapshots: txn_snapshots.Snapshots | None = None) -> tuple[int, int]:
+    """Derive every replicated queue's transaction state from its snapshot (if one is valid) and the
+    entries after it, else from its whole log (a restart). (How many queues, how many entries read.)"""
+    keys = txn_snapshots.replicated_queues(store)
+    replayed = 0
     for topic, qid in keys:
         VISIBLE.forget_queue(topic, qid)
-        for offset, m in store.iterate(topic, qid):
+        start = (snapshots.load(topic, qid) if snapshots is not None else None) or 0
+        for offset, m in store.iterate(topic, qid, start):
             VISIBLE.appended(topic, qid, offset, m)
-    return len(keys)
+            replayed += 1
+    return len(keys), replayed
 
 
 def _leads(app, node, topic: str, qid: int) -> bool:
@@ -69,15 +85,39 @@ async def write_markers(app, node, pid: int, epoch: int, commit: bool, partition
                 msg = entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False)
                 [result] = await run_in_turn(app.flow, app.store, app.store.append_many, [msg])
                 VISIBLE.appended(topic, qid, result.queue_offset, msg)
-                _MARKED.setdefault((topic, qid), {})[pid] = epoch
+                _MARKED.setdefault((topic, qid), {})[pid] = (epoch, time.monotonic())
                 await app.durable(result.end_offset)
         await app.replicated(topic, qid, app.store.max_offset(topic, qid))
 
 
 _LOCKS: dict[tuple[str, int], trio.Lock] = {}
-# queue -> {producer id: epoch of the last marker this gateway appended there}: a retried end of a
-# partition that got no record finds no open transaction, and must not append a second marker
-_MARKED: dict[tuple[str, int], dict[int, int]] = {}
+# queue -> {producer id: (epoch, monotonic time) of the last marker this gateway appended there}: a
+# retried end of a partition that got no record finds no open transaction, and must not append a
+# second marker (bounded by `forget_old_marks`)
+_MARKED: dict[tuple[str, int], dict[int, tuple[int, float]]] = {}
+MARK_KEPT_S = 900.0  # Kafka's transaction.max.timeout.ms (15 min): far longer than an end's retries
+
+
+def forget_old_marks(now: float | None = None) -> int:
+    """Bound `_MARKED`: a producer's entry goes
+    - when a transaction of that producer is open on the queue: an end finds it open and `_open_in`
+      decides, never `_MARKED` (a retried end of an older epoch ends not the newer transaction), and
+      that transaction's own marker writes the entry again;
+    - when it is older than MARK_KEPT_S: the entry only guards against a coordinator's retries of the
+      end it answered (they follow at once; the entry was never kept across a restart or a leader
+      change either), and what a later copy can do is append one more marker for a producer with no
+      open transaction there, which derives nothing (no reader's view changes), as a retried Kafka
+      WriteTxnMarkers may also append one.
+    How many entries went."""
+    now = time.monotonic() if now is None else now
+    gone = 0
+    for queue, by_pid in list(_MARKED.items()):
+        for pid in [p for p, (_e, at) in by_pid.items() if now - at > MARK_KEPT_S or VISIBLE.is_open(*queue, p)]:
+            del by_pid[pid]
+            gone += 1
+        if not by_pid:
+            del _MARKED[queue]
+    return gone
 
 
 def _lock(topic: str, qid: int) -> trio.Lock:
@@ -91,7 +131,7 @@ def _marker_due(store, topic: str, qid: int, pid: int, epoch: int) -> bool:
     Transactions v1 keep one epoch, so a second record-less v1 transaction here gets no marker."""
     if VISIBLE.is_open(topic, qid, pid):
         return _open_in(store, topic, qid, pid, epoch)
-    return _MARKED.get((topic, qid), {}).get(pid, -1) < epoch
+    return _MARKED.get((topic, qid), {}).get(pid, (-1, 0.0))[0] < epoch
 
 
 def _open_in(store, topic: str, qid: int, pid: int, epoch: int) -> bool:

@@ -33,7 +33,7 @@ def _pull(app, topic, qid, offset, max_n, subscription, local_id):
         raise RpcError(Code.ILLEGAL_OFFSET, f"offset {offset} is outside [{lo}, {hi}] of {topic}:{qid}")
     tag_filter = None if getattr(subscription, "match_all", True) else subscription.matches_code
     read = app.store.read(topic, qid, offset, max_count=max_n, tag_filter=tag_filter,
-                          end=VISIBLE.stable_end(topic, qid, hi))  # not past an open Kafka transaction
+                          end=VISIBLE.stable_end(topic, qid, hi, lo))  # not past an open Kafka transaction
     out = []
     for first, m in read.entries:
         if m.sys_flag & INNER_BATCH_FLAG:

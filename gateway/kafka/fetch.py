@@ -324,7 +324,7 @@ def _fetch_once(app, req, max_bytes: int, found: dict):
             low, log_end = app.store.min_offset(name, index), app.store.max_offset(name, index)
             high = app.replication.readable_end(name, index, log_end)
             offset = p["fetch_offset"]
-            stable = VISIBLE.stable_end(name, index, high)  # Kafka's last stable offset
+            stable = VISIBLE.stable_end(name, index, high, low)  # Kafka's last stable offset
             entry = {"partition_index": index, "high_watermark": high, "last_stable_offset": stable,
                      "log_start_offset": low, "records": b""}
             end = stable if committed else high

@@ -155,7 +155,8 @@ async def list_offsets(ctx: RequestContext):
             else:
                 offset, ts = await tier_reads.read(list_offset, app, cfg, name, index, p["timestamp"])
                 if p["timestamp"] == LATEST and ctx.request.get("isolation_level") == 1:  # read_committed
-                    offset = VISIBLE.stable_end(name, index, offset)  # the last stable offset
+                    offset = VISIBLE.stable_end(name, index, offset,  # the last stable offset
+                                              app.store.min_offset(name, index))
             parts.append({"partition_index": index, "error_code": errors.NONE, "offset": offset,
                           "timestamp": ts, "leader_epoch": leader_epoch(app, name, index) if offset >= 0 else -1})
         out.append({"name": name, "partitions": parts})

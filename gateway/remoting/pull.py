@@ -91,7 +91,7 @@ def pull_message(channel, req):
 def _pull_once(app, req, topic, qid, offset, max_n, max_bytes, tags) -> RemotingCommand:
     s = app.store
     lo, top = s.min_offset(topic, qid), app.replication.readable_end(topic, qid, s.max_offset(topic, qid))
-    hi = VISIBLE.stable_end(topic, qid, top)  # an open Kafka transaction holds readers back (mapping.md)
+    hi = VISIBLE.stable_end(topic, qid, top, lo)  # an open Kafka transaction holds readers back (mapping.md)
 
     def answer(code, next_offset, body=b""):
         return req.response(code, {"suggestWhichBrokerId": 0, "nextBeginOffset": next_offset,

@@ -9,6 +9,8 @@ end's marker too (as Kafka marks every partition of a transaction). Each case ru
 nodes (CLUSTER_REFERENCE=1, as tests/cluster/reference_sides.py)."""
 from __future__ import annotations
 
+import os
+import re
 import time
 import uuid
 
@@ -17,7 +19,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, 
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from cluster.model import coordinator_of
-from clusters import NODES, require_etcd, start_cluster, wait_for
+from clusters import NODES, KraftNode, require_etcd, start_cluster, wait_for
 from raw_kafka import KafkaRaw
 from reference_sides import REFERENCE
 
@@ -56,7 +58,7 @@ def _sides(kind: str, base):
                 node.stop()
         return
     require_etcd()
-    cluster = start_cluster(base, NODES, extra_args=["--cluster-txn-layout", "kafka"])
+    cluster = start_cluster(base, NODES, extra_args=["--cluster-txn-layout", "kafka", "--cluster-txn-snapshot-s", "1"])
     try:
         yield Side(cluster.gateways, lambda g: g.kafka_bootstrap, lambda g: g.kill9(),
                    lambda: _start_when_let_go(cluster.gateways.values()))
@@ -244,10 +246,20 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_coordinator(shared):
     assert _read(side.bootstrap, topic, "read_committed", 1)[0] == [(2, "p0")]
 
 
+def _snapshot_taken(side: Side, topic: str, offset: int) -> None:
+    """Every gateway wrote its snapshot of `topic`'s partition 0 at `offset` (gateway.cluster.txn_snapshots)."""
+    from gateway.cluster.txn_snapshots import decode
+    for g in side.nodes.values():
+        if not isinstance(g, KraftNode):  # (Kafka has none to wait for)
+            path = os.path.join(g.data_dir, "txnsnap", f"{topic}.0.snap")
+            wait_for(lambda: os.path.exists(path) and (decode(open(path, "rb").read()) or {}).get("offset") == offset,
+                     30, what=f"the snapshot at {offset}")
+
+
 def test_a_restart_of_every_node_keeps_an_open_transaction_and_its_abort(side):
-    """Every node `kill -9`ed and started again: each replays its log (a gateway: the whole of each
-    replicated queue), so the leader holds the last stable offset at the open transaction until its
-    abort arrives, and the aborted index survives too."""
+    """Every node `kill -9`ed and started again: each restores its snapshot of the queue (taken at 5,
+    with the open transaction and the abort) and replays the log after it, so the leader holds the
+    last stable offset at the open transaction until its abort arrives, and the aborted index survives too."""
     topic, _leader = _topic(side)
     p = _producer(side)
     _transaction(p, topic, ["a0"], False)  # 0, abort marker 1
@@ -255,15 +267,23 @@ def test_a_restart_of_every_node_keeps_an_open_transaction_and_its_abort(side):
     plain = Producer({"bootstrap.servers": side.bootstrap, "acks": "all"})
     plain.produce(topic, value=b"p0", partition=0)  # 4
     assert plain.flush(30) == 0
+    _snapshot_taken(side, topic, 5)
+    plain.produce(topic, value=b"p1", partition=0)  # 5: after the snapshots, replayed at the start
+    assert plain.flush(30) == 0
     for n in list(side.alive):
         side.kill9(n)
     side.alive = set(side.nodes)
     side.start_all()
-    assert _latest(side.bootstrap, topic, IsolationLevel.READ_UNCOMMITTED) == 5
+    assert _latest(side.bootstrap, topic, IsolationLevel.READ_UNCOMMITTED) == 6
     assert _latest(side.bootstrap, topic, IsolationLevel.READ_COMMITTED) == 2
-    p.abort_transaction(60)  # marker 5
-    got, position = _read(side.bootstrap, topic, "read_committed", 1)
-    assert got == [(4, "p0")] and position == 6
+    for g in side.nodes.values():  # each restored the queue from its snapshot, not from its whole log
+        if not isinstance(g, KraftNode):
+            with open(g.log_path, "rb") as f:
+                restored = re.findall(rb"\((\d+) from snapshots, (\d+) entries replayed\)", f.read())[-1]
+            assert int(restored[0]) >= 1 and int(restored[1]) < 6, restored
+    p.abort_transaction(60)  # marker 6
+    got, position = _read(side.bootstrap, topic, "read_committed", 2)
+    assert got == [(4, "p0"), (5, "p1")] and position == 7
 
 
 FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 10, 22, 24, 26
