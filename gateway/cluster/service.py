@@ -16,6 +16,7 @@ from cluster.etcd import Etcd, EtcdError
 from cluster.model import Member
 from cluster.view import ClusterView
 from gateway.cluster.delivery import LeaderRouter, leads
+from gateway.cluster.group_configs import PREFIX as GROUP_CONFIGS, SharedGroupConfigs
 from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
@@ -111,6 +112,11 @@ class ClusterService:
                 if self.app.config.shared_security and self.app.authentication is not None:  # one set of users
                     config_dir = os.path.join(self.app.store.path, "config")
                     await nursery.start(SharedSecurity(node.coordination.etcd, config_dir, self.app.authentication).run)
+                if getattr(self.app, "kafka", None) is not None:  # one set of group configs (share.*, streams.*)
+                    shared = SharedGroupConfigs(self.app.kafka.group_configs, node.coordination.etcd)
+                    node.view.on_key(GROUP_CONFIGS, shared.follow)
+                    await shared.load()
+                    self.app.kafka.shared_group_configs = shared
                 node.view.on_topic(self._make_local)
                 for name, record in list(node.view.topics.items()):
                     self._make_local(name, record)
