@@ -17,6 +17,7 @@ from cluster.model import Member
 from cluster.view import ClusterView
 from gateway.cluster.delivery import LeaderRouter, leads
 from gateway.cluster.group_configs import PREFIX as GROUP_CONFIGS, SharedGroupConfigs
+from gateway.cluster.share_offsets import ShareOffsets
 from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
@@ -117,6 +118,7 @@ class ClusterService:
                     node.view.on_key(GROUP_CONFIGS, shared.follow)
                     await shared.load()
                     self.app.kafka.shared_group_configs = shared
+                    self.app.kafka.share_offsets = ShareOffsets(self.app)  # share state at each partition's leader
                 node.view.on_topic(self._make_local)
                 for name, record in list(node.view.topics.items()):
                     self._make_local(name, record)

@@ -15,7 +15,6 @@ import logging
 import trio
 
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
-from gateway.cluster.ownership import clustered
 from gateway.share_state import drop, reset, start_and_lag
 from gateway.remoting.common import DEFERRED, handles
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
@@ -23,7 +22,6 @@ from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 log = logging.getLogger(__name__)
 
 ANSWER_TIMEOUT_S = 10.0
-_transports: dict[int, tuple] = {}  # id(app) -> (its config, its transport)
 
 
 class ShareOffsetsTransport(RemotingReplicaTransport):
@@ -31,41 +29,40 @@ class ShareOffsetsTransport(RemotingReplicaTransport):
         return await self._call((address, "share-offsets"), address, cmd, ANSWER_TIMEOUT_S)
 
 
-def leader_of(app, topic: str, p: int) -> int | None:
-    """The node id leading the partition when it is another gateway's (None: this one, or one process)."""
-    if not clustered(app):
-        return None
-    node = app.ownership
-    a = node.assignment(topic, p)
-    return a.leader if a is not None and a.leader != node.node_id else None
+class ShareOffsets:
+    """The coordinator's side: installed as `app.kafka.share_offsets` by the cluster service (None
+    with one process, where every partition is this gateway's)."""
 
+    def __init__(self, app) -> None:
+        self.app = app
+        self.transport = ShareOffsetsTransport(*outgoing(app.config))
 
-def others(app) -> list[int]:
-    """The other live gateways (none with one process)."""
-    if not clustered(app):
-        return []
-    return [n for n in sorted(app.ownership.live()) if n != app.ownership.node_id]
+    def leader_of(self, topic: str, p: int) -> int | None:
+        """The node id leading the partition when it is another gateway's (None: this one)."""
+        node = self.app.ownership
+        a = node.assignment(topic, p)
+        return a.leader if a is not None and a.leader != node.node_id else None
 
+    def others(self) -> list[int]:
+        """The other live gateways."""
+        node = self.app.ownership
+        return [n for n in sorted(node.live()) if n != node.node_id]
 
-async def ask(app, node_id: int, body: dict) -> list | None:
-    """The leader's answer rows, or None when it could not be asked (down, or refused)."""
-    config, transport = _transports.get(id(app), (None, None))
-    if transport is None or config is not app.config:
-        transport = ShareOffsetsTransport(*outgoing(app.config))
-        _transports[id(app)] = (app.config, transport)
-    member = app.ownership.live().get(node_id)
-    if member is None:
-        return None
-    cmd = RemotingCommand(code=RC.CLUSTER_SHARE_OFFSETS, body=json.dumps(body).encode())
-    try:
-        resp = await transport.call(member.remoting_addr, cmd)
-    except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
-        log.info("cluster: share offsets at node %d failed: %s", node_id, exc)
-        return None
-    if resp.code != ResponseCode.SUCCESS:
-        log.info("cluster: share offsets at node %d refused: %s", node_id, resp.remark)
-        return None
-    return json.loads(resp.body or b"{}").get("parts", [])
+    async def ask(self, node_id: int, body: dict) -> list | None:
+        """The leader's answer rows, or None when it could not be asked (down, or refused)."""
+        member = self.app.ownership.live().get(node_id)
+        if member is None:
+            return None
+        cmd = RemotingCommand(code=RC.CLUSTER_SHARE_OFFSETS, body=json.dumps(body).encode())
+        try:
+            resp = await self.transport.call(member.remoting_addr, cmd)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError) as exc:
+            log.info("cluster: share offsets at node %d failed: %s", node_id, exc)
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            log.info("cluster: share offsets at node %d refused: %s", node_id, resp.remark)
+            return None
+        return json.loads(resp.body or b"{}").get("parts", [])
 
 
 @handles(RC.CLUSTER_SHARE_OFFSETS)

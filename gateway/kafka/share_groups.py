@@ -9,7 +9,6 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
-from gateway.cluster import share_offsets
 from gateway import share_state
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
@@ -63,18 +62,34 @@ def is_share_group(app, group_id: str) -> bool:
     return group_id in sg.groups
 
 
+class _OneProcess:
+    """Every partition is this gateway's (the cluster's `gateway.cluster.share_offsets.ShareOffsets` otherwise)."""
+
+    @staticmethod
+    def leader_of(topic: str, p: int) -> None:
+        return None
+
+    @staticmethod
+    def others() -> list[int]:
+        return []
+
+
+def _leaders(app):
+    return kafka_state(app).share_offsets or _OneProcess
+
+
 async def _described(app, group: str, wanted: list) -> dict:
     """(topic, partition) -> (start offset, lag) of the partitions asked for, each from its leader:
     here, or another gateway of a cluster (`gateway.cluster.share_offsets`); missing when it did not answer."""
     out, remote = {}, {}
     for name, p in wanted:
-        leader = share_offsets.leader_of(app, name, p)
+        leader = _leaders(app).leader_of(name, p)
         if leader is None:
             out[(name, p)] = share_state.start_and_lag(app, group, name, p)
         else:
             remote.setdefault(leader, []).append([name, p, 0])
     for leader, parts in remote.items():
-        for t, p, start, lag in await share_offsets.ask(app, leader, {"op": "describe", "group": group, "parts": parts}) or []:
+        for t, p, start, lag in await _leaders(app).ask(leader, {"op": "describe", "group": group, "parts": parts}) or []:
             out[(t, p)] = (start, lag)
     return out
 
@@ -82,8 +97,8 @@ async def _described(app, group: str, wanted: list) -> dict:
 async def _group_queues(app, group: str) -> list[tuple[str, int]]:
     """(topic, partition) of every partition the group has state on, on every gateway."""
     found = set(app.pop.queues(group))
-    for node in share_offsets.others(app):
-        found |= {(t, p) for t, p, _a, _b in await share_offsets.ask(app, node, {"op": "queues", "group": group}) or []}
+    for node in _leaders(app).others():
+        found |= {(t, p) for t, p, _a, _b in await _leaders(app).ask(node, {"op": "queues", "group": group}) or []}
     return sorted(found)
 
 
@@ -154,13 +169,13 @@ async def alter_share_group_offsets(ctx: RequestContext):
             index = p["partition_index"]
             if not topics.has_partition(cfg, index):
                 continue
-            leader = share_offsets.leader_of(app, name, index)
+            leader = _leaders(app).leader_of(name, index)
             if leader is None:
                 end = max(end, share_state.reset(app, group, name, index, p["start_offset"]))
             else:
                 remote.setdefault(leader, []).append([name, index, p["start_offset"]])
     for leader, parts in remote.items():  # the partitions another gateway leads: reset there
-        if await share_offsets.ask(app, leader, {"op": "alter", "group": group, "parts": parts}) is None:
+        if await _leaders(app).ask(leader, {"op": "alter", "group": group, "parts": parts}) is None:
             failed |= {(t, q) for t, q, _ in parts}
     for t in req["topics"]:
         name, cfg = t["topic_name"], topics.existing(app, t["topic_name"])
@@ -179,8 +194,8 @@ async def drop_progress(app, group: str, topic_names=None) -> None:
     """Forget the group's share-partition state (all topics, or these) here and on every other
     gateway of a cluster (each leads some): the next fetch starts by `share.auto.offset.reset`."""
     end = share_state.drop(app, group, topic_names)
-    for node in share_offsets.others(app):
-        await share_offsets.ask(app, node, {"op": "delete", "group": group,
+    for node in _leaders(app).others():
+        await _leaders(app).ask(node, {"op": "delete", "group": group,
                                             "topics": None if topic_names is None else sorted(topic_names)})
     app.offsets.persist()
     await app.durable(end)

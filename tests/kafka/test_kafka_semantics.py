@@ -8,6 +8,7 @@ import uuid
 import pytest
 from acked_records import read_committed
 from txn_steps import aborted_with_offsets
+from shard_aware import local_topic_end
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
@@ -222,6 +223,7 @@ def test_idempotent_sequences_survive_restart(gateway):
     """A retry of a batch stored before a kill -9 is still recognised as a duplicate, and a
     sequence gap is still refused: the state is rebuilt from the stored batch headers."""
     from kafka_raw import RawClient, produce_body, produce_error
+    from shard_aware import raw_leader
 
     from codec.kafka import records
 
@@ -236,13 +238,15 @@ def test_idempotent_sequences_survive_restart(gateway):
     r = c.call(init_pid, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
     pid, epoch = r["producer_id"], r["producer_epoch"]
     other = c.call(init_pid, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})["producer_id"]
+    c.close()
+    c = RawClient(raw_leader(gateway.kafka_bootstrap, topic))  # the partition's leader (auto-created here)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(3, 0, pid, epoch)))) == (0, 0)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(2, 3, pid, epoch)))) == (0, 3)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(4, 0, other, 0)))) == (0, 5)
     c.close()
     gateway.kill9()
     gateway.start()
-    c = RawClient(gateway.kafka_bootstrap)
+    c = RawClient(raw_leader(gateway.kafka_bootstrap, topic))
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(2, 3, pid, epoch)))) == (0, 3)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(3, 0, pid, epoch)))) == (0, 0)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(1, 9, pid, epoch))))[0] == 45
@@ -296,19 +300,17 @@ def test_transaction_timeout_aborts_and_fences(gateway_factory):
     tid = _name("tid")
     p = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": tid, "transaction.timeout.ms": 1000})
     p.init_transactions(15)
-    watcher = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("g")})
-    op_log = TopicPartition("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0)
-    ops_before = watcher.get_watermark_offsets(op_log, 15)[1]
+    op_log = "RMQ_SYS_TRANS_OP_HALF_TOPIC"  # a local topic: each shard's own copy, added up
+    ops_before = local_topic_end(g.kafka_bootstrap, op_log)
     p.begin_transaction()
     p.produce(topic, value=b"late", partition=0)
     p.flush(15)
     # With no request from the producer, the check service aborts the transaction once it is past
     # its timeout: the op log gets the rollback record.
     deadline = time.monotonic() + 20
-    while watcher.get_watermark_offsets(op_log, 15)[1] == ops_before and time.monotonic() < deadline:
+    while local_topic_end(g.kafka_bootstrap, op_log) == ops_before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert watcher.get_watermark_offsets(op_log, 15)[1] > ops_before
-    watcher.close()
+    assert local_topic_end(g.kafka_bootstrap, op_log) > ops_before
     with pytest.raises(Exception):  # the epoch was bumped: the late producer is fenced
         p.commit_transaction(15)
     # A new producer with the same transactional.id works; nothing of the timed-out one is visible.
