@@ -107,22 +107,3 @@ def one_queue_each() -> int:
     (the cluster places a topic's queues round-robin over its members)."""
     return len(broker_ids())
 
-
-def local_topic_end(bootstrap: str, topic: str, partition: int = 0) -> int:
-    """A local topic's end offset added up over every broker (RocketMQ's system topics such as the
-    transaction op log: each shard keeps its own copy and answers for it; one process has one)."""
-    from confluent_kafka.admin import AdminClient
-
-    from kafka_raw import RawClient
-
-    total = 0
-    for b in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).brokers.values():
-        client = RawClient(f"{b.host}:{b.port}")
-        try:
-            resp = client.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
-                {"name": topic, "partitions": [{"partition_index": partition, "timestamp": -1}]}]})
-        finally:
-            client.close()
-        part = resp["topics"][0]["partitions"][0]
-        total += part["offset"] if part["error_code"] == 0 else 0
-    return total

@@ -196,6 +196,8 @@ class ClusterService:
             for deleted in (name, journal_topic(name)):
                 if deleted in topics:
                     topics.delete(deleted)
+            if getattr(self.app, "kafka", None) is not None:  # as DeleteTopics where it was asked: a topic
+                self.app.kafka.producers.forget_topic(name)  # made again under the name starts its sequences at 0
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes, topic_id=_agreed_id(name, record))

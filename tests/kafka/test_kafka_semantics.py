@@ -8,7 +8,6 @@ import uuid
 import pytest
 from acked_records import read_committed
 from txn_steps import aborted_with_offsets
-from shard_aware import local_topic_end
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
@@ -292,6 +291,20 @@ def test_confluent_transactions_commit_abort_offsets(gateway):
     assert [o for pp, o, _v in got if pp == 1] == [0, 1, 2]
 
 
+def _last_stable_offset(bootstrap: str, topic: str) -> int:
+    """ListOffsets latest at read_committed, from the partition's leader."""
+    from kafka_raw import RawClient
+    from shard_aware import raw_leader
+
+    client = RawClient(raw_leader(bootstrap, topic))
+    try:
+        resp = client.call(2, 5, {"replica_id": -1, "isolation_level": 1, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    finally:
+        client.close()
+    return resp["topics"][0]["partitions"][0]["offset"]
+
+
 def test_transaction_timeout_aborts_and_fences(gateway_factory):
     g = gateway_factory(extra_args=["--transaction-timeout-ms", "1000", "--transaction-check-interval-ms", "300"])
     topic = _name("txn")
@@ -300,17 +313,15 @@ def test_transaction_timeout_aborts_and_fences(gateway_factory):
     tid = _name("tid")
     p = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": tid, "transaction.timeout.ms": 1000})
     p.init_transactions(15)
-    op_log = "RMQ_SYS_TRANS_OP_HALF_TOPIC"  # a local topic: each shard's own copy, added up
-    ops_before = local_topic_end(g.kafka_bootstrap, op_log)
     p.begin_transaction()
     p.produce(topic, value=b"late", partition=0)
     p.flush(15)
     # With no request from the producer, the check service aborts the transaction once it is past
-    # its timeout: the op log gets the rollback record.
+    # its timeout: its abort marker moves the last stable offset past the record (0 while it is open).
     deadline = time.monotonic() + 20
-    while local_topic_end(g.kafka_bootstrap, op_log) == ops_before and time.monotonic() < deadline:
+    while _last_stable_offset(g.kafka_bootstrap, topic) == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert local_topic_end(g.kafka_bootstrap, op_log) > ops_before
+    assert _last_stable_offset(g.kafka_bootstrap, topic) == 2  # the record and the abort marker
     with pytest.raises(Exception):  # the epoch was bumped: the late producer is fenced
         p.commit_transaction(15)
     # A new producer with the same transactional.id works; nothing of the timed-out one is visible.

@@ -297,6 +297,54 @@ def test_a_grown_topic_has_its_new_count_on_the_other_shard_when_answered(sharde
     assert seen == list(range(PARTITIONS + 1, PARTITIONS + 6))
 
 
+def test_a_topic_made_again_takes_a_producers_records_from_sequence_0(sharded):
+    """An idempotent producer writes sequences 0-2 to every partition (both shards lead some); the
+    topic is deleted and made again; the same producer's sequences 0-2 are stored again on every
+    partition, as Kafka forgets a deleted partition's producer state. Before, the shard that was
+    not asked to delete kept that state and took the new records for duplicates: nothing stored."""
+    import sys
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+    from kafka_raw import RawClient, produce_body
+    from codec.kafka import records
+
+    topic = "sharded-made-again"
+    leaders = create_topic(sharded, topic)
+    raw = RawClient(sharded.kafka_bootstrap)
+    try:
+        init = raw.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
+    finally:
+        raw.close()
+    batch = records.build_batch([(1000 + i, None, b"x%d" % i, []) for i in range(3)], base_timestamp=1000,
+                                producer_id=init["producer_id"], producer_epoch=init["producer_epoch"], base_sequence=0)
+    admin = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap})
+    address = {b.id: f"{b.host}:{b.port}" for b in admin.list_topics(timeout=10).brokers.values()}
+
+    def produce_everywhere(leaders: dict[int, int]) -> list[int]:
+        """Each partition's latest offset after the batch went to its leader."""
+        ends = []
+        for p in range(PARTITIONS):
+            c = RawClient(address[leaders[p]])
+            try:
+                c.call(0, 9, produce_body(topic, p, batch))
+                resp = c.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": topic, "partitions": [{"partition_index": p, "timestamp": -1}]}]})
+            finally:
+                c.close()
+            ends.append(resp["topics"][0]["partitions"][0]["offset"])
+        return ends
+    assert produce_everywhere(leaders) == [3] * PARTITIONS
+    admin.delete_topics([topic])[topic].result(20)
+
+    def made_again() -> dict[int, int] | None:
+        try:
+            return create_topic(sharded, topic)
+        except Exception:  # noqa: BLE001 - the deletion is not everywhere yet
+            return None
+    leaders = wait_for(made_again, what="the topic made again")
+    assert set(leaders.values()) == {1, 2}
+    assert produce_everywhere(leaders) == [3] * PARTITIONS
+
+
 def test_a_filtered_view_of_a_topic_of_both_shards_holds_every_match(sharded):
     """A filtered view (CreateTopics with filter.* configs) of a topic led by both shards: its
     queues are placed where the base's are and the shard that did not create it maintains it too,
