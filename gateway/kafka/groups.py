@@ -19,6 +19,7 @@ from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
 from gateway.kafka.offsets_topic import mirror, mirror_group
 from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.share_configs import publish as publish_group_configs
 from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
 from gateway.kafka.streams_groups import streams_groups
@@ -301,6 +302,7 @@ async def delete_groups(ctx: RequestContext):
         if is_share_group(app, group_id):  # KIP-932: its share-partition state goes with it
             code = kafka_state(app).share_groups.delete(group_id)
             if code == errors.NONE:
+                await publish_group_configs(app, [group_id])  # its configs go on every gateway (a cluster's etcd)
                 await drop_progress(app, group_id)
                 app.offsets.delete_group(group_id)
                 await app.offsets.wait_durable()
