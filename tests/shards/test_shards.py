@@ -270,33 +270,6 @@ def test_each_group_is_listed_by_its_coordinator_only(sharded):
         c.close()
 
 
-def test_a_grown_topic_has_its_new_count_on_the_other_shard_when_answered(sharded):
-    """CreatePartitions answered by one shard: Metadata at the other shard right after shows the
-    new count (a Java admin describing the topic after growing it, tests/compat/test_java_kafka.py).
-    Before, the growth was put to etcd after the answer: the other shard still had the old count."""
-    import sys
-    from confluent_kafka.admin import NewPartitions
-    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
-    from kafka_raw import RawClient
-
-    topic = "sharded-grown"
-    create_topic(sharded, topic)
-    brokers = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap}).list_topics(timeout=10).brokers
-    port = {b.id: b.port for b in brokers.values()}
-    grow = AdminClient({"bootstrap.servers": f"127.0.0.1:{port[2]}"})
-    other = RawClient(f"127.0.0.1:{port[1]}")  # the shard that did not take the growth
-    seen = []
-    try:
-        for count in range(PARTITIONS + 1, PARTITIONS + 6):
-            grow.create_partitions([NewPartitions(topic, count)])[topic].result(20)
-            md = other.call(3, 12, {"topics": [{"name": topic, "topic_id": bytes(16)}],
-                                    "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
-            seen.append(len(md["topics"][0]["partitions"]))
-    finally:
-        other.close()
-    assert seen == list(range(PARTITIONS + 1, PARTITIONS + 6))
-
-
 def test_a_topic_made_again_takes_a_producers_records_from_sequence_0(sharded):
     """An idempotent producer writes sequences 0-2 to every partition (both shards lead some); the
     topic is deleted and made again; the same producer's sequences 0-2 are stored again on every
