@@ -116,7 +116,10 @@ class ClusterService:
                 if getattr(self.app, "kafka", None) is not None:  # one set of group configs (share.*, streams.*)
                     shared = SharedGroupConfigs(self.app.kafka.group_configs, node.coordination.etcd)
                     node.view.on_key(GROUP_CONFIGS, shared.follow)
-                    await shared.load()
+                    try:
+                        await shared.load()
+                    except EtcdError as exc:  # the watch brings later changes; this start keeps the local file
+                        log.warning("cluster: group configs not loaded from etcd: %s", exc)
                     self.app.kafka.shared_group_configs = shared
                     self.app.kafka.share_offsets = ShareOffsets(self.app)  # share state at each partition's leader
                 node.view.on_topic(self._make_local)
