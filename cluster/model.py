@@ -10,6 +10,7 @@ Keys (under PREFIX):
   producer-ids               {"next": n}: the next unallocated Kafka producer id
   offsets/["group","topic",q]  {"offset": o, "metadata": m, "epoch": e}: the cluster's one offset table
   txns/<transactional id>    a Kafka transactional id's coordinator state (gateway.cluster.txns)
+  group-configs/<group>      a Kafka group's share.* / streams.* configs (gateway.cluster.group_configs)
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ Readers on the event loop see a consistent dict snapshot; subscribers hear about
   on_topic(topic, TopicRecord or None)                          a topic appeared, changed or went (None)
   on_members(members)                                           the set of live members changed
   on_offset(group, topic, queue_id, value dict or None)         a committed offset changed (None: deleted)
+  on_key(prefix, fn): fn(key, value bytes or None)              another key under `prefix` changed (None: deleted)
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class ClusterView:
         self._on_topic: list = []
         self._on_members: list = []
         self._on_offset: list = []
+        self._on_key: list = []  # (prefix, fn) for keys the view itself does not keep
 
     # --- subscriptions ---
     def on_assignment(self, fn) -> None:
@@ -47,6 +49,9 @@ class ClusterView:
 
     def on_offset(self, fn) -> None:
         self._on_offset.append(fn)
+
+    def on_key(self, prefix: bytes, fn) -> None:
+        self._on_key.append((prefix, fn))
 
     def live(self) -> list[int]:
         return sorted(self.members)
@@ -108,6 +113,10 @@ class ClusterView:
                 self.set_queue(topic, qid, QueueAssignment.from_json(e.kv.value))
             elif key.startswith(model.OFFSETS):
                 self._offset(*model.parse_offset_key(key), None if deleted else json.loads(e.kv.value))
+            else:
+                for prefix, fn in self._on_key:
+                    if key.startswith(prefix):
+                        fn(key, None if deleted else e.kv.value)
         if members_changed:
             self._members_changed()
 

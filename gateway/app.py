@@ -240,7 +240,7 @@ def _assemble(config: GatewayConfig, clock: WallClock, st: store.Store, levels: 
         st.carry = PopCarry(st, app.pop)
     if ownership.clustered:  # topics made here are placed in the cluster; producer ids come in blocks
         st.topics.on_create = ownership.topic_created
-        st.topics.on_deleted = ownership.topic_deleted
+        st.topics.on_deleted = functools.partial(_deleted_in_cluster, ownership, app.transactions.layout)
         st.topics.on_updated = ownership.topic_updated
         app.kafka.producers.id_source = ownership.next_producer_id
     else:  # a deleted topic's open and aborted transactions (Kafka's layout: one gateway) go with it
@@ -273,3 +273,11 @@ async def _grpc_transaction_check(app: App, producer_group: str, half, body: byt
     from gateway.grpc.telemetry import check_transaction
 
     return await check_transaction(app, producer_group, half, body)
+
+
+def _deleted_in_cluster(ownership, layout, name: str) -> None:
+    """A topic deleted from this store (here, or following the cluster): out of etcd, and its open and
+    aborted Kafka transactions forgotten, as on one gateway (a topic made again under the name read
+    the deleted one's aborted transactions at its own offsets: read_committed skipped its records)."""
+    ownership.topic_deleted(name)
+    layout.forget_topic(name)

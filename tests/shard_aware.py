@@ -106,3 +106,4 @@ def one_queue_each() -> int:
     """Queues for a topic whose queue 0 every broker, the bootstrap's included, has: one per broker
     (the cluster places a topic's queues round-robin over its members)."""
     return len(broker_ids())
+

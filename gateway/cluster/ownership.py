@@ -51,6 +51,9 @@ class SingleNode:
     def topic_grown(self, cfg) -> None:
         return None
 
+    async def grown(self, names, timeout: float = 5.0) -> None:
+        return None
+
     async def reserve_producer_ids(self) -> None:
         return None
 
@@ -105,6 +108,7 @@ class ClusterNode:
         self.pending: list = []  # etcd writes asked for before the cluster service started
         self._producer_ids: list[int] = []  # the rest of this gateway's block, in reverse
         self._publishing: dict[str, trio.Event] = {}  # topics being written to etcd
+        self._growing: dict[str, trio.Event] = {}  # topics whose new queues are being written to etcd
 
     # --- reads (handlers) ---
     def assignment(self, topic: str, queue_id: int) -> QueueAssignment | None:
@@ -207,7 +211,23 @@ class ClusterNode:
         self.view.topics[cfg.name] = grown
         for q, a in new.items():
             self.view.set_queue(cfg.name, q, a)
-        self._spawn(self.coordination.add_queues, cfg.name, grown, new)
+        done = self._growing[cfg.name] = trio.Event()
+        self._spawn(self._grow, cfg.name, grown, new, done)
+
+    async def _grow(self, name: str, grown: TopicRecord, new: dict, done: trio.Event) -> None:
+        await self.coordination.add_queues(name, grown, new)
+        done.set()
+        if self._growing.get(name) is done:
+            del self._growing[name]
+
+    async def grown(self, names, timeout: float = 5.0) -> None:
+        """Wait until these topics' growth here is in etcd, which every gateway follows: CreatePartitions
+        is answered then, so a client asking another gateway (shard) right after sees the new count."""
+        with trio.move_on_after(timeout):
+            for name in names:
+                event = self._growing.get(name)
+                if event is not None:
+                    await event.wait()
 
     async def _publish(self, name: str, record: TopicRecord, assignments: list) -> None:
         """Retried while etcd does not answer (`_retried`): `creating` until it has taken it."""

@@ -16,6 +16,8 @@ from cluster.etcd import Etcd, EtcdError
 from cluster.model import Member
 from cluster.view import ClusterView
 from gateway.cluster.delivery import LeaderRouter, leads
+from gateway.cluster.group_configs import PREFIX as GROUP_CONFIGS, SharedGroupConfigs
+from gateway.cluster.share_offsets import ShareOffsets
 from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
 from gateway.cluster.ownership import ClusterNode, is_local_topic
@@ -113,6 +115,15 @@ class ClusterService:
                 if self.app.config.shared_security and self.app.authentication is not None:  # one set of users
                     config_dir = os.path.join(self.app.store.path, "config")
                     await nursery.start(SharedSecurity(node.coordination.etcd, config_dir, self.app.authentication).run)
+                if getattr(self.app, "kafka", None) is not None:  # one set of group configs (share.*, streams.*)
+                    shared = SharedGroupConfigs(self.app.kafka.group_configs, node.coordination.etcd)
+                    node.view.on_key(GROUP_CONFIGS, shared.follow)
+                    try:
+                        await shared.load()
+                    except EtcdError as exc:  # the watch brings later changes; this start keeps the local file
+                        log.warning("cluster: group configs not loaded from etcd: %s", exc)
+                    self.app.kafka.shared_group_configs = shared
+                    self.app.kafka.share_offsets = ShareOffsets(self.app)  # share state at each partition's leader
                 node.view.on_topic(self._make_local)
                 for name, record in list(node.view.topics.items()):
                     self._make_local(name, record)
@@ -192,6 +203,8 @@ class ClusterService:
             for deleted in (name, journal_topic(name)):
                 if deleted in topics:
                     topics.delete(deleted)
+            if getattr(self.app, "kafka", None) is not None:  # as DeleteTopics where it was asked: a topic
+                self.app.kafka.producers.forget_topic(name)  # made again under the name starts its sequences at 0
         elif cfg is None:
             topics.create(name, read_queues=record.queues, write_queues=record.queues, perm=record.perm,
                           attributes=record.attributes, topic_id=_agreed_id(name, record))

@@ -182,6 +182,7 @@ async def create_partitions(ctx: RequestContext):
             app.store.topics.update(cfg)
             app.ownership.topic_grown(cfg)  # a cluster places the new partitions
         out.append({"name": name, "error_code": errors.NONE})
+    await app.ownership.grown([e["name"] for e in out if not e["error_code"]])  # every gateway follows etcd
     return {"results": out}
 
 

@@ -16,6 +16,7 @@ from gateway.kafka.groups import TRANSACTION_MAX_TIMEOUT_MS
 from gateway.kafka.metadata import OFFSETS_PARTITIONS, OFFSETS_TOPIC, broker_list, visible_names
 from gateway.kafka.registry import NODE_ID, RequestContext, handler
 from gateway.kafka.share_configs import alter_share_configs, is_group_config, share_config_entries
+from gateway.kafka.share_configs import publish as publish_group_configs
 from gateway.kafka.state import kafka_state
 from semantics import schema_validation, table_configs, tier_configs, topic_configs as tc
 
@@ -223,6 +224,12 @@ def _alter(app, rtype: int, name: str, ops: list, replace: bool, validate_only: 
     return errors.INVALID_REQUEST, f"Unknown resource type {rtype}"
 
 
+async def _publish_groups(app, results: list, validate_only: bool) -> None:
+    if not validate_only:
+        await publish_group_configs(app, [name for rtype, name, code, _ in results
+                                          if rtype == RESOURCE_GROUP and code == errors.NONE])
+
+
 def _alter_response(results: list) -> dict:
     return {"responses": [{"error_code": code, "error_message": message, "resource_type": rtype,
                            "resource_name": name} for rtype, name, code, message in results]}
@@ -236,6 +243,7 @@ async def alter_configs(ctx: RequestContext):
         ops = [(c["name"], SET, c["value"]) for c in r["configs"]]
         code, message = _alter(ctx.app, r["resource_type"], r["resource_name"], ops, True, validate_only)
         results.append((r["resource_type"], r["resource_name"], code, message))
+    await _publish_groups(ctx.app, results, validate_only)
     return _alter_response(results)
 
 
@@ -247,6 +255,7 @@ async def incremental_alter_configs(ctx: RequestContext):
         ops = [(c["name"], c["config_operation"], c["value"]) for c in r["configs"]]
         code, message = _alter(ctx.app, r["resource_type"], r["resource_name"], ops, False, validate_only)
         results.append((r["resource_type"], r["resource_name"], code, message))
+    await _publish_groups(ctx.app, results, validate_only)
     return _alter_response(results)
 
 

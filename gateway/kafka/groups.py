@@ -19,6 +19,7 @@ from gateway.kafka.consumer_groups import consumer_groups
 from gateway.kafka.metadata import broker_list
 from gateway.kafka.offsets_topic import mirror, mirror_group
 from gateway.kafka.registry import RequestContext, handler
+from gateway.kafka.share_configs import publish as publish_group_configs
 from gateway.kafka.share_groups import drop_progress, is_share_group
 from gateway.kafka.state import kafka_state
 from gateway.kafka.streams_groups import streams_groups
@@ -247,10 +248,21 @@ async def list_groups(ctx: RequestContext):
         seen.setdefault(group_id, (ptype, state, CLASSIC))
     for group_id in app.offsets.groups():
         seen.setdefault(group_id, ("", "Empty", CLASSIC))
+    here = _coordinated_here(app)
     return {"error_code": errors.NONE, "groups": [
         {"group_id": g, "protocol_type": ptype, "group_state": state, "group_type": gtype}
         for g, (ptype, state, gtype) in sorted(seen.items())
-        if (not states or state.lower() in states) and (not types or gtype in types)]}
+        if (not states or state.lower() in states) and (not types or gtype in types) and here(g)]}
+
+
+def _coordinated_here(app):
+    """In a cluster a broker lists the groups it coordinates, as Kafka's (the admin client asks
+    every broker and merges): the one offset table makes every group known everywhere, and another
+    gateway would list a live KIP-848 or share group of its coordinator as an offsets-only classic one."""
+    if not clustered(app):
+        return lambda group_id: True
+    node = app.ownership
+    return lambda group_id: node.coordinator(group_id).node_id == node.node_id
 
 
 def _rocketmq_members(app, group_id: str) -> int:
@@ -290,7 +302,8 @@ async def delete_groups(ctx: RequestContext):
         if is_share_group(app, group_id):  # KIP-932: its share-partition state goes with it
             code = kafka_state(app).share_groups.delete(group_id)
             if code == errors.NONE:
-                await app.durable(drop_progress(app, group_id))
+                await publish_group_configs(app, [group_id])  # its configs go on every gateway (a cluster's etcd)
+                await drop_progress(app, group_id)
                 app.offsets.delete_group(group_id)
                 await app.offsets.wait_durable()
             out.append({"group_id": group_id, "error_code": code})

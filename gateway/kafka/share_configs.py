@@ -4,12 +4,16 @@ broker's default, altered by IncrementalAlterConfigs."""
 from __future__ import annotations
 
 import gateway.kafka.errors as errors
+import logging
+
+from cluster.etcd import EtcdError
 from gateway.kafka.state import kafka_state
 from semantics import topic_configs as tc
 from semantics.group_configs import CONFIGS, STRINGS
 
 SOURCE_GROUP = 8  # Kafka's ConfigSource GROUP_CONFIG
 PREFIXES = ("share.", "streams.")
+log = logging.getLogger("rocketgate.kafka")
 
 
 def share_config_entries(app, group: str) -> list[tc.Entry]:
@@ -39,3 +43,15 @@ def alter_share_configs(app, group: str, ops: list, validate_only: bool) -> tupl
         return errors.INVALID_REQUEST, "Group name must not be empty"
     why = kafka_state(app).group_configs.alter(group, ops, validate_only)
     return (errors.INVALID_CONFIG, why) if why else (errors.NONE, None)
+
+
+async def publish(app, groups: list[str]) -> None:
+    """In a cluster, put these groups' altered configs to etcd before the answer, so the leaders of
+    the partitions a share group reads (other gateways, other shards) apply them."""
+    shared = kafka_state(app).shared_group_configs
+    if shared is None or not groups:
+        return
+    try:
+        await shared.publish(groups)
+    except EtcdError as exc:
+        log.warning("cluster: group configs of %s not in etcd: %s", groups, exc)

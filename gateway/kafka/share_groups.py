@@ -9,6 +9,7 @@ from __future__ import annotations
 import gateway.kafka.errors as errors
 import gateway.kafka.topics as topics
 from codec.kafka import apis
+from gateway import share_state
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
 from semantics.share_groups import ASSIGNOR, NON_EMPTY_GROUP
@@ -61,13 +62,44 @@ def is_share_group(app, group_id: str) -> bool:
     return group_id in sg.groups
 
 
-def _start_and_lag(app, group: str, topic: str, p: int) -> tuple[int, int]:
-    state = app.pop.state(group, topic, p)
-    if state is None:
-        return -1, -1
-    end = app.store.max_offset(topic, p)
-    finished = len(state.done)
-    return state.start, max(0, end - state.start - finished)
+class _OneProcess:
+    """Every partition is this gateway's (the cluster's `gateway.cluster.share_offsets.ShareOffsets` otherwise)."""
+
+    @staticmethod
+    def leader_of(topic: str, p: int) -> None:
+        return None
+
+    @staticmethod
+    def others() -> list[int]:
+        return []
+
+
+def _leaders(app):
+    return kafka_state(app).share_offsets or _OneProcess
+
+
+async def _described(app, group: str, wanted: list) -> dict:
+    """(topic, partition) -> (start offset, lag) of the partitions asked for, each from its leader:
+    here, or another gateway of a cluster (`gateway.cluster.share_offsets`); missing when it did not answer."""
+    out, remote = {}, {}
+    for name, p in wanted:
+        leader = _leaders(app).leader_of(name, p)
+        if leader is None:
+            out[(name, p)] = share_state.start_and_lag(app, group, name, p)
+        else:
+            remote.setdefault(leader, []).append([name, p, 0])
+    for leader, parts in remote.items():
+        for t, p, start, lag in await _leaders(app).ask(leader, {"op": "describe", "group": group, "parts": parts}) or []:
+            out[(t, p)] = (start, lag)
+    return out
+
+
+async def _group_queues(app, group: str) -> list[tuple[str, int]]:
+    """(topic, partition) of every partition the group has state on, on every gateway."""
+    found = set(app.pop.queues(group))
+    for node in _leaders(app).others():
+        found |= {(t, p) for t, p, _a, _b in await _leaders(app).ask(node, {"op": "queues", "group": group}) or []}
+    return sorted(found)
 
 
 @handler(apis.DESCRIBE_SHARE_GROUP_OFFSETS)
@@ -79,19 +111,26 @@ async def describe_share_group_offsets(ctx: RequestContext):
         wanted = g["topics"]
         if wanted is None:  # every topic the group has state on
             by_topic: dict = {}
-            for topic, p in app.pop.queues(group):
+            for topic, p in await _group_queues(app, group):
                 by_topic.setdefault(topic, []).append(p)
             wanted = [{"topic_name": t, "partitions": ps} for t, ps in sorted(by_topic.items())]
+        known = {t["topic_name"]: topics.existing(app, t["topic_name"]) for t in wanted}
+        described = await _described(app, group, [(t["topic_name"], p) for t in wanted for p in t["partitions"]
+                                                   if topics.has_partition(known[t["topic_name"]], p)])
         tout = []
         for t in wanted:
-            name, cfg = t["topic_name"], topics.existing(app, t["topic_name"])
+            name, cfg = t["topic_name"], known[t["topic_name"]]
             parts = []
             for p in t["partitions"]:
                 if not topics.has_partition(cfg, p):
                     parts.append({"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
                                   "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION, "error_message": None})
                     continue
-                start, lag = _start_and_lag(app, group, name, p)
+                if (name, p) not in described:  # its leader did not answer: retriable
+                    parts.append({"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+                                  "error_code": errors.COORDINATOR_NOT_AVAILABLE, "error_message": None})
+                    continue
+                start, lag = described[(name, p)]
                 parts.append({"partition_index": p, "start_offset": start, "leader_epoch": 0 if start >= 0 else -1,
                               "lag": lag, "error_code": errors.NONE, "error_message": None})
             tout.append({"topic_name": name, "topic_id": topics.topic_id(app, name), "partitions": parts})
@@ -123,32 +162,43 @@ async def alter_share_group_offsets(ctx: RequestContext):
     refused = _refuse_live(app, req["group_id"], create=True)
     if refused is not None:
         return refused
-    end, out = 0, []
+    group, end, out, remote, failed = req["group_id"], 0, [], {}, set()
+    for t in req["topics"]:
+        name, cfg = t["topic_name"], topics.existing(app, t["topic_name"])
+        for p in t["partitions"]:
+            index = p["partition_index"]
+            if not topics.has_partition(cfg, index):
+                continue
+            leader = _leaders(app).leader_of(name, index)
+            if leader is None:
+                end = max(end, share_state.reset(app, group, name, index, p["start_offset"]))
+            else:
+                remote.setdefault(leader, []).append([name, index, p["start_offset"]])
+    for leader, parts in remote.items():  # the partitions another gateway leads: reset there
+        if await _leaders(app).ask(leader, {"op": "alter", "group": group, "parts": parts}) is None:
+            failed |= {(t, q) for t, q, _ in parts}
     for t in req["topics"]:
         name, cfg = t["topic_name"], topics.existing(app, t["topic_name"])
         parts = []
         for p in t["partitions"]:
             index = p["partition_index"]
-            if not topics.has_partition(cfg, index):
-                parts.append({"partition_index": index, "error_code": errors.UNKNOWN_TOPIC_OR_PARTITION,
-                              "error_message": None})
-                continue
-            end = max(end, app.pop.reset(req["group_id"], name, index, p["start_offset"]))
-            parts.append({"partition_index": index, "error_code": errors.NONE, "error_message": None})
+            code = errors.NONE if topics.has_partition(cfg, index) else errors.UNKNOWN_TOPIC_OR_PARTITION
+            code = errors.COORDINATOR_NOT_AVAILABLE if (name, index) in failed else code
+            parts.append({"partition_index": index, "error_code": code, "error_message": None})
         out.append({"topic_name": name, "topic_id": topics.topic_id(app, name), "partitions": parts})
     await app.durable(end)
     return {"error_code": errors.NONE, "responses": out}
 
 
-def drop_progress(app, group: str, topic_names=None) -> int:
-    """Forget the group's share-partition state (all topics, or these): the next fetch starts by
-    `share.auto.offset.reset`."""
-    end = 0
-    for topic, p in app.pop.queues(group):
-        if topic_names is None or topic in topic_names:
-            end = max(end, app.pop.drop(group, topic, p))
-            app.offsets.delete(group, topic, p)
-    return end
+async def drop_progress(app, group: str, topic_names=None) -> None:
+    """Forget the group's share-partition state (all topics, or these) here and on every other
+    gateway of a cluster (each leads some): the next fetch starts by `share.auto.offset.reset`."""
+    end = share_state.drop(app, group, topic_names)
+    for node in _leaders(app).others():
+        await _leaders(app).ask(node, {"op": "delete", "group": group,
+                                            "topics": None if topic_names is None else sorted(topic_names)})
+    app.offsets.persist()
+    await app.durable(end)
 
 
 @handler(apis.DELETE_SHARE_GROUP_OFFSETS)
@@ -162,7 +212,5 @@ async def delete_share_group_offsets(ctx: RequestContext):
     for name in names:
         code = errors.NONE if topics.existing(app, name) is not None else errors.UNKNOWN_TOPIC_OR_PARTITION
         out.append({"topic_name": name, "topic_id": topics.topic_id(app, name), "error_code": code, "error_message": None})
-    end = drop_progress(app, req["group_id"], set(names))
-    app.offsets.persist()
-    await app.durable(end)
+    await drop_progress(app, req["group_id"], set(names))
     return {"error_code": errors.NONE, "responses": out}

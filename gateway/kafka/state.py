@@ -50,6 +50,8 @@ class KafkaState:
         self.share_groups = ShareGroups(partition_count, on_leave=lambda group, member: self.shares.forget_member(
             group, member), configs=self.group_configs)
         self.shares = SharePartitions(app.pop, self.share_groups)
+        self.shared_group_configs = None  # a cluster's: the configs kept in etcd (gateway.cluster.group_configs)
+        self.share_offsets = None  # a cluster's: share-partition state at other leaders (gateway.cluster.share_offsets)
         self.streams_created: list[str] = []  # internal topics the streams coordinator made (to publish)
 
         def create_internal_topic(name: str, partitions: int, configs: dict) -> str | None:

@@ -26,6 +26,18 @@ class Target:
     def raw(self) -> RawClient:
         return RawClient(self.bootstrap, timeout=60)
 
+    def raw_coordinator(self, group: str) -> RawClient:
+        """A raw client at `group`'s coordinator (FindCoordinator, as a Kafka client asks it): the
+        bootstrap with one broker; under `--shards` or on a cluster the broker the group hashes to."""
+        client = self.raw()
+        try:
+            found = client.call(10, 4, {"key_type": 0, "coordinator_keys": [group]})["coordinators"][0]
+        finally:
+            client.close()
+        if found["error_code"] != 0:  # a fresh Kafka may still be loading its coordinator: the bootstrap
+            return self.raw()
+        return RawClient(f"{found['host']}:{found['port']}", timeout=60)
+
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):

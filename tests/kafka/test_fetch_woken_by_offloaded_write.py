@@ -9,9 +9,10 @@ import threading
 import time
 
 from kafka_raw import RawClient, produce_body, produce_error
+from shard_aware import raw_leader
 
 from codec.kafka import records
-from codec.kafka.apis import FETCH, METADATA, PRODUCE
+from codec.kafka.apis import FETCH, PRODUCE
 
 TOPIC = "WakeK"
 EMPTY = "WakeEmptyK"
@@ -39,20 +40,18 @@ def _values(resp: dict) -> list[bytes]:
 
 def test_long_poll_fetch_is_woken_by_a_write_on_a_worker_thread(gateway_factory):
     g = gateway_factory(extra_args=["--store-write-delay-ms", "300"])
-    producer = RawClient(g.kafka_bootstrap, timeout=60)
-    for name in (TOPIC, EMPTY):
-        producer.call(METADATA.key, 9, {"topics": [{"name": name}], "allow_auto_topic_creation": True,
-                                        "include_topic_authorized_operations": False})
+    leader = {name: raw_leader(g.kafka_bootstrap, name) for name in (TOPIC, EMPTY)}  # auto-created, led
+    producer = RawClient(leader[TOPIC], timeout=60)
     # the first write takes 300 ms: the disk is seen slow, the next appends go to a worker thread
     assert produce_error(producer.call(PRODUCE.key, 9, produce_body(TOPIC, 0, _batch(b"one"), acks=1))) == (0, 0)
 
     answers = []
-    consumer = RawClient(g.kafka_bootstrap, timeout=60)
+    consumer = RawClient(leader[TOPIC], timeout=60)
     waiter = threading.Thread(target=lambda: answers.append(consumer.call(FETCH.key, 4, _fetch_body(1))))
     waiter.start()
     time.sleep(0.5)  # let the fetch find nothing at offset 1 and sleep (not asserted: a late fetch passes too)
     assert produce_error(producer.call(PRODUCE.key, 9, produce_body(TOPIC, 0, _batch(b"two"), acks=1))) == (0, 1)
-    reference = RawClient(g.kafka_bootstrap, timeout=60).call(FETCH.key, 4, _fetch_body(0, EMPTY, REFERENCE_WAIT_MS))
+    reference = RawClient(leader[EMPTY], timeout=60).call(FETCH.key, 4, _fetch_body(0, EMPTY, REFERENCE_WAIT_MS))
     assert _values(reference) == []  # answered at its max wait: 5 s after the produce
     assert answers, "the fetch was not woken by the write: still asleep"
     assert _values(answers[0]) == [b"two"]

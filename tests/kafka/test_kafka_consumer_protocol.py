@@ -72,7 +72,7 @@ def test_two_members_split_then_one_takes_over(target):
     for c in (a, b):
         c.commit(asynchronous=False)  # every owned partition at its end
 
-    client = target.raw()
+    client = target.raw_coordinator(group)
     d = client.call(DESCRIBE, 0, {"group_ids": [group], "include_authorized_operations": False})["groups"][0]
     assert d["error_code"] == 0 and d["group_state"] == "Stable" and len(d["members"]) == 2
     described = sorted(p for m in d["members"] for tp in m["assignment"]["topic_partitions"] for p in tp["partitions"])
@@ -92,7 +92,7 @@ def test_heartbeat_and_commit_fencing(target):
     """Raw ConsumerGroupHeartbeat: join, a stale epoch is fenced, commits need the current epoch."""
     topic = _topic(target, 1, 1)
     group, member = _name("g848"), str(uuid.uuid4())
-    client = target.raw()
+    client = target.raw_coordinator(group)
     body = {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None, "rack_id": None,
             "rebalance_timeout_ms": 30000, "subscribed_topic_names": [topic], "subscribed_topic_regex": None,
             "server_assignor": None, "topic_partitions": []}
@@ -144,7 +144,7 @@ def test_java_consumer_with_the_consumer_protocol(target, tmp_path):
         "--timeout-ms", "60000"], str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     assert sorted(r.stdout.split()) == sorted("%d-%d" % (p, i) for p in range(3) for i in range(3))
-    client = target.raw()
+    client = target.raw_coordinator(group)  # a broker lists the groups it coordinates
     listed = client.call(LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]
     assert [g["group_type"] for g in listed if g["group_id"] == group] == ["consumer"]
 
@@ -189,7 +189,7 @@ def test_a_group_id_serves_one_protocol_at_a_time(target):
     c.subscribe([topic])
     seen: dict = {}
     _poll([c], seen, lambda: len(c.assignment()) == 1)
-    client = target.raw()
+    client = target.raw_coordinator(group)
     body = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
             "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [topic],
             "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
@@ -215,9 +215,9 @@ def test_regex_subscription(target):
 
 def test_an_invalid_subscription_regex_is_refused_with_kafkas_code(target):
     """A subscribed_topic_regex that is not a valid (RE2/Java) pattern: INVALID_REGULAR_EXPRESSION (128)."""
-    client = target.raw()
     group = _name("badre")
-    client.call(10, 4, {"key_type": 0, "coordinator_keys": [group]})  # Kafka creates its offsets topic
+    target.raw().call(10, 4, {"key_type": 0, "coordinator_keys": [group]})  # Kafka creates its offsets topic
+    client = target.raw_coordinator(group)
     body = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "instance_id": None,
             "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": None,
             "subscribed_topic_regex": "topic-[", "server_assignor": None, "topic_partitions": []}

@@ -9,7 +9,10 @@ not their latency."""
 import threading
 import time
 
+import pytest
+from gateway_process import TEST_SHARDS
 from kafka_raw import RawClient, produce_body, produce_error
+from shard_aware import raw_leader
 
 from codec.kafka import records
 from codec.kafka.apis import ADD_PARTITIONS_TO_TXN, END_TXN, INIT_PRODUCER_ID, LIST_OFFSETS, METADATA, PRODUCE
@@ -31,7 +34,8 @@ def _metadata(client: RawClient, topic: str = TOPIC) -> int:
 def test_metadata_and_throttled_produces_do_not_wait_for_a_blocked_write(gateway_factory):
     g = gateway_factory(extra_args=["--store-write-delay-ms", str(int(DELAY_S * 1000)),
                                     "--os-page-cache-busy-timeout-ms", "300"])
-    producer = RawClient(g.kafka_bootstrap, timeout=30)
+    at = raw_leader(g.kafka_bootstrap, TOPIC)  # the partition's leader, whose store is slow
+    producer = RawClient(at, timeout=30)
     assert _metadata(producer) == 0
     first = producer.call(PRODUCE.key, 9, produce_body(TOPIC, 0, _batch(b"one"), acks=1))  # the disk is seen slow
     assert produce_error(first) == (0, 0)
@@ -47,8 +51,8 @@ def test_metadata_and_throttled_produces_do_not_wait_for_a_blocked_write(gateway
     sender = threading.Thread(target=slow_produce)
     sender.start()
     time.sleep(0.6)  # the write is in progress, past the 300 ms busy limit
-    answered.append(("metadata", _metadata(RawClient(g.kafka_bootstrap, timeout=30))))
-    late = RawClient(g.kafka_bootstrap, timeout=30).call(PRODUCE.key, 9, produce_body(TOPIC, 0, _batch(b"three"),
+    answered.append(("metadata", _metadata(RawClient(at, timeout=30))))
+    late = RawClient(at, timeout=30).call(PRODUCE.key, 9, produce_body(TOPIC, 0, _batch(b"three"),
                                                                                         acks=1))
     answered.append(("throttled produce", produce_error(late)[0]))
     sender.join(30)
@@ -72,6 +76,9 @@ def _latest(client: RawClient, isolation: int) -> int:
     return resp["topics"][0]["partitions"][0]["offset"]
 
 
+@pytest.mark.skipif(TEST_SHARDS > 1, reason="one gateway's EndTxn writes the commit itself; under --shards (a cluster) "
+                    "the end is decided in etcd and the leader writes the marker (docs/cluster.md 'Kafka transactions'): "
+                    "here the end was answered before the leader's slow write, so the order checked does not apply")
 def test_metadata_does_not_wait_for_a_blocked_end_txn_write(gateway_factory):
     """EndTxn's commit write (the half's outcome and the committed record) goes through the flow
     control as Produce does: while it is blocked on the slow disk, Metadata on another connection is
@@ -84,13 +91,14 @@ def test_metadata_does_not_wait_for_a_blocked_end_txn_write(gateway_factory):
                                                     "producer_id": -1, "producer_epoch": -1})
     assert init["error_code"] == 0, init
     pid, epoch = init["producer_id"], init["producer_epoch"]
+    at = raw_leader(g.kafka_bootstrap, TXN_TOPIC)  # auto-created; its leader's store is where the end writes
     assert _metadata(producer, TXN_TOPIC) == 0
     added = producer.call(ADD_PARTITIONS_TO_TXN.key, 3, {"transactional_id": tid, "producer_id": pid,
                                                           "producer_epoch": epoch,
                                                           "topics": [{"name": TXN_TOPIC, "partitions": [0]}]})
     assert added["results"][0]["results"][0]["partition_error_code"] == 0, added
     body = dict(produce_body(TXN_TOPIC, 0, _txn_batch(pid, epoch), acks=-1), transactional_id=tid)
-    assert produce_error(producer.call(PRODUCE.key, 9, body))[0] == 0  # the half's write: the disk is seen slow
+    assert produce_error(RawClient(at, timeout=30).call(PRODUCE.key, 9, body))[0] == 0  # the disk is seen slow
     time.sleep(DELAY_S + 0.1)
 
     answered = []
@@ -103,11 +111,11 @@ def test_metadata_does_not_wait_for_a_blocked_end_txn_write(gateway_factory):
     ender = threading.Thread(target=end_txn)
     ender.start()
     time.sleep(0.6)  # the commit's write is in progress
-    answered.append(("metadata", _metadata(RawClient(g.kafka_bootstrap, timeout=30), TXN_TOPIC)))
+    answered.append(("metadata", _metadata(RawClient(at, timeout=30), TXN_TOPIC)))
     again = RawClient(g.kafka_bootstrap, timeout=30).call(END_TXN.key, 3, {
         "transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True})
     answered.append(("end txn again", again["error_code"]))  # the end is still being written: retry later
     ender.join(30)
     assert answered == [("metadata", 0), ("end txn again", CONCURRENT_TRANSACTIONS), ("end txn", 0)]
     # read_committed latest: past the committed record (0) and its marker (1) (docs/mapping.md)
-    assert _latest(RawClient(g.kafka_bootstrap, timeout=30), 1) == 2
+    assert _latest(RawClient(at, timeout=30), 1) == 2

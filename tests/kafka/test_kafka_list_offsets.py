@@ -11,7 +11,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_raw import RawClient
 from kafka_target import eventually, target  # noqa: F401 (fixture)
+from shard_aware import leader_address
 
 from compat.jvm import run_tool
 
@@ -44,7 +46,7 @@ def skewed(target):
 
 
 def _raw(target, topic: str, version: int, ts: int) -> tuple[int, int, int]:
-    c = target.raw()
+    c = RawClient(leader_address(target.bootstrap, topic, 0), timeout=60)  # ListOffsets goes to the leader
     try:
         body = {"replica_id": -1, "isolation_level": 0, "timeout_ms": 5000,
                 "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": ts}]}]}

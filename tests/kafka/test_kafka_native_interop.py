@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_target import first_record
+from shard_aware import partition_leaders, rocketmq_queue
 
 
 def read_from_start(gateway, topic: str, partition: int, count: int) -> list:
@@ -31,11 +32,12 @@ def test_native_message_reaches_kafka_consumer_with_headers_and_key(gateway):
     topic = f"interop-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": gateway.kafka_bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(10)
+    broker, queue = rocketmq_queue(partition_leaders(gateway.kafka_bootstrap, topic), 1)  # Kafka partition 1
     producer = Producer(f"pg-{uuid.uuid4().hex[:6]}", gateway.namesrv).start()
     try:
         for i in range(3):
             producer.send(Message(topic, b"native-%d" % i, tags="TagA", keys=f"order-{i}",
-                                  properties={"color": "blue"}), queue=MessageQueue(topic, "broker-a", 1))
+                                  properties={"color": "blue"}), queue=MessageQueue(topic, broker, queue))
     finally:
         producer.shutdown()
     got = read_from_start(gateway, topic, 1, 3)

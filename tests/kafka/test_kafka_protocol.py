@@ -7,7 +7,9 @@ import time
 import uuid
 
 import pytest
+from gateway_process import TEST_SHARDS
 from kafka_raw import RawClient, produce_body, produce_error
+from shard_aware import raw_leader
 
 from codec.kafka import protocol, records
 
@@ -35,6 +37,24 @@ def client(gateway):
     c.close()
 
 
+@pytest.fixture
+def leader(gateway):
+    """A raw client at the leader of a topic's partition 0, made by this Metadata request (the
+    bootstrap with one process; under --shards either shard): records go to the partition's leader."""
+    opened = []
+
+    def at(topic: str, bootstrap: str = gateway.kafka_bootstrap) -> RawClient:
+        opened.append(RawClient(raw_leader(bootstrap, topic), timeout=60))
+        return opened[-1]
+    yield at
+    for c in opened:
+        c.close()
+
+
+one_broker = pytest.mark.skipif(TEST_SHARDS > 1, reason="a fetch of two partitions at one broker, which leads "
+                                "both only with one process (under --shards each shard leads some)")
+
+
 def test_api_versions_table_and_kip511_fallback(client):
     table = {e["api_key"]: (e["min_version"], e["max_version"]) for e in client.call(API_VERSIONS, 3, {})["api_keys"]}
     assert table[0] == (0, 13) and table[1] == (4, 18) and table[3] == (0, 13) and table[18] == (0, 4)
@@ -46,15 +66,17 @@ def test_api_versions_table_and_kip511_fallback(client):
     assert correlation == 99 and body["error_code"] == 35 and any(e["api_key"] == 18 for e in body["api_keys"])
 
 
-def test_old_produce_versions_rejected_cleanly(client):
+def test_old_produce_versions_rejected_cleanly(leader):
     topic = _topic()
+    client = leader(topic)
     resp = client.call(PRODUCE, 2, produce_body(topic, 0, b"\x00" * 30))
     assert produce_error(resp)[0] == 35
     assert client.call(METADATA, 1, {"topics": [{"name": topic}]})["topics"][0]["error_code"] == 0
 
 
-def test_bad_crc_is_corrupt_message_and_nothing_is_stored(client):
+def test_bad_crc_is_corrupt_message_and_nothing_is_stored(leader):
     topic = _topic()
+    client = leader(topic)
     good = _batch()
     bad = bytearray(good)
     bad[-1] ^= 0x55
@@ -66,8 +88,8 @@ def test_bad_crc_is_corrupt_message_and_nothing_is_stored(client):
 
 def test_batch_over_max_message_bytes_is_message_too_large(gateway_factory):
     g = gateway_factory(extra_args=["--max-message-bytes", "10000"])
-    c = RawClient(g.kafka_bootstrap)
     topic = _topic()
+    c = RawClient(raw_leader(g.kafka_bootstrap, topic))
     big = records.build_batch([(0, None, b"x" * 20000, [])])
     assert produce_error(c.call(PRODUCE, 7, produce_body(topic, 0, big)))[0] == 10
     assert _high_watermark(c, topic) == 0
@@ -103,8 +125,9 @@ def test_malformed_requests_close_the_connection_not_the_server(gateway, garbage
     other.close()
 
 
-def test_idempotent_dedup_and_out_of_order(client):
+def test_idempotent_dedup_and_out_of_order(leader):
     topic = _topic()
+    client = leader(topic)
     pid = client.call(INIT_PID, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
     assert pid["error_code"] == 0 and pid["producer_id"] >= 0
     pid, epoch = pid["producer_id"], pid["producer_epoch"]
@@ -141,11 +164,12 @@ def _fetch_body(topic: str, offset: int, max_wait_ms: int, min_bytes: int = 1) -
 
 def test_fetch_long_poll_is_woken_by_a_produce(gateway):
     topic = _topic()
-    c = RawClient(gateway.kafka_bootstrap, timeout=60)
+    at = raw_leader(gateway.kafka_bootstrap, topic)  # the partition's leader
+    c = RawClient(at, timeout=60)
     assert produce_error(c.call(PRODUCE, 9, produce_body(topic, 0, _batch(2)))) == (0, 0)
 
     def later():
-        p = RawClient(gateway.kafka_bootstrap)
+        p = RawClient(at)
         time.sleep(0.5)
         p.call(PRODUCE, 9, produce_body(topic, 0, _batch(4)))
         p.close()
@@ -161,6 +185,7 @@ def test_fetch_long_poll_is_woken_by_a_produce(gateway):
     c.close()
 
 
+@one_broker
 def test_fetch_inside_batch_and_every_partition_answered(client):
     topic = _topic()
     assert produce_error(client.call(PRODUCE, 9, produce_body(topic, 0, _batch(5)))) == (0, 0)
@@ -175,6 +200,7 @@ def test_fetch_inside_batch_and_every_partition_answered(client):
     assert parts[2]["error_code"] == 1  # OFFSET_OUT_OF_RANGE
 
 
+@one_broker
 def test_fetch_across_interleaved_partitions_lookups_and_byte_limit(client):
     """Batches of two partitions alternate in the CommitLog (several contiguous runs), a batch spans
     the gateway's ConsumeQueue lookup window, and partition_max_bytes cuts between batches."""
@@ -197,8 +223,9 @@ def test_fetch_across_interleaved_partitions_lookups_and_byte_limit(client):
     assert [(b.base_offset, b.record_count) for b in cut] == [(0, 3000), (3000, 3000)]
 
 
-def test_list_offsets_earliest_latest_and_time_miss(client):
+def test_list_offsets_earliest_latest_and_time_miss(leader):
     topic = _topic()
+    client = leader(topic)
     client.call(PRODUCE, 9, produce_body(topic, 0, _batch(4)))
     resp = client.call(LIST_OFFSETS, 5, {"replica_id": -1, "topics": [{"name": topic, "partitions": [
         {"partition_index": 0, "timestamp": -2}, {"partition_index": 0, "timestamp": -1},

@@ -222,6 +222,7 @@ def test_idempotent_sequences_survive_restart(gateway):
     """A retry of a batch stored before a kill -9 is still recognised as a duplicate, and a
     sequence gap is still refused: the state is rebuilt from the stored batch headers."""
     from kafka_raw import RawClient, produce_body, produce_error
+    from shard_aware import raw_leader
 
     from codec.kafka import records
 
@@ -236,13 +237,15 @@ def test_idempotent_sequences_survive_restart(gateway):
     r = c.call(init_pid, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
     pid, epoch = r["producer_id"], r["producer_epoch"]
     other = c.call(init_pid, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})["producer_id"]
+    c.close()
+    c = RawClient(raw_leader(gateway.kafka_bootstrap, topic))  # the partition's leader (auto-created here)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(3, 0, pid, epoch)))) == (0, 0)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(2, 3, pid, epoch)))) == (0, 3)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(4, 0, other, 0)))) == (0, 5)
     c.close()
     gateway.kill9()
     gateway.start()
-    c = RawClient(gateway.kafka_bootstrap)
+    c = RawClient(raw_leader(gateway.kafka_bootstrap, topic))
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(2, 3, pid, epoch)))) == (0, 3)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(3, 0, pid, epoch)))) == (0, 0)
     assert produce_error(c.call(produce, 9, produce_body(topic, 0, batch(1, 9, pid, epoch))))[0] == 45
@@ -288,6 +291,20 @@ def test_confluent_transactions_commit_abort_offsets(gateway):
     assert [o for pp, o, _v in got if pp == 1] == [0, 1, 2]
 
 
+def _last_stable_offset(bootstrap: str, topic: str) -> int:
+    """ListOffsets latest at read_committed, from the partition's leader."""
+    from kafka_raw import RawClient
+    from shard_aware import raw_leader
+
+    client = RawClient(raw_leader(bootstrap, topic))
+    try:
+        resp = client.call(2, 5, {"replica_id": -1, "isolation_level": 1, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
+    finally:
+        client.close()
+    return resp["topics"][0]["partitions"][0]["offset"]
+
+
 def test_transaction_timeout_aborts_and_fences(gateway_factory):
     g = gateway_factory(extra_args=["--transaction-timeout-ms", "1000", "--transaction-check-interval-ms", "300"])
     topic = _name("txn")
@@ -296,19 +313,15 @@ def test_transaction_timeout_aborts_and_fences(gateway_factory):
     tid = _name("tid")
     p = Producer({"bootstrap.servers": g.kafka_bootstrap, "transactional.id": tid, "transaction.timeout.ms": 1000})
     p.init_transactions(15)
-    watcher = Consumer({"bootstrap.servers": g.kafka_bootstrap, "group.id": _name("g")})
-    op_log = TopicPartition("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0)
-    ops_before = watcher.get_watermark_offsets(op_log, 15)[1]
     p.begin_transaction()
     p.produce(topic, value=b"late", partition=0)
     p.flush(15)
     # With no request from the producer, the check service aborts the transaction once it is past
-    # its timeout: the op log gets the rollback record.
+    # its timeout: its abort marker moves the last stable offset past the record (0 while it is open).
     deadline = time.monotonic() + 20
-    while watcher.get_watermark_offsets(op_log, 15)[1] == ops_before and time.monotonic() < deadline:
+    while _last_stable_offset(g.kafka_bootstrap, topic) == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert watcher.get_watermark_offsets(op_log, 15)[1] > ops_before
-    watcher.close()
+    assert _last_stable_offset(g.kafka_bootstrap, topic) == 2  # the record and the abort marker
     with pytest.raises(Exception):  # the epoch was bumped: the late producer is fenced
         p.commit_transaction(15)
     # A new producer with the same transactional.id works; nothing of the timed-out one is visible.

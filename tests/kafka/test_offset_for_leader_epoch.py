@@ -6,10 +6,13 @@ UNKNOWN_LEADER_EPOCH, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION. 
 several epochs (a cluster's replicated queues), in process."""
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
+from kafka_raw import RawClient
 from kafka_target import eventually, target  # noqa: F401 (fixture)
+from shard_aware import leader_address
 
 from codec.kafka import records
 from gateway.kafka.leader_epochs import epoch_end
@@ -18,7 +21,7 @@ PRODUCE, OFFSET_FOR_LEADER_EPOCH, CREATE_TOPICS, METADATA = 0, 23, 19, 3
 NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_LEADER_EPOCH = 0, 3, 75
 
 
-def _topic(client, records_count: int) -> str:
+def _topic(client, records_count: int, bootstrap: str) -> str:
     name = f"ofle-{uuid.uuid4().hex[:8]}"
     body = {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [],
                         "configs": []}], "timeout_ms": 10000, "validate_only": False}
@@ -31,10 +34,21 @@ def _topic(client, records_count: int) -> str:
     eventually(ready)
     if records_count:
         batch = records.build_batch([(1000 + i, None, b"v", []) for i in range(records_count)], base_timestamp=1000)
-        resp = client.call(PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 10000, "topic_data": [
+        with _leader(bootstrap, name) as leader:
+            resp = leader.call(PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 10000, "topic_data": [
             {"name": name, "partition_data": [{"index": 0, "records": batch}]}]})
         assert resp["responses"][0]["partition_responses"][0]["error_code"] == NONE
     return name
+
+
+@contextlib.contextmanager
+def _leader(bootstrap: str, topic: str):
+    """A raw client at the leader of the topic's partition 0 (records and epochs are the leader's)."""
+    client = RawClient(leader_address(bootstrap, topic, 0))
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 def _ask(client, version: int, topic: str, leader_epoch: int, current: int = -1, partition: int = 0) -> tuple:
@@ -49,14 +63,15 @@ def _ask(client, version: int, topic: str, leader_epoch: int, current: int = -1,
 @pytest.mark.parametrize("version", [2, 3, 4])
 def test_the_one_epoch_ends_at_the_log_end(target, version):
     c = target.raw()
-    full, empty = _topic(c, 3), _topic(c, 0)
-    assert _ask(c, version, full, 0) == (NONE, 0, 3)
-    assert _ask(c, version, full, 0, current=0) == (NONE, 0, 3)
-    assert _ask(c, version, empty, 0) == (NONE, 0, 0)
-    assert _ask(c, version, full, 7) == (NONE, -1, -1)  # a later epoch than any
-    assert _ask(c, version, full, -1) == (NONE, -1, -1)
-    assert _ask(c, version, full, 0, current=3) == (UNKNOWN_LEADER_EPOCH, -1, -1)
-    assert _ask(c, version, full, 0, partition=5) == (UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+    full, empty = _topic(c, 3, target.bootstrap), _topic(c, 0, target.bootstrap)
+    with _leader(target.bootstrap, full) as f, _leader(target.bootstrap, empty) as e:
+        assert _ask(f, version, full, 0) == (NONE, 0, 3)
+        assert _ask(f, version, full, 0, current=0) == (NONE, 0, 3)
+        assert _ask(e, version, empty, 0) == (NONE, 0, 0)
+        assert _ask(f, version, full, 7) == (NONE, -1, -1)  # a later epoch than any
+        assert _ask(f, version, full, -1) == (NONE, -1, -1)
+        assert _ask(f, version, full, 0, current=3) == (UNKNOWN_LEADER_EPOCH, -1, -1)
+        assert _ask(f, version, full, 0, partition=5) == (UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
     assert _ask(c, version, f"none-{uuid.uuid4().hex[:8]}", 0)[0] == UNKNOWN_TOPIC_OR_PARTITION
     c.close()
 

@@ -16,6 +16,7 @@ import pytest
 from gateway_process import GatewayProcess
 from kafka_java import KAFKA_JARS, compile_against_kafka
 from kafka_raw import RawClient
+from shard_aware import raw_leader
 
 from bench.brokers import KafkaBroker
 from codec.kafka import records
@@ -96,11 +97,15 @@ def test_produce_to_partition_not_added_refused_in_tv1(bootstrap, version, expec
                                     producer_epoch=init["producer_epoch"], base_sequence=0, transactional=True)
         body = {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
             {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
-        deadline = time.monotonic() + 30
-        code = client.call(0, version, body)["responses"][0]["partition_responses"][0]["error_code"]
-        while code == 6 and time.monotonic() < deadline:  # NOT_LEADER_OR_FOLLOWER: Kafka still electing
-            time.sleep(0.5)
-            code = client.call(0, version, body)["responses"][0]["partition_responses"][0]["error_code"]
+        leader = RawClient(raw_leader(bootstrap, topic, 0), timeout=30)  # records go to the partition's leader
+        try:
+            deadline = time.monotonic() + 30
+            code = leader.call(0, version, body)["responses"][0]["partition_responses"][0]["error_code"]
+            while code == 6 and time.monotonic() < deadline:  # NOT_LEADER_OR_FOLLOWER: Kafka still electing
+                time.sleep(0.5)
+                code = leader.call(0, version, body)["responses"][0]["partition_responses"][0]["error_code"]
+        finally:
+            leader.close()
         assert code == expected
     finally:
         client.close()
@@ -139,25 +144,29 @@ def test_end_txn_v5_bumps_the_epoch(bootstrap):
     """Produce v12 adds the partition implicitly; EndTxn v5 answers the bumped epoch; its retry with the
     old epoch gets the same answer; a write with the old epoch afterwards is fenced."""
     client = RawClient(bootstrap, timeout=30)
+    leader = None
     try:
         topic, tid = "txn-v2-" + uuid.uuid4().hex[:6], "tid-v2-" + uuid.uuid4().hex[:6]
         _create(client, topic)
         init = _init_transactional(client, tid)
+        leader = RawClient(raw_leader(bootstrap, topic, 0), timeout=30)  # records go to the partition's leader
         pid, epoch = init["producer_id"], init["producer_epoch"]
 
         def batch(e, seq):
             return records.build_batch([(0, None, b"v", [])], producer_id=pid, producer_epoch=e,
                                        base_sequence=seq, transactional=True)
-        assert _produce_code(client, 12, tid, topic, batch(epoch, 0)) == 0
+        assert _produce_code(leader, 12, tid, topic, batch(epoch, 0)) == 0
         end = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True}
         first = _end_txn(client, end)
         assert (first["error_code"], first["producer_id"], first["producer_epoch"]) == (0, pid, epoch + 1)
         again = _end_txn(client, end)
         assert (again["error_code"], again["producer_id"], again["producer_epoch"]) == (0, pid, epoch + 1)
-        assert _produce_code(client, 12, tid, topic, batch(epoch, 1)) in (47, 90)  # INVALID_PRODUCER_EPOCH / FENCED
-        assert _produce_code(client, 12, tid, topic, batch(epoch + 1, 0)) == 0
+        assert _produce_code(leader, 12, tid, topic, batch(epoch, 1)) in (47, 90)  # INVALID_PRODUCER_EPOCH / FENCED
+        assert _produce_code(leader, 12, tid, topic, batch(epoch + 1, 0)) == 0
     finally:
         client.close()
+        if leader is not None:
+            leader.close()
 
 
 def test_add_partitions_v4_verify_only(bootstrap):

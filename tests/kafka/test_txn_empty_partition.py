@@ -8,7 +8,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from kafka_raw import RawClient
 from kafka_target import eventually, target  # noqa: F401 - the module's broker fixture
+from shard_aware import raw_leader
 from test_transactions_v2 import _init_transactional
 
 from codec.kafka import records
@@ -59,8 +61,10 @@ def test_a_partition_added_without_records_gets_the_end_marker(target, commit, e
         batch = records.build_batch([(1000, None, b"r0", [])], base_timestamp=1000, producer_id=pid,
                                     producer_epoch=epoch, base_sequence=0, transactional=True)
 
+        leaders = [RawClient(raw_leader(target.bootstrap, topic, p), timeout=60) for p in (0, 1)]  # records go there
+
         def produced() -> None:  # partition 1 gets a record (Kafka: once the new topic's leader is known)
-            out = client.call(PRODUCE, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
+            out = leaders[1].call(PRODUCE, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
                 {"name": topic, "partition_data": [{"index": 1, "records": batch}]}]})
             assert out["responses"][0]["partition_responses"][0]["error_code"] == 0, out
         eventually(produced)
@@ -69,9 +73,11 @@ def test_a_partition_added_without_records_gets_the_end_marker(target, commit, e
         assert ended["error_code"] == 0, ended
 
         def marked() -> None:  # Kafka writes its markers after answering EndTxn
-            assert [_latest(client, topic, p, iso) for p in (0, 1) for iso in (0, 1)] == [1, 1, 2, 2]
+            assert [_latest(leaders[p], topic, p, iso) for p in (0, 1) for iso in (0, 1)] == [1, 1, 2, 2]
         eventually(marked)
-        part = _fetch(client, topic, 0)
+        part = _fetch(leaders[0], topic, 0)
+        for leader in leaders:
+            leader.close()
         assert (part["error_code"], part["high_watermark"], part["last_stable_offset"]) == (0, 1, 1)
         assert not part["aborted_transactions"]
         batches = records.parse_batches(part["records"] or b"")

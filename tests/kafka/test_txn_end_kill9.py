@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from kafka_raw import RawClient
+from shard_aware import raw_leader
 
 from codec.kafka import records
 
@@ -38,19 +39,23 @@ def test_the_epoch_an_end_handed_out_survives_a_kill9(gateway_factory, flush):
         init = client.call(INIT_PRODUCER_ID, 5, {"transactional_id": "tid-ends", "transaction_timeout_ms": 60000,
                                                  "producer_id": -1, "producer_epoch": -1})
         pid, epoch = init["producer_id"], init["producer_epoch"]
+        leader = RawClient(raw_leader(g.kafka_bootstrap, "ends", 0), timeout=30)  # records go to the partition's leader
         for _ in range(3):  # three ends, each bumping the epoch
-            assert _produce(client, "tid-ends", pid, epoch, 0) == NONE
+            assert _produce(leader, "tid-ends", pid, epoch, 0) == NONE
             ended = _end(client, "tid-ends", pid, epoch)
             assert ended["error_code"] == NONE and ended["producer_epoch"] == epoch + 1
             epoch = ended["producer_epoch"]
+        leader.close()
     finally:
         client.close()
     g.kill9()
     g.start()
     client = RawClient(g.kafka_bootstrap, timeout=30)
+    leader = RawClient(raw_leader(g.kafka_bootstrap, "ends", 0), timeout=30)
     try:
-        assert _produce(client, "tid-ends", pid, epoch - 1, 1) == INVALID_PRODUCER_EPOCH  # the epoch before: fenced
-        assert _produce(client, "tid-ends", pid, epoch, 0) == NONE  # the one handed out: the producer goes on
+        assert _produce(leader, "tid-ends", pid, epoch - 1, 1) == INVALID_PRODUCER_EPOCH  # the epoch before: fenced
+        assert _produce(leader, "tid-ends", pid, epoch, 0) == NONE  # the one handed out: the producer goes on
         assert _end(client, "tid-ends", pid, epoch)["producer_epoch"] == epoch + 1
     finally:
         client.close()
+        leader.close()

@@ -14,6 +14,7 @@ import uuid
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka_target import eventually, gateway_only, target  # noqa: F401 - the module's broker fixture
+from shard_aware import partition_leaders, rocketmq_queue
 
 
 def _topic(bootstrap: str) -> str:
@@ -114,7 +115,7 @@ def test_rocketmq_readers_never_see_uncommitted_aborted_or_markers(target):  # n
                             consume_from=ConsumeFrom.FIRST_OFFSET)
     pull.start()
     try:
-        pull.assign([MessageQueue(topic, "broker-a", 0)])
+        pull.assign([MessageQueue(topic, *rocketmq_queue(partition_leaders(bootstrap, topic), 0))])
         assert [m.body for _ in range(3) for m in pull.poll(1.0)] == []  # held back by the open transaction
         p.abort_transaction(30)  # marker 3
         _transaction(p, topic, ["c0", "c1"], True)  # 4-5, marker 6
@@ -208,7 +209,7 @@ def test_a_rocketmq_transaction_cannot_pose_as_a_kafka_one(target):  # noqa: F81
     c = LitePullConsumer(f"cg-{uuid.uuid4().hex[:8]}", namesrv, consume_from=ConsumeFrom.FIRST_OFFSET)
     c.start()
     try:
-        c.assign([MessageQueue(topic, "broker-a", 0)])
+        c.assign([MessageQueue(topic, *rocketmq_queue(partition_leaders(target.bootstrap, topic), 0))])
         got, deadline = [], time.monotonic() + 15
         while not got and time.monotonic() < deadline:
             got += c.poll(1.0)

@@ -163,30 +163,159 @@ def test_a_topic_config_altered_at_one_shard_is_every_shards(sharded):
     value (each leads queues of the topic and applies its retention). Before, the change stayed in
     the store of the shard that took it (tests/kafka/test_kafka_admin_cli.py with --shards 2 never
     saw it described)."""
+    topic = "sharded-configured"
+    assert set(create_topic(sharded, topic).values()) == {1, 2}
+    altered_at_shard_2_described_by_both(sharded, "topic", 2, topic, "retention.ms", "12345")
+
+
+def altered_at_shard_2_described_by_both(sharded, rtype: str, rtype_code: int, name: str, key: str, value: str):
+    """IncrementalAlterConfigs of `key` at shard 1 (node 2), then DescribeConfigs at both shards
+    until each answers `value`."""
     import sys
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
     sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
     from kafka_raw import RawClient
 
-    topic = "sharded-configured"
-    assert set(create_topic(sharded, topic).values()) == {1, 2}
     brokers = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap}).list_topics(timeout=10).brokers
     port = {b.id: b.port for b in brokers.values()}
     alter = AdminClient({"bootstrap.servers": f"127.0.0.1:{port[2]}"})  # the shard that is not the bootstrap
-    resource = ConfigResource("topic", topic, incremental_configs=[
-        ConfigEntry("retention.ms", "12345", incremental_operation=AlterConfigOpType.SET)])
+    resource = ConfigResource(rtype, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
     alter.incremental_alter_configs([resource])[resource].result(20)
 
     def described(node: int) -> str | None:
         raw = RawClient(f"127.0.0.1:{port[node]}")
         try:
-            resp = raw.call(32, 1, {"resources": [{"resource_type": 2, "resource_name": topic,
-                                                   "configuration_keys": ["retention.ms"]}],
-                                    "include_synonyms": False})
+            resp = raw.call(32, 4, {"resources": [{"resource_type": rtype_code, "resource_name": name,
+                                                   "configuration_keys": [key]}],
+                                    "include_synonyms": False, "include_documentation": False})
         finally:
             raw.close()
-        return {c["name"]: c["value"] for c in resp["results"][0]["configs"]}.get("retention.ms")
-    wait_for(lambda: described(1) == described(2) == "12345", what="retention.ms=12345 on both shards")
+        return {c["name"]: c["value"] for c in resp["results"][0]["configs"]}.get(key)
+    wait_for(lambda: described(1) == described(2) == value, timeout=20, what=f"{key}={value} on both shards")
+
+
+def test_a_group_config_altered_at_one_shard_is_every_shards(sharded):
+    """A share group's `share.auto.offset.reset` set through one shard is what every shard applies
+    (each leads some of the partitions the group reads). Before, it stayed in the store of the shard
+    that took it: a share consumer of a partition the other shard led started at the end and got
+    nothing (tests/kafka/test_share_librdkafka.py with --shards 2)."""
+    altered_at_shard_2_described_by_both(sharded, "group", 32, "sharded-share-group", "share.auto.offset.reset",
+                                         "earliest")
+
+
+def test_share_group_offsets_are_the_leaders_whichever_shard_is_asked(sharded):
+    """AlterShareGroupOffsets at one shard, DescribeShareGroupOffsets at the other: every partition
+    starts where it was set, on both shards' partitions (a share partition's state is its leader's;
+    the admin requests go to the group's coordinator). Before, the shard asked reset its own empty
+    copy of the other's partitions (clamped to 0) and described that: start offsets 2 and 0."""
+    import sys
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+    from kafka_raw import RawClient
+
+    topic, group = "sharded-share-offsets", "sharded-share-offsets-group"
+    leaders = create_topic(sharded, topic)
+    assert set(leaders.values()) == {1, 2}
+    produce(sharded, topic, [b"v%d" % i for i in range(3 * PARTITIONS)])  # 3 records in each partition
+    brokers = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap}).list_topics(timeout=10).brokers
+    port = {b.id: b.port for b in brokers.values()}
+    partitions = list(range(PARTITIONS))
+
+    def call(node: int, api: int, body: dict, version: int = 0) -> dict:
+        raw = RawClient(f"127.0.0.1:{port[node]}")
+        try:
+            return raw.call(api, version, body)
+        finally:
+            raw.close()
+    altered = call(1, 91, {"group_id": group, "topics": [{"topic_name": topic, "partitions": [
+        {"partition_index": p, "start_offset": 2} for p in partitions]}]})
+    assert altered["error_code"] == 0 and all(p["error_code"] == 0 for p in altered["responses"][0]["partitions"])
+    for node in (2, 1):
+        described = call(node, 90, {"groups": [{"group_id": group, "topics": [
+            {"topic_name": topic, "partitions": partitions}]}]}, 1)["groups"][0]["topics"][0]["partitions"]
+        assert [(p["partition_index"], p["start_offset"], p["lag"]) for p in described] == \
+            [(p, 2, 1) for p in partitions], (node, described)
+
+
+def test_each_group_is_listed_by_its_coordinator_only(sharded):
+    """A KIP-848 group (librdkafka, group.protocol=consumer) is listed by exactly one shard, its
+    coordinator, with its type, as a Kafka broker lists the groups it coordinates (the admin client
+    asks every broker and merges). Before, the other shard listed it too, from the one offset table,
+    as an offsets-only `classic` group (tests/kafka/test_kafka_consumer_protocol.py's Java case)."""
+    import sys
+    from confluent_kafka import Consumer
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+    from kafka_raw import RawClient
+
+    topic, group = "sharded-kip848", "sharded-kip848-listed"
+    create_topic(sharded, topic)
+    produce(sharded, topic, [b"r%d" % i for i in range(PARTITIONS)])
+    c = Consumer({"bootstrap.servers": sharded.kafka_bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        wait_for(lambda: c.poll(0.2) is not None and c.assignment(), what="the consumer to get records")
+        c.commit(asynchronous=False)
+        brokers = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap}).list_topics(timeout=10).brokers
+
+        def listed(port: int) -> list[str]:
+            raw = RawClient(f"127.0.0.1:{port}")
+            try:
+                groups = raw.call(16, 5, {"states_filter": [], "types_filter": []})["groups"]
+            finally:
+                raw.close()
+            return [g["group_type"] for g in groups if g["group_id"] == group]
+        assert sorted(t for b in brokers.values() for t in listed(b.port)) == ["consumer"]
+    finally:
+        c.close()
+
+
+def test_a_topic_made_again_takes_a_producers_records_from_sequence_0(sharded):
+    """An idempotent producer writes sequences 0-2 to every partition (both shards lead some); the
+    topic is deleted and made again; the same producer's sequences 0-2 are stored again on every
+    partition, as Kafka forgets a deleted partition's producer state. Before, the shard that was
+    not asked to delete kept that state and took the new records for duplicates: nothing stored."""
+    import sys
+    sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kafka"))
+    from kafka_raw import RawClient, produce_body
+    from codec.kafka import records
+
+    topic = "sharded-made-again"
+    leaders = create_topic(sharded, topic)
+    raw = RawClient(sharded.kafka_bootstrap)
+    try:
+        init = raw.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
+    finally:
+        raw.close()
+    batch = records.build_batch([(1000 + i, None, b"x%d" % i, []) for i in range(3)], base_timestamp=1000,
+                                producer_id=init["producer_id"], producer_epoch=init["producer_epoch"], base_sequence=0)
+    admin = AdminClient({"bootstrap.servers": sharded.kafka_bootstrap})
+    address = {b.id: f"{b.host}:{b.port}" for b in admin.list_topics(timeout=10).brokers.values()}
+
+    def produce_everywhere(leaders: dict[int, int]) -> list[int]:
+        """Each partition's latest offset after the batch went to its leader."""
+        ends = []
+        for p in range(PARTITIONS):
+            c = RawClient(address[leaders[p]])
+            try:
+                c.call(0, 9, produce_body(topic, p, batch))
+                resp = c.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": topic, "partitions": [{"partition_index": p, "timestamp": -1}]}]})
+            finally:
+                c.close()
+            ends.append(resp["topics"][0]["partitions"][0]["offset"])
+        return ends
+    assert produce_everywhere(leaders) == [3] * PARTITIONS
+    admin.delete_topics([topic])[topic].result(20)
+
+    def made_again() -> dict[int, int] | None:
+        try:
+            return create_topic(sharded, topic)
+        except Exception:  # noqa: BLE001 - the deletion is not everywhere yet
+            return None
+    leaders = wait_for(made_again, what="the topic made again")
+    assert set(leaders.values()) == {1, 2}
+    assert produce_everywhere(leaders) == [3] * PARTITIONS
 
 
 def test_a_filtered_view_of_a_topic_of_both_shards_holds_every_match(sharded):
