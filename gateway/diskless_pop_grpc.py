@@ -43,7 +43,7 @@ def _failure(resp: RemotingCommand) -> RpcError:
 
 
 def _receipt_fields(receipt: Receipt) -> dict:
-    info = ExtraInfo(receipt.offset, receipt.pop_time, 0, 0, retry_mark(receipt.topic), "", receipt.queue_id,
+    info = ExtraInfo(receipt.offset, receipt.pop_time, 0, 0, retry_mark(receipt.topic), "diskless", receipt.queue_id,
                      receipt.offset)
     return {"consumerGroup": receipt.group, "topic": receipt.topic, "queueId": receipt.queue_id,
             "offset": receipt.offset, "extraInfo": str(info)}
@@ -76,11 +76,11 @@ async def change_invisible(app, receipt: Receipt, invisible_ms: int) -> bool | N
 
 
 async def receive(app, group: str, topic: str, max_n: int, invisible_ms: int, poll_s: float,
-                  filter_kind: str, expression: str, now_ms: int) -> tuple[int, list] | None:
+                  filter_kind: str, expression: str) -> tuple[int, list] | None:
     """The owner's POP of every queue of `topic` (long-polling up to `poll_s`): (its pop time, the
     messages as stored, queue id, offset and reconsume times set); None: serve here."""
     fields = {"consumerGroup": group, "topic": topic, "queueId": -1, "maxMsgNums": max_n,
-              "invisibleTime": invisible_ms, "pollTime": int(poll_s * 1000), "bornTime": now_ms,
+              "invisibleTime": invisible_ms, "pollTime": int(poll_s * 1000),  # no bornTime: the clocks may differ
               "initMode": INIT_MIN, "expType": filter_kind, "exp": expression}
     resp = await _forward(app, topic, RC.POP_MESSAGE, fields, poll_s)
     if resp is None:

@@ -1,12 +1,13 @@
 """gRPC consumers whose route still names a diskless bucket's old POP owner after a take-over (issue
 28): two gateways sharing the bucket, the Python gRPC SDK. The owner a is paused (SIGSTOP) past the
 lease's take-over time, so b takes the lease and a's published in-flight state; the SDK keeps the
-route it fetched from a (naming a) until its refresh, 30 s later.
+route it fetched from a (naming a) until its refresh (the Python SDK's: 10 s after its start, then
+every 30 s).
 - An ack sent to a after the take-over was applied to a's own pop state, so b handed the acked
   messages out again once their invisible time ran out. Now a sends it to b (as remoting acks are).
 - A receive sent to a got nothing until the SDK's route refresh. Now a sends it to b and relays
   the messages (gateway.diskless_pop_grpc).
-Long (~30 s each: a 7 s pause, an invisible time): tests/long_tests.txt."""
+Long (~40 s each: a 7 s pause, an invisible time, the SDK's route refresh): tests/long_tests.txt."""
 from __future__ import annotations
 
 import os
@@ -110,11 +111,18 @@ def test_a_receive_sent_to_the_old_owner_after_a_take_over_is_served_by_the_new_
     topic = "gdl-oldrecv"
     gateways, consumers = _TwoGateways(request, tmp_path, topic), []
     try:
-        old = _consumer(gateways.a.endpoints, topic)  # its route names a, the owner
+        p = Producer(config(gateways.b.endpoints), (topic,))
+        p.startup()  # before the consumer's route: its start takes seconds under load
+        consumers.append(p)
+        started = time.monotonic()
+        old = _consumer(gateways.a.endpoints, topic)
         consumers.append(old)
+        assert old.receive(N, INVISIBLE_S) == []  # its route names a, the owner
+        time.sleep(max(0.0, started + 12 - time.monotonic()))  # past the SDK's first route refresh (10 s; then 30 s)
         gateways.pause_a()
-        _send(gateways.b.endpoints, topic)
-        got = _receive_all(old, 10)  # through a; well before the SDK's route refresh (30 s after its start)
+        for i in range(N):
+            p.send(message(topic, b"m%d" % i))
+        got = _receive_all(old, started + 38 - time.monotonic())  # through a, before the SDK's next refresh (at 40 s)
         assert sorted((m.body, m.delivery_attempt) for m in got) == [(b"m%d" % i, 1) for i in range(N)]
         for m in got:
             old.ack(m)
@@ -123,7 +131,7 @@ def test_a_receive_sent_to_the_old_owner_after_a_take_over_is_served_by_the_new_
         consumers.append(new)
         again = []
         while time.monotonic() < received_at + INVISIBLE_S + 3:  # the acks held at b, the owner
-            for c in consumers:
+            for c in (old, new):
                 again += c.receive(N, INVISIBLE_S)
         assert [(m.body, m.delivery_attempt) for m in again] == []
     finally:
