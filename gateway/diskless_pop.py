@@ -71,6 +71,9 @@ class PopQueues:
         top = max(ids) + 1 if ids else first
         self._queues[(topic, qid)] = _Loaded(start, end, first, top, ids)
 
+    def loaded(self, topic: str, qid: int) -> bool:
+        return (topic, qid) in self._queues
+
     def min_offset(self, topic: str, qid: int) -> int:
         q = self._queues.get((topic, qid))
         return self._store.min_offset(topic, qid) if q is None else q.start
@@ -111,6 +114,13 @@ def install(app) -> None:
     if app.diskless is not None and not isinstance(app.pop.store, PopQueues):
         app.pop.store = PopQueues(app.pop.store)
         app.pop_remoting.owner = PopOwner(app)
+
+
+def unloaded(app, topic: str, qid: int) -> bool:
+    """Whether `topic` is a diskless topic whose queue `qid` no pop here has loaded (a new POP owner
+    before its first pop of it): its offsets are not known here, a receipt is looked up as it is."""
+    store = app.pop.store
+    return isinstance(store, PopQueues) and is_diskless(app.store.topics.get(topic)) and not store.loaded(topic, qid)
 
 
 def diskless_sources(app, sources: list) -> list:

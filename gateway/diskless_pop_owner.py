@@ -8,8 +8,10 @@ prefix and a 1 s beat) whose object names its remoting address. The others forwa
 queue's POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME to it unchanged
 (so an ACL signature still holds) and relay its answer: a RocketMQ client sees one broker's POP
 wherever it connects, whatever route it cached. gRPC clients are sent to the owner by the route
-instead (gateway.grpc.route: QueryRoute / QueryAssignment of a diskless topic name the owner's
-gRPC endpoint), so their ReceiveMessage, AckMessage and ChangeInvisibleDuration go there. In an etcd cluster none of this runs: the route and
+(gateway.grpc.route: QueryRoute / QueryAssignment of a diskless topic name the owner's gRPC
+endpoint); a ReceiveMessage, AckMessage or ChangeInvisibleDuration that still reaches another
+gateway (a route fetched before a take-over) goes to the owner as these remoting requests
+(gateway.diskless_pop_grpc). In an etcd cluster none of this runs: the route and
 the queue id translation already send a queue's POP to its leader (gateway.cluster.remoting_queues).
 An owner that cannot be reached is not waited for: the request, and every POP and ack for the next
 TTL_S, is served here (at-least-once, as a broker fail-over is), and a warning is logged.
@@ -121,15 +123,6 @@ class PopOwner:
             async with self._looking:  # a look already under way (the beat's, another request's) counts
                 if self._held and trio.current_time() - self._looked_at >= FRESH_S:
                     await self._look_now()
-
-    async def serves_here(self) -> bool:
-        """Whether a gRPC receive of a diskless queue is served here: at the owner, or while no owner
-        is known; a gateway that knows another owner does not serve from its own pop state (a route
-        the SDK fetched before an owner change: it finds the owner at its next route refresh)."""
-        if clustered(self.app):
-            return True
-        await self.fresh()
-        return self.owner is None
 
     def remote(self, req: RemotingCommand) -> str | None:
         """The owner's address if `req` is to be forwarded there (never a request forwarded here)."""

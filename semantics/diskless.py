@@ -11,7 +11,6 @@ import dataclasses
 import itertools
 import logging
 import time
-import uuid
 
 import trio
 
@@ -129,7 +128,7 @@ class DisklessWriter:
             return
         ordered = sorted(slots, key=lambda s: (s.topic, s.queue))  # stable: a queue's produces keep order
         body = b"".join(s.run for s in ordered)
-        key = layout.WAL + uuid.uuid4().hex
+        key = layout.wal_key(int(time.time() * 1000))
         self.index.store.put(key, body, if_absent=True)
         put_at = time.monotonic()
         self.stats.objects += 1

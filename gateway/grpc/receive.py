@@ -23,6 +23,7 @@ from gateway.ops.stats import stats_of
 from gateway.remoting.common import client_group_error
 from gateway.remoting.pop import MAX_INVISIBLE_MS, _keeper, _tag_filter, _to_dlq
 import gateway.diskless_pop as diskless_pop
+import gateway.diskless_pop_grpc as diskless_pop_grpc
 from store.objstore.api import ObjectStoreError
 from semantics import lite, routing
 from semantics.pop import Receipt
@@ -191,13 +192,8 @@ def scheduled_at(app, props: dict) -> int:
 async def receive_message(ctx, req, send):
     receive = _Receive(ctx, req)
     diskless = diskless_pop.diskless_sources(ctx.app, receive.sources)  # loaded before each try
-    owner = ctx.app.pop_remoting.owner
-    if diskless and owner is not None and not await owner.serves_here():
-        # another gateway owns POP of the bucket: its state, not this one's, says what is in flight
-        # (a route fetched before an owner change; the SDK's next route refresh names the owner)
-        await trio.sleep(max(0.0, min(receive.poll_s, ctx.call.deadline - DEADLINE_MARGIN - trio.current_time())))
-        await send(s.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message")))
-        return
+    if diskless and not receive.lite and await _at_owner(ctx, req, receive, send):
+        return  # another gateway owns POP of the bucket: its state, not this one's, says what is in flight
     await _load(ctx.app, receive.group, diskless)
     messages = receive.once()
     if not messages and receive.poll_s > 0:
@@ -219,6 +215,31 @@ async def receive_message(ctx, req, send):
     await send(sent_at)
 
 
+async def _at_owner(ctx, req, receive: _Receive, send) -> bool:
+    """Whether the bucket's POP owner served this receive (gateway.diskless_pop_grpc): its answer sent."""
+    poll_s = max(0.0, min(receive.poll_s, ctx.call.deadline - DEADLINE_MARGIN - trio.current_time()))
+    expr = req.filter_expression
+    got = await diskless_pop_grpc.receive(ctx.app, receive.group, receive.topic, receive.max_n, receive.invisible,
+                                          poll_s, "SQL92" if expr.type == d.FilterType.SQL else "TAG",
+                                          expr.expression or "*")
+    if got is None:
+        return False
+    pop_time, stored = got
+    if not stored:
+        await send(s.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message")))
+        return True
+    await send(s.ReceiveMessageResponse(status=ok()))
+    for m in stored:
+        handle = receipt_handle(m.topic, m.queue_id, m.queue_offset, pop_time)
+        await send(s.ReceiveMessageResponse(message=to_pb(
+            m, topic=receive.topic, receipt_handle=handle, invisible_ms=receive.invisible,
+            attempt=m.reconsume_times + 1, deliver_at=scheduled_at(ctx.app, m.properties))))
+    sent_at = s.ReceiveMessageResponse()
+    sent_at.delivery_timestamp.FromMilliseconds(ctx.app.clock.now_ms())
+    await send(sent_at)
+    return True
+
+
 async def _load(app, group: str, diskless: list) -> None:
     try:
         await diskless_pop.load(app, group, diskless)
@@ -233,7 +254,8 @@ async def ack_message(ctx, req):
     for entry in req.entries:
         try:
             receipt = parse_receipt(group, entry.receipt_handle)
-            done, end_offset = engine.ack([receipt])
+            at_owner = await diskless_pop_grpc.ack(ctx.app, receipt)  # another gateway's POP state?
+            done, end_offset = engine.ack([receipt]) if at_owner is None else (at_owner, 0)
             if done and lite.GROUP_SEPARATOR in receipt.group:  # the lite topic's next message may go
                 ctx.app.arrivals.notify(receipt.topic, receipt.queue_id)
         except RpcError as exc:
@@ -267,7 +289,10 @@ async def change_invisible_duration(ctx, req):
     renewer = ctx.call.conn.services.get("renew")
     if renewer is not None:
         renewer.release(receipt)
-    renewed = ctx.app.pop.renew(receipt, invisible)
+    at_owner = await diskless_pop_grpc.change_invisible(ctx.app, receipt, invisible)  # another gateway's POP state?
+    if at_owner:
+        return s.ChangeInvisibleDurationResponse(status=ok(), receipt_handle=req.receipt_handle)
+    renewed = ctx.app.pop.renew(receipt, invisible) if at_owner is None else None
     if renewed is None:
         raise RpcError(Code.INVALID_RECEIPT_HANDLE, "the receipt names no message in flight (acknowledged, "
                                                     "expired or unknown)")

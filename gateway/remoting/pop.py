@@ -265,7 +265,7 @@ def _receipt(app, req, code_bad_qid):
     _topic_queue(app, req, topic, qid, code_bad_qid)
     queues = pop_engine(app).store  # a diskless queue's as last loaded (gateway.diskless_pop)
     lo, hi = queues.min_offset(topic, qid), queues.max_offset(topic, qid)
-    if not lo <= offset < hi:
+    if not lo <= offset < hi and not diskless_pop.unloaded(app, topic, qid):  # (then the engine looks it up)
         raise RequestError(ResponseCode.NO_MESSAGE, f"offset is illegal, key:{topic}@{qid}, commit:{offset}, store:{lo}~{hi}")
     try:
         info = parse_extra_info(required_str(req, "extraInfo"))

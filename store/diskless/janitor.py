@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-import uuid
 
 from store.diskless import layout
 from store.diskless.index import DisklessIndex
@@ -29,6 +28,11 @@ from store.objstore.api import NotFound, ObjectStoreError
 
 SEGMENT_BYTES = 8 << 20  # a compacted per-queue object holds up to this much
 SETTLE_S = 2 * layout.COMMIT_DEADLINE_S  # an entry naming a segment this long is settled (see `referenced`)
+# WAL and segment keys start with their writer's clock (layout): a pass lists those named since the
+# last pass began, less this margin (other gateways' clocks, a PUT that took long); older ones are
+# known from earlier listings (`collect`). A full listing each FULL_LIST_S finds any straggler.
+LIST_MARGIN_S = layout.COMMIT_DEADLINE_S
+FULL_LIST_S = 3600.0
 
 
 @dataclasses.dataclass
@@ -41,10 +45,11 @@ class JanitorStats:
 
 class Janitor:
     def __init__(self, index: DisklessIndex, grace_s: float = 300.0, segment_bytes: int = SEGMENT_BYTES,
-                 settle_s: float = SETTLE_S) -> None:
+                 settle_s: float = SETTLE_S, list_margin_s: float = LIST_MARGIN_S) -> None:
         self.index = index
         self.grace_s = grace_s
         self.settle_s = settle_s
+        self.list_margin_s = list_margin_s
         self.segment_bytes = segment_bytes
         self.stats = JanitorStats()
         self._unreferenced_since: dict[str, float] = {}
@@ -53,6 +58,9 @@ class Janitor:
         self._entry_wals: dict[str, tuple[str, str, float]] = {}  # index key -> (ETag, object named, since when)
         self._settled: dict[str, dict[int, str]] = {}  # index prefix -> {seq: segment} of its settled front run
         self._first: dict[str, int] = {}  # index prefix -> its first entry's seq, as retention last saw it
+        self._present: set[str] = set()  # WAL and segment objects in the store, as listed (`collect`)
+        self._listed_at: float | None = None  # wall clock when the last listing of them began
+        self._full_at = float("-inf")  # (monotonic) when the last full listing began
 
     def run_once(self, limits: dict[str, tuple[int, int]], now_ms: int, compact: bool = True) -> JanitorStats:
         """One pass over every diskless queue of the bucket: retention by `limits` (topic ->
@@ -113,7 +121,7 @@ class Janitor:
             parts = [self.index.run_of(topic, queue, e) for e in run]
         except ObjectStoreError:  # deleted by retention elsewhere meanwhile: next pass
             return
-        key = layout.segment_key(self.index.home(topic), queue, uuid.uuid4().hex)
+        key = layout.segment_key(self.index.home(topic), queue, int(time.time() * 1000))
         self.index.store.put(key, b"".join(parts), if_absent=True)
         put_at = time.monotonic()
         self.stats.segments_written += 1
@@ -209,24 +217,42 @@ class Janitor:
 
     def collect(self, referenced: set[str]) -> None:
         now = time.monotonic()
-        present = set()
-        for prefix in (layout.WAL, layout.SEGMENTS):
-            for info in self.index.store.list(prefix):
-                present.add(info.key)
-                if info.key in referenced:
-                    self._once_referenced.add(info.key)
-                    self._unreferenced_since.pop(info.key, None)
-                    continue
-                since = self._unreferenced_since.setdefault(info.key, now)
-                if now - since >= self._grace_of(info.key):
-                    self.index.store.delete(info.key)
-                    self._unreferenced_since.pop(info.key, None)
-                    self._once_referenced.discard(info.key)
-                    self.stats.objects_deleted += 1
+        present = self._listed(referenced, now)
+        for key in sorted(present):
+            if key in referenced:
+                self._once_referenced.add(key)
+                self._unreferenced_since.pop(key, None)
+                continue
+            since = self._unreferenced_since.setdefault(key, now)
+            if now - since >= self._grace_of(key):
+                self.index.store.delete(key)  # (one another janitor deleted meanwhile: nothing to do)
+                present.discard(key)
+                self._unreferenced_since.pop(key, None)
+                self._once_referenced.discard(key)
+                self.stats.objects_deleted += 1
         for key in list(self._unreferenced_since):
             if key not in present:
                 del self._unreferenced_since[key]
         self._once_referenced &= present
+        self._present = present
+
+    def _listed(self, referenced: set[str], now: float) -> set[str]:
+        """The WAL and segment objects in the store. Listed in full at the first pass and every
+        FULL_LIST_S; otherwise only the keys named since the last listing began (less the margin),
+        added to those known: an object older than that was listed then, or is named by an entry
+        (`referenced`), and goes from memory when this janitor deletes it. (Keys of gateways from
+        before the time stamps, a bare uuid, list wherever their first characters put them.)"""
+        wall, full = time.time(), self._listed_at is None or now - self._full_at >= FULL_LIST_S
+        present = set() if full else set(self._present)
+        present.update(k for k in referenced if k.startswith((layout.WAL, layout.SEGMENTS)))
+        since_ms = 0 if full else int((self._listed_at - self.list_margin_s) * 1000)
+        for prefix in (layout.WAL, layout.SEGMENTS):
+            after = "" if full else layout.named_since(prefix, since_ms)
+            for info in self.index.store.list(prefix, start_after=after):
+                present.add(info.key)
+        self._listed_at = wall
+        self._full_at = now if full else self._full_at
+        return present
 
     def _grace_of(self, key: str) -> float:
         """How long `key` must stay unreferenced before it goes: a WAL object no entry was ever seen

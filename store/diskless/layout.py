@@ -3,11 +3,12 @@
     diskless/topics/<topic>                 {"partitions": n, "id": id} written if_absent; rewritten by
                                                                          CreatePartitions, deleted by DeleteTopics
     diskless/deleted/<home>                 {"partitions": n}           a deleted incarnation (janitor)
-    diskless/wal/<uuid>                     batches, grouped by queue    written once, if_absent
+    diskless/wal/<ms>-<uuid>                batches, grouped by queue    written once, if_absent
     diskless/index/<home>/<queue>/<seq>     one IndexEntry (JSON)        written once, if_absent;
                                                                          rewritten in place by compaction
-    diskless/segments/<home>/<queue>/<uuid> one queue's batches          compaction, written once
-    (<home>: `home(topic, id)`)
+    diskless/segments/<ms>/<home>/<queue>/<uuid>  one queue's batches    compaction, written once
+    (<home>: `home(topic, id)`; <ms>: the writer's clock when it named the object, 13 digits, so
+    the keys list oldest first and a janitor lists only the newer ones: S3 StartAfter)
 
 A queue's entries are numbered 0, 1, 2 ... with no gap; entry n starts at the offset where n-1 ends,
 so the offsets of a queue are decided by who wins the conditional write of its next entry."""
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
+import uuid
 
 from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT
 from store.objstore.api import ObjectStoreError
@@ -29,6 +31,7 @@ SEGMENTS = "diskless/segments/"
 # gives up): garbage collection waits far longer before deleting an object no entry refers to
 COMMIT_DEADLINE_S = 60.0
 SEQ_DIGITS = 12  # zero-padded: keys list in entry order
+TIME_DIGITS = 13  # epoch ms, zero-padded: WAL and segment keys list in naming order (until the year 2286)
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the length-counted part
@@ -94,8 +97,17 @@ def index_key(topic: str, queue: int, seq: int) -> str:
     return f"{index_prefix(topic, queue)}{seq:0{SEQ_DIGITS}d}"
 
 
-def segment_key(topic: str, queue: int, name: str) -> str:
-    return f"{SEGMENTS}{topic}/{queue}/{name}"
+def wal_key(now_ms: int) -> str:
+    return f"{WAL}{now_ms:0{TIME_DIGITS}d}-{uuid.uuid4().hex}"
+
+
+def segment_key(topic: str, queue: int, now_ms: int) -> str:
+    return f"{SEGMENTS}{now_ms:0{TIME_DIGITS}d}/{topic}/{queue}/{uuid.uuid4().hex}"
+
+
+def named_since(prefix: str, ms: int) -> str:
+    """The StartAfter key of `prefix` (WAL or SEGMENTS) under which the objects named at `ms` or later list."""
+    return f"{prefix}{max(ms, 0):0{TIME_DIGITS}d}"
 
 
 def seq_of(key: str) -> int | None:

@@ -5,7 +5,8 @@ there. Before: the old owner served those receives from its own pop state while 
 served the other consumer from its own: every message was received twice (attempt 1 both times),
 as on CI. Now an old owner looks at the lease again before serving when its beats stalled
 (`PopOwner.fresh`), and a gateway that knows another owner does not serve a gRPC receive of a
-diskless queue from its own state (`PopOwner.serves_here`): each message is received once.
+diskless queue from its own state (it sends it to the owner: gateway.diskless_pop_grpc): each
+message is received once.
 Long (~50 s: a 7 s pause, the SDK's 30 s route refresh): tests/long_tests.txt."""
 from __future__ import annotations
 
