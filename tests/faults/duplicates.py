@@ -13,6 +13,8 @@ log line "leader in epoch N"). Then the pair's class:
 Read-only on the data dirs (the store tool's readers), so it also runs on a live cluster's dirs."""
 from __future__ import annotations
 
+import json
+import os
 import re
 
 from codec.formats.kafka import Record, RecordBatch
@@ -145,3 +147,19 @@ def reclassify(result: dict, explained: list[dict]) -> dict:
     result["valid"] = not (result["lost"] or result["duplicated"] or result["reordered"] or result["unexpected"]
                            or result.get("producer_fatal"))
     return result
+
+
+def explain_kept(run_dir: str, topic: str = "faults") -> dict[str, int]:
+    """Explain a finished run's duplicates again from its `--keep-data` copies (`kept-g<i>`, the
+    stopped stores): for a run whose harness looked them up in the live dirs. Writes
+    `duplicates-kept.json` next to its history; the counts per class."""
+    with open(os.path.join(run_dir, "history.json")) as f:
+        queue = json.load(f)["workloads"]["queue"]
+    kept = sorted(int(n[len("kept-g"):]) for n in os.listdir(run_dir) if re.fullmatch(r"kept-g\d+", n))
+    explained = explain({i: os.path.join(run_dir, f"kept-g{i}") for i in kept},
+                        {i: os.path.join(run_dir, f"g{i}.log") for i in kept}, topic,
+                        queue["result"]["final_read"], queue["history"],
+                        queue["result"].get("client_resent", []) + queue["result"]["duplicated"])
+    with open(os.path.join(run_dir, "duplicates-kept.json"), "w") as f:
+        json.dump(explained, f, indent=1)
+    return summary(explained)

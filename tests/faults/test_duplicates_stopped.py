@@ -6,13 +6,16 @@ gateway, one value stored twice under two producer ids (what a client re-send lo
 copy still only in memory: the explainer must class it `client_resend`."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kafka"))
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from duplicates import explain_kept  # noqa: E402
 from gateway_process import GatewayProcess  # noqa: E402
 from kafka_raw import RawClient, produce_body, produce_error  # noqa: E402
 from nodes import Nodes  # noqa: E402
@@ -70,5 +73,9 @@ def test_a_client_resend_still_in_memory_is_explained_after_the_stop(tmp_path):
         assert result["duplicated_by"] == {"client_resend": 1}
         assert (result["duplicated"], result["client_resent"], result["valid"]) == ([], [value], True)
         assert g.proc.poll() is not None and "explained_killed" not in result  # stopped cleanly
+        shutil.copytree(g.data_dir, tmp_path / "kept-g1")  # as --keep-data: explained again from the copy
+        with open(tmp_path / "history.json", "w") as f:
+            json.dump({"workloads": workloads}, f)
+        assert explain_kept(str(tmp_path)) == {"client_resend": 1}
     finally:
         g.stop()
