@@ -32,8 +32,8 @@ def leaders_from_logs(logs: dict[int, str]) -> dict[tuple[str, int, int], list[t
     for node, path in logs.items():
         try:
             with open(path, errors="replace") as f:
-                for line in f:
-                    m = LEADER_LINE.search(line)
+                for line in f:  # the substring first: the pattern tried at every position of every
+                    m = LEADER_LINE.match(line) if " leader in epoch " in line else None  # line took minutes
                     if m:
                         stamp, topic, qid, epoch, start = m.groups()
                         out.setdefault((topic, int(qid), int(epoch)), []).append((node, stamp, int(start)))
