@@ -98,21 +98,30 @@ def explain(data_dirs: dict[int, str], logs: dict[int, str], topic: str, final_r
     leaders = leaders_from_logs(logs)
     stores = {n: (CommitLogFiles(d, 16 << 20), consume_queues(d), config(d, "leaderEpochs.json", {}) or {})
               for n, d in data_dirs.items()}
-    ops = {}
-    for op in history:
-        if op["value"] in values:
-            ops.setdefault(op["value"], []).append({k: op[k] for k in ("type", "time", "offset", "error") if k in op})
-    out = []
     wanted = set(values)
+    ops, read = {}, {}
+    for op in history:
+        if op["value"] in wanted:
+            ops.setdefault(op["value"], []).append({k: op[k] for k in ("type", "time", "offset", "error") if k in op})
+    for r in final_read:
+        if r["value"] in wanted:
+            read.setdefault(r["value"], []).append(r)
+    batches: dict[tuple[int, int, int], dict | None] = {}  # (node, partition, offset) -> its batch, parsed once
+    out = []
     for v in values:
         copies = []
-        for r in sorted((r for r in final_read if r["value"] == v), key=lambda r: r["offset"]):
+        for r in sorted(read.get(v, []), key=lambda r: r["offset"]):
             copy = {"partition": r["partition"], "offset": r["offset"]}
             for node, (cl, cqs, epochs) in stores.items():
                 cq = cqs.get((topic, r["partition"]))
                 if cq is None or not cq.min_offset <= r["offset"] < cq.max_offset:
                     continue
-                b = batch_copy(cl, cq, r["offset"])
+                key = (node, r["partition"], r["offset"])
+                if key not in batches:
+                    b = batches[key] = batch_copy(cl, cq, r["offset"])
+                    for offset in (range(b["base_offset"], b["last_offset"] + 1) if b else ()):
+                        batches[(node, r["partition"], offset)] = b
+                b = batches[key]
                 if b is None or b["values"].get(r["offset"]) != str(v):
                     continue
                 epoch = epoch_of(epochs.get(topic, {}).get(str(r["partition"]), []), r["offset"])
