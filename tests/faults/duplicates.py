@@ -13,6 +13,8 @@ log line "leader in epoch N"). Then the pair's class:
 Read-only on the data dirs (the store tool's readers), so it also runs on a live cluster's dirs."""
 from __future__ import annotations
 
+import json
+import os
 import re
 
 from codec.formats.kafka import Record, RecordBatch
@@ -30,8 +32,8 @@ def leaders_from_logs(logs: dict[int, str]) -> dict[tuple[str, int, int], list[t
     for node, path in logs.items():
         try:
             with open(path, errors="replace") as f:
-                for line in f:
-                    m = LEADER_LINE.search(line)
+                for line in f:  # the substring first: the pattern tried at every position of every
+                    m = LEADER_LINE.match(line) if " leader in epoch " in line else None  # line took minutes
                     if m:
                         stamp, topic, qid, epoch, start = m.groups()
                         out.setdefault((topic, int(qid), int(epoch)), []).append((node, stamp, int(start)))
@@ -96,21 +98,30 @@ def explain(data_dirs: dict[int, str], logs: dict[int, str], topic: str, final_r
     leaders = leaders_from_logs(logs)
     stores = {n: (CommitLogFiles(d, 16 << 20), consume_queues(d), config(d, "leaderEpochs.json", {}) or {})
               for n, d in data_dirs.items()}
-    ops = {}
-    for op in history:
-        if op["value"] in values:
-            ops.setdefault(op["value"], []).append({k: op[k] for k in ("type", "time", "offset", "error") if k in op})
-    out = []
     wanted = set(values)
+    ops, read = {}, {}
+    for op in history:
+        if op["value"] in wanted:
+            ops.setdefault(op["value"], []).append({k: op[k] for k in ("type", "time", "offset", "error") if k in op})
+    for r in final_read:
+        if r["value"] in wanted:
+            read.setdefault(r["value"], []).append(r)
+    batches: dict[tuple[int, int, int], dict | None] = {}  # (node, partition, offset) -> its batch, parsed once
+    out = []
     for v in values:
         copies = []
-        for r in sorted((r for r in final_read if r["value"] == v), key=lambda r: r["offset"]):
+        for r in sorted(read.get(v, []), key=lambda r: r["offset"]):
             copy = {"partition": r["partition"], "offset": r["offset"]}
             for node, (cl, cqs, epochs) in stores.items():
                 cq = cqs.get((topic, r["partition"]))
                 if cq is None or not cq.min_offset <= r["offset"] < cq.max_offset:
                     continue
-                b = batch_copy(cl, cq, r["offset"])
+                key = (node, r["partition"], r["offset"])
+                if key not in batches:
+                    b = batches[key] = batch_copy(cl, cq, r["offset"])
+                    for offset in (range(b["base_offset"], b["last_offset"] + 1) if b else ()):
+                        batches[(node, r["partition"], offset)] = b
+                b = batches[key]
                 if b is None or b["values"].get(r["offset"]) != str(v):
                     continue
                 epoch = epoch_of(epochs.get(topic, {}).get(str(r["partition"]), []), r["offset"])
@@ -145,3 +156,19 @@ def reclassify(result: dict, explained: list[dict]) -> dict:
     result["valid"] = not (result["lost"] or result["duplicated"] or result["reordered"] or result["unexpected"]
                            or result.get("producer_fatal"))
     return result
+
+
+def explain_kept(run_dir: str, topic: str = "faults") -> dict[str, int]:
+    """Explain a finished run's duplicates again from its `--keep-data` copies (`kept-g<i>`, the
+    stopped stores): for a run whose harness looked them up in the live dirs. Writes
+    `duplicates-kept.json` next to its history; the counts per class."""
+    with open(os.path.join(run_dir, "history.json")) as f:
+        queue = json.load(f)["workloads"]["queue"]
+    kept = sorted(int(n[len("kept-g"):]) for n in os.listdir(run_dir) if re.fullmatch(r"kept-g\d+", n))
+    explained = explain({i: os.path.join(run_dir, f"kept-g{i}") for i in kept},
+                        {i: os.path.join(run_dir, f"g{i}.log") for i in kept}, topic,
+                        queue["result"]["final_read"], queue["history"],
+                        queue["result"].get("client_resent", []) + queue["result"]["duplicated"])
+    with open(os.path.join(run_dir, "duplicates-kept.json"), "w") as f:
+        json.dump(explained, f, indent=1)
+    return summary(explained)

@@ -123,21 +123,37 @@ class Nodes:
     def alive(self, i: int) -> bool:
         return self.procs[f"g{i}"].poll() is None
 
-    def stop_all(self, keep_data: bool = False) -> None:
-        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left; etcd last.
-        `keep_data`: each data dir is copied to `<run dir>/kept-g<i>` (without a disk fault's ballast)."""
-        order = [n for n in self.procs if n != "etcd"] + (["etcd"] if "etcd" in self.procs else [])
-        for node in order:
+    def _stop(self, names: list[str]) -> list[str]:
+        """SIGCONT (a paused one cannot stop), SIGTERM, then SIGKILL what is left after 15 s; the
+        names that had to be killed."""
+        for node in names:
             proc = self.procs[node]
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGCONT)
                 proc.terminate()
-        for node in order:
+        killed = []
+        for node in names:
             try:
                 self.procs[node].wait(15)
             except subprocess.TimeoutExpired:
                 self.procs[node].kill()
                 self.procs[node].wait()
+                killed.append(node)
+        return killed
+
+    def stop_gateways(self) -> list[str]:
+        """Stop every gateway, etcd left running. A clean stop writes each ConsumeQueue's buffered
+        units (store/flush.py writes them at most every 0.5 s, and under `--flush sync` only when a
+        write asks for a flush: the last ones stay in memory), so the stores can then be read whole.
+        The gateways that had to be killed."""
+        return self._stop([n for n in self.procs if n != "etcd"])
+
+    def stop_all(self, keep_data: bool = False) -> None:
+        """Every gateway, then etcd (see `_stop`).
+        `keep_data`: each data dir is copied to `<run dir>/kept-g<i>` (without a disk fault's ballast)."""
+        self.stop_gateways()
+        if "etcd" in self.procs:
+            self._stop(["etcd"])
         for i in self.ids:
             if keep_data:
                 shutil.copytree(self.data_dir(i), os.path.join(self.run_dir, f"kept-g{i}"), dirs_exist_ok=True,
