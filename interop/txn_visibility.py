@@ -24,6 +24,7 @@ from codec.remoting.message import INNER_BATCH_FLAG
 _ATTRS = struct.Struct(">h")
 _PID = struct.Struct(">q")
 _CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version, type (0 abort, 1 commit)
+_CONTROL_VALUE = struct.Struct(">hi")  # a marker's value: version, the coordinator epoch
 RECENT_ENDS = 4096  # per queue: ends kept so a truncation across a commit marker reopens its transaction
 
 
@@ -37,6 +38,9 @@ class TxnVisibility:
         self.aborted: dict[tuple[str, int], dict[int, tuple[list, list]]] = {}
         # queue -> the latest ends derived from the log, (marker, producer id, first offset), oldest first
         self.recent: dict[tuple[str, int], collections.deque] = {}
+        # queue -> producer id -> (coordinator epoch, offset) of its last marker there (a cluster's
+        # coordinator numbers its ends: a marker of an end at or below it is an old or retried copy)
+        self.marks: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
 
     # ---- changes (semantics.txn_layout) ----
     def opened(self, topic: str, qid: int, producer_id: int, first: int) -> None:
@@ -89,9 +93,10 @@ class TxnVisibility:
         if not attrs & records.CONTROL:
             self.opened(topic, qid, pid, offset)
             return
-        commit = _control_commit(m.body)
+        commit, coordinator_epoch = _control_record(m.body)
         if commit is None:
             return
+        self.marks.setdefault((topic, qid), {})[pid] = (coordinator_epoch, offset)
         first = self.ended(topic, qid, pid, offset, commit)
         if first is not None:
             ends = self.recent.setdefault((topic, qid), collections.deque(maxlen=RECENT_ENDS))
@@ -114,7 +119,10 @@ class TxnVisibility:
             _marker, pid, first = ends.pop()
             if first < offset:
                 opened[pid] = first
-        for table in (self.open, self.aborted):
+        marks = self.marks.get(key, {})
+        for pid in [p for p, (_epoch, at) in marks.items() if at >= offset]:
+            del marks[pid]  # (its earlier marker's epoch is not kept: an end is fenced by later ones only)
+        for table in (self.open, self.aborted, self.marks):
             if not table.get(key, True):
                 del table[key]
         if opened and key not in self.open:
@@ -144,15 +152,20 @@ class TxnVisibility:
             self.recent[(topic, qid)] = collections.deque(ends, maxlen=RECENT_ENDS)
 
     def forget_queue(self, topic: str, qid: int) -> None:
-        for table in (self.open, self.aborted, self.recent):
+        for table in (self.open, self.aborted, self.recent, self.marks):
             table.pop((topic, qid), None)
 
     def forget_topic(self, topic: str) -> None:
-        for table in (self.open, self.aborted, self.recent):
+        for table in (self.open, self.aborted, self.recent, self.marks):
             for key in [k for k in table if k[0] == topic]:
                 del table[key]
 
     # ---- reads ----
+    def last_mark(self, topic: str, qid: int, producer_id: int) -> int | None:
+        """The coordinator epoch of `producer_id`'s last marker on the queue (None: none known)."""
+        mark = self.marks.get((topic, qid), {}).get(producer_id)
+        return None if mark is None else mark[0]
+
     def stable_end(self, topic: str, qid: int, end: int, start: int = 0) -> int:
         """The last stable offset of a queue whose readable end is `end` and log start `start`: never
         below the log start, as Kafka's first unstable offset (an open transaction whose first records
@@ -189,15 +202,18 @@ class TxnVisibility:
                 or self.is_aborted(m.topic, m.queue_id, pid, m.queue_offset))
 
 
-def _control_commit(body) -> bool | None:
-    """True for a commit marker, False for an abort, None for a control batch that is neither."""
+def _control_record(body) -> tuple[bool | None, int]:
+    """(True for a commit marker, False for an abort, None for a control batch that is neither; the
+    coordinator epoch in its value, 0 when it has none)."""
     try:
         [batch] = records.parse_batches(bytes(body))
         [record] = records.decode_records(batch.records_bytes(), batch.record_count)
         version, kind = _CONTROL_KEY.unpack_from(record.key or b"")
     except (ValueError, IndexError, struct.error, DecodeError):  # not a well-formed control record
-        return None
-    return {0: False, 1: True}.get(kind) if version == 0 else None
+        return None, 0
+    value = record.value or b""
+    coordinator_epoch = _CONTROL_VALUE.unpack_from(value)[1] if len(value) >= _CONTROL_VALUE.size else 0
+    return ({0: False, 1: True}.get(kind) if version == 0 else None), coordinator_epoch
 
 
 VISIBLE = TxnVisibility()
