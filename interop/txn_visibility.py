@@ -26,6 +26,7 @@ _PID = struct.Struct(">q")
 _CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version, type (0 abort, 1 commit)
 _CONTROL_VALUE = struct.Struct(">hi")  # a marker's value: version, the coordinator epoch
 RECENT_ENDS = 4096  # per queue: ends kept so a truncation across a commit marker reopens its transaction
+MARKS_KEPT = 8  # per producer and queue: its last markers' numbers, so a cut across some keeps the one before
 
 
 class TxnVisibility:
@@ -38,9 +39,10 @@ class TxnVisibility:
         self.aborted: dict[tuple[str, int], dict[int, tuple[list, list]]] = {}
         # queue -> the latest ends derived from the log, (marker, producer id, first offset), oldest first
         self.recent: dict[tuple[str, int], collections.deque] = {}
-        # queue -> producer id -> (coordinator epoch, offset) of its last marker there (a cluster's
-        # coordinator numbers its ends: a marker of an end at or below it is an old or retried copy)
-        self.marks: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}
+        # queue -> producer id -> [(coordinator epoch, offset)] of its last markers there, newest last
+        # (a cluster's coordinator numbers its ends: a marker of an end at or below it is an old or
+        # retried copy); the older ones are what a cut across the newest leaves
+        self.marks: dict[tuple[str, int], dict[int, list[tuple[int, int]]]] = {}
 
     # ---- changes (semantics.txn_layout) ----
     def opened(self, topic: str, qid: int, producer_id: int, first: int) -> None:
@@ -96,11 +98,16 @@ class TxnVisibility:
         commit, coordinator_epoch = _control_record(m.body)
         if commit is None:
             return
-        self.marks.setdefault((topic, qid), {})[pid] = (coordinator_epoch, offset)
+        self.marked(topic, qid, pid, coordinator_epoch, offset)
         first = self.ended(topic, qid, pid, offset, commit)
         if first is not None:
             ends = self.recent.setdefault((topic, qid), collections.deque(maxlen=RECENT_ENDS))
             ends.append((offset, pid, first))
+
+    def marked(self, topic: str, qid: int, producer_id: int, coordinator_epoch: int, offset: int) -> None:
+        kept = self.marks.setdefault((topic, qid), {}).setdefault(producer_id, [])
+        kept.append((coordinator_epoch, offset))
+        del kept[:-MARKS_KEPT]
 
     def truncate(self, topic: str, qid: int, offset: int) -> None:
         """The queue was cut back to end at `offset` (a follower's diverged suffix): what was derived
@@ -120,8 +127,11 @@ class TxnVisibility:
             if first < offset:
                 opened[pid] = first
         marks = self.marks.get(key, {})
-        for pid in [p for p, (_epoch, at) in marks.items() if at >= offset]:
-            del marks[pid]  # (its earlier marker's epoch is not kept: an end is fenced by later ones only)
+        for pid, kept in list(marks.items()):
+            while kept and kept[-1][1] >= offset:
+                kept.pop()  # the marker before the cut is the last one again (if it was within MARKS_KEPT)
+            if not kept:
+                del marks[pid]
         for table in (self.open, self.aborted, self.marks):
             if not table.get(key, True):
                 del table[key]
@@ -134,7 +144,9 @@ class TxnVisibility:
         return {"open": sorted([pid, first] for pid, first in self.open.get(key, {}).items()),
                 "aborted": sorted([pid, first, last] for pid, (lasts, firsts) in self.aborted.get(key, {}).items()
                                   for first, last in zip(firsts, lasts)),
-                "recent": [list(end) for end in self.recent.get(key, ())]}
+                "recent": [list(end) for end in self.recent.get(key, ())],
+                "marks": sorted([pid, epoch, at] for pid, kept in self.marks.get(key, {}).items()
+                                for epoch, at in kept)}
 
     def restore_queue(self, topic: str, qid: int, state: dict) -> None:
         """The queue's state is `state` (a `queue_state`); ValueError/TypeError if it is malformed."""
@@ -145,6 +157,9 @@ class TxnVisibility:
             for pid, first, last in state["aborted"]:
                 self.add_aborted(topic, qid, int(pid), int(first), int(last))
             ends = [(int(marker), int(pid), int(first)) for marker, pid, first in state["recent"]]
+            marks = sorted(((int(pid), int(epoch), int(at)) for pid, epoch, at in state["marks"]), key=lambda m: m[2])
+            for pid, epoch, at in marks:  # in log order: each producer's newest last
+                self.marked(topic, qid, pid, epoch, at)
         except (KeyError, TypeError, ValueError) as exc:
             self.forget_queue(topic, qid)
             raise ValueError(f"bad transaction state: {exc}") from None
@@ -163,8 +178,8 @@ class TxnVisibility:
     # ---- reads ----
     def last_mark(self, topic: str, qid: int, producer_id: int) -> int | None:
         """The coordinator epoch of `producer_id`'s last marker on the queue (None: none known)."""
-        mark = self.marks.get((topic, qid), {}).get(producer_id)
-        return None if mark is None else mark[0]
+        kept = self.marks.get((topic, qid), {}).get(producer_id)
+        return kept[-1][0] if kept else None
 
     def stable_end(self, topic: str, qid: int, end: int, start: int = 0) -> int:
         """The last stable offset of a queue whose readable end is `end` and log start `start`: never

@@ -66,3 +66,12 @@ def test_a_cut_marker_no_longer_fences():
         assert _marker_due(store, topic, 0, PID, 0, 3)
     finally:
         VISIBLE.forget_topic(topic)
+
+
+def test_a_cut_across_the_last_marker_leaves_the_one_before():
+    topic, _store = _queue(_data(), _marker(3), _data(), _marker(4))
+    try:
+        VISIBLE.truncate(topic, 0, 3)  # end 4's marker cut: end 3's number fences again, as a replay derives
+        assert VISIBLE.last_mark(topic, 0, PID) == 3
+    finally:
+        VISIBLE.forget_topic(topic)
