@@ -4,6 +4,7 @@ entries after it, to the state a whole replay derives; a torn, foreign or stale 
 below it and grown again) is ignored, never trusted."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import trio
@@ -52,6 +53,21 @@ def _snapshot(s) -> Snapshots:
     snaps = Snapshots(s)
     assert trio.run(snaps.take_due, Quiet(), 0.0) == 1
     return snaps
+
+
+@contextlib.contextmanager
+def _restarting(tmp_path, msgs):
+    """A store holding `msgs` with a snapshot at its end, the derived state then forgotten (a start)."""
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, msgs)
+        _snapshot(s)
+        VISIBLE.reset()
+        yield s
+    finally:
+        s.close()
+        VISIBLE.reset()
 
 
 FIRST = [_data(7), _data(8), _data(None), _marker(7, False), _data(9), _marker(8, True)]  # offsets 0..5
@@ -214,12 +230,7 @@ def test_install_restores_and_a_deleted_topic_takes_its_state_and_snapshots(tmp_
     from types import SimpleNamespace
 
     from gateway.cluster.txn_layout import install
-    s = _open(tmp_path / "s")
-    VISIBLE.reset()
-    try:
-        _append(s, FIRST)
-        _snapshot(s)
-        VISIBLE.reset()
+    with _restarting(tmp_path, FIRST) as s:
         app = SimpleNamespace(store=s, replication=SimpleNamespace(derive=None),
                               config=SimpleNamespace(cluster_txn_snapshot_s=60.0))
         snaps = install(app)
@@ -227,9 +238,6 @@ def test_install_restores_and_a_deleted_topic_takes_its_state_and_snapshots(tmp_
         assert VISIBLE.stable_end("t", 0, 6) == 4
         s.topics.delete("t")
         assert VISIBLE.stable_end("t", 0, 6) == 6 and not os.path.exists(snaps.path("t", 0))
-    finally:
-        s.close()
-        VISIBLE.reset()
 
 
 NUMBERED = [_data(7), _marker(7, True, 3), _data(7), _marker(7, False, 4), _data(7)]  # ends 3, 4; 4..: open
@@ -238,12 +246,7 @@ NUMBERED = [_data(7), _marker(7, True, 3), _data(7), _marker(7, False, 4), _data
 def test_a_restart_from_a_snapshot_still_refuses_a_stale_marker(tmp_path, monkeypatch):
     """The marker numbers (txn_fence) are in the snapshot: restored, a copy of end 4 (or an older end's)
     does not end the transaction open at 4; a cut across end 4's marker leaves end 3's number."""
-    s = _open(tmp_path / "s")
-    VISIBLE.reset()
-    try:
-        _append(s, NUMBERED)
-        _snapshot(s)
-        VISIBLE.reset()
+    with _restarting(tmp_path, NUMBERED) as s:
         assert replay(s, Snapshots(s)) == (1, 0)  # all from the snapshot, no entry replayed
         assert VISIBLE.last_mark("t", 0, 7) == 4
         assert not _marker_due(s, "t", 0, 7, 0, 4) and not _marker_due(s, "t", 0, 7, 0, 3)
@@ -257,6 +260,3 @@ def test_a_restart_from_a_snapshot_still_refuses_a_stale_marker(tmp_path, monkey
         VISIBLE.reset()
         assert replay(s, Snapshots(s)) == (1, len(NUMBERED))  # ...is ignored: the whole log replayed
         assert VISIBLE.last_mark("t", 0, 7) == 4
-    finally:
-        s.close()
-        VISIBLE.reset()
