@@ -24,7 +24,9 @@ from codec.remoting.message import INNER_BATCH_FLAG
 _ATTRS = struct.Struct(">h")
 _PID = struct.Struct(">q")
 _CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version, type (0 abort, 1 commit)
+_CONTROL_VALUE = struct.Struct(">hi")  # a marker's value: version, the coordinator epoch
 RECENT_ENDS = 4096  # per queue: ends kept so a truncation across a commit marker reopens its transaction
+MARKS_KEPT = 8  # per producer and queue: its last markers' numbers, so a cut across some keeps the one before
 
 
 class TxnVisibility:
@@ -37,6 +39,10 @@ class TxnVisibility:
         self.aborted: dict[tuple[str, int], dict[int, tuple[list, list]]] = {}
         # queue -> the latest ends derived from the log, (marker, producer id, first offset), oldest first
         self.recent: dict[tuple[str, int], collections.deque] = {}
+        # queue -> producer id -> [(coordinator epoch, offset)] of its last markers there, newest last
+        # (a cluster's coordinator numbers its ends: a marker of an end at or below it is an old or
+        # retried copy); the older ones are what a cut across the newest leaves
+        self.marks: dict[tuple[str, int], dict[int, list[tuple[int, int]]]] = {}
 
     # ---- changes (semantics.txn_layout) ----
     def opened(self, topic: str, qid: int, producer_id: int, first: int) -> None:
@@ -89,13 +95,19 @@ class TxnVisibility:
         if not attrs & records.CONTROL:
             self.opened(topic, qid, pid, offset)
             return
-        commit = _control_commit(m.body)
+        commit, coordinator_epoch = _control_record(m.body)
         if commit is None:
             return
+        self.marked(topic, qid, pid, coordinator_epoch, offset)
         first = self.ended(topic, qid, pid, offset, commit)
         if first is not None:
             ends = self.recent.setdefault((topic, qid), collections.deque(maxlen=RECENT_ENDS))
             ends.append((offset, pid, first))
+
+    def marked(self, topic: str, qid: int, producer_id: int, coordinator_epoch: int, offset: int) -> None:
+        kept = self.marks.setdefault((topic, qid), {}).setdefault(producer_id, [])
+        kept.append((coordinator_epoch, offset))
+        del kept[:-MARKS_KEPT]
 
     def truncate(self, topic: str, qid: int, offset: int) -> None:
         """The queue was cut back to end at `offset` (a follower's diverged suffix): what was derived
@@ -114,7 +126,13 @@ class TxnVisibility:
             _marker, pid, first = ends.pop()
             if first < offset:
                 opened[pid] = first
-        for table in (self.open, self.aborted):
+        marks = self.marks.get(key, {})
+        for pid, kept in list(marks.items()):
+            while kept and kept[-1][1] >= offset:
+                kept.pop()  # the marker before the cut is the last one again (if it was within MARKS_KEPT)
+            if not kept:
+                del marks[pid]
+        for table in (self.open, self.aborted, self.marks):
             if not table.get(key, True):
                 del table[key]
         if opened and key not in self.open:
@@ -126,7 +144,9 @@ class TxnVisibility:
         return {"open": sorted([pid, first] for pid, first in self.open.get(key, {}).items()),
                 "aborted": sorted([pid, first, last] for pid, (lasts, firsts) in self.aborted.get(key, {}).items()
                                   for first, last in zip(firsts, lasts)),
-                "recent": [list(end) for end in self.recent.get(key, ())]}
+                "recent": [list(end) for end in self.recent.get(key, ())],
+                "marks": sorted([pid, epoch, at] for pid, kept in self.marks.get(key, {}).items()
+                                for epoch, at in kept)}
 
     def restore_queue(self, topic: str, qid: int, state: dict) -> None:
         """The queue's state is `state` (a `queue_state`); ValueError/TypeError if it is malformed."""
@@ -137,6 +157,9 @@ class TxnVisibility:
             for pid, first, last in state["aborted"]:
                 self.add_aborted(topic, qid, int(pid), int(first), int(last))
             ends = [(int(marker), int(pid), int(first)) for marker, pid, first in state["recent"]]
+            marks = sorted(((int(pid), int(epoch), int(at)) for pid, epoch, at in state["marks"]), key=lambda m: m[2])
+            for pid, epoch, at in marks:  # in log order: each producer's newest last
+                self.marked(topic, qid, pid, epoch, at)
         except (KeyError, TypeError, ValueError) as exc:
             self.forget_queue(topic, qid)
             raise ValueError(f"bad transaction state: {exc}") from None
@@ -144,15 +167,20 @@ class TxnVisibility:
             self.recent[(topic, qid)] = collections.deque(ends, maxlen=RECENT_ENDS)
 
     def forget_queue(self, topic: str, qid: int) -> None:
-        for table in (self.open, self.aborted, self.recent):
+        for table in (self.open, self.aborted, self.recent, self.marks):
             table.pop((topic, qid), None)
 
     def forget_topic(self, topic: str) -> None:
-        for table in (self.open, self.aborted, self.recent):
+        for table in (self.open, self.aborted, self.recent, self.marks):
             for key in [k for k in table if k[0] == topic]:
                 del table[key]
 
     # ---- reads ----
+    def last_mark(self, topic: str, qid: int, producer_id: int) -> int | None:
+        """The coordinator epoch of `producer_id`'s last marker on the queue (None: none known)."""
+        kept = self.marks.get((topic, qid), {}).get(producer_id)
+        return kept[-1][0] if kept else None
+
     def stable_end(self, topic: str, qid: int, end: int, start: int = 0) -> int:
         """The last stable offset of a queue whose readable end is `end` and log start `start`: never
         below the log start, as Kafka's first unstable offset (an open transaction whose first records
@@ -189,15 +217,18 @@ class TxnVisibility:
                 or self.is_aborted(m.topic, m.queue_id, pid, m.queue_offset))
 
 
-def _control_commit(body) -> bool | None:
-    """True for a commit marker, False for an abort, None for a control batch that is neither."""
+def _control_record(body) -> tuple[bool | None, int]:
+    """(True for a commit marker, False for an abort, None for a control batch that is neither; the
+    coordinator epoch in its value, 0 when it has none)."""
     try:
         [batch] = records.parse_batches(bytes(body))
         [record] = records.decode_records(batch.records_bytes(), batch.record_count)
         version, kind = _CONTROL_KEY.unpack_from(record.key or b"")
     except (ValueError, IndexError, struct.error, DecodeError):  # not a well-formed control record
-        return None
-    return {0: False, 1: True}.get(kind) if version == 0 else None
+        return None, 0
+    value = record.value or b""
+    coordinator_epoch = _CONTROL_VALUE.unpack_from(value)[1] if len(value) >= _CONTROL_VALUE.size else 0
+    return ({0: False, 1: True}.get(kind) if version == 0 else None), coordinator_epoch
 
 
 VISIBLE = TxnVisibility()

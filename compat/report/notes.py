@@ -16,9 +16,5 @@ NOTES: dict[str, dict[str, str]] = {
     },
     "kafka-python integration tests": {
         "test_admin_integration::test_create_describe_delete_acls": _NO_ACLS,
-        "test_admin_integration::test_alter_replica_log_dirs": "the store is one directory: no log-dir APIs",
-        "test_admin_integration::test_list_config_resources": (
-            "ListConfigResources (key 74, KIP-1142, Kafka 4.1) is not served: ApiVersions does not list it, so "
-            "the client refuses before sending"),
     },
 }

@@ -87,6 +87,12 @@ class Completions:
         nursery.start_soon(self._run, txn_id, seen)
         return True
 
+    def resume(self, txn_id: str, seen) -> None:
+        """A request found the Prepare `seen` and is answered without waiting: its completion is
+        started here when none runs and this gateway coordinates the id (a restarted coordinator)."""
+        if self._background() is not None and txn_id not in self.running and self.coordinated_here(txn_id):
+            self.start(txn_id, seen)
+
     async def delivered(self, txn_id: str, seen, deadline_s: float) -> Seen | None:
         """For a change that starts a transaction (its compare-and-swap proves the key unchanged):
         once the completion running here of the Prepare `seen` has delivered the end, that Prepare

@@ -17,7 +17,7 @@ import time
 import trio
 
 from codec.kafka import records
-from gateway.cluster import txn_snapshots
+from gateway.cluster import txn_fence, txn_snapshots
 from interop.inner_batch import NOT_INDEXED, entry_message
 from interop.txn_visibility import VISIBLE
 from semantics.flow_control import run_in_turn
@@ -68,10 +68,13 @@ def _leads(app, node, topic: str, qid: int) -> bool:
     return node.owns(topic, qid) and not app.replication.write_refusal(topic, qid)
 
 
-async def write_markers(app, node, pid: int, epoch: int, commit: bool, partitions) -> None:
+async def write_markers(app, node, pid: int, epoch: int, commit: bool, partitions,
+                        coordinator_epoch: int | None = None) -> None:
     """The end of producer `pid`'s transaction of `epoch` on each of `partitions`, which this gateway must
     lead (else NotLeader: the coordinator sends it to the current leader): its marker appended where
-    that transaction is open, then every in-sync replica holding the queue up to its end."""
+    that transaction is open, then every in-sync replica holding the queue up to its end.
+    `coordinator_epoch`: the end's number for its transactional id (`txn_fence`; None: an end decided
+    before ends were numbered), kept in the marker's value as Kafka keeps its coordinator's epoch."""
     for topic, qid in sorted({tuple(tp) for tp in partitions}):
         cfg = app.store.topics.get(topic)
         if cfg is None or not 0 <= qid < max(cfg.read_queues, cfg.write_queues):
@@ -79,9 +82,10 @@ async def write_markers(app, node, pid: int, epoch: int, commit: bool, partition
         if not _leads(app, node, topic, qid):
             raise NotLeader(f"{topic}/{qid}: not the leader here")
         async with _lock(topic, qid):  # one check-and-append at a time: a racing retry appends nothing
-            if _marker_due(app.store, topic, qid, pid, epoch):
+            if _marker_due(app.store, topic, qid, pid, epoch, coordinator_epoch):
                 now = int(time.time() * 1000)
-                marker = records.parse_batches(records.control_batch(commit, pid, epoch, now))[0]
+                control = records.control_batch(commit, pid, epoch, now, coordinator_epoch or 0)
+                marker = records.parse_batches(control)[0]
                 msg = entry_message(topic, qid, marker, NOT_INDEXED, {}, now, False)
                 [result] = await run_in_turn(app.flow, app.store, app.store.append_many, [msg])
                 VISIBLE.appended(topic, qid, result.queue_offset, msg)
@@ -124,13 +128,21 @@ def _lock(topic: str, qid: int) -> trio.Lock:
     return _LOCKS.setdefault((topic, qid), trio.Lock())
 
 
-def _marker_due(store, topic: str, qid: int, pid: int, epoch: int) -> bool:
-    """Does the end of `pid`'s transaction of `epoch` append a marker on the queue? Where that
-    transaction is open; where none of `pid` is open (a partition added without a record), unless this
-    gateway already marked the queue for `pid` at this epoch or a later one (a retried or stale end).
-    Transactions v1 keep one epoch, so a second record-less v1 transaction here gets no marker."""
+def _marker_due(store, topic: str, qid: int, pid: int, epoch: int, coordinator_epoch: int | None) -> bool:
+    """Does the end of `pid`'s transaction of `epoch` append a marker on the queue? Never when the queue
+    holds a marker of `pid` of this end or a later one (`txn_fence.fenced`: a retried copy, or an old
+    coordinator's after the producer's next transaction began, which v1 cannot tell by the epoch).
+    Else where that transaction is open; where none of `pid` is open (a partition added without a
+    record) when the end is numbered, or, for an end without a number, unless this gateway already
+    marked the queue for `pid` at this epoch or a later one."""
+    if txn_fence.fenced(VISIBLE.last_mark(topic, qid, pid), coordinator_epoch):
+        log.info("cluster: marker of producer %d for %s/%d refused: coordinator epoch %s, the queue has %s",
+                 pid, topic, qid, coordinator_epoch, VISIBLE.last_mark(topic, qid, pid))
+        return False
     if VISIBLE.is_open(topic, qid, pid):
         return _open_in(store, topic, qid, pid, epoch)
+    if coordinator_epoch is not None:
+        return True
     return _MARKED.get((topic, qid), {}).get(pid, (-1, 0.0))[0] < epoch
 
 

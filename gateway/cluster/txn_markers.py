@@ -3,7 +3,8 @@ transaction's decided end, sent by the gateway completing it to the leader of so
 which ends its halves of that producer there (`gateway.cluster.txns.ClusterTxns.markers`), as Kafka's
 WriteTxnMarkers. Sent to the gateway that led each partition when it joined the transaction (it holds
 the halves): a commit of a queue it no longer leads is forwarded to the leader as a due message
-(gateway.cluster.delivery). Body JSON {txn, pid, epoch, commit, partitions}; answered once the ends are
+(gateway.cluster.delivery). Body JSON {txn, pid, epoch, commit, coord (the end's number, as Kafka's
+coordinator epoch: gateway.cluster.txn_fence), partitions}; answered once the ends are
 durable (and in the in-sync replicas where it leads). Signed with the inter-broker credential."""
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ def txn_markers(channel, req):
         body = json.loads(req.body or b"")
         txn_id, pid, epoch, commit = str(body["txn"]), int(body["pid"]), int(body["epoch"]), bool(body["commit"])
         partitions = [(str(t), int(p)) for t, p in body["partitions"]]
+        coord = None if body.get("coord") is None else int(body["coord"])
     except (ValueError, KeyError, TypeError) as exc:
         return req.response(ResponseCode.SYSTEM_ERROR, remark=f"bad CLUSTER_TXN_MARKERS body: {exc}")
     if txns is None:
@@ -44,7 +46,7 @@ def txn_markers(channel, req):
 
     async def ended():
         try:
-            await txns.markers(txn_id, pid, epoch, commit, partitions)
+            await txns.markers(txn_id, pid, epoch, commit, partitions, coord)
         except Exception as exc:  # noqa: BLE001 - the coordinator retries
             return req.response(ResponseCode.SYSTEM_ERROR, remark=str(exc))
         return req.response(ResponseCode.SUCCESS)
@@ -89,9 +91,11 @@ async def deliver_round(left: set, targets, taken: set, deliver_to) -> set:
     return {tp for tp in left if any((gateway, tp) not in taken for gateway in targets(tp))}
 
 
-async def send_markers(transport, address: str, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
-    """Whether the gateway at `address` (node `leader`) wrote the end of `tps` (a CLUSTER_TXN_MARKERS)."""
-    body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit,
+async def send_markers(transport, address: str, leader: int, txn_id, end: tuple, commit, tps) -> bool:
+    """Whether the gateway at `address` (node `leader`) wrote the end of `tps` (a CLUSTER_TXN_MARKERS);
+    `end`: (producer id, epoch, the end's number or None: `txn_fence`)."""
+    pid, epoch, coord = end
+    body = json.dumps({"txn": txn_id, "pid": pid, "epoch": epoch, "commit": commit, "coord": coord,
                        "partitions": [list(tp) for tp in tps]}).encode()
     try:
         resp = await transport.call(address, RemotingCommand(code=RC.CLUSTER_TXN_MARKERS, body=body))

@@ -3,7 +3,8 @@
 queue's snapshot instead of the whole log (about 11 µs per entry).
 
 A snapshot is the queue's derived state (open transactions with their first offsets, the aborted
-index, the recent ends a truncation needs; `TxnVisibility.queue_state`) *as of offset O*: what the
+index, the recent ends a truncation needs, each producer's last marker numbers with their offsets that
+fence a stale marker; `TxnVisibility.queue_state`) *as of offset O*: what the
 entries [log start, O) derived. It is one file per queue, `<store>/txnsnap/<topic>.<queue>.snap`,
 written whole to a temporary file, fsynced and renamed over the last one (a `kill -9` leaves the
 old one or the new one, never a torn one), framed by a format line with a CRC-32 and the length.
@@ -40,7 +41,7 @@ from store.config import atomic_write
 
 log = logging.getLogger("rocketgate.cluster")
 
-FORMAT = 1
+FORMAT = 2  # 2: with each producer's last marker numbers (`marks`); a snapshot of 1 is ignored
 MAGIC = b"rocketgate-txn-snapshot"
 DIR = "txnsnap"
 EVERY_ENTRIES = 50_000  # a queue's snapshot once it grew this many offsets past its last one...

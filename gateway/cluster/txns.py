@@ -19,16 +19,14 @@ import time
 
 import trio
 
-from codec.kafka.records import HEADER_SIZE, PRODUCER_FIELDS, PRODUCER_ID_AT, TRANSACTIONAL, parse_batches
+from codec.kafka.records import TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
-from gateway.cluster import txn_layout
+from gateway.cluster import txn_fence, txn_halves, txn_layout
 from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
 from gateway.cluster.txn_markers import MarkerTransport, deliver_round, send_markers
 from gateway.cluster.txn_state import Seen, TxnStates, late_end, producer_check
 from gateway.remoting.replica_client import outgoing
-from interop.inner_batch import INNER_BATCH_FLAG
-from semantics.routing import HALF_TOPIC, PROPERTY_PRODUCER_GROUP, PROPERTY_REAL_QID, PROPERTY_REAL_TOPIC
 from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, \
     INVALID_TXN_STATE, MAX_EPOCH, NONE_ERR, UNKNOWN_PRODUCER_ID, reinit_verdict
 
@@ -159,7 +157,7 @@ class ClusterTxns:
                 pid, epoch = s["pid"], s["epoch"] + 1
             new = {"pid": pid, "epoch": epoch, "timeout": timeout_ms, "state": "Empty", "started": None,
                    "partitions": [], "offsets": [], "previous": None, "marker": None,
-                   "last": None if s is None else [s["pid"], s["epoch"]]}
+                   "last": None if s is None else [s["pid"], s["epoch"]], "ends": 0 if s is None else s.get("ends", 0)}
             return new, (NONE_ERR, pid, epoch)
         return (await self.etcd_states.update(txn_id, change, seen))[0]
 
@@ -208,6 +206,10 @@ class ClusterTxns:
         `first`: the key's state at the request's first read (v1: the transaction it is for, `late_end`)."""
         outcome = "Commit" if commit else "Abort"
         first = first or await self.etcd_states.read(txn_id)
+        decided = txn_fence.decided_answer(first.state, pid, epoch, tv2)
+        if decided is not None:  # answered at once, as Kafka (a copy held here could outlive the transaction)
+            self.completions.resume(txn_id, first)
+            return decided, pid, epoch
         await self.app.ownership.reserve_producer_ids()
         seen = await self._settled(txn_id, first)
         state = seen.state
@@ -229,10 +231,12 @@ class ClusterTxns:
             if not tv2 and (late := late_end(first.state, s, outcome)) is not None:
                 return None, (late, pid, epoch)
             if not tv2 and s["state"] != "Ongoing":  # v1, as Kafka: a retried end; else refused (a commit aborted)
-                return None, (NONE_ERR if s["state"] == "Complete" + outcome else INVALID_TXN_STATE, pid, epoch)
+                code = txn_fence.decided_answer(s, pid, epoch, tv2)
+                return None, (code or (NONE_ERR if s["state"] == "Complete" + outcome else INVALID_TXN_STATE), pid, epoch)
             if s["state"] != "Ongoing":
                 s.update(partitions=[], offsets=[])
             s.update(state="Prepare" + outcome, marker=[pid, epoch], offsets=s["offsets"] if commit else [])
+            txn_fence.number_end(s)
             if tv2:  # every end bumps the epoch: a late write or retry of this transaction is fenced
                 s["previous"] = [pid, epoch]
                 s["pid"], s["epoch"] = (fresh, 0) if epoch >= MAX_EPOCH - 1 else (pid, epoch + 1)
@@ -256,6 +260,7 @@ class ClusterTxns:
             if fence:
                 s["epoch"] += 1
             s.update(state="PrepareAbort", marker=marker, offsets=[])
+            txn_fence.number_end(s)
             return s, None
         _, seen = await self.etcd_states.update(txn_id, change, seen)
         if seen.state is not None and seen.state["state"] == "PrepareAbort":
@@ -270,7 +275,8 @@ class ClusterTxns:
         pid, epoch = state["marker"]
         # diskless partitions: staged batches applied (or dropped) here, from the bucket; the rest's halves delivered
         others = await self.app.kafka.diskless_txns.bucket_ends.end(txn_id, state, commit)
-        await self._deliver(txn_id, pid, epoch, commit, others, state.get("epochs") or {})
+        await self._deliver(txn_id, (pid, epoch, txn_fence.coordinator_epoch(state)), commit, others,
+                            state.get("epochs") or {})
         if commit and state["offsets"]:
             await self.completions.commit_offsets(state["offsets"])
         if hand_over is not None and hand_over():
@@ -282,7 +288,7 @@ class ClusterTxns:
             return completed(s), None
         return (await self.etcd_states.update(txn_id, change, Seen(state, revision, False) if revision else None))[1]
 
-    async def _deliver(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions: list, holders: dict) -> None:
+    async def _deliver(self, txn_id: str, end: tuple, commit: bool, partitions: list, holders: dict) -> None:
         """The gateway holding each partition's halves (its leader when it joined) ends them; one that
         no longer leads it forwards a commit to the leader as a due message; an abort goes to the
         partition's leader too (`_end_targets`). Retried until MARKER_DEADLINE_S (the holder down:
@@ -292,7 +298,7 @@ class ClusterTxns:
             while left:
                 left = await deliver_round(
                     left, lambda tp: self._end_targets(tp, holders, commit), taken,
-                    lambda leader, tps: self._deliver_to(leader, txn_id, pid, epoch, commit, tps))
+                    lambda leader, tps: self._deliver_to(leader, txn_id, end, commit, tps))
                 if left:
                     await trio.sleep(MARKER_RETRY_S)
         if left:
@@ -307,17 +313,18 @@ class ClusterTxns:
             return {leader}
         return {held[0] if held[0] >= 0 else leader} | (set() if commit else {leader})
 
-    async def _deliver_to(self, leader: int, txn_id, pid, epoch, commit, tps) -> bool:
+    async def _deliver_to(self, leader: int, txn_id, end: tuple, commit, tps) -> bool:
+        """`end`: (producer id, epoch, coordinator epoch: the end's number, `txn_fence`)."""
         if leader == self.node.node_id:
             try:  # a full disk here, or records not yet replicated: retried, as a remote leader's SYSTEM_ERROR is
-                await self.markers(txn_id, pid, epoch, commit, tps)
+                await self.markers(txn_id, end[0], end[1], commit, tps, end[2])
             except END_RETRIED:
                 return False
             return True
         member = self.node.view.members.get(leader)
         if member is None or self.node.fenced():  # (fenced: another gateway may complete the end now)
             return False
-        return await send_markers(self.transport, member.remoting_addr, leader, txn_id, pid, epoch, commit, tps)
+        return await send_markers(self.transport, member.remoting_addr, leader, txn_id, end, commit, tps)
 
     # ------------------------------------------------------------ partition leader side
     async def verify(self, txn_id: str | None, topic: str, partition: int, data, implicit_add: bool) -> int:
@@ -369,10 +376,11 @@ class ClusterTxns:
     def stored(self, known: Verified, partition: tuple, offsets) -> None:
         self.halves.setdefault(known.pid, []).extend((*partition, o, known.epoch) for o in offsets)
 
-    async def markers(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions) -> None:
+    async def markers(self, txn_id: str, pid: int, epoch: int, commit: bool, partitions,
+                      coordinator_epoch: int | None = None) -> None:
         """End this leader's halves of producer `pid` on `partitions`: those of `epoch` as decided, any
         older one left over (a write of a fenced instance) rolled back; durable and in the in-sync
-        replicas."""
+        replicas. Kafka's layout: the markers, none where the end is fenced (`txn_fence`)."""
         wanted = {tuple(tp) for tp in partitions}
         self._markers_seen[pid] = self._markers_seen.get(pid, 0) + 1
         self._recover(txn_id, pid)
@@ -390,7 +398,7 @@ class ClusterTxns:
             await self.app.durable(max(r.end_offset for r in ends))
         await self.unconfirmed.confirm(wanted)  # (a queue led elsewhere got its records forwarded)
         if self.layout:
-            await txn_layout.write_markers(self.app, self.node, pid, epoch, commit, wanted)
+            await txn_layout.write_markers(self.app, self.node, pid, epoch, commit, wanted, coordinator_epoch)
 
     def _recover(self, txn_id: str, pid: int) -> None:
         """Once per (transactional id, producer) in this process: its undecided halves from the half
@@ -398,18 +406,7 @@ class ClusterTxns:
         if (txn_id, pid) in self._recovered:
             return
         self._recovered.add((txn_id, pid))
-        tr, held = self.app.transactions, {h[2] for h in self.halves.get(pid, ())}
-        for off in range(tr.cursor, self.app.store.max_offset(HALF_TOPIC, 0)):
-            half = None if off in held or tr.outcome(off) is not None else tr.half(off)
-            if half is None or half.queue_offset != off or half.properties.get(PROPERTY_PRODUCER_GROUP) != txn_id:
-                continue
-            fields = _producer(half)
-            try:
-                real = (half.properties[PROPERTY_REAL_TOPIC], int(half.properties[PROPERTY_REAL_QID]))
-            except (KeyError, ValueError):
-                continue
-            if fields is not None and fields[0] == pid:
-                self.halves.setdefault(pid, []).append((*real, off, fields[1]))
+        txn_halves.recover(self.app, self.halves, txn_id, pid)
 
     async def check(self, producer_group: str, half, _body: bytes) -> bool:
         """Transaction checker for halves past their transaction's timeout: a transaction still
@@ -422,7 +419,7 @@ class ClusterTxns:
             return True  # asked again at the next round
         if state is None:
             return False
-        fields = _producer(half)
+        fields = txn_halves.producer(half)
         if fields is None:
             return False
         if state["state"].startswith("Prepare") and list(state["marker"]) == list(fields):
@@ -439,11 +436,3 @@ class ClusterTxns:
 def _key(tp) -> str:  # a partition as a JSON object key
     return f"{tp[0]}/{tp[1]}"
 
-
-def _producer(half) -> tuple[int, int] | None:
-    """(producer id, epoch) of a Kafka half (its body is the record batch), None for another half."""
-    body = half.body
-    if not half.sys_flag & INNER_BATCH_FLAG or len(body) < HEADER_SIZE:
-        return None
-    pid, epoch, _seq, _count = PRODUCER_FIELDS.unpack_from(body, PRODUCER_ID_AT)
-    return pid, epoch

@@ -335,7 +335,8 @@ def _marked(bootstrap: str, topic: str, want: int) -> None:
 def test_a_partition_added_without_records_gets_the_end_marker_in_a_cluster(shared, end_version):
     """A partition added to a transaction without a record of it (AddPartitionsToTxn, then the end) gets
     the end's marker, as Kafka writes WriteTxnMarkers to every partition of a transaction (one gateway:
-    tests/kafka/test_txn_empty_partition.py); a transactions v2 producer's next transaction its own."""
+    tests/kafka/test_txn_empty_partition.py); the producer's next transaction its own, also under
+    transactions v1, whose transactions share one epoch (before: v1's second got none)."""
     topic, _leader = _topic(shared)
     tid = f"empty-{uuid.uuid4().hex[:8]}"
     client = _coordinator(shared.bootstrap, tid)
@@ -346,8 +347,11 @@ def test_a_partition_added_without_records_gets_the_end_marker_in_a_cluster(shar
         pid, epoch = init["producer_id"], init["producer_epoch"]
         ended = _end_empty(client, tid, pid, epoch, topic, True, end_version)
         _marked(shared.bootstrap, topic, 1)
-        if end_version == 5:  # the next transaction (the epoch the end answered) gets a marker of its own
-            _end_empty(client, tid, pid, ended["producer_epoch"], topic, False, end_version)
-            _marked(shared.bootstrap, topic, 2)
+        # the next transaction (v2: the epoch the end answered) gets a marker of its own
+        _end_empty(client, tid, pid, ended["producer_epoch"] if end_version == 5 else epoch, topic, False, end_version)
+        _marked(shared.bootstrap, topic, 2)
+        if end_version == 4:  # and the one after it
+            _end_empty(client, tid, pid, epoch, topic, True, end_version)
+            _marked(shared.bootstrap, topic, 3)
     finally:
         client.close()

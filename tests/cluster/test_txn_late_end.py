@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import trio
 
+from gateway.cluster.txn_fence import CONCURRENT_TRANSACTIONS
 from semantics.producer_state import INVALID_TXN_STATE, NONE_ERR
 from test_txn_leader_check import PID, TID, FakeEtcd, _coordinating, _ongoing
 
@@ -56,13 +57,52 @@ def test_a_late_v1_commit_whose_partition_moved_does_not_abort_the_next_transact
     assert state["state"] == "Ongoing" and state["partitions"] == [["t", 1]]
 
 
-def test_a_late_copy_of_a_decided_commit_is_answered_as_done_and_changes_nothing():
+def test_a_late_copy_of_a_decided_commit_is_told_to_retry_and_changes_nothing():
     """First read: its own PrepareCommit (the end decided by the client's retry elsewhere): answered
-    as done, as a v1 retry of a completed end is, and the next transaction stays Ongoing."""
+    at once CONCURRENT_TRANSACTIONS, as Kafka's coordinator answers a retried end while its markers are
+    written, and the next transaction stays Ongoing. Before: the copy waited for the completion (here
+    done in the request) and answered NONE."""
     decided = {**_in_place(), "state": "PrepareCommit", "marker": [PID, 0]}
     (code, _pid, _epoch), state = _late_end_meets_the_next_transaction(decided, commit=True)
-    assert code == NONE_ERR
+    assert code == CONCURRENT_TRANSACTIONS
     assert state["state"] == "Ongoing" and state["partitions"] == [["t", 1]]
+
+
+def _end_meeting(state: dict, commit: bool, tv2: bool, epoch: int = 0):
+    """An end of (PID, `epoch`) whose one read finds `state`: (its answer, etcd's writes, the state after)."""
+    async def main():
+        etcd = FakeEtcd(state)
+        answer = await _coordinating(etcd).end(TID, PID, epoch, commit, tv2=tv2)
+        return answer, etcd.swaps, etcd.state
+    return trio.run(main)
+
+
+def test_a_retried_v1_end_finding_its_end_decided_is_answered_without_waiting():
+    """Kafka 4.3.1's coordinator (v1) while the markers wait: CONCURRENT_TRANSACTIONS to a commit and to an
+    abort; nothing is written and the decided end is not completed by the request. Before: the request
+    completed the end (markers, CompleteCommit) and answered NONE (INVALID_TXN_STATE to the abort)."""
+    decided = {**_in_place(), "state": "PrepareCommit", "marker": [PID, 0], "ends": 3}
+    (code, _pid, _epoch), swaps, state = _end_meeting(decided, commit=True, tv2=False)
+    assert (code, swaps, state["state"]) == (CONCURRENT_TRANSACTIONS, 0, "PrepareCommit")
+    (code, _pid, _epoch), swaps, state = _end_meeting(decided, commit=False, tv2=False)
+    assert (code, swaps, state["state"]) == (CONCURRENT_TRANSACTIONS, 0, "PrepareCommit")
+
+
+def test_a_retried_v2_end_finding_its_end_decided_is_answered_without_waiting():
+    """v2: the end bumped the epoch (previous = the request's): the same answer."""
+    decided = {**_in_place(), "epoch": 1, "state": "PrepareAbort", "marker": [PID, 0], "previous": [PID, 0]}
+    (code, _pid, _epoch), swaps, state = _end_meeting(decided, commit=False, tv2=True)
+    assert (code, swaps, state["state"]) == (CONCURRENT_TRANSACTIONS, 0, "PrepareAbort")
+
+
+def test_each_decided_end_gets_the_next_number_for_its_markers():
+    """The coordinator epoch of txn_fence: one more at each Prepare, kept across InitProducerId."""
+    async def main():
+        etcd = FakeEtcd({**_in_place(), "ends": 4})
+        txns = _coordinating(etcd)
+        await txns.end(TID, PID, 0, True, tv2=False)
+        return etcd.state
+    assert trio.run(main)["ends"] == 5
 
 
 def test_a_late_v1_abort_does_not_abort_the_next_transaction():

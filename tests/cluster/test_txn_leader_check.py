@@ -178,7 +178,7 @@ def test_an_abort_goes_to_the_partitions_new_leader_too():
             txns = _txns(etcd, [])
             txns.node = types.SimpleNamespace(coordination=etcd, node_id=3, assignment=lambda *_: assignment)
 
-            async def deliver_to(leader, _tid, _pid, _epoch, commit, tps):
+            async def deliver_to(leader, _tid, _end, commit, tps):
                 sent.append((leader, commit, tps))
                 return True
             txns._deliver_to = deliver_to

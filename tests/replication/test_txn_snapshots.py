@@ -4,6 +4,7 @@ entries after it, to the state a whole replay derives; a torn, foreign or stale 
 below it and grown again) is ignored, never trusted."""
 from __future__ import annotations
 
+import contextlib
 import os
 
 import trio
@@ -11,7 +12,7 @@ import trio
 import store
 from codec.kafka import records
 from gateway.cluster import txn_snapshots
-from gateway.cluster.txn_layout import replay
+from gateway.cluster.txn_layout import _marker_due, replay
 from gateway.cluster.txn_snapshots import Derived, Snapshots
 from interop.inner_batch import NOT_INDEXED, entry_message, index_info
 from interop.txn_visibility import VISIBLE
@@ -29,8 +30,8 @@ def _data(pid: int | None, value: bytes = b"v"):
     return entry_message("t", 0, b, index_info(b), {}, 1000, False)
 
 
-def _marker(pid: int, commit: bool):
-    b = records.parse_batches(records.control_batch(commit, pid, 0, 1000))[0]
+def _marker(pid: int, commit: bool, number: int = 0):
+    b = records.parse_batches(records.control_batch(commit, pid, 0, 1000, number))[0]
     return entry_message("t", 0, b, NOT_INDEXED, {}, 1000, False)
 
 
@@ -52,6 +53,21 @@ def _snapshot(s) -> Snapshots:
     snaps = Snapshots(s)
     assert trio.run(snaps.take_due, Quiet(), 0.0) == 1
     return snaps
+
+
+@contextlib.contextmanager
+def _restarting(tmp_path, msgs):
+    """A store holding `msgs` with a snapshot at its end, the derived state then forgotten (a start)."""
+    s = _open(tmp_path / "s")
+    VISIBLE.reset()
+    try:
+        _append(s, msgs)
+        _snapshot(s)
+        VISIBLE.reset()
+        yield s
+    finally:
+        s.close()
+        VISIBLE.reset()
 
 
 FIRST = [_data(7), _data(8), _data(None), _marker(7, False), _data(9), _marker(8, True)]  # offsets 0..5
@@ -89,7 +105,9 @@ def test_a_torn_or_foreign_snapshot_is_ignored(tmp_path):
         good = open(path, "rb").read()
         flipped = good.replace(b'"open":[[9,4]]', b'"open":[[9,5]]')
         assert flipped != good
-        for bad in [good[:-3], flipped, good.replace(b"snapshot 1 ", b"snapshot 2 ", 1), b"", b"\x00" * 40]:
+        other = good.replace(b"snapshot %d " % txn_snapshots.FORMAT, b"snapshot %d " % (txn_snapshots.FORMAT + 1), 1)
+        assert other != good
+        for bad in [good[:-3], flipped, other, b"", b"\x00" * 40]:
             with open(path, "wb") as f:
                 f.write(bad)
             VISIBLE.reset()
@@ -193,8 +211,8 @@ def test_marks_of_record_less_ends_are_bounded():
     txn_layout._MARKED.clear()
     try:
         txn_layout._MARKED[("t", 0)] = {7: (3, 100.0), 8: (1, 100.0), 9: (2, 900.0)}
-        assert not txn_layout._marker_due(None, "t", 0, 7, 3)  # a retried end of epoch 3
-        assert txn_layout._marker_due(None, "t", 0, 7, 4)  # the next (transactions v2) transaction's end
+        assert not txn_layout._marker_due(None, "t", 0, 7, 3, None)  # a retried end of epoch 3 (unnumbered)
+        assert txn_layout._marker_due(None, "t", 0, 7, 4, None)  # the next (transactions v2) transaction's end
         VISIBLE.opened("t", 0, 8, 5)  # 8's next transaction has records here
         assert txn_layout.forget_old_marks(200.0) == 1  # 8's mark went; 7 and 9 are recent
         assert txn_layout._MARKED == {("t", 0): {7: (3, 100.0), 9: (2, 900.0)}}
@@ -212,12 +230,7 @@ def test_install_restores_and_a_deleted_topic_takes_its_state_and_snapshots(tmp_
     from types import SimpleNamespace
 
     from gateway.cluster.txn_layout import install
-    s = _open(tmp_path / "s")
-    VISIBLE.reset()
-    try:
-        _append(s, FIRST)
-        _snapshot(s)
-        VISIBLE.reset()
+    with _restarting(tmp_path, FIRST) as s:
         app = SimpleNamespace(store=s, replication=SimpleNamespace(derive=None),
                               config=SimpleNamespace(cluster_txn_snapshot_s=60.0))
         snaps = install(app)
@@ -225,6 +238,25 @@ def test_install_restores_and_a_deleted_topic_takes_its_state_and_snapshots(tmp_
         assert VISIBLE.stable_end("t", 0, 6) == 4
         s.topics.delete("t")
         assert VISIBLE.stable_end("t", 0, 6) == 6 and not os.path.exists(snaps.path("t", 0))
-    finally:
-        s.close()
+
+
+NUMBERED = [_data(7), _marker(7, True, 3), _data(7), _marker(7, False, 4), _data(7)]  # ends 3, 4; 4..: open
+
+
+def test_a_restart_from_a_snapshot_still_refuses_a_stale_marker(tmp_path, monkeypatch):
+    """The marker numbers (txn_fence) are in the snapshot: restored, a copy of end 4 (or an older end's)
+    does not end the transaction open at 4; a cut across end 4's marker leaves end 3's number."""
+    with _restarting(tmp_path, NUMBERED) as s:
+        assert replay(s, Snapshots(s)) == (1, 0)  # all from the snapshot, no entry replayed
+        assert VISIBLE.last_mark("t", 0, 7) == 4
+        assert not _marker_due(s, "t", 0, 7, 0, 4) and not _marker_due(s, "t", 0, 7, 0, 3)
+        assert _marker_due(s, "t", 0, 7, 0, 5)  # the open transaction's own end
+        VISIBLE.truncate("t", 0, 3)  # a follower's cut of end 4's marker
+        assert VISIBLE.last_mark("t", 0, 7) == 3
+        assert not _marker_due(s, "t", 0, 7, 0, 3) and _marker_due(s, "t", 0, 7, 0, 4)
+        monkeypatch.setattr(txn_snapshots, "FORMAT", 1)  # a snapshot of the format before the numbers...
+        _snapshot(s)
+        monkeypatch.undo()
         VISIBLE.reset()
+        assert replay(s, Snapshots(s)) == (1, len(NUMBERED))  # ...is ignored: the whole log replayed
+        assert VISIBLE.last_mark("t", 0, 7) == 4

@@ -1,0 +1,52 @@
+"""How a cluster keeps a copy of a Kafka transaction's end from acting on the producer's next one
+(docs/cluster-txn-layout.md, "Late ends"). Under transactions v1 every transaction of a producer has
+the same producer id and epoch, so neither an EndTxn nor a marker names the transaction it is for.
+
+- **A retried EndTxn is answered, not held** (Kafka's coordinator): while its end is decided but not
+  complete (PrepareCommit / PrepareAbort in etcd) it gets CONCURRENT_TRANSACTIONS at once (either
+  outcome, as Kafka 4.3.1 answers while its markers wait), and the client asks again. Before, it waited here for the markers, up to 10 s, and such a waiting copy
+  could outlive the client's next transaction's start (seed 2615).
+- **Ends are numbered** (`ends` in the id's etcd state, one more at each Prepare), and each marker
+  carries its end's number where Kafka's carries the coordinator epoch (the control record's value).
+  A partition leader appends no marker for a producer whose last marker there has that number or a
+  later one: a retried copy, or an old coordinator's arriving after the next transaction began
+  there. Kafka refuses only an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED); its epoch
+  belongs to a coordinator, ours to an end, so an equal one is a copy too.
+"""
+from __future__ import annotations
+
+from gateway.cluster.txn_state import producer_check
+from semantics.producer_state import NONE_ERR
+
+CONCURRENT_TRANSACTIONS = 51
+
+
+def number_end(state: dict) -> None:
+    """A Prepare is being written into `state`: its end gets the next number."""
+    state["ends"] = state.get("ends", 0) + 1
+
+
+def coordinator_epoch(state: dict) -> int | None:
+    """The number a decided end's markers carry (None: decided before ends were numbered)."""
+    return state.get("ends")
+
+
+def fenced(last_mark: int | None, coordinator_epoch: int | None) -> bool:
+    """Is a marker of end `coordinator_epoch` for a queue whose producer's last marker has
+    `last_mark` an old or retried copy?"""
+    return coordinator_epoch is not None and last_mark is not None and coordinator_epoch <= last_mark
+
+
+def decided_answer(state: dict | None, pid: int, epoch: int, tv2: bool) -> int | None:
+    """The answer to an EndTxn of (`pid`, `epoch`) that finds `state` (read just now) with its end
+    decided and not complete, as Kafka 4.3's coordinator while it writes the markers (a transition to
+    the Complete state pending): CONCURRENT_TRANSACTIONS, whichever outcome it asks, and the client asks
+    again. None: not such an end (answered as before)."""
+    if state is None or not state["state"].startswith("Prepare"):
+        return None
+    if tv2:  # the end bumped the epoch: a retry names the one before
+        if list(state.get("previous") or ()) != [pid, epoch]:
+            return None
+    elif (code := producer_check(state, pid, epoch)) != NONE_ERR:
+        return code  # (fenced: a coordinator's abort bumped the epoch)
+    return CONCURRENT_TRANSACTIONS
