@@ -78,6 +78,8 @@ def main() -> None:
                     help="only the interleaved produce rounds (skip the consume and request counts)")
     ap.add_argument("--upload-cost", action="store_true",
                     help="the upload path's own CPU per 100 MB in process (bench/tier_upload.py) instead")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="--upload-cost: cProfile the timed rounds, print the top N functions by own time")
     ap.add_argument("--disk-loss", action="store_true", help="time to serve again after a disk loss instead")
     ap.add_argument("--slow-store", action="store_true",
                     help="produce p50/p99 with the object store slow vs not instead (bench/tier_slow.py)")
@@ -90,7 +92,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.upload_cost:
         from bench import tier_upload
-        tier_upload.main(args.repeat, args.records // 1000 or 100)
+        from gateway.config import _size
+        tier_upload.main(args.repeat, args.records // 1000 or 100, _size(args.file_size), args.profile)
         return
     if args.slow_store:
         from bench import tier_slow

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import threading
 
-from store.tier.segment import walk
+from store.tier.entries import scan
+
+
+def _no_topic(_topic: str) -> bool:
+    """Only each entry's topic and size are counted: nothing else of it is parsed."""
+    return False
 
 
 class LocalBytes:
@@ -35,8 +40,8 @@ class LocalBytes:
             if start < self.counted_from:
                 data = read_file(start)
                 counts: dict[str, int] = {}
-                for _pos, size, msg in walk(data[:self.counted_from - start] if data else b"", start):
-                    counts[msg.topic] = counts.get(msg.topic, 0) + size
+                for e in scan(data[:self.counted_from - start] if data else b"", start, _no_topic):
+                    counts[e.topic] = counts.get(e.topic, 0) + e.size
                 with self._lock:
                     per_topic = self._files.setdefault(start, {})
                     for topic, n in counts.items():

@@ -18,11 +18,10 @@ from __future__ import annotations
 import bisect
 import hashlib
 import struct
-import zlib
 from dataclasses import dataclass
 
-from codec.kafka import records
-from codec.remoting import message as M
+from store.tier import entries
+from store.tier.entries import key_hash
 from store.tier.payload import Parts, crc32c_hex
 
 INDEX_ENTRY = struct.Struct(">qiqiqi")  # queue offset, count, CommitLog offset, size, store timestamp, tags code
@@ -32,9 +31,6 @@ MAGIC_V1 = b"RGT1"
 FOOTER = struct.Struct(">ii4s")
 MAGIC = b"RGT2"
 CHUNK_MIN, CHUNK_MAX = 16 << 10, 1 << 20
-_SIZE_MAGIC = struct.Struct(">iI")
-_ATTRS = struct.Struct(">h")
-_TIMES = struct.Struct(">qq")  # a Kafka batch's baseTimestamp, maxTimestamp
 
 
 class SegmentError(ValueError):
@@ -64,91 +60,35 @@ class Built:
         return sum(e - s for s, e in self.spans)
 
 
-def walk(data: bytes, file_start: int):
-    """Every entry of a sealed CommitLog file: (position, size, StoredMessage without its body: the
-    callers need the header and properties, and the body is most of the bytes); stops at the blank
-    marker or at the first byte that is not an entry (the rest of a file that was never filled)."""
-    pos = 0
-    while pos + 8 <= len(data):
-        size, magic = _SIZE_MAGIC.unpack_from(data, pos)
-        if magic != M.MAGIC_V1 or size < M.FIXED_SIZE or pos + size > len(data):
-            return
-        try:
-            msg = M.decode(_without_body(data, pos, size))
-        except M.MessageFormatError:
-            return
-        if msg.physical_offset != file_start + pos:
-            return
-        yield pos, size, msg
-        pos += size
-
-
-def _without_body(data: bytes, pos: int, size: int) -> bytes:
-    """The entry at `pos` with an empty body (its sizes adjusted): decoding it copies the header and
-    properties only, where the whole entry was copied twice (the body and the raw entry)."""
-    (body_len,) = M.INT32.unpack_from(data, pos + M.HEADER_SIZE - 4)
-    if body_len < 0 or M.HEADER_SIZE + body_len > size:
-        return data[pos:pos + size]  # decode says what is wrong with it
-    head = bytearray(data[pos:pos + M.HEADER_SIZE])
-    tail = data[pos + M.HEADER_SIZE + body_len:pos + size]
-    M.INT32.pack_into(head, 0, M.HEADER_SIZE + len(tail))
-    M.INT32.pack_into(head, M.HEADER_SIZE - 4, 0)
-    return bytes(head) + tail
-
-
 def build(data: bytes, file_start: int, tiered, untiered: set) -> dict[tuple[str, int], Built]:
-    """The segments of one sealed file for the topics `tiered(topic)` accepts, by (topic, queue);
-    the topics it refuses are added to `untiered`."""
+    """The segments of one sealed file for the topics `tiered(topic)` accepts (asked once per topic),
+    by (topic, queue); the topics it refuses are added to `untiered`."""
     out: dict[tuple[str, int], Built] = {}
-    accepted: dict[str, bool] = {}  # tiered(topic) once per topic and file, not per entry
-    for pos, size, msg in walk(data, file_start):
-        ok = accepted.get(msg.topic)
-        if ok is None:
-            ok = accepted[msg.topic] = tiered(msg.topic)
-        if not ok:
-            untiered.add(msg.topic)
+    for e in entries.scan(data, file_start, tiered):
+        if e.key_hashes is None:
+            untiered.add(e.topic)
             continue
-        key = (msg.topic, msg.queue_id)
+        key = (e.topic, e.queue_id)
         seg = out.get(key)
         if seg is None:
-            seg = out[key] = Built(msg.topic, msg.queue_id, [], [], [])
-        seg.keys += [(key_hash(k), len(seg.rows)) for k in set(M.index_keys(msg.topic, msg.properties or {}, msg.keys))]
-        lo, hi = record_time_bounds(data, pos, msg)
-        seg.min_record_ts = lo if seg.min_record_ts < 0 else min(seg.min_record_ts, lo)
-        seg.max_record_ts = max(seg.max_record_ts, hi)
-        codes = msg.tags_codes or [M.tags_code_of(msg.properties) if msg.properties else 0]
+            seg = out[key] = Built(e.topic, e.queue_id, [], [], [])
+        if e.key_hashes:
+            row = len(seg.rows)
+            seg.keys += [(h, row) for h in e.key_hashes]
+        seg.min_record_ts = e.min_record_ts if seg.min_record_ts < 0 else min(seg.min_record_ts, e.min_record_ts)
+        seg.max_record_ts = max(seg.max_record_ts, e.max_record_ts)
+        pos = e.pos
         if seg.spans and seg.spans[-1][1] == pos:
-            seg.spans[-1][1] = pos + size
+            seg.spans[-1][1] = pos + e.size
         else:
-            seg.spans.append([pos, pos + size])
-        seg.rows.append((msg.queue_offset, max(1, msg.batch_count), file_start + pos, size, msg.store_timestamp,
-                         codes[0]))
+            seg.spans.append([pos, pos + e.size])
+        seg.rows.append((e.queue_offset, e.count, file_start + pos, e.size, e.store_timestamp, e.tags_code))
     return out
-
-
-def record_time_bounds(data, pos: int, msg) -> tuple[int, int]:
-    """(low, high) record timestamps of the entry at `pos`, from its batch header alone: an inner
-    batch's first and max timestamp (LogAppendTime: max for both), a native message's born time.
-    `high` is the largest (what ListOffsets by time asks), `low` the first record's (a Kafka batch's
-    records need not be in time order)."""
-    if not msg.sys_flag & M.INNER_BATCH_FLAG:
-        return msg.born_timestamp, msg.born_timestamp
-    at = pos + M.HEADER_SIZE
-    if M.INT32.unpack_from(data, at - 4)[0] < records.HEADER_SIZE:  # the body's length
-        return msg.store_timestamp, msg.store_timestamp  # no batch header (a reader says what is wrong)
-    (attrs,) = _ATTRS.unpack_from(data, at + records.ATTRS_AT)
-    base, top = _TIMES.unpack_from(data, at + records.MAX_TS_AT - 8)
-    return (top if attrs & records.TIMESTAMP_LOG_APPEND else base), top
 
 
 def checksum(kind: str, piece) -> str:
     """The hex checksum of `kind` ("crc32c" | "sha256": objects of version 1 manifests) of `piece`."""
     return crc32c_hex(piece) if kind == "crc32c" else hashlib.sha256(piece).hexdigest()
-
-
-def key_hash(index_key: str) -> int:
-    """The key section's hash of an IndexFile key ("topic#key")."""
-    return zlib.crc32(index_key.encode())
 
 
 def chunk_size(file_size: int) -> int:

@@ -1,13 +1,14 @@
 """The repo's native RocketMQ client on a gateway whose sealed files go to a real S3 server: the
 tiering configs as UPDATE_AND_CREATE_TOPIC attributes, pulls from the first offset after the local
 files are gone, min offset / search by time / view by msgId below the local start, and the same
-data served by a gateway that lost its disk."""
+data served by a gateway that lost its disk (pull, POP, by key and by CommitLog offset)."""
 from __future__ import annotations
 
 import time
 
 from client import Admin, ConsumeFrom, LitePullConsumer, Message, MessageQueue, Producer, SimpleConsumer
 from client.errors import MQBrokerError
+from codec.remoting.message import make_msg_id, parse_msg_id
 
 from tests.tier.tier_gateway import TIERED, local_files, tier_gateway, wait_local_deleted
 
@@ -28,10 +29,10 @@ def pull_all(gw, n: int) -> list[bytes]:
     return got
 
 
-def pop_all(gw, n: int, topic: str = TOPIC) -> list[bytes]:
+def pop_all(gw, n: int, topic: str = TOPIC, group: str = "tier-pop") -> list[bytes]:
     """POP (remoting, the RocketMQ 5 SimpleConsumer) from the first offset, acking each message."""
     got, deadline = [], time.monotonic() + 60
-    with SimpleConsumer("tier-pop", gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
+    with SimpleConsumer(group, gw.namesrv, consume_from=ConsumeFrom.FIRST_OFFSET,
                         subscriptions={topic: "*"}, await_duration=1) as c:
         while len(got) < n and time.monotonic() < deadline:
             batch = c.receive(max_messages=32, invisible_duration=60)
@@ -74,7 +75,10 @@ def test_pull_view_and_search_below_the_local_start_then_disk_loss(gateway_facto
         assert 0 < end <= N
         assert admin.topic_config()[TOPIC]["attributes"]["remote.storage.enable"] == "true"
         assert [m.body for m in admin.query_by_key(TOPIC, "key3")] == [bodies[3]]  # no IndexFile left at all
+        _host, _port, phys = parse_msg_id(sent[0].offset_msg_id)  # the same CommitLog offset, at the new address
+        assert admin.view_message(make_msg_id("127.0.0.1", fresh.remoting_port, phys)).body == bodies[0]
     assert pull_all(fresh, end) == bodies[:end]
+    assert pop_all(fresh, end, group="tier-pop-after-loss") == bodies[:end]
 
 
 def test_the_pop_log_does_not_keep_local_files(gateway_factory, seaweed_s3, s3_bucket):

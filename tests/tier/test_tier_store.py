@@ -325,19 +325,19 @@ def test_consumer_offsets_come_back_after_a_disk_loss(tmp_path):
     fresh.close()
 
 
-def test_a_file_is_walked_without_copying_bodies(tmp_path):
-    """The upload's walk of a sealed file gives each entry's header and properties (what the segment
-    index and key section need) with an empty body: decoding copied every body and entry twice."""
-    from store.tier import segment
+def test_a_file_is_walked_without_decoding_its_entries(tmp_path):
+    """The upload's walk of a sealed file gives each entry's place, queue, offsets, store time and
+    key hashes (what the segment index and key section need) as the stored entry has them."""
+    from store.tier import entries
     from store.tier.upload import _read_file
     st = open_store(tmp_path / "a", MemStore())
     fill(st, n=40)
     start = st.commitlog.starts[0]
-    walked = list(segment.walk(_read_file(st, start), start))
-    assert walked and [m.body for _p, _s, m in walked] == [b""] * len(walked)
+    walked = list(entries.scan(_read_file(st, start), start))
+    assert walked
     first = st.get(start)
-    pos, size, msg = walked[0]
-    assert (pos, size) == (0, first.size)
-    assert (msg.topic, msg.queue_offset, msg.physical_offset, msg.store_timestamp, msg.properties) == \
-        (first.topic, first.queue_offset, first.physical_offset, first.store_timestamp, first.properties)
+    e = walked[0]
+    assert (e.pos, e.size) == (0, first.size)
+    assert (e.topic, e.queue_id, e.queue_offset, e.count, e.store_timestamp, e.key_hashes) == \
+        (first.topic, first.queue_id, first.queue_offset, 1, first.store_timestamp, (entries.key_hash("t#k0"),))
     st.close()
