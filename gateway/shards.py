@@ -142,6 +142,8 @@ def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dic
         cmd += [_PORT_FLAGS[field], str(port)]
     if index == 0 and peers:
         cmd += ["--shard-metrics", ",".join(peers)]
+    if config.cluster is None:  # the private cluster: each %DLQ% topic on one shard (gateway.cluster.dead_letters)
+        cmd += ["--whole-dlq"]
     if config.tier_url is None and config.cluster is None:  # one table catalog for the shards of this machine
         cmd += ["--shared-tables", os.path.join(config.data_dir, SHARED_TABLES)]
     return cmd
