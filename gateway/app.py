@@ -40,6 +40,7 @@ from semantics.views import Views
 from gateway.services import ConfigWriterService
 from store.config import ConfigDir, ConfigWriter
 from store.objstore.api import ObjectStore
+from store.objstore.directory import DirectoryObjectStore
 from tables.service import TablesService
 from store.tier.tiered import open_tiered
 
@@ -181,7 +182,8 @@ def tables_object_store(config: GatewayConfig) -> ObjectStore | None:
     """Where the table topics' warehouse and catalog live with a tier: --tables-url, else the tier's
     prefix + tables/ (docs/tables.md, "Warehouse")."""
     if config.tier_url is None:
-        return None
+        # the shards of --shards N: one catalog and warehouse in a directory they share (docs/shards.md)
+        return DirectoryObjectStore(config.shared_tables) if config.shared_tables else None
     return open_object_store(config, config.tables_url or config.tier_url.rstrip("/") + "/tables/")
 
 

@@ -100,6 +100,8 @@ class GatewayConfig:
     cluster_txn_snapshot_s: float = 60.0  # Kafka's layout: a queue's state snapshot at most this long after it grew
     shard_metrics: tuple[str, ...] = ()  # shard 0 of --shards: the other shards' HTTP host:port, in order
     shared_security: bool = False  # a shard of --shards: users and ACLs mirrored through etcd
+    shared_tables: str | None = None  # a shard of --shards without a tier: the shards' one table catalog dir
+    whole_dlq: bool = False  # a shard of --shards: %DLQ% topics led whole by shard 0 (gateway.cluster.dead_letters)
     # Tiered storage (docs/tiered-storage.md): the S3-compatible object store; None: no tier.
     tier_url: str | None = None  # s3://BUCKET/PREFIX
     tier_endpoint: str | None = None  # None: AWS's own endpoint
@@ -363,6 +365,8 @@ def build_parser() -> _Parser:
     p.add_argument("--shard-metrics", type=lambda text: tuple(a for a in text.split(",") if a),
                    default=d.shard_metrics, help=argparse.SUPPRESS)  # set by gateway.shards for shard 0
     p.add_argument("--shared-security", action="store_true", help=argparse.SUPPRESS)  # set by gateway.shards
+    p.add_argument("--shared-tables", default=None, help=argparse.SUPPRESS)  # set by gateway.shards (no tier)
+    p.add_argument("--whole-dlq", action="store_true", help=argparse.SUPPRESS)  # set by gateway.shards
     p.add_argument("--tier-url", type=_tier_url, default=None, metavar="s3://BUCKET/PREFIX",
                    help="tier sealed store files to this S3 bucket and prefix (docs/tiered-storage.md)")
     p.add_argument("--tier-endpoint", default=None, metavar="URL",

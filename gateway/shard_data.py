@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 
 from store.lock import LOCK_FILE
+from store.topic_journal import _fsync_dir
 
 SHARD_PREFIX = "shard-"
 STAGING = "shard-0.migrating"
-SUPERVISOR_ENTRIES = frozenset({LOCK_FILE, "etcd", "shards.log", "etcd-url", "inter-broker.json"})
+SHARED_TABLES = "shared-tables"  # the shards' one table catalog and warehouse (docs/shards.md "Table topics")
+SUPERVISOR_ENTRIES = frozenset({LOCK_FILE, "etcd", "shards.log", "etcd-url", "inter-broker.json", SHARED_TABLES})
 _STORE_MARKERS = ("commitlog", "config")  # what a one-process gateway's store always has at its top
 
 
@@ -58,10 +60,3 @@ def move_into_shard_0(data_dir: str) -> list[str]:
     _fsync_dir(data_dir)
     return moved
 
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -27,7 +27,7 @@ from gateway.cluster import shared_security
 from gateway.config import GatewayConfig
 from gateway.data_dir import DataDirError, take
 from gateway.process_tree import Stop, die_with_parent, free_port, stop_all
-from gateway.shard_data import ShardDataError, move_into_shard_0
+from gateway.shard_data import SHARED_TABLES, ShardDataError, move_into_shard_0
 
 FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
@@ -142,6 +142,10 @@ def shard_command(config: GatewayConfig, argv: list[str], index: int, ports: dic
         cmd += [_PORT_FLAGS[field], str(port)]
     if index == 0 and peers:
         cmd += ["--shard-metrics", ",".join(peers)]
+    if config.cluster is None:  # the private cluster: each %DLQ% topic on one shard (gateway.cluster.dead_letters)
+        cmd += ["--whole-dlq"]
+    if config.tier_url is None and config.cluster is None:  # one table catalog for the shards of this machine
+        cmd += ["--shared-tables", os.path.join(config.data_dir, SHARED_TABLES)]
     return cmd
 
 

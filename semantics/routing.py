@@ -204,7 +204,18 @@ def schedule(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) ->
     target = deliver_time(msg, now_ms, levels)
     if target is None or msg.topic == SCHEDULE_TOPIC:
         return msg
-    qid, due = target
+    return _to_schedule(msg, *target)
+
+
+def schedule_due_now(msg: Message, now_ms: int, levels: DelayLevels = DEFAULT_LEVELS) -> Message:
+    """`msg` through the timer queue, due at once: the delay scheduler then delivers it to its
+    queue's leader, which may be another gateway (semantics.delay's router)."""
+    props = {k: v for k, v in msg.properties.items() if k != PROPERTY_DELAY}
+    props[PROPERTY_START_DELIVER_TIME] = str(now_ms)
+    return _to_schedule(dataclasses.replace(msg, properties=props), levels.timer_queue, now_ms)
+
+
+def _to_schedule(msg: Message, qid: int, due: int) -> Message:
     props = dict(msg.properties)
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QID] = str(msg.queue_id)

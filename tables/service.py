@@ -82,8 +82,14 @@ class TablesService:
             import tables.layout  # noqa: F401
             import tables.writer  # noqa: F401
             from tables.warehouse import local_warehouse, s3_warehouse
-            self.warehouse = local_warehouse(self.data_dir) if self.object_store is None else \
-                s3_warehouse(self.object_store, self.vend_credentials)
+            from store.objstore.directory import DirectoryObjectStore
+            from tables.warehouse import directory_warehouse
+            if self.object_store is None:
+                self.warehouse = local_warehouse(self.data_dir)
+            elif isinstance(self.object_store, DirectoryObjectStore):  # the shards' one catalog
+                self.warehouse = directory_warehouse(self.object_store.root)
+            else:
+                self.warehouse = s3_warehouse(self.object_store, self.vend_credentials)
             catalog = open_catalog(self.data_dir, self.warehouse, self.object_store)
             if self.shared:
                 return catalog  # served straight from the bucket (location, names)
@@ -145,7 +151,8 @@ class TablesService:
 
     @property
     def shared(self) -> bool:
-        """The catalog is in the tier's bucket, one for every gateway on it (tables.bucket_catalog)."""
+        """The catalog is in the tier's bucket, one for every gateway on it, or in the directory the
+        shards of --shards N share (tables.bucket_catalog on store.objstore.directory)."""
         return self.object_store is not None
 
     async def location(self, name: str) -> str | None:

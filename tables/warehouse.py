@@ -28,6 +28,14 @@ def local_warehouse(data_dir: str) -> Warehouse:
     return Warehouse(f"file://{root}")
 
 
+def directory_warehouse(root: str) -> Warehouse:
+    """The warehouse beside a catalog in a local directory (store.objstore.directory: the shards of
+    `--shards N` share `DATA_DIR/shared-tables`, docs/shards.md)."""
+    path = os.path.join(os.path.abspath(root), WAREHOUSE_KEY)
+    os.makedirs(path, exist_ok=True)
+    return Warehouse(f"file://{path}")
+
+
 def s3_warehouse(object_store, vend_credentials: bool = False) -> Warehouse:
     """The warehouse on the tier's server (`object_store`: store.objstore.s3.S3ObjectStore at the
     tables' bucket and prefix)."""

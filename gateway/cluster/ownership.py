@@ -32,6 +32,9 @@ def is_local_topic(name: str) -> bool:
     return name.startswith(LOCAL_PREFIXES)
 
 
+DLQ_PREFIX = "%DLQ%"
+
+
 class SingleNode:
     """One process, no cluster: this gateway leads every queue."""
 
@@ -92,8 +95,11 @@ class ClusterNode:
 
     clustered = True
 
-    def __init__(self, member: Member, coordination, view, default_replication_factor: int) -> None:
+    def __init__(self, member: Member, coordination, view, default_replication_factor: int,
+                 whole_dlq: bool = False) -> None:
         self.member = member
+        # the shards of --shards: %DLQ% topics are cluster topics led whole (gateway.cluster.dead_letters)
+        self.whole_dlq = whole_dlq
         self.node_id = member.node_id
         self.broker_name = f"broker-{member.node_id}"  # as gateway.cluster.routes names it
         self.coordination = coordination
@@ -111,6 +117,13 @@ class ClusterNode:
         self._growing: dict[str, trio.Event] = {}  # topics whose new queues are being written to etcd
 
     # --- reads (handlers) ---
+    def local(self, name: str) -> bool:
+        """A topic every gateway has its own copy of, never in etcd (the module's docstring)."""
+        return is_local_topic(name) and not self._whole_dlq(name)
+
+    def _whole_dlq(self, name: str) -> bool:
+        return self.whole_dlq and name.startswith(DLQ_PREFIX)
+
     def assignment(self, topic: str, queue_id: int) -> QueueAssignment | None:
         return self.view.queues.get((topic, queue_id))
 
@@ -150,13 +163,13 @@ class ClusterNode:
         (if another gateway created it first, the watch brings the winner's assignment). Until etcd
         has it, it is `creating`: clients are not shown it (docs/cluster.md, "Topic creation")."""
         name = cfg.name
-        if is_local_topic(name) or name in self.view.topics:
+        if self.local(name) or name in self.view.topics:
             return
         queues = max(cfg.read_queues, cfg.write_queues)
         rf = replication_factor or self._requested_rf.pop(name, None) or self.default_replication_factor
         record = TopicRecord(queues, cfg.perm, dict(cfg.attributes or {}), str(uuid.UUID(bytes=cfg.topic_id)))
         candidates = members or self.view.live() or [self.node_id]
-        leader = min(candidates) if led_whole(cfg.attributes) else None
+        leader = min(candidates) if led_whole(cfg.attributes) or self._whole_dlq(name) else None
         assignments = self._base_placement(cfg, queues) or model.place(name, queues, candidates, rf, leader)
         self.view.topics[name] = record
         for q, a in enumerate(assignments):
@@ -174,7 +187,7 @@ class ClusterNode:
 
     def topic_deleted(self, name: str) -> None:
         """A topic was deleted from the local store: delete it cluster-wide (the others follow the watch)."""
-        if is_local_topic(name) or name not in self.view.topics:
+        if self.local(name) or name not in self.view.topics:
             return
         self.view.topics.pop(name)
         for key in [k for k in self.view.queues if k[0] == name]:
@@ -204,7 +217,8 @@ class ClusterNode:
             return
         first = self.view.queues.get((cfg.name, 0))
         rf = len(first.replicas) if first is not None else self.default_replication_factor
-        leader = first.leader if first is not None and led_whole(cfg.attributes) else None
+        whole = led_whole(cfg.attributes) or self._whole_dlq(cfg.name)
+        leader = first.leader if first is not None and whole else None
         placed = model.place(cfg.name, queues, self.view.live() or [self.node_id], rf, leader)
         new = {q: placed[q] for q in range(record.queues, queues)}
         grown = dataclasses.replace(record, queues=queues)

@@ -20,7 +20,7 @@ from gateway.cluster.group_configs import PREFIX as GROUP_CONFIGS, SharedGroupCo
 from gateway.cluster.share_offsets import ShareOffsets
 from gateway.diskless_delivery import route_due_messages
 from gateway.cluster.offsets import OffsetMirror
-from gateway.cluster.ownership import ClusterNode, is_local_topic
+from gateway.cluster.ownership import ClusterNode
 from gateway.cluster.replicas import ReplicaRoles
 from gateway.cluster import txn_layout, txn_snapshots
 from gateway.cluster.shared_security import SharedSecurity
@@ -81,7 +81,7 @@ async def join(config) -> ClusterNode:
         await etcd.aclose()
         raise JoinError(str(exc)) from None
     claim_data_dir(config.data_dir, config.node_id)
-    node = ClusterNode(member, coordination, view, config.default_replication_factor)
+    node = ClusterNode(member, coordination, view, config.default_replication_factor, config.whole_dlq)
     node.lease = lease
     node.lease_deadline = asked + config.cluster_lease_ttl - fence_margin(config.cluster_lease_ttl)
     log.info("cluster: joined as node %d (%s), live members %s", member.node_id, config.cluster, view.live())
@@ -223,7 +223,7 @@ class ClusterService:
         published = set()
         for name in self.app.store.topics.names():
             cfg = self.app.store.topics.get(name)
-            if not is_local_topic(name) and name not in self.node.view.topics:
+            if not self.node.local(name) and name not in self.node.view.topics:
                 self.node.topic_created(cfg, replication_factor=1, members=[self.node.node_id])
                 published.add(name)
         return published

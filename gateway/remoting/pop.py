@@ -25,6 +25,7 @@ import gateway.remoting.pop_assignment  # noqa: F401  (QUERY_ASSIGNMENT, SET_MES
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting.extra_info import offset_info, parse_extra_info, pop_retry_topic, real_topic, retry_mark
 from codec.remoting.message import INNER_BATCH_FLAG, INT32, QUEUE_ID_AT, RECONSUME_TIMES_AT
+from gateway.cluster import dead_letters
 from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
 from gateway import tier_reads
@@ -254,7 +255,7 @@ def _to_dlq(app, group, message, offset) -> int:
         return 0  # a Kafka record batch is not copied record by record here; it is only finished
     dead = build_send_back(message, group, delay_level=-1)
     ensure_topic(app, dead.topic)
-    return app.store.append(dead).end_offset
+    return app.store.append(dead_letters.placed(app, dead)).end_offset
 
 
 def _receipt(app, req, code_bad_qid):

@@ -17,6 +17,7 @@ from codec.remoting import FLAG_RESPONSE, RemotingCommand, RequestCode as RC, Re
 from codec.remoting import message as smsg
 from codec.remoting.bodies import decode_batch
 from codec.remoting.message import INNER_BATCH_FLAG
+from gateway.cluster import dead_letters
 import gateway.remoting.diskless as diskless
 from gateway.remoting.common import (CLUSTER_NAME, DEFERRED, REGION, after_durable, delay_levels, ensure_topic, handles,
                                      now_ms)
@@ -128,6 +129,7 @@ def prepare_send(channel, req) -> "RemotingCommand | PreparedSend":
             msgs = [_retry_or_dlq(app, m, limit) for m in msgs]
         now, levels = now_ms(), delay_levels(app)
         msgs = [routing.route(routing.adopt_rocketmq_timer(m, now), now, levels) for m in msgs]
+        msgs = [dead_letters.placed(app, m) for m in msgs]  # a retry send turned dead letter (above)
     except routing.DelayRefused as exc:  # RocketMQ 5.5: MESSAGE_ILLEGAL for a timer, SYSTEM_ERROR for DELAY
         return req.response(ResponseCode.MESSAGE_ILLEGAL if exc.timer else ResponseCode.SYSTEM_ERROR, remark=str(exc))
     except store.StoreError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import interop.to_rocketmq as inner_batch
 from codec.remoting import RequestCode as RC, ResponseCode
 from codec.remoting import message as smsg
+from gateway.cluster import dead_letters
 from gateway.remoting.common import DEFERRED, FAQ, after_durable, delay_levels, handles, legal_group, now_ms
 from gateway.remoting.headers import optional_int, optional_str, required_long
 from semantics import retry, routing
@@ -34,6 +35,7 @@ def consumer_send_back(channel, req):
         msg = retry.send_back_message(app.store, offset, group, *args)
     if msg is None:
         return req.response(ResponseCode.SYSTEM_ERROR, remark="look message by offset failed")
+    msg = dead_letters.placed(app, msg)
     return _store_then_answer(channel, req, msg, lambda result: after_durable(channel, req, result.end_offset,
                                                                               req.response()))
 

@@ -71,11 +71,11 @@ def _produce(bootstrap: str, first: int, count: int) -> None:
     assert producer.flush(60) == 0
 
 
-def _log(bootstrap: str) -> list[tuple]:
+def _log(bootstrap: str, topic: str = TOPIC, partitions: int = PARTITIONS) -> list[tuple]:
     """(partition, offset, value) of every record of the topic."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tables-check", "enable.auto.commit": False})
-    _, ends = zip(*(consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10) for p in range(PARTITIONS)))
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    _, ends = zip(*(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(partitions)))
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got, deadline = [], time.monotonic() + 60
     while len(got) < sum(ends) and time.monotonic() < deadline:
         got += [(m.partition(), m.offset(), m.value()) for m in consumer.consume(500, 1.0) if not m.error()]
@@ -83,11 +83,12 @@ def _log(bootstrap: str) -> list[tuple]:
     return sorted(got)
 
 
-def _rows(gw) -> list[tuple]:
+def _rows(gw, topic: str = TOPIC) -> list[tuple]:
+    """(partition, offset, value) of every row pyiceberg reads from the table at `gw`'s /iceberg."""
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.exceptions import NoSuchTableError
     try:
-        table = RestCatalog("rg", uri=f"http://127.0.0.1:{gw.http_port}/iceberg").load_table(("rocketgate", TOPIC))
+        table = RestCatalog("rg", uri=f"http://127.0.0.1:{gw.http_port}/iceberg").load_table(("rocketgate", topic))
     except NoSuchTableError:
         return []
     return sorted((r["partition"], r["offset"], r["value"]) for r in table.scan().to_arrow().to_pylist())

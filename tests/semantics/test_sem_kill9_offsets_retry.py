@@ -37,7 +37,7 @@ from client import (Admin, ConsumeFrom, ConsumeStatus, Message, MessageQueue, Pr
                     PushConsumer)
 from gateway_process import TEST_SHARDS
 from semantics_fixtures import confluent_group_read, native_lite_read, poll_settled, wait_for
-from shard_aware import partition_leaders, rocketmq_queue
+from shard_aware import broker_names, partition_leaders, rocketmq_queue
 
 
 def _name(prefix: str) -> str:
@@ -193,17 +193,20 @@ def test_retry_chain_of_a_running_consumer_across_two_kill9s(gateway_factory):
                 sent[r.msg_id] = f"poison-{i}"
         for times in (0, 1):
             # All three failed at `times` and wait in schedule queue 2 + times: kill -9 there.
-            scheduled = MessageQueue("SCHEDULE_TOPIC_XXXX", "broker-a", 2 + times)
+            # (Under --shards each shard schedules the retries of the queues it leads: every broker's.)
+            scheduled = [MessageQueue("SCHEDULE_TOPIC_XXXX", b, 2 + times) for b in broker_names()]
             # After a restart the retries are due within one 6 s delay step: a consumer that
             # dropped its queues would wait for its next heartbeat (up to 30 s) instead.
-            assert wait_for(lambda: deliveries(times) >= 3 and admin.max_offset(scheduled) >= 3,
+            assert wait_for(lambda: deliveries(times) >= 3 and sum(map(admin.max_offset, scheduled)) >= 3,
                             30 if times == 0 else 14), got
             time.sleep(0.3)  # the send-back answers reach the consumer
             assert deliveries(times + 1) == 0, got  # still waiting when the gateway dies
             g.kill9()
             g.start()
+            admin.shutdown()  # its brokers' addresses: under --shards shard 1 listens on a new port now
+            admin = Admin(g.namesrv).start()
         assert wait_for(lambda: deliveries(2) >= 3, 14), got
-        dlq = MessageQueue(f"%DLQ%{group}", "broker-a", 0)
+        dlq = MessageQueue(f"%DLQ%{group}", broker_names()[0], 0)  # under --shards led by shard 0 (docs/shards.md)
         assert wait_for(lambda: admin.max_offset(dlq) >= 3, 10)
         time.sleep(6.5)  # a duplicate (re)delivery would come within one delay step
     finally:

@@ -6,7 +6,6 @@ is repaired by the supervisor with the acknowledged records kept, and SIGTERM st
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import threading
 import time
@@ -19,15 +18,14 @@ from kafka import KafkaConsumer, TopicPartition
 from acked_records import read_topic
 from client import ConsumeFrom, LitePullConsumer, Message
 from client import Producer as NativeProducer
-from sharded import Sharded, shard_pids, wait_for
+from sharded import Sharded, require_etcd, shard_pids, wait_for
 
 TOPIC, PARTITIONS, RECORDS = "sharded-orders", 4, 200
 
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     gw = Sharded(str(tmp_path_factory.mktemp("shards")))
     try:
         gw.start()

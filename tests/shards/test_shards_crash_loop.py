@@ -4,18 +4,15 @@ shard keeps serving: Metadata lists it, and a topic made meanwhile is placed on 
 from __future__ import annotations
 
 import os
-import shutil
 
-import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer
 
-from sharded import Sharded, wait_for
+from sharded import Sharded, require_etcd, wait_for
 
 
 def test_a_crash_looping_shard_backs_off_and_the_other_keeps_serving(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     gw = Sharded(str(tmp_path))
     os.makedirs(os.path.join(gw.data_dir, "shard-1"))
     with open(os.path.join(gw.data_dir, "shard-1", "cluster-node-id"), "w") as f:

@@ -6,13 +6,12 @@ freed the full shard takes writes again without a restart."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import pytest
 
 from codec.remoting import RequestCode as RC, ResponseCode
-from sharded import Sharded, wait_for
+from sharded import Sharded, require_etcd, wait_for
 from test_shards import create_topic
 from test_shards_wrong_shard import kafka_ports, remoting_addrs
 from raw_kafka import KafkaRaw, batch  # noqa: E402 (on the path test_shards_wrong_shard adds)
@@ -27,8 +26,7 @@ CHUNK = [os.urandom(60_000) for _ in range(8)]  # one ~480 KB batch per produce
 @pytest.fixture
 def full_shard(tmp_path):
     """A `--shards 2` whose shard 1 stores on a 32 MiB tmpfs holding 6 MiB of ballast."""
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     mnt = tmp_path / "data" / "shard-1"
     mnt.mkdir(parents=True)
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FS_SIZE}", "tmpfs", str(mnt)],

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import signal
 import socket
 
@@ -16,7 +15,7 @@ import pytest
 
 from client import Message
 from client import Producer as NativeProducer
-from sharded import Sharded, shard_pids, wait_for
+from sharded import Sharded, require_etcd, shard_pids, wait_for
 from test_shards import create_topic
 from test_shards_wrong_shard import remoting_addrs
 from raw_kafka import KafkaRaw  # noqa: E402 (on the path test_shards_wrong_shard adds)
@@ -26,8 +25,7 @@ TOPIC = "avoid"
 
 @pytest.fixture
 def sharded(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     gw = Sharded(str(tmp_path))
     try:
         yield gw.start()

@@ -6,7 +6,6 @@ on the sharded dir is refused with one line naming the command that starts it.""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ from kafka import KafkaConsumer, TopicPartition
 from acked_records import read_topic
 from cluster.model import coordinator_of
 from gateway_process import ROOT, GatewayProcess
-from sharded import Sharded
+from sharded import Sharded, require_etcd
 from test_shards import PARTITIONS, consume, create_topic, produce
 
 TOPIC, RECORDS = "migrated-orders", 200
@@ -34,8 +33,7 @@ def committed(bootstrap: str) -> dict[int, int | None]:
 
 
 def test_shards_take_over_a_one_process_data_dir_and_one_process_is_refused_a_sharded_one(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 usable cores")
     values = [b"old%03d" % i for i in range(RECORDS)]

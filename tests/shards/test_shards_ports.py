@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import sys
 
 import httpx
@@ -15,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway_process import free_port
-from sharded import Sharded, wait_for
+from sharded import Sharded, require_etcd, wait_for
 from test_shards import create_topic, produce
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "grpc"))
@@ -29,8 +28,7 @@ TOPIC, GRPC_TOPIC, RECORDS = "sharded-metered", "sharded-grpc", 120
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     gw = Sharded(str(tmp_path_factory.mktemp("shards-ports")))
     gw.http_port, gw.grpc_port = free_port(), free_port()
     gw.extra_args += ["--http-port", str(gw.http_port), "--grpc-port", str(gw.grpc_port)]

@@ -7,7 +7,6 @@ shard 0 never learned of bob."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,7 +14,7 @@ import pytest
 
 from client import Admin, Message, MessageQueue, Producer
 from gateway_process import ROOT
-from sharded import Sharded, wait_for
+from sharded import Sharded, require_etcd, wait_for
 
 TOPIC = "sec-orders"
 
@@ -27,8 +26,7 @@ def _security(data_dir: str, *args: str) -> None:
 
 @pytest.fixture
 def secured(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     gw = Sharded(str(tmp_path), extra_args=["--authorizer", "acl", "--super-users", "User:root"])
     _security(gw.data_dir, "access-key", "set", "AK-root", "--secret", "SK-root", "--user", "root")
     try:
