@@ -20,6 +20,7 @@ from store.objstore.api import ObjectStore, ObjectStoreError
 
 log = logging.getLogger("rocketgate")
 LEASE_MIN_TTL_S = 5.0  # a janitor silent this long (and 3 of its intervals) is replaced
+ACTIVE_CHECK_S = 0.25  # how often an idle service looks at the topic table for a diskless topic
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,9 @@ class Diskless:
     inflight: dict = dataclasses.field(default_factory=dict)
     # topic -> the incarnation (store.diskless.layout.home) this gateway's topic table has (gateway.diskless_topics)
     topic_homes: dict = dataclasses.field(default_factory=dict)
+    # set for good once the bucket or this gateway's topic table has a diskless topic: until then the
+    # services that poll the bucket's diskless state (the POP lease, the janitor) ask it nothing
+    active: trio.Event = dataclasses.field(default_factory=trio.Event)
 
 
 def open_diskless(config, object_store: ObjectStore | None) -> Diskless | None:
@@ -47,8 +51,11 @@ def adopt_topics(st, diskless: Diskless) -> None:
     wiped data dir, or a gateway new to the bucket, serves them with no copy from a peer."""
     try:
         found = diskless.index.topics()
+        if found or any(True for _ in diskless.index.store.list("diskless/", limit=1)):
+            diskless.active.set()  # (deleted topics' objects too: the janitor collects them)
     except ObjectStoreError as exc:
         log.warning("diskless topics not listed (object store: %s); known ones only", exc)
+        diskless.active.set()  # not known to be idle
         return
     _adopt(st, found)
 
@@ -60,6 +67,22 @@ def _adopt(st, found: dict[str, int]) -> list[str]:
             st.topics.create(name, read_queues=partitions, write_queues=partitions, attributes={ATTRIBUTE: "true"})
             made.append(name)
     return made
+
+
+def has_diskless_topic(topics) -> bool:
+    return any(is_diskless(topics.get(name)) for name in topics.names())
+
+
+async def until_active(app) -> None:
+    """Return once the bucket's diskless state is in use here (`Diskless.active`): set by a creation,
+    an adoption or the topic watch, or found here in the topic table (a cluster member's topic)."""
+    active = app.diskless.active
+    while not active.is_set():
+        if has_diskless_topic(app.store.topics):
+            active.set()
+            break
+        with trio.move_on_after(ACTIVE_CHECK_S):
+            await active.wait()
 
 
 def restore_offsets(offsets, diskless: Diskless) -> None:
@@ -104,6 +127,7 @@ class JanitorService:
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        await until_active(self.app)  # no lease, no pass while nothing diskless exists
         while True:
             await trio.sleep(self.app.config.diskless_janitor_interval_ms / 1000)
             limits = {}
@@ -170,4 +194,5 @@ async def publish(app, name: str, configs: dict, partitions: int) -> str | None:
     except ObjectStoreError as exc:
         return f"diskless topic not recorded in the object store: {exc}"
     app.diskless.topic_homes[name] = app.diskless.index.home(name)  # (known since the publish: no request)
+    app.diskless.active.set()
     return None

@@ -29,6 +29,7 @@ from codec.remoting import RemotingCommand
 from semantics import pop_handover
 from semantics.diskless import is_diskless
 from gateway.cluster.ownership import clustered
+from gateway.diskless import until_active
 from gateway.rate_log import RateLimitedWarning
 from gateway.remoting.replica_client import RemotingReplicaTransport, outgoing
 from store.diskless.janitor_lease import JanitorLease, term_key
@@ -78,10 +79,15 @@ class PopOwner:
         if clustered(self.app):
             task_status.started()
             return  # the cluster's routes already send each queue's POP to its leader: no lease
+        idle = not self.app.diskless.active.is_set()
+        if idle:  # no diskless topic yet: no lease (a first forward looks at once, gateway.diskless.until_active)
+            task_status.started()
+            await until_active(self.app)
         with trio.move_on_after(FIRST_LOOK_S):  # before the listeners open: a first route or POP knows the owner
             while not await self._look():
                 await trio.sleep(INTERVAL_S / 4)
-        task_status.started()
+        if not idle:
+            task_status.started()
         while True:
             await trio.sleep(INTERVAL_S)
             await self._look()
@@ -135,6 +141,9 @@ class PopOwner:
     async def forward(self, req: RemotingCommand, timeout_s: float) -> RemotingCommand | None:
         """The owner's answer to a copy of `req`; None when this gateway serves it itself (it owns
         the lease, or the owner could not be reached)."""
+        if self._looked_at == float("-inf") and not clustered(self.app):  # a first diskless POP: who owns it
+            self.app.diskless.active.set()
+            await self._look()
         await self.fresh()
         owner = self.remote(req)
         if owner is None:

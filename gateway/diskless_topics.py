@@ -68,6 +68,7 @@ def follow(st, diskless, changed: dict, gone: set) -> list[str]:
         homes[name] = home
         if cfg is None:
             st.topics.create(name, read_queues=partitions, write_queues=partitions, attributes={ATTRIBUTE: "true"})
+            diskless.active.set()
             done.append(f"created {name}")
         elif max(cfg.read_queues, cfg.write_queues) < partitions:
             cfg.read_queues = cfg.write_queues = partitions
