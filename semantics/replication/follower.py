@@ -4,7 +4,10 @@ per followed queue long-polls the leader and appends what it answers at the same
 Before the first fetch in an epoch, the epoch rule cuts a suffix the leader does not have (Kafka's
 OffsetsForLeaderEpoch): ask the leader where our latest epoch ended in its log, truncate there,
 and repeat with the epoch it answered until both agree. An answer from a leader in another epoch
-than ours is dropped (fencing): a stale leader's entries never reach this store.
+than ours is dropped (fencing): a stale leader's entries never reach this store. So is any answer
+that arrives after this node's role for the queue changed: a task of an older role never cuts the
+log a newer role writes (seed 69739: an epoch-end answer held up by a one-way partition arrived
+after this node had become the leader and cut 45 acknowledged entries).
 """
 from __future__ import annotations
 
@@ -61,6 +64,7 @@ class Follower:
                 if not truncated:
                     await self._truncate_by_epoch(topic, queue_id, r, generation)
                     truncated = True
+                    continue  # the role may have changed while it waited: checked again first
                 await self._fetch_once(topic, queue_id, r, generation)
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError,
                     trio.TooSlowError) as exc:
@@ -79,6 +83,8 @@ class Follower:
         while asked != UNDEFINED and self._current((topic, queue_id), generation) is not None:
             error, epoch, end = await self.transport.epoch_end(r.leader, topic, queue_id, asked, m.self_id,
                                                                r.epoch)
+            if self._current((topic, queue_id), generation) is not r:
+                return  # an answer for a role this node no longer has: it must not cut the log
             if error != NONE:
                 log.debug("%s/%d: epoch end from %s: %s; retrying", topic, queue_id, r.leader, error)
                 await trio.sleep(RETRY_S)

@@ -40,8 +40,11 @@ class RocketMQWorkload:
             try:
                 result = self.producer.send(Message(RMQ_TOPIC, str(value).encode()),
                                             selector=lambda queues, msg, arg: queues[arg % len(queues)], arg=value)
+                # partition: the broker-local queue id (gateway.cluster.remoting_queues), so the broker
+                # and the stored message id (its store host and CommitLog offset) say which gateway answered
                 op = {"type": "ok" if result.status == SendStatus.SEND_OK else "info", "status": result.status.name,
-                      "partition": result.queue.queue_id, "offset": result.queue_offset}
+                      "partition": result.queue.queue_id, "broker": result.queue.broker_name,
+                      "msg_id": result.offset_msg_id, "offset": result.queue_offset}
             except MQBrokerError as e:
                 op = {"type": "fail", "error": f"{e.code} {e.remark}"}
             except MQClientError as e:
