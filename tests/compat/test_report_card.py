@@ -1,6 +1,7 @@
 """The report card's own logic (compat/report): which Go tests reach a broker, and how runs on the real broker
 and on the gateway turn into docs/compatibility.md (counts, failures with the reference's result, notes)."""
 from compat.report import markdown
+from compat.report.librdkafka import subtests
 from compat.report.gotests import broker_tests
 from compat.report.suite import FAIL, PASS, SKIP, SuiteRun, one_line
 
@@ -29,6 +30,13 @@ def test_broker_tests_follow_calls_through_helpers_and_methods(tmp_path):
 def test_one_line_takes_the_first_line_escapes_pipes_and_shortens():
     assert one_line("\n  a | b \nsecond") == "a \\| b"
     assert one_line("x" * 300).endswith("…") and len(one_line("x" * 300)) == 160
+
+
+def test_librdkafka_subtests_pass_skip_and_the_one_left_running_failed():
+    log = ("[ do_a:12: n=1 ]\nsay\n[ do_a:12: n=1: PASS (0.10s) ]\n[ do_b:20 ]\n[ do_c:30 ]\n"
+           "[ do_c:30: SKIP: too old ]\n[ do_d:40: topic [x] ]\n### Test FAILED ###\n")
+    assert subtests(log) == [("do_a:12: n=1", "PASS"), ("do_b:20", "FAIL"), ("do_c:30", "SKIP"),
+                             ("do_d:40: topic [x]", "FAIL")]
 
 
 def test_render_compares_with_the_reference_and_prints_notes(tmp_path):
