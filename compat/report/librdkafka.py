@@ -28,8 +28,10 @@ KAFKA_VERSION = "4.0.0"  # what the tests may assume of the broker (TEST_KAFKA_V
 SHARE_KAFKA_VERSION = "4.3.1"  # the share tests need 4.2+ (TEST_BRKVER); the reference Kafka of bench/brokers.py
 _DECL = re.compile(r"_TEST\(\s*(\w+)\s*,\s*([^,)]*)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_SUB_START = re.compile(r"^\[ (.*) \]$", re.M)
-_SUB_END = re.compile(r"^\[ (.*?): (PASS|SKIP)\b", re.M)
+# at TEST_LEVEL=1 a sub-test prints only its end: `[<test>/ 1.1s] [ <sub-test>: PASS (1.10s) ]` (or SKIP: why),
+# or its failure: `### Test "<test> (<sub-test>)" failed at ...`
+_SUB_END = re.compile(r"(?:^|\] )\[ (.*?): (PASS|SKIP)\b", re.M)
+_SUB_FAIL = re.compile(r'### Test "\S+ \((.*)\)" failed at')
 _STATE = re.compile(r"\|\s*(\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|NOT STARTED)\s*\|")
 
 
@@ -63,11 +65,15 @@ def _reason(output: str, test: str) -> str:
 
 
 def subtests(output: str) -> list[tuple[str, str]]:
-    """(sub-test, PASS / SKIP / FAIL) in the order a test's log started them; one started and never
-    ended is where the test failed (or timed out)."""
-    ended = {name: how for name, how in _SUB_END.findall(output)}
-    started = [name for name in _SUB_START.findall(output) if not _SUB_END.match(f"[ {name}")]
-    return [(name, ended.get(name, "FAIL")) for name in dict.fromkeys(started)]
+    """(sub-test, PASS / SKIP / FAIL) in the order a test's log ended them, repeats numbered (a test
+    stops at its first failure; one that ran out of time names no sub-test)."""
+    ended = _SUB_END.findall(output) + [(name, "FAIL") for name in dict.fromkeys(_SUB_FAIL.findall(output))]
+    seen: dict = {}
+    out = []
+    for name, how in ended:  # a sub-test without a description (do_test_scenario:660) runs once per scenario
+        seen[name] = seen.get(name, 0) + 1
+        out.append((name if seen[name] == 1 else f"{name} #{seen[name]}", how))
+    return out
 
 
 def run(tests, bootstrap: str, system: str, work_dir: str, tests_dir: str = TESTS_DIR, quick: bool = True,
