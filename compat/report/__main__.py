@@ -94,15 +94,17 @@ def run_librdkafka(tmp: str) -> tuple[list, dict]:
                         f"{librdkafka.KAFKA_VERSION}, test.timeout.multiplier=2, {librdkafka.TEST_TIMEOUT_S} s per test"}
     if not share:
         return runs, {"librdkafka tests": meta}
-    share_meta = {"source": f"librdkafka {librdkafka.source_version(librdkafka.SHARE_TESTS_DIR)} tests/, from the "
-                            "@confluentinc/kafka-javascript npm package (deps/librdkafka)",
-                  "selection": f"the KIP-932 share-consumer tests {', '.join(librdkafka.SHARE_TESTS)}, each also "
-                               "listed by sub-test (`<test> / <function>:<line>: <what>`)",
-                  "settings": "the same brokers; `test-runner -L -p1 -E` per test (full mode: these sub-tests are "
-                              "not marked quick), TEST_KAFKA_VERSION="
-                              f"{librdkafka.SHARE_KAFKA_VERSION}, test.timeout.multiplier=2, "
-                              f"{librdkafka.SHARE_TIMEOUT_S} s per test"}
-    return runs, {"librdkafka tests": meta, librdkafka.SHARE_SUITE: share_meta}
+    return runs, {"librdkafka tests": meta, librdkafka.SHARE_SUITE: librdkafka_share_meta()}
+
+
+def librdkafka_share_meta() -> dict:
+    return {"source": f"librdkafka {librdkafka.source_version(librdkafka.SHARE_TESTS_DIR)} tests/, from the "
+                      "@confluentinc/kafka-javascript npm package (deps/librdkafka), built with zstd",
+            "selection": f"the KIP-932 share-consumer tests {', '.join(librdkafka.SHARE_TESTS)}, each also "
+                         "listed by sub-test (`<test> / <function>:<line>: <what>`)",
+            "settings": "the same brokers; `test-runner -L -p1 -E` per test (full mode: these sub-tests are not "
+                        f"marked quick), TEST_KAFKA_VERSION={librdkafka.SHARE_KAFKA_VERSION}, "
+                        f"test.timeout.multiplier=2, {librdkafka.SHARE_TIMEOUT_S} s per test"}
 
 
 def run_kafka_python(tmp: str) -> tuple[list, dict]:
