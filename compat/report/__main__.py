@@ -77,16 +77,34 @@ def run_librdkafka(tmp: str) -> tuple[list, dict]:
     runs = []
     # the suite's own environment (trivup) auto-creates topics with 4 partitions, as the gateway does
     kafka = KafkaBroker(os.path.join(tmp, "rd-kafka"), extra={"num.partitions": "4"})
+    share = librdkafka.available(librdkafka.SHARE_TESTS_DIR)
     for system in (kafka, Gateway(os.path.join(tmp, "rd-gateway"))):
         with system:
             runs.append(librdkafka.run(tests, system.bootstrap, system.name, os.path.join(tmp, "rd-logs")))
+            if share:
+                runs.append(librdkafka.run(librdkafka.SHARE_TESTS, system.bootstrap, system.name,
+                                           os.path.join(tmp, "rd-share-logs"), tests_dir=librdkafka.SHARE_TESTS_DIR,
+                                           quick=False, timeout_s=librdkafka.SHARE_TIMEOUT_S,
+                                           suite=librdkafka.SHARE_SUITE, kafka_version=librdkafka.SHARE_KAFKA_VERSION))
     meta = {"source": f"librdkafka {librdkafka.source_version()} tests/, from the node-rdkafka npm package "
                       "(deps/librdkafka)",
             "selection": f"the {len(tests)} broker tests of test.c (no TEST_F_LOCAL, no manual 8xxx tests)",
             "settings": "Kafka with num.partitions=4 (the suite's trivup default, the gateway's default too); "
                         f"`test-runner -Q -L -p1 -E` per test (quick mode, no sockem), TEST_KAFKA_VERSION="
                         f"{librdkafka.KAFKA_VERSION}, test.timeout.multiplier=2, {librdkafka.TEST_TIMEOUT_S} s per test"}
-    return runs, {"librdkafka tests": meta}
+    if not share:
+        return runs, {"librdkafka tests": meta}
+    return runs, {"librdkafka tests": meta, librdkafka.SHARE_SUITE: librdkafka_share_meta()}
+
+
+def librdkafka_share_meta() -> dict:
+    return {"source": f"librdkafka {librdkafka.source_version(librdkafka.SHARE_TESTS_DIR)} tests/, from the "
+                      "@confluentinc/kafka-javascript npm package (deps/librdkafka), built with zstd",
+            "selection": f"the KIP-932 share-consumer tests {', '.join(librdkafka.SHARE_TESTS)}, each also "
+                         "listed by sub-test (`<test> / <function>:<line>: <what>`)",
+            "settings": "the same brokers; `test-runner -L -p1 -E` per test (full mode: these sub-tests are not "
+                        f"marked quick), TEST_KAFKA_VERSION={librdkafka.SHARE_KAFKA_VERSION}, "
+                        f"test.timeout.multiplier=2, {librdkafka.SHARE_TIMEOUT_S} s per test"}
 
 
 def run_kafka_python(tmp: str) -> tuple[list, dict]:
