@@ -11,6 +11,8 @@ further step fails: a replayed or out-of-turn message never authenticates.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 
 from security.credentials import MAX_ITERATIONS, MIN_ITERATIONS, SCRAM_MECHANISMS, CredentialStore
@@ -156,11 +158,24 @@ class ScramServer(_Exchange):
             first = self._server.get_server_first()
             self._first_done = True
             return first.encode("utf-8")
+        _require_canonical_proof(text)
         self._server.set_client_final(text)
         final = self._server.get_server_final()
         self.token_authenticated = self._token_auth
         self._done(self._user)
         return final.encode("utf-8")
+
+
+def _require_canonical_proof(client_final: str) -> None:
+    """The proof's base64 must be the one encoding of its bytes: a lenient decoder ignores the unused
+    low bits of the last character, so a proof with one of those bits flipped would still log in (found
+    by test_sasl_fuzz's mutated client-final case)."""
+    proof = next((a[2:] for a in client_final.split(",") if a.startswith("p=")), None)
+    try:
+        if proof is None or base64.b64encode(base64.b64decode(proof, validate=True)).decode("ascii") != proof:
+            raise _Rejected()
+    except (binascii.Error, ValueError):
+        raise _Rejected() from None
 
 
 def server_for(mechanism: str, credentials: CredentialStore, enabled=MECHANISMS, tokens=None) -> _Exchange:

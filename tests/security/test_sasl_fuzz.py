@@ -118,3 +118,18 @@ def test_session_in_any_order_never_raises_or_authenticates(store, ops):
             code, message, out = session.authenticate(arg)
             assert code in (0, 34, 58) and (code == 0) == (message is None)
     assert not session.authenticated
+
+
+@pytest.mark.parametrize("mech", MECHANISMS[1:])
+def test_a_proof_with_a_flipped_unused_base64_bit_never_authenticates(store, mech):
+    """The proof's last base64 character before its padding carries unused low bits; flipping one
+    leaves the decoded bytes as they were, so only a canonical-encoding check refuses it."""
+    server, _, final = _valid_messages(store, mech)
+    text = final.decode()
+    proof = text.rpartition("p=")[2]
+    last = len(text) - len(proof) + len(proof.rstrip("=")) - 1
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    assert proof.endswith("=")  # SHA-256's 32 bytes: 2 unused bits, SHA-512's 64 bytes: 4; bit 0 is one of them
+    flipped = alphabet[alphabet.index(text[last]) ^ 1]
+    _feed(server, [(text[:last] + flipped + text[last + 1:]).encode()])
+    assert not server.complete and server.principal is None
