@@ -9,14 +9,13 @@ offset) and a group's sends went to the first queue the receiving shard led."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from gateway_process import free_port
-from sharded import Sharded, wait_for
+from sharded import Sharded, require_etcd, wait_for
 from test_shards_move import cluster_cli
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cluster"))
@@ -38,8 +37,7 @@ def leaders(bootstrap: str) -> dict[int, int]:
 
 
 def test_grpc_queue_ids_keep_their_meaning_when_a_queue_moves_between_shards(tmp_path):
-    if shutil.which("etcd") is None:
-        pytest.skip("etcd not installed (make setup installs etcd-server)")
+    require_etcd()
     sharded = Sharded(str(tmp_path))
     sharded.grpc_port = free_port()
     sharded.extra_args += ["--grpc-port", str(sharded.grpc_port)]
