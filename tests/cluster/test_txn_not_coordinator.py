@@ -10,18 +10,22 @@ transactional id through etcd; a Kafka broker that is not the id's coordinator r
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import sys
 import time
 import uuid
 
 import pytest
 
-from clusters import NODES, kraft_nodes, require_etcd, start_cluster, start_kraft
+from cluster.model import coordinator_of, place
+from clusters import NODES, kraft_nodes, require_etcd, start_cluster, start_kraft, wait_for
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kafka"))
 from kafka_raw import RawClient  # noqa: E402
 
 from bench.brokers import java_classpath  # noqa: E402
+from codec.kafka import protocol, records  # noqa: E402
 
 NOT_COORDINATOR = 16
 TOPIC = "txn-not-coord"
@@ -117,6 +121,60 @@ def test_gateways_answer_not_coordinator(tmp_path):
     try:
         check_not_coordinator([g.kafka_bootstrap for g in cluster.gateways.values()])
     finally:
+        cluster.stop()
+
+
+def _produce_v9(client: RawClient, tid: str, pid: int, epoch: int, seq: int, value: bytes) -> int:
+    batch = records.build_batch([(0, None, value, [])], producer_id=pid, producer_epoch=epoch,
+                                base_sequence=seq, transactional=True)
+    answer = client.call(0, 9, {"transactional_id": tid, "acks": -1, "timeout_ms": 30000, "topic_data": [
+        {"name": TOPIC, "partition_data": [{"index": 0, "records": batch}]}]})
+    return answer["responses"][0]["partition_responses"][0]["error_code"]
+
+
+def test_a_stale_end_read_after_a_pause_does_not_end_the_next_transaction(tmp_path):
+    """Seed 74045's txn 305 with real gateways, transactions v1 as librdkafka: a client's EndTxn(commit)
+    reaches a paused gateway (the kernel buffers it), the client gives up on that connection, ends the
+    transaction at the coordinator and begins the next one (its record written); the paused gateway
+    then reads the stale end. Before: it committed the next transaction (DescribeTransactions:
+    CompleteCommit, the record read_committed). Now NOT_COORDINATOR, and the next transaction stays
+    Ongoing. The pause (1 s) stays below the lease TTL: the gateway is refused as a non-coordinator."""
+    require_etcd()
+    cluster = start_cluster(tmp_path, NODES)
+    clients = {}
+    try:
+        clients = {n: RawClient(g.kafka_bootstrap, timeout=30) for n, g in cluster.gateways.items()}
+        (leader,) = [a.leader for a in place(TOPIC, 1, list(NODES), 1)]
+        tid = next(f"stale-{i}" for i in range(1000) if coordinator_of(f"stale-{i}", list(NODES)) != leader)
+        stale_at = next(n for n in NODES if n not in (leader, coordinator_of(tid, list(NODES))))
+        coordinator = clients[coordinator_of(tid, list(NODES))]
+        _create_topic(coordinator)
+        pid, epoch = _init(coordinator, tid)
+        wait_for(lambda: _add_partition(coordinator, tid, pid, epoch) == 0, 30, "the partition added")
+        assert _produce_v9(clients[leader], tid, pid, epoch, 0, b"first") == 0
+        paused = cluster.gateways[stale_at]
+        host, port = paused.kafka_bootstrap.rsplit(":", 1)
+        os.kill(paused.proc.pid, signal.SIGSTOP)
+        try:
+            stale = socket.create_connection((host, int(port)), timeout=5)  # (the kernel accepts it)
+            stale.sendall(protocol.request_frame(26, 3, 1, {"transactional_id": tid, "producer_id": pid,
+                                                            "producer_epoch": epoch, "committed": True}))
+            stale.close()  # the client gave up on it
+            assert _end(coordinator, tid, pid, epoch, commit=True) == 0  # its retry at the coordinator
+            wait_for(lambda: _add_partition(coordinator, tid, pid, epoch) == 0, 30, "the next transaction")
+            assert _produce_v9(clients[leader], tid, pid, epoch, 1, b"second") == 0
+        finally:
+            os.kill(paused.proc.pid, signal.SIGCONT)
+        time.sleep(3)  # the stale end read and acted on (before: committed within this)
+
+        def state() -> str:
+            answer = coordinator.call(65, 0, {"transactional_ids": [tid]})
+            return answer["transaction_states"][0]["transaction_state"]
+        assert state() == "Ongoing"  # before: CompleteCommit, "second" committed alone
+        assert _end(coordinator, tid, pid, epoch, commit=False) == 0
+    finally:
+        for c in clients.values():
+            c.close()
         cluster.stop()
 
 
