@@ -12,13 +12,26 @@ the same producer id and epoch, so neither an EndTxn nor a marker names the tran
   later one: a retried copy, or an old coordinator's arriving after the next transaction began
   there. Kafka refuses only an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED); its epoch
   belongs to a coordinator, ours to an end, so an equal one is a copy too.
+- **Only the coordinator acts** (`coordinates`): a stale request read late by another gateway is
+  refused NOT_COORDINATOR, as Kafka's brokers refuse one for an id they do not coordinate.
 """
 from __future__ import annotations
 
 from gateway.cluster.txn_state import producer_check
 from semantics.producer_state import NONE_ERR
 
-CONCURRENT_TRANSACTIONS = 51
+CONCURRENT_TRANSACTIONS, NOT_COORDINATOR = 51, 16
+
+
+def coordinates(node, txn_id: str) -> bool:
+    """Whether this gateway may act as `txn_id`'s coordinator now (else NOT_COORDINATOR, as a Kafka
+    broker that does not coordinate the id answers): FindCoordinator names it in its view of the live
+    members, and its lease cannot have expired. A gateway that stalled with a client's request in its
+    socket buffer, while the client moved to the coordinator, retried there and began its next
+    transaction, reads that request late: a v1 EndTxn names no transaction and would end the next one
+    (seed 74045's txn 305: committed with one of its three records). Checked before each request
+    and again right before its write, as the view and the lease may change while etcd answers."""
+    return not node.fenced() and node.coordinator(txn_id).node_id == node.node_id
 
 
 def number_end(state: dict) -> None:

@@ -134,6 +134,8 @@ class ClusterTxns:
     async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
         or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360."""
+        if not txn_fence.coordinates(self.node, txn_id):
+            return txn_fence.NOT_COORDINATOR, -1, -1
         await self.app.ownership.reserve_producer_ids()
         seen = await self._settled(txn_id)
         state = seen.state
@@ -147,6 +149,8 @@ class ClusterTxns:
         fresh = self._fresh_id(state, MAX_EPOCH - 3)  # (the abort above may have bumped it twice)
 
         def change(s):
+            if not txn_fence.coordinates(self.node, txn_id):
+                return None, (txn_fence.NOT_COORDINATOR, -1, -1)
             if s is not None and s["state"] not in ("Empty", "CompleteCommit", "CompleteAbort"):
                 raise NotCompleted(f"{txn_id} changed meanwhile")
             if s is None or s["epoch"] >= MAX_EPOCH - 1:
@@ -161,13 +165,16 @@ class ClusterTxns:
             return new, (NONE_ERR, pid, epoch)
         return (await self.etcd_states.update(txn_id, change, seen))[0]
 
-    async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool) -> dict:
-        """AddPartitionsToTxn (or a partition leader's check of a batch): tp -> error code."""
-        return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only))[0]
+    async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool,
+                             request: bool = False) -> dict:
+        """AddPartitionsToTxn (`request`: to the coordinator) or a partition leader's check: tp -> error."""
+        return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only, request))[0]
 
-    async def _add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool):
+    async def _add_partitions(self, txn_id, pid: int, epoch: int, asked: list, verify_only: bool, request=False):
         """(tp -> error code, the transaction's timeout in ms or None)."""
         def change(s):
+            if request and not txn_fence.coordinates(self.node, txn_id):
+                return None, (dict.fromkeys(asked, txn_fence.NOT_COORDINATOR), None)
             code = self._check(s, pid, epoch)
             timeout = None if s is None else s["timeout"]
             if code != NONE_ERR:
@@ -187,9 +194,10 @@ class ClusterTxns:
         return await self._change_settled(txn_id, change)
 
     async def add_offsets(self, txn_id: str, pid: int, epoch: int, offsets: list | None) -> int:
-        """AddOffsetsToTxn (offsets None) and TxnOffsetCommit (offsets to commit with the transaction)."""
-
+        """AddOffsetsToTxn (offsets None: to the coordinator) and TxnOffsetCommit (to the group's)."""
         def change(s):
+            if offsets is None and not txn_fence.coordinates(self.node, txn_id):
+                return None, txn_fence.NOT_COORDINATOR
             code = self._check(s, pid, epoch)
             if code != NONE_ERR:
                 return None, code
@@ -205,6 +213,8 @@ class ClusterTxns:
         """EndTxn: (error, producer id, epoch to use next). Decided in etcd first, then completed.
         `first`: the key's state at the request's first read (v1: the transaction it is for, `late_end`)."""
         outcome = "Commit" if commit else "Abort"
+        if not txn_fence.coordinates(self.node, txn_id):
+            return txn_fence.NOT_COORDINATOR, pid, epoch
         first = first or await self.etcd_states.read(txn_id)
         decided = txn_fence.decided_answer(first.state, pid, epoch, tv2)
         if decided is not None:  # answered at once, as Kafka (a copy held here could outlive the transaction)
@@ -223,6 +233,8 @@ class ClusterTxns:
         fresh = self._fresh_id(state, MAX_EPOCH - 1) if tv2 else None
 
         def change(s):
+            if not txn_fence.coordinates(self.node, txn_id):
+                return None, (txn_fence.NOT_COORDINATOR, pid, epoch)
             code = self._check(s, pid, epoch)
             if code != NONE_ERR:
                 return None, (code, pid, epoch)

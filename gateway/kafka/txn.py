@@ -110,7 +110,7 @@ async def _cluster_add_partitions(cluster, req: dict) -> list:
     asked = [(t["name"], p) for t in req["topics"] for p in t["partitions"]]
     try:
         codes = await cluster.add_partitions(req["transactional_id"], req["producer_id"], req["producer_epoch"],
-                                             asked, bool(req.get("verify_only")))
+                                             asked, bool(req.get("verify_only")), request=True)
     except ClusterUnavailable:
         codes = dict.fromkeys(asked, errors.COORDINATOR_NOT_AVAILABLE)
     return [{"name": t["name"], "results": [

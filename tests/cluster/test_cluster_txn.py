@@ -160,8 +160,8 @@ def test_transactions_v2_requests_across_gateways(cluster):
     assert sorted(_read_committed(txn.bootstrap, 2, txn.topic)) == ["v2-0", "v2-1"]
     assert txn.produce(0, b"late", epoch, 1) in (47, 90)  # before: UNKNOWN_PRODUCER_ID (59) for every batch
     for asked in range(2):  # KIP-360 re-init with the id and epoch the end gave, then its retry: one bump
-        reinit = txn.gateways[txn.leaders[0]].call(22, 5, {"transactional_id": txn.tid, "transaction_timeout_ms": 60000,
-                                                           "producer_id": pid, "producer_epoch": epoch + 1})
+        reinit = txn.coordinator.call(22, 5, {"transactional_id": txn.tid, "transaction_timeout_ms": 60000,
+                                              "producer_id": pid, "producer_epoch": epoch + 1})
         assert (reinit["error_code"], reinit["producer_id"], reinit["producer_epoch"]) == (0, pid, epoch + 2), asked
     txn.close()
 

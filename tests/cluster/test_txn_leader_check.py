@@ -273,7 +273,8 @@ def _coordinating(etcd: FakeEtcd, ended: list | None = None, assignment=None) ->
     async def reserve():
         return None
     txns.node = types.SimpleNamespace(coordination=etcd, node_id=1, owns=lambda *_: True, fenced=lambda: False,
-                                      assignment=lambda *_: assignment)
+                                      assignment=lambda *_: assignment,
+                                      coordinator=lambda _key: types.SimpleNamespace(node_id=1))
     txns.app.ownership = types.SimpleNamespace(reserve_producer_ids=reserve)
     txns.app.kafka = _plain_topics_only(producers=types.SimpleNamespace(allocate=lambda: 5000))
     return txns

@@ -11,8 +11,8 @@ KEPT = "<!-- Everything below is kept by run.py: the runs table gets one row per
 RUNS_HEADING = "## All runs"
 RUNS_TABLE = ["| date (UTC) | seed | fault classes (rounds) | per workload: ops / ok / anomalies | verdict | rerun args |",
               "|---|---|---|---|---|---|"]
-ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "regressed", "aborted_read", "disagree", "fenced",
-             "nonlinearizable", "unreceived", "phantom", "moved")
+ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "regressed", "aborted_read", "torn", "disagree",
+             "fenced", "nonlinearizable", "unreceived", "phantom", "moved")
 
 
 def acks_during(history: list[dict], e: dict) -> int:

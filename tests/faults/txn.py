@@ -3,7 +3,7 @@ of its own topic per transaction and commits or aborts it (a seeded choice), eac
 invoke then ok / fail / info. Checker (final read with isolation.level=read_committed): every value of
 an acknowledged commit is read exactly once (lost, duplicated); no value of an acknowledged abort or a
 refused transaction is read (aborted_read); an indeterminate transaction is read whole or not at all
-(partial counts as aborted_read)."""
+(torn: read in part, e.g. seed 74045's txn 305, whose commit the client never asked for)."""
 from __future__ import annotations
 
 import random
@@ -119,7 +119,7 @@ def check_txns(history: list[dict], read: tuple[list[dict], dict]) -> dict:
     final, stuck = read
     outcome = {op["value"]: op for op in history if op["type"] != "invoke"}
     read = Counter(r["value"] for r in final)
-    lost, duplicated, aborted_read = [], [], []
+    lost, duplicated, aborted_read, torn = [], [], [], []
     for txn, op in outcome.items():
         seen = [v for v in op["values"] if read[v]]
         if any(read[v] > 1 for v in op["values"]):
@@ -127,16 +127,19 @@ def check_txns(history: list[dict], read: tuple[list[dict], dict]) -> dict:
         committed = op["type"] == "ok" and op["f"] == "commit"
         if committed and len(seen) < len(op["values"]):
             lost.append(txn)
-        elif not committed and seen and (op["type"] != "info" or len(seen) < len(op["values"])):
+        elif not committed and seen and op["type"] != "info":
             aborted_read.append(txn)
+        elif op["type"] == "info" and seen and len(seen) < len(op["values"]):
+            torn.append(txn)
     known = {v for op in outcome.values() for v in op["values"]}
     where = {r["value"]: (r["partition"], r["offset"]) for r in final}
-    seen_of = {txn: {v: where.get(v) for v in outcome[txn]["values"]} for txn in set(lost + aborted_read)}
+    seen_of = {txn: {v: where.get(v) for v in outcome[txn]["values"]} for txn in set(lost + aborted_read + torn)}
     counts = Counter(op["type"] for op in history)
     return {"ops": counts["invoke"], "ok": counts["ok"], "fail": counts["fail"], "info": counts["info"],
             "committed": sum(1 for op in outcome.values() if op["type"] == "ok" and op["f"] == "commit"),
             "aborted": sum(1 for op in outcome.values() if op["type"] == "ok" and op["f"] == "abort"),
             "read": len(final), "not_read_to_end": stuck, "lost": lost, "duplicated": duplicated, "aborted_read": aborted_read,
+            "torn": torn,
             "unexpected": sorted(set(read) - known),
             "anomalous_reads": {str(t): {str(v): at for v, at in vs.items()} for t, vs in seen_of.items()},
-            "valid": not (lost or duplicated or aborted_read or set(read) - known)}
+            "valid": not (lost or duplicated or aborted_read or torn or set(read) - known)}
