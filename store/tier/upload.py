@@ -196,13 +196,8 @@ class Uploader:
         self._topics = sync_topics(store, self._topics)
         self._offsets = sync_offsets(store, self._offsets)
         done = 0
-        pending = pending_files(store)
-        store.tier_stats.pending_files = len(pending)
-        store.tier_stats.pending_bytes = len(pending) * store.commitlog.file_size
-        for start in pending:
+        for start in pending_files(store):
             if upload_file(store, start, self.bandwidth) is not None:
                 done += 1
-                store.tier_stats.pending_files -= 1
-                store.tier_stats.pending_bytes -= store.commitlog.file_size
         expire_remote(store)
         return done
