@@ -15,6 +15,10 @@ production. Its value: comma-separated rules,
                            blocks already allocated go on, as they do on a real full disk
     alloc=PATH             once PATH exists, the next CommitLog allocation fails with ENOSPC and
                            PATH is removed (one failed allocation)
+    die=POINT:N            the process kills itself (SIGKILL, as kill -9) the Nth time it reaches
+                           POINT: `commit` (a tier manifest just written, before the gateway noted it
+                           and before any local delete) or `unlink` (a store file about to be deleted:
+                           N=1 before retention's first unlink, N=2 once the first file went)
     seed=N                 seed of the random failures
 """
 from __future__ import annotations
@@ -23,6 +27,7 @@ import errno
 import logging
 import os
 import random
+import signal
 
 from store.space import reserve
 
@@ -35,6 +40,12 @@ pwritev = os.pwritev
 open_file = os.open
 allocate = reserve
 write = os.write
+remove = os.unlink
+
+
+def reached(point: str) -> None:
+    """A named point of the store's work (`die=` rules); nothing unless the seam is installed."""
+
 
 _installed = False
 
@@ -42,7 +53,7 @@ _installed = False
 def install(spec: str | None) -> None:
     """Activate the rules of `spec` (the value of ROCKETGATE_STORE_FAULTS); None or "" does nothing.
     Once per process: later calls are ignored."""
-    global _installed, pwrite, pwritev, open_file, allocate, write
+    global _installed, pwrite, pwritev, open_file, allocate, write, remove, reached
     if not spec or _installed:
         return
     _installed = True
@@ -70,7 +81,12 @@ def install(spec: str | None) -> None:
         rules.before_document_write()
         return real_write(fd, data)
 
+    def faulty_remove(path):
+        rules.reached("unlink")
+        return os.unlink(path)
+
     pwrite, pwritev, open_file, allocate, write = faulty_pwrite, faulty_pwritev, faulty_open, faulty_allocate, faulty_write
+    remove, reached = faulty_remove, rules.reached
 
 
 def _kind_of_path(path: str) -> str:
@@ -90,6 +106,7 @@ class _Rules:
         self.cq_probability = 0.0
         self.cq_errnos = [errno.EMFILE, errno.ENOSPC, errno.EIO]
         self.full_path = self.alloc_path = None
+        self.die_point, self.die_at, self.reached_count = None, 0, 0
         seed = None
         for rule in spec.split(","):
             name, _, value = rule.strip().partition("=")
@@ -102,11 +119,22 @@ class _Rules:
                 self.full_path = value
             elif name == "alloc":
                 self.alloc_path = value
+            elif name == "die":
+                point, _, n = value.partition(":")
+                self.die_point, self.die_at = point, int(n or 1)
             elif name == "seed":
                 seed = int(value)
             elif name:
                 raise ValueError(f"{ENV}: unknown rule {rule!r}")
         self.rng = random.Random(seed)
+
+    def reached(self, point: str) -> None:
+        if point == self.die_point:
+            self.reached_count += 1
+            if self.reached_count == self.die_at:
+                log.warning("store: fault seam: killing the process at %s #%d", point, self.die_at)
+                logging.shutdown()
+                os.kill(os.getpid(), signal.SIGKILL)
 
     def _disk_full(self) -> bool:
         return self.full_path is not None and os.path.exists(self.full_path)

@@ -12,6 +12,7 @@ import logging
 import os
 import time
 
+import store.faults as faults
 from store.segments import unlink
 
 log = logging.getLogger("rocketgate.store")
@@ -36,7 +37,7 @@ def delete_before(commitlog, queues, index, lock, flusher, find_cut) -> int:
         index_files = index.detach_before(commitlog.begin)
     unlink(files)
     for f in index_files:
-        os.unlink(f.path)
+        faults.remove(f.path)
     flusher.retire([_closer(fd) for _start, fd, _path in files] + [f.close for f in index_files])
     log.info("retention: deleted %d CommitLog files, now starting at %d", gone, commitlog.begin)
     return gone

@@ -200,6 +200,6 @@ def release(detached) -> None:
 def unlink(detached) -> None:
     for _start, _fd, path in detached:
         try:
-            os.unlink(path)
+            faults.remove(path)
         except FileNotFoundError:
             pass

@@ -1,5 +1,6 @@
 """Tier counters (read by the gateway's metrics collector): bytes uploaded and read per topic,
-errors by kind, files waiting for upload. Updated from worker threads under one lock."""
+errors by kind (the upload lag is counted when scraped: gateway.tier_service). Updated from
+worker threads under one lock."""
 from __future__ import annotations
 
 import threading
@@ -12,8 +13,6 @@ class TierStats:
         self.remote_read_bytes: dict[str, int] = {}
         self.errors: dict[str, int] = {}
         self.uploads = 0
-        self.pending_files = 0  # sealed files not yet committed (upload lag, in files)
-        self.pending_bytes = 0  # and their bytes
 
     def uploaded(self, topic: str, n: int) -> None:
         with self._lock:

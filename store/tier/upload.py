@@ -10,6 +10,7 @@ import os
 import threading
 import time
 
+import store.faults as faults
 from store.objstore.api import PreconditionFailed
 from store.store import LOG_STARTS
 from store.tier import segment
@@ -115,6 +116,7 @@ def upload_file(store, start: int, bandwidth: Bandwidth) -> Manifest | None:
     manifest = Manifest(start, store.commitlog.file_size, refs, sorted(t for t in untiered if t in store.topics))
     try:
         store.objects.put(manifest_key(start), manifest.encode(), if_absent=True)
+        faults.reached("commit")  # a test's kill -9 between the commit and the local delete
     except PreconditionFailed:  # committed before (a restart after the commit): that one stands
         manifest = Manifest.decode(store.objects.get(manifest_key(start)))
     store.remote.add(manifest)
@@ -194,13 +196,8 @@ class Uploader:
         self._topics = sync_topics(store, self._topics)
         self._offsets = sync_offsets(store, self._offsets)
         done = 0
-        pending = pending_files(store)
-        store.tier_stats.pending_files = len(pending)
-        store.tier_stats.pending_bytes = len(pending) * store.commitlog.file_size
-        for start in pending:
+        for start in pending_files(store):
             if upload_file(store, start, self.bandwidth) is not None:
                 done += 1
-                store.tier_stats.pending_files -= 1
-                store.tier_stats.pending_bytes -= store.commitlog.file_size
         expire_remote(store)
         return done
