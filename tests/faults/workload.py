@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -129,16 +130,42 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) 
         consumer.close()
 
 
+ANOMALIES = ("lost", "duplicated", "reordered", "unexpected")
+
+
+def choose_plant(history: list[dict], final: list[dict], judged: dict) -> dict | None:
+    """The record `--plant-loss` takes out: one whose removal can change nothing but `lost`, so the
+    plant never hides a real anomaly. It is acknowledged, read once (not one copy of a duplicate) and
+    not itself reordered, and it is the last acknowledged record of its partition, so no later
+    record's order is judged against it. `judged`: check() of the whole read. None when each
+    partition's last acknowledged record is itself an anomaly (then nothing is planted)."""
+    acked = {op["value"] for op in history if op["type"] == "ok"}
+    counts = Counter(r["value"] for r in final)
+    last: dict[int, dict] = {}
+    for r in final:
+        if r["value"] in acked and (r["partition"] not in last or r["offset"] > last[r["partition"]]["offset"]):
+            last[r["partition"]] = r
+    for partition in sorted(last):
+        r = last[partition]
+        if counts[r["value"]] == 1 and r["value"] not in judged["reordered"]:
+            return r
+    return None
+
+
 def check_queue(load: Workload, plant_loss: bool) -> dict:
     """The final read checked against the history; `plant_loss` drops one acknowledged record from the
-    read first (the harness's own proof that it reports a loss)."""
+    read first (the harness's own proof that it reports a loss), chosen after the whole read was
+    checked so it hides nothing (choose_plant); that check's anomalies are kept as `unplanted`."""
     final = read_all(load.bootstrap, load.topic, load.partitions)
+    result = check(load.history, final)
     planted = None
     if plant_loss:
-        acked = {op["value"] for op in load.history if op["type"] == "ok"}
-        planted = next(r for r in final if r["value"] in acked)
-        final = [r for r in final if r is not planted]
-    result = check(load.history, final)
+        unplanted = {k: result[k] for k in ANOMALIES}
+        planted = choose_plant(load.history, final, result)
+        if planted is not None:
+            final = [r for r in final if r is not planted]
+            result = check(load.history, final)
+        result["unplanted"] = unplanted
     result.update(producer_fatal=load.fatal, planted=planted, final_read=final)
     if load.fatal:
         result["valid"] = False
