@@ -104,7 +104,8 @@ def heal_everything(nodes: Nodes) -> list[tuple[int, int]]:
 def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: str) -> dict:
     def now() -> float:
         return time.monotonic() - t0
-    makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now),
+    makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now,
+                                        log_path=os.path.join(run_dir, "queue-rdkafka.log")),
               "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now,
                                              log_path=os.path.join(run_dir, "group-rdkafka.log")),
               "txn": lambda: TxnWorkload(nodes.bootstrap, now, seed),

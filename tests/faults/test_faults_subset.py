@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -24,6 +25,7 @@ from duplicates import reclassify  # noqa: E402
 from netns import cleanup, missing_tools  # noqa: E402
 
 PREFIX, SUBNET = "rgt", "10.78.0"
+EOS_EVENT = re.compile(r"bump|fatal|desynchroni|skipped sequence|duplicate sequence|rewound|implicit", re.I)
 RUN = os.path.join(os.path.dirname(__file__), "run.py")
 
 pytestmark = [
@@ -73,4 +75,13 @@ def judged_with_plant(run_dir, queue: dict) -> dict:
     sends = [op for op in queue["history"] if op["value"] in named]
     return {"anomalies": anomalies, "planted": result["planted"], "client_resent": whole["client_resent"],
             "unplanted": result.get("unplanted"), "reads": sorted(reads, key=lambda r: (r["partition"], r["offset"])),
-            "sends": sends[:40], "explained": [e for e in explained if e["value"] in named]}
+            "sends": sends[:40], "explained": [e for e in explained if e["value"] in named],
+            "producer_log": producer_events(os.path.join(run_dir, "queue-rdkafka.log"))}
+
+
+def producer_events(path: str, most: int = 30) -> list[str]:
+    """librdkafka's idempotence events in the run (debug=eos): epoch bumps and their cause, fatal errors."""
+    if not os.path.exists(path):
+        return []
+    with open(path, errors="replace") as f:
+        return [line.strip()[:300] for line in f if EOS_EVENT.search(line)][:most]

@@ -3,6 +3,7 @@ ints, each send logged as invoke then ok / fail / info (indeterminate: a timeout
 written), and the final read of the whole topic once the cluster is healed (checker.check)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -37,13 +38,27 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 6
     raise RuntimeError(f"topic {topic} not ready with 3 in-sync replicas")
 
 
+def file_logger(name: str, path: str) -> logging.Logger:
+    """A logger of its own writing to `path` only (not the test's output)."""
+    logger = logging.getLogger(name)
+    logger.propagate = False
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return logger
+
+
 class Workload:
     label = "idempotent acks=all producer (librdkafka), 3 partitions RF 3, final read"
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, now) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, now, log_path: str | None = None) -> None:
         self.bootstrap, self.topic, self.partitions, self.now = bootstrap, topic, partitions, now
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000})
+        conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000}
+        if log_path:  # librdkafka's idempotence log (debug=eos): its epoch bumps and why, which explain re-sends
+            conf.update(debug="eos", logger=file_logger(f"faults.queue.{id(self)}", log_path))
+        self.producer = Producer(conf)
         self.history: list[dict] = []
         self.next_value = 0
         self.fatal: str | None = None  # librdkafka's fatal error (e.g. an idempotence sequence desync)
