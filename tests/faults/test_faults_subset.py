@@ -74,8 +74,8 @@ def judged_with_plant(run_dir, queue: dict) -> dict:
     reads = [r for r in result["final_read"] + [result["planted"]] if r["value"] in named]
     sends = [op for op in queue["history"] if op["value"] in named]
     return {"anomalies": anomalies, "planted": result["planted"], "client_resent": whole["client_resent"],
-            "unplanted": result.get("unplanted"), "reads": sorted(reads, key=lambda r: (r["partition"], r["offset"])),
-            "sends": sends[:40], "explained": [e for e in explained if e["value"] in named],
+            "unplanted": result.get("unplanted"), "reads": sorted(reads, key=lambda r: (r["partition"], r["offset"]))[:100],
+            "sends": sends[:40], "explained": [e for e in explained if e["value"] in named][:20],
             "producer_log": producer_events(os.path.join(run_dir, "queue-rdkafka.log"))}
 
 
