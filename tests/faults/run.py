@@ -104,7 +104,8 @@ def heal_everything(nodes: Nodes) -> list[tuple[int, int]]:
 def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: str) -> dict:
     def now() -> float:
         return time.monotonic() - t0
-    makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now),
+    makers = {"queue": lambda: Workload(nodes.bootstrap, TOPIC, PARTITIONS, now,
+                                        log_path=os.path.join(run_dir, "queue-rdkafka.log")),
               "group": lambda: GroupWorkload(nodes.bootstrap, TOPIC, PARTITIONS, now,
                                              log_path=os.path.join(run_dir, "group-rdkafka.log")),
               "txn": lambda: TxnWorkload(nodes.bootstrap, now, seed),
@@ -254,6 +255,13 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
     return notes
 
 
+def counted(value):
+    """A result's lists as their lengths (also inside `unplanted`), for the one-line summary."""
+    if isinstance(value, dict) and all(isinstance(v, list) for v in value.values()):
+        return {k: len(v) for k, v in value.items()}
+    return len(value) if isinstance(value, list) else value
+
+
 def main(argv=None) -> int:
     args = parse(argv)
     try:
@@ -272,7 +280,7 @@ def main(argv=None) -> int:
     workloads, events, nemesis_error = run(args, run_dir)
     report.write(args.report, header(args, run_dir, time.monotonic() - started), workloads, events,
                  notes_of(workloads, nemesis_error), rerun_args(args))
-    summary = {n: {k: (len(v) if isinstance(v, list) else v) for k, v in w["result"].items()} for n, w in workloads.items()}
+    summary = {n: {k: counted(v) for k, v in w["result"].items()} for n, w in workloads.items()}
     print(json.dumps(summary), flush=True)
     return 0 if all(w["result"]["valid"] for w in workloads.values()) and nemesis_error is None else 1
 

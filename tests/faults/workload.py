@@ -3,8 +3,10 @@ ints, each send logged as invoke then ok / fail / info (indeterminate: a timeout
 written), and the final read of the whole topic once the cluster is healed (checker.check)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections import Counter
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -36,13 +38,27 @@ def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 6
     raise RuntimeError(f"topic {topic} not ready with 3 in-sync replicas")
 
 
+def file_logger(name: str, path: str) -> logging.Logger:
+    """A logger of its own writing to `path` only (not the test's output)."""
+    logger = logging.getLogger(name)
+    logger.propagate = False
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    return logger
+
+
 class Workload:
     label = "idempotent acks=all producer (librdkafka), 3 partitions RF 3, final read"
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, now) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, now, log_path: str | None = None) -> None:
         self.bootstrap, self.topic, self.partitions, self.now = bootstrap, topic, partitions, now
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000})
+        conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                "linger.ms": 5, "message.timeout.ms": 30000, "topic.metadata.refresh.interval.ms": 1000}
+        if log_path:  # librdkafka's idempotence log (debug=eos): its epoch bumps and why, which explain re-sends
+            conf.update(debug="eos", logger=file_logger(f"faults.queue.{id(self)}", log_path))
+        self.producer = Producer(conf)
         self.history: list[dict] = []
         self.next_value = 0
         self.fatal: str | None = None  # librdkafka's fatal error (e.g. an idempotence sequence desync)
@@ -129,16 +145,42 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) 
         consumer.close()
 
 
+ANOMALIES = ("lost", "duplicated", "reordered", "unexpected")
+
+
+def choose_plant(history: list[dict], final: list[dict], judged: dict) -> dict | None:
+    """The record `--plant-loss` takes out: one whose removal can change nothing but `lost`, so the
+    plant never hides a real anomaly. It is acknowledged, read once (not one copy of a duplicate) and
+    not itself reordered, and it is the last acknowledged record of its partition, so no later
+    record's order is judged against it. `judged`: check() of the whole read. None when each
+    partition's last acknowledged record is itself an anomaly (then nothing is planted)."""
+    acked = {op["value"] for op in history if op["type"] == "ok"}
+    counts = Counter(r["value"] for r in final)
+    last: dict[int, dict] = {}
+    for r in final:
+        if r["value"] in acked and (r["partition"] not in last or r["offset"] > last[r["partition"]]["offset"]):
+            last[r["partition"]] = r
+    for partition in sorted(last):
+        r = last[partition]
+        if counts[r["value"]] == 1 and r["value"] not in judged["reordered"]:
+            return r
+    return None
+
+
 def check_queue(load: Workload, plant_loss: bool) -> dict:
     """The final read checked against the history; `plant_loss` drops one acknowledged record from the
-    read first (the harness's own proof that it reports a loss)."""
+    read first (the harness's own proof that it reports a loss), chosen after the whole read was
+    checked so it hides nothing (choose_plant); that check's anomalies are kept as `unplanted`."""
     final = read_all(load.bootstrap, load.topic, load.partitions)
+    result = check(load.history, final)
     planted = None
     if plant_loss:
-        acked = {op["value"] for op in load.history if op["type"] == "ok"}
-        planted = next(r for r in final if r["value"] in acked)
-        final = [r for r in final if r is not planted]
-    result = check(load.history, final)
+        unplanted = {k: result[k] for k in ANOMALIES}
+        planted = choose_plant(load.history, final, result)
+        if planted is not None:
+            final = [r for r in final if r is not planted]
+            result = check(load.history, final)
+        result["unplanted"] = unplanted
     result.update(producer_fatal=load.fatal, planted=planted, final_read=final)
     if load.fatal:
         result["valid"] = False
