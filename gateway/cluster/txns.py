@@ -72,16 +72,18 @@ class ClusterTxns:
         self.completions = Completions(self, app)  # decided ends completed after EndTxn's answer
         self.layout = txn_layout.enabled(app)  # Kafka's layout: records in the partition, markers (txn_layout)
 
-    async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False) -> Seen:
-        """The state once no end is half done (a Prepare state is completed first) and a transaction
-        past its timeout is aborted (with the epoch bumped: its producer is fenced). From `seen` (a
-        kept value) when given; one is acted on only once read fresh. `begins`: for a change that may
-        start a transaction (`Completions.settled`)."""
+    async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False,
+                       at_once: bool = False) -> Seen:
+        """The state once no end is half done (a Prepare completed first; `at_once`: else EndInProgress,
+        `txn_fence.handed_over`) and a transaction past its timeout is aborted (its producer fenced).
+        From `seen` (a kept value); one is acted on only once read fresh. `begins`: for a change that may start a
+        transaction (`Completions.settled`)."""
         seen = seen or await self.etcd_states.read(txn_id)
         while (state := seen.state) is not None:
             if state["state"].startswith("Prepare"):
-                if seen.fresh or txn_id in self.completions.running:  # (Kafka: CONCURRENT_TRANSACTIONS till then)
-                    after = await self.completions.settled(txn_id, seen, begins, MARKER_DEADLINE_S)
+                if seen.fresh or txn_id in self.completions.running:
+                    after = await (txn_fence.handed_over(self.completions, txn_id, seen, begins) if at_once else
+                                   self.completions.settled(txn_id, seen, begins, MARKER_DEADLINE_S))
                     if after is not None:
                         seen = after
                         continue
@@ -93,12 +95,13 @@ class ClusterTxns:
             seen = await self.etcd_states.read(txn_id)
         return seen
 
-    async def _change_settled(self, txn_id: str, change):
+    async def _change_settled(self, txn_id: str, change, at_once: bool = False):
         """`change` (see TxnStates.attempt) on the settled state, from the value kept here when there
         is one; settled again from a fresh read whenever the attempt must be redone."""
         seen = self.etcd_states.last(txn_id)
         while True:
-            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen, begins=True))
+            settled = await self._settled(txn_id, seen, begins=True, at_once=at_once)
+            done = await self.etcd_states.attempt(txn_id, change, settled)
             if done is not None:
                 return done[0]
             seen = None
@@ -133,9 +136,13 @@ class ClusterTxns:
     # ------------------------------------------------------------ coordinator requests
     async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
-        or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360."""
+        or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360.
+        An end decided and not complete: CONCURRENT_TRANSACTIONS, as Kafka 4.3.1 answers."""
         await self.app.ownership.reserve_producer_ids()
-        seen = await self._settled(txn_id)
+        try:
+            seen = await self._settled(txn_id, at_once=True)
+        except txn_fence.EndInProgress:
+            return CONCURRENT_TRANSACTIONS, -1, -1
         state = seen.state
         verdict = None if state is None else reinit_verdict(expected, state["pid"], state["epoch"], state.get("last"))
         if verdict == PRODUCER_FENCED:
@@ -161,11 +168,16 @@ class ClusterTxns:
             return new, (NONE_ERR, pid, epoch)
         return (await self.etcd_states.update(txn_id, change, seen))[0]
 
-    async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool) -> dict:
-        """AddPartitionsToTxn (or a partition leader's check of a batch): tp -> error code."""
-        return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only))[0]
+    async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool,
+                             at_once: bool = False) -> dict:
+        """AddPartitionsToTxn (`at_once`) or a partition leader's check of a batch: tp -> error code."""
+        try:
+            return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only, at_once))[0]
+        except txn_fence.EndInProgress as decided:
+            return dict.fromkeys(asked, decided.answer(pid, epoch))
 
-    async def _add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool):
+    async def _add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool,
+                              at_once: bool = False):
         """(tp -> error code, the transaction's timeout in ms or None)."""
         def change(s):
             code = self._check(s, pid, epoch)
@@ -184,10 +196,10 @@ class ClusterTxns:
             # each partition's [leader, epoch] when it joined: its halves are that leader's (`_moved`, `_deliver`)
             s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_at(tp) for tp in set(asked) - have}}
             return s, (dict.fromkeys(asked, NONE_ERR), timeout)
-        return await self._change_settled(txn_id, change)
+        return await self._change_settled(txn_id, change, at_once)
 
     async def add_offsets(self, txn_id: str, pid: int, epoch: int, offsets: list | None) -> int:
-        """AddOffsetsToTxn (offsets None) and TxnOffsetCommit (offsets to commit with the transaction)."""
+        """AddOffsetsToTxn (offsets None), TxnOffsetCommit (offsets to commit with it); txn_fence.EndInProgress."""
 
         def change(s):
             code = self._check(s, pid, epoch)
@@ -198,7 +210,7 @@ class ClusterTxns:
             self._begin(s)
             s["offsets"] = s["offsets"] + [list(o) for o in offsets or ()]
             return s, NONE_ERR
-        return await self._change_settled(txn_id, change)
+        return await self._change_settled(txn_id, change, at_once=True)
 
     async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool,
                   first: Seen | None = None) -> tuple[int, int, int]:
