@@ -11,8 +11,10 @@ How the end is made to linger: on the gateways the partition's only replica, its
 (SIGSTOP); on Kafka that does not work, its coordinator drops a marker whose partition has no leader
 endpoint ("likely deleted already", 0.2-0.3 s after the stop here, leaving the partition's last
 stable offset behind) so there the partition has two replicas and its follower is stopped: the
-marker's append waits for it in the ISR (until the controller fences the stopped node: a broker
-session of 20 s here instead of the other tests' 3 s)."""
+marker's append waits for it in the ISR. That held Kafka's PrepareCommit for a few seconds only (a
+broker session of 20 s here instead of the other tests' 3 s did not make it reliably longer; not
+analysed), sometimes less than the eleven requests take, so a case whose end completed before its
+last request is run again, up to three times."""
 from __future__ import annotations
 
 import os
@@ -169,36 +171,47 @@ class Held:
 def test_requests_meeting_a_decided_end_are_told_to_retry(shared, tv2):
     """Kafka 4.3.1 while PrepareCommit: CONCURRENT_TRANSACTIONS to each request, every version (the
     batched AddPartitionsToTxn v4 per partition). Before: each waited 10 s, COORDINATOR_NOT_AVAILABLE."""
-    held = Held(shared, tv2)
-    try:
-        held.commit_held()
-        answers = {
-            "InitProducerId v3 (new)": held.init(3, expected=False),
-            "InitProducerId v4 (expected)": held.init(4, expected=True),
-            "InitProducerId v5 (expected)": held.init(5, expected=True),
-            "AddPartitionsToTxn v3": held.add_partitions(3),
-            "AddPartitionsToTxn v4": held.add_partitions_batched(verify_only=False),
-            "AddPartitionsToTxn v4 verify_only": held.add_partitions_batched(verify_only=True),
-            "AddOffsetsToTxn v3": held.add_offsets(3),
-            "AddOffsetsToTxn v4": held.add_offsets(4),
-            "TxnOffsetCommit v3": held.txn_offset_commit(3),
-            "TxnOffsetCommit v4": held.txn_offset_commit(4),
-            "TxnOffsetCommit v5": held.txn_offset_commit(5),
-        }
-        refused = (CONCURRENT_TRANSACTIONS, -1, -1)
-        assert answers == {
-            "InitProducerId v3 (new)": refused, "InitProducerId v4 (expected)": refused,
-            "InitProducerId v5 (expected)": refused, "AddPartitionsToTxn v3": CONCURRENT_TRANSACTIONS,
-            "AddPartitionsToTxn v4": (NONE, CONCURRENT_TRANSACTIONS),
-            "AddPartitionsToTxn v4 verify_only": (NONE, CONCURRENT_TRANSACTIONS),
-            **dict.fromkeys(["AddOffsetsToTxn v3", "AddOffsetsToTxn v4", "TxnOffsetCommit v3", "TxnOffsetCommit v4",
-                             "TxnOffsetCommit v5"], CONCURRENT_TRANSACTIONS)}, (answers, held.describe())
-        held.resume()
-        # once the marker is written the producer goes on: the same epoch re-initialised (KIP-360)
-        assert wait_for(lambda: (out := held.init(4, expected=True))[0] != CONCURRENT_TRANSACTIONS and out, 90,
-                        what="the end completed") == (NONE, held.pid, held.epoch + 1)
-    finally:
-        held.close()
+    for attempt in range(3):  # (Kafka: again while its end completed before the last request, see the top)
+        held = Held(shared, tv2)
+        try:
+            held.commit_held()
+            answers = _answers(held)
+            lingered = held.describe()["transaction_state"] == "PrepareCommit"
+            if not lingered and attempt < 2:
+                continue
+            assert lingered, "the end completed before the last request, three times"
+            refused = (CONCURRENT_TRANSACTIONS, -1, -1)
+            assert answers == {
+                "InitProducerId v3 (new)": refused, "InitProducerId v4 (expected)": refused,
+                "InitProducerId v5 (expected)": refused, "AddPartitionsToTxn v3": CONCURRENT_TRANSACTIONS,
+                "AddPartitionsToTxn v4": (NONE, CONCURRENT_TRANSACTIONS),
+                "AddPartitionsToTxn v4 verify_only": (NONE, CONCURRENT_TRANSACTIONS),
+                **dict.fromkeys(["AddOffsetsToTxn v3", "AddOffsetsToTxn v4", "TxnOffsetCommit v3",
+                                 "TxnOffsetCommit v4", "TxnOffsetCommit v5"], CONCURRENT_TRANSACTIONS)}, answers
+            held.resume()
+            # once the marker is written the producer goes on: the same epoch re-initialised (KIP-360)
+            assert wait_for(lambda: (out := held.init(4, expected=True))[0] != CONCURRENT_TRANSACTIONS and out, 90,
+                            what="the end completed") == (NONE, held.pid, held.epoch + 1)
+            return
+        finally:
+            held.close()
+
+
+def _answers(held: Held) -> dict:
+    """Each request once, in this order (InitProducerId first: answered NONE it would fence the rest)."""
+    return {
+        "InitProducerId v3 (new)": held.init(3, expected=False),
+        "InitProducerId v4 (expected)": held.init(4, expected=True),
+        "InitProducerId v5 (expected)": held.init(5, expected=True),
+        "AddPartitionsToTxn v3": held.add_partitions(3),
+        "AddPartitionsToTxn v4": held.add_partitions_batched(verify_only=False),
+        "AddPartitionsToTxn v4 verify_only": held.add_partitions_batched(verify_only=True),
+        "AddOffsetsToTxn v3": held.add_offsets(3),
+        "AddOffsetsToTxn v4": held.add_offsets(4),
+        "TxnOffsetCommit v3": held.txn_offset_commit(3),
+        "TxnOffsetCommit v4": held.txn_offset_commit(4),
+        "TxnOffsetCommit v5": held.txn_offset_commit(5),
+    }
 
 
 PAUSE_S, TRANSACTIONS, PAUSED_AT = 5.0, 6, 2
