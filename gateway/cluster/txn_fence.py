@@ -12,9 +12,9 @@ the same producer id and epoch, so neither an EndTxn nor a marker names the tran
   later one: a retried copy, or an old coordinator's arriving after the next transaction began
   there. Kafka refuses only an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED); its epoch
   belongs to a coordinator, ours to an end, so an equal one is a copy too.
-- **So are the producer's other requests** (`EndInProgress`): AddPartitionsToTxn, AddOffsetsToTxn and
-  InitProducerId that find the end decided and not complete get CONCURRENT_TRANSACTIONS (TxnOffsetCommit
-  its own answer, `gateway.kafka.txn`), as Kafka 4.3.1 answers them, unless this gateway's completion
+- **So are the producer's other requests** (`EndInProgress`): AddPartitionsToTxn, AddOffsetsToTxn,
+  TxnOffsetCommit and InitProducerId that find the end decided and not complete get
+  CONCURRENT_TRANSACTIONS (every version), as Kafka 4.3.1 answers them, unless this gateway's completion
   of that end hands it over within HAND_OVER_S (the usual case: markers delivered in milliseconds, and
   the request's write then replaces the Complete). Before, they waited up to 10 s for the markers and
   then answered COORDINATOR_NOT_AVAILABLE. A partition leader's check of a produced batch still waits
