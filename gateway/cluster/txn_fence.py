@@ -14,11 +14,20 @@ the same producer id and epoch, so neither an EndTxn nor a marker names the tran
   belongs to a coordinator, ours to an end, so an equal one is a copy too.
 - **Only the coordinator acts** (`coordinates`): a stale request read late by another gateway is
   refused NOT_COORDINATOR, as Kafka's brokers refuse one for an id they do not coordinate.
+- **So are the producer's other requests** (`EndInProgress`): AddPartitionsToTxn, AddOffsetsToTxn,
+  TxnOffsetCommit and InitProducerId that find the end decided and not complete get
+  CONCURRENT_TRANSACTIONS (every version), as Kafka 4.3.1 answers them, unless this gateway's completion
+  of that end hands it over within HAND_OVER_S (the usual case: markers delivered in milliseconds, and
+  the request's write then replaces the Complete). Before, they waited up to 10 s for the markers and
+  then answered COORDINATOR_NOT_AVAILABLE. A partition leader's check of a produced batch still waits
+  (Kafka's leader too retries its coordinator's CONCURRENT_TRANSACTIONS before answering the produce).
 """
 from __future__ import annotations
 
+import contextlib
+
 from gateway.cluster.txn_state import producer_check
-from semantics.producer_state import NONE_ERR
+from semantics.producer_state import NONE_ERR, ClusterUnavailable
 
 CONCURRENT_TRANSACTIONS, NOT_COORDINATOR = 51, 16
 
@@ -32,6 +41,23 @@ def coordinates(node, txn_id: str) -> bool:
     (seed 74045's txn 305: committed with one of its three records). Checked before each request
     and again right before its write, as the view and the lease may change while etcd answers."""
     return not node.fenced() and node.coordinator(txn_id).node_id == node.node_id
+
+
+HAND_OVER_S = 0.2  # how long a request that meets a decided end waits for this gateway's completion of it
+
+
+class EndInProgress(Exception):
+    """A request met its transactional id's end decided and not complete (`state`: that Prepare)."""
+
+    def __init__(self, state: dict) -> None:
+        super().__init__(state["state"])
+        self.state = state
+
+    def answer(self, pid: int, epoch: int) -> int:
+        """The request's error: its producer's (fenced, another id) first, as Kafka checks, else
+        CONCURRENT_TRANSACTIONS (the client retries)."""
+        code = producer_check(self.state, pid, epoch)
+        return code if code != NONE_ERR else CONCURRENT_TRANSACTIONS
 
 
 def number_end(state: dict) -> None:
@@ -63,3 +89,17 @@ def decided_answer(state: dict | None, pid: int, epoch: int, tv2: bool) -> int |
     elif (code := producer_check(state, pid, epoch)) != NONE_ERR:
         return code  # (fenced: a coordinator's abort bumped the epoch)
     return CONCURRENT_TRANSACTIONS
+
+
+async def handed_over(completions, txn_id: str, seen, begins: bool):
+    """For a client's request that met the Prepare `seen`: that Prepare taken as completed when this
+    gateway's completion of it delivers within HAND_OVER_S and the request `begins` a transaction (its
+    write replaces the Complete: `Completions.delivered`); else EndInProgress, with the end's
+    completion started here if none runs and this gateway coordinates the id (a restarted coordinator)."""
+    if begins:
+        with contextlib.suppress(ClusterUnavailable):
+            after = await completions.delivered(txn_id, seen, HAND_OVER_S)
+            if after is not None:
+                return after
+    completions.resume(txn_id, seen)
+    raise EndInProgress(seen.state)

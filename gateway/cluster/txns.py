@@ -72,16 +72,18 @@ class ClusterTxns:
         self.completions = Completions(self, app)  # decided ends completed after EndTxn's answer
         self.layout = txn_layout.enabled(app)  # Kafka's layout: records in the partition, markers (txn_layout)
 
-    async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False) -> Seen:
-        """The state once no end is half done (a Prepare state is completed first) and a transaction
-        past its timeout is aborted (with the epoch bumped: its producer is fenced). From `seen` (a
-        kept value) when given; one is acted on only once read fresh. `begins`: for a change that may
-        start a transaction (`Completions.settled`)."""
+    async def _settled(self, txn_id: str, seen: Seen | None = None, begins: bool = False,
+                       at_once: bool = False) -> Seen:
+        """The state once no end is half done (a Prepare completed first; `at_once`: else EndInProgress,
+        `txn_fence.handed_over`) and a transaction past its timeout is aborted (its producer fenced).
+        From `seen` (a kept value); one is acted on only once read fresh. `begins`: for a change that may start a
+        transaction (`Completions.settled`)."""
         seen = seen or await self.etcd_states.read(txn_id)
         while (state := seen.state) is not None:
             if state["state"].startswith("Prepare"):
-                if seen.fresh or txn_id in self.completions.running:  # (Kafka: CONCURRENT_TRANSACTIONS till then)
-                    after = await self.completions.settled(txn_id, seen, begins, MARKER_DEADLINE_S)
+                if seen.fresh or txn_id in self.completions.running:
+                    after = await (txn_fence.handed_over(self.completions, txn_id, seen, begins) if at_once else
+                                   self.completions.settled(txn_id, seen, begins, MARKER_DEADLINE_S))
                     if after is not None:
                         seen = after
                         continue
@@ -93,12 +95,13 @@ class ClusterTxns:
             seen = await self.etcd_states.read(txn_id)
         return seen
 
-    async def _change_settled(self, txn_id: str, change):
+    async def _change_settled(self, txn_id: str, change, at_once: bool = False):
         """`change` (see TxnStates.attempt) on the settled state, from the value kept here when there
         is one; settled again from a fresh read whenever the attempt must be redone."""
         seen = self.etcd_states.last(txn_id)
         while True:
-            done = await self.etcd_states.attempt(txn_id, change, await self._settled(txn_id, seen, begins=True))
+            settled = await self._settled(txn_id, seen, begins=True, at_once=at_once)
+            done = await self.etcd_states.attempt(txn_id, change, settled)
             if done is not None:
                 return done[0]
             seen = None
@@ -133,11 +136,15 @@ class ClusterTxns:
     # ------------------------------------------------------------ coordinator requests
     async def init(self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """InitProducerId: abort what is in progress, then the next epoch (a new producer id when new
-        or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360."""
+        or it would overflow). `expected`: the re-initialising client's (producer id, epoch), KIP-360.
+        An end decided and not complete: CONCURRENT_TRANSACTIONS, as Kafka 4.3.1 answers."""
         if not txn_fence.coordinates(self.node, txn_id):
             return txn_fence.NOT_COORDINATOR, -1, -1
         await self.app.ownership.reserve_producer_ids()
-        seen = await self._settled(txn_id)
+        try:
+            seen = await self._settled(txn_id, at_once=True)
+        except txn_fence.EndInProgress:
+            return CONCURRENT_TRANSACTIONS, -1, -1
         state = seen.state
         verdict = None if state is None else reinit_verdict(expected, state["pid"], state["epoch"], state.get("last"))
         if verdict == PRODUCER_FENCED:
@@ -167,10 +174,15 @@ class ClusterTxns:
 
     async def add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool,
                              request: bool = False) -> dict:
-        """AddPartitionsToTxn (`request`: to the coordinator) or a partition leader's check: tp -> error."""
-        return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only, request))[0]
+        """AddPartitionsToTxn (`request`: to the coordinator, answered at once) or a partition leader's
+        check of a batch: tp -> error code."""
+        try:
+            return (await self._add_partitions(txn_id, pid, epoch, asked, verify_only, request))[0]
+        except txn_fence.EndInProgress as decided:
+            return dict.fromkeys(asked, decided.answer(pid, epoch))
 
-    async def _add_partitions(self, txn_id, pid: int, epoch: int, asked: list, verify_only: bool, request=False):
+    async def _add_partitions(self, txn_id: str, pid: int, epoch: int, asked: list, verify_only: bool,
+                              request: bool = False):
         """(tp -> error code, the transaction's timeout in ms or None)."""
         def change(s):
             if request and not txn_fence.coordinates(self.node, txn_id):
@@ -191,10 +203,11 @@ class ClusterTxns:
             # each partition's [leader, epoch] when it joined: its halves are that leader's (`_moved`, `_deliver`)
             s["epochs"] = {**(s.get("epochs") or {}), **{_key(tp): self._leader_at(tp) for tp in set(asked) - have}}
             return s, (dict.fromkeys(asked, NONE_ERR), timeout)
-        return await self._change_settled(txn_id, change)
+        return await self._change_settled(txn_id, change, at_once=request)
 
     async def add_offsets(self, txn_id: str, pid: int, epoch: int, offsets: list | None) -> int:
-        """AddOffsetsToTxn (offsets None: to the coordinator) and TxnOffsetCommit (to the group's)."""
+        """AddOffsetsToTxn (offsets None: to the coordinator) and TxnOffsetCommit (offsets to commit
+        with it, to the group's coordinator); txn_fence.EndInProgress."""
         def change(s):
             if offsets is None and not txn_fence.coordinates(self.node, txn_id):
                 return None, txn_fence.NOT_COORDINATOR
@@ -206,7 +219,7 @@ class ClusterTxns:
             self._begin(s)
             s["offsets"] = s["offsets"] + [list(o) for o in offsets or ()]
             return s, NONE_ERR
-        return await self._change_settled(txn_id, change)
+        return await self._change_settled(txn_id, change, at_once=True)
 
     async def end(self, txn_id: str, pid: int, epoch: int, commit: bool, tv2: bool,
                   first: Seen | None = None) -> tuple[int, int, int]:

@@ -3,9 +3,13 @@ transactional branch of InitProducerId), over `semantics.producer_state.Transact
 A transaction's end (commit or abort markers: the halves' outcomes) is appended through the send
 flow control as Produce is, so on a slow disk it is written off the event loop.
 FindCoordinator answers key_type 1 (transaction coordinator) like groups: this broker. In a cluster each
-request goes to `gateway.cluster.txns` (the coordinator state in etcd) instead; etcd unreachable, or an
-end decided but not yet delivered to every partition leader, answers COORDINATOR_NOT_AVAILABLE (the
-client finds the coordinator again and retries)."""
+request goes to `gateway.cluster.txns` (the coordinator state in etcd) instead; etcd unreachable
+answers COORDINATOR_NOT_AVAILABLE (the client finds the coordinator again and retries).
+A request of the producer that comes while its transaction's end is decided and not complete (here:
+being written; in a cluster: its markers not all delivered) is answered CONCURRENT_TRANSACTIONS, as
+Kafka 4.3.1 answers AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and InitProducerId while it
+is PrepareCommit / PrepareAbort (every version; tests/cluster/test_cluster_txn_concurrent.py); the
+client retries it."""
 from __future__ import annotations
 
 import time
@@ -13,6 +17,7 @@ import time
 import gateway.diskless as diskless
 import gateway.kafka.errors as errors
 from codec.kafka import apis
+from gateway.cluster.txn_fence import EndInProgress
 from gateway.kafka.offsets_topic import mirror
 from gateway.kafka.registry import RequestContext, handler
 from gateway.kafka.state import kafka_state
@@ -56,6 +61,8 @@ async def init_transactional(app, txn_id: str, timeout_ms: int, expected: tuple[
     txns = kafka_state(app).txns
     await txns.expire_due(_now())
     txn = txns.by_id.get(txn_id)
+    if txn is not None and txns.ending(txn):  # as Kafka 4.3.1 while its markers are written: retry later
+        return {"error_code": errors.CONCURRENT_TRANSACTIONS, "producer_id": -1, "producer_epoch": -1}
     if txn is not None and reinit_verdict(expected, txn.producer_id, txn.epoch, txn.last) is not None:
         code, pid, epoch, _nothing = txns.init(txn_id, timeout_ms, expected)  # a retry, or fenced: no change
         return {"error_code": code, "producer_id": pid, "producer_epoch": epoch}
@@ -160,10 +167,15 @@ def _add_partitions(app, req: dict) -> list:
 async def add_offsets_to_txn(ctx: RequestContext):
     cluster, req = kafka_state(ctx.app).cluster_txns, ctx.request
     if cluster is not None:
-        code = await _clustered(cluster.add_offsets(req["transactional_id"], req["producer_id"],
-                                                    req["producer_epoch"], None), lambda c: c)
+        try:
+            code = await _clustered(cluster.add_offsets(req["transactional_id"], req["producer_id"],
+                                                        req["producer_epoch"], None), lambda c: c)
+        except EndInProgress as decided:  # (Kafka 4.3.1, while its markers are written)
+            code = decided.answer(req["producer_id"], req["producer_epoch"])
         return {"error_code": errors.COORDINATOR_NOT_AVAILABLE if code is None else code}
     code, txn = await _txn(ctx)
+    if txn is not None and kafka_state(ctx.app).txns.ending(txn):
+        return {"error_code": errors.CONCURRENT_TRANSACTIONS}
     if txn is not None:
         kafka_state(ctx.app).txns.begin(txn, _now())
     return {"error_code": code}
@@ -176,13 +188,18 @@ async def txn_offset_commit(ctx: RequestContext):
     if cluster is not None:  # the offsets go into the transaction's state in etcd, committed with it
         offsets = [(req["group_id"], t["name"], p["partition_index"], p["committed_offset"],
                     p["committed_metadata"] or "") for t in req["topics"] for p in t["partitions"]]
-        code = await _clustered(cluster.add_offsets(req["transactional_id"], req["producer_id"],
-                                                    req["producer_epoch"], offsets), lambda c: c)
+        try:
+            code = await _clustered(cluster.add_offsets(req["transactional_id"], req["producer_id"],
+                                                        req["producer_epoch"], offsets), lambda c: c)
+        except EndInProgress as decided:  # (Kafka 4.3.1's group coordinator too, every version)
+            code = decided.answer(req["producer_id"], req["producer_epoch"])
         code = errors.COORDINATOR_NOT_AVAILABLE if code is None else code
         return {"topics": [{"name": t["name"], "partitions": [
             {"partition_index": p["partition_index"], "error_code": code} for p in t["partitions"]]}
             for t in req["topics"]]}
     code, txn = await _txn(ctx)
+    if txn is not None and kafka_state(ctx.app).txns.ending(txn):  # (not begun: the end takes no more offsets)
+        code, txn = errors.CONCURRENT_TRANSACTIONS, None
     if txn is not None and ctx.version >= 5:  # TV2: no AddOffsetsToTxn first, this request adds the group
         kafka_state(ctx.app).txns.begin(txn, _now())
     out = []
