@@ -155,24 +155,54 @@ class JanitorService:
 
 
 class TopicWatch:
-    """Background service: every `interval_s` list the bucket's diskless topics (off the loop) and
-    follow what changed through other gateways (created, deleted, created again, grown)."""
+    """Background service: list the bucket's diskless topics (off the loop) when they may have
+    changed and follow what changed through other gateways (created, deleted, created again, grown).
+    In an etcd cluster a topic change reaches every member through the cluster view's watch (the
+    record is written to the bucket before the topic goes to etcd): the watch lists when the view
+    reports one, with no request in between. Without a cluster it HEADs the marker every gateway
+    rewrites after a record change (`topic_records.changed_mark`) every `interval_s` and lists when
+    its etag moved. Both also list every FULL_LOOK_S: a gateway that died between a record change
+    and the marker, or one of a version that writes no marker. Before, it listed every 2 s."""
 
-    def __init__(self, st, diskless: Diskless, interval_s: float = 2.0) -> None:
-        self.st, self.diskless, self.interval_s = st, diskless, interval_s
+    FULL_LOOK_S = 60.0
+
+    def __init__(self, st, diskless: Diskless, interval_s: float = 2.0, view=None) -> None:
+        self.st, self.diskless, self.interval_s, self.view = st, diskless, interval_s, view
         self.seen: dict = {}  # topic -> (record etag, home) as last listed
+        self.mark: object = ()  # the marker's etag at the last look (() before the first)
+        self._nudged = trio.Event()
+
+    def _nudge(self, _name, _record) -> None:
+        self._nudged.set()
 
     async def run(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        if self.view is not None:
+            self.view.on_topic(self._nudge)
         task_status.started()
+        listed_at = float("-inf")
         while True:
-            await trio.sleep(self.interval_s)
             try:  # created, deleted, created again or grown through another gateway (gateway.diskless_topics)
+                if not await self._may_have_changed(trio.current_time() - listed_at >= self.FULL_LOOK_S):
+                    continue
+                listed_at = trio.current_time()
                 changed, gone = await trio.to_thread.run_sync(topic_records.look, self.diskless.index, self.seen)
             except ObjectStoreError:
                 continue  # the store is down: produces say so; the watch tries again
             done = diskless_topics.follow(self.st, self.diskless, changed, gone)
             if done:
                 log.info("diskless topics from the bucket: %s", ", ".join(done))
+
+    async def _may_have_changed(self, due: bool) -> bool:
+        """Wait for the next look; whether the records are to be listed then."""
+        if self.view is not None:
+            with trio.move_on_after(self.interval_s if due else self.FULL_LOOK_S):
+                await self._nudged.wait()
+            self._nudged = trio.Event()
+            return True
+        await trio.sleep(self.interval_s)
+        mark = await trio.to_thread.run_sync(topic_records.changed_mark, self.diskless.index)
+        moved, self.mark = mark != self.mark, mark
+        return moved or due
 
 
 def creation_problem(app, configs: dict) -> str | None:
@@ -191,6 +221,7 @@ async def publish(app, name: str, configs: dict, partitions: int) -> str | None:
         return None
     try:
         await trio.to_thread.run_sync(app.diskless.index.publish_topic, name, partitions)
+        await trio.to_thread.run_sync(topic_records.mark_changed, app.diskless.index)
     except ObjectStoreError as exc:
         return f"diskless topic not recorded in the object store: {exc}"
     app.diskless.topic_homes[name] = app.diskless.index.home(name)  # (known since the publish: no request)

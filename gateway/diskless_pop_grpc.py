@@ -10,7 +10,11 @@ out again after their invisible time. A receipt handle is the same in both faces
 pop time, topic: the engine's Receipt), so the owner's receipts ack there whichever face made them.
 
 None from these functions: serve here (this gateway owns POP, knows no owner, or the owner could not
-be reached: as remoting POPs, it serves here for the lease's take-over time)."""
+be reached: as remoting POPs, it serves here for the lease's take-over time).
+
+A forwarded receive keeps what a local one gives: FIFO message groups (the POP asks for `order`,
+gateway.fifo_hold) and, for an auto-renew receive, server-side lease renewal (gateway.grpc.renew
+renews the owner's leases through `change_invisible`)."""
 from __future__ import annotations
 
 from codec.remoting import RequestCode as RC, ResponseCode
@@ -81,7 +85,8 @@ async def receive(app, group: str, topic: str, max_n: int, invisible_ms: int, po
     messages as stored, queue id, offset and reconsume times set); None: serve here."""
     fields = {"consumerGroup": group, "topic": topic, "queueId": -1, "maxMsgNums": max_n,
               "invisibleTime": invisible_ms, "pollTime": int(poll_s * 1000),  # no bornTime: the clocks may differ
-              "initMode": INIT_MIN, "expType": filter_kind, "exp": expression}
+              "initMode": INIT_MIN, "expType": filter_kind, "exp": expression,
+              "order": "true"}  # FIFO message groups held there as a local receive holds them (gateway.fifo_hold)
     resp = await _forward(app, topic, RC.POP_MESSAGE, fields, poll_s)
     if resp is None:
         return None

@@ -129,7 +129,7 @@ def background_services(app) -> list:
             ProducerExpiry(app.kafka.producers, app.clock, app.config.producer_id_expiration_ms), LiteExpiry(app),
             app.offsets, app.delay, app.transactions, app.pop, app.kafka.coordinator, app.kafka.consumer_groups,
             app.kafka.share_groups, app.kafka.streams_groups, app.replication, app.tables, *tier,
-            *([TopicWatch(app.store, app.diskless), JanitorService(app), app.kafka.diskless_txns, RetentionSync(app),
+            *([TopicWatch(app.store, app.diskless, view=app.ownership.view if cluster else None), JanitorService(app), app.kafka.diskless_txns, RetentionSync(app),
                app.pop_remoting.owner]
               if app.diskless is not None else [])]
 

@@ -32,10 +32,37 @@ def free_port() -> int:
             return port
 
 
+WAIT_CAP_S = 180.0  # a wait scaled by the load ends after this long whatever the load (or its own bound if longer)
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The user + system CPU time `pid` has used so far (Linux /proc), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _load_factor() -> float:
+    """How many times slower than on an idle machine a process runs now: the 1-minute run queue per
+    core (at least 1). Other suites and helpers share the machine; a start that takes 1 s alone
+    took over 20 s at load 40-80 on two cores."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        return 1.0
+
+
 def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
-    """Until `port` accepts connections; TimeoutError after `timeout`, or as soon as `proc` ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Until `port` accepts connections; TimeoutError as soon as `proc` ended, or once `timeout`
+    seconds of an unloaded machine passed: wall time is counted divided by the load factor, so a
+    start slowed by other work on the machine is waited for, while one that hangs on an idle machine
+    still fails after `timeout` (and after WAIT_CAP_S, or `timeout` if longer, whatever the load)."""
+    start = last = time.monotonic()
+    unloaded, cap = 0.0, max(timeout, WAIT_CAP_S)
+    while unloaded < timeout and last - start < cap:
         if proc is not None and proc.poll() is not None:
             raise TimeoutError(f"the process ended (status {proc.returncode}) before port {port} opened")
         try:
@@ -43,7 +70,12 @@ def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = 
                 return
         except OSError:
             time.sleep(0.02)  # a start is ~0.5-1 s: a coarser poll adds a sizeable share
-    raise TimeoutError(f"port {port} did not open")
+        now = time.monotonic()
+        unloaded += (now - last) / _load_factor()
+        last = now
+    cpu = _cpu_seconds(proc.pid) if proc is not None else None
+    raise TimeoutError(f"port {port} did not open in {last - start:.0f} s (load factor now {_load_factor():.1f}"
+                       + (f", the process used {cpu:.1f} CPU-s)" if cpu is not None else ")"))
 
 
 def wait_shards(bootstrap: str, count: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:

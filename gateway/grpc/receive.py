@@ -229,8 +229,10 @@ async def _at_owner(ctx, req, receive: _Receive, send) -> bool:
         await send(s.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message")))
         return True
     await send(s.ReceiveMessageResponse(status=ok()))
-    for m in stored:
-        handle = receipt_handle(m.topic, m.queue_id, m.queue_offset, pop_time)
+    handles = [receipt_handle(m.topic, m.queue_id, m.queue_offset, pop_time) for m in stored]
+    if receive.renewer is not None:  # renewed at the owner while the consumer processes them
+        receive.renewer.hold_remote([parse_receipt(receive.group, h) for h in handles], receive.invisible)
+    for m, handle in zip(stored, handles):
         await send(s.ReceiveMessageResponse(message=to_pb(
             m, topic=receive.topic, receipt_handle=handle, invisible_ms=receive.invisible,
             attempt=m.reconsume_times + 1, deliver_at=scheduled_at(ctx.app, m.properties))))
@@ -251,10 +253,13 @@ async def _load(app, group: str, diskless: list) -> None:
 async def ack_message(ctx, req):
     group, engine = _group(req), ctx.app.pop
     entries, end, failed = [], 0, 0
+    renewer = ctx.call.conn.services.get("renew")
     for entry in req.entries:
         try:
             receipt = parse_receipt(group, entry.receipt_handle)
             at_owner = await diskless_pop_grpc.ack(ctx.app, receipt)  # another gateway's POP state?
+            if at_owner is not None and renewer is not None:
+                renewer.release(receipt)  # no renewal at the owner of what it acknowledged
             done, end_offset = engine.ack([receipt]) if at_owner is None else (at_owner, 0)
             if done and lite.GROUP_SEPARATOR in receipt.group:  # the lite topic's next message may go
                 ctx.app.arrivals.notify(receipt.topic, receipt.queue_id)

@@ -28,7 +28,7 @@ from codec.remoting.message import INNER_BATCH_FLAG, INT32, QUEUE_ID_AT, RECONSU
 from gateway.cluster import dead_letters
 from gateway.cluster.remoting_queues import local_queue_id, own_broker_name, pop_queues
 from gateway.ops.stats import stats_of
-from gateway import tier_reads
+from gateway import fifo_hold, tier_reads
 from gateway.remoting.common import DEFERRED, FAQ, after_durable, ensure_topic, handles, legal_group, now_ms, registry
 from gateway.remoting.headers import (RequestError, optional_int, optional_long, optional_str, required_int,
                                       required_long, required_str)
@@ -180,11 +180,16 @@ def _pop_once(app, req, group, sources, max_n, invisible, subscription, init_mod
     parts, starts, offsets, rest, left = [], [], [], 0, max_n
     filters = {"tag_filter": _tag_filter(subscription), "keep": _keeper(subscription),
                "raw_keep": None if getattr(subscription, "match_all", False) else subscription.matches_properties}
+    order = fifo_hold.ordered(req)
     for topic, qid in sources:
+        if order and fifo_hold.held(app, group, topic, qid):
+            continue  # a message group's message from it is in flight
         got = engine.acquire(group, topic, qid, left, invisible, init_mode=init_mode, **filters,
                              max_deliveries=DEFAULT_MAX_RECONSUME_TIMES + 1, pop_time=pop_time, raw=True,
                              dead_letter=lambda g, m, o: _to_dlq(app, g, m, o))
         rest += got.rest
+        if order:
+            fifo_hold.hold(app, group, topic, qid, pop_time, got.deliveries)
         if got.deliveries:
             mark, local = retry_mark(topic), local_queue_id(app, topic, qid)
             starts.append((mark, local, got.deliveries[0].offset))

@@ -23,6 +23,9 @@ from codec.kafka.records import BATCH_LENGTH_AT, LAST_OFFSET_DELTA_AT
 from store.objstore.api import ObjectStoreError
 
 TOPICS = "diskless/topics/"
+# rewritten (new random content, so a new etag) after every change of a topic record: the topic
+# watches HEAD it instead of listing TOPICS (store.diskless.topic_records.changed_mark)
+TOPICS_CHANGED = "diskless/topics-changed"
 DELETED = "diskless/deleted/"  # tombstones of deleted topics' incarnations: the janitor empties their index
 WAL = "diskless/wal/"
 INDEX = "diskless/index/"

@@ -5,10 +5,15 @@ A topic's record names its incarnation (`layout.home`); deleting it writes a tom
 incarnation (the janitor deletes its index entries, then garbage collection its objects) and then
 deletes the record, so a topic created again under the same name gets a new incarnation and never
 sees the old entries, nor those a late writer adds to the old one. Growing rewrites the record with
-the new partition count (same incarnation): every gateway adopts it from there."""
+the new partition count (same incarnation): every gateway adopts it from there.
+
+Every change of a record is followed by a rewrite of `layout.TOPICS_CHANGED` (`mark_changed`), so a
+gateway's topic watch asks one HEAD (`changed_mark`) instead of a LIST of the records while nothing
+changes (docs/diskless.md, "Start and watch")."""
 from __future__ import annotations
 
 import json
+import uuid
 
 from store.diskless import configs as topic_configs
 from store.diskless import layout
@@ -26,6 +31,7 @@ def delete_topic(index: DisklessIndex, topic: str) -> None:
         return
     index.store.put(layout.DELETED + home, json.dumps({"partitions": partitions}).encode())
     index.store.delete(layout.topic_key(topic))
+    mark_changed(index)
     index.forget_topic(topic)
     group_offsets.delete_topic(index.store, topic)
     topic_configs.delete_topic(index.store, topic)
@@ -42,6 +48,18 @@ def grow_topic(index: DisklessIndex, topic: str, partitions: int) -> None:
         raise ObjectStoreError(f"{topic}: unreadable diskless topic record ({exc})") from None
     doc["partitions"] = partitions
     index.store.put(key, json.dumps(doc).encode())
+    mark_changed(index)
+
+
+def mark_changed(index: DisklessIndex) -> None:
+    """Tell the topic watches that a record changed (the marker gets a new etag)."""
+    index.store.put(layout.TOPICS_CHANGED, uuid.uuid4().hex.encode())
+
+
+def changed_mark(index: DisklessIndex) -> str | None:
+    """The marker's etag (one HEAD); None when no gateway wrote it yet."""
+    info = index.store.head(layout.TOPICS_CHANGED)
+    return None if info is None else info.etag
 
 
 def look(index: DisklessIndex, seen: dict) -> tuple[dict, set]:

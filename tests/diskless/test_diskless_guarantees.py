@@ -21,8 +21,12 @@ from test_diskless_kafka import FAST_WAL, create_topic
 
 def _produce_until(bootstrap: str, topic: str, stop: threading.Event, acked: list) -> None:
     """Keep producing (acks=all, no retries: a failure is final) until `stop`; acked values to `acked`."""
+    # no telemetry push: librdkafka's destroy of this producer, after its broker was killed, hung in the
+    # push (rdk:main blocked in rd_kafka_PushTelemetryRequest, the destroying thread joining it), and
+    # that thread kept `make test-diskless` from exiting after "64 passed"
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2, "retries": 0,
-                         "message.timeout.ms": 10000, "reconnect.backoff.max.ms": 200})
+                         "message.timeout.ms": 10000, "reconnect.backoff.max.ms": 200,
+                         "enable.metrics.push": False})
 
     def report(err, msg):
         if err is None:
@@ -43,7 +47,8 @@ def test_kill_9_mid_produce_loses_no_acknowledged_record(seaweed_s3, s3_bucket, 
     create_topic(g.kafka_bootstrap, "k9", partitions=4)
     acked: list[bytes] = []
     stop = threading.Event()
-    worker = threading.Thread(target=_produce_until, args=(g.kafka_bootstrap, "k9", stop, acked))
+    worker = threading.Thread(target=_produce_until, args=(g.kafka_bootstrap, "k9", stop, acked),
+                              daemon=True)  # a client stuck past the join below never holds the run's exit
     worker.start()
     try:
         deadline = time.monotonic() + 60

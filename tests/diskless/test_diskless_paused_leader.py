@@ -58,6 +58,9 @@ def test_a_paused_old_leader_does_not_commit_a_batch_its_successor_took(seaweed_
     try:
         gws = cluster.gateways
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        # both members registered before a replication factor of 2 is asked (under load the view of the
+        # gateway asked may not list the second yet: INVALID_REPLICATION_FACTOR)
+        wait_for(lambda: len(admin.list_topics(timeout=5).brokers) == 2, 60, "both gateways registered")
         admin.create_topics([NewTopic(TOPIC, 1, 2, config={"diskless.enable": "true"})])[TOPIC].result(30)
         old = wait_for(lambda: _leader(admin) in gws and _leader(admin), what="a leader")
         new = next(n for n in gws if n != old)
