@@ -91,6 +91,29 @@ async def deliver_round(left: set, targets, taken: set, deliver_to) -> set:
     return {tp for tp in left if any((gateway, tp) not in taken for gateway in targets(tp))}
 
 
+async def deliver_until(left: set, targets, deliver_to, deadline_s: float, retry_s: float) -> set:
+    """`deliver_round` again every `retry_s` until every partition took its end or `deadline_s`
+    passed (a holder down: Kafka's markers wait for an offline partition too); what is still owed."""
+    taken: set = set()
+    with trio.move_on_after(deadline_s):
+        while left:
+            left = await deliver_round(left, targets, taken, deliver_to)
+            if left:
+                await trio.sleep(retry_s)
+    return left
+
+
+def end_targets(held: list, leader: int, commit: bool, layout: bool) -> set[int]:
+    """Where an end of a partition goes (-1: deleted, nothing to end): the holder of its halves
+    (`held`: [node, epoch] when it joined); an abort also to its `leader` now, which took the
+    producer's batches after the partition moved there (left undecided, a later v1 commit of the same
+    epoch there would commit them; a commit after a move is an abort). Kafka's layout (`layout`):
+    the current leader appends the marker."""
+    if leader < 0 or layout:
+        return {leader}
+    return {held[0] if held[0] >= 0 else leader} | (set() if commit else {leader})
+
+
 async def send_markers(transport, address: str, leader: int, txn_id, end: tuple, commit, tps) -> bool:
     """Whether the gateway at `address` (node `leader`) wrote the end of `tps` (a CLUSTER_TXN_MARKERS);
     `end`: (producer id, epoch, the end's number or None: `txn_fence`)."""

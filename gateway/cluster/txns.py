@@ -17,14 +17,12 @@ import dataclasses
 import logging
 import time
 
-import trio
-
 from codec.kafka.records import TRANSACTIONAL, parse_batches
 from codec.kafka.schema import DecodeError
 from gateway.cluster import txn_fence, txn_halves, txn_layout
 from gateway.cluster.txn_completion import Completions, completed
 from gateway.cluster.txn_ends import END_RETRIED, UnconfirmedCommits
-from gateway.cluster.txn_markers import MarkerTransport, deliver_round, send_markers
+from gateway.cluster.txn_markers import MarkerTransport, deliver_until, end_targets, send_markers
 from gateway.cluster.txn_state import Seen, TxnStates, late_end, producer_check
 from gateway.remoting.replica_client import outgoing
 from semantics.producer_state import PRODUCER_FENCED, RETRIED, ClusterUnavailable, \
@@ -316,27 +314,13 @@ class ClusterTxns:
     async def _deliver(self, txn_id: str, end: tuple, commit: bool, partitions: list, holders: dict) -> None:
         """The gateway holding each partition's halves (its leader when it joined) ends them; one that
         no longer leads it forwards a commit to the leader as a due message; an abort goes to the
-        partition's leader too (`_end_targets`). Retried until MARKER_DEADLINE_S (the holder down:
-        Kafka's markers wait for an offline partition too)."""
-        left, taken = set(partitions), set()
-        with trio.move_on_after(MARKER_DEADLINE_S):
-            while left:
-                left = await deliver_round(
-                    left, lambda tp: self._end_targets(tp, holders, commit), taken,
-                    lambda leader, tps: self._deliver_to(leader, txn_id, end, commit, tps))
-                if left:
-                    await trio.sleep(MARKER_RETRY_S)
+        partition's leader too (`txn_markers.end_targets`). Retried until MARKER_DEADLINE_S."""
+        left = await deliver_until(
+            set(partitions), lambda tp: end_targets(holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0],
+                                                    commit, self.layout),
+            lambda leader, tps: self._deliver_to(leader, txn_id, end, commit, tps), MARKER_DEADLINE_S, MARKER_RETRY_S)
         if left:
             raise NotCompleted(f"no leader took the end of {txn_id} for {sorted(left)}")
-
-    def _end_targets(self, tp, holders: dict, commit: bool) -> set[int]:
-        """Where an end of `tp` goes (-1: deleted, nothing to end): the holder of its halves; an abort also
-        to its leader now, which took the producer's batches after the partition moved there (left
-        undecided, a later v1 commit of the same epoch there would commit them; a commit after a move is an abort)."""
-        held, leader = holders.get(_key(tp)) or [-1, -1], self._leader_at(tp)[0]
-        if leader < 0 or self.layout:  # Kafka's layout: the current leader appends the marker
-            return {leader}
-        return {held[0] if held[0] >= 0 else leader} | (set() if commit else {leader})
 
     async def _deliver_to(self, leader: int, txn_id, end: tuple, commit, tps) -> bool:
         """`end`: (producer id, epoch, coordinator epoch: the end's number, `txn_fence`)."""

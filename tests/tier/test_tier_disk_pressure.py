@@ -107,6 +107,7 @@ def test_disk_fills_while_store_down_writes_refused_nothing_lost_then_resume(gw,
         producer.send(Message(TOPIC, body))
         acked.append(zlib.compress(body, 5))
     wait_for(lambda: len(manifests(seaweed_s3, s3_bucket)) >= 3, 30, "files committed")
+    committed_before = manifests(seaweed_s3, s3_bucket)  # a round under way may commit one more
     seaweed_s3.pause()
     try:
         first_before = local_files(gw)[0]
@@ -116,8 +117,13 @@ def test_disk_fills_while_store_down_writes_refused_nothing_lost_then_resume(gw,
         err = kafka_send(gw, b"k-refused")
         assert err is not None and err.code() == KafkaError.KAFKA_STORAGE_ERROR, err  # retriable in Kafka
         assert consume(gw, TOPIC, 0, 3) == acked[:3]  # local data still served
-        lag = metrics(gw)[("rocketgate_tier_upload_lag_files", ())]
-        assert lag >= 20, lag  # what waits for the store, counted while a round hangs on it
+        # what waits for the store, counted while a round hangs on it (the old gauge read 0 or 1); a
+        # sealed file counts once the flush reached its end, so the gauge is waited for
+        waiting = [f for f in local_files(gw)[:-1] if f not in committed_before]
+        assert len(waiting) >= 10, waiting
+        lag = wait_for(lambda: (n := metrics(gw)[("rocketgate_tier_upload_lag_files", ())]) >= len(waiting) - 2 and n,
+                       15, f"the upload-lag gauge to count the {len(waiting)} files waiting")
+        assert lag <= len(waiting), (lag, waiting)
 
         # The files committed before the outage go once local.retention.ms passed, the store still
         # down; writes resume, fill the disk again, and are refused again: the rest is uncommitted.
