@@ -56,11 +56,15 @@ def raw_leader(bootstrap: str, topic: str, partition: int = 0, timeout: float = 
         client.close()
 
 
-def rocketmq_queue(leaders: dict[int, int], partition: int) -> tuple[str, int]:
-    """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by."""
+def rocketmq_queue(leaders: dict[int, int], partition: int, cluster_ids: bool = False) -> tuple[str, int]:
+    """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by;
+    with `cluster_ids` (a RocketMQ 5 Java client, which reads the route's static-topic mapping, as a
+    send result names it: the leader's broker and the topic's own id, docs/cluster.md) the partition."""
     if TEST_SHARDS == 1:
         return "broker-a", partition
     leader = leaders[partition]
+    if cluster_ids:
+        return f"broker-{leader}", partition
     led = sorted(p for p, node in leaders.items() if node == leader)
     return f"broker-{leader}", led.index(partition)
 
