@@ -111,3 +111,17 @@ def one_queue_each() -> int:
     (the cluster places a topic's queues round-robin over its members)."""
     return len(broker_ids())
 
+
+
+def serving_pid(proc_pid: int, data_dir: str) -> int:
+    """The process serving a gateway's bootstrap ports: the gateway itself, or under `--shards` its
+    shard 0 (the supervisor, `proc_pid`, only starts and watches the shards)."""
+    if TEST_SHARDS == 1:
+        return proc_pid
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shards"))
+    from sharded import shard_pids
+
+    return shard_pids(data_dir)[0]
