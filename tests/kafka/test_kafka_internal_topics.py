@@ -12,8 +12,9 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer
-from kafka_raw import produce_body
+from kafka_raw import RawClient, produce_body
 from kafka_target import eventually, first_record, gateway_only, target  # noqa: F401 (fixture)
+from shard_aware import raw_leader
 
 from codec.kafka import records
 
@@ -47,7 +48,7 @@ def offsets_topic(target):
 @pytest.mark.parametrize("version", [3, 9])  # the first and last the gateway serves
 def test_internal_topic_refused_next_to_a_plain_one(target, offsets_topic, version):
     """One Produce with the offsets topic and a user topic: only the internal one is refused."""
-    c = target.raw()
+    c = RawClient(raw_leader(target.bootstrap, offsets_topic), timeout=60)  # the user topic's leader
     body = produce_body(offsets_topic, 0, _batch())
     body["topic_data"].append({"name": OFFSETS, "partition_data": [{"index": 0, "records": _batch()}]})
 
