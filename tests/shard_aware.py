@@ -113,9 +113,14 @@ def one_queue_each() -> int:
 
 
 
-def serving_pid(proc_pid: int, data_dir: str) -> int:
+def leader_pid(gw, topic: str, partition: int = 0) -> int:
+    """The process whose store holds `partition` of `topic`: the gateway, or the shard leading it."""
+    return serving_pid(gw.proc.pid, gw.data_dir, partition_leaders(gw.kafka_bootstrap, topic)[partition] - 1)
+
+
+def serving_pid(proc_pid: int, data_dir: str, shard: int = 0) -> int:
     """The process serving a gateway's bootstrap ports: the gateway itself, or under `--shards` its
-    shard 0 (the supervisor, `proc_pid`, only starts and watches the shards)."""
+    shard 0 (the supervisor, `proc_pid`, only starts and watches the shards), or shard `shard`."""
     if TEST_SHARDS == 1:
         return proc_pid
     import os
@@ -124,4 +129,4 @@ def serving_pid(proc_pid: int, data_dir: str) -> int:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shards"))
     from sharded import shard_pids
 
-    return shard_pids(data_dir)[0]
+    return shard_pids(data_dir)[shard]
