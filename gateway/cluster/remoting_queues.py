@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 
 from codec.remoting import RequestCode as RC, ResponseCode
+from codec.remoting.message import MessageFormatError, decode
 from gateway.cluster import routes
 from gateway.cluster.routes import MOCK_BROKER, led_queues
 from gateway.cluster.ownership import clustered
@@ -30,6 +31,7 @@ _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
 # gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
 _JAVA_INT_MAX = 2**31 - 1
 _PULLS = (RC.PULL_MESSAGE, RC.LITE_PULL_MESSAGE)
+_VIEWS = (RC.VIEW_MESSAGE_BY_ID, RC.QUERY_MESSAGE)
 _INT32 = struct.Struct(">i")  # a stored message's TOTALSIZE and QUEUEID (bytes 0 and 12)
 _CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
 _JAVA_V5 = 413  # MQVersion.Version.V5_0_0.ordinal(): Java clients from 5.0 read topicQueueMappingByBroker
@@ -100,6 +102,9 @@ def restore(app, req, resp) -> None:
     if req.code in _PULLS and resp is not None and resp.body and not names_cluster_ids(req):
         _pulled_as_local(app, req, resp)
         return
+    if req.code in _VIEWS and resp is not None and resp.body and clustered(app):
+        _viewed_as_local(app, resp)
+        return
     if req.code not in _SENDS or resp is None or "queueId" not in resp.ext_fields or names_cluster_ids(req):
         return
     topic = req.ext_fields.get(_COMPACT.get(req.code, ("topic",))[0])
@@ -123,6 +128,22 @@ def _pulled_as_local(app, req, resp) -> None:
             return  # not a message layout: left as it is
         _INT32.pack_into(body, pos + 12, local)
         pos += size
+    resp.body = bytes(body)
+
+
+def _viewed_as_local(app, resp) -> None:
+    """The messages of a view by id or a query by key with the broker-local id of each queue this
+    gateway leads, as a pull answers them (a tool reads the same bytes a consumer pulled)."""
+    body, pos = bytearray(resp.body), 0
+    try:
+        while pos + 16 <= len(body):
+            m = decode(body, pos)
+            led = led_queues(app.ownership, m.topic)
+            if led is not None and m.queue_id in led:
+                _INT32.pack_into(body, pos + 12, led.index(m.queue_id))
+            pos += m.size
+    except (MessageFormatError, ValueError, IndexError, struct.error):
+        return  # not a message layout: left as it is
     resp.body = bytes(body)
 
 
