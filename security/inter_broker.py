@@ -16,7 +16,7 @@ from codec.remoting import RemotingCommand, RequestCode as RC
 from codec.remoting.acl import ACCESS_KEY, sign, signature_matches
 
 INTER_BROKER_CODES = frozenset((RC.CLUSTER_DELIVER, RC.CLUSTER_TXN_MARKERS, RC.CLUSTER_END_TRANSACTION,
-                                RC.CLUSTER_SHARE_OFFSETS))  # accepted from the inter-broker principal only
+                                RC.CLUSTER_SHARE_OFFSETS, RC.CLUSTER_RECALL))  # accepted from the inter-broker principal only
 # a follower's fetches: accepted from the inter-broker principal too (and, as before, from cluster admins)
 REPLICATION_CODES = frozenset((RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END))
 

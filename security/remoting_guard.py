@@ -46,7 +46,7 @@ ADMIN_ALTER_CODES = frozenset((
     # replication between gateways: a replica reads every entry of a queue, a role change is the cluster's
     # (CLUSTER_DELIVER is classed here too, but only the inter-broker credential passes: check())
     RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.CLUSTER_DELIVER, RC.CLUSTER_TXN_MARKERS,
-    RC.CLUSTER_END_TRANSACTION, RC.CLUSTER_SHARE_OFFSETS,
+    RC.CLUSTER_END_TRANSACTION, RC.CLUSTER_SHARE_OFFSETS, RC.CLUSTER_RECALL,
     RC.TRIGGER_LITE_DISPATCH))  # (5.5: an admin's push of a lite topic's messages to its subscribers)
 ADMIN_DESCRIBE_CODES = frozenset((
     RC.GET_ALL_TOPIC_CONFIG, RC.GET_TOPIC_CONFIG_LIST, RC.GET_TOPIC_CONFIG, RC.GET_TOPIC_STATS_INFO,

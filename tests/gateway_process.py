@@ -79,15 +79,21 @@ def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = 
 
 
 def wait_shards(bootstrap: str, count: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    """Until Kafka Metadata lists `count` brokers (every shard registered), so topics spread over all."""
+    """Until Kafka Metadata lists `count` brokers (every shard registered), so topics spread over all,
+    and each listed broker's Kafka port accepts: a shard registers before it listens, and it opens
+    its listeners (Kafka, remoting, gRPC) in one step, so a route naming its gRPC or remoting
+    endpoint is not refused either (a Python SDK receive was, before its listeners opened)."""
     from confluent_kafka.admin import AdminClient
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            if len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=3).brokers) == count:
-                return
+            brokers = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=3).brokers
         except Exception:  # noqa: BLE001 - not answering yet
-            pass
+            brokers = {}
+        if len(brokers) == count:
+            for broker in brokers.values():
+                wait_port(broker.port, timeout=max(0.1, deadline - time.monotonic()), proc=proc)
+            return
         time.sleep(0.2)
     raise TimeoutError(f"{count} shards did not show up in Metadata")
 

@@ -56,11 +56,15 @@ def raw_leader(bootstrap: str, topic: str, partition: int = 0, timeout: float = 
         client.close()
 
 
-def rocketmq_queue(leaders: dict[int, int], partition: int) -> tuple[str, int]:
-    """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by."""
+def rocketmq_queue(leaders: dict[int, int], partition: int, cluster_ids: bool = False) -> tuple[str, int]:
+    """(brokerName, broker-local queue id) a RocketMQ client knows Kafka partition `partition` by;
+    with `cluster_ids` (a RocketMQ 5 Java client, which reads the route's static-topic mapping, as a
+    send result names it: the leader's broker and the topic's own id, docs/cluster.md) the partition."""
     if TEST_SHARDS == 1:
         return "broker-a", partition
     leader = leaders[partition]
+    if cluster_ids:
+        return f"broker-{leader}", partition
     led = sorted(p for p, node in leaders.items() if node == leader)
     return f"broker-{leader}", led.index(partition)
 
@@ -107,3 +111,22 @@ def one_queue_each() -> int:
     (the cluster places a topic's queues round-robin over its members)."""
     return len(broker_ids())
 
+
+
+def leader_pid(gw, topic: str, partition: int = 0) -> int:
+    """The process whose store holds `partition` of `topic`: the gateway, or the shard leading it."""
+    return serving_pid(gw.proc.pid, gw.data_dir, partition_leaders(gw.kafka_bootstrap, topic)[partition] - 1)
+
+
+def serving_pid(proc_pid: int, data_dir: str, shard: int = 0) -> int:
+    """The process serving a gateway's bootstrap ports: the gateway itself, or under `--shards` its
+    shard 0 (the supervisor, `proc_pid`, only starts and watches the shards), or shard `shard`."""
+    if TEST_SHARDS == 1:
+        return proc_pid
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "shards"))
+    from sharded import shard_pids
+
+    return shard_pids(data_dir)[shard]

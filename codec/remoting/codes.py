@@ -69,6 +69,7 @@ class RequestCode:
     CLUSTER_TXN_MARKERS = 9206  # a Kafka transaction's end for the partitions a gateway leads (gateway.cluster.txns)
     CLUSTER_END_TRANSACTION = 9207  # an END_TRANSACTION another gateway got for a half held here (gateway.cluster.end_forward)
     CLUSTER_SHARE_OFFSETS = 9208  # share-group offset admin for partitions another gateway leads (gateway.cluster.share_offsets)
+    CLUSTER_RECALL = 9209  # a gRPC RecallMessage of a delayed message another gateway scheduled (gateway.cluster.recall_forward)
     QUERY_ASSIGNMENT = 400  # 5.x POP: broker-side rebalance and the request mode (gateway/remoting/pop*)
     SET_MESSAGE_REQUEST_MODE = 401
     POP_MESSAGE = 200050

@@ -16,7 +16,10 @@ cluster queue id), each sent to the gateway the mapping names (the leader). Thos
 meaning when leaders move, so they are not translated (`names_cluster_ids`)."""
 from __future__ import annotations
 
+import struct
+
 from codec.remoting import RequestCode as RC, ResponseCode
+from codec.remoting.message import MessageFormatError, decode
 from gateway.cluster import routes
 from gateway.cluster.routes import MOCK_BROKER, led_queues
 from gateway.cluster.ownership import clustered
@@ -27,6 +30,9 @@ _COMPACT = {RC.SEND_MESSAGE_V2: ("b", "e"), RC.SEND_BATCH_MESSAGE: ("b", "e")}
 _SENDS = (RC.SEND_MESSAGE, RC.SEND_MESSAGE_V2, RC.SEND_BATCH_MESSAGE)
 # gateway-to-gateway requests speak the cluster's queue ids (gateway.remoting.replica_fetch, gateway.cluster.delivery)
 _JAVA_INT_MAX = 2**31 - 1
+_PULLS = (RC.PULL_MESSAGE, RC.LITE_PULL_MESSAGE)
+_VIEWS = (RC.VIEW_MESSAGE_BY_ID, RC.QUERY_MESSAGE)
+_INT32 = struct.Struct(">i")  # a stored message's TOTALSIZE and QUEUEID (bytes 0 and 12)
 _CLUSTER_IDS = (RC.REPLICA_FETCH, RC.REPLICA_EPOCH_END, RC.REPLICA_ROLE, RC.REPLICA_STATE, RC.CLUSTER_DELIVER)
 _JAVA_V5 = 413  # MQVersion.Version.V5_0_0.ordinal(): Java clients from 5.0 read topicQueueMappingByBroker
 
@@ -37,7 +43,13 @@ def names_cluster_ids(req) -> bool:
     send, which names the real broker the mapping sent it to (DefaultMQProducerImpl.sendKernelImpl)."""
     if req.ext_fields.get("bname") == MOCK_BROKER:
         return True
-    return req.code in _SENDS and req.language == "JAVA" and req.version >= _JAVA_V5
+    return req.code in _SENDS and reads_queue_mapping(req.language, req.version)
+
+
+def reads_queue_mapping(language: str, version: int) -> bool:
+    """Whether a client of this language and version numbers a cluster topic's queues by the route's
+    mapping (a Java client from 5.0)."""
+    return language == "JAVA" and version >= _JAVA_V5
 
 
 def translate(app, req):
@@ -85,13 +97,54 @@ def translate(app, req):
 
 
 def restore(app, req, resp) -> None:
-    """A send's answer names the broker-local queue id the client asked for."""
+    """A send's answer names the broker-local queue id the client asked for; so do the messages of
+    a pull's answer."""
+    if req.code in _PULLS and resp is not None and resp.body and not names_cluster_ids(req):
+        _pulled_as_local(app, req, resp)
+        return
+    if req.code in _VIEWS and resp is not None and resp.body and clustered(app):
+        _viewed_as_local(app, resp)
+        return
     if req.code not in _SENDS or resp is None or "queueId" not in resp.ext_fields or names_cluster_ids(req):
         return
     topic = req.ext_fields.get(_COMPACT.get(req.code, ("topic",))[0])
     led = led_queues(app.ownership, topic) if topic else None
     if led is not None and int(resp.ext_fields["queueId"]) in led:
         resp.ext_fields["queueId"] = str(led.index(int(resp.ext_fields["queueId"])))
+
+
+def _pulled_as_local(app, req, resp) -> None:
+    """Each pulled message's QUEUEID (stored as the cluster's id) rewritten to the broker-local id
+    the client pulled, as a RocketMQ broker's messages carry its own queue's id (a Java 4.x consumer
+    hands `MessageExt.getQueueId()` to the application as stored: it read 3 for its queue 1)."""
+    topic, qid = req.ext_fields.get("topic"), req.ext_fields.get("queueId")
+    led = led_queues(app.ownership, topic) if topic and clustered(app) else None
+    if led is None or qid is None or not qid.isdigit() or int(qid) not in led:
+        return
+    local, body, pos = led.index(int(qid)), bytearray(resp.body), 0
+    while pos + 16 <= len(body):
+        size = _INT32.unpack_from(body, pos)[0]
+        if size < 16:
+            return  # not a message layout: left as it is
+        _INT32.pack_into(body, pos + 12, local)
+        pos += size
+    resp.body = bytes(body)
+
+
+def _viewed_as_local(app, resp) -> None:
+    """The messages of a view by id or a query by key with the broker-local id of each queue this
+    gateway leads, as a pull answers them (a tool reads the same bytes a consumer pulled)."""
+    body, pos = bytearray(resp.body), 0
+    try:
+        while pos + 16 <= len(body):
+            m = decode(body, pos)
+            led = led_queues(app.ownership, m.topic)
+            if led is not None and m.queue_id in led:
+                _INT32.pack_into(body, pos + 12, led.index(m.queue_id))
+            pos += m.size
+    except (MessageFormatError, ValueError, IndexError, struct.error):
+        return  # not a message layout: left as it is
+    resp.body = bytes(body)
 
 
 def pop_queues(app, topic: str, queues: list[int]) -> list[int]:
@@ -118,6 +171,16 @@ def stats_queues(app, topic: str, count: int) -> list[tuple[int, tuple[str, str,
     if led is None:
         return [(q, (topic, name, q)) for q in range(count)]
     return [(q, (topic, name, local)) for local, q in enumerate(led)]
+
+
+def client_queues(app, topic: str, queues: dict[int, tuple], language: str, version: int) -> dict[int, tuple]:
+    """`queues` ({cluster queue id: (topic, broker, broker-local id)}) as a client of this language
+    and version knows them: a Java 5 client of a cluster topic by (`__syslo__global__`, cluster id),
+    the MessageQueues it holds, which a RESET_CONSUMER_CLIENT_OFFSET must name to be applied
+    (MQClientInstance.resetOffset keeps only the entries its own queues match)."""
+    if not (clustered(app) and app.ownership.assigned(topic) and reads_queue_mapping(language, version)):
+        return queues
+    return {qid: (topic, MOCK_BROKER, qid) for qid in queues}
 
 
 def lock_queue_id(app, topic: str, broker: str, queue_id: int) -> int | None:

@@ -14,6 +14,7 @@ from gateway.grpc.common import Code, RpcError, ok, rpc, s
 from gateway.grpc.messages import message_type, to_store
 from gateway.grpc.recall import check_type, recall_handle
 from gateway.cluster.ownership import clustered
+from gateway.cluster.remoting_queues import own_broker_name
 from gateway.cluster.routes import led_queues
 from gateway.grpc.fifo_queue import group_queue
 from gateway.grpc.forward import forward_elsewhere
@@ -126,7 +127,8 @@ async def send_message(ctx, req):
     for sent, m, r in zip(req.messages, msgs, results):
         tx = f"{r.queue_offset}:{r.physical_offset}" if m.topic == routing.HALF_TOPIC else ""
         due = m.properties.get(routing.PROPERTY_START_DELIVER_TIME) if m.topic == routing.SCHEDULE_TOPIC else None
-        recall = recall_handle(sent.topic.name, int(due), sent.system_properties.message_id) if due else ""
+        recall = recall_handle(sent.topic.name, int(due), sent.system_properties.message_id,
+                               own_broker_name(app)) if due else ""
         entries.append(s.SendResultEntry(status=ok(), message_id=sent.system_properties.message_id,
                                          transaction_id=tx, offset=r.queue_offset, recall_handle=recall))
     return s.SendMessageResponse(status=ok(), entries=entries)

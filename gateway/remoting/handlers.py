@@ -6,6 +6,7 @@ NameServer role.
 """
 import gateway.cluster.delivery  # noqa: F401  (each fills HANDLERS)
 import gateway.cluster.share_offsets  # noqa: F401
+import gateway.cluster.recall_forward  # noqa: F401
 import gateway.remoting.admin  # noqa: F401
 import gateway.remoting.consumer_manage  # noqa: F401
 import gateway.remoting.end_transaction  # noqa: F401

@@ -25,7 +25,7 @@ import trio
 from codec.remoting import RemotingCommand, RequestCode as RC, ResponseCode
 from codec.remoting.bodies import dumps_mq_map, loads
 from gateway import tier_reads
-from gateway.cluster.remoting_queues import stats_queues
+from gateway.cluster.remoting_queues import client_queues, stats_queues
 from gateway.remoting.common import DEFERRED, handles, registry
 from semantics import backtrack
 
@@ -104,9 +104,10 @@ def _reset_offset(channel, req):
     backtrack.apply_plan(app.offsets, group, topic, plan)
     body = reset_body(plan, queues)
     fields = {"topic": topic, "group": group, "timestamp": str(timestamp), "isForce": str(force).lower()}
-    for entry in members:
+    for entry in members:  # each by the queues it holds (a Java 5 client of shards: the cluster's ids)
+        told = reset_body(plan, client_queues(app, topic, queues, entry.language, entry.version))
         entry.channel.send_oneway(RemotingCommand(code=RC.RESET_CONSUMER_CLIENT_OFFSET, flag=2,
-                                                  ext_fields=dict(fields), body=body))
+                                                  ext_fields=dict(fields), body=told))
     log.info("reset offsets of %s on %s to %s (timestamp %d, %d members told)", group, topic, plan, timestamp,
              len(members))
     return req.response(body=body)

@@ -39,7 +39,8 @@ def test_kafka_producer_to_rocketmq_consumer(cross):
         assert (m["tags"], m["keys"], m["props"]) == ("TagK", f"kk-{i}", {"h": f"hv-{i}"}), m
 
 
-def test_rocketmq_producer_to_kafka_consumer(cross):
+def test_rocketmq_producer_to_kafka_consumer(cross, request):
+    cluster_ids = request.node.callspec.params["cross"] == "5"  # RocketMQ 5 sends by the topic's own queue ids
     sent = cross["cross_produce"]["sent"]
     c = Consumer({"bootstrap.servers": cross.gw.kafka_bootstrap, "group.id": "x-kafka", "enable.auto.commit": False})
     try:
@@ -62,5 +63,5 @@ def test_rocketmq_producer_to_kafka_consumer(cross):
         assert m.key() == f"ck-{i}".encode(), (m.key(), headers)
         for h in [("TAGS", b"TagX"), ("KEYS", f"ck-{i}".encode()), ("prop", f"val-{i}".encode())]:
             assert h in headers, (h, headers)
-        queue = rocketmq_queue(leaders, m.partition())  # the partition's (broker, broker-local queue)
+        queue = rocketmq_queue(leaders, m.partition(), cluster_ids)  # the partition's (broker, queue id)
         assert (*queue, m.offset()) in {(s["broker"], s["queue"], s["offset"]) for s in sent}, (queue, m.offset(), sent)

@@ -53,6 +53,20 @@ def wait_for(pred, timeout=60.0):
     return waiting.until(pred, timeout, interval=0.1)
 
 
+def consumer_status(namesrv: str, timeout: float = 40.0):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS once the live Java client answers it: each broker of the
+    route (each shard) pushed it a reset, and the client applies one at a time, each in a
+    synchronized MQClientInstance.resetOffset that sleeps 10 s, on its callback threads (as many as
+    cores: two here), so with two brokers the broker's question can wait past its 5 s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        resp = remoting_call(namesrv, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+                             {"topic": TOPIC, "group": JAVA_GROUP})
+        if resp.code != 0 or loads(resp.body)["consumerTable"] or time.monotonic() > deadline:
+            return resp
+        time.sleep(1)
+
+
 @pytest.fixture(scope="module", params=["4.9", "5"])
 def env(request, tmp_path_factory):
     state = {"py": Collector()}
@@ -79,8 +93,7 @@ def env(request, tmp_path_factory):
         for name, group in (("java", JAVA_GROUP), ("py", PY_GROUP)):
             state[f"reset_{name}"] = mqadmin(["resetOffsetByTime", "-n", gw.namesrv, "-g", group, "-t", TOPIC,
                                               "-s", str(state["reset_ms"])], log_dir)
-        state["status"] = remoting_call(gw.namesrv, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
-                                        {"topic": TOPIC, "group": JAVA_GROUP})
+        state["status"] = consumer_status(gw.namesrv)
         wait_for(lambda: len(state["py"].snapshot()) >= N_OLD + 2 * N_NEW)
         state["py_consumer"].shutdown()
 

@@ -8,13 +8,40 @@ from __future__ import annotations
 
 import uuid
 
+from kafka_raw import RawClient
 from kafka_target import eventually, target  # noqa: F401 (fixture)
+from shard_aware import broker_ids
 
+from cluster.model import place
 from codec.kafka import records
 
 PRODUCE, FETCH, METADATA, CREATE_TOPICS, DELETE_TOPICS = 0, 1, 3, 19, 20
 NONE, FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH = 0, 70, 71
 UNKNOWN_TOPIC_ID, INCONSISTENT_TOPIC_ID, FETCH_SESSION_TOPIC_ID_ERROR = 100, 103, 106
+
+
+def _names(prefix: str, count: int) -> tuple[list[str], int]:
+    """`count` new topic names whose one partition one broker will lead, and its node id: a fetch
+    session lives on one broker, and under `--shards` a one-partition topic goes where its name
+    hashes (cluster.model.place; one process leads everything)."""
+    def leader(name: str) -> int:
+        return place(name, 1, broker_ids(), 1)[0].leader
+    names = [f"{prefix}-{uuid.uuid4().hex[:6]}"]
+    while len(names) < count:
+        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+        if leader(name) == leader(names[0]):
+            names.append(name)
+    return names, leader(names[0])
+
+
+def _raw_at(target, node: int) -> RawClient:
+    """A raw client at broker `node` (the bootstrap when it is the only broker, the reference Kafka too)."""
+    if len(broker_ids()) == 1:
+        return target.raw()
+    from confluent_kafka.admin import AdminClient
+
+    broker = AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=10).brokers[node]
+    return RawClient(f"{broker.host}:{broker.port}", timeout=60)
 
 
 def _create(client, name: str) -> bytes:
@@ -90,8 +117,9 @@ def _partitions(resp: dict) -> list[tuple]:
 
 
 def test_incremental_session_answers_what_changed(target):
-    c = target.raw()
-    a, b = _create(c, f"fs-a-{uuid.uuid4().hex[:6]}"), _create(c, f"fs-b-{uuid.uuid4().hex[:6]}")
+    (name_a, name_b), node = _names("fs-ab", 2)
+    c = _raw_at(target, node)
+    a, b = _create(c, name_a), _create(c, name_b)
     full = _call(c, 13, [(a, 0), (b, 0)], session_id=0, epoch=0)
     session = full["session_id"]
     assert full["error_code"] == NONE and session != 0
@@ -113,8 +141,9 @@ def test_incremental_session_answers_what_changed(target):
 
 
 def test_session_errors(target):
-    c = target.raw()
-    a = _create(c, f"fs-err-{uuid.uuid4().hex[:6]}")
+    (name,), node = _names("fs-err", 1)
+    c = _raw_at(target, node)
+    a = _create(c, name)
     session = _call(c, 13, [(a, 0)], session_id=0, epoch=0)["session_id"]
     wrong = _call(c, 13, [], session, 5)
     assert (wrong["error_code"], wrong["session_id"], wrong["responses"]) == (INVALID_FETCH_SESSION_EPOCH, 0, [])
@@ -130,8 +159,8 @@ def test_session_errors(target):
 
 
 def test_recreated_topic_fails_old_session_and_old_id(target):
-    c = target.raw()
-    name = f"fs-re-{uuid.uuid4().hex[:6]}"
+    (name,), node = _names("fs-re", 1)
+    c = _raw_at(target, node)
     old = _create(c, name)
     session = _call(c, 13, [(old, 0)], session_id=0, epoch=0)["session_id"]
     _delete(c, name)

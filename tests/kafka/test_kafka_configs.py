@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
                                    NewTopic)
 from kafka_target import eventually, gateway_only, target  # noqa: F401 (fixture)
+from shard_aware import broker_ids
 
 CREATE_TOPICS, DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 33, 44
 INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC = 40, 42, 3
@@ -211,12 +212,13 @@ def test_max_message_bytes_above_the_store_limit_is_refused(target):
 @gateway_only
 def test_broker_configs_are_read_only(target):
     client = target.raw()
-    r = client.call(DESCRIBE_CONFIGS, 4, {"resources": [{"resource_type": BROKER, "resource_name": "0",
+    own = str(broker_ids()[0])  # the bootstrap's node id (0, or shard 0's 1 under --shards)
+    r = client.call(DESCRIBE_CONFIGS, 4, {"resources": [{"resource_type": BROKER, "resource_name": own,
                                                           "configuration_keys": ["message.max.bytes"]}],
                                           "include_synonyms": True, "include_documentation": False})
     (entry,) = r["results"][0]["configs"]
     assert entry["value"] == str(4 << 20) and entry["read_only"] and entry["config_source"] == 4
-    code, message = _incremental(client, "0", [("message.max.bytes", SET, "1")], rtype=BROKER)
+    code, message = _incremental(client, own, [("message.max.bytes", SET, "1")], rtype=BROKER)
     assert code == INVALID_REQUEST and "message.max.bytes" in message
     code, message = _incremental(client, "7", [("message.max.bytes", SET, "1")], rtype=BROKER)
     assert code == INVALID_REQUEST and "Unexpected broker id" in message

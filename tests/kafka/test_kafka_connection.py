@@ -9,6 +9,7 @@ import types
 import pytest
 import trio
 from kafka_raw import RawClient
+from shard_aware import serving_pid
 
 from codec.kafka import protocol
 from codec.kafka.connection import CLOSED, NEED_DATA, LocalProtocolError, RemoteProtocolError, Request, ServerConnection
@@ -231,7 +232,7 @@ def test_a_large_frame_costs_the_gateway_about_one_copy(gateway_factory):
     g = gateway_factory(extra_args=["--max-frame-bytes", "100m"])
     c = RawClient(g.kafka_bootstrap, timeout=60)
     assert c.call(API_VERSIONS, 0, {})["error_code"] == 0  # warmed up
-    pid = g.proc.pid
+    pid = serving_pid(g.proc.pid, g.data_dir)  # the process reading the frame
     with open(f"/proc/{pid}/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current RSS
     before = _memory(pid)

@@ -44,7 +44,7 @@ class Member:
 
     def __init__(self, target, group: str, topics: list[str], instance_id: str | None = None,
                  session_ms: int = SESSION_MS, rebalance_ms: int = 60_000) -> None:
-        self.client = target.raw()
+        self.client = target.raw_coordinator(group)  # as a client joins (--shards: the shard it hashes to)
         self.group, self.topics, self.instance_id = group, topics, instance_id
         self.session_ms, self.rebalance_ms = session_ms, rebalance_ms
         self.member_id, self.generation = "", -1
@@ -201,7 +201,7 @@ def test_list_groups_v5_type_and_state_filters(target):
     group = _name("g")
     m = _solo(target, group, topic)
 
-    def listed(states, types):
+    def listed(states, types):  # at the member's coordinator: a broker lists the groups it coordinates
         r = m.client.call(LIST_GROUPS, 5, {"states_filter": states, "types_filter": types})
         return {g["group_id"]: g for g in r["groups"]}
     mine = listed([], [])[group]

@@ -12,8 +12,9 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer
-from kafka_raw import produce_body
+from kafka_raw import RawClient, produce_body
 from kafka_target import eventually, first_record, gateway_only, target  # noqa: F401 (fixture)
+from shard_aware import raw_leader
 
 from codec.kafka import records
 
@@ -47,7 +48,7 @@ def offsets_topic(target):
 @pytest.mark.parametrize("version", [3, 9])  # the first and last the gateway serves
 def test_internal_topic_refused_next_to_a_plain_one(target, offsets_topic, version):
     """One Produce with the offsets topic and a user topic: only the internal one is refused."""
-    c = target.raw()
+    c = RawClient(raw_leader(target.bootstrap, offsets_topic), timeout=60)  # the user topic's leader
     body = produce_body(offsets_topic, 0, _batch())
     body["topic_data"].append({"name": OFFSETS, "partition_data": [{"index": 0, "records": _batch()}]})
 
@@ -120,22 +121,24 @@ def _heartbeat_assignment(c, group: str, regex: str, until) -> dict:
 def test_regex_subscription_resolves_the_offsets_topic(target, offsets_topic):
     """Kafka 4.x resolves a consumer group's regex over every topic, internal ones included: a regex naming
     __consumer_offsets is assigned all its partitions (franz-go's Test848RegexBrokerResolves)."""
-    c = target.raw()
+    group = f"it-re-{uuid.uuid4().hex[:8]}"
+    c = target.raw_coordinator(group)  # its heartbeats go to the coordinator (--shards: the shard it hashes to)
     listed = c.call(METADATA, 12, {"topics": [{"name": OFFSETS, "topic_id": bytes(16)}],
                                    "allow_auto_topic_creation": False})["topics"][0]
     count = len(listed["partitions"])
-    assigned = _heartbeat_assignment(c, f"it-re-{uuid.uuid4().hex[:8]}", "__consumer_offsets", bool)
+    assigned = _heartbeat_assignment(c, group, "__consumer_offsets", bool)
     assert assigned == {listed["topic_id"]: list(range(count))}
     c.close()
 
 
 @gateway_only
 def test_regex_subscription_skips_rocketmq_system_topics(target, offsets_topic):
-    c = target.raw()
+    group = f"it-re-{uuid.uuid4().hex[:8]}"
+    c = target.raw_coordinator(group)
     user = c.call(METADATA, 12, {"topics": [{"name": offsets_topic, "topic_id": bytes(16)}],
                                  "allow_auto_topic_creation": False})["topics"][0]
     regex = f"RMQ_SYS_.*|SCHEDULE_TOPIC_.*|TBW102|{offsets_topic}"
-    assigned = _heartbeat_assignment(c, f"it-re-{uuid.uuid4().hex[:8]}", regex, bool)
+    assigned = _heartbeat_assignment(c, group, regex, bool)
     assert assigned == {user["topic_id"]: list(range(len(user["partitions"])))}
     c.close()
 

@@ -9,6 +9,7 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from shard_aware import leader_pid
 
 RECORDS = 3000
 VALUE_SIZE = 1024
@@ -93,7 +94,8 @@ def test_medium_batches_exact_from_any_offset(gateway):
 def test_large_batches_exact_from_any_offset(gateway):
     topic = f"large-{uuid.uuid4().hex[:8]}"
     _fill(gateway.kafka_bootstrap, topic)
-    assert _commitlog_fds(gateway.proc.pid) == 1  # the one file the store keeps open
+    pid = leader_pid(gateway, topic)  # the store holding the partition (one shard's under --shards)
+    assert _commitlog_fds(pid) == 1  # the one file the store keeps open
     everything = _expected(0)
     assert _read_confluent(gateway.kafka_bootstrap, topic, 0, len(everything), 1 << 20) == everything
     middle = 1234  # inside a large batch: the client drops the records before it
@@ -119,7 +121,7 @@ def test_large_batches_exact_from_any_offset(gateway):
         assert c.poll(0.1) is None
     c.close()
     time.sleep(0.5)
-    assert _commitlog_fds(gateway.proc.pid) == 1
+    assert _commitlog_fds(pid) == 1
 
 
 def test_a_batch_larger_than_a_commitlog_file_is_refused_for_good(gateway_factory):

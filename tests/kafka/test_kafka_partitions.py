@@ -16,6 +16,7 @@ from kafka.admin import NewTopic
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 from kafka.structs import TopicPartition
 from kafka_target import admin, eventually, gateway_only, target  # noqa: F401 (fixtures)
+from shard_aware import partition_leaders
 
 import gateway.kafka.access as access
 import gateway.kafka.authz as authz
@@ -95,8 +96,9 @@ def test_kafka_topics_describe(target, admin, logs, node):
     topic = _topic(admin, 2)
     out = _tool(target, logs, TOPIC_COMMAND, "--describe", "--topic", topic)
     assert f"Topic: {topic}\tTopicId:" in out and "PartitionCount: 2\tReplicationFactor: 1" in out
+    leaders = partition_leaders(target.bootstrap, topic)  # `node` for every one on one broker
     for p in (0, 1):
-        assert f"Partition: {p}\tLeader: {node}\tReplicas: {node}\tIsr: {node}" in out
+        assert f"Partition: {p}\tLeader: {leaders[p]}\tReplicas: {leaders[p]}\tIsr: {leaders[p]}" in out
 
 
 def test_elect_leaders_is_not_needed(admin):
@@ -135,7 +137,8 @@ def test_kafka_reassign_partitions_no_op_plan(target, admin, logs, node, tmp_pat
     topic = _topic(admin, 2)
     plan = os.path.join(tmp_path, "plan.json")
     with open(plan, "w") as f:
-        json.dump({"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": [node]}
+        leaders = partition_leaders(target.bootstrap, topic)  # each its own replica set: a no-op
+        json.dump({"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": [leaders[p]]}
                                                 for p in range(2)]}, f)
     out = _tool(target, logs, REASSIGN, "--reassignment-json-file", plan, "--execute")
     assert f"Successfully started partition reassignments for {topic}-0,{topic}-1" in out

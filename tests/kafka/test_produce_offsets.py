@@ -239,6 +239,7 @@ def test_idempotent_retry_of_a_mixed_batch_gets_its_base_back_across_a_kill9(gat
     base, before and after a kill -9 (the state rebuilt from the stored entries, where the delayed
     run is part of the batch's range), and the producer's next sequence is accepted right after it."""
     from kafka_raw import RawClient, produce_body, produce_error
+    from shard_aware import raw_leader
 
     from codec.kafka import records
 
@@ -250,7 +251,7 @@ def test_idempotent_retry_of_a_mixed_batch_gets_its_base_back_across_a_kill9(gat
         return records.build_batch(rows, base_timestamp=1000, producer_id=pid, producer_epoch=epoch,
                                    base_sequence=seq)
 
-    c = RawClient(g.kafka_bootstrap)
+    c = RawClient(raw_leader(g.kafka_bootstrap, topic))  # the partition's leader (a shard under --shards)
     try:
         r = c.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
         pid, epoch = r["producer_id"], r["producer_epoch"]
@@ -262,7 +263,7 @@ def test_idempotent_retry_of_a_mixed_batch_gets_its_base_back_across_a_kill9(gat
         c.close()
     g.kill9()
     g.start()
-    c = RawClient(g.kafka_bootstrap)
+    c = RawClient(raw_leader(g.kafka_bootstrap, topic))
     try:
         assert produce_error(c.call(0, 9, mixed)) == (0, 4)
         assert produce_error(c.call(0, 9, produce_body(topic, 0, batch(8, pid, epoch)))) == (0, 8)

@@ -89,7 +89,7 @@ def _join_until_tasks(raw, group, member, topology) -> dict:
 
 def test_join_creates_internal_topics_and_assigns_every_task(target):
     src, app = _source(target), _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     r = _join_until_tasks(raw, app, _name("m"), _topology(app, src))
     assert _tasks(r["active_tasks"]) == {(s, p) for s in "01" for p in range(4)}
     assert r["member_epoch"] > 0 and r["heartbeat_interval_ms"] > 0
@@ -112,7 +112,7 @@ def test_join_creates_internal_topics_and_assigns_every_task(target):
 
 def test_missing_source_topic_is_reported_without_tasks(target):
     app = _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     r = _heartbeat(raw, app, _name("m"), 0, _topology(app, _name("absent")))
     assert r["error_code"] == NONE, r
     assert MISSING_SOURCE_TOPICS in [s["status_code"] for s in r["status"]], r
@@ -121,7 +121,7 @@ def test_missing_source_topic_is_reported_without_tasks(target):
 
 def test_second_member_gets_tasks_only_after_the_first_revoked_them(target):
     src, app = _source(target), _name("stapp")
-    ra, rb = target.raw(), target.raw()
+    ra, rb = target.raw_coordinator(app), target.raw_coordinator(app)
     a, b = _name("a"), _name("b")
     r = _join_until_tasks(ra, app, a, _topology(app, src))
     a_epoch, a_tasks = r["member_epoch"], _tasks(r["active_tasks"])
@@ -159,7 +159,7 @@ def _given(raw, group, member, epoch, n) -> dict:
 
 def test_unknown_member_and_wrong_epoch_are_refused(target):
     src, app = _source(target), _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     member = _name("m")
     r = _join_until_tasks(raw, app, member, _topology(app, src))
     assert _heartbeat(raw, app, _name("x"), 3, active=[])["error_code"] == UNKNOWN_MEMBER
@@ -175,7 +175,7 @@ def test_kafka_streams_groups_tool_lists_and_describes(target, tmp_path):
     """kafka-streams-groups.sh (StreamsGroupCommand, kafka-tools 4.2) over ListGroups and
     StreamsGroupDescribe."""
     src, app = _source(target), _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     member = _name("m")
     _join_until_tasks(raw, app, member, _topology(app, src))
 
@@ -213,7 +213,7 @@ def test_streams_group_configs_are_checked_described_and_used(target):
     """streams.* group configs: Kafka's broker bounds and messages, GROUP_CONFIG / DEFAULT_CONFIG sources,
     and the heartbeat interval a member is given."""
     src, app = _source(target, 1), _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     for name, value, message in (
             ("streams.heartbeat.interval.ms", "4999",
              "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms"),
@@ -257,7 +257,7 @@ def test_standby_tasks_on_the_other_member(target):
     """One standby replica (the group config streams.num.standby.replicas): each member has the other's
     stateful active tasks as standbys once stable."""
     src, app = _source(target, 2), _name("stapp")
-    ra, rb = target.raw(), target.raw()
+    ra, rb = target.raw_coordinator(app), target.raw_coordinator(app)
     r = _alter_group(ra, app, "streams.num.standby.replicas", "1")
     assert r["error_code"] == NONE, r
     eventually(lambda: _coordinator(ra, app))
@@ -294,7 +294,7 @@ def test_more_streams_group_configs_are_checked_and_described(target):
     """Kafka 4.3's other streams group configs: the initial rebalance delay and the assignment interval
     (within the broker's bounds), with Kafka's messages; the assignor offload switch is no group config."""
     app = _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     for name, value, message in (
             ("streams.initial.rebalance.delay.ms", "-1",
              "Invalid value -1 for configuration streams.initial.rebalance.delay.ms: Value must be at least 0"),
@@ -317,7 +317,7 @@ def test_initial_rebalance_delay_holds_the_first_assignment(target):
     """With streams.initial.rebalance.delay.ms set, a new group's first member is told ASSIGNMENT_DELAYED and
     given no task until the delay has passed (at the group epoch meanwhile); then it gets every task."""
     src, app = _source(target, 2), _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     assert _alter_group(raw, app, "streams.initial.rebalance.delay.ms", "4000")["error_code"] == NONE
     eventually(lambda: _coordinator(raw, app))
     member = _name("m")
@@ -343,7 +343,7 @@ def test_static_membership_and_warmups_are_refused_as_on_kafka_4_3(target):
     makes no group, a static leave without one is invalid; nor warm-up tasks (its assignor gives none):
     a member reporting some is refused."""
     src, app = _source(target, 1), _name("stapp")
-    raw = target.raw()
+    raw = target.raw_coordinator(app)  # the group's coordinator (--shards: the shard it hashes to)
     eventually(lambda: _coordinator(raw, app))
     member = _name("m")
     r = _heartbeat(raw, app, member, 0, _topology(app, src), instance_id="instance-1")

@@ -109,10 +109,14 @@ def test_native_client_sends_and_pulls_through_the_bootstrap_name_server(sharded
     got, deadline = [], time.monotonic() + 60
     try:
         while len(got) < 20 and time.monotonic() < deadline:
-            got += [m.body for m in consumer.poll(1.0)]
+            got += consumer.poll(1.0)
     finally:
         consumer.shutdown()
-    assert sorted(got) == [b"n%02d" % i for i in range(20)]
+    assert sorted(m.body for m in got) == [b"n%02d" % i for i in range(20)]
+    # each pulled message names the queue it was sent to and pulled from, by the broker-local id (its
+    # stored QUEUEID is the cluster's: a Java 4.9 consumer handed out queue 3 for its queue 1 before)
+    sent = {r.msg_id: (r.queue.broker_name, r.queue.queue_id, r.queue_offset) for r in results}
+    assert {m.msg_id: (m.broker_name, m.queue_id, m.queue_offset) for m in got} == sent
 
 
 def test_topic_and_consume_stats_name_each_shards_own_queues(sharded):
