@@ -15,19 +15,26 @@ INDETERMINATE = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._T
                  KafkaError.REQUEST_TIMED_OUT}
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> None:
-    """Create it with replication factor 3 and wait until every partition has a leader and 3 in sync."""
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60, config: dict | None = None) -> None:
+    """Create it with replication factor 3 (and `config`) and wait until every partition has a leader
+    and 3 in sync."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if len(admin.list_topics(timeout=10).brokers) == 3:
             break
         time.sleep(0.5)
-    try:
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3)])[topic].result(30)
-    except KafkaException as e:  # the client's own retry of a create whose answer came late (a fresh etcd each run)
-        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3,
+                                          config=config or {})])[topic].result(30)
+            break
+        except KafkaException as e:  # the client's own retry of a create whose answer came late (a fresh etcd each run)
+            if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            # "not in the cluster's etcd yet": a loaded machine's etcd write outlived the request; asked again
+            if e.args[0].code() != KafkaError.REQUEST_TIMED_OUT or time.monotonic() > deadline:
+                raise
     while time.monotonic() < deadline:
         parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
         if len(parts) == partitions and all(p.leader > 0 and len(p.isrs) == 3 for p in parts.values()):
