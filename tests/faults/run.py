@@ -20,7 +20,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 import report  # noqa: E402
 from checker import check, check_deliveries  # noqa: E402
 from diskless import (RMQ_LABEL as DISKLESS_RMQ_LABEL, RMQ_TOPIC as DISKLESS_RMQ_TOPIC, TOPIC as DISKLESS_TOPIC,  # noqa: E402
-                      DisklessWorkload, check_diskless, gateway_args, start_object_store)
+                      DisklessWorkload, check_diskless, check_rocketmq, gateway_args, start_object_store)
 from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
@@ -127,8 +127,8 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
 
 def check_loads(loads: dict, nodes: Nodes, plant_loss: bool, s3=None, run_dir: str = "") -> dict:
     checkers = {"queue": lambda w: check_queue(w, plant_loss),
-                "diskless": lambda w: check_diskless(w, s3, run_dir),
-                "diskless-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, DISKLESS_RMQ_TOPIC, RMQ_QUEUES)),
+                "diskless": lambda w: check_diskless(w, s3, run_dir, plant_loss),
+                "diskless-rocketmq": lambda w: check_rocketmq(w, s3, nodes.bootstrap),
                 "group": lambda w: {**check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
                                    **w.diagnostics()},
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
@@ -257,7 +257,8 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
     if "diskless" in workloads:
         r = workloads["diskless"]["result"]
         notes.append(f"diskless: {r['index_entries']} index entries in the bucket, {len(r['fenced'])} fencing anomalies "
-                     f"(gaps, overlaps, a batch committed twice); values read twice, by cause (duplicates-diskless.json, "
+                     f"(gaps, overlaps, a batch committed twice); the fencing acted (gateway logs): "
+                     f"{r.get('fencing_events')}; values read twice, by cause (duplicates-diskless.json, "
                      f"from the index): {r.get('duplicated_by') or 'none'}.")
     if "group" in workloads:
         r = workloads["group"]["result"]

@@ -136,10 +136,11 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) 
         consumer.close()
 
 
-def check_queue(load: Workload, plant_loss: bool) -> dict:
-    """The final read checked against the history; `plant_loss` drops one acknowledged record from the
-    read first (the harness's own proof that it reports a loss)."""
-    final = read_all(load.bootstrap, load.topic, load.partitions)
+def check_queue(load: Workload, plant_loss: bool, final: list[dict] | None = None) -> dict:
+    """The final read (`final`: one already made) checked against the history; `plant_loss` drops one
+    acknowledged record from the read first (the harness's own proof that it reports a loss)."""
+    if final is None:
+        final = read_all(load.bootstrap, load.topic, load.partitions)
     planted = None
     if plant_loss:
         acked = {op["value"] for op in load.history if op["type"] == "ok"}
