@@ -72,7 +72,7 @@ def parse(argv) -> argparse.Namespace:
 
 def rerun_args(args) -> str:
     return (f"--seed {args.seed} --rounds {args.rounds} --faults {args.faults} --workloads {args.workloads} "
-            f"--fault-s {args.fault_s:g} --heal-s {args.heal_s:g} --replica-lag-ms {args.replica_lag_ms} "
+            f"--fault-s {args.fault_s:g} --heal-s {args.heal_s:g} --ttl {args.ttl} --replica-lag-ms {args.replica_lag_ms} "
             f"--flush {args.flush}")
 
 

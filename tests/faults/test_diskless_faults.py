@@ -39,6 +39,7 @@ def test_kill_pause_and_isolate_lose_nothing_on_a_diskless_topic_and_a_planted_l
            "--subnet", SUBNET, "--run-dir", os.path.join(work, "run"), "--report", os.path.join(work, "faults.md")]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        assert os.path.exists(os.path.join(work, "faults.md")), (done.stdout[-3000:], done.stderr[-3000:])
         run = json.load(open(os.path.join(work, "run", "history.json")))
         report = open(os.path.join(work, "faults.md")).read()
     finally:

@@ -113,19 +113,29 @@ def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: flo
             time.sleep(1)
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) -> list[dict]:
-    """Every record of the topic, from offset 0 up to each partition's high watermark."""
+def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120, resets: list | None = None) -> list[dict]:
+    """Every record of the topic, from offset 0 up to each partition's high watermark. `resets`: a
+    partition whose reader went back (its fetch position reset: the end it was told could not be
+    served) ends there, noted as {"partition", "end", "at", "back_to"}; without it, such a partition
+    is read until the time runs out."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-reader", "enable.auto.commit": False,
                          "topic.metadata.refresh.interval.ms": 1000})
     try:
         ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        records, done = [], {p for p, end in ends.items() if end == 0}
+        records, done, last_read = [], {p for p, end in ends.items() if end == 0}, {}
         deadline = time.monotonic() + timeout
         while len(done) < partitions and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
+            last = last_read.get(msg.partition(), -1)
+            if resets is not None and msg.offset() <= last:
+                resets.append({"partition": msg.partition(), "end": ends[msg.partition()], "at": last,
+                               "back_to": msg.offset()})
+                done.add(msg.partition())
+                continue
+            last_read[msg.partition()] = msg.offset()
             records.append({"partition": msg.partition(), "offset": msg.offset(), "value": int(msg.value())})
             if msg.offset() + 1 >= ends[msg.partition()]:
                 done.add(msg.partition())
