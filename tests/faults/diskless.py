@@ -167,7 +167,9 @@ def final_read(bootstrap: str, topic: str, server: SeaweedS3) -> tuple[list, dic
     missing = {key(r) for r in stored if r["offset"] <= read_to.get(r["partition"], -1)} - set(map(key, served))
     differs = sorted(missing | (set(map(key, served)) - set(map(key, stored))))
     # a reader sent back to an earlier offset: the end it was told (ListOffsets) was not served by Fetch
-    return served, {"read_from": "kafka", "read_differs": [list(d) for d in differs], "unserved_end": resets}
+    return served, {"read_from": "kafka", "read_differs": [f"{p}@{o}={v}" for p, o, v in differs],
+                    "unserved_end": [f"partition {r['partition']}: told end {r['end']}, sent back to {r['back_to']} "
+                                     f"after {r['at']}" for r in resets]}
 
 
 def check_rocketmq(load, server: SeaweedS3, bootstrap: str) -> dict:
