@@ -59,9 +59,9 @@ def _port_free(port: int) -> bool:
             return False
 
 
-def _port_open(port: int) -> bool:
+def _port_open(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        with socket.create_connection((host, port), timeout=0.5):
             return True
     except OSError:
         return False

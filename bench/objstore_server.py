@@ -48,9 +48,10 @@ class SeaweedS3(System):
     name = "seaweedfs"
     start_timeout = 60.0
 
-    def __init__(self, workdir: str, tls: tuple[str, str] | None = None, domain: str | None = None):
+    def __init__(self, workdir: str, tls: tuple[str, str] | None = None, domain: str | None = None,
+                 host: str = "127.0.0.1"):
         super().__init__(workdir)
-        self.tls, self.domain = tls, domain
+        self.tls, self.domain, self.host = tls, domain, host  # host: where it listens (the fault harness: its bridge)
         self.data_dir = os.path.join(self.workdir, "data")
         self.access_key = "RG" + secrets.token_hex(9).upper()
         self.secret_key = secrets.token_urlsafe(30)
@@ -72,7 +73,7 @@ class SeaweedS3(System):
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.ports['s3']}"
+        return f"http://{self.host}:{self.ports['s3']}"
 
     @property
     def https_endpoint(self) -> str:
@@ -89,7 +90,7 @@ class SeaweedS3(System):
 
     def _command(self) -> list[str]:
         p = self.ports
-        cmd = [weed_binary(), "server", "-s3", "-filer", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        cmd = [weed_binary(), "server", "-s3", "-filer", f"-ip={self.host}", f"-ip.bind={self.host}",
                f"-dir={self.data_dir}", "-master.telemetry=false", "-master.volumeSizeLimitMB=256",
                "-volume.max=500", "-volume.preStopSeconds=0",
                f"-master.port={p['master']}", f"-master.port.grpc={p['master_grpc']}",
@@ -111,7 +112,7 @@ class SeaweedS3(System):
         # hundreds of buckets within -volume.max (volume files grow as written, none is preallocated).
         env = {**os.environ, "WEED_MASTER_VOLUME_GROWTH_COPY_1": "2"}
         proc = self._spawn("weed", self._command(), env=env, cwd=self.workdir)
-        self._wait(proc, lambda: _port_open(self.ports["s3"]), "S3 port")
+        self._wait(proc, lambda: _port_open(self.ports["s3"], self.host), "S3 port")
         self._wait(proc, self._answers, "an authenticated round trip")
         self.started_in = time.monotonic() - began
 

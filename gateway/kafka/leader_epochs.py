@@ -5,10 +5,18 @@ A partition's epochs are the replication layer's table (`semantics.replication.e
 started at which offset) for a replicated queue; a queue without one has a single epoch, its current
 one, from offset 0: the placement's epoch in a cluster, 0 on one gateway (what ListOffsets reports).
 Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere); a request's current leader epoch older
-than the leader's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH."""
+than the leader's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+
+A diskless partition's log is its index in the bucket, never truncated (entries are only added, or
+dropped at the front by retention), and the local epoch table says nothing of it (every epoch starts
+at local offset 0): any epoch up to the current one ends at the index's end, read fresh. Answered
+from the local table, a consumer's position looked truncated after each leader change and it went
+back to offset 0 (the fault harness's diskless workload found it: docs/faults-diskless.md)."""
 from __future__ import annotations
 
 import bisect
+
+import trio
 
 import gateway.kafka.errors as errors
 import gateway.kafka.offsets_topic as offsets_topic
@@ -16,6 +24,8 @@ import gateway.kafka.topics as topics
 from codec.kafka import apis
 from gateway.kafka.list_offsets import leader_epoch
 from gateway.kafka.registry import RequestContext, handler
+from semantics.diskless import is_diskless
+from store.objstore.api import ObjectStoreError
 
 UNDEFINED = -1
 
@@ -60,7 +70,27 @@ def _epochs(app, name: str, index: int) -> tuple[int, list[tuple[int, int]]]:
     return current, pairs
 
 
-def _partition(app, name: str, cfg, p: dict) -> dict:
+async def _diskless_ends(app, request) -> dict:
+    """(topic, partition) -> the index's end after a refresh (None: the store failed) for the
+    diskless partitions asked about."""
+    ends = {}
+    if app.diskless is None:
+        return ends
+    for t in request["topics"]:
+        cfg = app.store.topics.get(t["topic"])
+        if cfg is None or not is_diskless(cfg):
+            continue
+        for p in t["partitions"]:
+            if topics.has_partition(cfg, p["partition"]):
+                try:
+                    ends[(t["topic"], p["partition"])] = await trio.to_thread.run_sync(
+                        app.diskless.index.refresh, t["topic"], p["partition"])
+                except ObjectStoreError:
+                    ends[(t["topic"], p["partition"])] = None
+    return ends
+
+
+def _partition(app, name: str, cfg, p: dict, diskless_ends: dict) -> dict:
     index = p["partition"]
     out = {"partition": index, "error_code": errors.NONE, "leader_epoch": UNDEFINED, "end_offset": UNDEFINED}
     if not topics.has_partition(cfg, index):
@@ -74,6 +104,13 @@ def _partition(app, name: str, cfg, p: dict) -> dict:
     if asked != UNDEFINED and asked != current:
         out["error_code"] = errors.FENCED_LEADER_EPOCH if asked < current else errors.UNKNOWN_LEADER_EPOCH
         return out
+    if (name, index) in diskless_ends:
+        end = diskless_ends[(name, index)]
+        if end is None:
+            out["error_code"] = errors.KAFKA_STORAGE_ERROR
+        elif p["leader_epoch"] != UNDEFINED and p["leader_epoch"] <= current:
+            out["leader_epoch"], out["end_offset"] = p["leader_epoch"], end
+        return out
     out["leader_epoch"], out["end_offset"] = epoch_end(pairs, p["leader_epoch"], app.store.max_offset(name, index))
     return out
 
@@ -82,8 +119,9 @@ def _partition(app, name: str, cfg, p: dict) -> dict:
 async def offset_for_leader_epoch(ctx: RequestContext):
     app = ctx.app
     out = []
+    ends = await _diskless_ends(app, ctx.request)
     for t in ctx.request["topics"]:
         name = t["topic"]
         cfg = offsets_topic.readable(app, name)
-        out.append({"topic": name, "partitions": [_partition(app, name, cfg, p) for p in t["partitions"]]})
+        out.append({"topic": name, "partitions": [_partition(app, name, cfg, p, ends) for p in t["partitions"]]})
     return {"throttle_time_ms": 0, "topics": out}

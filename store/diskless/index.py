@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import collections
 import json
+import logging
 import struct
 import threading
 import uuid
@@ -17,6 +18,7 @@ from store.diskless import layout
 from store.diskless.layout import IndexEntry
 from store.objstore.api import NotFound, ObjectStore, ObjectStoreError, PreconditionFailed
 
+log = logging.getLogger("rocketgate.diskless")
 COMMIT_ATTEMPTS = 16  # lost conditional writes in a row before a commit gives up (a hot contended queue)
 SCAN_ENTRIES = 4096  # newest entries searched for an idempotent batch another gateway committed
 
@@ -289,6 +291,8 @@ class DisklessIndex:
                 self._catch_up(topic, queue, q)
             for _ in range(COMMIT_ATTEMPTS):
                 if producers and _taken_over(producers, q.entries):  # learned now or at an earlier refresh
+                    log.warning("diskless %s-%d: fenced: an idempotent batch of %s was committed by another gateway; "
+                                "not committed again", topic, queue, wal)
                     raise AlreadyCommitted(f"diskless {topic}-{queue}: batch committed meanwhile by another "
                                            "gateway (this one was paused or lost the lead)")
                 if applied and _applied_already(applied, q.entries):
@@ -297,6 +301,8 @@ class DisklessIndex:
                 try:
                     self.store.put(self.index_key(topic, queue, entry.seq), entry.encode(), if_absent=True)
                 except PreconditionFailed:  # another writer took this slot: fenced, learn its entries
+                    log.warning("diskless %s-%d: fenced: slot %d was taken by another writer; committing after it",
+                                topic, queue, entry.seq)
                     self._catch_up(topic, queue, q)
                     continue
                 q.add(entry)

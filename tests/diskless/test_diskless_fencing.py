@@ -24,7 +24,7 @@ def two_gateways(seaweed_s3, s3_bucket):
         s.close()
 
 
-def test_both_believe_they_lead_and_neither_commits_the_others_offsets(two_gateways):
+def test_both_believe_they_lead_and_neither_commits_the_others_offsets(two_gateways, caplog):
     a, b = two_gateways
     assert a.refresh("t", 0) == b.refresh("t", 0) == 0  # both see the same tail: slot 0, offset 0
     first = a.commit("t", 0, "wal-a", 0, RUN, 5)
@@ -33,6 +33,9 @@ def test_both_believe_they_lead_and_neither_commits_the_others_offsets(two_gatew
     assert (second.seq, second.base, second.end) == (1, 5, 8)
     stored = [layout.IndexEntry.decode(a.store.get(layout.index_key("t", 0, seq))) for seq in (0, 1)]
     assert [(e.wal, e.base, e.count) for e in stored] == [("wal-a", 0, 5), ("wal-b", 5, 3)]
+    # the lost race is logged: the fault harness counts how often fencing acted (tests/faults/diskless.py)
+    assert [r.getMessage() for r in caplog.records if " fenced: slot " in r.getMessage()] == \
+        ["diskless t-0: fenced: slot 0 was taken by another writer; committing after it"]
 
 
 def test_a_paused_leaders_stale_entry_is_refused(two_gateways):

@@ -43,6 +43,7 @@ class Nodes:
                  flush: str = "sync", disk_mb: int = 256) -> None:
         self.net, self.run_dir, self.ttl, self.replica_lag_ms, self.flush = net, run_dir, ttl, replica_lag_ms, flush
         self.ids = list(range(1, gateways + 1))
+        self.extra_args: list[str] = []  # more gateway options (the diskless workload's bucket)
         self.procs: dict[str, subprocess.Popen] = {}
         self.fsync_lib = fsync_fault.build(run_dir)
         for i in self.ids:
@@ -92,7 +93,7 @@ class Nodes:
                                       "--kafka-port", str(KAFKA_PORT), "--remoting-port", str(REMOTING_PORT),
                                       "--data-dir", self.data_dir(i), "--flush", self.flush, "--commitlog-file-size", "16m",
                                       "--cluster-lease-ttl", str(self.ttl), "--default-replication-factor", "3", "--allow-anonymous",
-                                      "--replica-lag-time-max-ms", str(self.replica_lag_ms)], env)
+                                      "--replica-lag-time-max-ms", str(self.replica_lag_ms), *self.extra_args], env)
             if wait_tcp(a, KAFKA_PORT, max(1.0, deadline - time.monotonic()), proc):
                 return
             proc.wait()

@@ -12,7 +12,7 @@ RUNS_HEADING = "## All runs"
 RUNS_TABLE = ["| date (UTC) | seed | fault classes (rounds) | per workload: ops / ok / anomalies | verdict | rerun args |",
               "|---|---|---|---|---|---|"]
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "regressed", "aborted_read", "torn", "disagree",
-             "fenced", "nonlinearizable", "unreceived", "phantom", "moved")
+             "fenced", "nonlinearizable", "unreceived", "phantom", "moved", "read_differs", "unserved_end")
 
 
 def acks_during(history: list[dict], e: dict) -> int:

@@ -18,11 +18,12 @@ RMQ_TOPIC, RMQ_QUEUES = "faults-rmq", 3
 class RocketMQWorkload:
     label = "RocketMQ sync producer (native client, remoting), SEND_OK = acknowledged, final read"
 
-    def __init__(self, namesrv: str, now) -> None:
-        self.namesrv, self.now = namesrv, now
+    def __init__(self, namesrv: str, now, topic: str = RMQ_TOPIC, label: str | None = None) -> None:
+        self.namesrv, self.now, self.topic = namesrv, now, topic
+        self.label = label or self.label
         self.history: list[dict] = []
         self.fatal: str | None = None
-        self.producer = Producer("faults-rmq-producers", namesrv, send_timeout=5.0, retry_times=0)
+        self.producer = Producer(f"{topic}-producers", namesrv, send_timeout=5.0, retry_times=0)
         # routes re-read every 1 s (the Java client's pollNameServerInterval set to 1000), not 30 s: a
         # leader that moved is found within a second instead of refusing sends for half a minute
         self.producer._impl.instance.heartbeat_interval = 1.0
@@ -38,7 +39,7 @@ class RocketMQWorkload:
         while not stop.is_set():
             self.history.append({"type": "invoke", "f": "send", "value": value, "time": self.now()})
             try:
-                result = self.producer.send(Message(RMQ_TOPIC, str(value).encode()),
+                result = self.producer.send(Message(self.topic, str(value).encode()),
                                             selector=lambda queues, msg, arg: queues[arg % len(queues)], arg=value)
                 # partition: the broker-local queue id (gateway.cluster.remoting_queues), so the broker
                 # and the stored message id (its store host and CommitLog offset) say which gateway answered

@@ -19,6 +19,8 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), CHECKOUT]
 
 import report  # noqa: E402
 from checker import check, check_deliveries  # noqa: E402
+from diskless import (RMQ_LABEL as DISKLESS_RMQ_LABEL, RMQ_TOPIC as DISKLESS_RMQ_TOPIC, TOPIC as DISKLESS_TOPIC,  # noqa: E402
+                      DisklessWorkload, check_diskless, check_rocketmq, gateway_args, start_object_store)
 from disk import cleanup_mounts, release  # noqa: E402
 from duplicates import explain, reclassify, summary  # noqa: E402
 from fsync_fault import heal as fsync_heal  # noqa: E402
@@ -39,6 +41,7 @@ from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
 TOPIC, PARTITIONS = "faults", 3
 WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "java-group848", "java-rocketmq",
              "java-rmq-consumer", "go-rocketmq", "linearizable")
+OPTIONAL = ("diskless", "diskless-rocketmq")  # not in the default run: named with --workloads
 
 
 def parse(argv) -> argparse.Namespace:
@@ -54,7 +57,8 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--flush", choices=("sync", "async"), default="sync",
                    help="the gateways' --flush: sync = SYNC_MASTER RocketMQ sends, async = ASYNC_MASTER")
     p.add_argument("--faults", default=",".join(FAULTS), help="the fault classes, comma-separated")
-    p.add_argument("--workloads", default=",".join(WORKLOADS), help="the workloads, comma-separated")
+    p.add_argument("--workloads", default=",".join(WORKLOADS),
+                   help=f"the workloads, comma-separated (also: {', '.join(OPTIONAL)})")
     p.add_argument("--prefix", default=PREFIX, help="names of namespaces, links and mounts (a second harness: another)")
     p.add_argument("--subnet", default=SUBNET, help="the /24 of the test hosts, as 10.77.0")
     p.add_argument("--plant-loss", action="store_true",
@@ -68,7 +72,7 @@ def parse(argv) -> argparse.Namespace:
 
 def rerun_args(args) -> str:
     return (f"--seed {args.seed} --rounds {args.rounds} --faults {args.faults} --workloads {args.workloads} "
-            f"--fault-s {args.fault_s:g} --heal-s {args.heal_s:g} --replica-lag-ms {args.replica_lag_ms} "
+            f"--fault-s {args.fault_s:g} --heal-s {args.heal_s:g} --ttl {args.ttl} --replica-lag-ms {args.replica_lag_ms} "
             f"--flush {args.flush}")
 
 
@@ -116,12 +120,16 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
               "java-rocketmq": lambda: java_rocketmq(nodes.namesrv, run_dir, t0, now),
               "java-rmq-consumer": lambda: java_rocketmq_consumer(nodes.namesrv, run_dir, t0, now),
               "go-rocketmq": lambda: go_rocketmq(nodes.namesrv, run_dir, t0, now),
+              "diskless": lambda: DisklessWorkload(nodes.bootstrap, DISKLESS_TOPIC, PARTITIONS, now),
+              "diskless-rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now, DISKLESS_RMQ_TOPIC, DISKLESS_RMQ_LABEL),
               "linearizable": lambda: MetadataWorkload(nodes.kafka_addrs, TOPIC, now, run_dir)}
     return {n: makers[n]() for n in names}
 
 
-def check_loads(loads: dict, nodes: Nodes, plant_loss: bool) -> dict:
+def check_loads(loads: dict, nodes: Nodes, plant_loss: bool, s3=None, run_dir: str = "") -> dict:
     checkers = {"queue": lambda w: check_queue(w, plant_loss),
+                "diskless": lambda w: check_diskless(w, s3, run_dir, plant_loss),
+                "diskless-rocketmq": lambda w: check_rocketmq(w, s3, nodes.bootstrap),
                 "group": lambda w: {**check_commits(w.history, committed(nodes.bootstrap, TOPIC, PARTITIONS)),
                                    **w.diagnostics()},
                 "txn": lambda w: check_txns(w.history, read_committed(nodes.bootstrap)),
@@ -173,15 +181,22 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
     plan = schedule(args.seed, args.rounds, nodes.ids, tuple(args.faults.split(",")))
     print(f"faults: seed {args.seed}, run dir {run_dir}, plan {[(s['fault'], s['target'], s['arg']) for s in plan]}",
           flush=True)
-    nemesis = None
+    nemesis = s3 = None
+    diskless = bool({"diskless", "diskless-rocketmq"} & set(args.workloads.split(",")))
     try:
         net.create()
         nodes.start_etcd()
+        if diskless:  # the bucket on the bridge's address: every gateway reaches it throughout (diskless.py)
+            s3 = start_object_store(run_dir, net.client_addr)
+            nodes.extra_args = gateway_args(s3)
         for i in nodes.ids:
             nodes.start_gateway(i)
         for topic, partitions in ((TOPIC, PARTITIONS), (TXN_TOPIC, TXN_PARTITIONS), (RMQ_TOPIC, RMQ_QUEUES),
                                   (JAVA_TOPIC, JAVA_PARTITIONS), (JAVA_RMQ_TOPIC, JAVA_PARTITIONS)):
             create_topic(nodes.bootstrap, topic, partitions)
+        if diskless:
+            for topic in (DISKLESS_TOPIC, DISKLESS_RMQ_TOPIC):
+                create_topic(nodes.bootstrap, topic, PARTITIONS, config={"diskless.enable": "true"})
         if "java-" in args.workloads:
             compile_java(run_dir)
         if "go-rocketmq" in args.workloads:
@@ -205,8 +220,9 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
                        "nemesis_error": None if nemesis.error is None else repr(nemesis.error),
                        "ops": {n: w.history for n, w in loads.items()}}, f)
-        workloads = check_loads(loads, nodes, args.plant_loss)
-        leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC, JAVA_TOPIC, JAVA_RMQ_TOPIC])
+        workloads = check_loads(loads, nodes, args.plant_loss, s3, run_dir)
+        leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC, JAVA_TOPIC, JAVA_RMQ_TOPIC]
+                                + ([DISKLESS_TOPIC, DISKLESS_RMQ_TOPIC] if diskless else []))
         workloads["metadata"] = {"label": "metadata: every gateway's own Metadata answer, leaders after healing",
                                  "history": leaders.pop("history"), "result": leaders, "per_fault": False}
         explain_duplicates(workloads, nodes, run_dir)  # stops the gateways: the last step that needs them
@@ -223,6 +239,8 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
         nodes.stop_all(keep_data=args.keep_data)
         if nemesis is not None:
             nemesis.release()
+        if s3 is not None:
+            s3.stop()
         cleanup(args.prefix)
         cleanup_mounts(args.prefix)
 
@@ -237,6 +255,12 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
                      f"client under a new producer epoch (not a gateway anomaly): {len(r['client_resent'])}; "
                      f"looked up on the stopped stores" + (f" ({', '.join(r['explained_killed'])} had to be killed, "
                      "their last ConsumeQueue units may be missing)" if r.get("explained_killed") else "") + ".")
+    if "diskless" in workloads:
+        r = workloads["diskless"]["result"]
+        notes.append(f"diskless: {r['index_entries']} index entries in the bucket, {len(r['fenced'])} fencing anomalies "
+                     f"(gaps, overlaps, a batch committed twice); the fencing acted (gateway logs): "
+                     f"{r.get('fencing_events')}; values read twice, by cause (duplicates-diskless.json, "
+                     f"from the index): {r.get('duplicated_by') or 'none'}.")
     if "group" in workloads:
         r = workloads["group"]["result"]
         notes.append(f"group: commit ticks that sent nothing, by reason: {r['idle_ticks']}; poll errors: "
@@ -269,7 +293,7 @@ def main(argv=None) -> int:
     except SystemExit as e:
         print(e, file=sys.stderr)
         return 2
-    unknown = (set(args.faults.split(",")) - set(FAULTS)) | (set(args.workloads.split(",")) - set(WORKLOADS))
+    unknown = (set(args.faults.split(",")) - set(FAULTS)) | (set(args.workloads.split(",")) - set(WORKLOADS + OPTIONAL))
     if unknown:
         print(f"faults: unknown fault classes or workloads {sorted(unknown)}", file=sys.stderr)
         return 2

@@ -17,19 +17,26 @@ INDETERMINATE = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError._T
                  KafkaError.REQUEST_TIMED_OUT}
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> None:
-    """Create it with replication factor 3 and wait until every partition has a leader and 3 in sync."""
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 60, config: dict | None = None) -> None:
+    """Create it with replication factor 3 (and `config`) and wait until every partition has a leader
+    and 3 in sync."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if len(admin.list_topics(timeout=10).brokers) == 3:
             break
         time.sleep(0.5)
-    try:
-        admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3)])[topic].result(30)
-    except KafkaException as e:  # the client's own retry of a create whose answer came late (a fresh etcd each run)
-        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=3,
+                                          config=config or {})])[topic].result(30)
+            break
+        except KafkaException as e:  # the client's own retry of a create whose answer came late (a fresh etcd each run)
+            if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            # "not in the cluster's etcd yet": a loaded machine's etcd write outlived the request; asked again
+            if e.args[0].code() != KafkaError.REQUEST_TIMED_OUT or time.monotonic() > deadline:
+                raise
     while time.monotonic() < deadline:
         parts = admin.list_topics(topic, timeout=10).topics[topic].partitions
         if len(parts) == partitions and all(p.leader > 0 and len(p.isrs) == 3 for p in parts.values()):
@@ -122,19 +129,31 @@ def _high_watermark(consumer: Consumer, topic: str, partition: int, timeout: flo
             time.sleep(1)
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120) -> list[dict]:
-    """Every record of the topic, from offset 0 up to each partition's high watermark."""
+def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 120, resets: list | None = None) -> list[dict]:
+    """Every record of the topic, from offset 0 up to each partition's high watermark. `resets`: a
+    partition whose reader went back (its fetch position reset: the end it was told could not be
+    served) ends there, noted as {"partition", "end", "at", "back_to"}; without it, such a partition
+    is read until the time runs out."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-reader", "enable.auto.commit": False,
                          "topic.metadata.refresh.interval.ms": 1000})
     try:
         ends = {p: _high_watermark(consumer, topic, p, timeout) for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        records, done = [], {p for p, end in ends.items() if end == 0}
+        records, done, last_read = [], {p for p, end in ends.items() if end == 0}, {}
         deadline = time.monotonic() + timeout
         while len(done) < partitions and time.monotonic() < deadline:
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
+            last = last_read.get(msg.partition(), -1)
+            if resets is not None and msg.partition() in done:
+                continue  # read to its end (or sent back): later fetches of it are not the final read
+            if resets is not None and msg.offset() <= last:
+                resets.append({"partition": msg.partition(), "end": ends[msg.partition()], "at": last,
+                               "back_to": msg.offset()})
+                done.add(msg.partition())
+                continue
+            last_read[msg.partition()] = msg.offset()
             records.append({"partition": msg.partition(), "offset": msg.offset(), "value": int(msg.value())})
             if msg.offset() + 1 >= ends[msg.partition()]:
                 done.add(msg.partition())
@@ -167,11 +186,13 @@ def choose_plant(history: list[dict], final: list[dict], judged: dict) -> dict |
     return None
 
 
-def check_queue(load: Workload, plant_loss: bool) -> dict:
-    """The final read checked against the history; `plant_loss` drops one acknowledged record from the
-    read first (the harness's own proof that it reports a loss), chosen after the whole read was
-    checked so it hides nothing (choose_plant); that check's anomalies are kept as `unplanted`."""
-    final = read_all(load.bootstrap, load.topic, load.partitions)
+def check_queue(load: Workload, plant_loss: bool, final: list[dict] | None = None) -> dict:
+    """The final read (`final`: one already made) checked against the history; `plant_loss` drops one
+    acknowledged record from the read first (the harness's own proof that it reports a loss), chosen
+    after the whole read was checked so it hides nothing (choose_plant); that check's anomalies are
+    kept as `unplanted`."""
+    if final is None:
+        final = read_all(load.bootstrap, load.topic, load.partitions)
     result = check(load.history, final)
     planted = None
     if plant_loss:
