@@ -75,15 +75,18 @@ def assign(members: list[Member], counts: dict[str, int]) -> dict[str, dict[str,
 
 class ShareGroups(MemberGroups):
     """The share-group coordinator of one gateway; `partition_count(topic) -> int` (0: no such
-    topic) is how it sees topics, `store` keeps the group configs, `on_leave(group, member)` lets
-    the share partitions drop the member's session."""
+    topic) is how it sees topics, `store` keeps the group configs.
+
+    Membership and share sessions are apart, as in Kafka 4.3: a member that leaves (epoch -1) or
+    expires keeps its share session, so its last acknowledgements (a closing consumer leaves the
+    group and then sends its final ShareAcknowledge) still count; the session ends with its final
+    epoch or its connection, and records it still holds with their acquisition locks."""
 
     kind = "share group"
 
-    def __init__(self, partition_count, store=None, on_leave=None, configs: GroupConfigs | None = None) -> None:
+    def __init__(self, partition_count, store=None, configs: GroupConfigs | None = None) -> None:
         super().__init__()
         self.partition_count = partition_count
-        self.on_leave = on_leave
         self.group_configs = configs if configs is not None else GroupConfigs(store)
         for group_id in self.group_configs.share_groups:  # known across restarts (empty until members come back)
             self.groups[group_id] = ShareGroup(group_id)
@@ -111,12 +114,6 @@ class ShareGroups(MemberGroups):
     # ---- membership -----------------------------------------------------------------------
     def expired(self, g: ShareGroup, m: Member, now: float) -> bool:
         return now - m.last_seen > self.int_config(g.group_id, "share.session.timeout.ms") / 1000
-
-    def _remove(self, g: ShareGroup, member_id: str) -> bool:
-        removed = super()._remove(g, member_id)
-        if removed and self.on_leave is not None:
-            self.on_leave(g.group_id, member_id)
-        return removed
 
     def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
         group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
