@@ -9,6 +9,12 @@ gets every partition, as Kafka's simple assignor does. Any change of members or 
 the group epoch; a member's epoch is the group epoch it last received. Members whose session runs
 out are removed (their leases are left to run out, as Kafka does for a member that vanished).
 
+A topic the group subscribes to for the first time is assigned from the next heartbeat on, not in
+the one that subscribed it: Kafka 4.3 first initializes the topic's share-partition state
+(InitializeShareGroupState) and assigns once that is done, so members that join together get their
+share of the partitions before any of them fetches (librdkafka's 0172 mixed-ack-mode test counts on
+it: on Kafka the first member's heartbeat answers an empty assignment, its next one half the topic).
+
 Group configs (`share.record.lock.duration.ms`, `share.delivery.count.limit`,
 `share.auto.offset.reset`, `share.isolation.level`, ...) live in `semantics.group_configs` (shared
 with the streams groups), which also keeps the known share-group ids; configs change by
@@ -49,6 +55,7 @@ class ShareGroup:
     members: dict = dataclasses.field(default_factory=dict)
     target: dict = dataclasses.field(default_factory=dict)  # member id -> {topic: [partitions]}
     partition_counts: dict = dataclasses.field(default_factory=dict)
+    initialized: set = dataclasses.field(default_factory=set)  # topics whose partitions may be assigned
 
     def state(self) -> str:
         if not self.members:
@@ -156,13 +163,17 @@ class ShareGroups(MemberGroups):
 
     def _refresh(self, g: ShareGroup) -> None:
         topics = {t for m in g.members.values() for t in m.topics}
-        counts = {t: n for t in sorted(topics) if (n := self.partition_count(t)) > 0}
+        existing = {t: n for t in sorted(topics) if (n := self.partition_count(t)) > 0}
+        counts = {t: n for t, n in existing.items() if t in g.initialized}
         if counts != g.partition_counts:
             g.partition_counts = counts
             g.epoch += 1
         if g.epoch > g.assignment_epoch:
             g.target = assign(list(g.members.values()), counts)
             g.assignment_epoch = g.epoch
+        if set(existing) - g.initialized:  # initialized now: assigned from the next heartbeat on
+            g.initialized |= set(existing)
+            g.epoch += 1
 
     def known(self) -> list[str]:
         """Every share group id this gateway knows (from a heartbeat or a config), live or not."""

@@ -59,12 +59,15 @@ def test_heartbeat_joins_assigns_and_leaves():
         groups = ShareGroups(lambda t: 2)
         first = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": 0,
                                   "subscribed_topic_names": [T]}, "c", "/h")
-        assert first["error_code"] == NONE and first["assignment"] == {T: [0, 1]}
-        again = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+        assert first["error_code"] == NONE and first["assignment"] == {}  # the topic is being initialized
+        assigned = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+                                     "subscribed_topic_names": None}, "c", "/h")
+        assert assigned["assignment"] == {T: [0, 1]} and assigned["member_epoch"] > first["member_epoch"]
+        again = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": assigned["member_epoch"],
                                   "subscribed_topic_names": None}, "c", "/h")
         assert again["assignment"] is None  # unchanged: not sent again
         groups.heartbeat({"group_id": G, "member_id": "b", "member_epoch": 0, "subscribed_topic_names": [T]}, "c", "/h")
-        both = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+        both = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": again["member_epoch"],
                                  "subscribed_topic_names": None}, "c", "/h")
         assert both["assignment"] == {T: [0, 1]}  # 2 members, 2 partitions: everyone gets everything
         unknown = groups.heartbeat({"group_id": G, "member_id": "z", "member_epoch": 3,
@@ -73,6 +76,25 @@ def test_heartbeat_joins_assigns_and_leaves():
         groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": -1, "subscribed_topic_names": None},
                          "c", "/h")
         assert set(groups.groups[G].members) == {"b"}
+    trio.run(main)
+
+
+def test_members_joining_together_split_a_new_topic():
+    """As on Kafka 4.3.1 (librdkafka's 0172 mixed-ack-mode sub-test): a topic new to the group is
+    assigned from the heartbeat after the one that subscribed it, so the first member does not get
+    (and fetch) every partition before the second has joined."""
+    async def main():
+        groups = ShareGroups(lambda t: 4)
+
+        def beat(member, epoch, topics=None):
+            return groups.heartbeat({"group_id": G, "member_id": member, "member_epoch": epoch,
+                                     "subscribed_topic_names": topics}, "c", "/h")
+        a = beat("a", 0, [T])
+        assert a["assignment"] == {}  # the topic is being initialized
+        assert beat("b", 0, [T])["assignment"] == {T: [1, 3]}  # initialized by now
+        assert beat("a", a["member_epoch"])["assignment"] == {T: [0, 2]}
+        c = beat("c", 0, [T])  # a later member of the initialized topic gets its share at once
+        assert c["assignment"] == {T: [2]}
     trio.run(main)
 
 
