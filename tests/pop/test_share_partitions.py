@@ -13,7 +13,8 @@ from semantics.pop import PopEngine, Receipt
 from semantics.share_groups import Member, ShareGroups, assign
 from semantics.share_partitions import (ACCEPT, GAP, INVALID_RECORD_STATE, INVALID_REQUEST, NONE, REJECT,
                                         RELEASE, RENEW, SharePartitions)
-from semantics.share_sessions import INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND, ShareSessions
+from semantics.share_sessions import (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED, SHARE_SESSION_NOT_FOUND,
+                                      ShareSessions)
 
 G, T = "sg", "T"
 LOCK = 30_000
@@ -96,6 +97,18 @@ def test_members_joining_together_split_a_new_topic():
         c = beat("c", 0, [T])  # a later member of the initialized topic gets its share at once
         assert c["assignment"] == {T: [2]}
     trio.run(main)
+
+
+def test_sessions_beyond_the_limit_are_refused_not_evicted():
+    """As Kafka 4.3.1 with group.share.max.share.sessions=2: the third session is refused (133) and
+    opens once another has closed; a member reopening its own session is no new one."""
+    sessions = ShareSessions(max_sessions=2)
+    assert sessions.fetch(G, "a", 0, [], [])[0] == NONE and sessions.fetch(G, "b", 0, [], [])[0] == NONE
+    assert sessions.fetch(G, "c", 0, [], [])[0] == SHARE_SESSION_LIMIT_REACHED
+    assert sessions.fetch(G, "a", 1, [], [])[0] == NONE  # not evicted
+    assert sessions.fetch(G, "b", 0, [], [])[0] == NONE  # replaced
+    assert sessions.fetch(G, "a", -1, [], [], may_open=False)[0] == NONE
+    assert sessions.fetch(G, "c", 0, [], [])[0] == NONE
 
 
 def test_session_epochs():
