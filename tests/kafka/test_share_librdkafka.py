@@ -218,3 +218,37 @@ def test_read_committed_share_group_never_gets_an_aborted_transaction(broker):
     finally:
         c.close()
     assert sorted(got) == [b"committed%d" % i for i in range(3)]
+
+
+def test_a_topic_made_again_is_read_from_its_start(broker):
+    """librdkafka 0184: a topic deleted and made again under its name is a new topic (a new id): the
+    group reads it from its start, each record a first delivery (the gateway kept the old topic's
+    share state by name: the new records below the old start never came, or came as redeliveries)."""
+    topic, group, values = fresh(broker.bootstrap, 3)
+    c = consumer(broker.bootstrap, group, topic)
+    try:
+        assert sorted(poll_values(c, lambda got: len(got) >= 3)) == values  # accepted: the start moves to 3
+    finally:
+        c.close()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 60
+    while True:  # Kafka ends a deletion in the background
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            break
+        except Exception:  # noqa: BLE001 - not gone yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    again = [b"again%d" % i for i in range(3)]
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for v in again:
+        p.produce(topic, v)
+    assert p.flush(30) == 0
+    c = consumer(broker.bootstrap, group, topic)
+    try:
+        got = poll_values(c, lambda got: len(got) >= 3, timeout=60)
+    finally:
+        c.close()
+    assert sorted(got) == again

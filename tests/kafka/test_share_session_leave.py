@@ -59,10 +59,10 @@ def heartbeat(c, group: str, member: str, epoch: int, topics=None) -> dict:
     raise AssertionError(f"heartbeat: {r}")
 
 
-def share_fetch(c, group: str, member: str, epoch: int, tid: bytes) -> dict:
+def share_fetch(c, group: str, member: str, epoch: int, tid: bytes, max_bytes: int = 1 << 20) -> dict:
     return c.call(SHARE_FETCH, 1, {
         "group_id": group, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": 500, "min_bytes": 1,
-        "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500, "forgotten_topics_data": [],
+        "max_bytes": max_bytes, "max_records": 500, "batch_size": 500, "forgotten_topics_data": [],
         "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}]})
 
 
@@ -108,5 +108,23 @@ def test_acknowledgements_after_leaving_the_group_count(target):  # noqa: F811 -
             assert acquired(share_fetch(other, group, second, 0, tid)) == [(2, 2)]
         finally:
             other.close()
+    finally:
+        c.close()
+
+
+def test_share_fetch_with_max_bytes_zero_acquires_nothing(target):  # noqa: F811 - the fixture
+    """librdkafka 0180's fetch.max.bytes=0: Kafka answers no records (the gateway sent the first batch)."""
+    topic, group = fresh(target.bootstrap, 3)
+    c, member = target.raw(), uuid.uuid4().hex[:22]
+    try:
+        assert heartbeat(c, group, member, 0, [topic])["error_code"] == NONE
+        tid = topic_id(c, topic)
+        for epoch in range(4):
+            resp = share_fetch(c, group, member, epoch, tid, max_bytes=0)
+            assert resp["error_code"] == NONE and acquired(resp) == []
+        while not acquired(resp) and epoch < 40:  # the records are there: a fetch with room gets them
+            epoch += 1
+            resp = share_fetch(c, group, member, epoch, tid)
+        assert acquired(resp) == [(0, 2)]
     finally:
         c.close()
