@@ -102,7 +102,9 @@ def run(tests, bootstrap: str, system: str, work_dir: str, tests_dir: str = TEST
             states = dict(_STATE.findall(output))
             state = states.get(test, "FAILED" if p.returncode else "NOT STARTED")
         except subprocess.TimeoutExpired as e:
-            output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            output = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                             for x in (e.stdout, e.stderr))  # the sub-tests' ends are on stderr
+            output = _ANSI.sub("", output)
             state, output = "TIMEOUT", output + f"\nkilled after {timeout_s}s"
         with open(os.path.join(work_dir, f"{system}-{test}.log"), "w") as f:
             f.write(output)
