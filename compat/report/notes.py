@@ -17,9 +17,6 @@ NOTES: dict[str, dict[str, str]] = {
     "librdkafka share-consumer tests": {
         "0173_share_consumer_commit_async": "fails on Kafka 4.3.1 too, at the same sub-test (lock timeout "
                                             "redelivery: the 3 000 ms lock it sets is below the 15 000 ms minimum)",
-        "0174_share_consumer_concurrency": "passes its sub-tests, slower: each of its producers flushes after every "
-                                           "record, and a produce round trip takes ~2.6x Kafka's on the loaded "
-                                           "machine, so the whole test needs more than 420 s (Kafka: 265 s)",
         "0177_share_consumer_transactions": "its read_committed sub-tests pass; share.isolation.level="
                                             "read_uncommitted is not served (docs/mapping.md: both levels see "
                                             "committed records only), so an aborted transaction's records are "
