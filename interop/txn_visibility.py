@@ -193,6 +193,11 @@ class TxnVisibility:
         at = bisect.bisect_right(lasts, offset)  # the first of its transactions ending after `offset`
         return at < len(lasts) and firsts[at] <= offset
 
+    def may_be_aborted(self, topic: str, qid: int, offset: int) -> bool:
+        """Is `offset` inside an aborted transaction of some producer on the queue (between its first
+        offset and its marker)? Then a reader that skips aborted records must look at its batch."""
+        return any(self.is_aborted(topic, qid, pid, offset) for pid in self.aborted.get((topic, qid), ()))
+
     def aborted_in(self, topic: str, qid: int, start: int, end: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions with records in [start, end), for
         Fetch's `aborted_transactions` (the client drops those producers' records from each first on)."""

@@ -6,8 +6,9 @@
 # - franz-go: pkg/kgo's own tests, module pinned in compat/report/franzgo/go.mod (Go module proxy).
 # - librdkafka: its tests/ as shipped in the node-rdkafka npm package (deps/librdkafka), built without
 #   SSL/SASL/zstd/curl; the test-runner needs only zlib and a C/C++ compiler. Its share-consumer tests
-#   (0170, 0171: KIP-932) are newer than node-rdkafka's copy: a second build, from the librdkafka that the
-#   @confluentinc/kafka-javascript npm package ships, runs those two (full mode, compat/report/librdkafka.py);
+#   (KIP-932: the broker ones of 0170-0185) are newer than node-rdkafka's copy: a second build, from the
+#   librdkafka that the @confluentinc/kafka-javascript npm package ships, runs them (full mode,
+#   compat/report/librdkafka.py);
 #   built with zstd (libzstd-dev), as 0171 produces and consumes with every codec.
 REPORT_BUILD := compat/report/build
 NODE_RDKAFKA_VERSION := 3.6.1

@@ -21,7 +21,7 @@ from typing import Callable
 import trio
 
 from interop.inner_batch import is_gap, present_offsets
-from interop.txn_visibility import queue_stable_end
+from interop.txn_visibility import VISIBLE, queue_stable_end
 from semantics.clock import WALL_CLOCK
 from semantics.pop_log import PopLog, offset_ranges
 from semantics import pop_inflight
@@ -143,18 +143,19 @@ class PopEngine:
                         skipped.append(position)
                     position += 1
                     continue
-                if decode and phys != entry:
+                look = decode or VISIBLE.may_be_aborted(topic, qid, position)  # an aborted Kafka record is none
+                if look and phys != entry:
                     entry, message = phys, self.store.get(phys)
                     present = None if message is None else present_offsets(message)
-                if decode and (message is None or is_gap(message, present, position) or (keep is not None and not keep(message, position))):
+                if look and (message is None or is_gap(message, present, position) or (keep is not None and not keep(message, position))):
                     skipped.append(position)
                 else:
                     result.deliveries.append(Delivery(position, message if messages else None, 1))
                     want -= 1
                 position += 1
                 if want == 0 and whole:
-                    return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep, message,
-                                                        messages, skipped)
+                    return skipped, self._rest_of_batch(topic, qid, phys, position, limit, result, keep,
+                                                        message if entry == phys else None, messages, skipped)
         return skipped, position
 
     def _rest_of_batch(self, topic, qid, phys, position, limit, result, keep, message, messages, skipped) -> int:

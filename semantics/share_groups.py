@@ -9,6 +9,12 @@ gets every partition, as Kafka's simple assignor does. Any change of members or 
 the group epoch; a member's epoch is the group epoch it last received. Members whose session runs
 out are removed (their leases are left to run out, as Kafka does for a member that vanished).
 
+A topic the group subscribes to for the first time is assigned from the next heartbeat on, not in
+the one that subscribed it: Kafka 4.3 first initializes the topic's share-partition state
+(InitializeShareGroupState) and assigns once that is done, so members that join together get their
+share of the partitions before any of them fetches (librdkafka's 0172 mixed-ack-mode test counts on
+it: on Kafka the first member's heartbeat answers an empty assignment, its next one half the topic).
+
 Group configs (`share.record.lock.duration.ms`, `share.delivery.count.limit`,
 `share.auto.offset.reset`, `share.isolation.level`, ...) live in `semantics.group_configs` (shared
 with the streams groups), which also keeps the known share-group ids; configs change by
@@ -49,6 +55,7 @@ class ShareGroup:
     members: dict = dataclasses.field(default_factory=dict)
     target: dict = dataclasses.field(default_factory=dict)  # member id -> {topic: [partitions]}
     partition_counts: dict = dataclasses.field(default_factory=dict)
+    initialized: set = dataclasses.field(default_factory=set)  # topics whose partitions may be assigned
 
     def state(self) -> str:
         if not self.members:
@@ -75,15 +82,18 @@ def assign(members: list[Member], counts: dict[str, int]) -> dict[str, dict[str,
 
 class ShareGroups(MemberGroups):
     """The share-group coordinator of one gateway; `partition_count(topic) -> int` (0: no such
-    topic) is how it sees topics, `store` keeps the group configs, `on_leave(group, member)` lets
-    the share partitions drop the member's session."""
+    topic) is how it sees topics, `store` keeps the group configs.
+
+    Membership and share sessions are apart, as in Kafka 4.3: a member that leaves (epoch -1) or
+    expires keeps its share session, so its last acknowledgements (a closing consumer leaves the
+    group and then sends its final ShareAcknowledge) still count; the session ends with its final
+    epoch or its connection, and records it still holds with their acquisition locks."""
 
     kind = "share group"
 
-    def __init__(self, partition_count, store=None, on_leave=None, configs: GroupConfigs | None = None) -> None:
+    def __init__(self, partition_count, store=None, configs: GroupConfigs | None = None) -> None:
         super().__init__()
         self.partition_count = partition_count
-        self.on_leave = on_leave
         self.group_configs = configs if configs is not None else GroupConfigs(store)
         for group_id in self.group_configs.share_groups:  # known across restarts (empty until members come back)
             self.groups[group_id] = ShareGroup(group_id)
@@ -111,12 +121,6 @@ class ShareGroups(MemberGroups):
     # ---- membership -----------------------------------------------------------------------
     def expired(self, g: ShareGroup, m: Member, now: float) -> bool:
         return now - m.last_seen > self.int_config(g.group_id, "share.session.timeout.ms") / 1000
-
-    def _remove(self, g: ShareGroup, member_id: str) -> bool:
-        removed = super()._remove(g, member_id)
-        if removed and self.on_leave is not None:
-            self.on_leave(g.group_id, member_id)
-        return removed
 
     def heartbeat(self, req: dict, client_id: str, client_host: str) -> dict:
         group_id, member_id, epoch = req["group_id"], req["member_id"], req["member_epoch"]
@@ -159,13 +163,17 @@ class ShareGroups(MemberGroups):
 
     def _refresh(self, g: ShareGroup) -> None:
         topics = {t for m in g.members.values() for t in m.topics}
-        counts = {t: n for t in sorted(topics) if (n := self.partition_count(t)) > 0}
+        existing = {t: n for t in sorted(topics) if (n := self.partition_count(t)) > 0}
+        counts = {t: n for t, n in existing.items() if t in g.initialized}
         if counts != g.partition_counts:
             g.partition_counts = counts
             g.epoch += 1
         if g.epoch > g.assignment_epoch:
             g.target = assign(list(g.members.values()), counts)
             g.assignment_epoch = g.epoch
+        if set(existing) - g.initialized:  # initialized now: assigned from the next heartbeat on
+            g.initialized |= set(existing)
+            g.epoch += 1
 
     def known(self) -> list[str]:
         """Every share group id this gateway knows (from a heartbeat or a config), live or not."""

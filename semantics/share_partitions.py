@@ -146,6 +146,18 @@ class SharePartitions:
         if self.sessions.sessions.get((group, member)) is session:
             self.forget_member(group, member)
 
+    def forget_topic(self, topic: str, partitions: int) -> int:
+        """A deleted topic's share-partition state goes from every share group (one made again under
+        its name starts afresh, as Kafka's new topic id does); the CommitLog end of the logged drops."""
+        end = 0
+        for group in self.groups.known():
+            for p in range(partitions):
+                end = max(end, self.engine.drop(group, topic, p))
+                self.holders.pop((group, topic, p), None)
+                if self.engine.offsets is not None:  # where its acknowledgements had moved the start
+                    self.engine.offsets.delete(group, topic, p)
+        return end
+
     def forget_member(self, group: str, member: str) -> None:
         """The member left or expired: its session goes, its records are released."""
         self.sessions.close_member(group, member)

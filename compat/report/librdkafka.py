@@ -1,7 +1,7 @@
 """librdkafka's own regression tests (tests/ of the librdkafka source that the node-rdkafka npm package ships
 under deps/librdkafka; `make compat-report-librdkafka` builds it and its test-runner, see mk/report.mk).
 
-The share-group tests (KIP-932: 0170, 0171) are newer than that copy: they come from the librdkafka source
+The share-group tests (KIP-932: the broker ones of 0170-0185) are newer than that copy: they come from the librdkafka source
 that the @confluentinc/kafka-javascript npm package ships (deps/librdkafka, built to SHARE_TESTS_DIR) and run
 in full mode (their sub-tests are not marked quick, so `-Q` would skip them all).
 
@@ -22,7 +22,12 @@ TESTS_DIR = os.path.join(ROOT, "compat", "report", "build", "librdkafka", "tests
 TEST_TIMEOUT_S = int(os.environ.get("COMPAT_RDKAFKA_TEST_TIMEOUT", "150"))
 SHARE_TESTS_DIR = os.path.join(ROOT, "compat", "report", "build", "librdkafka-share", "tests")
 SHARE_SUITE = "librdkafka share-consumer tests"
-SHARE_TESTS = ("0170_share_consumer_subscription", "0171_share_consumer_consume")
+SHARE_TESTS = ("0170_share_consumer_subscription", "0171_share_consumer_consume", "0172_share_consumer_acknowledge",
+               "0173_share_consumer_commit_async", "0174_share_consumer_concurrency", "0175_share_consumer_groups",
+               "0176_share_consumer_commit_sync", "0177_share_consumer_transactions", "0178_share_consumer_close",
+               "0179_share_consumer_destroy", "0180_share_consumer_config", "0181_share_consumer_topic_delete",
+               "0184_share_consumer_topic_recreate", "0185_share_consumer_max_poll_interval")
+# (its other 017x-019x tests are TEST_F_LOCAL, on librdkafka's mock cluster, or manual: 0190, telemetry)
 SHARE_TIMEOUT_S = int(os.environ.get("COMPAT_RDKAFKA_SHARE_TIMEOUT", "1500"))  # 0171 sets 600 s, x2 multiplier
 KAFKA_VERSION = "4.0.0"  # what the tests may assume of the broker (TEST_KAFKA_VERSION); the reference is 4.x
 SHARE_KAFKA_VERSION = "4.3.1"  # the share tests need 4.2+ (TEST_BRKVER); the reference Kafka of bench/brokers.py
@@ -97,7 +102,9 @@ def run(tests, bootstrap: str, system: str, work_dir: str, tests_dir: str = TEST
             states = dict(_STATE.findall(output))
             state = states.get(test, "FAILED" if p.returncode else "NOT STARTED")
         except subprocess.TimeoutExpired as e:
-            output = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            output = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                             for x in (e.stdout, e.stderr))  # the sub-tests' ends are on stderr
+            output = _ANSI.sub("", output)
             state, output = "TIMEOUT", output + f"\nkilled after {timeout_s}s"
         with open(os.path.join(work_dir, f"{system}-{test}.log"), "w") as f:
             f.write(output)

@@ -14,6 +14,17 @@ NOTES: dict[str, dict[str, str]] = {
         "0119_consumer_auth": _KAFKA_TOOLS,
         "0081_admin": _NO_ACLS + " (its ACL sub-test)",
     },
+    "librdkafka share-consumer tests": {
+        "0173_share_consumer_commit_async": "fails on Kafka 4.3.1 too, at the same sub-test (lock timeout "
+                                            "redelivery: the 3 000 ms lock it sets is below the 15 000 ms minimum)",
+        "0177_share_consumer_transactions": "its read_committed sub-tests pass; share.isolation.level="
+                                            "read_uncommitted is not served (docs/mapping.md: both levels see "
+                                            "committed records only), so an aborted transaction's records are "
+                                            "not delivered at read_uncommitted",
+        "0179_share_consumer_destroy": "counts on Kafka answering one partition per ShareFetch while the share "
+                                       "partitions initialize; with both initialized Kafka also answers both in "
+                                       "one response (a raw probe), as the gateway always does",
+    },
     "kafka-python integration tests": {
         "test_admin_integration::test_create_describe_delete_acls": _NO_ACLS,
     },

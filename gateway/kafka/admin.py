@@ -148,8 +148,10 @@ async def delete_topics(ctx: RequestContext):
                 out.append({"name": name, "error_code": errors.KAFKA_STORAGE_ERROR, "error_message": why})
                 continue
         tid = topics.topic_id(app, name)
+        partitions = topics.partition_count(app.store.topics.get(name))
         app.store.topics.delete(name)
         kafka_state(app).producers.forget_topic(name)
+        await app.durable(kafka_state(app).shares.forget_topic(name, partitions))
         app.views.refresh()  # a deleted view or base stops being maintained
         out.append({"name": name, "topic_id": tid, "error_code": errors.NONE})
     return {"responses": out}

@@ -99,8 +99,9 @@ def byte_end(app, topic: str, partition: int, start: int, reach: int, max_bytes:
 def _acquire_all(app, shares, group, member, partitions, max_records, max_bytes, whole) -> tuple[dict, int]:
     """{(topic, partition): entry} with acquired records, and the log end offset; `whole`: acquire
     on to the end of the last stored batch (batch-optimized mode). Each partition acquires within
-    `max_bytes` of stored batches, and every batch holding an acquired record is sent."""
-    out, end, left = {}, 0, max_records
+    `max_bytes` of stored batches, and every batch holding an acquired record is sent; with
+    `max_bytes` 0 nothing (as Kafka 4.3.1 answers: librdkafka 0180's fetch.max.bytes=0)."""
+    out, end, left = {}, 0, max_records if max_bytes > 0 else 0
     for name, p in partitions:
         if left <= 0:
             break

@@ -47,8 +47,7 @@ class KafkaState:
         # KIP-932 share groups: the coordinator, and the share partitions on the app's pop engine
         self.group_configs = GroupConfigs(app.store, {  # share.* and streams.* group configs, one store
             "streams.num.standby.replicas": str(app.config.streams_num_standby_replicas)})
-        self.share_groups = ShareGroups(partition_count, on_leave=lambda group, member: self.shares.forget_member(
-            group, member), configs=self.group_configs)
+        self.share_groups = ShareGroups(partition_count, configs=self.group_configs)
         self.shares = SharePartitions(app.pop, self.share_groups)
         self.shared_group_configs = None  # a cluster's: the configs kept in etcd (gateway.cluster.group_configs)
         self.share_offsets = None  # a cluster's: share-partition state at other leaders (gateway.cluster.share_offsets)

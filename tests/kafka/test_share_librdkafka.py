@@ -187,3 +187,68 @@ def test_small_fetch_max_bytes_delivers_every_record_one_batch_at_a_time(broker)
         c.close()
     assert sorted(got) == values
     assert set(sizes) == {1}
+
+
+def test_read_committed_share_group_never_gets_an_aborted_transaction(broker):
+    """librdkafka 0177's aborted transaction at share.isolation.level=read_committed: the aborted
+    records are in the log (Kafka's layout) but acquired by nobody; the committed ones after them come
+    (the gateway's share fetch leased and sent the aborted batch)."""
+    topic, group, _ = fresh(broker.bootstrap, 0)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    entry = ConfigEntry("share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET)
+    for fut in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                               incremental_configs=[entry])]).values():
+        fut.result(30)
+    c = consumer(broker.bootstrap, group, topic)
+    try:
+        assert poll_values(c, lambda got: False, timeout=5) == []  # subscribed first, as 0177 does
+        p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"shl-txn-{group}"})
+        p.init_transactions(30)
+        got = []
+        for values, end in (([b"aborted%d" % i for i in range(5)], p.abort_transaction),
+                            ([b"committed%d" % i for i in range(3)], p.commit_transaction)):
+            p.begin_transaction()
+            for v in values:
+                p.produce(topic, v)
+            assert p.flush(30) == 0
+            got += poll_values(c, lambda got: False, timeout=3)  # polling while it is open
+            end(30)
+        got += poll_values(c, lambda got: len(got) >= 3, timeout=60)
+        got += poll_values(c, lambda got: False, timeout=3)
+    finally:
+        c.close()
+    assert sorted(got) == [b"committed%d" % i for i in range(3)]
+
+
+def test_a_topic_made_again_is_read_from_its_start(broker):
+    """librdkafka 0184: a topic deleted and made again under its name is a new topic (a new id): the
+    group reads it from its start, each record a first delivery (the gateway kept the old topic's
+    share state by name: the new records below the old start never came, or came as redeliveries)."""
+    topic, group, values = fresh(broker.bootstrap, 3)
+    c = consumer(broker.bootstrap, group, topic)
+    try:
+        assert sorted(poll_values(c, lambda got: len(got) >= 3)) == values  # accepted: the start moves to 3
+    finally:
+        c.close()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([topic])[topic].result(30)
+    deadline = time.monotonic() + 60
+    while True:  # Kafka ends a deletion in the background
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            break
+        except Exception:  # noqa: BLE001 - not gone yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    again = [b"again%d" % i for i in range(3)]
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for v in again:
+        p.produce(topic, v)
+    assert p.flush(30) == 0
+    c = consumer(broker.bootstrap, group, topic)
+    try:
+        got = poll_values(c, lambda got: len(got) >= 3, timeout=60)
+    finally:
+        c.close()
+    assert sorted(got) == again

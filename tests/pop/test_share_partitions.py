@@ -13,7 +13,8 @@ from semantics.pop import PopEngine, Receipt
 from semantics.share_groups import Member, ShareGroups, assign
 from semantics.share_partitions import (ACCEPT, GAP, INVALID_RECORD_STATE, INVALID_REQUEST, NONE, REJECT,
                                         RELEASE, RENEW, SharePartitions)
-from semantics.share_sessions import INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND, ShareSessions
+from semantics.share_sessions import (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED, SHARE_SESSION_NOT_FOUND,
+                                      ShareSessions)
 
 G, T = "sg", "T"
 LOCK = 30_000
@@ -57,16 +58,17 @@ def test_assignment_spreads_partitions_and_gives_all_when_members_outnumber_them
 def test_heartbeat_joins_assigns_and_leaves():
     async def main():
         groups = ShareGroups(lambda t: 2)
-        left = []
-        groups.on_leave = lambda g, m: left.append(m)
         first = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": 0,
                                   "subscribed_topic_names": [T]}, "c", "/h")
-        assert first["error_code"] == NONE and first["assignment"] == {T: [0, 1]}
-        again = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+        assert first["error_code"] == NONE and first["assignment"] == {}  # the topic is being initialized
+        assigned = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+                                     "subscribed_topic_names": None}, "c", "/h")
+        assert assigned["assignment"] == {T: [0, 1]} and assigned["member_epoch"] > first["member_epoch"]
+        again = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": assigned["member_epoch"],
                                   "subscribed_topic_names": None}, "c", "/h")
         assert again["assignment"] is None  # unchanged: not sent again
         groups.heartbeat({"group_id": G, "member_id": "b", "member_epoch": 0, "subscribed_topic_names": [T]}, "c", "/h")
-        both = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": first["member_epoch"],
+        both = groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": again["member_epoch"],
                                  "subscribed_topic_names": None}, "c", "/h")
         assert both["assignment"] == {T: [0, 1]}  # 2 members, 2 partitions: everyone gets everything
         unknown = groups.heartbeat({"group_id": G, "member_id": "z", "member_epoch": 3,
@@ -74,8 +76,39 @@ def test_heartbeat_joins_assigns_and_leaves():
         assert unknown["error_code"] == 25
         groups.heartbeat({"group_id": G, "member_id": "a", "member_epoch": -1, "subscribed_topic_names": None},
                          "c", "/h")
-        assert left == ["a"] and set(groups.groups[G].members) == {"b"}
+        assert set(groups.groups[G].members) == {"b"}
     trio.run(main)
+
+
+def test_members_joining_together_split_a_new_topic():
+    """As on Kafka 4.3.1 (librdkafka's 0172 mixed-ack-mode sub-test): a topic new to the group is
+    assigned from the heartbeat after the one that subscribed it, so the first member does not get
+    (and fetch) every partition before the second has joined."""
+    async def main():
+        groups = ShareGroups(lambda t: 4)
+
+        def beat(member, epoch, topics=None):
+            return groups.heartbeat({"group_id": G, "member_id": member, "member_epoch": epoch,
+                                     "subscribed_topic_names": topics}, "c", "/h")
+        a = beat("a", 0, [T])
+        assert a["assignment"] == {}  # the topic is being initialized
+        assert beat("b", 0, [T])["assignment"] == {T: [1, 3]}  # initialized by now
+        assert beat("a", a["member_epoch"])["assignment"] == {T: [0, 2]}
+        c = beat("c", 0, [T])  # a later member of the initialized topic gets its share at once
+        assert c["assignment"] == {T: [2]}
+    trio.run(main)
+
+
+def test_sessions_beyond_the_limit_are_refused_not_evicted():
+    """As Kafka 4.3.1 with group.share.max.share.sessions=2: the third session is refused (133) and
+    opens once another has closed; a member reopening its own session is no new one."""
+    sessions = ShareSessions(max_sessions=2)
+    assert sessions.fetch(G, "a", 0, [], [])[0] == NONE and sessions.fetch(G, "b", 0, [], [])[0] == NONE
+    assert sessions.fetch(G, "c", 0, [], [])[0] == SHARE_SESSION_LIMIT_REACHED
+    assert sessions.fetch(G, "a", 1, [], [])[0] == NONE  # not evicted
+    assert sessions.fetch(G, "b", 0, [], [])[0] == NONE  # replaced
+    assert sessions.fetch(G, "a", -1, [], [], may_open=False)[0] == NONE
+    assert sessions.fetch(G, "c", 0, [], [])[0] == NONE
 
 
 def test_session_epochs():
