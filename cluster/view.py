@@ -22,6 +22,7 @@ from cluster.model import Member, QueueAssignment, TopicRecord
 log = logging.getLogger("rocketgate.cluster")
 
 WATCH_RETRY_DELAY = 1.0
+STALE_READS = 5  # reads of a reload before an etcd that went back is believed (one more is enough otherwise)
 LOADED = (model.MEMBERS, model.TOPICS, model.QUEUES)  # the kinds of key a load replaces whole
 
 
@@ -69,12 +70,14 @@ class ClusterView:
         the read's answer waits) is read again: applied, it would put older assignments and members
         back, and the watch, already past them, would never bring the newer ones again (seed 2804:
         a gateway named epoch 7's leader for good after electing itself in epoch 8, docs/faults.md)."""
-        while True:
+        for _ in range(STALE_READS):
             members, topics, queues, offsets, revision = await self.coordination.load()
             if revision >= self.revision:
                 break
             log.info("cluster: reload read revision %d, older than the watch's %d: reading again", revision,
                      self.revision)
+        else:  # etcd itself went back (restored): its state is the truth
+            log.warning("cluster: etcd's revision %d stays below the watch's %d: taking it", revision, self.revision)
         old_members = set(self.members)
         self.members, self.revision = members, revision
         self._snapshot_revision = revision
