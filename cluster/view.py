@@ -22,6 +22,8 @@ from cluster.model import Member, QueueAssignment, TopicRecord
 log = logging.getLogger("rocketgate.cluster")
 
 WATCH_RETRY_DELAY = 1.0
+STALE_READS = 5  # reads of a reload before an etcd that went back is believed (one more is enough otherwise)
+LOADED = (model.MEMBERS, model.TOPICS, model.QUEUES)  # the kinds of key a load replaces whole
 
 
 class ClusterView:
@@ -31,6 +33,7 @@ class ClusterView:
         self.topics: dict[str, TopicRecord] = {}
         self.queues: dict[tuple[str, int], QueueAssignment] = {}
         self.revision = 0
+        self._snapshot_revision = 0  # the revision of the last load's read
         self._on_assignment: list = []
         self._on_topic: list = []
         self._on_members: list = []
@@ -62,9 +65,22 @@ class ClusterView:
 
     # --- keeping current ---
     async def load(self) -> None:
-        members, topics, queues, offsets, revision = await self.coordination.load()
+        """The whole state from one etcd read. A read older than what the watch has already applied
+        (a rejoin's reload runs beside the watch, and the watch's events can be handled first while
+        the read's answer waits) is read again: applied, it would put older assignments and members
+        back, and the watch, already past them, would never bring the newer ones again (seed 2804:
+        a gateway named epoch 7's leader for good after electing itself in epoch 8, docs/faults.md)."""
+        for _ in range(STALE_READS):
+            members, topics, queues, offsets, revision = await self.coordination.load()
+            if revision >= self.revision:
+                break
+            log.info("cluster: reload read revision %d, older than the watch's %d: reading again", revision,
+                     self.revision)
+        else:  # etcd itself went back (restored): its state is the truth
+            log.warning("cluster: etcd's revision %d stays below the watch's %d: taking it", revision, self.revision)
         old_members = set(self.members)
         self.members, self.revision = members, revision
+        self._snapshot_revision = revision
         for name in set(self.topics) - set(topics):
             self._drop_topic(name)
         for name, record in topics.items():
@@ -95,6 +111,8 @@ class ClusterView:
         for e in events:
             key, deleted = e.kv.key, e.kind == "DELETE"
             self.revision = max(self.revision, e.kv.mod_revision)
+            if 0 < e.kv.mod_revision <= self._snapshot_revision and key.startswith(LOADED):
+                continue  # the last load's snapshot holds this change and any later one: not back to it
             if key.startswith(model.MEMBERS):
                 node_id = int(key[len(model.MEMBERS):])
                 if deleted:

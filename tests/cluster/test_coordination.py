@@ -95,3 +95,60 @@ def test_view_follows_changes_and_calls_subscribers(etcd_server):
         assert sorted(heard) == [("t", 0, 7, [7], [7], 0), ("t", 0, 7, [7], [7], 1), ("t", 1, 7, [7], [7], 0)]
         assert view.queues_of("t")[0].epoch == 1
     run(etcd_server, fn)
+
+
+def test_a_reload_older_than_the_watch_does_not_take_the_view_back(etcd_server):
+    """A rejoin reloads the view while its watch runs. When the reload's snapshot was taken before an
+    election that the watch then brought first (seed 2804: node 3 elected itself in epoch 8 while its
+    rejoin's read was in flight), applying that snapshot put epoch 7 back in the view for good: the
+    watch, already past the election, never brought it again, and Metadata named the old leader."""
+    async def fn(c: Coordination):
+        await c.create_topic("t", TopicRecord(1), place("t", 1, [7, 8], 2))
+        view = ClusterView(c)
+        await view.load()
+        real_load, other = c.load, ({7, 8} - {view.queues[("t", 0)].leader}).pop()
+        seen = []
+
+        async def load_then_elect():  # the snapshot is read, then the election lands before it is used
+            snapshot = await real_load()
+            await c.elect_leader("t", 0, other, expected_epoch=0)
+            with trio.fail_after(10):
+                while view.queues[("t", 0)].epoch != 1:  # the watch brought the election first
+                    await trio.sleep(0.05)
+            seen.append(view.revision)
+            c.load = real_load
+            return snapshot
+
+        async with trio.open_nursery() as n:
+            await n.start(view.run)
+            c.load = load_then_elect
+            await view.load()
+            await trio.sleep(0.5)  # the watch has nothing more to bring
+            n.cancel_scope.cancel()
+        assert (view.queues[("t", 0)].leader, view.queues[("t", 0)].epoch) == (other, 1)
+        assert view.revision >= seen[0]  # never back to the old snapshot's
+    run(etcd_server, fn)
+
+
+def test_a_watch_event_the_loaded_snapshot_already_holds_is_not_applied_again():
+    """A watch that lags behind a reload brings changes the snapshot already holds: applying them
+    would take the view back (an older epoch) until the watch catches up. In process, no etcd."""
+    from cluster import model
+    from cluster.etcd import KeyValue, WatchEvent
+
+    class Snapshot:  # a Coordination whose state is at revision 10, the queue in epoch 2
+        async def load(self):
+            return {}, {"t": TopicRecord(1)}, {("t", 0): QueueAssignment(2, (1, 2), (1, 2), 2)}, {}, 10
+
+    async def main():
+        view = ClusterView(Snapshot())
+        await view.load()
+        heard = []
+        view.on_assignment(lambda *args: heard.append(args))
+        older = QueueAssignment(1, (1, 2), (1, 2), 1).to_json()
+        await view._apply([WatchEvent("PUT", KeyValue(model.queue_key("t", 0), older, 9, 5, 3, 0))])
+        assert view.queues[("t", 0)].epoch == 2 and heard == []
+        newer = QueueAssignment(1, (1, 2), (1, 2), 3).to_json()
+        await view._apply([WatchEvent("PUT", KeyValue(model.queue_key("t", 0), newer, 11, 5, 4, 0))])
+        assert view.queues[("t", 0)].epoch == 3 and view.revision == 11
+    trio.run(main)

@@ -97,3 +97,12 @@ def test_a_consumer_that_missed_saw_a_lost_write_or_a_diverged_log_fails():
     assert result["moved"] == [2]  # handed out at offset 2, the log has it at 1
     assert result["phantom"] == [9]  # handed out, not in the log at the end
     assert result["unexpected"] == [7]  # never sent
+
+
+def test_metadata_checker_counts_no_leader_as_no_second_leader():
+    """Seed 2804: a gateway answering -1 (no leader) while another named 1 in the same epoch is no
+    fencing breach; two real leaders in one epoch still are."""
+    from metadata import two_leaders_in_one_epoch
+    assert two_leaders_in_one_epoch({1: {("t", 0): (1, 7)}, 2: {("t", 0): (-1, 7)}}) == set()
+    assert two_leaders_in_one_epoch({1: {("t", 0): (1, 7)}, 2: {("t", 0): (3, 7)}}) == {"t/0 epoch 7: leaders [1, 3]"}
+    assert two_leaders_in_one_epoch({1: {("t", 0): (1, 7)}, 2: {("t", 0): (3, 8)}}) == set()  # not converged, no breach
