@@ -96,6 +96,7 @@ class DelayScheduler:
         self._persisted_next = tuple(nxt) if nxt else None
         self._heap: list[tuple[int, int, int]] = []  # (deliver ms, offset, CommitLog offset) pending
         self._skip: set[int] = set()  # timer offsets known delivered that may still be in the heap
+        self._stranded: dict[int, tuple[int, int]] = {}  # level -> (head offset, capped due): _head
         self._last_end = 0  # CommitLog end offset of the latest delivery
         self.flow, self._pending = flow, []  # app.flow; deliveries run() appends off the loop
         self._dirty = False
@@ -154,8 +155,16 @@ class DelayScheduler:
         if not units:
             return None
         phys, _size, due = units[0]
-        # A clock stepped backwards must not strand a message: never wait longer than its delay.
-        return min(due, self.clock.now_ms() + self.levels.delay_ms(q + 1)), phys
+        # A clock stepped backwards (or one that ran ahead when the entry was stored) must not strand a
+        # message: it waits at most its level's delay from when it was first found too far ahead.
+        # The cap is kept per level (the head only): recomputed from each round's now it never came due.
+        now, delay = self.clock.now_ms(), self.levels.delay_ms(q + 1)
+        if due > now + delay:
+            held = self._stranded.get(q)
+            if held is None or held[0] != off:
+                held = self._stranded[q] = (off, now + delay)
+            due = held[1]
+        return due, phys
 
     # ---- delivering ----------------------------------------------------------------------------
 

@@ -223,7 +223,8 @@ def check_workload(load: DelayTxnWorkload, events: list[dict], read_all) -> dict
         waited = load.settle()
         final = read_all(load.bootstrap, TOPIC, QUEUES)
         result = check_delay_txn(load.history, final, dict(load.seen), events)
-        result.update(settled_s=waited, check_backs=dict(load.checks))
+        result.update(settled_s=waited, check_backs=dict(load.checks), final_read=final,
+                      first_seen=sorted(load.seen.items()))  # kept in history.json for the analysis
         return result
     finally:
         load.close()

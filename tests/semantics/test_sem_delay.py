@@ -173,3 +173,25 @@ def test_a_recalled_timer_message_is_dropped_when_due_even_after_a_restart(st, r
     d2.deliver_due(now + 5000)
     assert [m.body for m in real(st)] == [b"kept"]
     assert [m.body for m in real(st, "Other")] == [b"other topic"]
+
+
+class _SteppedClock:
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+    def now_ms(self) -> int:
+        return self.ms
+
+
+def test_a_message_stored_while_the_clock_ran_an_hour_ahead_waits_only_its_delay(st):
+    """Seed 2602 (docs/faults.md): a gateway's clock ran +3600 s while it stored delayed messages; back
+    at true time each head was capped at now + its delay, recomputed every round, so it never came due
+    and held its whole level back for the hour. The cap now counts from when it was first found."""
+    send(st, now=NOW + 3_600_000, DELAY="2", body=b"ahead")  # due an hour and 5 s from true time
+    send(st, now=NOW, DELAY="2", body=b"behind")             # due in 5 s, behind it in the level
+    clock = _SteppedClock(NOW)
+    d = DelayScheduler(st, LEVELS, clock=clock)
+    assert d.deliver_due(clock.ms)[0] == 0
+    clock.ms = NOW + 5000
+    assert d.deliver_due(clock.ms)[0] == 2
+    assert [m.body for m in real(st)] == [b"ahead", b"behind"]
