@@ -155,14 +155,14 @@ class DelayScheduler:
         if not units:
             return None
         phys, _size, due = units[0]
-        # A clock stepped backwards (or one that ran ahead when the entry was stored) must not strand a
-        # message: it waits at most its level's delay from when it was first found too far ahead.
-        # The cap is kept per level (the head only): recomputed from each round's now it never came due.
+        # A clock stepped back (or store timestamps held at a peak after a jump: store/commitlog.py) must not
+        # strand it: due at born time + delay, at most that from when first found (seed 2602, docs/faults.md).
         now, delay = self.clock.now_ms(), self.levels.delay_ms(q + 1)
         if due > now + delay:
             held = self._stranded.get(q)
             if held is None or held[0] != off:
-                held = self._stranded[q] = (off, now + delay)
+                entry = self.store.get(phys)
+                held = self._stranded[q] = (off, min(now if entry is None else entry.born_timestamp, now) + delay)
             due = held[1]
         return due, phys
 
