@@ -96,6 +96,7 @@ class DelayScheduler:
         self._persisted_next = tuple(nxt) if nxt else None
         self._heap: list[tuple[int, int, int]] = []  # (deliver ms, offset, CommitLog offset) pending
         self._skip: set[int] = set()  # timer offsets known delivered that may still be in the heap
+        self._stranded: dict[int, tuple[int, int]] = {}  # level -> (head offset, capped due): _head
         self._last_end = 0  # CommitLog end offset of the latest delivery
         self.flow, self._pending = flow, []  # app.flow; deliveries run() appends off the loop
         self._dirty = False
@@ -154,8 +155,16 @@ class DelayScheduler:
         if not units:
             return None
         phys, _size, due = units[0]
-        # A clock stepped backwards must not strand a message: never wait longer than its delay.
-        return min(due, self.clock.now_ms() + self.levels.delay_ms(q + 1)), phys
+        # A clock stepped back (or store timestamps held at a peak after a jump: store/commitlog.py) must not
+        # strand it: due at born time + delay, at most that from when first found (seed 2602, docs/faults.md).
+        now, delay = self.clock.now_ms(), self.levels.delay_ms(q + 1)
+        if due > now + delay:
+            held = self._stranded.get(q)
+            if held is None or held[0] != off:
+                entry = self.store.get(phys)
+                held = self._stranded[q] = (off, min(now if entry is None else entry.born_timestamp, now) + delay)
+            due = held[1]
+        return due, phys
 
     # ---- delivering ----------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ RUNS_HEADING = "## All runs"
 RUNS_TABLE = ["| date (UTC) | seed | fault classes (rounds) | per workload: ops / ok / anomalies | verdict | rerun args |",
               "|---|---|---|---|---|---|"]
 ANOMALIES = ("lost", "duplicated", "reordered", "unexpected", "regressed", "aborted_read", "torn", "disagree",
-             "fenced", "nonlinearizable", "unreceived", "phantom", "moved", "read_differs", "unserved_end")
+             "fenced", "nonlinearizable", "unreceived", "phantom", "moved", "read_differs", "unserved_end",
+             "early", "rolled_back_read")
 
 
 def acks_during(history: list[dict], e: dict) -> int:

@@ -34,6 +34,8 @@ from metadata import check_leaders  # noqa: E402
 from nemesis import FAULTS, Nemesis, schedule  # noqa: E402
 from netns import PREFIX, SUBNET, Network, cleanup, require_root_and_netns  # noqa: E402
 from nodes import Nodes  # noqa: E402
+from rocketmq_delay_txn import GATEWAY_ARGS as DELAY_TXN_ARGS, QUEUES as DT_QUEUES, TOPIC as DT_TOPIC  # noqa: E402
+from rocketmq_delay_txn import DelayTxnWorkload, check_workload as check_delay_txn  # noqa: E402
 from rocketmq_load import RMQ_QUEUES, RMQ_TOPIC, RocketMQWorkload  # noqa: E402
 from txn import TXN_PARTITIONS, TXN_TOPIC, TxnWorkload, check_txns, read_committed  # noqa: E402
 from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
@@ -41,7 +43,7 @@ from workload import Workload, check_queue, create_topic, read_all  # noqa: E402
 TOPIC, PARTITIONS = "faults", 3
 WORKLOADS = ("queue", "group", "txn", "rocketmq", "java-queue", "java-group", "java-group848", "java-rocketmq",
              "java-rmq-consumer", "go-rocketmq", "linearizable")
-OPTIONAL = ("diskless", "diskless-rocketmq")  # not in the default run: named with --workloads
+OPTIONAL = ("diskless", "diskless-rocketmq", "rocketmq-delay-txn")  # not in the default run: named with --workloads
 
 
 def parse(argv) -> argparse.Namespace:
@@ -122,11 +124,12 @@ def start_loads(names: list[str], nodes: Nodes, t0: float, seed: int, run_dir: s
               "go-rocketmq": lambda: go_rocketmq(nodes.namesrv, run_dir, t0, now),
               "diskless": lambda: DisklessWorkload(nodes.bootstrap, DISKLESS_TOPIC, PARTITIONS, now),
               "diskless-rocketmq": lambda: RocketMQWorkload(nodes.namesrv, now, DISKLESS_RMQ_TOPIC, DISKLESS_RMQ_LABEL),
+              "rocketmq-delay-txn": lambda: DelayTxnWorkload(nodes.namesrv, nodes.bootstrap, now),
               "linearizable": lambda: MetadataWorkload(nodes.kafka_addrs, TOPIC, now, run_dir)}
     return {n: makers[n]() for n in names}
 
 
-def check_loads(loads: dict, nodes: Nodes, plant_loss: bool, s3=None, run_dir: str = "") -> dict:
+def check_loads(loads: dict, nodes: Nodes, plant_loss: bool, s3=None, run_dir: str = "", events=()) -> dict:
     checkers = {"queue": lambda w: check_queue(w, plant_loss),
                 "diskless": lambda w: check_diskless(w, s3, run_dir, plant_loss),
                 "diskless-rocketmq": lambda w: check_rocketmq(w, s3, nodes.bootstrap),
@@ -136,6 +139,7 @@ def check_loads(loads: dict, nodes: Nodes, plant_loss: bool, s3=None, run_dir: s
                 "rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, RMQ_TOPIC, RMQ_QUEUES)),
                 "java-queue": lambda w: check_queue(w, False),
                 "linearizable": lambda w: w.check(),
+                "rocketmq-delay-txn": lambda w: check_delay_txn(w, events, read_all),
                 "java-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, JAVA_RMQ_TOPIC, JAVA_PARTITIONS)),
                 "go-rocketmq": lambda w: check(w.history, read_all(nodes.bootstrap, GO_RMQ_TOPIC, GO_RMQ_QUEUES)),
                 # what the consumer was handed against the final read (and what java-rocketmq tried, when it ran)
@@ -189,6 +193,8 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
         if diskless:  # the bucket on the bridge's address: every gateway reaches it throughout (diskless.py)
             s3 = start_object_store(run_dir, net.client_addr)
             nodes.extra_args = gateway_args(s3)
+        if "rocketmq-delay-txn" in args.workloads:  # check-backs every 5 s, not 30: a short run sees several
+            nodes.extra_args = [*nodes.extra_args, *DELAY_TXN_ARGS]
         for i in nodes.ids:
             nodes.start_gateway(i)
         for topic, partitions in ((TOPIC, PARTITIONS), (TXN_TOPIC, TXN_PARTITIONS), (RMQ_TOPIC, RMQ_QUEUES),
@@ -199,6 +205,8 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
                 create_topic(nodes.bootstrap, topic, PARTITIONS, config={"diskless.enable": "true"})
         if "java-" in args.workloads:
             compile_java(run_dir)
+        if "rocketmq-delay-txn" in args.workloads:
+            create_topic(nodes.bootstrap, DT_TOPIC, DT_QUEUES)
         if "go-rocketmq" in args.workloads:
             create_topic(nodes.bootstrap, GO_RMQ_TOPIC, GO_RMQ_QUEUES)
             rmqgo_binary()
@@ -220,7 +228,7 @@ def run(args, run_dir: str) -> tuple[dict, list[dict], str | None]:
             json.dump({"seed": args.seed, "plan": plan, "nemesis": nemesis.events,
                        "nemesis_error": None if nemesis.error is None else repr(nemesis.error),
                        "ops": {n: w.history for n, w in loads.items()}}, f)
-        workloads = check_loads(loads, nodes, args.plant_loss, s3, run_dir)
+        workloads = check_loads(loads, nodes, args.plant_loss, s3, run_dir, nemesis.events)
         leaders = check_leaders(nodes.kafka_addrs, [TOPIC, TXN_TOPIC, RMQ_TOPIC, JAVA_TOPIC, JAVA_RMQ_TOPIC]
                                 + ([DISKLESS_TOPIC, DISKLESS_RMQ_TOPIC] if diskless else []))
         workloads["metadata"] = {"label": "metadata: every gateway's own Metadata answer, leaders after healing",
@@ -270,6 +278,13 @@ def notes_of(workloads: dict, nemesis_error: str | None) -> list[str]:
         r = workloads["txn"]["result"]
         notes.append(f"txn: {r['committed']} commits and {r['aborted']} aborts acknowledged; {r['read']} records "
                      f"read committed; partitions not read to their end (position, end): {r['not_read_to_end'] or 'none'}.")
+    if "rocketmq-delay-txn" in workloads:
+        r = workloads["rocketmq-delay-txn"]["result"]
+        notes.append(f"rocketmq-delay-txn: delayed sends ok/fail/info {r['delay_ops']}, halves {r['txn_ops']} "
+                     f"(ok by decision {r['txn_ok_by_decision']}); check-backs answered {r['check_backs']}; delivered "
+                     f"early while a clock jump held on the storing gateway (the contract): {len(r['early_clock'])}; "
+                     f"read twice: {len(r['redelivered'])}; delayed deliveries past due (s): {r['delay_wait_past_due_s']}; "
+                     f"waited {r['settled_s']} s for the last deliveries.")
     r = workloads["metadata"]["result"]
     if r.get("disk_stops"):
         notes.append(f"Stopped on a disk error (exit 3, as Kafka halts on a failed log dir: docs/faults.md) and restarted at the end: "

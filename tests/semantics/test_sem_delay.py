@@ -13,7 +13,8 @@ LEVELS = DelayLevels("1s 5s 10s")
 
 
 def send(s, topic="T", qid=1, now=NOW, **props):
-    m = route(Message(topic=topic, queue_id=qid, body=props.pop("body", b"hi"), properties=props), now, LEVELS)
+    born = {"born_timestamp": props.pop("born_timestamp")} if "born_timestamp" in props else {}
+    m = route(Message(topic=topic, queue_id=qid, body=props.pop("body", b"hi"), properties=props, **born), now, LEVELS)
     return s.append(m)
 
 
@@ -173,3 +174,26 @@ def test_a_recalled_timer_message_is_dropped_when_due_even_after_a_restart(st, r
     d2.deliver_due(now + 5000)
     assert [m.body for m in real(st)] == [b"kept"]
     assert [m.body for m in real(st, "Other")] == [b"other topic"]
+
+
+class _SteppedClock:
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+    def now_ms(self) -> int:
+        return self.ms
+
+
+def test_a_message_stored_while_the_clock_ran_an_hour_ahead_waits_only_its_delay(st):
+    """Seed 2602 (docs/faults.md): a gateway's clock ran +3600 s while it stored delayed messages; back
+    at true time each head was capped at now + its delay, recomputed every round, so it never came due
+    and held its whole level back for the hour. The cap now counts from when it was first found."""
+    for body in (b"ahead", b"held"):  # store timestamps stay at the peak (store/commitlog.py): both ahead
+        send(st, now=NOW + 3_600_000, DELAY="2", body=body, born_timestamp=NOW)  # due an hour and 5 s on
+    send(st, now=NOW, DELAY="2", body=b"behind")  # due in 5 s, behind them in the level
+    clock = _SteppedClock(NOW)
+    d = DelayScheduler(st, LEVELS, clock=clock)
+    assert d.deliver_due(clock.ms)[0] == 0
+    clock.ms = NOW + 5000  # each due at its born time + 5 s, not one delay after the other
+    assert d.deliver_due(clock.ms)[0] == 3
+    assert [m.body for m in real(st)] == [b"ahead", b"held", b"behind"]

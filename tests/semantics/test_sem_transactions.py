@@ -177,3 +177,22 @@ def test_state_file_caches_the_op_log(st, reopen):
     tx2 = Transactions(st)
     assert (tx2.outcome(a), tx2.outcome(b), tx2.outcome(c)) == (None, "commit", "rollback")
     assert tx2.end(a, True)[0] is EndResult.COMMITTED and tx2.cursor == 3
+
+
+def test_a_half_stored_while_the_clock_ran_an_hour_ahead_is_checked_by_its_born_time(st):
+    """Seed 2602 (docs/faults.md): store timestamps stay at a clock jump's peak (store/commitlog.py),
+    so every half stored within the hour after a +3600 s jump looked an hour young and was never checked."""
+    tx = Transactions(st, timeout_ms=6000)
+    st.commitlog.last_ts = NOW + 3_600_000  # the peak of a +1 h jump, true time back since
+    a, a_phys = half(st, b"a")
+    assert st.get(a_phys).store_timestamp >= NOW + 3_600_000
+    checked = []
+
+    async def checker(group, msg, body):
+        checked.append(msg.queue_offset)
+        return True
+
+    tx.checkers["test"] = checker
+    born = st.get(a_phys).born_timestamp
+    assert trio.run(tx.check_round, born + 5000) == 0  # young by its born time
+    assert trio.run(tx.check_round, born + 7000) == 1 and checked == [a]
